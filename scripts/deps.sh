@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build needs, when they are missing.
+# Sourced by scripts/run and scripts/test; safe to run on its own.
+set -euo pipefail
+
+REHEARSE_PACKAGES=(g++ cmake make pkg-config
+  libgtest-dev libgmock-dev librapidcheck-dev
+  nlohmann-json3-dev libfmt-dev libbenchmark-dev)
+
+rehearse_missing_packages() {
+  local missing=()
+  for p in "${REHEARSE_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  echo "${missing[@]:-}"
+}
+
+rehearse_install_deps() {
+  local missing
+  missing=$(rehearse_missing_packages)
+  if [ -z "$missing" ]; then
+    return 0
+  fi
+  echo "rehearse: installing missing Debian packages: $missing" >&2
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then
+      SUDO=sudo
+    else
+      echo "rehearse: missing packages and not root: $missing" >&2
+      echo "rehearse: install them with: apt-get install -y $missing" >&2
+      return 1
+    fi
+  else
+    SUDO=
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  if ! $SUDO apt-get update -q >&2 || ! $SUDO apt-get install -y -q --no-install-recommends $missing >&2; then
+    echo "rehearse: apt-get could not install: $missing" >&2
+    echo "rehearse: these Debian 12 packages are required: ${REHEARSE_PACKAGES[*]}" >&2
+    return 1
+  fi
+  missing=$(rehearse_missing_packages)
+  if [ -n "$missing" ]; then
+    echo "rehearse: still missing after apt-get: $missing" >&2
+    return 1
+  fi
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  rehearse_install_deps
+fi

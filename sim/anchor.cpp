@@ -1,0 +1,1 @@
+int rehearse_sim_anchor = 0;
