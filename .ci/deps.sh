@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build needs, when they are missing.
-# Sourced by scripts/run and scripts/test; safe to run on its own.
+# Sourced by .ci/scenarios and .ci/test; safe to run on its own.
 set -euo pipefail
 
 REHEARSE_PACKAGES=(g++ cmake make pkg-config
