@@ -1,0 +1,93 @@
+#include "sim/cli/args.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+namespace rehearse::cli {
+
+Result<ParsedArgs> parse_args(const std::vector<std::string>& args,
+                              const std::vector<OptionSpec>& specs) {
+  ParsedArgs out;
+  bool options_done = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (options_done || arg.size() < 2 || arg[0] != '-' || arg == "-") {
+      out.positionals.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      options_done = true;
+      continue;
+    }
+    if (arg == "--help" || arg == "-h") {
+      out.flags.insert("--help");
+      continue;
+    }
+    std::string name = arg;
+    std::optional<std::string> inline_value;
+    if (const auto eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
+      name = arg.substr(0, eq);
+      inline_value = arg.substr(eq + 1);
+    }
+    const OptionSpec* spec = nullptr;
+    for (const auto& s : specs) {
+      if (s.name == name) spec = &s;
+    }
+    if (spec == nullptr) {
+      // A negative number or a cron field such as "-5" is not an option here:
+      // only names that look like options are rejected.
+      return make_error(ErrorCode::invalid_argument, fmt::format("unknown option '{}'", name));
+    }
+    if (!spec->takes_value) {
+      if (inline_value) {
+        return make_error(ErrorCode::invalid_argument,
+                          fmt::format("option '{}' takes no value", name));
+      }
+      out.flags.insert(name);
+      continue;
+    }
+    std::string value;
+    if (inline_value) {
+      value = *inline_value;
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      return make_error(ErrorCode::invalid_argument,
+                        fmt::format("option '{}' expects a value ({})", name, spec->value_name));
+    }
+    auto& slot = out.values[name];
+    if (!slot.empty() && !spec->repeatable) {
+      return make_error(ErrorCode::invalid_argument,
+                        fmt::format("option '{}' given more than once", name));
+    }
+    slot.push_back(std::move(value));
+  }
+  return out;
+}
+
+Result<long long> parse_count(std::string_view option, std::string_view text, long long min,
+                              long long max) {
+  long long v = 0;
+  const auto* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end || v < min || v > max) {
+    return make_error(ErrorCode::invalid_argument,
+                      fmt::format("option '{}' expects an integer from {} to {}, got '{}'", option,
+                                  min, max, text));
+  }
+  return v;
+}
+
+std::string format_options_help(const std::vector<OptionSpec>& specs) {
+  std::string out;
+  for (const auto& s : specs) {
+    std::string left = s.name;
+    if (s.takes_value) left += " " + s.value_name;
+    out += fmt::format("  {:<24} {}\n", left, s.help);
+  }
+  out += fmt::format("  {:<24} {}\n", "-h, --help", "show this help");
+  return out;
+}
+
+}  // namespace rehearse::cli

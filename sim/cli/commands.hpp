@@ -1,0 +1,18 @@
+// The rehearse subcommands. Each takes the arguments after its name and
+// returns the process exit code (0 ok, 1 a check failed, 2 bad input/usage).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace rehearse::cli {
+
+using Args = std::vector<std::string>;
+
+int cmd_cron(const Args& args);
+int cmd_policy(const Args& args);
+
+// Prints "rehearse: error: <message>" to stderr and returns kExitUsage.
+int usage_error(const std::string& message, const std::string& hint = {});
+
+}  // namespace rehearse::cli
