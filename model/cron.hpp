@@ -27,25 +27,48 @@ struct CronField {
   CronFieldKind kind = CronFieldKind::minute;
   std::string text;          // the field as written (after macro expansion)
   std::uint64_t values = 0;  // bit i set: value i matches
-  bool unrestricted = false; // values cover the whole range (day-field rule)
+  // The day-field rule, as cron-parser 4.9 decides it: day_of_week is
+  // unrestricted when its value list has exactly 8 entries (`*`, `?`, `0-7`,
+  // `1-7`; not `0-6`); day_of_month when its list has at least as many entries
+  // as the month has days, counting February as 29. `unrestricted` is true for
+  // a day_of_month that is a wildcard in every month (31 entries or more); a
+  // list of 29 or 30 entries is a wildcard only in the shorter months (see
+  // entry_count). Other fields: the values cover the whole range.
+  bool unrestricted = false;
+  // Length of cron-parser's value list for this field: every value of every
+  // list element, duplicates and `L` entries included (`1-20,1-20` has 40).
+  std::uint32_t entry_count = 0;
   // day_of_month: `L` (last day of the month) present.
   bool last_day_of_month = false;
   // day_of_week: `dL` entries (bit d: last weekday d of the month) and `d#n`
   // entries (pairs of weekday 0-6 and n 1-5).
   std::uint8_t last_weekday_mask = 0;
   std::vector<std::pair<unsigned, unsigned>> nth_weekdays;
+  // day_of_week `...#n`: n (1-5), 0 when absent. As in cron-parser it restricts
+  // every matching day, whichever field matched it, to days (n-1)*7+1 .. n*7.
+  unsigned nth_occurrence = 0;
 };
+
+// Human-readable list of the field's values and special forms, for
+// `rehearse cron explain`: "0,15,30,45", "MON-FRI (1-5)", "every minute",
+// "any day (unrestricted)", "the last day of the month", "the 2nd FRI of the month".
+std::string describe_field(const CronField& field);
 
 class CronSchedule {
  public:
   // Parses 5 fields (min hour dom mon dow), 6 fields (sec min hour dom mon dow)
   // or a macro (@yearly @annually @monthly @weekly @daily @midnight @hourly).
-  // Errors name the offending token and its 1-based field position.
+  // Errors name the offending token and its 1-based field position:
+  // ErrorCode::invalid_argument for bad syntax, ::unsupported for syntax of
+  // other crons (W, H, a 7th field, @reboot), ::never_fires for an expression
+  // that matches no instant at all (`0 0 30 2 *`, `0 0 31 4,6 *`).
   static Result<CronSchedule> parse(std::string_view expression);
 
   // First matching instant strictly after `t` (UTC, whole seconds). Jumps
   // field by field; an expression that can never fire (`0 0 30 2 *`) is an
-  // ErrorCode::never_fires error rather than an endless search.
+  // ErrorCode::never_fires error rather than an endless search (parse already
+  // refuses those). `t` outside [kMinInstantMs, kMaxInstantMs], or no match
+  // before the end of year 9999, is ErrorCode::invalid_argument.
   Result<TimeMs> next_after(TimeMs t) const;
 
   // Whether instant `t` (whole second, ms ignored) matches the expression.
@@ -60,7 +83,14 @@ class CronSchedule {
   // expression fires (e.g. `0 0 1 * 1-5`, `*/5 * * * 5`); empty otherwise.
   std::vector<std::string> low_frequency_warnings() const;
 
+  // How the two day fields combine for this expression, in words: "any day",
+  // "day-of-month only", "day-of-week only", "day-of-month OR day-of-week", plus
+  // the `#n` week restriction when present.
+  std::string describe_day_rule() const;
+
   const std::string& source() const noexcept { return source_; }
+  // "@weekly" etc. when the expression was written as a macro, else empty.
+  const std::string& macro() const noexcept { return macro_; }
   bool has_seconds_field() const noexcept { return has_seconds_; }
   // Always six entries: second, minute, hour, day_of_month, month, day_of_week
   // (a 5-field expression has a second field of "0").

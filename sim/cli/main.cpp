@@ -31,6 +31,7 @@ constexpr std::string_view kTopHelp =
     "  cron next EXPR        next firing instants of a cron expression (UTC)\n"
     "  cron explain EXPR     parsed fields, low-frequency verdict, auto policy\n"
     "  policy explain POLICY the retry plan a policy gives after one failure\n"
+    "  validate FILE|DIR...  check scenario files (--strict: flags fail too)\n"
     "\n"
     "Every command has --help; --json prints one JSON document on stdout.\n"
     "Exit codes: 0 all held, 1 an invariant or expectation failed, 2 bad input.\n";
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
     }
     if (command == "cron") return cmd_cron(rest);
     if (command == "policy") return cmd_policy(rest);
+    if (command == "validate") return cmd_validate(rest);
     return usage_error(fmt::format("unknown command '{}'", command),
                        "run 'rehearse --help' for the list of commands");
   } catch (const std::exception& e) {

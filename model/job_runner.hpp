@@ -1,0 +1,67 @@
+// JobRunner: what the scheduler loop calls to run one job instance.
+//
+// Each job kind (group, fetch, reconcile, publish) is a coroutine over the
+// ports that returns a RunOutcome; the scheduler feeds the outcome into the
+// retry state machine (model/retry_machine.hpp). A run may be cut by a crash
+// at any co_await: the runner must keep its durable effects (guards, markers,
+// stages) consistent at every suspension point.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "model/failure.hpp"
+#include "model/task.hpp"
+#include "model/time.hpp"
+
+namespace rehearse {
+
+enum class RunOutcomeKind : unsigned char {
+  success,          // delivered (or the reconcile cycle completed)
+  skipped,          // nothing to deliver, nothing failed: the slot counts as complete
+  already_complete, // the guard was consumed or the slot marked: exit quietly
+  failure,          // the run failed; the queue retries per policy
+};
+
+inline const char* to_string(RunOutcomeKind kind) noexcept {
+  switch (kind) {
+    case RunOutcomeKind::success: return "success";
+    case RunOutcomeKind::skipped: return "skipped";
+    case RunOutcomeKind::already_complete: return "already_complete";
+    case RunOutcomeKind::failure: return "failure";
+  }
+  return "failure";
+}
+
+struct RunOutcome {
+  RunOutcomeKind kind = RunOutcomeKind::success;
+  FailureClass failure_class = FailureClass::unknown;  // failure only
+  std::string error;                                   // failure only: the original text
+
+  static RunOutcome success() { return {RunOutcomeKind::success, FailureClass::unknown, {}}; }
+  static RunOutcome skipped() { return {RunOutcomeKind::skipped, FailureClass::unknown, {}}; }
+  static RunOutcome already_complete() {
+    return {RunOutcomeKind::already_complete, FailureClass::unknown, {}};
+  }
+  static RunOutcome failure(FailureClass c, std::string message) {
+    return {RunOutcomeKind::failure, c, std::move(message)};
+  }
+  bool failed() const noexcept { return kind == RunOutcomeKind::failure; }
+};
+
+// The instance being run: job, regular slot, and the 1-based attempt of that
+// slot (or episode) this run is (attempt 1 = the regular run).
+struct RunContext {
+  std::string job_id;
+  TimeMs slot = 0;
+  int attempt = 1;
+  bool is_retry = false;
+};
+
+class JobRunner {
+ public:
+  virtual ~JobRunner() = default;
+  virtual Task<RunOutcome> run(RunContext context) = 0;
+};
+
+}  // namespace rehearse

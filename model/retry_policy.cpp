@@ -1,0 +1,622 @@
+// Retry policy parsing and BullMQ-exact backoff.
+//
+// Facts checked against BullMQ 5's source (src/classes/backoffs.ts, job.ts):
+// - Job.shouldRetryJob retries while `attemptsMade + 1 < opts.attempts` (and
+//   the error is not an UnrecoverableError), with the delay
+//   `Backoffs.calculate(backoff, attemptsMade + 1, ...)`. attemptsMade counts
+//   finished attempts before this one, so the n-th consecutive failure
+//   (n = attemptsMade + 1 >= 1) is retried iff n < attempts, i.e. at most
+//   attempts - 1 retries, and waits calculate(backoff, n).
+// - Backoffs.normalize turns a finite number into {type: 'fixed', delay}.
+// - fixed:        delay; with jitter j > 0:
+//                 Math.floor(Math.random() * delay * j + delay * (1 - j))
+// - exponential:  Math.round(Math.pow(2, n - 1) * delay); with jitter j > 0,
+//                 max = that value and
+//                 Math.floor(Math.random() * max * j + max * (1 - j))
+// - Any other type is an error unless a custom strategy is registered (we
+//   support none: custom strategies are code, not data).
+// With an integer delay and n >= 1, 2^(n-1) * delay is an integer, so the
+// Math.round never meets a half there; js_math_round still follows JS exactly
+// (halves towards +infinity) for any caller that passes fractions.
+// The jitter expression is evaluated in the same order as JS, in doubles; we
+// build with -std=c++20 (no GNU extensions), where GCC does not contract
+// a * b + c into an FMA, so the result is bit-for-bit what V8 computes.
+#include "model/retry_policy.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace rehearse {
+
+using nlohmann::json;
+
+const char* to_string(PolicyForm form) noexcept {
+  switch (form) {
+    case PolicyForm::per_job: return "per_job";
+    case PolicyForm::bullmq: return "bullmq";
+    case PolicyForm::auto_schedule: return "auto";
+  }
+  return "per_job";
+}
+
+const char* to_string(BackoffKind kind) noexcept {
+  return kind == BackoffKind::fixed ? "fixed" : "exponential";
+}
+
+const char* to_string(BudgetScope scope) noexcept {
+  return scope == BudgetScope::per_slot ? "per_slot" : "per_episode";
+}
+
+std::optional<BackoffKind> parse_backoff_kind(std::string_view name) noexcept {
+  if (name == "fixed") return BackoffKind::fixed;
+  if (name == "exponential") return BackoffKind::exponential;
+  return std::nullopt;
+}
+
+std::optional<BudgetScope> parse_budget_scope(std::string_view name) noexcept {
+  if (name == "per_slot") return BudgetScope::per_slot;
+  if (name == "per_episode") return BudgetScope::per_episode;
+  return std::nullopt;
+}
+
+const char* to_string(SideEffectKind kind) noexcept {
+  switch (kind) {
+    case SideEffectKind::none: return "none";
+    case SideEffectKind::draft: return "draft";
+    case SideEffectKind::publish: return "publish";
+  }
+  return "none";
+}
+
+std::optional<SideEffectKind> parse_side_effect_kind(std::string_view name) noexcept {
+  if (name == "none") return SideEffectKind::none;
+  if (name == "draft") return SideEffectKind::draft;
+  if (name == "publish") return SideEffectKind::publish;
+  return std::nullopt;
+}
+
+namespace {
+
+constexpr std::string_view kFormsHint =
+    "expected \"auto\", a per-job policy {\"max\", \"backoff_sec\" | \"backoff\", "
+    "\"retryable_classes\", \"reason\"} or a BullMQ policy {\"attempts\", \"backoff\"}";
+
+// RFC 6901 escaping of one reference token.
+std::string pointer_token(std::string_view key) {
+  std::string out;
+  for (const char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string child(std::string_view parent, std::string_view key) {
+  return std::string(parent) + "/" + pointer_token(key);
+}
+
+// dump() that never throws on invalid UTF-8 in strings (errors quote input).
+std::string safe_dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// What a value is, for "expected X, got Y" messages.
+std::string describe_value(const json& value) {
+  switch (value.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return value.get<bool>() ? "true" : "false";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "the integer " + safe_dump(value);
+    case json::value_t::number_float: return "the non-integer number " + safe_dump(value);
+    case json::value_t::string: {
+      std::string text = safe_dump(value);
+      if (text.size() > 40) text = text.substr(0, 37) + "...";
+      return "the string " + text;
+    }
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    default: return "an unsupported value";
+  }
+}
+
+Error schema(std::string where, std::string message) {
+  return make_error(ErrorCode::schema_error, std::move(message), std::move(where));
+}
+Error invalid(std::string where, std::string message) {
+  return make_error(ErrorCode::invalid_argument, std::move(message), std::move(where));
+}
+
+// A whole number in [min, max]; JSON floats (even 2.0) are refused so that a
+// count is always written as a count.
+Result<std::int64_t> read_integer(const json& value, const std::string& where,
+                                  std::string_view what, std::int64_t min, std::int64_t max) {
+  const auto expected = fmt::format("expected {}: an integer from {} to {}", what, min, max);
+  if (value.is_number_unsigned()) {
+    // nlohmann stores every non-negative integer as unsigned: check both ends.
+    const auto v = value.get<std::uint64_t>();
+    if (v > static_cast<std::uint64_t>(max) ||
+        (min > 0 && v < static_cast<std::uint64_t>(min))) {
+      return invalid(where, fmt::format("{}, got {}", expected, describe_value(value)));
+    }
+    return static_cast<std::int64_t>(v);
+  }
+  if (value.is_number_integer()) {
+    const auto v = value.get<std::int64_t>();
+    if (v < min || v > max) {
+      return invalid(where, fmt::format("{}, got {}", expected, describe_value(value)));
+    }
+    return v;
+  }
+  return schema(where, fmt::format("{}, got {}", expected, describe_value(value)));
+}
+
+// DURATION in files: a string with units ("30m", "1h30m") or integer ms.
+Result<DurationMs> read_duration(const json& value, const std::string& where) {
+  const auto expected = fmt::format(
+      "expected a duration: a string with units such as \"30m\" or an integer number of "
+      "milliseconds, at most {}",
+      format_duration(kBackoffDelayMaxMs));
+  if (value.is_string()) {
+    auto parsed = parse_duration(value.get_ref<const std::string&>());
+    if (!parsed.ok()) {
+      return invalid(where, fmt::format("{}; {}", expected, parsed.error().message));
+    }
+    if (*parsed > kBackoffDelayMaxMs) {
+      return invalid(where, fmt::format("{}, got {}", expected, describe_value(value)));
+    }
+    return *parsed;
+  }
+  if (value.is_number_integer()) {
+    auto ms = read_integer(value, where, "a duration in milliseconds", 0, kBackoffDelayMaxMs);
+    if (!ms.ok()) return std::move(ms).error();
+    return *ms;
+  }
+  return schema(where, fmt::format("{}, got {}", expected, describe_value(value)));
+}
+
+Result<std::string> read_non_empty_string(const json& value, const std::string& where,
+                                          std::string_view what) {
+  if (!value.is_string() || value.get_ref<const std::string&>().empty()) {
+    return schema(where, fmt::format("expected {} (a non-empty string), got {}", what,
+                                     describe_value(value)));
+  }
+  return value.get<std::string>();
+}
+
+Result<FailureClassSet> read_classes(const json& value, const std::string& where) {
+  std::string names;
+  for (const FailureClass c : all_failure_classes()) {
+    names += names.empty() ? "" : ", ";
+    names += to_string(c);
+  }
+  if (!value.is_array()) {
+    return schema(where, fmt::format("expected an array of failure class names ({}), got {}",
+                                     names, describe_value(value)));
+  }
+  FailureClassSet set;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const json& item = value[i];
+    const std::string item_where = child(where, std::to_string(i));
+    if (!item.is_string()) {
+      return schema(item_where, fmt::format("expected a failure class name ({}), got {}", names,
+                                            describe_value(item)));
+    }
+    const auto parsed = parse_failure_class(item.get_ref<const std::string&>());
+    if (!parsed) {
+      return invalid(item_where, fmt::format("unknown failure class {}: expected one of {}",
+                                             safe_dump(item), names));
+    }
+    if (contains(set, *parsed)) {
+      return invalid(item_where, fmt::format("failure class {} is listed twice", safe_dump(item)));
+    }
+    insert(set, *parsed);
+  }
+  return set;
+}
+
+Result<BudgetScope> read_budget(const json& value, const std::string& where) {
+  const std::string expected = "expected \"per_slot\" or \"per_episode\"";
+  if (!value.is_string()) {
+    return schema(where, fmt::format("{}, got {}", expected, describe_value(value)));
+  }
+  const auto parsed = parse_budget_scope(value.get_ref<const std::string&>());
+  if (!parsed) {
+    return invalid(where, fmt::format("{}, got {}", expected, describe_value(value)));
+  }
+  return *parsed;
+}
+
+Status check_keys(const json& object, const std::string& where,
+                  std::initializer_list<std::string_view> allowed, std::string_view form) {
+  for (const auto& [key, unused] : object.items()) {
+    (void)unused;
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      std::string list;
+      for (const auto name : allowed) {
+        list += list.empty() ? "" : ", ";
+        list += name;
+      }
+      return schema(child(where, key),
+                    fmt::format("unknown key \"{}\" in {}: expected one of {}", key, form, list));
+    }
+  }
+  return {};
+}
+
+// {"type", "delay"[, "jitter"]}.
+Result<Backoff> read_backoff_object(const json& value, const std::string& where,
+                                    bool jitter_allowed, std::string_view form) {
+  if (jitter_allowed) {
+    if (auto s = check_keys(value, where, {"type", "delay", "jitter"}, form); !s.ok()) {
+      return std::move(s).error();
+    }
+  } else {
+    if (auto s = check_keys(value, where, {"type", "delay"}, form); !s.ok()) {
+      return std::move(s).error();
+    }
+  }
+  Backoff backoff;
+  const std::string type_where = child(where, "type");
+  if (!value.contains("type")) {
+    return schema(type_where, "missing backoff type: expected \"exponential\" or \"fixed\"");
+  }
+  const json& type = value.at("type");
+  if (!type.is_string()) {
+    return schema(type_where, fmt::format("expected \"exponential\" or \"fixed\", got {}",
+                                          describe_value(type)));
+  }
+  const auto kind = parse_backoff_kind(type.get_ref<const std::string&>());
+  if (!kind) {
+    return invalid(type_where,
+                   fmt::format("unknown backoff type {}: expected \"exponential\" or \"fixed\" "
+                               "(custom strategies are not supported)",
+                               safe_dump(type)));
+  }
+  backoff.kind = *kind;
+  const std::string delay_where = child(where, "delay");
+  if (!value.contains("delay")) {
+    return schema(delay_where,
+                  "missing backoff delay: expected a duration such as \"30m\" or integer ms");
+  }
+  auto delay = read_duration(value.at("delay"), delay_where);
+  if (!delay.ok()) return std::move(delay).error();
+  backoff.delay_ms = *delay;
+  if (value.contains("jitter")) {
+    const json& jitter = value.at("jitter");
+    const std::string jitter_where = child(where, "jitter");
+    if (!jitter.is_number()) {
+      return schema(jitter_where, fmt::format("expected a jitter between 0 and 1, got {}",
+                                              describe_value(jitter)));
+    }
+    const double j = jitter.get<double>();
+    if (!(j >= 0.0 && j <= 1.0)) {
+      return invalid(jitter_where, fmt::format("expected a jitter between 0 and 1, got {}",
+                                               describe_value(jitter)));
+    }
+    backoff.jitter = j;
+  }
+  return backoff;
+}
+
+Result<RetryPolicy> parse_per_job(const json& policy) {
+  constexpr std::string_view kForm = "a per-job retry policy";
+  if (auto s = check_keys(policy, "",
+                          {"max", "backoff_sec", "backoff", "retryable_classes", "reason", "budget"},
+                          kForm);
+      !s.ok()) {
+    return std::move(s).error();
+  }
+  RetryPolicy out;
+  out.form = PolicyForm::per_job;
+  out.budget = BudgetScope::per_episode;
+  if (!policy.contains("max")) {
+    return schema("/max", "missing max: expected the number of accelerated retries after a "
+                          "failure (an integer, 0 disables retries)");
+  }
+  auto max = read_integer(policy.at("max"), "/max", "the number of accelerated retries", 0,
+                          kRetryCountMax);
+  if (!max.ok()) return std::move(max).error();
+  out.max_retries = static_cast<int>(*max);
+
+  const bool has_sec = policy.contains("backoff_sec");
+  const bool has_backoff = policy.contains("backoff");
+  if (has_sec && has_backoff) {
+    return schema("/backoff", "both backoff_sec and backoff given: use one of them");
+  }
+  if (has_sec) {
+    auto sec = read_integer(policy.at("backoff_sec"), "/backoff_sec",
+                            "a fixed delay in whole seconds", 0, kBackoffDelayMaxMs / kSecondMs);
+    if (!sec.ok()) return std::move(sec).error();
+    out.backoff = Backoff{BackoffKind::fixed, *sec * kSecondMs, 0.0};
+  } else if (has_backoff) {
+    const json& backoff = policy.at("backoff");
+    if (!backoff.is_object()) {
+      return schema("/backoff",
+                    fmt::format("expected {{\"type\": \"exponential\" | \"fixed\", \"delay\": "
+                                "DURATION}} (or use backoff_sec), got {}",
+                                describe_value(backoff)));
+    }
+    auto parsed = read_backoff_object(backoff, "/backoff", false, "a per-job backoff");
+    if (!parsed.ok()) return std::move(parsed).error();
+    out.backoff = *parsed;
+  } else if (out.max_retries > 0) {
+    return schema("", "missing backoff: a per-job policy with max > 0 needs backoff_sec (whole "
+                      "seconds) or backoff {\"type\", \"delay\"}");
+  }
+
+  if (policy.contains("retryable_classes")) {
+    auto classes = read_classes(policy.at("retryable_classes"), "/retryable_classes");
+    if (!classes.ok()) return std::move(classes).error();
+    out.retryable_classes = *classes;
+  } else {
+    // The table of section 1: the per-job form's defaults.
+    out.retryable_classes = default_retryable_classes();
+  }
+  if (policy.contains("reason")) {
+    auto reason = read_non_empty_string(policy.at("reason"), "/reason", "a reason");
+    if (!reason.ok()) return std::move(reason).error();
+    out.reason = *reason;
+  }
+  if (policy.contains("budget")) {
+    auto budget = read_budget(policy.at("budget"), "/budget");
+    if (!budget.ok()) return std::move(budget).error();
+    out.budget = *budget;
+  }
+  if (!policy_retries(out) && out.reason.empty()) {
+    return schema("/reason",
+                  "missing reason: a per-job policy that never retries (max: 0 or no "
+                  "retryable_classes) must say why in \"reason\"");
+  }
+  return out;
+}
+
+Result<RetryPolicy> parse_bullmq(const json& policy) {
+  constexpr std::string_view kForm = "a BullMQ retry policy";
+  if (auto s = check_keys(policy, "", {"attempts", "backoff", "retryable_classes", "budget", "reason"},
+                          kForm);
+      !s.ok()) {
+    return std::move(s).error();
+  }
+  RetryPolicy out;
+  out.form = PolicyForm::bullmq;
+  out.budget = BudgetScope::per_slot;
+  auto attempts = read_integer(policy.at("attempts"), "/attempts",
+                               "attempts (the first run included)", 1, kRetryCountMax + 1);
+  if (!attempts.ok()) return std::move(attempts).error();
+  out.max_retries = static_cast<int>(*attempts - 1);
+
+  if (policy.contains("backoff")) {
+    const json& backoff = policy.at("backoff");
+    if (backoff.is_object()) {
+      auto parsed = read_backoff_object(backoff, "/backoff", true, "a BullMQ backoff");
+      if (!parsed.ok()) return std::move(parsed).error();
+      out.backoff = *parsed;
+    } else if (backoff.is_number() || backoff.is_string()) {
+      // BullMQ's Backoffs.normalize: a bare number is a fixed delay.
+      auto delay = read_duration(backoff, "/backoff");
+      if (!delay.ok()) return std::move(delay).error();
+      out.backoff = Backoff{BackoffKind::fixed, *delay, 0.0};
+    } else {
+      return schema("/backoff",
+                    fmt::format("expected a fixed delay (DURATION) or {{\"type\", \"delay\", "
+                                "\"jitter\"?}}, got {}",
+                                describe_value(backoff)));
+    }
+  } else if (out.max_retries > 0) {
+    return schema("/backoff",
+                  "missing backoff: a BullMQ policy with attempts > 1 needs \"backoff\" (a fixed "
+                  "delay or {\"type\", \"delay\"}); we do not assume BullMQ's immediate retry");
+  }
+
+  if (policy.contains("retryable_classes")) {
+    auto classes = read_classes(policy.at("retryable_classes"), "/retryable_classes");
+    if (!classes.ok()) return std::move(classes).error();
+    out.retryable_classes = *classes;
+  } else {
+    out.retryable_classes = all_classes_set();  // BullMQ retries every failure
+  }
+  if (policy.contains("reason")) {
+    auto reason = read_non_empty_string(policy.at("reason"), "/reason", "a reason");
+    if (!reason.ok()) return std::move(reason).error();
+    out.reason = *reason;
+  }
+  if (policy.contains("budget")) {
+    auto budget = read_budget(policy.at("budget"), "/budget");
+    if (!budget.ok()) return std::move(budget).error();
+    out.budget = *budget;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool policy_retries(const RetryPolicy& policy) noexcept {
+  return policy.max_retries > 0 && policy.retryable_classes.any();
+}
+
+RetryPolicy auto_retry_policy(const ScheduleFacts& schedule) {
+  RetryPolicy out;
+  out.form = PolicyForm::auto_schedule;
+  out.budget = BudgetScope::per_slot;
+  out.retryable_classes = all_classes_set();
+  out.schedule_expression = schedule.expression;
+  out.low_frequency = schedule.low_frequency;
+  if (schedule.low_frequency) {
+    out.max_retries = 3;  // attempts 4
+    out.backoff = Backoff{BackoffKind::exponential, 30 * kMinuteMs, 0.0};
+  } else {
+    out.max_retries = 1;  // attempts 2
+    out.backoff = Backoff{BackoffKind::exponential, 60 * kSecondMs, 0.0};
+  }
+  return out;
+}
+
+Result<RetryPolicy> parse_retry_policy(const json& policy,
+                                       const std::optional<ScheduleFacts>& schedule) {
+  if (policy.is_null()) {
+    return schema("", fmt::format("missing retry policy: {}; there is no default", kFormsHint));
+  }
+  if (policy.is_string()) {
+    const auto& text = policy.get_ref<const std::string&>();
+    if (text != "auto") {
+      return invalid("", fmt::format("unknown retry policy {}: {}", describe_value(policy),
+                                     kFormsHint));
+    }
+    if (!schedule) {
+      return invalid("", "retry policy \"auto\" is chosen from the job's effective schedule, and "
+                         "none was given");
+    }
+    return auto_retry_policy(*schedule);
+  }
+  if (!policy.is_object()) {
+    return schema("", fmt::format("{}, got {}", kFormsHint, describe_value(policy)));
+  }
+  if (policy.empty()) {
+    return schema("", fmt::format("empty retry policy: {}; there is no default", kFormsHint));
+  }
+  const bool per_job = policy.contains("max") || policy.contains("backoff_sec");
+  const bool bullmq = policy.contains("attempts");
+  if (per_job && bullmq) {
+    return schema("/attempts",
+                  fmt::format("mixes the per-job form ({}) with the BullMQ form (attempts): use "
+                              "one form",
+                              policy.contains("max") ? "max" : "backoff_sec"));
+  }
+  if (per_job) return parse_per_job(policy);
+  if (bullmq) return parse_bullmq(policy);
+  // Report an unknown key first if there is one: it is the likelier mistake.
+  for (const auto& [key, unused] : policy.items()) {
+    (void)unused;
+    if (key != "backoff" && key != "retryable_classes" && key != "reason" && key != "budget") {
+      return schema(child("", key), fmt::format("unknown key \"{}\": {}", key, kFormsHint));
+    }
+  }
+  return schema("", fmt::format("neither \"max\" nor \"attempts\" given: {}", kFormsHint));
+}
+
+double js_math_round(double x) noexcept {
+  if (!std::isfinite(x)) return x;
+  const double floor_x = std::floor(x);
+  // x - floor(x) is exact for doubles, so this is exactly "halves up".
+  return (x - floor_x >= 0.5) ? floor_x + 1.0 : floor_x;
+}
+
+DurationMs backoff_delay_ms(const Backoff& backoff, int n) {
+  REHEARSE_ASSERT(n >= 1);
+  REHEARSE_ASSERT(backoff.delay_ms >= 0);
+  if (backoff.kind == BackoffKind::fixed) return std::min(backoff.delay_ms, kBackoffSaturationMs);
+  if (backoff.delay_ms == 0) return 0;
+  // 2^62 exceeds the saturation point for any delay >= 1 ms.
+  if (n - 1 >= 62) return kBackoffSaturationMs;
+  // Exact: a power-of-two scaling of an integer below 2^53 (delays are capped).
+  const double scaled = std::ldexp(static_cast<double>(backoff.delay_ms), n - 1);
+  if (scaled >= static_cast<double>(kBackoffSaturationMs)) return kBackoffSaturationMs;
+  return static_cast<DurationMs>(js_math_round(scaled));
+}
+
+DurationMs backoff_delay_ms(const Backoff& backoff, int n, RandomSource* random) {
+  const DurationMs max_delay = backoff_delay_ms(backoff, n);
+  if (!(backoff.jitter > 0.0)) return max_delay;
+  REHEARSE_ASSERT(random != nullptr);
+  const double rand = random->next_unit();
+  const double max_d = static_cast<double>(max_delay);
+  const double min_delay = max_d * (1.0 - backoff.jitter);
+  const double jittered = std::floor(rand * max_d * backoff.jitter + min_delay);
+  // Double rounding can make this exactly max_delay (rand close to 1), as it
+  // does in JS; the clamp only guards against anything outside [0, max].
+  return std::clamp(static_cast<DurationMs>(jittered), DurationMs{0}, max_delay);
+}
+
+RetryPlan plan_retries(const RetryPolicy& policy) {
+  RetryPlan plan;
+  plan.form = policy.form;
+  plan.max_retries = policy.max_retries;
+  plan.retryable_classes = policy.retryable_classes;
+  plan.budget = policy.budget;
+  plan.backoff = policy.backoff;
+  DurationMs offset = 0;
+  for (int n = 1; n <= policy.max_retries; ++n) {
+    const DurationMs delay = backoff_delay_ms(policy.backoff, n);
+    offset = std::min(offset + delay, kBackoffSaturationMs);  // both <= 2.5e14: no overflow
+    plan.delays_ms.push_back(delay);
+    plan.offsets_ms.push_back(offset);
+  }
+  plan.recovery_window_ms = offset;
+  return plan;
+}
+
+namespace {
+json backoff_json(const Backoff& backoff) {
+  json out = json::object();
+  out["type"] = to_string(backoff.kind);
+  out["delay_ms"] = backoff.delay_ms;
+  out["delay"] = format_duration(backoff.delay_ms);
+  out["jitter"] = backoff.jitter;
+  return out;
+}
+}  // namespace
+
+json to_json(const RetryPolicy& policy) {
+  json out = json::object();
+  out["form"] = to_string(policy.form);
+  out["max_retries"] = policy.max_retries;
+  out["backoff"] = backoff_json(policy.backoff);
+  out["retryable_classes"] = class_names(policy.retryable_classes);
+  out["budget"] = to_string(policy.budget);
+  if (!policy.reason.empty()) out["reason"] = policy.reason;
+  if (policy.form == PolicyForm::auto_schedule) {
+    out["schedule"] = policy.schedule_expression;
+    out["low_frequency"] = policy.low_frequency;
+  }
+  return out;
+}
+
+json to_json(const RetryPlan& plan) {
+  json out = json::object();
+  out["form"] = to_string(plan.form);
+  out["max_retries"] = plan.max_retries;
+  out["delays_ms"] = plan.delays_ms;
+  out["offsets_ms"] = plan.offsets_ms;
+  out["recovery_window_ms"] = plan.recovery_window_ms;
+  out["retryable_classes"] = class_names(plan.retryable_classes);
+  out["budget"] = to_string(plan.budget);
+  out["backoff"] = backoff_json(plan.backoff);
+  return out;
+}
+
+std::string describe(const RetryPolicy& policy) {
+  std::string classes;
+  for (const auto& name : class_names(policy.retryable_classes)) {
+    classes += classes.empty() ? "" : ",";
+    classes += name;
+  }
+  if (classes.empty()) classes = "none";
+  std::string text =
+      fmt::format("{} max={} backoff={} {}", to_string(policy.form), policy.max_retries,
+                  to_string(policy.backoff.kind), format_duration(policy.backoff.delay_ms));
+  if (policy.backoff.jitter > 0.0) text += fmt::format(" jitter={}", policy.backoff.jitter);
+  text += fmt::format(" classes={} budget={}", classes, to_string(policy.budget));
+  return text;
+}
+
+std::optional<std::string> side_effect_warning(const SideEffectDeclaration& declaration,
+                                               const RetryPolicy& policy) {
+  if (declaration.kind != SideEffectKind::publish) return std::nullopt;
+  if (!policy_retries(policy)) return std::nullopt;
+  if (!declaration.idempotency_key.empty()) return std::nullopt;
+  if (!declaration.reason.empty() || !policy.reason.empty()) return std::nullopt;
+  return std::string(
+      "side_effects is \"publish\" and the retry policy retries, but the job declares neither an "
+      "idempotency key nor a reason why a re-run is safe");
+}
+
+}  // namespace rehearse

@@ -1,0 +1,360 @@
+#include "model/state_store.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace rehearse {
+
+namespace {
+
+// The header is one short line; this bound only has to exceed it.
+constexpr std::uint64_t kJournalHeaderReadMax = 256;
+
+std::string parent_dir(const std::string& dir) {
+  std::string d = dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  const auto slash = d.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return d.substr(0, slash);
+}
+
+// Joins a file path and a codec location into one `where`:
+// "path:3:14" (JSON syntax), "path#/jobs/a" (JSON pointer),
+// "path:7" / "path:7#/retry_count" (journal line).
+std::string locate(const std::string& path, const std::string& where) {
+  if (where.empty()) return path;
+  if (where.front() == '/') return path + "#" + where;
+  if (where.rfind("line ", 0) == 0) return path + ":" + where.substr(5);
+  return path + ":" + where;
+}
+
+}  // namespace
+
+const char* to_string(Durability d) noexcept {
+  switch (d) {
+    case Durability::full:
+      return "full";
+    case Durability::no_sync:
+      return "no_sync";
+  }
+  return "?";
+}
+
+const char* to_string(HealthKind k) noexcept {
+  switch (k) {
+    case HealthKind::ok:
+      return "ok";
+    case HealthKind::corrupt:
+      return "corrupt";
+  }
+  return "?";
+}
+
+StateStore::StateStore(Disk& disk, std::string dir, StoreOptions options)
+    : disk_(&disk), dir_(std::move(dir)), options_(options) {}
+
+std::string StateStore::snapshot_path() const { return join_path(dir_, kSnapshotName); }
+std::string StateStore::journal_path() const { return join_path(dir_, kJournalName); }
+std::string StateStore::lock_path() const { return join_path(dir_, kLockName); }
+
+Result<StateStore> StateStore::open(Disk& disk, std::string dir, StoreOptions options) {
+  if (dir.empty()) return make_error(ErrorCode::invalid_argument, "state directory is empty");
+  if (options.journal_records_max < 1 || options.journal_bytes_max < 1) {
+    return make_error(ErrorCode::invalid_argument, "journal bounds must be at least 1");
+  }
+  StateStore store(disk, std::move(dir), options);
+  if (auto s = disk.create_dir(store.dir_); !s.ok()) return s.error();
+  if (store.sync()) {
+    // The directory entry itself must be durable before anything in it is.
+    if (auto s = disk.fsync_dir(parent_dir(store.dir_)); !s.ok()) return s.error();
+  }
+  auto held = store.lock();
+  if (!held.ok()) return std::move(held).error();
+  const Status loaded = store.full_load();
+  if (!loaded.ok() && !store.corrupt_) return loaded.error();  // the disk failed
+  return store;
+}
+
+Result<DiskLockHandle> StateStore::lock() { return disk_->lock_exclusive(lock_path()); }
+
+Status StateStore::mark_corrupt(const std::string& path, Error cause) {
+  loaded_ = false;
+  Error e = make_error(ErrorCode::corrupt,
+                       fmt::format("state store is corrupt and fails closed (the file is kept "
+                                   "untouched and no write replaces it until an operator "
+                                   "repairs it): {}",
+                                   cause.message),
+                       locate(path, cause.where));
+  corrupt_ = e;
+  return e;
+}
+
+void StateStore::note_torn_tail(const std::optional<TornTail>& tail) {
+  torn_tail_ = tail;
+  if (!tail) return;
+  const std::pair<std::uint64_t, std::uint64_t> key{journal_base_.value_or(0), tail->offset};
+  if (last_torn_seen_ != key) {
+    last_torn_seen_ = key;
+    ++torn_tails_dropped_;
+  }
+}
+
+Status StateStore::full_load() {
+  loaded_ = false;
+  auto snapshot = disk_->read_file(snapshot_path());
+  if (!snapshot.ok()) return snapshot.error();
+  StateDocument document;
+  const bool have_snapshot = snapshot->has_value();
+  if (have_snapshot) {
+    auto decoded = decode_state(**snapshot);
+    if (!decoded.ok()) return mark_corrupt(snapshot_path(), std::move(decoded).error());
+    document = std::move(*decoded);
+  }
+  auto journal = disk_->read_file(journal_path());
+  if (!journal.ok()) return journal.error();
+
+  std::uint64_t seq = document.journal_seq;
+  journal_base_.reset();
+  journal_end_ = 0;
+  journal_line_ = 0;
+  journal_records_ = 0;
+  journal_last_seq_ = 0;
+  std::optional<TornTail> tail;
+  if (journal->has_value()) {
+    auto scan = decode_journal(**journal);
+    if (!scan.ok()) return mark_corrupt(journal_path(), std::move(scan).error());
+    if (!have_snapshot && scan->base_seq != 0) {
+      return mark_corrupt(journal_path(),
+                          make_error(ErrorCode::corrupt,
+                                     fmt::format("the journal continues a snapshot at sequence "
+                                                 "{}, but {} is missing",
+                                                 scan->base_seq, kSnapshotName),
+                                     "line 1"));
+    }
+    if (scan->base_seq > document.journal_seq) {
+      return mark_corrupt(journal_path(),
+                          make_error(ErrorCode::corrupt,
+                                     fmt::format("the journal continues a snapshot at sequence "
+                                                 "{}, but {} is at sequence {} (older)",
+                                                 scan->base_seq, kSnapshotName,
+                                                 document.journal_seq),
+                                     "line 1"));
+    }
+    // Records the snapshot already holds (a crash between writing a new
+    // snapshot and starting a new journal) are skipped, not applied twice.
+    for (auto& record : scan->records) {
+      if (record.seq <= document.journal_seq) continue;
+      std::string id = record.state.job_id;
+      document.jobs.insert_or_assign(std::move(id), std::move(record.state));
+    }
+    journal_base_ = scan->base_seq;
+    journal_end_ = scan->valid_end;
+    journal_line_ = 2 + scan->records.size();
+    journal_records_ = scan->records.size();
+    journal_last_seq_ = scan->records.empty() ? scan->base_seq : scan->records.back().seq;
+    seq = std::max(seq, journal_last_seq_);
+    tail = std::move(scan->torn_tail);
+  }
+  jobs_ = std::move(document.jobs);
+  seq_ = seq;
+  corrupt_.reset();
+  note_torn_tail(tail);
+  loaded_ = true;
+  return {};
+}
+
+Status StateStore::refresh() {
+  if (!loaded_ || corrupt_) return full_load();
+  // Follow the journal from where we stopped. Anything unexpected (another
+  // process compacted, a record we cannot continue from) falls back to a
+  // full load, which applies the strict recovery rules from the start.
+  auto head = disk_->read_range(journal_path(), 0, kJournalHeaderReadMax);
+  if (!head.ok()) return head.error();
+  if (!head->has_value()) {
+    // Still no journal: no store has written since our load (every write
+    // starts one), so the snapshot is the one we hold. A journal that has
+    // gone away since is someone's repair: start over.
+    return journal_base_ ? full_load() : Status{};
+  }
+  if (!journal_base_) return full_load();
+  auto header = decode_journal_header(**head);
+  if (!header.ok() || header->base_seq != *journal_base_) return full_load();
+  // Same base: the same journal file, or one a compaction at the same
+  // sequence started afresh; either way its records continue ours.
+  auto rest = disk_->read_range(journal_path(), journal_end_, kReadToEnd);
+  if (!rest.ok()) return rest.error();
+  if (!rest->has_value()) return full_load();
+  if ((*rest)->empty()) {
+    note_torn_tail(std::nullopt);
+    return {};
+  }
+  auto scan = decode_journal_region(**rest, journal_end_, journal_line_, journal_last_seq_ + 1);
+  if (!scan.ok()) return full_load();
+  for (auto& record : scan->records) {
+    journal_last_seq_ = record.seq;
+    if (record.seq <= seq_) continue;
+    std::string id = record.state.job_id;
+    jobs_.insert_or_assign(std::move(id), std::move(record.state));
+    seq_ = record.seq;
+  }
+  journal_records_ += scan->records.size();
+  journal_line_ += scan->records.size();
+  journal_end_ = scan->valid_end;
+  note_torn_tail(scan->torn_tail);
+  return {};
+}
+
+Status StateStore::write_atomically(const std::string& path, std::string_view bytes) {
+  const std::string temp = path + kTempSuffix;
+  if (auto s = disk_->write_file(temp, bytes); !s.ok()) return s;
+  if (sync()) {
+    if (auto s = disk_->fsync_file(temp); !s.ok()) return s;
+  }
+  if (auto s = disk_->rename_file(temp, path); !s.ok()) return s;
+  if (sync()) {
+    if (auto s = disk_->fsync_dir(dir_); !s.ok()) return s;
+  }
+  return {};
+}
+
+Status StateStore::start_journal(std::uint64_t base_seq) {
+  loaded_ = false;  // until the new journal is in place, the cache may be wrong
+  const std::string header = encode_journal_header(base_seq);
+  if (auto s = write_atomically(journal_path(), header); !s.ok()) return s;
+  journal_base_ = base_seq;
+  journal_end_ = header.size();
+  journal_line_ = 2;
+  journal_records_ = 0;
+  journal_last_seq_ = base_seq;
+  torn_tail_.reset();
+  loaded_ = true;
+  return {};
+}
+
+Status StateStore::compact_locked() {
+  REHEARSE_ASSERT(loaded_ && !corrupt_);
+  StateDocument document;
+  document.journal_seq = seq_;
+  document.jobs = jobs_;
+  const std::string bytes = encode_state(document);
+  loaded_ = false;
+  // Snapshot first: until the new journal replaces the old one, recovery
+  // reads the new snapshot and skips the old journal's records it holds.
+  if (auto s = write_atomically(snapshot_path(), bytes); !s.ok()) return s;
+  return start_journal(seq_);
+}
+
+Result<JobState> StateStore::read(const std::string& job_id) {
+  if (job_id.empty()) return make_error(ErrorCode::invalid_argument, "job id is empty");
+  auto held = lock();
+  if (!held.ok()) return std::move(held).error();
+  if (auto s = refresh(); !s.ok()) return s.error();
+  const auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) {
+    JobState fresh;
+    fresh.job_id = job_id;
+    return fresh;
+  }
+  return it->second;
+}
+
+Result<std::map<std::string, JobState>> StateStore::read_all() {
+  auto held = lock();
+  if (!held.ok()) return std::move(held).error();
+  if (auto s = refresh(); !s.ok()) return s.error();
+  return jobs_;
+}
+
+Status StateStore::update(const std::string& job_id,
+                          const std::function<void(JobState&)>& mutate) {
+  if (job_id.empty()) return make_error(ErrorCode::invalid_argument, "job id is empty");
+  auto held = lock();
+  if (!held.ok()) return std::move(held).error();
+  if (auto s = refresh(); !s.ok()) return s;
+
+  JobState current;
+  current.job_id = job_id;
+  if (const auto it = jobs_.find(job_id); it != jobs_.end()) current = it->second;
+  JobState next = current;
+  mutate(next);
+  if (next.job_id != job_id) {
+    return make_error(ErrorCode::invalid_argument,
+                      fmt::format("an update of job \"{}\" must not change its id to \"{}\"",
+                                  job_id, next.job_id),
+                      "/job_id");
+  }
+  if (auto s = validate_job_state(next); !s.ok()) {
+    Error e = s.error();
+    e.message = fmt::format("refusing to store job \"{}\": {}", job_id, e.message);
+    return e;
+  }
+  if (next == current) return {};  // nothing to write
+
+  const std::uint64_t seq = seq_ + 1;
+  const std::string record = encode_journal_record(seq, next);
+  // Read the record back before writing it: what the cache keeps is exactly
+  // what a restart will decode (text that was not UTF-8 is stored replaced).
+  auto check = decode_journal_region(record, 0, 1, seq);
+  REHEARSE_ASSERT(check.ok());
+  REHEARSE_ASSERT(check->records.size() == 1);
+  REHEARSE_ASSERT(!check->torn_tail);
+  JobState stored = std::move(check->records.front().state);
+  REHEARSE_ASSERT(stored.job_id == job_id);
+
+  // Appending needs a journal whose last record is ours and holds no torn
+  // tail; otherwise fold everything into a snapshot and start a clean one.
+  if (!journal_base_ && !torn_tail_) {
+    if (auto s = start_journal(seq_); !s.ok()) return s;
+  } else if (!journal_base_ || torn_tail_ || journal_last_seq_ != seq_) {
+    if (auto s = compact_locked(); !s.ok()) return s;
+  }
+
+  loaded_ = false;  // if the append fails half-way, the next operation reloads
+  if (auto s = disk_->append_file(journal_path(), record); !s.ok()) return s;
+  if (sync()) {
+    if (auto s = disk_->fsync_file(journal_path()); !s.ok()) return s;
+  }
+  loaded_ = true;
+  jobs_.insert_or_assign(job_id, std::move(stored));
+  seq_ = seq;
+  journal_last_seq_ = seq;
+  journal_end_ += record.size();
+  ++journal_line_;
+  ++journal_records_;
+
+  if (journal_records_ >= options_.journal_records_max ||
+      journal_end_ >= options_.journal_bytes_max) {
+    // The update is durable already; a failed compaction must not make the
+    // caller repeat it (a repeated increment would count twice).
+    if (auto s = compact_locked(); !s.ok()) {
+      compaction_error_ = s.error();
+    } else {
+      compaction_error_.reset();
+    }
+  }
+  return {};
+}
+
+Status StateStore::compact() {
+  auto held = lock();
+  if (!held.ok()) return std::move(held).error();
+  if (auto s = refresh(); !s.ok()) return s;
+  auto s = compact_locked();
+  if (s.ok()) compaction_error_.reset();
+  return s;
+}
+
+StoreHealth StateStore::health() const {
+  StoreHealth h;
+  h.kind = corrupt_ ? HealthKind::corrupt : HealthKind::ok;
+  h.error = corrupt_;
+  h.torn_tail = torn_tail_;
+  h.torn_tails_dropped = torn_tails_dropped_;
+  h.compaction_error = compaction_error_;
+  return h;
+}
+
+}  // namespace rehearse

@@ -1,0 +1,160 @@
+// rehearse validate FILE|DIR... [--strict] [--json]
+//
+// Checks scenario files without running them. A directory stands for every
+// *.json directly inside it, in name order; a directory without one is an
+// error (an empty glob must never pass). Errors go to stderr, one per line,
+// as "path:/json/pointer: message"; stdout gets one status line per file (or
+// one JSON document with --json). Exit 0 when every file is valid, 2 when
+// any is not. Flags (valid but suspicious: an invalid retry policy replayed
+// on purpose, a retrying publish job without an idempotency key or reason,
+// an unusable schedule override) are warnings; --strict makes them failures.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "sim/cli/args.hpp"
+#include "sim/cli/commands.hpp"
+#include "sim/scenario.hpp"
+
+namespace rehearse::cli {
+namespace {
+
+constexpr const char* kValidateHelp =
+    "usage: rehearse validate FILE|DIR... [--strict] [--json]\n"
+    "\n"
+    "Checks scenario files (docs/scenario-format.md) without running them. A\n"
+    "directory means every *.json file directly inside it, in name order.\n"
+    "Errors name the file, the JSON pointer (or line:column) and what was expected.\n"
+    "Flags (a missing or invalid retry policy, a retrying publish job without an\n"
+    "idempotency key or reason, an unusable schedule override, a job that never\n"
+    "runs) are warnings of a valid scenario; --strict turns them into failures.\n"
+    "\n"
+    "Exit codes: 0 every file is valid, 2 a file is invalid (or flagged, with --strict)\n"
+    "or the arguments are wrong.\n";
+
+const std::vector<OptionSpec> kValidateOptions{
+    {"--strict", false, "", "treat every flag as a failure"},
+    {"--json", false, "", "print one JSON document"},
+};
+
+// How many errors per file are printed; the rest are counted.
+constexpr std::size_t kPrintedErrorsMax = 20;
+
+// Expands the arguments to files, or returns the usage problem.
+Result<std::vector<std::string>> collect_files(const std::vector<std::string>& arguments) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  for (const auto& arg : arguments) {
+    std::error_code ec;
+    const auto status = fs::status(arg, ec);
+    if (ec || !fs::exists(status)) {
+      return make_error(ErrorCode::not_found, "no such file or directory", arg);
+    }
+    if (fs::is_directory(status)) {
+      std::vector<std::string> found;
+      for (fs::directory_iterator it(arg, ec), end; !ec && it != end; it.increment(ec)) {
+        const fs::path& p = it->path();
+        std::error_code file_ec;
+        if (p.extension() == ".json" && it->is_regular_file(file_ec)) {
+          found.push_back((fs::path(arg) / p.filename()).string());
+        }
+      }
+      if (ec) return make_error(ErrorCode::io_error, "cannot list the directory", arg);
+      if (found.empty()) {
+        return make_error(ErrorCode::not_found, "directory contains no *.json scenario file", arg);
+      }
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else {
+      files.push_back(arg);
+    }
+  }
+  return files;
+}
+
+nlohmann::json error_json(const Error& e) {
+  return nlohmann::json{{"where", e.where}, {"code", to_string(e.code)}, {"message", e.message}};
+}
+
+}  // namespace
+
+int cmd_validate(const Args& args) {
+  auto parsed = parse_args(args, kValidateOptions);
+  if (!parsed) return usage_error(parsed.error().describe(), "see 'rehearse validate --help'");
+  if (parsed->has("--help")) {
+    fmt::print("{}\noptions:\n{}", kValidateHelp, format_options_help(kValidateOptions));
+    return kExitOk;
+  }
+  if (parsed->positionals.empty()) {
+    return usage_error("validate: missing FILE or DIR", "see 'rehearse validate --help'");
+  }
+  const bool strict = parsed->has("--strict");
+  const bool as_json = parsed->has("--json");
+  auto files = collect_files(parsed->positionals);
+  if (!files) return usage_error(files.error().describe());
+
+  bool all_ok = true;
+  nlohmann::json report = nlohmann::json::array();
+  for (const auto& file : *files) {
+    const sim::ScenarioCheck check = sim::check_scenario_file(file);
+    const bool flagged_failure = strict && !check.flags.empty();
+    const bool ok = check.valid() && !flagged_failure;
+    all_ok = all_ok && ok;
+
+    const std::size_t error_total = check.errors.size() + check.errors_omitted;
+    for (std::size_t i = 0; i < check.errors.size() && i < kPrintedErrorsMax; ++i) {
+      fmt::print(stderr, "{}\n", check.errors[i].describe());
+    }
+    if (error_total > kPrintedErrorsMax) {
+      fmt::print(stderr, "{}: ... and {} more errors\n", file, error_total - kPrintedErrorsMax);
+    }
+    for (const auto& f : check.flags) {
+      fmt::print(stderr, "{}: {} [{}]: {}\n", f.where, strict ? "error" : "warning",
+                 sim::to_string(f.kind), f.message);
+    }
+
+    if (as_json) {
+      nlohmann::json entry;
+      entry["path"] = file;
+      entry["ok"] = ok;
+      entry["valid"] = check.valid();
+      entry["errors"] = nlohmann::json::array();
+      for (const auto& e : check.errors) entry["errors"].push_back(error_json(e));
+      entry["errors_omitted"] = check.errors_omitted;
+      entry["flags"] = nlohmann::json::array();
+      for (const auto& f : check.flags) {
+        entry["flags"].push_back(
+            {{"kind", sim::to_string(f.kind)}, {"where", f.where}, {"message", f.message}});
+      }
+      if (check.scenario) entry["scenario"] = check.scenario->name;
+      report.push_back(std::move(entry));
+    } else if (ok) {
+      if (check.flags.empty()) {
+        fmt::print("ok  {}\n", file);
+      } else {
+        fmt::print("ok  {} ({} flag{})\n", file, check.flags.size(),
+                   check.flags.size() == 1 ? "" : "s");
+      }
+    } else if (!check.valid()) {
+      fmt::print("FAIL {} ({} error{})\n", file, error_total, error_total == 1 ? "" : "s");
+    } else {
+      fmt::print("FAIL {} ({} flag{} under --strict)\n", file, check.flags.size(),
+                 check.flags.size() == 1 ? "" : "s");
+    }
+  }
+  if (as_json) {
+    nlohmann::json doc;
+    doc["ok"] = all_ok;
+    doc["strict"] = strict;
+    doc["files"] = std::move(report);
+    fmt::print("{}\n", doc.dump(2));
+  }
+  return all_ok ? kExitOk : kExitUsage;
+}
+
+}  // namespace rehearse::cli

@@ -1,0 +1,74 @@
+#include "sim/cli/cron_explain.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "model/retry_policy.hpp"
+
+namespace rehearse::cli {
+
+namespace {
+constexpr std::array<const char*, 6> kFieldLabels{"second",       "minute", "hour",
+                                                  "day-of-month", "month",  "day-of-week"};
+
+std::string low_frequency_reason(const CronSchedule& schedule) {
+  if (!schedule.macro().empty()) return fmt::format("the macro {}", schedule.macro());
+  return "the day-of-month or day-of-week field is one fixed value";
+}
+}  // namespace
+
+Result<CronExplanation> explain_cron(const CronSchedule& schedule) {
+  CronExplanation out;
+  nlohmann::json fields = nlohmann::json::array();
+  std::string text = fmt::format("expression:    {}\n", schedule.source());
+  if (!schedule.macro().empty()) text += fmt::format("macro:         {}\n", schedule.macro());
+  text += fmt::format("fields:        {} ({} fields as written)\n",
+                      schedule.has_seconds_field() ? "sec min hour dom mon dow" : "min hour dom mon dow",
+                      schedule.has_seconds_field() ? 6 : 5);
+  for (std::size_t i = 0; i < schedule.fields().size(); ++i) {
+    const CronField& f = schedule.fields()[i];
+    const std::string described = describe_field(f);
+    text += fmt::format("  {:<13} {:<14} {}\n", kFieldLabels[i], f.text, described);
+    fields.push_back({{"field", kFieldLabels[i]},
+                      {"text", f.text},
+                      {"description", described},
+                      {"unrestricted", f.unrestricted}});
+  }
+  const std::string day_rule = schedule.describe_day_rule();
+  text += fmt::format("days:          {}\n", day_rule);
+
+  const bool low = schedule.is_low_frequency();
+  const auto warnings = schedule.low_frequency_warnings();
+  text += fmt::format("low-frequency: {}\n",
+                      low ? fmt::format("yes ({})", low_frequency_reason(schedule))
+                          : std::string("no"));
+  for (const auto& w : warnings) text += fmt::format("warning:       {}\n", w);
+
+  const RetryPolicy policy = auto_retry_policy(schedule_facts(schedule));
+  const RetryPlan plan = plan_retries(policy);
+  std::string delays;
+  for (const DurationMs d : plan.delays_ms) {
+    delays += delays.empty() ? "" : ", ";
+    delays += format_duration(d);
+  }
+  text += fmt::format(
+      "auto policy:   attempts {}, {} {} (retries after {}; recovery window {}), budget {}\n",
+      plan.max_retries + 1, to_string(policy.backoff.kind), format_duration(policy.backoff.delay_ms),
+      delays.empty() ? "none" : delays, format_duration(plan.recovery_window_ms),
+      to_string(plan.budget));
+
+  out.text = std::move(text);
+  out.json = {{"expression", schedule.source()},
+              {"macro", schedule.macro()},
+              {"has_seconds_field", schedule.has_seconds_field()},
+              {"fields", fields},
+              {"day_rule", day_rule},
+              {"low_frequency", low},
+              {"warnings", warnings},
+              {"auto_policy", to_json(policy)},
+              {"auto_plan", to_json(plan)}};
+  return out;
+}
+
+}  // namespace rehearse::cli

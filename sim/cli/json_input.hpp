@@ -1,0 +1,25 @@
+// Reads a JSON argument given inline or as @FILE, with errors that name the
+// file and line:column.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model/result.hpp"
+
+namespace rehearse::cli {
+
+struct JsonInput {
+  nlohmann::json value;
+  std::string origin;  // "FILE" or "POLICY" (inline)
+};
+
+// `bare_words` are accepted unquoted as JSON strings (e.g. auto).
+Result<JsonInput> read_json_argument(const std::string& arg,
+                                     const std::vector<std::string>& bare_words);
+
+// "line:column" (1-based) of a byte offset in text.
+std::string line_column(const std::string& text, std::size_t byte_offset);
+
+}  // namespace rehearse::cli

@@ -1,0 +1,1913 @@
+// The scenario loader: JSON text -> Scenario, strictly.
+//
+// One pass over the document collects every error it can (a user fixing a
+// file wants the full list, not one error per run), in three layers:
+//   1. syntax (nlohmann's parse error, converted to line:column) and
+//      duplicate keys (nlohmann keeps the last one silently; we refuse);
+//   2. shape: known keys only, types, ranges, instants, durations, crons;
+//   3. meaning: references between jobs, services, issues, agents, targets,
+//      and faults inside the time span.
+// Flags (valid but suspicious: invalid retry policies on purpose, risky
+// side effects, unusable schedule overrides) are computed only for a valid
+// scenario, so they never pile onto errors.
+#include "sim/scenario.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "model/cron.hpp"
+
+namespace rehearse::sim {
+
+using nlohmann::json;
+
+// ------------------------------------------------------------- vocabulary
+
+namespace {
+
+constexpr std::array<const char*, 4> kServiceNames{"model-api", "orchestrator", "brokerage",
+                                                   "messenger"};
+constexpr std::array<const char*, 4> kJobKindNames{"group", "fetch", "reconcile", "publish"};
+constexpr std::array<const char*, 3> kTaskOutputNames{"summary", "preview", "skip"};
+constexpr std::array<const char*, 13> kFaultKindNames{
+    "quota_exhausted", "http_errors",    "timeouts",       "network_errors", "token_revoked",
+    "issues_deleted",  "issue_status",   "agent_removed",  "agent_restored", "restart",
+    "state_corrupted", "torn_write",     "messenger_down"};
+constexpr std::array<const char*, 3> kStateFileNames{"retry_state.json", "jobs.json",
+                                                     "jobs_state.json"};
+constexpr std::array<const char*, 4> kCorruptionModeNames{"garbage", "empty", "truncated",
+                                                          "schema"};
+constexpr std::array<const char*, 4> kFlagKindNames{"policy_error", "side_effects",
+                                                    "schedule_config", "schedule_idle"};
+// network_errors `error` values, in TransportErrorKind order (none excluded).
+constexpr std::array<const char*, 4> kTransportNames{"connection_refused", "connection_reset",
+                                                     "dns", "broken_pipe"};
+constexpr std::array<TransportErrorKind, 4> kTransportKinds{
+    TransportErrorKind::connection_refused, TransportErrorKind::connection_reset,
+    TransportErrorKind::dns, TransportErrorKind::broken_pipe};
+
+template <std::size_t N>
+std::vector<std::string> to_vector(const std::array<const char*, N>& names) {
+  return std::vector<std::string>(names.begin(), names.end());
+}
+
+template <std::size_t N>
+std::optional<std::size_t> index_of(const std::array<const char*, N>& names,
+                                    std::string_view name) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (name == names[i]) return i;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* to_string(ServiceKind kind) noexcept {
+  return kServiceNames[static_cast<std::size_t>(kind)];
+}
+std::optional<ServiceKind> parse_service_kind(std::string_view name) noexcept {
+  const auto i = index_of(kServiceNames, name);
+  if (!i) return std::nullopt;
+  return static_cast<ServiceKind>(*i);
+}
+const char* to_string(JobKind kind) noexcept {
+  return kJobKindNames[static_cast<std::size_t>(kind)];
+}
+const char* to_string(TaskOutput output) noexcept {
+  return kTaskOutputNames[static_cast<std::size_t>(output)];
+}
+const char* to_string(FaultKind kind) noexcept {
+  return kFaultKindNames[static_cast<std::size_t>(kind)];
+}
+std::optional<FaultKind> parse_fault_kind(std::string_view name) noexcept {
+  const auto i = index_of(kFaultKindNames, name);
+  if (!i) return std::nullopt;
+  return static_cast<FaultKind>(*i);
+}
+const char* to_string(StateFile file) noexcept {
+  return kStateFileNames[static_cast<std::size_t>(file)];
+}
+const char* to_string(CorruptionMode mode) noexcept {
+  return kCorruptionModeNames[static_cast<std::size_t>(mode)];
+}
+const char* to_string(FlagKind kind) noexcept {
+  return kFlagKindNames[static_cast<std::size_t>(kind)];
+}
+
+SideEffectKind default_side_effects(JobKind kind) noexcept {
+  switch (kind) {
+    case JobKind::group: return SideEffectKind::draft;
+    case JobKind::fetch: return SideEffectKind::none;
+    case JobKind::reconcile: return SideEffectKind::none;
+    case JobKind::publish: return SideEffectKind::publish;
+  }
+  return SideEffectKind::publish;  // unreachable; the most cautious answer
+}
+
+bool fault_has_duration(FaultKind kind) noexcept {
+  switch (kind) {
+    case FaultKind::quota_exhausted:
+    case FaultKind::http_errors:
+    case FaultKind::timeouts:
+    case FaultKind::network_errors:
+    case FaultKind::messenger_down:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool Services::has(ServiceKind kind) const noexcept {
+  switch (kind) {
+    case ServiceKind::model_api: return model_api.has_value();
+    case ServiceKind::orchestrator: return orchestrator.has_value();
+    case ServiceKind::brokerage: return brokerage.has_value();
+    case ServiceKind::messenger: return messenger.has_value();
+  }
+  return false;
+}
+
+const JobSpec* Scenario::find_job(std::string_view id) const noexcept {
+  for (const auto& job : jobs) {
+    if (job.id == id) return &job;
+  }
+  return nullptr;
+}
+
+const std::vector<std::string>& issue_status_names() {
+  // The orchestrator's external statuses. Only in_progress, in_review and done
+  // move an internal stage (semantics.md section 8); the others exist so a
+  // scenario can send "unknown to the mapping" statuses without typos passing.
+  static const std::vector<std::string> kNames{"backlog",   "todo", "in_progress", "in_review",
+                                               "blocked",   "done", "cancelled"};
+  return kNames;
+}
+
+const std::vector<std::string>& stage_names() {
+  static const std::vector<std::string> kNames{"DESIGNING", "BUILDING", "REVIEWING", "DONE",
+                                               "DESIGN_FAILED"};
+  return kNames;
+}
+
+const std::vector<std::string>& notification_event_names() {
+  // The core's NotificationEvent names (model/notification.hpp); the tests
+  // check that each parses there, so the two lists cannot drift apart.
+  static const std::vector<std::string> kNames{"retry_scheduled", "retry_exhausted",
+                                               "failed_permanent", "recovered",
+                                               "policy_invalid", "state_corrupt"};
+  return kNames;
+}
+
+const std::vector<std::string>& invariant_names() {
+  // semantics.md section 10, in its order, plus bounded_run.
+  static const std::vector<std::string> kNames{
+      "stage_monotonic",      "retries_bounded",       "schedule_kept",
+      "nothing_lost",         "no_duplicate_delivery", "state_durable",
+      "token_reissue_bounded", "item_queries_bounded", "no_secret_leak",
+      "deterministic",        "bounded_run"};
+  return kNames;
+}
+
+const std::map<std::string, std::vector<std::string>>& scenario_known_keys() {
+  static const std::map<std::string, std::vector<std::string>> kKeys{
+      {"scenario",
+       {"format", "scenario", "description", "start", "until", "seed", "env", "queue", "services",
+        "jobs", "faults", "expect"}},
+      {"queue", {"concurrency", "max_events"}},
+      {"services", {"model-api", "orchestrator", "brokerage", "messenger"}},
+      {"model_api", {"latency", "timeout"}},
+      {"orchestrator", {"instance", "issues", "agents", "latency", "timeout"}},
+      {"issue", {"id", "status"}},
+      {"agent", {"id", "role", "present"}},
+      {"brokerage", {"token_lifetime", "latency", "timeout"}},
+      {"messenger", {"targets", "latency", "timeout"}},
+      {"job",
+       {"id", "kind", "schedule", "schedule_env", "retry_policy", "side_effects",
+        "idempotency_key", "note"}},
+      {"job_group", {"tasks", "targets"}},
+      {"task", {"id", "produces", "model_calls"}},
+      {"job_fetch", {"service", "requests", "parallel"}},
+      {"job_reconcile", {"items", "batch_size"}},
+      {"item", {"issue", "stage", "lost"}},
+      {"job_publish", {"targets"}},
+      {"fault", {"at", "kind", "note"}},
+      {"fault_quota_exhausted", {"service", "for"}},
+      {"fault_http_errors", {"service", "status", "rate", "for"}},
+      {"fault_timeouts", {"service", "rate", "for"}},
+      {"fault_network_errors", {"service", "rate", "error", "for"}},
+      {"fault_token_revoked", {"service"}},
+      {"fault_issues_deleted", {"issues", "new_instance"}},
+      {"fault_issue_status", {"issue", "status"}},
+      {"fault_agent_removed", {"agent"}},
+      {"fault_agent_restored", {"agent"}},
+      {"fault_restart", {"down_for"}},
+      {"fault_state_corrupted", {"file", "mode"}},
+      {"fault_torn_write", {"file", "down_for"}},
+      {"fault_messenger_down", {"targets", "for"}},
+      {"expect", {"jobs", "items", "services", "notifications", "violations"}},
+      {"job_expectation",
+       {"delivered_slots", "skipped_slots", "failed_slots", "in_flight_slots", "final_status",
+        "retries", "runs", "calls", "notifications", "max_delay"}},
+      {"item_expectation", {"stage", "reason_contains", "queries"}},
+      {"expect_services", {"model-api", "orchestrator", "brokerage", "messenger"}},
+      {"service_expectation", {"calls"}},
+      {"brokerage_expectation", {"calls", "token_issues"}},
+  };
+  return kKeys;
+}
+
+// ------------------------------------------------------------------ helpers
+
+namespace {
+
+// Bounds: a limit on everything (TigerBeetle habit); a file beyond these is
+// almost certainly generated wrongly, and the run would be unbounded anyway.
+constexpr std::size_t kMaxFileBytes = 16u << 20;
+constexpr std::size_t kMaxJobs = 1000;
+constexpr std::size_t kMaxFaults = 100'000;
+constexpr std::size_t kMaxListItems = 10'000;
+constexpr std::size_t kMaxIdLength = 128;
+// Scenarios nest about six levels; the bound keeps every later recursive walk
+// of the document (copies, dumps, the policy parser) far from the stack limit.
+constexpr std::size_t kMaxNestingDepth = 64;
+constexpr std::int64_t kMaxCount = 1'000'000'000'000;
+
+const std::vector<std::string>& keys_of(const std::string& level) {
+  const auto& all = scenario_known_keys();
+  const auto it = all.find(level);
+  REHEARSE_ASSERT(it != all.end());
+  return it->second;
+}
+
+std::string escape_token(std::string_view token) {
+  std::string out;
+  for (const char c : token) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string child(const std::string& pointer, std::string_view key) {
+  return pointer + "/" + escape_token(key);
+}
+std::string child(const std::string& pointer, std::size_t index) {
+  return pointer + "/" + std::to_string(index);
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + cost});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+// The closest candidate within a small edit distance, for "did you mean"
+// (case-insensitive: "done" suggests "DONE").
+std::optional<std::string> closest(std::string_view word, const std::vector<std::string>& options) {
+  std::optional<std::string> best;
+  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
+  const std::string word_lower = lower(word);
+  for (const auto& option : options) {
+    const std::size_t d = edit_distance(word_lower, lower(option));
+    if (d < best_distance) {
+      best_distance = d;
+      best = option;
+    }
+  }
+  return best;
+}
+
+std::string join(const std::vector<std::string>& words, std::string_view sep = ", ") {
+  std::string out;
+  for (const auto& w : words) {
+    if (!out.empty()) out += sep;
+    out += w;
+  }
+  return out;
+}
+
+std::string quoted_list(const std::vector<std::string>& words) {
+  std::vector<std::string> q;
+  q.reserve(words.size());
+  for (const auto& w : words) q.push_back("'" + w + "'");
+  return join(q);
+}
+
+// A short description of a value for "expected X, got Y".
+std::string describe(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return v.get<bool>() ? "true" : "false";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float: return "number " + v.dump();
+    case json::value_t::string: {
+      std::string s = v.dump();
+      if (s.size() > 42) s = s.substr(0, 40) + "...\"";
+      return "string " + s;
+    }
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    default: return "an unsupported value";
+  }
+}
+
+bool is_integer(const json& v) { return v.is_number_integer() || v.is_number_unsigned(); }
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || s.size() > kMaxIdLength) return false;
+  const auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  if (!alnum(s[0])) return false;
+  return std::all_of(s.begin(), s.end(), [&](char c) {
+    return alnum(c) || c == '_' || c == '.' || c == '-' || c == ':' || c == '@' || c == '#';
+  });
+}
+
+bool is_kebab(std::string_view s) {
+  if (s.empty() || s.size() > kMaxIdLength || s.front() == '-' || s.back() == '-') return false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                    (c == '-' && s[i - 1] != '-');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool is_env_name(std::string_view s) {
+  if (s.empty() || s.size() > kMaxIdLength) return false;
+  if (s[0] >= '0' && s[0] <= '9') return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+bool is_role_name(std::string_view s) {
+  if (s.empty() || s.size() > kMaxIdLength || s[0] < 'a' || s[0] > 'z') return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+}
+
+constexpr const char* kIdentifierRule =
+    "1-128 characters: letters, digits and _ . - : @ #, starting with a letter or digit";
+constexpr const char* kDurationRule =
+    "a duration such as \"90s\", \"30m\", \"1h30m\", \"7d\", or an integer of milliseconds";
+
+// Where a syntax error is: nlohmann's byte count -> 1-based line and column.
+std::string line_column(std::string_view text, std::size_t byte) {
+  const std::size_t index = std::min(byte == 0 ? 0 : byte - 1, text.size());
+  std::size_t line = 1;
+  std::size_t line_start = 0;
+  for (std::size_t i = 0; i < index; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  return fmt::format("{}:{}", line, index - line_start + 1);
+}
+
+// "[json.exception.parse_error.101] parse error at line 1, column 5: syntax
+// error ..." -> "syntax error ..." (the location is reported separately).
+std::string strip_json_exception_prefix(std::string what) {
+  if (const auto column = what.find(", column "); column != std::string::npos) {
+    if (const auto colon = what.find(": ", column); colon != std::string::npos) {
+      return what.substr(colon + 2);
+    }
+  }
+  if (what.rfind("[json.exception.", 0) == 0) {
+    if (const auto close = what.find("] "); close != std::string::npos) {
+      return what.substr(close + 2);
+    }
+  }
+  return what;
+}
+
+// Thrown from the parse callback to stop at a document nested too deeply.
+struct NestingTooDeep {
+  std::string pointer;
+};
+
+// Tracks the JSON pointer during a callback parse to report duplicate keys,
+// which nlohmann otherwise resolves silently (the last one wins), and to stop
+// at absurd nesting.
+class DuplicateKeyFinder {
+ public:
+  std::vector<std::string> duplicates;  // pointers of the repeated keys
+
+  bool on_event(json::parse_event_t event, const json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        frames_.push_back(Frame{event == json::parse_event_t::array_start, 0, next_token(), {}, {}});
+        if (frames_.size() > kMaxNestingDepth) throw NestingTooDeep{pointer()};
+        break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        if (!frames_.empty()) frames_.pop_back();
+        break;
+      case json::parse_event_t::key: {
+        if (frames_.empty()) break;
+        Frame& top = frames_.back();
+        top.last_key = parsed.get<std::string>();
+        if (!top.keys.insert(top.last_key).second && duplicates.size() < kScenarioErrorLimit) {
+          duplicates.push_back(pointer() + "/" + escape_token(top.last_key));
+        }
+        break;
+      }
+      case json::parse_event_t::value:
+        next_token();  // advances the index of an enclosing array
+        break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool is_array = false;
+    std::size_t next_index = 0;
+    std::string token;  // this container's token in its parent
+    std::string last_key;
+    std::set<std::string> keys;
+  };
+
+  std::string next_token() {
+    if (frames_.empty()) return {};
+    Frame& top = frames_.back();
+    if (top.is_array) return std::to_string(top.next_index++);
+    return escape_token(top.last_key);
+  }
+
+  std::string pointer() const {
+    std::string out;
+    for (std::size_t i = 1; i < frames_.size(); ++i) out += "/" + frames_[i].token;
+    return out;
+  }
+
+  std::vector<Frame> frames_;
+};
+
+// ------------------------------------------------------------------- loader
+
+class Loader {
+ public:
+  explicit Loader(std::string path) : path_(std::move(path)) { scenario_.path = path_; }
+
+  void syntax_error(std::string where_suffix, std::string message) {
+    add(ErrorCode::parse_error, std::move(where_suffix), std::move(message), /*is_pointer=*/false);
+  }
+  void nesting_error(const std::string& pointer) {
+    add(ErrorCode::schema_error, pointer,
+        fmt::format("nested more than {} levels deep; a scenario needs a handful",
+                    kMaxNestingDepth));
+  }
+  void duplicate_key(const std::string& pointer) {
+    const auto slash = pointer.rfind('/');
+    add(ErrorCode::schema_error, pointer,
+        fmt::format("duplicate key '{}' (JSON parsers keep only one; remove the other)",
+                    pointer.substr(slash + 1)));
+  }
+
+  void load(const json& root);
+  void compute_flags();
+
+  ScenarioCheck finish() && {
+    ScenarioCheck out;
+    out.errors = std::move(errors_);
+    out.errors_omitted = omitted_;
+    if (out.errors.empty()) {
+      out.flags = flags_;
+      scenario_.flags = std::move(flags_);
+      out.scenario = std::move(scenario_);
+    }
+    return out;
+  }
+
+  bool has_errors() const { return !errors_.empty(); }
+
+ private:
+  // ---- reporting
+  void add(ErrorCode code, std::string location, std::string message, bool is_pointer = true) {
+    if (errors_.size() >= kScenarioErrorLimit) {
+      ++omitted_;
+      return;
+    }
+    std::string where = path_;
+    if (is_pointer) {
+      if (!location.empty()) where += ":" + location;
+    } else {
+      where += ":" + location;
+    }
+    errors_.push_back(make_error(code, std::move(message), std::move(where)));
+  }
+  void error(const std::string& pointer, std::string message) {
+    add(ErrorCode::schema_error, pointer, std::move(message));
+  }
+  void value_error(const std::string& pointer, std::string message) {
+    add(ErrorCode::invalid_argument, pointer, std::move(message));
+  }
+  void reference_error(const std::string& pointer, std::string message) {
+    add(ErrorCode::not_found, pointer, std::move(message));
+  }
+  void flag(FlagKind kind, const std::string& pointer, std::string message) {
+    flags_.push_back(ScenarioFlag{kind, path_ + ":" + pointer, std::move(message)});
+  }
+
+  // ---- shape helpers
+  static const json* field(const json& obj, std::string_view key) {
+    const auto it = obj.find(std::string(key));
+    return it == obj.end() ? nullptr : &*it;
+  }
+
+  const json* require(const json& obj, const std::string& pointer, std::string_view key,
+                      std::string_view expected) {
+    const json* v = field(obj, key);
+    if (v == nullptr) {
+      error(pointer, fmt::format("missing required key '{}' ({})", key, expected));
+    }
+    return v;
+  }
+
+  // Reports every key of `obj` not in `allowed`. `elsewhere` maps keys that
+  // are valid for another kind of the same object to a hint.
+  void check_keys(const json& obj, const std::string& pointer, const std::vector<std::string>& allowed,
+                  const std::map<std::string, std::string>& elsewhere = {}) {
+    for (const auto& [key, value] : obj.items()) {
+      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+      const std::string at = child(pointer, key);
+      if (const auto hint = elsewhere.find(key); hint != elsewhere.end()) {
+        error(at, fmt::format("key '{}' {}", key, hint->second));
+      } else if (const auto near = closest(key, allowed)) {
+        error(at, fmt::format("unknown key '{}' (did you mean '{}'?)", key, *near));
+      } else {
+        error(at, fmt::format("unknown key '{}' (expected one of: {})", key, quoted_list(allowed)));
+      }
+    }
+  }
+
+  bool expect_object(const json& v, const std::string& pointer, std::string_view what) {
+    if (v.is_object()) return true;
+    error(pointer, fmt::format("expected {} (an object), got {}", what, describe(v)));
+    return false;
+  }
+
+  bool expect_array(const json& v, const std::string& pointer, std::string_view what,
+                    bool non_empty, std::size_t max_items = kMaxListItems) {
+    if (!v.is_array()) {
+      error(pointer, fmt::format("expected {} (an array), got {}", what, describe(v)));
+      return false;
+    }
+    if (non_empty && v.empty()) {
+      error(pointer, fmt::format("expected {}: at least one entry, got an empty array", what));
+      return false;
+    }
+    if (v.size() > max_items) {
+      error(pointer, fmt::format("too many entries: {} (at most {})", v.size(), max_items));
+      return false;
+    }
+    return true;
+  }
+
+  std::optional<std::string> read_string(const json& v, const std::string& pointer,
+                                         std::string_view what = "a string") {
+    if (!v.is_string()) {
+      error(pointer, fmt::format("expected {}, got {}", what, describe(v)));
+      return std::nullopt;
+    }
+    return v.get<std::string>();
+  }
+
+  std::optional<std::string> read_identifier(const json& v, const std::string& pointer,
+                                             std::string_view what) {
+    auto s = read_string(v, pointer, what);
+    if (!s) return std::nullopt;
+    if (!is_identifier(*s)) {
+      value_error(pointer, fmt::format("invalid {} \"{}\": expected {}", what, *s, kIdentifierRule));
+      return std::nullopt;
+    }
+    return s;
+  }
+
+  std::optional<std::int64_t> read_int(const json& v, const std::string& pointer, std::int64_t min,
+                                       std::int64_t max, std::string_view what = "an integer") {
+    if (!is_integer(v)) {
+      error(pointer, fmt::format("expected {} from {} to {}, got {}", what, min, max, describe(v)));
+      return std::nullopt;
+    }
+    const bool too_big = v.is_number_unsigned() &&
+                         v.get<std::uint64_t>() >
+                             static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    const std::int64_t n = too_big ? std::numeric_limits<std::int64_t>::max() : v.get<std::int64_t>();
+    if (too_big || n < min || n > max) {
+      value_error(pointer, fmt::format("expected {} from {} to {}, got {}", what, min, max, v.dump()));
+      return std::nullopt;
+    }
+    return n;
+  }
+
+  std::optional<std::int64_t> read_count(const json& v, const std::string& pointer) {
+    return read_int(v, pointer, 0, kMaxCount, "a count");
+  }
+
+  std::optional<bool> read_bool(const json& v, const std::string& pointer) {
+    if (!v.is_boolean()) {
+      error(pointer, fmt::format("expected true or false, got {}", describe(v)));
+      return std::nullopt;
+    }
+    return v.get<bool>();
+  }
+
+  std::optional<double> read_rate(const json& v, const std::string& pointer) {
+    if (!v.is_number()) {
+      error(pointer, fmt::format("expected a rate from 0 to 1, got {}", describe(v)));
+      return std::nullopt;
+    }
+    const double r = v.get<double>();
+    if (!(r >= 0.0 && r <= 1.0)) {
+      value_error(pointer, fmt::format("expected a rate from 0 to 1, got {}", v.dump()));
+      return std::nullopt;
+    }
+    return r;
+  }
+
+  // A duration: a string with units, or an integer of milliseconds.
+  std::optional<DurationMs> read_duration(const json& v, const std::string& pointer,
+                                          DurationMs min_ms) {
+    std::optional<DurationMs> d;
+    if (v.is_string()) {
+      auto parsed = parse_duration(v.get<std::string>());
+      if (!parsed) {
+        value_error(pointer, parsed.error().message);
+        return std::nullopt;
+      }
+      d = *parsed;
+    } else if (is_integer(v)) {
+      if (v.is_number_unsigned() &&
+          v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxInstantMs)) {
+        value_error(pointer, fmt::format("duration {} ms is too large", v.dump()));
+        return std::nullopt;
+      }
+      d = v.get<std::int64_t>();
+    } else {
+      error(pointer, fmt::format("expected {}, got {}", kDurationRule, describe(v)));
+      return std::nullopt;
+    }
+    if (*d < min_ms) {
+      value_error(pointer, min_ms == 0 ? fmt::format("expected a duration >= 0, got {}", v.dump())
+                                       : fmt::format("expected a positive duration, got {}",
+                                                     v.dump()));
+      return std::nullopt;
+    }
+    if (*d > kMaxInstantMs) {
+      value_error(pointer, fmt::format("duration {} is too large", v.dump()));
+      return std::nullopt;
+    }
+    return d;
+  }
+
+  std::optional<TimeMs> read_instant(const json& v, const std::string& pointer) {
+    auto s = read_string(v, pointer, "an ISO-8601 UTC instant such as \"2026-12-04T17:00:00Z\"");
+    if (!s) return std::nullopt;
+    auto t = parse_instant(*s);
+    if (!t) {
+      value_error(pointer, t.error().message);
+      return std::nullopt;
+    }
+    return *t;
+  }
+
+  // One of `names`; reports the list and a close match.
+  std::optional<std::size_t> read_name(const json& v, const std::string& pointer,
+                                       const std::vector<std::string>& names, std::string_view what) {
+    auto s = read_string(v, pointer, fmt::format("{} (one of: {})", what, join(names)));
+    if (!s) return std::nullopt;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == *s) return i;
+    }
+    std::string message = fmt::format("unknown {} \"{}\" (expected one of: {})", what, *s, join(names));
+    if (const auto near = closest(*s, names)) message += fmt::format("; did you mean '{}'?", *near);
+    value_error(pointer, std::move(message));
+    return std::nullopt;
+  }
+
+  // A reference to a declared name (job, issue, agent, target).
+  bool check_reference(const std::string& name, const std::string& pointer,
+                       const std::vector<std::string>& declared, std::string_view what,
+                       std::string_view declared_where) {
+    if (std::find(declared.begin(), declared.end(), name) != declared.end()) return true;
+    std::string message =
+        fmt::format("unknown {} '{}' (not declared in {})", what, name, declared_where);
+    if (const auto near = closest(name, declared)) message += fmt::format("; did you mean '{}'?", *near);
+    reference_error(pointer, std::move(message));
+    return false;
+  }
+
+  // Reads an array of identifiers: unique, each checked against `declared`
+  // when given.
+  std::vector<std::string> read_name_list(const json& v, const std::string& pointer,
+                                          std::string_view what, bool non_empty,
+                                          const std::vector<std::string>* declared = nullptr,
+                                          std::string_view declared_where = {}) {
+    std::vector<std::string> out;
+    if (!expect_array(v, pointer, fmt::format("a list of {}s", what), non_empty)) return out;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::string at = child(pointer, i);
+      auto name = read_identifier(v[i], at, what);
+      if (!name) continue;
+      if (std::find(out.begin(), out.end(), *name) != out.end()) {
+        value_error(at, fmt::format("duplicate {} '{}'", what, *name));
+        continue;
+      }
+      if (declared != nullptr && !check_reference(*name, at, *declared, what, declared_where)) {
+        continue;
+      }
+      out.push_back(*name);
+    }
+    return out;
+  }
+
+  // ---- sections
+  void load_services(const json& v, const std::string& pointer);
+  ServiceTiming load_timing(const json& obj, const std::string& pointer);
+  void load_orchestrator(const json& v, const std::string& pointer);
+  void load_jobs(const json& v, const std::string& pointer);
+  void load_job(const json& v, const std::string& pointer);
+  void load_group(const json& v, const std::string& pointer, JobSpec& job);
+  void load_reconcile(const json& v, const std::string& pointer, JobSpec& job);
+  std::vector<std::string> load_targets(const json& v, const std::string& pointer, bool non_empty);
+  bool require_service(ServiceKind kind, const std::string& pointer, std::string_view who);
+  void load_faults(const json& v, const std::string& pointer);
+  void load_fault(const json& v, const std::string& pointer);
+  std::optional<TimeMs> read_fault_at(const json& v, const std::string& pointer);
+  void load_expect(const json& v, const std::string& pointer);
+  void load_job_expectation(const json& v, const std::string& pointer, JobExpectation& out);
+  std::map<NotificationEvent, std::int64_t> load_event_counts(const json& v, const std::string& pointer);
+
+  std::string path_;
+  Scenario scenario_;
+  std::vector<Error> errors_;
+  std::size_t omitted_ = 0;
+  std::vector<ScenarioFlag> flags_;
+  bool start_ok_ = false;
+  bool until_ok_ = false;
+  // Declared names, as far as they parsed (references check against these).
+  std::set<ServiceKind> declared_services_;
+  std::vector<std::string> issue_ids_;
+  std::vector<std::string> agent_ids_;
+  std::vector<std::string> target_names_;
+  std::vector<std::string> job_ids_;
+  std::vector<std::string> item_issues_;  // issues of every reconcile item
+  bool jobs_ok_ = false;  // every job parsed (so unknown-job references are meaningful)
+};
+
+void Loader::load(const json& root) {
+  if (!root.is_object()) {
+    error("", fmt::format("expected a scenario (a JSON object) at the top level, got {}",
+                          describe(root)));
+    return;
+  }
+  check_keys(root, "", keys_of("scenario"));
+
+  if (const json* v = require(root, "", "format", "the integer 1")) {
+    if (!is_integer(*v)) {
+      error("/format", fmt::format("expected the integer 1, got {}", describe(*v)));
+    } else if (v->dump() != "1") {
+      value_error("/format",
+                  fmt::format("unsupported format {} (this rehearse reads format 1)", v->dump()));
+    }
+  }
+  if (const json* v = require(root, "", "scenario", "a kebab-case name")) {
+    if (auto s = read_string(*v, "/scenario", "a kebab-case name")) {
+      if (is_kebab(*s)) {
+        scenario_.name = *s;
+      } else {
+        value_error("/scenario",
+                    fmt::format("invalid name \"{}\": expected kebab-case (lower-case letters and "
+                                "digits separated by single hyphens, e.g. \"weekly-quota-outage\")",
+                                *s));
+      }
+    }
+  }
+  if (const json* v = field(root, "description")) {
+    if (auto s = read_string(*v, "/description")) scenario_.description = *s;
+  }
+  if (const json* v = require(root, "", "start", "an ISO-8601 UTC instant")) {
+    if (auto t = read_instant(*v, "/start")) {
+      scenario_.start_ms = *t;
+      start_ok_ = true;
+    }
+  }
+  if (const json* v = require(root, "", "until", "an ISO-8601 UTC instant after start")) {
+    if (auto t = read_instant(*v, "/until")) {
+      scenario_.until_ms = *t;
+      until_ok_ = true;
+    }
+  }
+  if (start_ok_ && until_ok_ && scenario_.until_ms <= scenario_.start_ms) {
+    value_error("/until", fmt::format("until {} must be after start {}",
+                                      format_instant(scenario_.until_ms),
+                                      format_instant(scenario_.start_ms)));
+    until_ok_ = false;
+  }
+  if (const json* v = field(root, "seed")) {
+    if (!v->is_number_unsigned() && !(v->is_number_integer() && v->get<std::int64_t>() >= 0)) {
+      error("/seed", fmt::format("expected an unsigned 64-bit integer, got {}", describe(*v)));
+    } else {
+      scenario_.seed = v->get<std::uint64_t>();
+    }
+  }
+  if (const json* v = field(root, "env")) {
+    if (expect_object(*v, "/env", "environment variables")) {
+      for (const auto& [name, value] : v->items()) {
+        const std::string at = child("/env", name);
+        if (!is_env_name(name)) {
+          value_error(at, fmt::format("invalid environment variable name '{}' (letters, digits "
+                                      "and _, not starting with a digit)", name));
+          continue;
+        }
+        if (auto s = read_string(value, at, "a string value")) scenario_.env[name] = *s;
+      }
+    }
+  }
+  if (const json* v = field(root, "queue")) {
+    if (expect_object(*v, "/queue", "queue settings")) {
+      check_keys(*v, "/queue", keys_of("queue"));
+      if (const json* c = field(*v, "concurrency")) {
+        if (auto n = read_int(*c, "/queue/concurrency", 1, 64)) {
+          scenario_.queue.concurrency = static_cast<int>(*n);
+        }
+      }
+      if (const json* m = field(*v, "max_events")) {
+        if (auto n = read_int(*m, "/queue/max_events", 1, 100'000'000)) {
+          scenario_.queue.max_events = *n;
+        }
+      }
+    }
+  }
+  if (const json* v = field(root, "services")) load_services(*v, "/services");
+  if (const json* v = require(root, "", "jobs", "a non-empty array of jobs")) load_jobs(*v, "/jobs");
+  if (const json* v = field(root, "faults")) load_faults(*v, "/faults");
+  if (const json* v = field(root, "expect")) load_expect(*v, "/expect");
+}
+
+ServiceTiming Loader::load_timing(const json& obj, const std::string& pointer) {
+  ServiceTiming timing;
+  if (const json* v = field(obj, "latency")) {
+    if (auto d = read_duration(*v, child(pointer, "latency"), 0)) timing.latency_ms = *d;
+  }
+  if (const json* v = field(obj, "timeout")) {
+    if (auto d = read_duration(*v, child(pointer, "timeout"), 1)) timing.timeout_ms = *d;
+  }
+  return timing;
+}
+
+void Loader::load_services(const json& v, const std::string& pointer) {
+  if (!expect_object(v, pointer, "the simulated services")) return;
+  check_keys(v, pointer, keys_of("services"));
+  for (const auto& [name, body] : v.items()) {
+    const auto kind = parse_service_kind(name);
+    if (!kind) continue;  // reported by check_keys
+    const std::string at = child(pointer, name);
+    // Declared even if its body has errors, so references to it do not
+    // cascade into "not declared" errors.
+    declared_services_.insert(*kind);
+    if (!expect_object(body, at, fmt::format("the '{}' service settings", name))) continue;
+    switch (*kind) {
+      case ServiceKind::model_api:
+        check_keys(body, at, keys_of("model_api"));
+        scenario_.services.model_api = ModelApiService{load_timing(body, at)};
+        break;
+      case ServiceKind::orchestrator:
+        load_orchestrator(body, at);
+        break;
+      case ServiceKind::brokerage: {
+        check_keys(body, at, keys_of("brokerage"));
+        BrokerageService brokerage;
+        brokerage.timing = load_timing(body, at);
+        if (const json* t = field(body, "token_lifetime")) {
+          if (auto d = read_duration(*t, child(at, "token_lifetime"), 1)) {
+            brokerage.token_lifetime_ms = *d;
+          }
+        }
+        scenario_.services.brokerage = brokerage;
+        break;
+      }
+      case ServiceKind::messenger: {
+        check_keys(body, at, keys_of("messenger"));
+        MessengerService messenger;
+        messenger.timing = load_timing(body, at);
+        if (const json* t = require(body, at, "targets", "a non-empty array of target names")) {
+          messenger.targets = read_name_list(*t, child(at, "targets"), "target", true);
+        }
+        target_names_ = messenger.targets;
+        scenario_.services.messenger = messenger;
+        break;
+      }
+    }
+  }
+}
+
+void Loader::load_orchestrator(const json& v, const std::string& pointer) {
+  check_keys(v, pointer, keys_of("orchestrator"));
+  OrchestratorService orchestrator;
+  orchestrator.timing = load_timing(v, pointer);
+  if (const json* i = field(v, "instance")) {
+    if (auto s = read_identifier(*i, child(pointer, "instance"), "instance id")) {
+      orchestrator.instance = *s;
+    }
+  }
+  if (const json* list = field(v, "issues")) {
+    const std::string at = child(pointer, "issues");
+    if (expect_array(*list, at, "a list of issues", false)) {
+      for (std::size_t n = 0; n < list->size(); ++n) {
+        const std::string ip = child(at, n);
+        const json& entry = (*list)[n];
+        if (!expect_object(entry, ip, "an issue")) continue;
+        check_keys(entry, ip, keys_of("issue"));
+        OrchestratorIssue issue;
+        bool ok = true;
+        if (const json* id = require(entry, ip, "id", "the issue id")) {
+          auto s = read_identifier(*id, child(ip, "id"), "issue id");
+          if (s && std::find(issue_ids_.begin(), issue_ids_.end(), *s) != issue_ids_.end()) {
+            value_error(child(ip, "id"), fmt::format("duplicate issue id '{}'", *s));
+            s.reset();
+          }
+          if (s) {
+            issue.id = *s;
+            issue_ids_.push_back(*s);
+          } else {
+            ok = false;
+          }
+        } else {
+          ok = false;
+        }
+        if (const json* st = require(entry, ip, "status", "the external status")) {
+          if (auto k = read_name(*st, child(ip, "status"), issue_status_names(), "issue status")) {
+            issue.status = issue_status_names()[*k];
+          } else {
+            ok = false;
+          }
+        } else {
+          ok = false;
+        }
+        if (ok) orchestrator.issues.push_back(issue);
+      }
+    }
+  }
+  if (const json* list = field(v, "agents")) {
+    const std::string at = child(pointer, "agents");
+    if (expect_array(*list, at, "a list of agents", false)) {
+      for (std::size_t n = 0; n < list->size(); ++n) {
+        const std::string ap = child(at, n);
+        const json& entry = (*list)[n];
+        if (!expect_object(entry, ap, "an agent")) continue;
+        check_keys(entry, ap, keys_of("agent"));
+        OrchestratorAgent agent;
+        bool ok = true;
+        if (const json* id = require(entry, ap, "id", "the agent id")) {
+          auto s = read_identifier(*id, child(ap, "id"), "agent id");
+          if (s && std::find(agent_ids_.begin(), agent_ids_.end(), *s) != agent_ids_.end()) {
+            value_error(child(ap, "id"), fmt::format("duplicate agent id '{}'", *s));
+            s.reset();
+          }
+          if (s) {
+            agent.id = *s;
+            agent_ids_.push_back(*s);
+          } else {
+            ok = false;
+          }
+        } else {
+          ok = false;
+        }
+        if (const json* r = require(entry, ap, "role", "the role name the orchestrator reports")) {
+          auto s = read_string(*r, child(ap, "role"), "a role name");
+          if (s && !is_role_name(*s)) {
+            value_error(child(ap, "role"),
+                        fmt::format("invalid role name \"{}\": expected lower-case letters, digits, "
+                                    "_ and -, starting with a letter", *s));
+            s.reset();
+          }
+          if (s) {
+            agent.role = *s;
+          } else {
+            ok = false;
+          }
+        } else {
+          ok = false;
+        }
+        if (const json* p = field(entry, "present")) {
+          if (auto b = read_bool(*p, child(ap, "present"))) agent.present = *b;
+        }
+        if (ok) orchestrator.agents.push_back(agent);
+      }
+    }
+  }
+  scenario_.services.orchestrator = orchestrator;
+}
+
+bool Loader::require_service(ServiceKind kind, const std::string& pointer, std::string_view who) {
+  if (declared_services_.count(kind) != 0) return true;
+  reference_error(pointer, fmt::format("{} uses the '{}' service, which is not declared in "
+                                       "/services",
+                                       who, to_string(kind)));
+  return false;
+}
+
+std::vector<std::string> Loader::load_targets(const json& v, const std::string& pointer,
+                                              bool non_empty) {
+  if (declared_services_.count(ServiceKind::messenger) == 0) {
+    reference_error(pointer, "targets are messenger targets, but no 'messenger' service is "
+                             "declared in /services");
+    return {};
+  }
+  return read_name_list(v, pointer, "target", non_empty, &target_names_,
+                        "/services/messenger/targets");
+}
+
+void Loader::load_jobs(const json& v, const std::string& pointer) {
+  if (!expect_array(v, pointer, "a list of jobs", true, kMaxJobs)) return;
+  const std::size_t errors_before = errors_.size() + omitted_;
+  for (std::size_t i = 0; i < v.size(); ++i) load_job(v[i], child(pointer, i));
+  jobs_ok_ = errors_.size() + omitted_ == errors_before;
+}
+
+void Loader::load_job(const json& v, const std::string& pointer) {
+  if (!expect_object(v, pointer, "a job")) return;
+  JobSpec job;
+  job.pointer = pointer;
+
+  // The kind decides which keys are allowed, so it is read first.
+  std::optional<JobKind> kind;
+  if (const json* k = require(v, pointer, "kind", "one of: group, fetch, reconcile, publish")) {
+    if (auto i = read_name(*k, child(pointer, "kind"), to_vector(kJobKindNames), "job kind")) {
+      kind = static_cast<JobKind>(*i);
+    }
+  }
+  std::vector<std::string> allowed = keys_of("job");
+  std::map<std::string, std::string> elsewhere;
+  for (std::size_t k = 0; k < kJobKindNames.size(); ++k) {
+    const auto& specific = keys_of(std::string("job_") + kJobKindNames[k]);
+    const bool mine = !kind || static_cast<std::size_t>(*kind) == k;
+    for (const auto& key : specific) {
+      if (mine) {
+        allowed.push_back(key);
+      } else if (elsewhere.count(key) == 0) {
+        elsewhere[key] = fmt::format("does not apply to a '{}' job", to_string(*kind));
+      }
+    }
+  }
+  for (const auto& key : allowed) elsewhere.erase(key);
+  check_keys(v, pointer, allowed, elsewhere);
+
+  if (const json* id = require(v, pointer, "id", "the job id")) {
+    if (auto s = read_identifier(*id, child(pointer, "id"), "job id")) {
+      if (std::find(job_ids_.begin(), job_ids_.end(), *s) != job_ids_.end()) {
+        value_error(child(pointer, "id"), fmt::format("duplicate job id '{}'", *s));
+      } else {
+        job.id = *s;
+        job_ids_.push_back(*s);
+      }
+    }
+  }
+  if (const json* s = require(v, pointer, "schedule", "a cron expression")) {
+    const std::string at = child(pointer, "schedule");
+    if (auto text = read_string(*s, at, "a cron expression")) {
+      job.schedule = *text;
+      auto parsed = CronSchedule::parse(*text);
+      if (!parsed) {
+        add(parsed.error().code, at,
+            fmt::format("invalid cron \"{}\": {}", *text, parsed.error().message));
+      } else {
+        // Whether it can fire at all (`0 0 30 2 *` cannot): searching from the
+        // epoch keeps this independent of a possibly invalid start.
+        auto first = parsed->next_after(start_ok_ ? scenario_.start_ms : 0);
+        if (!first && first.error().code == ErrorCode::never_fires) {
+          add(ErrorCode::never_fires, at, fmt::format("invalid cron \"{}\": never fires", *text));
+        }
+      }
+    }
+  }
+  if (const json* e = field(v, "schedule_env")) {
+    const std::string at = child(pointer, "schedule_env");
+    if (auto name = read_string(*e, at, "an environment variable name")) {
+      if (is_env_name(*name)) {
+        job.schedule_env = *name;
+      } else {
+        value_error(at, fmt::format("invalid environment variable name \"{}\" (letters, digits "
+                                    "and _, not starting with a digit)", *name));
+      }
+    }
+  }
+  if (const json* p = field(v, "retry_policy")) job.retry_policy = *p;
+  if (kind) job.side_effects = default_side_effects(*kind);
+  if (const json* s = field(v, "side_effects")) {
+    const std::vector<std::string> names{"none", "draft", "publish"};
+    if (auto i = read_name(*s, child(pointer, "side_effects"), names, "side effect")) {
+      job.side_effects = *parse_side_effect_kind(names[*i]);
+    }
+  }
+  if (const json* k = field(v, "idempotency_key")) {
+    const std::string at = child(pointer, "idempotency_key");
+    if (auto s = read_string(*k, at, "a non-empty string")) {
+      if (s->empty()) {
+        value_error(at, "expected a non-empty string, got an empty one");
+      } else {
+        job.idempotency_key = *s;
+      }
+    }
+  }
+  if (const json* n = field(v, "note")) {
+    if (auto s = read_string(*n, child(pointer, "note"))) job.note = *s;
+  }
+
+  if (!kind) return;
+  job.kind = *kind;
+  const std::string who = fmt::format("job '{}'", job.id.empty() ? pointer : job.id);
+  switch (*kind) {
+    case JobKind::group:
+      load_group(v, pointer, job);
+      break;
+    case JobKind::fetch: {
+      if (const json* s = field(v, "service")) {
+        const std::string at = child(pointer, "service");
+        if (read_name(*s, at, {"brokerage"}, "fetch service")) {
+          require_service(ServiceKind::brokerage, at, who);
+        }
+      } else {
+        require_service(ServiceKind::brokerage, pointer, who);
+      }
+      if (const json* r = field(v, "requests")) {
+        if (auto n = read_int(*r, child(pointer, "requests"), 1, 1000)) {
+          job.requests = static_cast<int>(*n);
+        }
+      }
+      if (const json* p = field(v, "parallel")) {
+        if (auto b = read_bool(*p, child(pointer, "parallel"))) job.parallel = *b;
+      }
+      break;
+    }
+    case JobKind::reconcile:
+      load_reconcile(v, pointer, job);
+      break;
+    case JobKind::publish:
+      if (const json* t = require(v, pointer, "targets", "a non-empty array of messenger targets")) {
+        job.targets = load_targets(*t, child(pointer, "targets"), true);
+      }
+      break;
+  }
+  scenario_.jobs.push_back(std::move(job));
+}
+
+void Loader::load_group(const json& v, const std::string& pointer, JobSpec& job) {
+  bool calls_model = false;
+  if (const json* list = require(v, pointer, "tasks", "a non-empty array of tasks")) {
+    const std::string at = child(pointer, "tasks");
+    if (expect_array(*list, at, "a list of tasks", true, 100)) {
+      for (std::size_t n = 0; n < list->size(); ++n) {
+        const std::string tp = child(at, n);
+        const json& entry = (*list)[n];
+        if (!expect_object(entry, tp, "a task")) continue;
+        check_keys(entry, tp, keys_of("task"));
+        GroupTask task;
+        bool ok = true;
+        if (const json* id = require(entry, tp, "id", "the task id")) {
+          auto s = read_identifier(*id, child(tp, "id"), "task id");
+          const bool duplicate =
+              s && std::any_of(job.tasks.begin(), job.tasks.end(),
+                               [&](const GroupTask& t) { return t.id == *s; });
+          if (duplicate) value_error(child(tp, "id"), fmt::format("duplicate task id '{}'", *s));
+          if (s && !duplicate) {
+            task.id = *s;
+          } else {
+            ok = false;
+          }
+        } else {
+          ok = false;
+        }
+        if (const json* p = require(entry, tp, "produces", "one of: summary, preview, skip")) {
+          if (auto i = read_name(*p, child(tp, "produces"), to_vector(kTaskOutputNames),
+                                 "task output")) {
+            task.produces = static_cast<TaskOutput>(*i);
+          } else {
+            ok = false;
+          }
+        } else {
+          ok = false;
+        }
+        // A task that skips usually decides so without asking the model.
+        task.model_calls = task.produces == TaskOutput::skip ? 0 : 1;
+        if (const json* c = field(entry, "model_calls")) {
+          if (auto k = read_int(*c, child(tp, "model_calls"), 0, 100)) {
+            task.model_calls = static_cast<int>(*k);
+          }
+        }
+        if (task.model_calls > 0) calls_model = true;
+        if (ok) job.tasks.push_back(task);
+      }
+    }
+  }
+  if (calls_model) {
+    require_service(ServiceKind::model_api, child(pointer, "tasks"),
+                    fmt::format("group job '{}'", job.id));
+  }
+  if (const json* t = require(v, pointer, "targets", "a non-empty array of messenger targets")) {
+    job.targets = load_targets(*t, child(pointer, "targets"), true);
+  }
+}
+
+void Loader::load_reconcile(const json& v, const std::string& pointer, JobSpec& job) {
+  const bool has_orchestrator = require_service(ServiceKind::orchestrator, pointer,
+                                                fmt::format("reconcile job '{}'", job.id));
+  if (const json* list = require(v, pointer, "items", "a non-empty array of items")) {
+    const std::string at = child(pointer, "items");
+    if (expect_array(*list, at, "a list of items", true)) {
+      for (std::size_t n = 0; n < list->size(); ++n) {
+        const std::string ip = child(at, n);
+        const json& entry = (*list)[n];
+        if (!expect_object(entry, ip, "an item")) continue;
+        check_keys(entry, ip, keys_of("item"));
+        ReconcileItem item;
+        bool ok = true;
+        if (const json* s = field(entry, "stage")) {
+          if (auto k = read_name(*s, child(ip, "stage"), stage_names(), "stage")) {
+            item.stage = stage_names()[*k];
+          }
+        }
+        if (const json* l = field(entry, "lost")) {
+          if (auto b = read_bool(*l, child(ip, "lost"))) item.lost = *b;
+        }
+        if (const json* is = require(entry, ip, "issue", "the external issue id")) {
+          const std::string isp = child(ip, "issue");
+          auto s = read_identifier(*is, isp, "issue id");
+          if (s && std::any_of(job.items.begin(), job.items.end(),
+                               [&](const ReconcileItem& i) { return i.issue == *s; })) {
+            value_error(isp, fmt::format("duplicate item '{}' in this job", *s));
+            s.reset();
+          }
+          if (s && has_orchestrator) {
+            const bool known =
+                std::find(issue_ids_.begin(), issue_ids_.end(), *s) != issue_ids_.end();
+            if (item.lost && known) {
+              value_error(isp, fmt::format("item '{}' is declared lost, but the orchestrator "
+                                           "has an issue '{}' at start; remove one of the two",
+                                           *s, *s));
+              s.reset();
+            } else if (!item.lost && !known) {
+              std::string message = fmt::format(
+                  "unknown issue '{}' (not in /services/orchestrator/issues; an issue already "
+                  "gone at start needs \"lost\": true)",
+                  *s);
+              if (const auto near = closest(*s, issue_ids_)) {
+                message += fmt::format("; did you mean '{}'?", *near);
+              }
+              reference_error(isp, std::move(message));
+              s.reset();
+            }
+          }
+          if (s) {
+            item.issue = *s;
+            item_issues_.push_back(*s);
+          } else {
+            ok = false;
+          }
+        } else {
+          ok = false;
+        }
+        if (ok) job.items.push_back(item);
+      }
+    }
+  }
+  if (const json* b = field(v, "batch_size")) {
+    if (auto n = read_int(*b, child(pointer, "batch_size"), 1, 10'000)) {
+      job.batch_size = static_cast<int>(*n);
+    }
+  }
+}
+
+std::optional<TimeMs> Loader::read_fault_at(const json& v, const std::string& pointer) {
+  auto s = read_string(v, pointer,
+                       "an ISO-8601 UTC instant (\"2026-12-04T17:00:00Z\") or an offset from start "
+                       "(\"+16h\")");
+  if (!s) return std::nullopt;
+  TimeMs at = 0;
+  if (!s->empty() && s->front() == '+') {
+    auto d = parse_duration(std::string_view(*s).substr(1));
+    if (!d) {
+      value_error(pointer, fmt::format("invalid offset \"{}\": {}", *s, d.error().message));
+      return std::nullopt;
+    }
+    if (!start_ok_) return std::nullopt;  // start's own error is reported
+    if (*d > kMaxInstantMs - scenario_.start_ms) {
+      value_error(pointer, fmt::format("offset \"{}\" is too large", *s));
+      return std::nullopt;
+    }
+    at = scenario_.start_ms + *d;
+  } else {
+    auto t = parse_instant(*s);
+    if (!t) {
+      value_error(pointer, t.error().message + " (or an offset from start such as \"+16h\")");
+      return std::nullopt;
+    }
+    at = *t;
+  }
+  if (!start_ok_ || !until_ok_) return std::nullopt;
+  if (at < scenario_.start_ms || at > scenario_.until_ms) {
+    value_error(pointer, fmt::format("fault at {} is outside the scenario's time span [{}, {}]",
+                                     format_instant(at), format_instant(scenario_.start_ms),
+                                     format_instant(scenario_.until_ms)));
+    return std::nullopt;
+  }
+  return at;
+}
+
+void Loader::load_faults(const json& v, const std::string& pointer) {
+  if (!expect_array(v, pointer, "a list of faults", false, kMaxFaults)) return;
+  for (std::size_t i = 0; i < v.size(); ++i) load_fault(v[i], child(pointer, i));
+}
+
+void Loader::load_fault(const json& v, const std::string& pointer) {
+  if (!expect_object(v, pointer, "a fault")) return;
+  FaultSpec fault;
+  fault.pointer = pointer;
+  std::optional<FaultKind> kind;
+  if (const json* k = require(v, pointer, "kind", "a fault kind")) {
+    if (auto i = read_name(*k, child(pointer, "kind"), to_vector(kFaultKindNames), "fault kind")) {
+      kind = static_cast<FaultKind>(*i);
+    }
+  }
+  std::vector<std::string> allowed = keys_of("fault");
+  std::map<std::string, std::string> elsewhere;
+  for (std::size_t k = 0; k < kFaultKindNames.size(); ++k) {
+    const auto& specific = keys_of(std::string("fault_") + kFaultKindNames[k]);
+    const bool mine = !kind || static_cast<std::size_t>(*kind) == k;
+    for (const auto& key : specific) {
+      if (mine) {
+        allowed.push_back(key);
+      } else if (elsewhere.count(key) == 0) {
+        elsewhere[key] = key == "for"
+                             ? fmt::format("does not apply to '{}': it happens at one instant",
+                                           to_string(*kind))
+                             : fmt::format("does not apply to a '{}' fault", to_string(*kind));
+      }
+    }
+  }
+  for (const auto& key : allowed) elsewhere.erase(key);
+  check_keys(v, pointer, allowed, elsewhere);
+
+  bool ok = kind.has_value();
+  if (const json* a = require(v, pointer, "at", "an instant or an offset from start such as \"+16h\"")) {
+    if (auto t = read_fault_at(*a, child(pointer, "at"))) {
+      fault.at_ms = *t;
+    } else {
+      ok = false;
+    }
+  } else {
+    ok = false;
+  }
+  if (const json* n = field(v, "note")) {
+    if (auto s = read_string(*n, child(pointer, "note"))) fault.note = *s;
+  }
+  if (!kind) return;
+  fault.kind = *kind;
+  const std::string who = fmt::format("fault '{}'", to_string(*kind));
+
+  if (fault_has_duration(*kind)) {
+    if (const json* f = field(v, "for")) {
+      const std::string at = child(pointer, "for");
+      if (auto d = read_duration(*f, at, 1)) {
+        fault.for_ms = *d;
+        if (ok && until_ok_ && *d > scenario_.until_ms - fault.at_ms) {
+          value_error(at, fmt::format("the fault would end at {}, after until {} (omit 'for' to "
+                                      "last until the end)",
+                                      format_instant(fault.at_ms + *d),
+                                      format_instant(scenario_.until_ms)));
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+    }
+  }
+
+  // `service`: required where any service makes sense, fixed where only one does.
+  const auto read_service = [&](std::optional<ServiceKind> only) {
+    const json* s = field(v, "service");
+    if (s == nullptr) {
+      if (!only) {
+        error(pointer, "missing required key 'service' (one of: model-api, orchestrator, "
+                       "brokerage, messenger)");
+        ok = false;
+        return;
+      }
+      fault.service = *only;
+    } else {
+      const std::string at = child(pointer, "service");
+      const std::vector<std::string> names =
+          only ? std::vector<std::string>{to_string(*only)} : to_vector(kServiceNames);
+      auto i = read_name(*s, at, names, fmt::format("service for '{}'", to_string(*kind)));
+      if (!i) {
+        ok = false;
+        return;
+      }
+      fault.service = only ? *only : static_cast<ServiceKind>(*i);
+    }
+    if (!require_service(*fault.service, s ? child(pointer, "service") : pointer, who)) ok = false;
+  };
+  const auto read_rate_field = [&]() {
+    if (const json* r = field(v, "rate")) {
+      if (auto x = read_rate(*r, child(pointer, "rate"))) {
+        fault.rate = *x;
+      } else {
+        ok = false;
+      }
+    }
+  };
+  const auto read_agent = [&]() {
+    if (!require_service(ServiceKind::orchestrator, pointer, who)) {
+      ok = false;
+      return;
+    }
+    if (const json* a = require(v, pointer, "agent", "an agent id from /services/orchestrator/agents")) {
+      const std::string at = child(pointer, "agent");
+      auto s = read_identifier(*a, at, "agent id");
+      if (s && check_reference(*s, at, agent_ids_, "agent", "/services/orchestrator/agents")) {
+        fault.agent = *s;
+      } else {
+        ok = false;
+      }
+    } else {
+      ok = false;
+    }
+  };
+  const auto read_file = [&]() {
+    if (const json* f = field(v, "file")) {
+      if (auto i = read_name(*f, child(pointer, "file"), to_vector(kStateFileNames), "state file")) {
+        fault.file = static_cast<StateFile>(*i);
+      } else {
+        ok = false;
+      }
+    }
+  };
+  const auto read_down_for = [&](bool required) {
+    const json* d = required ? require(v, pointer, "down_for", kDurationRule) : field(v, "down_for");
+    if (d == nullptr) {
+      if (required) ok = false;
+      return;
+    }
+    const std::string at = child(pointer, "down_for");
+    if (auto ms = read_duration(*d, at, 0)) {
+      fault.down_for_ms = *ms;
+      if (ok && until_ok_ && *ms > scenario_.until_ms - fault.at_ms) {
+        value_error(at, fmt::format("the process would be down until {}, after until {}",
+                                    format_instant(fault.at_ms + *ms),
+                                    format_instant(scenario_.until_ms)));
+        ok = false;
+      }
+    } else {
+      ok = false;
+    }
+  };
+
+  switch (*kind) {
+    case FaultKind::quota_exhausted:
+      read_service(ServiceKind::model_api);
+      break;
+    case FaultKind::http_errors: {
+      read_service(std::nullopt);
+      if (const json* s = require(v, pointer, "status", "an HTTP status from 400 to 599")) {
+        if (auto n = read_int(*s, child(pointer, "status"), 400, 599, "an HTTP status")) {
+          fault.http_status = static_cast<int>(*n);
+        } else {
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+      read_rate_field();
+      break;
+    }
+    case FaultKind::timeouts:
+      read_service(std::nullopt);
+      read_rate_field();
+      break;
+    case FaultKind::network_errors: {
+      read_service(std::nullopt);
+      read_rate_field();
+      fault.transport = TransportErrorKind::connection_reset;
+      if (const json* e = field(v, "error")) {
+        if (auto i = read_name(*e, child(pointer, "error"), to_vector(kTransportNames),
+                               "network error")) {
+          fault.transport = kTransportKinds[*i];
+        } else {
+          ok = false;
+        }
+      }
+      break;
+    }
+    case FaultKind::token_revoked:
+      read_service(ServiceKind::brokerage);
+      break;
+    case FaultKind::issues_deleted: {
+      if (!require_service(ServiceKind::orchestrator, pointer, who)) {
+        ok = false;
+        break;
+      }
+      if (const json* list = require(v, pointer, "issues", "a non-empty array of issue ids")) {
+        const std::size_t before = errors_.size() + omitted_;
+        fault.issues = read_name_list(*list, child(pointer, "issues"), "issue", true, &issue_ids_,
+                                      "/services/orchestrator/issues");
+        if (errors_.size() + omitted_ != before) ok = false;
+      } else {
+        ok = false;
+      }
+      if (const json* n = field(v, "new_instance")) {
+        const std::string at = child(pointer, "new_instance");
+        auto s = read_identifier(*n, at, "instance id");
+        const auto& orchestrator = scenario_.services.orchestrator;
+        if (s && orchestrator && *s == orchestrator->instance) {
+          value_error(at, fmt::format("new_instance '{}' is the instance the orchestrator already "
+                                      "runs (see /services/orchestrator/instance)", *s));
+          s.reset();
+        }
+        if (s) {
+          fault.new_instance = *s;
+        } else {
+          ok = false;
+        }
+      }
+      break;
+    }
+    case FaultKind::issue_status: {
+      if (!require_service(ServiceKind::orchestrator, pointer, who)) {
+        ok = false;
+        break;
+      }
+      if (const json* i = require(v, pointer, "issue", "an issue id from /services/orchestrator/issues")) {
+        const std::string at = child(pointer, "issue");
+        auto s = read_identifier(*i, at, "issue id");
+        if (s && check_reference(*s, at, issue_ids_, "issue", "/services/orchestrator/issues")) {
+          fault.issue = *s;
+        } else {
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+      if (const json* s = require(v, pointer, "status", "the new external status")) {
+        if (auto k = read_name(*s, child(pointer, "status"), issue_status_names(), "issue status")) {
+          fault.status = issue_status_names()[*k];
+        } else {
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+      break;
+    }
+    case FaultKind::agent_removed:
+    case FaultKind::agent_restored:
+      read_agent();
+      break;
+    case FaultKind::restart:
+      read_down_for(true);
+      break;
+    case FaultKind::state_corrupted:
+      read_file();
+      if (const json* m = field(v, "mode")) {
+        if (auto i = read_name(*m, child(pointer, "mode"), to_vector(kCorruptionModeNames),
+                               "corruption mode")) {
+          fault.mode = static_cast<CorruptionMode>(*i);
+        } else {
+          ok = false;
+        }
+      }
+      break;
+    case FaultKind::torn_write:
+      read_file();
+      read_down_for(false);
+      break;
+    case FaultKind::messenger_down:
+      if (const json* t = field(v, "targets")) {
+        const std::size_t before = errors_.size() + omitted_;
+        fault.targets = load_targets(*t, child(pointer, "targets"), true);
+        if (errors_.size() + omitted_ != before) ok = false;
+      } else if (!require_service(ServiceKind::messenger, pointer, who)) {
+        ok = false;
+      }
+      break;
+  }
+  if (ok) scenario_.faults.push_back(std::move(fault));
+}
+
+std::map<NotificationEvent, std::int64_t> Loader::load_event_counts(const json& v,
+                                                              const std::string& pointer) {
+  std::map<NotificationEvent, std::int64_t> out;
+  if (!expect_object(v, pointer, "notification counts by event")) return out;
+  const auto& events = notification_event_names();
+  for (const auto& [name, count] : v.items()) {
+    const std::string at = child(pointer, name);
+    const auto event = parse_notification_event(name);
+    if (!event) {
+      std::string message =
+          fmt::format("unknown notification event '{}' (expected one of: {})", name, join(events));
+      if (const auto near = closest(name, events)) message += fmt::format("; did you mean '{}'?", *near);
+      value_error(at, std::move(message));
+      continue;
+    }
+    if (auto n = read_count(count, at)) out[*event] = *n;
+  }
+  return out;
+}
+
+void Loader::load_job_expectation(const json& v, const std::string& pointer, JobExpectation& out) {
+  if (!expect_object(v, pointer, "a job expectation")) return;
+  check_keys(v, pointer, keys_of("job_expectation"));
+  const auto count = [&](std::string_view key, std::optional<std::int64_t>& slot) {
+    if (const json* c = field(v, key)) slot = read_count(*c, child(pointer, key));
+  };
+  count("delivered_slots", out.delivered_slots);
+  count("skipped_slots", out.skipped_slots);
+  count("failed_slots", out.failed_slots);
+  count("in_flight_slots", out.in_flight_slots);
+  count("retries", out.retries);
+  count("runs", out.runs);
+  count("calls", out.calls);
+  if (const json* s = field(v, "final_status")) {
+    const std::vector<std::string> names{"ok", "retrying", "retry_exhausted", "failed"};
+    if (auto i = read_name(*s, child(pointer, "final_status"), names, "final status")) {
+      out.final_status = parse_retry_status(names[*i]);
+    }
+  }
+  if (const json* n = field(v, "notifications")) {
+    out.notifications = load_event_counts(*n, child(pointer, "notifications"));
+  }
+  if (const json* d = field(v, "max_delay")) {
+    out.max_delay_ms = read_duration(*d, child(pointer, "max_delay"), 0);
+  }
+}
+
+void Loader::load_expect(const json& v, const std::string& pointer) {
+  if (!expect_object(v, pointer, "expectations")) return;
+  check_keys(v, pointer, keys_of("expect"));
+  Expectations& expect = scenario_.expect;
+  if (const json* jobs = field(v, "jobs")) {
+    const std::string at = child(pointer, "jobs");
+    if (expect_object(*jobs, at, "expectations by job id")) {
+      for (const auto& [id, body] : jobs->items()) {
+        const std::string jp = child(at, id);
+        // Only meaningful when every job parsed; otherwise the job may exist
+        // with an error of its own, already reported.
+        if (jobs_ok_ && !check_reference(id, jp, job_ids_, "job", "/jobs")) continue;
+        load_job_expectation(body, jp, expect.jobs[id]);
+      }
+    }
+  }
+  if (const json* items = field(v, "items")) {
+    const std::string at = child(pointer, "items");
+    if (expect_object(*items, at, "expectations by issue id")) {
+      for (const auto& [issue, body] : items->items()) {
+        const std::string ip = child(at, issue);
+        if (jobs_ok_ && !check_reference(issue, ip, item_issues_, "item",
+                                         "the items of any reconcile job")) {
+          continue;
+        }
+        if (!expect_object(body, ip, "an item expectation")) continue;
+        check_keys(body, ip, keys_of("item_expectation"));
+        ItemExpectation& item = expect.items[issue];
+        if (const json* s = field(body, "stage")) {
+          if (auto k = read_name(*s, child(ip, "stage"), stage_names(), "stage")) {
+            item.stage = stage_names()[*k];
+          }
+        }
+        if (const json* r = field(body, "reason_contains")) {
+          item.reason_contains = read_string(*r, child(ip, "reason_contains"));
+        }
+        if (const json* q = field(body, "queries")) item.queries = read_count(*q, child(ip, "queries"));
+      }
+    }
+  }
+  if (const json* services = field(v, "services")) {
+    const std::string at = child(pointer, "services");
+    if (expect_object(*services, at, "expectations by service")) {
+      check_keys(*services, at, keys_of("expect_services"));
+      for (const auto& [name, body] : services->items()) {
+        const auto kind = parse_service_kind(name);
+        if (!kind) continue;
+        const std::string sp = child(at, name);
+        if (!require_service(*kind, sp, "this expectation")) continue;
+        if (!expect_object(body, sp, "a service expectation")) continue;
+        const bool brokerage = *kind == ServiceKind::brokerage;
+        std::map<std::string, std::string> elsewhere;
+        if (!brokerage) elsewhere["token_issues"] = "applies to the 'brokerage' service only";
+        check_keys(body, sp, keys_of(brokerage ? "brokerage_expectation" : "service_expectation"),
+                   elsewhere);
+        ServiceExpectation& service = expect.services[*kind];
+        if (const json* c = field(body, "calls")) service.calls = read_count(*c, child(sp, "calls"));
+        if (brokerage) {
+          if (const json* t = field(body, "token_issues")) {
+            service.token_issues = read_count(*t, child(sp, "token_issues"));
+          }
+        }
+      }
+    }
+  }
+  if (const json* n = field(v, "notifications")) {
+    expect.notifications = load_event_counts(*n, child(pointer, "notifications"));
+  }
+  if (const json* list = field(v, "violations")) {
+    const std::string at = child(pointer, "violations");
+    if (expect_array(*list, at, "a list of invariant names", false)) {
+      for (std::size_t i = 0; i < list->size(); ++i) {
+        const std::string vp = child(at, i);
+        auto k = read_name((*list)[i], vp, invariant_names(), "invariant");
+        if (!k) continue;
+        const std::string& name = invariant_names()[*k];
+        if (std::find(expect.violations.begin(), expect.violations.end(), name) !=
+            expect.violations.end()) {
+          value_error(vp, fmt::format("duplicate invariant '{}'", name));
+          continue;
+        }
+        expect.violations.push_back(name);
+      }
+    }
+  }
+}
+
+void Loader::compute_flags() {
+  for (const auto& job : scenario_.jobs) {
+    // The schedule the job actually runs on (an env override may replace it).
+    std::optional<CronSchedule> schedule;
+    if (job.schedule_env) {
+      auto eff = effective_schedule(job.schedule, job.schedule_env, scenario_.env);
+      if (eff) {
+        schedule = eff->schedule;
+      } else {
+        const auto value = env_lookup(scenario_.env, *job.schedule_env);
+        flag(FlagKind::schedule_config, job.pointer + "/schedule_env",
+             fmt::format("{}=\"{}\" gives job '{}' no usable schedule: every run fails with a "
+                         "config error ({})",
+                         *job.schedule_env, value ? std::string(*value) : std::string(), job.id,
+                         eff.error().message));
+      }
+    } else if (auto parsed = CronSchedule::parse(job.schedule)) {
+      schedule = *parsed;
+    }
+    if (schedule) {
+      // The first slot at or after start (next_after is strictly after).
+      const TimeMs start = scenario_.start_ms;
+      auto first = start % kSecondMs == 0 && schedule->matches(start)
+                       ? Result<TimeMs>(start)
+                       : schedule->next_after(start);
+      if (!first || *first > scenario_.until_ms) {
+        flag(FlagKind::schedule_idle, job.pointer + "/schedule",
+             fmt::format("job '{}' never runs: its schedule \"{}\" does not fire between start "
+                         "and until",
+                         job.id, schedule->source()));
+      }
+    }
+    // "auto" follows the effective schedule; without one, the config flag
+    // above already says what is wrong.
+    const bool is_auto = job.retry_policy && job.retry_policy->is_string() &&
+                         job.retry_policy->get<std::string>() == "auto";
+    if (is_auto && !schedule) continue;
+
+    // The core's own parser decides, so validate reports exactly what a run
+    // will do: an invalid policy fails closed there (never retried).
+    std::optional<ScheduleFacts> facts;
+    if (schedule) facts = schedule_facts(*schedule);
+    auto policy = parse_retry_policy(job.retry_policy ? *job.retry_policy : json(), facts);
+    if (!policy) {
+      const std::string where =
+          job.retry_policy ? job.pointer + "/retry_policy" + policy.error().where : job.pointer;
+      flag(FlagKind::policy_error, where,
+           fmt::format("job '{}': {}; the job runs on schedule but is never retried", job.id,
+                       job.retry_policy ? policy.error().message
+                                        : std::string("no retry_policy (there is no default)")));
+      continue;
+    }
+    SideEffectDeclaration declaration;
+    declaration.kind = job.side_effects;
+    declaration.idempotency_key = job.idempotency_key.value_or("");
+    if (auto warning = side_effect_warning(declaration, *policy)) {
+      flag(FlagKind::side_effects, job.pointer, fmt::format("job '{}': {}", job.id, *warning));
+    }
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------ entry points
+
+ScenarioCheck check_scenario_json(std::string_view text, const std::string& path) {
+  Loader loader(path);
+  if (text.size() > kMaxFileBytes) {
+    loader.syntax_error("1:1", fmt::format("file is {} bytes; scenarios are limited to {} bytes",
+                                           text.size(), kMaxFileBytes));
+    return std::move(loader).finish();
+  }
+  DuplicateKeyFinder duplicates;
+  json root;
+  try {
+    root = json::parse(text.begin(), text.end(),
+                       [&duplicates](int, json::parse_event_t event, json& parsed) {
+                         return duplicates.on_event(event, parsed);
+                       });
+  } catch (const json::parse_error& e) {
+    loader.syntax_error(line_column(text, e.byte), strip_json_exception_prefix(e.what()));
+    return std::move(loader).finish();
+  } catch (const NestingTooDeep& e) {
+    loader.nesting_error(e.pointer);
+    return std::move(loader).finish();
+  } catch (const json::exception& e) {
+    // e.g. a number too large for a double: no position is known.
+    loader.syntax_error("1:1", strip_json_exception_prefix(e.what()));
+    return std::move(loader).finish();
+  }
+  for (const auto& pointer : duplicates.duplicates) loader.duplicate_key(pointer);
+  loader.load(root);
+  if (!loader.has_errors()) loader.compute_flags();
+  return std::move(loader).finish();
+}
+
+ScenarioCheck check_scenario_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) {
+    ScenarioCheck out;
+    out.errors.push_back(make_error(ErrorCode::io_error, "cannot open the file", path));
+    return out;
+  }
+  // Refuse a huge file before reading it (check_scenario_json has the same bound).
+  if (const auto size = in.tellg(); size > 0 && static_cast<std::size_t>(size) > kMaxFileBytes) {
+    ScenarioCheck out;
+    out.errors.push_back(make_error(
+        ErrorCode::invalid_argument,
+        fmt::format("file is {} bytes; scenarios are limited to {} bytes", size, kMaxFileBytes),
+        path));
+    return out;
+  }
+  in.seekg(0);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) {
+    ScenarioCheck out;
+    out.errors.push_back(make_error(ErrorCode::io_error, "cannot read the file", path));
+    return out;
+  }
+  return check_scenario_json(buffer.str(), path);
+}
+
+namespace {
+Result<Scenario> first_error(ScenarioCheck check) {
+  if (check.valid()) return std::move(*check.scenario);
+  Error first = check.errors.front();
+  const std::size_t more = check.errors.size() - 1 + check.errors_omitted;
+  if (more > 0) {
+    first.message += fmt::format(" (and {} more error{}; 'rehearse validate' lists them)", more,
+                                 more == 1 ? "" : "s");
+  }
+  return first;
+}
+}  // namespace
+
+Result<Scenario> load_scenario_json(std::string_view text, const std::string& path) {
+  return first_error(check_scenario_json(text, path));
+}
+
+Result<Scenario> load_scenario_file(const std::string& path) {
+  return first_error(check_scenario_file(path));
+}
+
+}  // namespace rehearse::sim

@@ -1,0 +1,331 @@
+// Scenario files: the typed form of an incident timeline and its loader.
+//
+// A scenario is one JSON document (docs/scenario-format.md, schema in
+// docs/schema/scenario.schema.json): a virtual time span, the simulated
+// services and their initial state, the scheduled jobs, a timeline of faults
+// and what must hold at the end. The loader is strict on purpose: an unknown
+// key, a wrong type, a bad instant, duration or cron, a fault outside the time
+// span or a reference to something undeclared is an error naming the file, the
+// JSON pointer and what was expected. A typo must never turn into a silently
+// ignored setting, because a scenario that quietly tests less than its author
+// meant is worse than one that does not load.
+//
+// Some things are *not* errors but flags: a job whose retry policy is missing
+// or invalid (a scenario may replay exactly that omission, semantics.md
+// section 2), a `publish` job that retries without an idempotency key or a
+// reason, an environment override that gives a job an unusable schedule. The
+// scenario is valid and runs; `rehearse validate --strict` refuses it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/environment.hpp"
+#include "model/failure.hpp"
+#include "model/job_state.hpp"
+#include "model/notification.hpp"
+#include "model/result.hpp"
+#include "model/retry_policy.hpp"
+#include "model/time.hpp"
+
+namespace rehearse::sim {
+
+inline constexpr int kScenarioFormat = 1;
+
+// ---------------------------------------------------------------- services
+
+enum class ServiceKind : unsigned char { model_api, orchestrator, brokerage, messenger };
+// "model-api", "orchestrator", "brokerage", "messenger": the names used in
+// files, traces and reports.
+const char* to_string(ServiceKind kind) noexcept;
+std::optional<ServiceKind> parse_service_kind(std::string_view name) noexcept;
+
+inline constexpr DurationMs kDefaultServiceLatencyMs = 100;
+inline constexpr DurationMs kDefaultServiceTimeoutMs = 30 * kSecondMs;
+
+// Every simulated service answers after `latency_ms`; a call that times out
+// (a `timeouts` fault) fails after `timeout_ms`, the client's own limit.
+struct ServiceTiming {
+  DurationMs latency_ms = kDefaultServiceLatencyMs;
+  DurationMs timeout_ms = kDefaultServiceTimeoutMs;
+};
+
+struct ModelApiService {
+  ServiceTiming timing;
+};
+
+struct OrchestratorIssue {
+  std::string id;
+  std::string status;  // one of issue_status_names()
+};
+
+struct OrchestratorAgent {
+  std::string id;
+  std::string role;     // as the orchestrator reports it (may be a legacy or unknown name)
+  bool present = true;  // false: declared, but absent from the agent list at `start`
+};
+
+struct OrchestratorService {
+  std::string instance = "orchestrator-1";  // changes when a migration names a new instance
+  std::vector<OrchestratorIssue> issues;
+  std::vector<OrchestratorAgent> agents;
+  ServiceTiming timing;
+};
+
+struct BrokerageService {
+  DurationMs token_lifetime_ms = 24 * kHourMs;
+  ServiceTiming timing;
+};
+
+struct MessengerService {
+  std::vector<std::string> targets;
+  ServiceTiming timing;
+};
+
+// A service is declared when its key is present; jobs and faults may only use
+// declared services.
+struct Services {
+  std::optional<ModelApiService> model_api;
+  std::optional<OrchestratorService> orchestrator;
+  std::optional<BrokerageService> brokerage;
+  std::optional<MessengerService> messenger;
+
+  bool has(ServiceKind kind) const noexcept;
+};
+
+// -------------------------------------------------------------------- jobs
+
+enum class JobKind : unsigned char { group, fetch, reconcile, publish };
+enum class TaskOutput : unsigned char { summary, preview, skip };
+
+const char* to_string(JobKind kind) noexcept;
+const char* to_string(TaskOutput output) noexcept;
+
+// What a re-run does outside when a job declares nothing: fetch and reconcile
+// only read or update internal state; a group job's deliveries are guarded
+// per slot by the send guard; a publish job publishes.
+// (SideEffectKind is the core's vocabulary, model/retry_policy.hpp.)
+SideEffectKind default_side_effects(JobKind kind) noexcept;
+
+struct GroupTask {
+  std::string id;
+  TaskOutput produces = TaskOutput::summary;  // what the task yields when its calls succeed
+  int model_calls = 1;                        // model-api calls per run (default 0 for skip)
+};
+
+struct ReconcileItem {
+  std::string issue;                // external issue id in the orchestrator
+  std::string stage = "DESIGNING";  // initial internal stage, one of stage_names()
+  bool lost = false;  // the issue is already gone from the orchestrator at `start`
+};
+
+// One scheduled job. Fields after the common block apply to one kind only and
+// stay empty / default for the others (the loader refuses them elsewhere).
+struct JobSpec {
+  std::string id;
+  JobKind kind = JobKind::group;
+  std::string schedule;  // default cron expression, as written (validated)
+  std::optional<std::string> schedule_env;  // env variable that overrides `schedule`
+  // The policy exactly as written (object, "auto", or anything else): the
+  // core's policy parser decides what it means, so an invalid policy reaches
+  // the core unchanged and fails closed there. Absent: no policy at all.
+  std::optional<nlohmann::json> retry_policy;
+  SideEffectKind side_effects = SideEffectKind::draft;
+  std::optional<std::string> idempotency_key;
+  std::string note;
+
+  // group
+  std::vector<GroupTask> tasks;
+  // group, publish: messenger targets
+  std::vector<std::string> targets;
+  // fetch
+  int requests = 1;       // authenticated brokerage requests per run
+  bool parallel = false;  // the run's requests go out together (they share one reissue)
+  // reconcile
+  std::vector<ReconcileItem> items;
+  std::optional<int> batch_size;  // at most this many due items per cycle; absent: all
+
+  std::string pointer;  // "/jobs/3": where the job is in the file, for messages
+};
+
+// ------------------------------------------------------------------ faults
+
+enum class FaultKind : unsigned char {
+  quota_exhausted,
+  http_errors,
+  timeouts,
+  network_errors,
+  token_revoked,
+  issues_deleted,
+  issue_status,
+  agent_removed,
+  agent_restored,
+  restart,
+  state_corrupted,
+  torn_write,
+  messenger_down,
+};
+const char* to_string(FaultKind kind) noexcept;
+std::optional<FaultKind> parse_fault_kind(std::string_view name) noexcept;
+// Kinds that last (`for`); the others happen at one instant.
+bool fault_has_duration(FaultKind kind) noexcept;
+
+// The state files of semantics.md section 5.
+enum class StateFile : unsigned char { retry_state, jobs, jobs_state };
+const char* to_string(StateFile file) noexcept;  // "retry_state.json", ...
+
+enum class CorruptionMode : unsigned char { garbage, empty, truncated, schema };
+const char* to_string(CorruptionMode mode) noexcept;
+
+// One timeline entry. As with JobSpec, kind-specific fields are meaningful for
+// their kinds only (listed beside each).
+struct FaultSpec {
+  FaultKind kind = FaultKind::restart;
+  TimeMs at_ms = 0;                   // absolute; an offset "+16h" is resolved against start
+  std::optional<DurationMs> for_ms;   // lasting kinds; absent: until the end of the run
+  std::string note;
+
+  std::optional<ServiceKind> service;  // quota_exhausted, http_errors, timeouts,
+                                       // network_errors, token_revoked
+  int http_status = 0;                 // http_errors
+  double rate = 1.0;                   // http_errors, timeouts, network_errors: share of calls hit
+  TransportErrorKind transport = TransportErrorKind::none;  // network_errors
+  std::vector<std::string> issues;                 // issues_deleted
+  std::optional<std::string> new_instance;         // issues_deleted
+  std::string issue;                               // issue_status
+  std::string status;                              // issue_status
+  std::string agent;                               // agent_removed, agent_restored
+  DurationMs down_for_ms = 0;                      // restart, torn_write
+  StateFile file = StateFile::retry_state;         // state_corrupted, torn_write
+  CorruptionMode mode = CorruptionMode::garbage;   // state_corrupted
+  std::vector<std::string> targets;                // messenger_down (empty: every target)
+
+  std::string pointer;  // "/faults/2"
+
+  // End of a lasting fault: at + for, or `until` when `for` is absent.
+  TimeMs end_ms(TimeMs until_ms) const noexcept {
+    return for_ms ? at_ms + *for_ms : until_ms;
+  }
+};
+
+// ------------------------------------------------------------- expectations
+
+// Exact counts unless noted; every field is optional (absent: not checked).
+struct JobExpectation {
+  std::optional<std::int64_t> delivered_slots;
+  std::optional<std::int64_t> skipped_slots;
+  std::optional<std::int64_t> failed_slots;
+  std::optional<std::int64_t> in_flight_slots;
+  std::optional<RetryStatus> final_status;
+  std::optional<std::int64_t> retries;  // retry runs (not regular runs)
+  std::optional<std::int64_t> runs;     // all runs: regular, retries, late runs
+  std::optional<std::int64_t> calls;    // external calls made by the job's runs
+  std::map<NotificationEvent, std::int64_t> notifications;
+  std::optional<DurationMs> max_delay_ms;  // upper bound: a regular slot's start lateness
+};
+
+struct ItemExpectation {
+  std::optional<std::string> stage;            // final internal stage
+  std::optional<std::string> reason_contains;  // substring of the item's reconcile error
+  std::optional<std::int64_t> queries;         // orchestrator queries for this issue
+};
+
+struct ServiceExpectation {
+  std::optional<std::int64_t> calls;
+  std::optional<std::int64_t> token_issues;  // brokerage only
+};
+
+struct Expectations {
+  std::map<std::string, JobExpectation> jobs;    // by job id
+  std::map<std::string, ItemExpectation> items;  // by issue id
+  std::map<ServiceKind, ServiceExpectation> services;
+  std::map<NotificationEvent, std::int64_t> notifications;  // totals over all jobs
+  // Invariants the run is expected to violate (test-only faulty variants);
+  // empty: every invariant must hold.
+  std::vector<std::string> violations;
+};
+
+// ------------------------------------------------------------------- flags
+
+enum class FlagKind : unsigned char {
+  policy_error,     // retry_policy missing or invalid: the job is never retried
+  side_effects,     // a publish job retries without an idempotency key or a reason
+  schedule_config,  // an env override gives the job an empty or unusable schedule
+  schedule_idle,    // the job's schedule never fires inside [start, until]
+};
+const char* to_string(FlagKind kind) noexcept;
+
+struct ScenarioFlag {
+  FlagKind kind = FlagKind::policy_error;
+  std::string where;  // "path:/jobs/1/retry_policy"
+  std::string message;
+};
+
+// ----------------------------------------------------------------- scenario
+
+struct QueueSettings {
+  int concurrency = 1;
+  std::int64_t max_events = 1'000'000;  // the run fails with bounded_run beyond this
+};
+
+struct Scenario {
+  std::string path;  // as given to the loader
+  int format = kScenarioFormat;
+  std::string name;
+  std::string description;
+  TimeMs start_ms = 0;
+  TimeMs until_ms = 0;
+  std::uint64_t seed = 1;
+  Environment env;
+  QueueSettings queue;
+  Services services;
+  std::vector<JobSpec> jobs;
+  std::vector<FaultSpec> faults;  // in file order (the run orders by time, then file order)
+  Expectations expect;
+  std::vector<ScenarioFlag> flags;
+
+  const JobSpec* find_job(std::string_view id) const noexcept;
+};
+
+// Everything one validation pass found: the scenario when there was no error,
+// every error (in the order found; at most kScenarioErrorLimit are kept and
+// `errors_omitted` counts the rest) and the flags of a valid scenario.
+inline constexpr std::size_t kScenarioErrorLimit = 100;
+
+struct ScenarioCheck {
+  std::optional<Scenario> scenario;
+  std::vector<Error> errors;  // Error::where is "path:/json/pointer" or "path:line:column"
+  std::size_t errors_omitted = 0;
+  std::vector<ScenarioFlag> flags;
+
+  bool valid() const noexcept { return errors.empty(); }
+};
+
+ScenarioCheck check_scenario_json(std::string_view text, const std::string& path);
+ScenarioCheck check_scenario_file(const std::string& path);
+
+// The first error of a check (its message says how many more there were).
+Result<Scenario> load_scenario_json(std::string_view text, const std::string& path);
+Result<Scenario> load_scenario_file(const std::string& path);
+
+// --------------------------------------------------- vocabulary and keys
+
+// Names accepted in files, in one place so docs, schema and tests agree.
+const std::vector<std::string>& issue_status_names();   // todo, in_progress, ...
+const std::vector<std::string>& stage_names();          // DESIGNING, BUILDING, ...
+const std::vector<std::string>& notification_event_names();
+const std::vector<std::string>& invariant_names();      // for expect.violations
+
+// The keys the loader accepts, per object kind, named like the schema's $defs
+// ("scenario" is the top level; "job" holds the keys common to all jobs and
+// "job_group" those of group jobs only; likewise "fault" and "fault_<kind>").
+// tests/sim/test_scenario_loader.cpp checks these against the schema file.
+const std::map<std::string, std::vector<std::string>>& scenario_known_keys();
+
+}  // namespace rehearse::sim

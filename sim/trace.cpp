@@ -1,0 +1,71 @@
+#include "sim/trace.hpp"
+
+#include <fmt/format.h>
+
+namespace rehearse::sim {
+
+std::string TraceEvent::str(std::string_view key, std::string fallback) const {
+  const auto it = data.find(key);
+  if (it == data.end() || !it->is_string()) return fallback;
+  return it->get<std::string>();
+}
+
+std::int64_t TraceEvent::num(std::string_view key, std::int64_t fallback) const {
+  const auto it = data.find(key);
+  if (it == data.end() || !it->is_number_integer()) return fallback;
+  return it->get<std::int64_t>();
+}
+
+bool TraceEvent::flag(std::string_view key) const {
+  const auto it = data.find(key);
+  return it != data.end() && it->is_boolean() && it->get<bool>();
+}
+
+std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t state) {
+  for (const char c : bytes) {
+    state ^= static_cast<unsigned char>(c);
+    state *= 1099511628211ull;
+  }
+  return state;
+}
+
+std::string hex64(std::uint64_t v) { return fmt::format("{:016x}", v); }
+
+std::string to_json_line(const TraceEvent& e) {
+  // nlohmann::ordered_json keeps insertion order, so the line has a fixed
+  // key order; the data object (a std::map-backed json) is already sorted.
+  nlohmann::ordered_json line;
+  line["t"] = format_instant(e.t);
+  line["seq"] = e.seq;
+  line["type"] = e.type;
+  if (!e.job.empty()) line["job"] = e.job;
+  if (e.slot) line["slot"] = format_instant(*e.slot);
+  if (!e.item.empty()) line["item"] = e.item;
+  if (!e.service.empty()) line["service"] = e.service;
+  for (auto it = e.data.begin(); it != e.data.end(); ++it) {
+    line[it.key()] = it.value();
+  }
+  return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::size_t Trace::record(TraceEvent e) {
+  e.seq = next_seq_++;
+  const std::string line = to_json_line(e);
+  hash_ = fnv1a64(line, hash_);
+  hash_ = fnv1a64("\n", hash_);
+  events_.push_back(std::move(e));
+  const std::size_t index = events_.size() - 1;
+  for (const auto& listener : listeners_) listener(events_[index], index);
+  return index;
+}
+
+std::string Trace::to_jsonl() const {
+  std::string out;
+  for (const auto& e : events_) {
+    out += to_json_line(e);
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace rehearse::sim

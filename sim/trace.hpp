@@ -1,0 +1,70 @@
+// The trace: every observable event of a run, in virtual-time order.
+//
+// Written as JSON Lines (`--trace FILE`), one event per line with a fixed key
+// order: t, seq, type, then job / slot / item / service when present, then the
+// event's own fields sorted by name. The same scenario and seed give a
+// byte-identical trace; its hash is 64-bit FNV-1a over the trace bytes.
+// Monitors read these events (their own witnesses), never the core's state.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/time.hpp"
+
+namespace rehearse::sim {
+
+struct TraceEvent {
+  TimeMs t = 0;
+  std::uint64_t seq = 0;  // assigned by Trace::record, strictly increasing
+  std::string type;
+  std::string job;               // empty when not about a job
+  std::optional<TimeMs> slot;    // the regular slot concerned
+  std::string item;              // reconcile item (external issue id)
+  std::string service;           // simulated service concerned
+  nlohmann::json data = nlohmann::json::object();  // event-specific fields
+
+  // Convenience accessors for data fields (absent -> fallback).
+  std::string str(std::string_view key, std::string fallback = {}) const;
+  std::int64_t num(std::string_view key, std::int64_t fallback = 0) const;
+  bool flag(std::string_view key) const;
+};
+
+// 64-bit FNV-1a (offset basis 14695981039346656037, prime 1099511628211).
+std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t state = 14695981039346656037ull);
+std::string hex64(std::uint64_t v);
+
+// Serialises one event as a JSON line (without the trailing newline).
+std::string to_json_line(const TraceEvent& e);
+
+class Trace {
+ public:
+  using Listener = std::function<void(const TraceEvent&, std::size_t index)>;
+
+  // Appends an event (assigning seq) and hands it to every listener, in the
+  // order listeners were added. Returns the event's index.
+  std::size_t record(TraceEvent e);
+
+  void add_listener(Listener listener) { listeners_.push_back(std::move(listener)); }
+
+  const std::vector<TraceEvent>& events() const noexcept { return events_; }
+  std::size_t size() const noexcept { return events_.size(); }
+
+  // Running hash over the JSON Lines bytes (each line plus '\n').
+  std::uint64_t hash() const noexcept { return hash_; }
+  std::string to_jsonl() const;
+
+ private:
+  std::vector<TraceEvent> events_;
+  std::vector<Listener> listeners_;
+  std::uint64_t next_seq_ = 0;
+  std::uint64_t hash_ = 14695981039346656037ull;
+};
+
+}  // namespace rehearse::sim

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Goal: the `rehearse` command's fixed formats and exit codes (interfaces.md).
+# Method: run the built binary on known inputs and compare exact output; every
+# bad input must exit 2 with a message naming what was wrong, never crash.
+set -u
+R="$1"
+pass=0
+fail=0
+check() {  # check NAME EXPECTED_RC EXPECTED_STDOUT_OR_- EXPECTED_STDERR_FRAGMENT_OR_- -- ARGS...
+  local name="$1" want_rc="$2" want_out="$3" want_err="$4"
+  shift 5
+  local out err rc
+  out=$("$R" "$@" 2>/tmp/rehearse_cli_err.$$)
+  rc=$?
+  err=$(cat /tmp/rehearse_cli_err.$$)
+  local ok=1
+  [ "$rc" = "$want_rc" ] || { echo "FAIL $name: exit $rc, expected $want_rc"; ok=0; }
+  if [ "$want_out" != "-" ] && [ "$out" != "$want_out" ]; then
+    echo "FAIL $name: stdout was:"; echo "$out"; echo "expected:"; echo "$want_out"; ok=0
+  fi
+  if [ "$want_err" != "-" ] && [[ "$err" != *"$want_err"* ]]; then
+    echo "FAIL $name: stderr '$err' lacks '$want_err'"; ok=0
+  fi
+  if [ $ok = 1 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
+}
+
+check next-weekly 0 "2026-12-04T17:00:00Z
+2026-12-11T17:00:00Z
+2026-12-18T17:00:00Z
+2026-12-25T17:00:00Z
+2027-01-01T17:00:00Z" - -- cron next '0 17 * * 5' --from 2026-11-29T00:00:00Z
+check next-separate-fields 0 "2026-12-04T17:00:00Z" - -- cron next 0 17 '*' '*' 5 --from 2026-11-29T00:00:00Z --count 1
+check next-6-fields 0 "2026-12-04T17:00:00Z
+2026-12-11T17:00:00Z" - -- cron next '0 0 17 * * 5' --from 2026-11-29T00:00:00Z --count 2
+check next-strictly-after 0 "2026-12-11T17:00:00Z" - -- cron next '0 17 * * 5' --from 2026-12-04T17:00:00Z --count 1
+check next-json 0 '{
+  "expression": "@daily",
+  "from": "2026-11-29T00:00:00Z",
+  "next": [
+    "2026-11-30T00:00:00Z"
+  ]
+}' - -- cron next @daily --from 2026-11-29T00:00:00Z --count 1 --json
+check next-never-fires 2 "" "never fires" -- cron next '0 0 30 2 *' --from 2026-01-01T00:00:00Z
+check next-bad-field 2 "" "field 3" -- cron next '0 0 15W * *'
+check next-four-fields 2 "" "" -- cron next '0 0 * *'
+check next-empty 2 "" "" -- cron next ''
+check next-bad-instant 2 "" "invalid instant" -- cron next '* * * * *' --from 2026-13-01T00:00:00Z
+check next-bad-count 2 "" "--count" -- cron next '* * * * *' --count 0 --from 2026-01-01T00:00:00Z
+check next-unknown-option 2 "" "unknown option" -- cron next '* * * * *' --frm x
+check next-missing-expr 2 "" "missing EXPR" -- cron next
+check explain-weekly 0 - - -- cron explain '0 17 * * 5'
+check explain-json 0 - - -- cron explain '*/3 * * * *' --json
+check policy-per-job-json 0 '{
+  "backoff": {
+    "delay": "5m",
+    "delay_ms": 300000,
+    "jitter": 0.0,
+    "type": "fixed"
+  },
+  "budget": "per_episode",
+  "delays_ms": [
+    300000,
+    300000
+  ],
+  "form": "per_job",
+  "max_retries": 2,
+  "offsets_ms": [
+    300000,
+    600000
+  ],
+  "policy": {
+    "backoff": {
+      "delay": "5m",
+      "delay_ms": 300000,
+      "jitter": 0.0,
+      "type": "fixed"
+    },
+    "budget": "per_episode",
+    "form": "per_job",
+    "max_retries": 2,
+    "reason": "Review-only draft generation; no automatic live publish.",
+    "retryable_classes": [
+      "timeout",
+      "network",
+      "provider_5xx",
+      "rate_limit"
+    ]
+  },
+  "recovery_window_ms": 600000,
+  "retryable_classes": [
+    "timeout",
+    "network",
+    "provider_5xx",
+    "rate_limit"
+  ]
+}' - -- policy explain '{"max": 2, "backoff_sec": 300, "retryable_classes": ["timeout","network","provider_5xx","rate_limit"], "reason": "Review-only draft generation; no automatic live publish."}' --json
+check policy-bullmq-text 0 - - -- policy explain '{"attempts": 4, "backoff": {"type": "exponential", "delay": 1800000}}'
+check policy-unknown-key 2 "" "POLICY:/backoff/bogus" -- policy explain '{"attempts": 4, "backoff": {"type": "exponential", "delay": 1, "bogus": 1}}'
+check policy-unknown-class 2 "" "retryable_classes" -- policy explain '{"max": 1, "backoff_sec": 1, "retryable_classes": ["flaky"]}'
+check policy-negative 2 "" "/max" -- policy explain '{"max": -1, "backoff_sec": 1}'
+check policy-bad-json 2 "" "POLICY:1:" -- policy explain '{"attempts": 4,'
+check policy-auto-needs-schedule 2 "" "" -- policy explain auto
+check policy-missing-file 2 "" "cannot read" -- policy explain @/nonexistent/policy.json
+check help-top 0 - - -- --help
+check help-cron 0 - - -- cron next --help
+check help-policy 0 - - -- policy explain --help
+check unknown-command 2 "" "unknown command" -- frobnicate
+
+# The auto policy follows the schedule: low-frequency -> 4 attempts.
+out=$("$R" policy explain auto --schedule '0 0 17 * * 5' --json)
+if [[ "$out" == *'"max_retries": 3'* ]]; then pass=$((pass + 1)); else echo "FAIL auto-6-field: $out"; fail=$((fail + 1)); fi
+out=$("$R" policy explain auto --schedule '10 17 * * 1-5' --json)
+if [[ "$out" == *'"max_retries": 1'* ]]; then pass=$((pass + 1)); else echo "FAIL auto-weekdays: $out"; fail=$((fail + 1)); fi
+
+rm -f /tmp/rehearse_cli_err.$$
+echo "cli: $pass passed, $fail failed"
+[ "$fail" = 0 ] && [ "$pass" -gt 0 ]
