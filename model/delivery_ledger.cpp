@@ -141,7 +141,6 @@ bool SlotRecord::has_delivered_to(std::string_view target) const {
 }
 
 Status check_slot_records(const std::vector<SlotRecord>& slots) {
-  std::size_t open = 0;
   for (std::size_t i = 0; i < slots.size(); ++i) {
     const SlotRecord& r = slots[i];
     const std::string where = format_instant(r.slot);
@@ -165,12 +164,6 @@ Status check_slot_records(const std::vector<SlotRecord>& slots) {
     if (r.verdict == SlotVerdict::skipped && !r.delivered_to.empty()) {
       return bad("a skipped slot records deliveries");
     }
-    if (!r.marked_at) ++open;
-  }
-  if (open > DeliveryLedger::kOpenSlotsMax) {
-    return make_error(ErrorCode::invalid_argument,
-                      fmt::format("more than {} open slots for one job",
-                                  DeliveryLedger::kOpenSlotsMax));
   }
   return {};
 }
@@ -245,11 +238,15 @@ std::string DeliveryLedger::path_for(const std::string& job_id) const {
 
 std::string DeliveryLedger::lock_path() const { return join_path(dir_, kLockName); }
 
-Result<DeliveryLedger> DeliveryLedger::open(Disk& disk, std::string dir) {
+Result<DeliveryLedger> DeliveryLedger::open(Disk& disk, std::string dir,
+                                            DeliveryLedgerOptions options) {
   if (dir.empty()) return make_error(ErrorCode::invalid_argument, "ledger directory is empty");
+  if (options.completed_slots_kept < 1 || options.open_slots_max < 1) {
+    return make_error(ErrorCode::invalid_argument, "ledger bounds must be at least 1");
+  }
   if (auto s = disk.create_dir(dir); !s.ok()) return std::move(s).error();
   if (auto s = disk.fsync_dir(parent_dir(dir)); !s.ok()) return std::move(s).error();
-  return DeliveryLedger(disk, std::move(dir));
+  return DeliveryLedger(disk, std::move(dir), options);
 }
 
 Result<DeliveryLedger::JobFile> DeliveryLedger::load(const std::string& job_id) {
@@ -275,6 +272,15 @@ Status DeliveryLedger::store(const JobFile& file) {
     Error e = std::move(s).error();
     if (e.code == ErrorCode::corrupt) e.code = ErrorCode::internal;  // our own bug
     return e;
+  }
+  const auto open = std::count_if(file.slots.begin(), file.slots.end(),
+                                  [](const SlotRecord& r) { return !r.marked_at; });
+  if (static_cast<std::size_t>(open) > options_.open_slots_max) {
+    return make_error(ErrorCode::invalid_argument,
+                      fmt::format("more than {} open slots for job '{}': refused rather than "
+                                  "forgetting one (a forgotten open slot could be delivered twice)",
+                                  options_.open_slots_max, file.job_id),
+                      path_for(file.job_id));
   }
   const std::string path = path_for(file.job_id);
   const std::string temp = path + kTempSuffix;
@@ -329,9 +335,9 @@ Status DeliveryLedger::update(const std::string& job_id, TimeMs slot, Mutate mut
     for (const SlotRecord& r : file.slots) {
       if (r.marked_at) completed.emplace_back(*r.marked_at, r.slot);
     }
-    if (completed.size() > kCompletedSlotsKept) {
+    if (completed.size() > options_.completed_slots_kept) {
       std::sort(completed.begin(), completed.end());
-      const std::size_t drop = completed.size() - kCompletedSlotsKept;
+      const std::size_t drop = completed.size() - options_.completed_slots_kept;
       std::vector<TimeMs> dropped;
       for (std::size_t i = 0; i < drop; ++i) dropped.push_back(completed[i].second);
       std::sort(dropped.begin(), dropped.end());

@@ -27,12 +27,15 @@
 // file is never replaced, so a run fails visibly instead of risking a duplicate
 // delivery (a lost guard) or a silent skip (a forged marker).
 //
-// Bounds. Completed slots: the kCompletedSlotsKept most recently completed
+// Bounds (DeliveryLedgerOptions; defaults below). Completed slots: the
+// completed_slots_kept (256) most recently completed
 // (by marked_at) are kept, older ones are pruned on the next write; a re-run of
 // a slot comes soon after it completes (a stalled run, a queue that had not
 // recorded the success yet), never hundreds of completions later. Open slots
 // (not yet marked) are never pruned, since dropping one could cause a second
-// delivery; more than kOpenSlotsMax of them is refused with an error.
+// delivery; more than open_slots_max (1024) of them is refused with an
+// error. Every update rewrites the job's file, so these bounds also bound the
+// cost of one update.
 #pragma once
 
 #include <cstddef>
@@ -73,10 +76,13 @@ struct SlotRecord {
   bool operator==(const SlotRecord&) const = default;
 };
 
+struct DeliveryLedgerOptions {
+  std::size_t completed_slots_kept = 256;
+  std::size_t open_slots_max = 1024;
+};
+
 class DeliveryLedger {
  public:
-  static constexpr std::size_t kCompletedSlotsKept = 256;
-  static constexpr std::size_t kOpenSlotsMax = 1024;
   static constexpr std::size_t kTargetsMax = 1000;
   static constexpr const char* kLockName = "delivery_ledger.lock";
   static constexpr const char* kFileSuffix = ".ledger.json";
@@ -84,7 +90,8 @@ class DeliveryLedger {
   static constexpr int kFormat = 1;
 
   // Creates the directory if missing (and makes its entry durable).
-  static Result<DeliveryLedger> open(Disk& disk, std::string dir);
+  static Result<DeliveryLedger> open(Disk& disk, std::string dir,
+                                     DeliveryLedgerOptions options = {});
 
   // The slot's record; an empty record when nothing was recorded.
   Result<SlotRecord> read(const std::string& job_id, TimeMs slot);
@@ -105,6 +112,7 @@ class DeliveryLedger {
   Status mark_complete(const std::string& job_id, TimeMs slot, SlotVerdict verdict, TimeMs at);
 
   const std::string& dir() const noexcept { return dir_; }
+  const DeliveryLedgerOptions& options() const noexcept { return options_; }
   std::string path_for(const std::string& job_id) const;
   std::string lock_path() const;
 
@@ -113,7 +121,8 @@ class DeliveryLedger {
   static std::string encode_job_id(std::string_view job_id);
 
  private:
-  DeliveryLedger(Disk& disk, std::string dir) : disk_(&disk), dir_(std::move(dir)) {}
+  DeliveryLedger(Disk& disk, std::string dir, DeliveryLedgerOptions options)
+      : disk_(&disk), dir_(std::move(dir)), options_(options) {}
 
   struct JobFile {
     std::string job_id;
@@ -126,6 +135,7 @@ class DeliveryLedger {
 
   Disk* disk_;
   std::string dir_;
+  DeliveryLedgerOptions options_;
 };
 
 // The file format, exposed for tests and tools (docs/group-jobs.md).
@@ -133,7 +143,9 @@ std::string encode_ledger(const std::string& job_id, const std::vector<SlotRecor
 // Strict: unknown keys, bad instants, unsorted slots, a marker without a
 // guard, a checksum mismatch... are errors (ErrorCode::corrupt).
 Result<std::vector<SlotRecord>> decode_ledger(std::string_view bytes, const std::string& job_id);
-// Consistency of a set of records (what decode and every write check).
+// Consistency of a set of records (what decode and every write check). The
+// open-slot bound is checked on writes only (a file written under a larger
+// bound still reads).
 Status check_slot_records(const std::vector<SlotRecord>& slots);
 
 }  // namespace rehearse

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <functional>
 #include <limits>
 #include <utility>
 
@@ -46,6 +47,10 @@ std::string line_column(std::string_view bytes, std::size_t offset) {
   }
   return fmt::format("{}:{}", line, offset - line_start + 1);
 }
+
+// Stands in for a job already handed to StrictSax::on_job: binary values
+// cannot come from JSON text, so it is never confused with one.
+json job_placeholder() { return json::binary({}); }
 
 class StrictSax {
  public:
@@ -91,6 +96,10 @@ class StrictSax {
   json root;
   std::optional<Error> error_;
   std::optional<std::size_t> error_position_;
+  // When set, each container value of /jobs is handed over as soon as it is
+  // complete and replaced in the tree by a placeholder (which keeps its key
+  // for duplicate detection): a 100k-job snapshot never exists as one tree.
+  std::function<void(const std::string& key, json&& value)> on_job;
 
  private:
   struct Frame {
@@ -127,6 +136,14 @@ class StrictSax {
     return true;
   }
   bool close() {
+    if (on_job && stack_.size() == 3 && stack_[0].value->is_object() && stack_[1].token == "jobs" &&
+        stack_[1].value->is_object()) {
+      json value = std::move(*stack_[2].value);
+      *stack_[2].value = job_placeholder();
+      stack_.pop_back();
+      on_job(stack_[1].key, std::move(value));
+      return true;
+    }
     stack_.pop_back();
     return true;
   }
@@ -138,6 +155,8 @@ class StrictSax {
 
   std::vector<Frame> stack_;
 };
+
+Result<json> parse_with(std::string_view bytes, StrictSax& sax);
 
 // ---------------------------------------------------------------------------
 // Field decoding with JSON pointers.
@@ -557,10 +576,15 @@ bool is_valid_utf8(std::string_view bytes) noexcept {
 }
 
 Result<json> parse_json_strict(std::string_view bytes) {
+  StrictSax sax;
+  return parse_with(bytes, sax);
+}
+
+namespace {
+Result<json> parse_with(std::string_view bytes, StrictSax& sax) {
   if (bytes.empty()) {
     return make_error(ErrorCode::corrupt, "empty file: expected a JSON document", "1:1");
   }
-  StrictSax sax;
   bool ok = false;
   try {
     ok = json::sax_parse(bytes.begin(), bytes.end(), &sax, json::input_format_t::json, true);
@@ -576,6 +600,7 @@ Result<json> parse_json_strict(std::string_view bytes) {
   if (!ok) return make_error(ErrorCode::corrupt, "invalid JSON");
   return std::move(sax.root);
 }
+}  // namespace
 
 const std::vector<std::string>& job_field_names() {
   static const std::vector<std::string> names = [] {
@@ -741,7 +766,29 @@ std::string encode_state(const StateDocument& document) {
 }
 
 Result<StateDocument> decode_state(std::string_view bytes) {
-  auto parsed = parse_json_strict(bytes);
+  // Jobs are decoded one by one while the document is parsed; the first
+  // job error (in document order) is reported after the document-level
+  // checks, so that e.g. a newer format says so first.
+  StateDocument document;
+  std::optional<Error> job_error;
+  StrictSax sax;
+  sax.on_job = [&](const std::string& id, json&& record) {
+    if (job_error) return;
+    const std::string where = "/jobs/" + json_pointer_token(id);
+    auto state = decode_job(record, where);
+    if (!state.ok()) {
+      job_error = std::move(state).error();
+      return;
+    }
+    if (state->job_id != id) {
+      job_error = schema(where + "/job_id",
+                         fmt::format("expected the job id \"{}\" (its key), got \"{}\"",
+                                     printable(id), printable(state->job_id)));
+      return;
+    }
+    document.jobs.emplace(id, std::move(*state));
+  };
+  auto parsed = parse_with(bytes, sax);
   if (!parsed.ok()) return std::move(parsed).error();
   const json& root = *parsed;
   if (!root.is_object()) {
@@ -758,7 +805,6 @@ Result<StateDocument> decode_state(std::string_view bytes) {
   }
   static const std::vector<std::string> top_keys = {"format", "jobs", "journal_seq"};
   if (auto s = check_keys(root, "", top_keys, "the state document"); !s.ok()) return s.error();
-  StateDocument document;
   std::int64_t seq = 0;
   REHEARSE_READ(seq, read_integer(root.at("journal_seq"), "/journal_seq", 0,
                                   std::numeric_limits<std::int64_t>::max(),
@@ -769,17 +815,15 @@ Result<StateDocument> decode_state(std::string_view bytes) {
     return schema("/jobs", "expected an object of job records keyed by job id, got " +
                                type_of(jobs));
   }
+  if (job_error) return *job_error;
   for (const auto& [id, record] : jobs.items()) {
-    const std::string where = "/jobs/" + json_pointer_token(id);
-    JobState state;
-    REHEARSE_READ(state, decode_job(record, where));
-    if (state.job_id != id) {
-      return schema(where + "/job_id",
-                    fmt::format("expected the job id \"{}\" (its key), got \"{}\"", printable(id),
-                                printable(state.job_id)));
-    }
-    document.jobs.emplace(id, std::move(state));
+    if (record == job_placeholder()) continue;  // decoded while parsing
+    // Not a container, so never handed over: not a job record either.
+    auto state = decode_job(record, "/jobs/" + json_pointer_token(id));
+    REHEARSE_ASSERT(!state.ok());
+    return std::move(state).error();
   }
+  REHEARSE_ASSERT(document.jobs.size() == jobs.size());
   return document;
 }
 

@@ -158,6 +158,21 @@ Status StateStore::full_load() {
     seq = std::max(seq, journal_last_seq_);
     tail = std::move(scan->torn_tail);
   }
+  if (sync() && (have_snapshot || journal->has_value())) {
+    // What a load reads may exist only in the page cache: a process that
+    // died between a write and its fsync, or between a rename and the
+    // directory's fsync, leaves bytes and names the kernel has and the disk
+    // may not. Appending to such a journal (or acknowledging updates on top
+    // of such a state) would let a later power loss take back acknowledged
+    // updates, so everything this load saw is made durable before use.
+    if (have_snapshot) {
+      if (auto s = disk_->fsync_file(snapshot_path()); !s.ok()) return s;
+    }
+    if (journal->has_value()) {
+      if (auto s = disk_->fsync_file(journal_path()); !s.ok()) return s;
+    }
+    if (auto s = disk_->fsync_dir(dir_); !s.ok()) return s;
+  }
   jobs_ = std::move(document.jobs);
   seq_ = seq;
   corrupt_.reset();

@@ -43,9 +43,10 @@
 
 namespace rehearse {
 
-// Request headers that attribute a call to a job run (the simulated services
-// copy them into the trace). The same names as sim/sim_services.hpp, which the
-// model cannot include; a test checks they agree.
+// Request headers that attribute a call to a job run, for whatever observes
+// the calls (traces, gateway logs); a test checks that the simulated world
+// uses the same names. "authorization" carries the token and is never copied
+// anywhere else.
 inline constexpr const char* kRequestHeaderJob = "x-job-id";
 inline constexpr const char* kRequestHeaderSlot = "x-slot";
 inline constexpr const char* kRequestHeaderAttempt = "x-attempt";

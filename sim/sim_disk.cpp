@@ -424,18 +424,19 @@ Status SimDisk::fsync_file(const std::string& path) {
   ++counters_.fsyncs;
   auto at = locate(path);
   if (!at.ok()) return std::move(at).error();
-  if (at->name.empty()) {
+  const Entry* e = find_live(*at);
+  if (at->name.empty() || (e != nullptr && e->dir)) {
     // fsync(2) on a directory descriptor syncs its entries, as PosixDisk's
     // open-then-fsync would.
-    sync_dir(*find_dir(at->path));
+    Directory& d = *find_dir(at->path);
+    sync_dir(d);
+    if (trace_ != nullptr) {
+      record("disk_fsync_dir",
+             {{"path", at->path}, {"entries", d.durable.size()}, {"process", owner()}});
+    }
     return {};
   }
-  const Entry* e = find_live(*at);
   if (e == nullptr) return os_error("open for fsync", path, kNoEntry);
-  if (e->dir) {
-    sync_dir(*find_dir(at->path));
-    return {};
-  }
   Inode& f = inode(e->inode);
   std::uint64_t synced = 0;
   if (f.durable_is_prefix && f.durable.size() <= f.data.size()) {

@@ -944,24 +944,28 @@ TEST_F(LedgerFixture, CorruptFilesFailClosedAndStayUntouched) {
   EXPECT_TRUE(ledger.consume_guard("daily", kSlot, kSlot).ok());
 }
 
-// The bound tests write hundreds of records: they run over the simulated disk
-// (same port, no real fsync cost).
+// The bound tests run with small bounds over the simulated disk (the same
+// code as the defaults, at a fraction of the writes).
+constexpr DeliveryLedgerOptions kSmallBounds{.completed_slots_kept = 16, .open_slots_max = 24};
+
 struct SimLedgerFixture : ::testing::Test {
   sim::SimDisk disk;
-  DeliveryLedger ledger = open_ledger(disk, "/ledger");
+  DeliveryLedger ledger = *DeliveryLedger::open(disk, "/ledger", kSmallBounds);
 };
 
 TEST_F(SimLedgerFixture, KeepsTheMostRecentCompletedSlotsAndEveryOpenOne) {
   // An open slot older than everything: never pruned.
   ASSERT_TRUE(ledger.write_outbox("hourly", kSlot - kDayMs, nlohmann::json::array(), kSlot).ok());
-  const std::size_t total = DeliveryLedger::kCompletedSlotsKept + 20;
+  const std::size_t total = kSmallBounds.completed_slots_kept + 20;
   for (std::size_t i = 0; i < total; ++i) {
     const TimeMs slot = kSlot + static_cast<TimeMs>(i) * kHourMs;
     ASSERT_TRUE(ledger.consume_guard("hourly", slot, slot).ok());
     ASSERT_TRUE(ledger.mark_complete("hourly", slot, SlotVerdict::skipped, slot + 1).ok());
   }
   const auto all = *ledger.read_job("hourly");
-  ASSERT_EQ(all.size(), DeliveryLedger::kCompletedSlotsKept + 1);
+  ASSERT_EQ(all.size(), kSmallBounds.completed_slots_kept + 1);
+  EXPECT_EQ(DeliveryLedgerOptions{}.completed_slots_kept, 256u);  // the documented defaults
+  EXPECT_EQ(DeliveryLedgerOptions{}.open_slots_max, 1024u);
   EXPECT_EQ(all.front().slot, kSlot - kDayMs);
   EXPECT_FALSE(all.front().complete());
   EXPECT_EQ(all[1].slot, kSlot + 20 * kHourMs);  // the 20 oldest completions went
@@ -973,12 +977,12 @@ TEST_F(SimLedgerFixture, KeepsTheMostRecentCompletedSlotsAndEveryOpenOne) {
                                  kSlot + 1000 * kHourMs)
                   .ok());
   const auto after = *ledger.read_job("hourly");
-  EXPECT_EQ(after.size(), DeliveryLedger::kCompletedSlotsKept);
+  EXPECT_EQ(after.size(), kSmallBounds.completed_slots_kept);
   EXPECT_EQ(after.front().slot, kSlot - kDayMs);
 }
 
 TEST_F(SimLedgerFixture, OpenSlotsAreBounded) {
-  for (std::size_t i = 0; i < DeliveryLedger::kOpenSlotsMax; ++i) {
+  for (std::size_t i = 0; i < kSmallBounds.open_slots_max; ++i) {
     ASSERT_TRUE(ledger
                     .write_outbox("spam", kSlot + static_cast<TimeMs>(i) * kMinuteMs,
                                   nlohmann::json::array(), kSlot)

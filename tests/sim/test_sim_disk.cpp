@@ -202,6 +202,16 @@ TEST(SimDiskDurability, NewDirectoryAndItsContentVanishWithoutFsyncOfTheParent) 
   EXPECT_EQ(read(disk, "/d/s/f"), "y");
 }
 
+TEST(SimDiskDurability, FsyncFileOfADirectorySyncsItsEntriesAsFsyncOfItsDescriptorWould) {
+  SimDisk disk;
+  with_dir(disk);
+  ASSERT_TRUE(disk.write_file("/d/f", "x").ok());
+  ASSERT_TRUE(disk.fsync_file("/d/f").ok());
+  ASSERT_TRUE(disk.fsync_file("/d").ok());
+  disk.crash();
+  EXPECT_EQ(read(disk, "/d/f"), "x");
+}
+
 TEST(SimDiskDurability, RelativePathsLiveUnderTheRelativeRoot) {
   SimDisk disk;
   ASSERT_TRUE(disk.create_dir("state").ok());

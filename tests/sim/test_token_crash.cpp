@@ -7,7 +7,7 @@
 // the trace or the log text.
 // Method: a hourly fetch loop (three slots, durable completion markers owned
 // by the test) over the real TokenClient and FetchJob in the simulated world,
-// with the brokerage revoking every token between the first and the second
+// with the brokerage revoking every token before the second and the third
 // slot. sweep_crash_points() crashes the worker after every event index of the
 // baseline run and reboots it a minute later; each run is judged from the
 // trace, split at the crashes into incarnations. Both a sequential and a
@@ -101,6 +101,7 @@ std::optional<std::string> check_incarnation(const std::vector<TraceEvent>& even
 struct SweepRun {
   CrashSweepRun run;
   std::vector<bool> issuing_after_event;  // the client had an issuance in flight
+  std::vector<std::string> labels;        // of each executed event
   std::uint64_t after_401_issuances = 0;
   std::uint64_t joined = 0;  // waits on another request's issuance (baseline)
 };
@@ -136,12 +137,14 @@ SweepRun run_fetch_day(std::optional<std::uint64_t> crash_after, bool parallel) 
     boundaries.push_back(trace.size());
     client = nullptr;  // its memory is gone
   });
-  sim.add_event_listener([&](const ExecutedEvent&) {
+  sim.add_event_listener([&](const ExecutedEvent& e) {
+    out.labels.emplace_back(e.label);
     out.issuing_after_event.push_back(client != nullptr && client->issuance_in_flight());
     if (client != nullptr) out.joined = client->stats().joined;
   });
   sim.boot(worker);
   brokerage.schedule_revoke_all(kStart + 30 * kMinuteMs);
+  brokerage.schedule_revoke_all(kStart + 90 * kMinuteMs);
   if (crash_after) sim.plan_crash({worker, *crash_after, DurationMs{kMinuteMs}});
 
   const RunResult result = sim.run();
@@ -191,29 +194,38 @@ SweepRun run_fetch_day(std::optional<std::uint64_t> crash_after, bool parallel) 
   return out;
 }
 
-void sweep(bool parallel, std::uint64_t points_min, std::uint64_t in_flight_min) {
+void sweep(bool parallel, std::uint64_t points_min, std::uint64_t in_flight_min,
+           std::uint64_t before_wake_min) {
   const SweepRun baseline = run_fetch_day(std::nullopt, parallel);
   ASSERT_TRUE(baseline.run.verdict.ok()) << baseline.run.verdict.error().message;
-  // Teeth: the baseline itself meets the revocation and reissues once per
+  // Teeth: the baseline itself meets both revocations and reissues once per
   // revoked run (shared by the parallel requests).
-  EXPECT_EQ(baseline.after_401_issuances, 1u);
+  EXPECT_EQ(baseline.after_401_issuances, 2u);
   if (parallel) {
-    EXPECT_GE(baseline.joined, 4u);  // cold start + the shared reissue
+    EXPECT_GE(baseline.joined, 6u);  // cold start + the two shared reissues
   }
 
   const auto report = sweep_crash_points(
       [parallel](std::optional<std::uint64_t> k) { return run_fetch_day(k, parallel).run; });
   ASSERT_TRUE(report.ok()) << report.error().message;
+  // Crash point k cuts the process after k events: the state the baseline had
+  // after event k-1, with event k (if any) not yet run.
   std::uint64_t in_flight = 0;
+  std::uint64_t before_wake = 0;  // waiters notified, their wake not yet run
   for (std::uint64_t k = 1; k < report->points; ++k) {
-    if (baseline.issuing_after_event.at(static_cast<std::size_t>(k - 1))) ++in_flight;
+    const auto i = static_cast<std::size_t>(k);
+    if (baseline.issuing_after_event.at(i - 1)) ++in_flight;
+    if (i < baseline.labels.size() && baseline.labels[i] == "notify") ++before_wake;
   }
   std::cout << "crash points covered: " << report->points << " (" << in_flight
-            << " with a token issuance in flight)" << std::endl;
+            << " with a token issuance in flight, " << before_wake
+            << " between a notify and its wake)" << std::endl;
   ::testing::Test::RecordProperty("crash_points", static_cast<int>(report->points));
   ::testing::Test::RecordProperty("crash_points_issuing", static_cast<int>(in_flight));
+  ::testing::Test::RecordProperty("crash_points_before_wake", static_cast<int>(before_wake));
   EXPECT_GE(report->points, points_min);
   EXPECT_GE(in_flight, in_flight_min);
+  EXPECT_GE(before_wake, before_wake_min);
   for (const auto& failure : report->failures) {
     ADD_FAILURE() << "crash after " << failure.crash_after_events
                   << " events: " << failure.error.message;
@@ -221,10 +233,10 @@ void sweep(bool parallel, std::uint64_t points_min, std::uint64_t in_flight_min)
   EXPECT_TRUE(report->held());
 }
 
-TEST(TokenCrash, SequentialFetchSurvivesACrashAtEveryPoint) { sweep(false, 25, 4); }
+TEST(TokenCrash, SequentialFetchSurvivesACrashAtEveryPoint) { sweep(false, 20, 3, 0); }
 
 TEST(TokenCrash, ParallelFetchWithSharedReissueSurvivesACrashAtEveryPoint) {
-  sweep(true, 25, 6);
+  sweep(true, 30, 6, 4);
 }
 
 // Teeth for the judge: a trace slice where one request reissues twice, or
