@@ -186,6 +186,13 @@ JobState& Scheduler::state_of(const std::string& id) {
   return it->second;
 }
 
+void Scheduler::mark_schedule_broken(const std::string& job_id, const Error& why) {
+  // The schedule cannot give a next slot (past year 9999): the job stops
+  // being handed out, once and loudly, instead of the loop spinning on it.
+  if (!schedule_broken_.insert(job_id).second) return;
+  log_.error("schedule_error", {{"job_id", job_id}, {"error", why.describe()}});
+}
+
 void Scheduler::halt(Error why) {
   if (halt_error_) return;
   log_.error("scheduler_halted", {{"error", why.describe()}});
@@ -236,6 +243,7 @@ void Scheduler::collect_finished_runs() {
 std::optional<TimeMs> Scheduler::next_deadline() {
   std::optional<TimeMs> deadline;
   for (const ScheduledJob& job : jobs_) {
+    if (schedule_broken_.count(job.id) != 0) continue;
     const JobState& s = state_of(job.id);
     if (s.next_run_at && (!deadline || *s.next_run_at < *deadline)) deadline = s.next_run_at;
   }
@@ -365,7 +373,7 @@ void Scheduler::start_schedules() {
     const JobState before = state_of(job.id);
     auto started = start_schedule(before, job.schedule, start);
     if (!started.ok()) {
-      log_.error("schedule_error", {{"job_id", job.id}, {"error", started.error().describe()}});
+      mark_schedule_broken(job.id, started.error());
       continue;
     }
     if (*started == before) continue;
@@ -445,10 +453,11 @@ void Scheduler::recover_stalled() {
 void Scheduler::hand_out_due_slots() {
   const TimeMs now = clock_.now();
   for (const ScheduledJob& job : jobs_) {
+    if (schedule_broken_.count(job.id) != 0) continue;
     const JobState before = state_of(job.id);
     auto step = take_due_slot(before, job.schedule, now, options_.misfire_grace_ms);
     if (!step.ok()) {
-      log_.error("schedule_error", {{"job_id", job.id}, {"error", step.error().describe()}});
+      mark_schedule_broken(job.id, step.error());
       continue;
     }
     if (!step->handout) continue;
@@ -463,9 +472,9 @@ void Scheduler::hand_out_due_slots() {
     spec.kind = RunKind::regular;
     spec.attempt = 1;
     spec.ready_at = h.slot;
-    if (Status s = persist(job.id, t.state); !s.ok() && !corrupt_) return;
     auto added = queue_.add(spec);
     if (!added.ok()) return halt(std::move(added).error());
+    if (Status s = persist(job.id, t.state); !s.ok() && !corrupt_) return;
     for (const RetryRef& r : t.cancelled_retries) {
       auto dropped = queue_.cancel_retries(job.id, r.slot);
       if (!dropped.ok()) return halt(std::move(dropped).error());

@@ -197,6 +197,7 @@ class Scheduler {
   Task<void> send_outbox(std::vector<OutboxMessage> messages);
   void log_notification(const Notification& notification);
   void enter_corrupt_mode(const Error& why);
+  void mark_schedule_broken(const std::string& job_id, const Error& why);
   void halt(Error why);
 
   Clock& clock_;
@@ -210,7 +211,8 @@ class Scheduler {
   PolicyOrError corrupt_policy_;
 
   std::map<std::string, JobState> states_;
-  std::set<std::string> busy_;
+  std::set<std::string> busy_;            // jobs with a run in flight
+  std::set<std::string> schedule_broken_;  // jobs whose schedule gave an error
   bool corrupt_ = false;
   bool corrupt_notified_ = false;
   bool booted_ = false;

@@ -101,9 +101,10 @@ class EventKeyHeap {
   }
 
   // Pops, and as soon as the first level is decided calls on_next_top(tag)
-  // with the tag of the key that will almost surely be the new top (the
-  // smallest child of the root; the displaced last key beats it only in tiny
-  // heaps). The event queue uses it to start loading the next payload early.
+  // with the tag of the new top: the smallest child of the root (the
+  // displaced last key descends from some child, so it is larger). Called
+  // only when the root has four children. The event queue uses it to start
+  // loading the next payload early.
   template <typename OnNextTop>
   void pop(OnNextTop on_next_top) noexcept {
     REHEARSE_ASSERT(size_ > 0);

@@ -39,7 +39,9 @@ inline rc::Gen<std::string> gen_job_id() {
   });
 }
 
-inline rc::Gen<TimeMs> gen_instant() { return rc::gen::inRange<TimeMs>(kMinInstantMs, kMaxInstantMs + 1); }
+inline rc::Gen<TimeMs> gen_instant() {
+  return rc::gen::inRange<TimeMs>(kMinInstantMs, kMaxInstantMs + 1);
+}
 
 inline rc::Gen<int> gen_count(bool non_zero) {
   return rc::gen::oneOf(rc::gen::inRange(non_zero ? 1 : 0, 10),
@@ -96,7 +98,8 @@ inline rc::Gen<JobState> gen_job_state(bool full, rc::Gen<std::string> id_gen = 
     s.policy_error = *gen_text(full);
     s.misfire_runs = *gen_count(full);
     s.coalesced_slots = *gen_count(full);
-    s.max_lateness_ms = full ? *rc::gen::inRange<DurationMs>(1, std::numeric_limits<DurationMs>::max())
+    constexpr DurationMs kLatenessMax = std::numeric_limits<DurationMs>::max();
+    s.max_lateness_ms = full ? *rc::gen::inRange<DurationMs>(1, kLatenessMax)
                              : *rc::gen::inRange<DurationMs>(0, 400 * kDayMs);
     const auto slot_count = *rc::gen::inRange(full ? 1 : 0, 4);
     for (int i = 0; i < slot_count; ++i) {

@@ -31,6 +31,7 @@
 #include "model/job_runner.hpp"
 #include "model/retry_policy.hpp"
 #include "model/state_store.hpp"
+#include "model/status_view.hpp"
 #include "sim/messenger.hpp"
 #include "sim/sim_disk.hpp"
 #include "sim/sim_log.hpp"
@@ -310,6 +311,12 @@ TEST(Scheduler, HourlyOutageExampleEndToEnd) {
   EXPECT_FALSE(s.next_retry_at.has_value());
   EXPECT_EQ(s.next_run_at, at("2026-03-02T11:00:00Z"));
   EXPECT_EQ(badge(s), "rate_limit 2/2 retry_exhausted");
+  // The status view lists it among the exhausted, with its policy.
+  const StatusReport report = build_status({{s, policy_of({"digest", "0 * * * *", per_job_max2()},
+                                                           *CronSchedule::parse("0 * * * *"))}});
+  ASSERT_EQ(report.exhausted.size(), 1u);
+  EXPECT_EQ(report.exhausted[0].badge, "rate_limit 2/2 retry_exhausted");
+  EXPECT_NE(render_text(report).find("policy: per_job max=2 backoff=fixed 5m"), std::string::npos);
 
   // 11:00-13:00 fail on schedule, without accelerated retries; 14:00 succeeds.
   w.run_until(at("2026-03-02T14:30:00Z"));
@@ -480,6 +487,47 @@ TEST(Scheduler, RetryDueWhileDownRunsAfterBootWithCountKept) {
   EXPECT_EQ(s.next_run_at, at("2026-03-02T11:00:00Z"));
 }
 
+// The process dies right after a failure's outcome reached the state store
+// and before the queue finished the entry (the queue command after the
+// intent fails and kills it). The restart replays the intent: the outcome is
+// neither lost nor counted twice, and the run is not taken for a stall.
+TEST(Scheduler, CrashBetweenOutcomeWriteAndQueueFinishReplaysTheIntent) {
+  World w(at("2026-03-02T09:30:00Z"), {{"digest", "0 * * * *", per_job_max2()}});
+  w.api().add_outage(at("2026-03-02T10:00:00Z"), at("2026-03-02T14:00:00Z"));
+  bind_to_simulator(w.queue(), w.sim(), SimQueueBinding{2 * kMinuteMs, &w.disk()});
+  bool armed = false;
+  SimQueue& queue = w.queue();
+  const ProcessId process = w.process();
+  w.trace().add_listener([&](const TraceEvent& e, std::size_t) {
+    if (!armed && e.type == "queue_intent") {
+      armed = true;
+      queue.fail_stop_after(0, process);  // the next command (finish) dies
+    }
+  });
+  w.start();
+  w.run_until(at("2026-03-02T10:04:00Z"));
+  ASSERT_TRUE(armed);
+  ASSERT_EQ(w.sim().crash_count(w.process()), 1u);
+  ASSERT_EQ(w.sim().boot_count(w.process()), 2u);
+  JobState s = w.stored("digest");
+  EXPECT_EQ(s.retry_count, 1) << "written once, replayed as a no-op";
+  EXPECT_EQ(s.next_retry_at, at("2026-03-02T10:05:30Z"));
+  EXPECT_EQ(w.events("intent_replayed", "digest").size(), 1u);
+  EXPECT_TRUE(w.events("run_stalled", "digest").empty());
+  w.run_until(at("2026-03-02T10:12:00Z"));
+  const std::vector<Started> runs = starts(w, "digest");
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[1].t, at("2026-03-02T10:05:30Z"));
+  EXPECT_EQ(runs[1].attempt, 2);
+  EXPECT_EQ(runs[2].attempt, 3);
+  s = w.stored("digest");
+  EXPECT_EQ(s.retry_status, RetryStatus::retry_exhausted);
+  EXPECT_EQ(s.retry_count, 2);
+  // The notification committed before the crash was sent after the replay.
+  EXPECT_EQ(w.note_events("digest"),
+            (std::vector<std::string>{"retry_scheduled", "retry_scheduled", "retry_exhausted"}));
+}
+
 // A crash in the middle of a run: after the restart the run is stalled, runs
 // again without consuming an attempt, and completes.
 TEST(Scheduler, StalledRunRerunsOnceWithoutConsumingAnAttempt) {
@@ -631,7 +679,18 @@ TEST(Scheduler, CorruptStoreFailsClosed) {
             journal);
   auto store = StateStore::open(w.disk(), kStateDir);
   ASSERT_TRUE(store.ok());
-  EXPECT_FALSE(store->health().ok());
+  const StoreHealth health = store->health();
+  ASSERT_FALSE(health.ok());
+  ASSERT_TRUE(health.error.has_value());
+  // Visible in the status view, over what this boot knows.
+  std::vector<StatusJob> jobs;
+  for (const auto& [id, st] : w.scheduler()->states()) {
+    jobs.push_back({st, policy_of({id, "0 * * * *", per_job_max2()},
+                                  *CronSchedule::parse("0 * * * *"))});
+  }
+  const StatusReport report = build_status(jobs, health.error->describe());
+  EXPECT_EQ(render_text(report).rfind("state_corrupt:", 0), 0u);
+  EXPECT_EQ(to_json(report).at("state_corrupt"), health.error->describe());
   // Another restart: notified once more (once per boot), still no retry.
   w.restart(at("2026-03-02T12:30:00Z"), at("2026-03-02T12:31:00Z"));
   w.run_until(at("2026-03-02T12:45:00Z"));
@@ -676,6 +735,20 @@ TEST(Scheduler, NonRetryableClassIsNotRetried) {
   EXPECT_EQ(s.failure_class, FailureClass::auth);
   EXPECT_EQ(s.next_action, NextAction::manual_review);
   EXPECT_EQ(w.note_events("digest"), (std::vector<std::string>{"failed_permanent"}));
+}
+
+// A schedule that cannot give a next slot (past year 9999) stops that job
+// once and loudly; the loop does not spin on it and other jobs go on.
+TEST(Scheduler, ScheduleErrorStopsOnlyThatJobWithoutSpinning) {
+  World w(at("9999-12-31T20:30:00Z"),
+          {{"yearly", "@yearly", per_job_max2()}, {"hourly", "0 * * * *", per_job_max2()}});
+  w.start();
+  w.run_until(at("9999-12-31T22:30:00Z"));  // asserts the run ended normally
+  const std::vector<TraceEvent> errors = w.events("schedule_error", "yearly");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_TRUE(starts(w, "yearly").empty());
+  EXPECT_EQ(starts(w, "hourly").size(), 2u);
+  EXPECT_LT(w.sim().events_executed(), 200u);
 }
 
 // The same seed gives a byte-identical trace (determinism, invariant 10).

@@ -131,7 +131,8 @@ bool unlocked_increments(const std::string& dir, int process) {
 
 TEST(StoreContention, ControlWithoutTheLockLosesUpdates) {
   TempDir dir;
-  const int ok = run_children([&](int process) { return unlocked_increments(dir.path(), process); });
+  const int ok =
+      run_children([&](int process) { return unlocked_increments(dir.path(), process); });
   ASSERT_EQ(ok, kProcesses);
   PosixDisk disk;
   auto bytes = disk.read_file(join_path(dir.path(), StateStore::kSnapshotName));

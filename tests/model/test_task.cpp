@@ -423,6 +423,35 @@ TEST(RealDriver, RethrowsTheTasksException) {
   EXPECT_THROW((void)driver.run(body()), std::runtime_error);
 }
 
+TEST(RealDriver, WakeResumesOnceAndCancelWithdrawsIt) {
+  RealDriver driver;
+  SystemClock& clock = driver.clock();
+  Clock::WakeId cancelled_id = 0;
+  int woken = 0;
+  auto body = [&]() -> Task<int> {
+    Clock::WakeId id = 0;
+    struct Park {
+      Clock& clock;
+      Clock::WakeId* id;
+      bool await_ready() const noexcept { return false; }
+      void await_suspend(std::coroutine_handle<> h) { *id = clock.schedule_wake(h); }
+      void await_resume() const noexcept {}
+    };
+    co_await Park{clock, &id};
+    ++woken;
+    // A wake that is withdrawn before the driver delivers it.
+    cancelled_id = clock.schedule_wake(std::noop_coroutine());
+    EXPECT_TRUE(clock.cancel_wake(cancelled_id));
+    co_return woken;
+  };
+  Result<int> result = driver.run(body());
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  EXPECT_EQ(*result, 1);
+  EXPECT_NE(cancelled_id, 0u);
+  EXPECT_FALSE(clock.cancel_wake(cancelled_id));
+  EXPECT_EQ(driver.timer_count(), 0u);
+}
+
 TEST(RealDriver, DroppedSleepCancelsItsTimer) {
   RealDriver driver;
   auto inner = [&]() -> Task<void> { co_await driver.clock().sleep_for(60'000); };

@@ -270,6 +270,26 @@ REHEARSE_PROP(EventQueueProp, MatchesModelWhenBounded, ()) {
   replay(ops, 16, pending_max);
 }
 
+// The early "next top" hint of a pop names exactly the key that is on top
+// afterwards (the queue prefetches that key's payload on the strength of it).
+REHEARSE_PROP(EventQueueProp, NextTopHintIsExact, (const std::vector<std::int64_t>& times)) {
+  EventKeyHeap heap;
+  std::uint64_t tag = 0;
+  for (const std::int64_t t : times) heap.push({t % 1000, ++tag});
+  std::size_t hints = 0;
+  while (!heap.empty()) {
+    std::optional<std::uint64_t> hint;
+    const bool full_first_level = heap.size() > 5;
+    heap.pop([&hint](std::uint64_t next_tag) { hint = next_tag; });
+    RC_ASSERT(hint.has_value() == full_first_level);
+    if (hint) {
+      RC_ASSERT(*hint == heap.top().tag);
+      ++hints;
+    }
+  }
+  RC_TAG(hints > 0 ? "hinted" : "too small");
+}
+
 // Push-only then pop-all is a stable sort by time, for any times (negative
 // and extreme values included).
 REHEARSE_PROP(EventQueueProp, DrainIsStableSortByTime, (const std::vector<std::int64_t>& times)) {

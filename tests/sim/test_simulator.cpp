@@ -156,6 +156,45 @@ TEST(Simulator, DroppedSleepCancelsItsWakeUp) {
   EXPECT_EQ(sim.pending_count(), 0u);
 }
 
+// Clock::schedule_wake / cancel_wake (used by parking primitives such as the
+// token client's single flight): a wake resumes from the queue at now(),
+// behind events already due, never inline; a cancelled wake never resumes.
+struct Park {
+  Clock& clock;
+  Clock::WakeId* id;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> handle) { *id = clock.schedule_wake(handle); }
+  void await_resume() const noexcept {}
+};
+
+TEST(Simulator, WakeResumesFromTheQueueAndCancelWithdrawsIt) {
+  Simulator sim({.start_ms = 70});
+  std::vector<std::string> order;
+  Clock::WakeId id = 0;
+  auto parked = [&]() -> Task<void> {
+    order.push_back("parking");
+    co_await Park{sim.clock(), &id};
+    order.push_back("woken at " + std::to_string(sim.now()));
+  };
+  sim.schedule_call(70, [&] { order.push_back("due first"); });
+  Task<void> task = parked();
+  task.start_handle().resume();
+  EXPECT_NE(id, 0u);
+  EXPECT_EQ(order, std::vector<std::string>{"parking"});  // not resumed inline
+  ASSERT_TRUE(sim.run().ok());
+  EXPECT_TRUE(task.done());
+  EXPECT_EQ(order, (std::vector<std::string>{"parking", "due first", "woken at 70"}));
+
+  Task<void> second = parked();
+  second.start_handle().resume();
+  EXPECT_TRUE(sim.clock().cancel_wake(id));
+  EXPECT_FALSE(sim.clock().cancel_wake(id));
+  EXPECT_FALSE(sim.clock().cancel_wake(0));
+  ASSERT_TRUE(sim.run().ok());
+  EXPECT_FALSE(second.done());  // never resumed; destroying it is safe
+  EXPECT_EQ(order.size(), 4u);
+}
+
 // --- bounds and outcomes -------------------------------------------------------
 
 TEST(Simulator, EventBoundEndsTheRunWithBoundedRun) {
