@@ -56,6 +56,14 @@ enum class SlotVerdict : unsigned char { delivered, skipped };
 const char* to_string(SlotVerdict verdict) noexcept;
 std::optional<SlotVerdict> parse_slot_verdict(std::string_view name) noexcept;
 
+// (Additive fix by the world runner's author, see the report:)
+// model/job_state.hpp defines another `rehearse::SlotRecord` (the retry
+// record). Two different classes with one name in one program break the
+// one-definition rule at link time (their inline members collide: a binary
+// with both the scheduler and the ledger freed through the wrong destructor).
+// The inline namespace gives this one its own mangled name; sources keep
+// writing `SlotRecord`. A file still cannot include both headers.
+inline namespace delivery {
 struct SlotRecord {
   TimeMs slot = 0;
   // Items of the delivery decided for this slot (a JSON array), while the
@@ -75,6 +83,7 @@ struct SlotRecord {
   }
   bool operator==(const SlotRecord&) const = default;
 };
+}  // namespace delivery
 
 struct DeliveryLedgerOptions {
   std::size_t completed_slots_kept = 256;

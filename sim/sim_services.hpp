@@ -49,7 +49,9 @@ inline constexpr const char* kHeaderItem = "x-item";
 inline constexpr const char* kHeaderRequestId = "x-request-id";
 inline constexpr const char* kHeaderAuthorization = "authorization";  // never traced
 
-class SimServices final : public Services {
+// Qualified: sim::Services (sim/scenario.hpp, the scenario's service list) is
+// a different type and would hide the port wherever both headers are seen.
+class SimServices final : public ::rehearse::Services {
  public:
   SimServices(Simulator& simulator, Trace& trace) : simulator_(simulator), trace_(trace) {}
 

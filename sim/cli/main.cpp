@@ -32,6 +32,7 @@ constexpr std::string_view kTopHelp =
     "  cron explain EXPR     parsed fields, low-frequency verdict, auto policy\n"
     "  policy explain POLICY the retry plan a policy gives after one failure\n"
     "  validate FILE|DIR...  check scenario files (--strict: flags fail too)\n"
+    "  run SCENARIO|DIR...   run scenarios in the simulated world, check invariants\n"
     "\n"
     "Every command has --help; --json prints one JSON document on stdout.\n"
     "Exit codes: 0 all held, 1 an invariant or expectation failed, 2 bad input.\n";
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
     if (command == "cron") return cmd_cron(rest);
     if (command == "policy") return cmd_policy(rest);
     if (command == "validate") return cmd_validate(rest);
+    if (command == "run") return cmd_run(rest);
     return usage_error(fmt::format("unknown command '{}'", command),
                        "run 'rehearse --help' for the list of commands");
   } catch (const std::exception& e) {

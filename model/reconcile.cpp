@@ -1,0 +1,495 @@
+#include "model/reconcile.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "model/token_client.hpp"  // the request header names shared by every job kind
+
+namespace rehearse {
+namespace {
+
+using nlohmann::json;
+
+struct StatusStage {
+  std::string_view status;
+  std::string_view stage;
+};
+constexpr std::array<StatusStage, 4> kStatusStages{{
+    {"todo", kStageDesigning},
+    {"in_progress", kStageBuilding},
+    {"in_review", kStageReviewing},
+    {"done", kStageDone},
+}};
+
+// Whether the listed role of an agent maps to `wanted`; an error says why not.
+Status check_listed_role(const AgentEntry& agent, Role wanted, const char* what) {
+  auto listed = parse_role(agent.role);
+  if (!listed.ok()) {
+    return make_error(ErrorCode::invalid_argument,
+                      fmt::format("{} agent {} is listed with an unknown role '{}'", what,
+                                  short_id(agent.id), agent.role));
+  }
+  if (*listed != wanted) {
+    return make_error(ErrorCode::invalid_argument,
+                      fmt::format("{} agent {} is listed as role '{}' ({}), expected {}", what,
+                                  short_id(agent.id), agent.role, to_string(*listed),
+                                  to_string(wanted)));
+  }
+  return {};
+}
+
+const AgentEntry* find_agent(const AgentDirectory& directory, const std::string& id) {
+  for (const AgentEntry& agent : directory.agents) {
+    if (agent.id == id) return &agent;
+  }
+  return nullptr;
+}
+
+std::string answer_text(const ServiceResult& result) { return to_failure_info(result).message; }
+
+}  // namespace
+
+// ------------------------------------------------------------------ stages
+
+std::optional<int> stage_rank(std::string_view stage) noexcept {
+  if (stage == kStageDesigning) return 0;
+  if (stage == kStageBuilding) return 1;
+  if (stage == kStageReviewing) return 2;
+  return std::nullopt;
+}
+
+bool is_terminal_stage(std::string_view stage) noexcept {
+  return stage == kStageDone || stage == kStageDesignFailed;
+}
+
+bool is_known_stage(std::string_view stage) noexcept {
+  return stage_rank(stage).has_value() || is_terminal_stage(stage);
+}
+
+std::optional<std::string_view> stage_for_status(std::string_view status) noexcept {
+  for (const StatusStage& entry : kStatusStages) {
+    if (entry.status == status) return entry.stage;
+  }
+  return std::nullopt;
+}
+
+std::string next_stage(std::string_view current, std::string_view incoming) {
+  if (is_terminal_stage(current)) return std::string(current);
+  const std::optional<int> current_rank = stage_rank(current);
+  if (!current_rank) return std::string(current);  // unknown current: leave it
+  const std::optional<std::string_view> target = stage_for_status(incoming);
+  if (!target) return std::string(current);  // unknown incoming: leave it
+  if (*target == kStageDone) return kStageDone;
+  const std::optional<int> target_rank = stage_rank(*target);
+  REHEARSE_ASSERT(target_rank.has_value());
+  return *target_rank > *current_rank ? std::string(*target) : std::string(current);
+}
+
+DurationMs transient_backoff_ms(int failures) {
+  REHEARSE_ASSERT(failures >= 1);
+  DurationMs delay_ms = kReconcileBackoffBaseMs;
+  for (int n = 1; n < failures && delay_ms < kReconcileBackoffMaxMs; ++n) delay_ms *= 2;
+  return std::min(delay_ms, kReconcileBackoffMaxMs);
+}
+
+// ------------------------------------------------- orchestrator answers
+
+OrchestratorAnswer interpret_answer(const ServiceResult& result) {
+  if (result.is_success()) {
+    const json& body = result.response().body;
+    return body.is_null() ? json::object() : body;
+  }
+  const FailureInfo info = to_failure_info(result);
+  const FailureClass failure_class = classify(info);
+  switch (failure_class) {
+    case FailureClass::not_found:
+      return IssueNotFound{info.http_status.value_or(404), info.message};
+    case FailureClass::timeout:
+    case FailureClass::network:
+    case FailureClass::provider_5xx:
+    case FailureClass::rate_limit:
+      return TransientFailure{failure_class, info.message};
+    case FailureClass::auth:
+    case FailureClass::validation:
+    case FailureClass::config:
+    case FailureClass::unknown:
+      break;
+  }
+  return RejectedFailure{failure_class, info.message};
+}
+
+Result<AgentDirectory> parse_agent_directory(const json& body) {
+  if (!body.is_object() || !body.contains("instance") || !body.at("instance").is_string() ||
+      body.at("instance").get<std::string>().empty()) {
+    return make_error(ErrorCode::schema_error, "agent list without an instance id");
+  }
+  if (!body.contains("agents") || !body.at("agents").is_array()) {
+    return make_error(ErrorCode::schema_error, "agent list without an 'agents' array");
+  }
+  AgentDirectory directory;
+  directory.instance = body.at("instance").get<std::string>();
+  for (const json& entry : body.at("agents")) {
+    if (!entry.is_object() || !entry.contains("id") || !entry.at("id").is_string() ||
+        !entry.contains("role") || !entry.at("role").is_string()) {
+      return make_error(ErrorCode::schema_error, "agent entry without a string id and role");
+    }
+    directory.agents.push_back(
+        AgentEntry{entry.at("id").get<std::string>(), entry.at("role").get<std::string>()});
+  }
+  return directory;
+}
+
+Result<std::optional<Handoff>> plan_handoff(std::string_view stage, const ReconcileConfig& config,
+                                            const Environment& env,
+                                            const AgentDirectory& directory) {
+  const auto wanted = config.stage_roles.find(std::string(stage));
+  if (wanted == config.stage_roles.end()) return std::optional<Handoff>{};
+  auto role = parse_role(wanted->second);
+  if (!role.ok()) {
+    return make_error(ErrorCode::invalid_argument,
+                      fmt::format("stage {}: {}", stage, role.error().message));
+  }
+  // The lead agent must exist before any work is handed over (000).
+  auto lead_id = agent_id_for(Role::lead, env);
+  if (!lead_id.ok()) return std::move(lead_id).error();
+  const AgentEntry* lead = find_agent(directory, *lead_id);
+  if (lead == nullptr) {
+    return make_error(ErrorCode::invalid_argument,
+                      fmt::format("lead agent {} ({}) is missing from the agent list of "
+                                  "orchestrator {}",
+                                  short_id(*lead_id), role_env_var(Role::lead),
+                                  directory.instance));
+  }
+  if (auto s = check_listed_role(*lead, Role::lead, "lead"); !s.ok()) return s.error();
+  auto agent_id = agent_id_for(*role, env);
+  if (!agent_id.ok()) return std::move(agent_id).error();
+  const AgentEntry* agent = find_agent(directory, *agent_id);
+  if (agent == nullptr) {
+    return make_error(ErrorCode::invalid_argument,
+                      fmt::format("{} agent {} ({}) is missing from the agent list of "
+                                  "orchestrator {}",
+                                  to_string(*role), short_id(*agent_id), role_env_var(*role),
+                                  directory.instance));
+  }
+  if (auto s = check_listed_role(*agent, *role, to_string(*role)); !s.ok()) return s.error();
+  return std::optional<Handoff>(Handoff{*role, *agent_id});
+}
+
+std::string default_item_id(const std::string& issue) { return "pipe-" + issue; }
+
+// ------------------------------------------------------------ cycle
+
+struct Reconciler::CycleState {
+  CycleReport report;
+  std::optional<AgentDirectory> directory;
+  std::optional<FailureClass> agents_failure_class;
+  std::string agents_failure;
+  std::optional<Error> store_error;
+  int validation_candidates = 0;
+  int validation_lost = 0;
+  int validation_pending = 0;
+};
+
+Reconciler::Reconciler(Clock& clock, Services& services, Log& log, PipelineStore& store,
+                       Environment env, ReconcileConfig config)
+    : clock_(clock),
+      services_(services),
+      log_(log),
+      store_(store),
+      env_(std::move(env)),
+      config_(std::move(config)) {
+  REHEARSE_ASSERT(!config_.batch_size || *config_.batch_size >= 1);
+}
+
+ServiceRequest Reconciler::make_request(const RunContext& context, const char* operation,
+                                        const std::string& issue) const {
+  ServiceRequest request;
+  request.service = config_.service;
+  request.operation = operation;
+  request.target = issue;
+  request.headers[kRequestHeaderJob] = context.job_id;
+  request.headers[kRequestHeaderSlot] = format_instant(context.slot);
+  request.headers[kRequestHeaderAttempt] = std::to_string(context.attempt);
+  if (!issue.empty()) request.headers[kRequestHeaderItem] = issue;
+  std::string id = fmt::format("{}/{}/a{}/{}", context.job_id, format_instant(context.slot),
+                               context.attempt, operation);
+  if (!issue.empty()) id += "/" + issue;
+  request.headers[kRequestHeaderId] = std::move(id);
+  return request;
+}
+
+bool Reconciler::persist(const RunContext& context, const PipelineItem& item, CycleState& state) {
+  Status saved = store_.save_item(item);
+  if (saved.ok()) return true;
+  state.store_error = saved.error();
+  log_.error("pipeline_unavailable",
+             {{"job_id", context.job_id}, {"item", item.issue}, {"reason", saved.error().describe()}});
+  return false;
+}
+
+// Visits one item: a full attempt (due) or a validation only (a migration made
+// its stored id suspect). Returns false when the store failed (stop the cycle).
+Task<bool> Reconciler::visit(const RunContext& context, PipelineItem item, bool full,
+                             CycleState& state) {
+  const bool needs_validation =
+      state.directory.has_value() && item.validated_instance != state.directory->instance;
+  const std::string instance = state.directory ? state.directory->instance : std::string();
+
+  ServiceResult result = co_await services_.call(make_request(context, "get_issue", item.issue));
+  ++state.report.queried;
+  TimeMs now = clock_.now();
+  OrchestratorAnswer answer = interpret_answer(result);
+
+  // The three ways an attempt can end other than a clean answer.
+  const auto end_not_found = [&](const IssueNotFound& nf, const char* operation) {
+    const std::string from = item.stage;
+    item.stage = kStageDesignFailed;
+    item.reconcile_error = fmt::format(
+        "issue {} not found in the orchestrator{} ({} answered HTTP {}): it no longer exists "
+        "there (e.g. lost in a migration); the item is closed and will not be queried again",
+        item.issue, instance.empty() ? std::string() : " instance " + instance, operation,
+        nf.http_status);
+    item.failures = 0;
+    item.updated_at = now;
+    if (!persist(context, item, state)) return false;
+    log_.warning("item_failed", {{"job_id", context.job_id},
+                                 {"item", item.issue},
+                                 {"reason", item.reconcile_error},
+                                 {"failure_class", to_string(FailureClass::not_found)}});
+    log_.info("stage_changed",
+              {{"job_id", context.job_id}, {"item", item.issue}, {"from", from}, {"to", item.stage}});
+    ++state.report.ended;
+    ++state.report.advanced;
+    if (needs_validation) ++state.validation_lost;
+    return true;
+  };
+  const auto back_off = [&](FailureClass failure_class, const std::string& reason) {
+    ++item.failures;
+    TimeMs until = now + transient_backoff_ms(item.failures);
+    // A validation-only visit never brings an item's next attempt forward
+    // (that would break the hourly bound of a config deferral).
+    if (!full) until = std::max(until, item.next_attempt_at);
+    item.next_attempt_at = until;
+    item.reconcile_error = reason;
+    item.updated_at = now;
+    if (!persist(context, item, state)) return false;
+    log_.warning("item_backoff", {{"job_id", context.job_id},
+                                  {"item", item.issue},
+                                  {"until", format_instant(until)},
+                                  {"failures", item.failures},
+                                  {"failure_class", to_string(failure_class)},
+                                  {"reason", reason}});
+    ++state.report.backed_off;
+    if (needs_validation) ++state.validation_pending;
+    return true;
+  };
+  const auto defer = [&](FailureClass failure_class, const std::string& reason) {
+    REHEARSE_ASSERT(full);
+    item.failures = 0;
+    item.next_attempt_at = now + kConfigDeferralMs;
+    item.last_config_error_at = now;
+    item.reconcile_error = reason;
+    item.updated_at = now;
+    if (!persist(context, item, state)) return false;
+    log_.warning("item_deferred", {{"job_id", context.job_id},
+                                   {"item", item.issue},
+                                   {"until", format_instant(item.next_attempt_at)},
+                                   {"reason", reason},
+                                   {"failure_class", to_string(failure_class)}});
+    ++state.report.deferred;
+    if (needs_validation && item.validated_instance != instance) ++state.validation_pending;
+    return true;
+  };
+
+  if (const auto* nf = std::get_if<IssueNotFound>(&answer)) co_return end_not_found(*nf, "get_issue");
+  if (const auto* t = std::get_if<TransientFailure>(&answer)) {
+    co_return back_off(t->failure_class, "get_issue: " + t->message);
+  }
+  if (const auto* r = std::get_if<RejectedFailure>(&answer)) {
+    const std::string reason = fmt::format("get_issue refused ({}): {}", to_string(r->failure_class),
+                                           answer_text(result));
+    if (full) co_return defer(r->failure_class, reason);
+    // Validation only: the item is not due, so no attempt is made or counted;
+    // the refusal stays visible in its error until its due attempt.
+    item.reconcile_error = reason;
+    item.updated_at = now;
+    if (needs_validation) ++state.validation_pending;
+    co_return persist(context, item, state);
+  }
+
+  const json& body = std::get<json>(answer);
+  if (!instance.empty()) item.validated_instance = instance;
+  if (needs_validation) ++state.report.validated;
+  const std::string status =
+      body.is_object() && body.contains("status") && body.at("status").is_string()
+          ? body.at("status").get<std::string>()
+          : std::string();
+  if (!full) {
+    item.updated_at = now;
+    co_return persist(context, item, state);
+  }
+
+  const std::string target = next_stage(item.stage, status);
+  item.failures = 0;
+  if (target != item.stage) {
+    // Hand the work over first, then record the stage: a crash in between
+    // repeats the (idempotent) assignment, never loses it.
+    if (config_.stage_roles.count(target) != 0) {
+      if (!state.directory) {
+        co_return back_off(state.agents_failure_class.value_or(FailureClass::unknown),
+                           "agent list unavailable: " + state.agents_failure);
+      }
+      auto plan = plan_handoff(target, config_, env_, *state.directory);
+      if (!plan.ok()) {
+        co_return defer(FailureClass::config,
+                        fmt::format("cannot hand {} work to an agent: {}", target,
+                                    plan.error().message));
+      }
+      if (plan->has_value()) {
+        const Handoff& handoff = **plan;
+        ServiceRequest request = make_request(context, "assign", item.issue);
+        request.body = json{{"agent", handoff.agent_id}, {"role", to_string(handoff.role)}};
+        ServiceResult assigned = co_await services_.call(std::move(request));
+        now = clock_.now();
+        OrchestratorAnswer assign_answer = interpret_answer(assigned);
+        if (const auto* nf = std::get_if<IssueNotFound>(&assign_answer)) {
+          co_return end_not_found(*nf, "assign");
+        }
+        if (const auto* t = std::get_if<TransientFailure>(&assign_answer)) {
+          co_return back_off(t->failure_class, "assign: " + t->message);
+        }
+        if (const auto* r = std::get_if<RejectedFailure>(&assign_answer)) {
+          co_return defer(r->failure_class,
+                          fmt::format("assign to {} agent {} refused ({}): {}",
+                                      to_string(handoff.role), short_id(handoff.agent_id),
+                                      to_string(r->failure_class), answer_text(assigned)));
+        }
+        ++state.report.assigned;
+        log_.info("agent_assigned", {{"job_id", context.job_id},
+                                     {"item", item.issue},
+                                     {"stage", target},
+                                     {"role", to_string(handoff.role)},
+                                     {"agent", short_id(handoff.agent_id)}});
+      }
+    }
+    const std::string from = item.stage;
+    item.stage = target;
+    item.reconcile_error.clear();
+    item.next_attempt_at = now;
+    item.updated_at = now;
+    if (!persist(context, item, state)) co_return false;
+    log_.info("stage_changed",
+              {{"job_id", context.job_id}, {"item", item.issue}, {"from", from}, {"to", target}});
+    ++state.report.advanced;
+    co_return true;
+  }
+  // No move: a clean attempt; due again at the next cycle.
+  item.reconcile_error.clear();
+  item.next_attempt_at = now;
+  item.updated_at = now;
+  co_return persist(context, item, state);
+}
+
+Task<CycleReport> Reconciler::run_cycle(RunContext context) {
+  CycleState state;
+  const auto fail_store = [&](const Error& error) {
+    log_.error("pipeline_unavailable", {{"job_id", context.job_id}, {"reason", error.describe()}});
+    state.report.outcome = RunOutcome::failure(FailureClass::unknown,
+                                               "pipeline store unavailable: " + error.describe());
+    return state.report;
+  };
+
+  std::vector<PipelineItem> seeds;
+  for (const ReconcileSeed& seed : config_.items) {
+    PipelineItem item;
+    item.id = seed.id.empty() ? default_item_id(seed.issue) : seed.id;
+    item.issue = seed.issue;
+    item.stage = seed.stage;
+    item.next_attempt_at = 0;
+    item.updated_at = clock_.now();
+    seeds.push_back(std::move(item));
+  }
+  if (auto added = store_.add_missing(seeds); !added.ok()) co_return fail_store(added.error());
+
+  ServiceResult agents = co_await services_.call(make_request(context, "list_agents", ""));
+  OrchestratorAnswer agents_answer = interpret_answer(agents);
+  if (const auto* body = std::get_if<json>(&agents_answer)) {
+    auto directory = parse_agent_directory(*body);
+    if (directory.ok()) {
+      state.directory = std::move(*directory);
+    } else {
+      state.agents_failure_class = FailureClass::unknown;
+      state.agents_failure = "list_agents: " + directory.error().message;
+    }
+  } else {
+    state.agents_failure_class = classify(to_failure_info(agents));
+    state.agents_failure = "list_agents: " + answer_text(agents);
+  }
+  if (state.agents_failure_class) {
+    log_.warning("orchestrator_unreachable",
+                 {{"job_id", context.job_id},
+                  {"failure_class", to_string(*state.agents_failure_class)},
+                  {"reason", state.agents_failure}});
+  }
+  if (state.directory) state.report.instance = state.directory->instance;
+
+  auto items = store_.load();
+  if (!items.ok()) co_return fail_store(items.error());
+  const TimeMs cycle_ms = clock_.now();
+  int due_taken = 0;
+  for (PipelineItem& item : *items) {
+    if (is_terminal_stage(item.stage)) continue;  // DONE / DESIGN_FAILED: never queried again
+    const bool needs_validation =
+        state.directory.has_value() && item.validated_instance != state.directory->instance;
+    bool full = item.next_attempt_at <= cycle_ms &&
+                (!config_.batch_size || due_taken < *config_.batch_size);
+    if (full) ++due_taken;
+    // Items already backing off get validated at their due attempt: they had
+    // no answer to confirm them with, and querying them now would defeat the
+    // backoff.
+    const bool validate_only = !full && needs_validation && item.failures == 0;
+    if (!full && !validate_only) continue;
+    if (needs_validation) ++state.validation_candidates;
+    const bool kept = co_await visit(context, std::move(item), full, state);
+    if (!kept) break;
+  }
+  if (state.store_error) co_return fail_store(*state.store_error);
+
+  if (state.validation_candidates > 0) {
+    log_.info("ids_validated", {{"job_id", context.job_id},
+                                {"instance", state.directory->instance},
+                                {"validated", state.report.validated},
+                                {"lost", state.validation_lost},
+                                {"pending", state.validation_pending}});
+  }
+  log_.info("reconcile_cycle", {{"job_id", context.job_id},
+                                {"instance", state.report.instance},
+                                {"queried", state.report.queried},
+                                {"advanced", state.report.advanced},
+                                {"ended", state.report.ended},
+                                {"deferred", state.report.deferred},
+                                {"backed_off", state.report.backed_off},
+                                {"assigned", state.report.assigned}});
+  if (state.agents_failure_class) {
+    state.report.outcome = RunOutcome::failure(*state.agents_failure_class, state.agents_failure);
+  } else {
+    state.report.outcome = RunOutcome::success();
+  }
+  co_return state.report;
+}
+
+ReconcileJob::ReconcileJob(Clock& clock, Services& services, Log& log, Disk& disk, Environment env,
+                           ReconcileConfig config)
+    : store_(disk, config.store_dir),
+      reconciler_(clock, services, log, store_, std::move(env), std::move(config)) {}
+
+Task<RunOutcome> ReconcileJob::run(RunContext context) {
+  CycleReport report = co_await reconciler_.run_cycle(std::move(context));
+  last_ = report;
+  co_return report.outcome;
+}
+
+}  // namespace rehearse

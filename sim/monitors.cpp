@@ -1,0 +1,1259 @@
+#include "sim/monitors.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <utility>
+
+namespace rehearse::sim {
+
+namespace {
+
+using nlohmann::json;
+
+// ---------------------------------------------------------------- cron
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur.push_back(c);
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+struct FieldSpec {
+  int lo;
+  int hi;
+  const char* const* names;  // lower-case, index = value - names_base
+  int names_base;
+  int names_count;
+};
+
+const char* const kMonthNames[] = {"jan", "feb", "mar", "apr", "may", "jun",
+                                   "jul", "aug", "sep", "oct", "nov", "dec"};
+const char* const kDayNames[] = {"sun", "mon", "tue", "wed", "thu", "fri", "sat"};
+
+std::optional<int> read_value(const std::string& text, const FieldSpec& spec) {
+  if (text.empty()) return std::nullopt;
+  if (std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (text.size() > 4) return std::nullopt;
+    const int v = std::stoi(text);
+    if (v < spec.lo || v > spec.hi) return std::nullopt;
+    return v;
+  }
+  const std::string l = lower(text);
+  for (int i = 0; i < spec.names_count; ++i) {
+    if (l == spec.names[i]) return spec.names_base + i;
+  }
+  return std::nullopt;
+}
+
+// Parses one field into a bitmap over [0, hi]. `single` is set when the field
+// is one fixed value (the literal low-frequency rule, semantics.md section 3).
+bool parse_field(const std::string& text, const FieldSpec& spec, std::vector<bool>& bits,
+                 bool& single, std::string* why) {
+  bits.assign(static_cast<std::size_t>(spec.hi) + 1, false);
+  single = false;
+  // Characters beyond these (`#`, a year, ...) are refused here; letters that
+  // are not a month or weekday name (`L`, `W`, `H`) are refused by read_value.
+  for (char c : text) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '*' || c == '?' ||
+                    c == ',' || c == '-' || c == '/';
+    if (!ok) {
+      if (why) *why = fmt::format("the monitors' cron matcher does not know '{}'", text);
+      return false;
+    }
+  }
+  const std::vector<std::string> items = split(text, ',');
+  for (const std::string& item : items) {
+    std::string range = item;
+    int step = 1;
+    if (const auto slash = item.find('/'); slash != std::string::npos) {
+      range = item.substr(0, slash);
+      const std::string st = item.substr(slash + 1);
+      if (st.empty() || st.size() > 4 ||
+          !std::all_of(st.begin(), st.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        if (why) *why = fmt::format("the monitors' cron matcher does not know step '{}'", item);
+        return false;
+      }
+      step = std::stoi(st);
+      if (step < 1) {
+        if (why) *why = fmt::format("the monitors' cron matcher refuses step 0 in '{}'", item);
+        return false;
+      }
+    }
+    int from = spec.lo;
+    int to = spec.hi;
+    if (range == "*" || range == "?") {
+      // whole range
+    } else if (const auto dash = range.find('-'); dash != std::string::npos) {
+      const auto a = read_value(range.substr(0, dash), spec);
+      const auto b = read_value(range.substr(dash + 1), spec);
+      if (!a || !b || *a > *b) {
+        if (why) *why = fmt::format("the monitors' cron matcher does not know '{}'", item);
+        return false;
+      }
+      from = *a;
+      to = *b;
+    } else {
+      const auto a = read_value(range, spec);
+      if (!a) {
+        if (why) *why = fmt::format("the monitors' cron matcher does not know '{}'", item);
+        return false;
+      }
+      from = *a;
+      to = item.find('/') != std::string::npos ? spec.hi : *a;  // a/n: from a to the end
+      if (items.size() == 1 && item.find('/') == std::string::npos) single = true;
+    }
+    for (int v = from; v <= to; v += step) bits[static_cast<std::size_t>(v)] = true;
+  }
+  return true;
+}
+
+TimeMs floor_to(TimeMs t, DurationMs unit) {
+  const TimeMs r = t % unit;
+  return r < 0 ? t - r - unit : t - r;
+}
+
+// ---------------------------------------------------------------- policy
+
+const std::vector<std::string>& class_vocabulary() {
+  static const std::vector<std::string> kNames{"timeout",    "network", "provider_5xx",
+                                               "rate_limit", "auth",    "validation",
+                                               "not_found",  "config",  "unknown"};
+  return kNames;
+}
+
+std::optional<DurationMs> read_delay(const json& v) {
+  if (v.is_number_integer()) {
+    const auto ms = v.get<std::int64_t>();
+    if (ms < 0) return std::nullopt;
+    return ms;
+  }
+  if (v.is_string()) {
+    auto d = parse_duration(v.get<std::string>());
+    if (!d.ok() || *d < 0) return std::nullopt;
+    return *d;
+  }
+  return std::nullopt;
+}
+
+bool read_backoff(const json& b, WitnessPolicy& p, bool allow_jitter) {
+  if (b.is_object()) {
+    for (const auto& [k, v] : b.items()) {
+      if (k != "type" && k != "delay" && !(allow_jitter && k == "jitter")) return false;
+    }
+    if (!b.contains("type") || !b.at("type").is_string() || !b.contains("delay")) return false;
+    const std::string type = b.at("type").get<std::string>();
+    if (type != "fixed" && type != "exponential") return false;
+    p.exponential = type == "exponential";
+    auto d = read_delay(b.at("delay"));
+    if (!d) return false;
+    p.delay_ms = *d;
+    if (b.contains("jitter")) {
+      if (!b.at("jitter").is_number()) return false;
+      p.jitter = b.at("jitter").get<double>();
+      if (p.jitter < 0.0 || p.jitter > 1.0) return false;
+    }
+    return true;
+  }
+  if (!allow_jitter) return false;  // per-job form: a bare number is refused
+  auto d = read_delay(b);
+  if (!d) return false;
+  p.exponential = false;
+  p.delay_ms = *d;
+  return true;
+}
+
+// The monitors' own reading of a retry policy (docs/monitors.md has the table).
+// `low_frequency` is empty when the effective schedule is unknown.
+WitnessPolicy read_policy(const std::optional<json>& written, std::optional<bool> low_frequency,
+                          bool* judged) {
+  WitnessPolicy p;
+  *judged = true;
+  auto invalid = [&](std::string why) {
+    p = WitnessPolicy{};
+    p.why_invalid = std::move(why);
+    return p;
+  };
+  if (!written) return invalid("no retry policy");
+  const json& j = *written;
+  if (j.is_string() && j.get<std::string>() == "auto") {
+    if (!low_frequency) {
+      *judged = false;
+      return invalid("\"auto\" with a schedule the monitors cannot read");
+    }
+    p.valid = true;
+    p.per_slot = true;
+    p.all_classes = true;
+    p.exponential = true;
+    p.retries_max = *low_frequency ? 3 : 1;
+    p.delay_ms = *low_frequency ? 30 * kMinuteMs : 60 * kSecondMs;
+    return p;
+  }
+  if (!j.is_object()) return invalid("not an object nor \"auto\"");
+  const bool bullmq = j.contains("attempts");
+  const std::vector<std::string> keys =
+      bullmq
+          ? std::vector<std::string>{"attempts", "backoff", "retryable_classes", "budget", "reason"}
+          : std::vector<std::string>{"max",    "backoff_sec", "backoff", "retryable_classes",
+                                     "reason", "budget"};
+  for (const auto& [k, v] : j.items()) {
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) return invalid("key " + k);
+  }
+  const char* count_key = bullmq ? "attempts" : "max";
+  if (!j.contains(count_key) || !j.at(count_key).is_number_integer()) {
+    return invalid(std::string(count_key) + " missing or not an integer");
+  }
+  const auto count = j.at(count_key).get<std::int64_t>();
+  if (count < (bullmq ? 1 : 0) || count > 1001) return invalid("count out of range");
+  p.retries_max = static_cast<int>(bullmq ? count - 1 : count);
+  p.per_slot = bullmq;
+  p.all_classes = bullmq;
+  if (!bullmq) p.classes = {"timeout", "network", "provider_5xx", "rate_limit"};
+  if (j.contains("retryable_classes")) {
+    const json& list = j.at("retryable_classes");
+    if (!list.is_array()) return invalid("retryable_classes not a list");
+    p.all_classes = false;
+    p.classes.clear();
+    for (const json& c : list) {
+      if (!c.is_string()) return invalid("class not a string");
+      const std::string name = c.get<std::string>();
+      const auto& vocab = class_vocabulary();
+      if (std::find(vocab.begin(), vocab.end(), name) == vocab.end()) {
+        return invalid("unknown class " + name);
+      }
+      p.classes.insert(name);
+    }
+  }
+  if (j.contains("budget")) {
+    if (!j.at("budget").is_string()) return invalid("budget not a string");
+    const std::string b = j.at("budget").get<std::string>();
+    if (b != "per_slot" && b != "per_episode") return invalid("budget " + b);
+    p.per_slot = b == "per_slot";
+  }
+  bool has_backoff = false;
+  if (!bullmq && j.contains("backoff_sec")) {
+    if (j.contains("backoff")) return invalid("backoff_sec and backoff");
+    if (!j.at("backoff_sec").is_number_integer() || j.at("backoff_sec").get<std::int64_t>() < 0) {
+      return invalid("backoff_sec");
+    }
+    p.delay_ms = j.at("backoff_sec").get<std::int64_t>() * kSecondMs;
+    has_backoff = true;
+  } else if (j.contains("backoff")) {
+    if (!read_backoff(j.at("backoff"), p, bullmq)) return invalid("backoff");
+    has_backoff = true;
+  }
+  if (p.retries_max > 0 && !has_backoff) return invalid("no backoff");
+  p.valid = true;
+  return p;
+}
+
+const json* field(const TraceEvent& e, std::string_view key) {
+  const auto it = e.data.find(key);
+  return it == e.data.end() ? nullptr : &*it;
+}
+
+std::string slot_text(std::optional<TimeMs> slot) {
+  return slot ? format_instant(*slot) : std::string("(no slot)");
+}
+
+bool is_boot(const std::string& type) { return type == "process_boot" || type == "scheduler_boot"; }
+bool is_crash(const std::string& type) {
+  return type == "process_crash" || type == "disk_process_crashed" || type == "disk_crash";
+}
+
+bool is_notification(const std::string& type) {
+  const auto& names = notification_event_names();
+  return std::find(names.begin(), names.end(), type) != names.end();
+}
+
+int stage_rank(const std::string& s) {
+  if (s == "DESIGNING") return 0;
+  if (s == "BUILDING") return 1;
+  if (s == "REVIEWING") return 2;
+  if (s == "DONE" || s == "DESIGN_FAILED") return 3;
+  return -1;
+}
+bool terminal_stage(const std::string& s) { return s == "DONE" || s == "DESIGN_FAILED"; }
+
+constexpr DurationMs kScheduleHorizonMs = 4 * 366 * kDayMs;  // a search limit, like everything
+constexpr DurationMs kConfigDeferralMs = kHourMs;
+constexpr std::size_t kAgentPrefixChars = 8;  // logs may carry this much of an agent id
+
+}  // namespace
+
+// ---------------------------------------------------------------- WitnessCron
+
+std::optional<WitnessCron> WitnessCron::parse(std::string_view expr_in, std::string* why) {
+  std::string expr(expr_in);
+  const std::string l = lower(expr);
+  if (l == "@yearly" || l == "@annually") expr = "0 0 1 1 *";
+  if (l == "@monthly") expr = "0 0 1 * *";
+  if (l == "@weekly") expr = "0 0 * * 0";
+  if (l == "@daily" || l == "@midnight") expr = "0 0 * * *";
+  if (l == "@hourly") expr = "0 * * * *";
+  std::vector<std::string> fields;
+  std::string cur;
+  for (char c : expr) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!cur.empty()) fields.push_back(cur);
+      cur.clear();
+    } else {
+      cur.push_back(c);
+    }
+  }
+  if (!cur.empty()) fields.push_back(cur);
+  if (fields.size() != 5 && fields.size() != 6) {
+    if (why)
+      *why = fmt::format("'{}' has {} fields (the matcher knows 5 or 6)", expr_in, fields.size());
+    return std::nullopt;
+  }
+  if (fields.size() == 5) fields.insert(fields.begin(), "0");
+  static const FieldSpec kSec{0, 59, nullptr, 0, 0};
+  static const FieldSpec kMin{0, 59, nullptr, 0, 0};
+  static const FieldSpec kHour{0, 23, nullptr, 0, 0};
+  static const FieldSpec kDom{1, 31, nullptr, 0, 0};
+  static const FieldSpec kMon{1, 12, kMonthNames, 1, 12};
+  static const FieldSpec kDow{0, 7, kDayNames, 0, 7};
+  WitnessCron c;
+  bool single = false, dom_single = false, dow_single = false;
+  if (!parse_field(fields[0], kSec, c.seconds_, single, why) ||
+      !parse_field(fields[1], kMin, c.minutes_, single, why) ||
+      !parse_field(fields[2], kHour, c.hours_, single, why) ||
+      !parse_field(fields[3], kDom, c.doms_, dom_single, why) ||
+      !parse_field(fields[4], kMon, c.months_, single, why) ||
+      !parse_field(fields[5], kDow, c.dows_, dow_single, why)) {
+    return std::nullopt;
+  }
+  if (c.dows_[7]) c.dows_[0] = true;
+  c.dows_.resize(7);
+  c.dom_restricted_ = !std::all_of(c.doms_.begin() + 1, c.doms_.end(), [](bool b) { return b; });
+  c.dow_restricted_ = !std::all_of(c.dows_.begin(), c.dows_.end(), [](bool b) { return b; });
+  c.low_frequency_ = dom_single || dow_single;
+  return c;
+}
+
+bool WitnessCron::matches_minute(TimeMs minute_start) const {
+  const CivilTime ct = to_civil(minute_start);
+  if (!months_[ct.date.month] || !hours_[ct.hour] || !minutes_[ct.minute]) return false;
+  const bool dom = doms_[ct.date.day];
+  const bool dow = dows_[ct.weekday];
+  if (dom_restricted_ && dow_restricted_) return dom || dow;
+  if (dom_restricted_) return dom;
+  if (dow_restricted_) return dow;
+  return true;
+}
+
+std::vector<TimeMs> WitnessCron::between(TimeMs after, TimeMs until, std::size_t limit) const {
+  std::vector<TimeMs> out;
+  if (until <= after) return out;
+  // Brute force, minute by minute, skipping whole days and hours that cannot match.
+  TimeMs minute = floor_to(after, kMinuteMs);
+  while (minute <= until && out.size() < limit) {
+    const CivilTime ct = to_civil(minute);
+    const TimeMs day_start = floor_to(minute, kDayMs);
+    const bool dom = doms_[ct.date.day];
+    const bool dow = dows_[ct.weekday];
+    bool day_ok = months_[ct.date.month];
+    if (dom_restricted_ && dow_restricted_) {
+      day_ok = day_ok && (dom || dow);
+    } else if (dom_restricted_) {
+      day_ok = day_ok && dom;
+    } else if (dow_restricted_) {
+      day_ok = day_ok && dow;
+    }
+    if (!day_ok) {
+      minute = day_start + kDayMs;
+      continue;
+    }
+    if (!hours_[ct.hour]) {
+      minute = floor_to(minute, kHourMs) + kHourMs;
+      continue;
+    }
+    if (minutes_[ct.minute]) {
+      for (std::size_t s = 0; s < seconds_.size() && out.size() < limit; ++s) {
+        if (!seconds_[s]) continue;
+        const TimeMs at = minute + static_cast<TimeMs>(s) * kSecondMs;
+        if (at > after && at <= until) out.push_back(at);
+      }
+    }
+    minute += kMinuteMs;
+  }
+  return out;
+}
+
+std::optional<TimeMs> WitnessCron::next_after(TimeMs t, DurationMs horizon_ms) const {
+  auto found = between(t, t + horizon_ms, 1);
+  if (found.empty()) return std::nullopt;
+  return found.front();
+}
+
+// ---------------------------------------------------------------- WitnessPolicy
+
+bool WitnessPolicy::retries_class(const std::string& failure_class) const {
+  if (!valid || retries_max <= 0) return false;
+  return all_classes || classes.count(failure_class) != 0;
+}
+
+DurationMs WitnessPolicy::min_delay_ms(int n) const {
+  double base = static_cast<double>(delay_ms);
+  if (exponential) base *= std::pow(2.0, std::min(n - 1, 40));
+  const double low = std::floor(base * (1.0 - jitter));
+  // 1 ms of slack for rounding on either side.
+  return std::max<DurationMs>(0, static_cast<DurationMs>(low) - 1);
+}
+
+// ---------------------------------------------------------------- MonitorSet
+
+MonitorSet::MonitorSet(const Scenario& scenario)
+    : start_ms_(scenario.start_ms), max_events_(scenario.queue.max_events) {
+  for (const JobSpec& spec : scenario.jobs) {
+    JobWatch w;
+    w.id = spec.id;
+    w.delivers = spec.kind == JobKind::group || spec.kind == JobKind::publish;
+    std::string expr = spec.schedule;
+    bool schedule_known = true;
+    if (spec.schedule_env) {
+      const auto v = env_lookup(scenario.env, *spec.schedule_env);
+      if (v && v->empty()) {
+        schedule_known = false;
+        unchecked("schedule_kept", spec.id,
+                  fmt::format("env {} is set but empty: the job has no usable schedule",
+                              *spec.schedule_env));
+      } else if (v) {
+        expr = std::string(*v);
+      }
+    }
+    if (schedule_known) {
+      std::string why;
+      w.cron = WitnessCron::parse(expr, &why);
+      if (!w.cron) unchecked("schedule_kept", spec.id, why);
+    }
+    bool judged = true;
+    std::optional<bool> low;
+    if (w.cron) low = w.cron->low_frequency();
+    w.policy = read_policy(spec.retry_policy, low, &judged);
+    if (!judged) unchecked("retries_bounded", spec.id, w.policy.why_invalid);
+    if (!judged) w.policy.why_invalid = "unjudged";
+    jobs_.emplace(spec.id, std::move(w));
+    for (const ReconcileItem& item : spec.items) stages_[item.issue] = item.stage;
+  }
+  // Full agent ids are secrets (logs carry the first 8 characters only); an id
+  // no longer than that prefix cannot be hidden by the rule, so it is not one.
+  auto add_agent = [this](const std::string& id) {
+    if (id.size() > kAgentPrefixChars) add_secret(id);
+  };
+  if (scenario.services.orchestrator) {
+    for (const OrchestratorAgent& a : scenario.services.orchestrator->agents) add_agent(a.id);
+  }
+  for (const auto& [key, value] : scenario.env) {
+    if (key.rfind("AGENT_", 0) == 0 && key.size() > 3 && key.substr(key.size() - 3) == "_ID") {
+      add_agent(value);
+    }
+  }
+}
+
+void MonitorSet::add_secret(std::string value) {
+  if (value.empty()) return;
+  if (std::find(secrets_.begin(), secrets_.end(), value) != secrets_.end()) return;
+  secrets_.push_back(std::move(value));
+}
+
+const WitnessPolicy* MonitorSet::policy_of(const std::string& job) const {
+  const auto it = jobs_.find(job);
+  return it == jobs_.end() ? nullptr : &it->second.policy;
+}
+
+void MonitorSet::unchecked(std::string invariant, std::string subject, std::string why) {
+  unchecked_.push_back({{"invariant", std::move(invariant)},
+                        {"subject", std::move(subject)},
+                        {"why", std::move(why)}});
+}
+
+MonitorSet::JobWatch* MonitorSet::job_watch(const std::string& id) {
+  const auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+MonitorSet::SlotWatch& MonitorSet::slot_watch(const std::string& job, TimeMs slot) {
+  auto it = slots_.find({job, slot});
+  if (it == slots_.end()) {
+    SlotWatch w;
+    w.job = job;
+    w.slot = slot;
+    it = slots_.emplace(std::make_pair(job, slot), std::move(w)).first;
+  }
+  return it->second;
+}
+
+std::optional<Violation> MonitorSet::observe(const TraceEvent& e, std::size_t i) {
+  Found out;
+  ++events_seen_;
+  last_t_ = e.t;
+  if (!bounded_fired_ && static_cast<std::int64_t>(events_seen_) > max_events_) {
+    bounded_fired_ = true;
+    out.push_back(
+        {"bounded_run", i, e.t, fmt::format("the run passed its bound of {} events", max_events_)});
+  }
+  if (is_boot(e.type)) on_boot_or_crash(e, i, out, true);
+  if (is_crash(e.type)) on_boot_or_crash(e, i, out, false);
+  if (is_notification(e.type)) {
+    ++notifications_total_[e.type];
+    if (JobWatch* j = job_watch(e.job)) ++j->notifications[e.type];
+  }
+  if (e.type == "service_call") {
+    ++service_calls_[e.service];
+    if (JobWatch* j = job_watch(e.job)) ++j->calls;
+  }
+  check_stage(e, i, out);
+  check_retries(e, i, out);
+  check_schedule(e, i, out);
+  check_delivery(e, i, out);
+  check_durable(e, i, out);
+  check_tokens(e, i, out);
+  check_items(e, i, out);
+  track_slots(e, i);
+  if (!secrets_.empty()) check_secrets(to_json_line(e), i, e.t, "the trace", out);
+  if (out.empty()) return std::nullopt;
+  // The first in the order of invariant_names(), so the answer does not depend
+  // on the order the checks ran in.
+  const auto& names = invariant_names();
+  std::stable_sort(out.begin(), out.end(), [&](const Violation& a, const Violation& b) {
+    return std::find(names.begin(), names.end(), a.invariant) <
+           std::find(names.begin(), names.end(), b.invariant);
+  });
+  for (const Violation& v : out) all_.push_back(v);
+  return out.front();
+}
+
+std::optional<Violation> MonitorSet::observe_text(std::string_view text, std::size_t index,
+                                                  TimeMs t) {
+  Found out;
+  check_secrets(text, index, t, "a log line or report", out);
+  if (out.empty()) return std::nullopt;
+  for (const Violation& v : out) all_.push_back(v);
+  return out.front();
+}
+
+void MonitorSet::on_boot_or_crash(const TraceEvent& e, std::size_t, Found&, bool boot) {
+  // A send whose ledger record had not been written when the process went
+  // down is the at-least-once window: one more delivery of it is allowed.
+  for (auto& [key, s] : sends_) {
+    if (s.window_open) {
+      s.window_open = false;
+      ++s.window_cuts;
+    }
+  }
+  // Request ids repeat when a stalled run re-runs after a restart.
+  requests_.clear();
+  corrupt_mode_ = false;
+  if (boot) {
+    if (e.type == "process_boot" || !up_) ++boots_;
+    up_ = true;
+    boot_t_ = e.t;
+    if (corrupt_index_) {
+      boot_after_corruption_ = true;
+      if (!boot_after_corruption_index_) boot_after_corruption_index_ = events_seen_ - 1;
+    }
+  } else {
+    up_ = false;
+  }
+}
+
+void MonitorSet::check_stage(const TraceEvent& e, std::size_t i, Found& out) {
+  if (e.type != "stage_changed") return;
+  const std::string from = e.str("from");
+  const std::string to = e.str("to");
+  const auto it = stages_.find(e.item);
+  const std::string prev = it != stages_.end() ? it->second : from;
+  if (terminal_stage(prev) && to != prev) {
+    out.push_back({"stage_monotonic", i, e.t,
+                   fmt::format("item {} left terminal stage {} for {}", e.item, prev, to)});
+  } else if (stage_rank(prev) >= 0 && stage_rank(to) >= 0 && stage_rank(to) < stage_rank(prev)) {
+    out.push_back({"stage_monotonic", i, e.t,
+                   fmt::format("item {} moved back from {} to {}", e.item, prev, to)});
+  }
+  stages_[e.item] = to;
+}
+
+void MonitorSet::check_retries(const TraceEvent& e, std::size_t i, Found& out) {
+  JobWatch* j = job_watch(e.job);
+  if (j == nullptr || !e.slot) return;
+  const bool judged = j->policy.valid || j->policy.why_invalid != "unjudged";
+  const WitnessPolicy& p = j->policy;
+  if (e.type == "run_started" && e.str("kind") == "retry") {
+    SlotWatch& s = slot_watch(e.job, *e.slot);
+    const int attempt = static_cast<int>(e.num("attempt"));
+    const bool fresh = p.per_slot ? s.retry_attempts.insert(attempt).second
+                                  : j->episode_attempts.insert({*e.slot, attempt}).second;
+    if (fresh) ++j->retries;
+    if (corrupt_mode_) {
+      out.push_back({"state_durable", i, e.t,
+                     fmt::format("job {} slot {}: a retry ran while the state store is corrupt",
+                                 e.job, slot_text(e.slot))});
+    }
+    if (!judged || !fresh) return;
+    const int n = p.per_slot ? static_cast<int>(s.retry_attempts.size())
+                             : static_cast<int>(j->episode_attempts.size());
+    const auto& cls = p.per_slot ? s.last_failure_class : j->last_failure_class;
+    const auto& failed_t = p.per_slot ? s.last_failure_t : j->last_failure_t;
+    if (!p.valid) {
+      out.push_back({"retries_bounded", i, e.t,
+                     fmt::format("job {} slot {}: retried although its policy is invalid ({})",
+                                 e.job, slot_text(e.slot), p.why_invalid)});
+    } else if (n > p.retries_max) {
+      out.push_back({"retries_bounded", i, e.t,
+                     fmt::format("job {} slot {}: retry {} exceeds the policy's {} ({})", e.job,
+                                 slot_text(e.slot), n, p.retries_max,
+                                 p.per_slot ? "per_slot" : "per_episode")});
+    } else if (cls && !p.retries_class(*cls)) {
+      out.push_back({"retries_bounded", i, e.t,
+                     fmt::format("job {} slot {}: retried after a {} failure, a class its policy "
+                                 "does not retry",
+                                 e.job, slot_text(e.slot), *cls)});
+    } else if (failed_t && e.t < *failed_t + p.min_delay_ms(n)) {
+      out.push_back({"retries_bounded", i, e.t,
+                     fmt::format("job {} slot {}: retry {} ran {} after the failure, before its "
+                                 "backoff of {}",
+                                 e.job, slot_text(e.slot), n, format_duration(e.t - *failed_t),
+                                 format_duration(p.min_delay_ms(n) + 1))});
+    }
+    return;
+  }
+  if (e.type == "retry_scheduled" && judged) {
+    const std::string cls = e.str("failure_class");
+    if (!p.valid) {
+      out.push_back({"retries_bounded", i, e.t,
+                     fmt::format("job {} slot {}: a retry was scheduled although its policy is "
+                                 "invalid ({})",
+                                 e.job, slot_text(e.slot), p.why_invalid)});
+    } else if (!cls.empty() && !p.retries_class(cls)) {
+      out.push_back({"retries_bounded", i, e.t,
+                     fmt::format("job {} slot {}: a retry was scheduled for class {}, which its "
+                                 "policy does not retry",
+                                 e.job, slot_text(e.slot), cls)});
+    } else if (e.num("attempt") > p.retries_max) {
+      out.push_back({"retries_bounded", i, e.t,
+                     fmt::format("job {} slot {}: retry {} scheduled, beyond the policy's {}",
+                                 e.job, slot_text(e.slot), e.num("attempt"), p.retries_max)});
+    }
+  }
+}
+
+void MonitorSet::check_schedule(const TraceEvent& e, std::size_t i, Found& out) {
+  if (e.type != "slot_due" && e.type != "slot_misfire") return;
+  JobWatch* j = job_watch(e.job);
+  if (j == nullptr || !e.slot) return;
+  const TimeMs s = *e.slot;
+  if (e.type == "slot_misfire") {
+    if (j->pending_misfire && j->pending_misfire->slot == s) {
+      const std::int64_t want = j->pending_misfire->coalesced;
+      if (e.num("coalesced_count", -1) != want) {
+        out.push_back({"schedule_kept", i, e.t,
+                       fmt::format("job {}: the late run of {} records {} coalesced slots, the "
+                                   "schedule had {} more due by then",
+                                   e.job, format_instant(s), e.num("coalesced_count", -1), want)});
+      }
+      j->pending_misfire.reset();
+    }
+    if (const json* list = field(e, "coalesced_slots"); list != nullptr && list->is_array()) {
+      for (const json& c : *list) {
+        if (!c.is_string()) continue;
+        auto t = parse_instant(c.get<std::string>());
+        if (!t.ok()) continue;
+        // A slot the monitors already saw handed out keeps its own fate (a
+        // store that lost its schedule may fold it into a re-handout).
+        if (slots_.count({e.job, *t}) != 0) continue;
+        SlotWatch& w = slot_watch(e.job, *t);
+        w.carried_by = s;
+        w.state = "coalesced";
+        w.handed_index = i;
+      }
+    }
+    return;
+  }
+  // slot_due
+  if (j->pending_misfire && j->pending_misfire->coalesced > 0) {
+    out.push_back({"schedule_kept", i, e.t,
+                   fmt::format("job {}: {} slots after {} were folded into its late run without a "
+                               "misfire record",
+                               e.job, j->pending_misfire->coalesced,
+                               format_instant(j->pending_misfire->slot))});
+  }
+  j->pending_misfire.reset();
+  if (!j->cron) return;  // skipped loudly at construction
+  const WitnessCron& cron = *j->cron;
+  const bool again = slots_.count({e.job, s}) != 0 && j->last_slot && s <= *j->last_slot;
+  if (again && !corrupt_mode_ && j->last_handed != s) {
+    // The same slot twice in a row is a crash between the queue add and the
+    // state write (harmless: the add is idempotent); an older one means a
+    // restart moved the schedule back. A corrupt store (fail closed) cannot
+    // know its schedule, so there the re-handout is expected.
+    out.push_back({"schedule_kept", i, e.t,
+                   fmt::format("job {}: slot {} handed out again after {} (the schedule moved "
+                               "back)",
+                               e.job, format_instant(s),
+                               format_instant(j->last_handed.value_or(*j->last_slot)))});
+  }
+  j->last_handed = s;
+  if (cron.between(s - 1, s, 1).empty()) {
+    out.push_back({"schedule_kept", i, e.t,
+                   fmt::format("job {}: slot {} handed out, but the schedule does not fire then",
+                               e.job, format_instant(s))});
+    return;
+  }
+  if (!again) {
+    const TimeMs prev = j->last_slot.value_or(start_ms_ - 1);
+    if (s <= prev) {
+      out.push_back({"schedule_kept", i, e.t,
+                     fmt::format("job {}: slot {} handed out after the later slot {}", e.job,
+                                 format_instant(s), format_instant(prev))});
+      return;
+    }
+    const auto skipped = cron.between(prev, s - 1, 1);
+    if (!skipped.empty()) {
+      out.push_back({"schedule_kept", i, e.t,
+                     fmt::format("job {}: regular slot {} was skipped (never handed out nor "
+                                 "coalesced; next handed out: {})",
+                                 e.job, format_instant(skipped.front()), format_instant(s))});
+    }
+  }
+  const auto due_after = cron.between(s, e.t, 1'000'000);
+  if (!again) {
+    j->pending_misfire =
+        JobWatch::PendingMisfire{s, static_cast<std::int64_t>(due_after.size()), i};
+    j->last_slot = due_after.empty() ? s : due_after.back();
+  }
+  const auto want_next = cron.next_after(std::max(s, e.t), kScheduleHorizonMs);
+  const json* got = field(e, "next_run_at");
+  std::optional<TimeMs> got_next;
+  if (got != nullptr && got->is_string()) {
+    auto t = parse_instant(got->get<std::string>());
+    if (t.ok()) got_next = *t;
+  }
+  if (got_next != want_next) {
+    out.push_back(
+        {"schedule_kept", i, e.t,
+         fmt::format("job {}: next_run_at is {} after handing out {}, the schedule's "
+                     "next slot is {}",
+                     e.job, got_next ? format_instant(*got_next) : "none", format_instant(s),
+                     want_next ? format_instant(*want_next) : "none")});
+  }
+}
+
+void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
+  JobWatch* j = job_watch(e.job);
+  if (j == nullptr || !e.slot) return;
+  auto set = [&](SlotWatch& w, const char* state) {
+    w.state = state;
+    w.state_index = i;
+    w.state_t = e.t;
+  };
+  const std::string& type = e.type;
+  if (type == "slot_due") {
+    SlotWatch& w = slot_watch(e.job, *e.slot);
+    if (w.state == "handed" && w.state_index == 0) {
+      w.handed_index = i;
+      set(w, "handed");
+    }
+    return;
+  }
+  if (type == "run_started") {
+    SlotWatch& w = slot_watch(e.job, *e.slot);
+    ++j->runs;
+    if (e.str("kind") == "regular") {
+      j->max_delay_ms = std::max<DurationMs>(j->max_delay_ms, e.t - *e.slot);
+      // per_episode: a regular run starting supersedes the pending retry of an
+      // earlier slot of the episode (the core logs retry_superseded for it).
+    }
+    w.run_index = i;
+    w.guard_in_run = false;
+    set(w, "running");
+    return;
+  }
+  if (type == "run_finished") {
+    SlotWatch& w = slot_watch(e.job, *e.slot);
+    const std::string outcome = e.str("outcome");
+    if (outcome == "failure") {
+      const std::string cls = e.str("failure_class", "unknown");
+      w.last_failure_class = cls;
+      w.last_failure_t = e.t;
+      j->last_failure_class = cls;
+      j->last_failure_t = e.t;
+      set(w, "failed");
+    } else {
+      if (outcome == "success")
+        set(w, "delivered");
+      else if (outcome == "skipped")
+        set(w, "skipped");
+      else
+        set(w, w.state == "marked_skipped" ? "skipped" : "delivered");
+      j->episode_attempts.clear();
+      j->episode_scheduled = 0;
+      j->last_failure_class.reset();
+      j->final_status = "ok";
+    }
+    return;
+  }
+  if (type == "slot_marked") {
+    SlotWatch& w = slot_watch(e.job, *e.slot);
+    if (e.str("verdict") == "skipped") set(w, "marked_skipped");
+    return;
+  }
+  if (type == "retry_scheduled") {
+    set(slot_watch(e.job, *e.slot), "retry_pending");
+    j->final_status = "retrying";
+  } else if (type == "retry_exhausted") {
+    set(slot_watch(e.job, *e.slot), "exhausted");
+    j->final_status = "retry_exhausted";
+  } else if (type == "failed_permanent") {
+    set(slot_watch(e.job, *e.slot), "failed_permanent");
+    j->final_status = "failed";
+  } else if (type == "retry_superseded") {
+    SlotWatch& w = slot_watch(e.job, *e.slot);
+    if (w.state == "retry_pending" || w.state == "failed") set(w, "superseded");
+  } else if (type == "run_stalled") {
+    SlotWatch& w = slot_watch(e.job, *e.slot);
+    if (e.str("decision") == "fail") w.last_failure_class = "stalled";
+  }
+}
+
+void MonitorSet::check_delivery(const TraceEvent& e, std::size_t i, Found& out) {
+  if (e.type == "message_delivered") {
+    const std::string kind = e.str("kind");
+    if (kind == "failure_notice") {
+      ++failure_notices_;  // may repeat on every retry, by design
+      return;
+    }
+    if (kind != "delivery" || !e.slot) return;
+    SendWatch& s = sends_[{e.job, *e.slot, e.str("target")}];
+    if (s.delivered >= 1) {
+      if (s.window_cuts > 0) {
+        --s.window_cuts;
+        ++s.duplicates_in_window;
+      } else {
+        out.push_back({"no_duplicate_delivery", i, e.t,
+                       fmt::format("job {} slot {}: delivered to {} again (delivery {}) with no "
+                                   "crash between the earlier send and its record",
+                                   e.job, slot_text(e.slot), e.str("target"), s.delivered + 1)});
+      }
+    }
+    ++s.delivered;
+    s.window_open = true;
+    return;
+  }
+  // nothing_lost, seen as it happens: a group or publish run that reports
+  // success although nothing of the slot was ever delivered (and the slot was
+  // not marked skipped) has lost the slot behind a success (001's bug).
+  if (e.type == "run_finished" && e.str("outcome") == "success" && e.slot) {
+    const JobWatch* j = job_watch(e.job);
+    const auto slot_it = slots_.find({e.job, *e.slot});
+    const bool skipped = slot_it != slots_.end() && slot_it->second.state == "marked_skipped";
+    if (j != nullptr && j->delivers && !skipped) {
+      bool delivered = false;
+      for (auto it = sends_.lower_bound({e.job, *e.slot, std::string()});
+           it != sends_.end() && std::get<0>(it->first) == e.job &&
+           std::get<1>(it->first) == *e.slot;
+           ++it) {
+        if (it->second.delivered > 0) delivered = true;
+      }
+      if (!delivered) {
+        out.push_back({"nothing_lost", i, e.t,
+                       fmt::format("job {} slot {}: the run reported success but nothing of the "
+                                   "slot was delivered and it was not marked skipped",
+                                   e.job, slot_text(e.slot))});
+      }
+    }
+  }
+  if (e.type == "delivery_recorded" && e.slot) {
+    sends_[{e.job, *e.slot, e.str("target")}].window_open = false;
+    return;
+  }
+  if (!e.slot || e.job.empty()) return;
+  if (e.type == "guard_set" || e.type == "slot_marked") {
+    slot_watch(e.job, *e.slot).guard_in_run = true;
+  } else if (e.type == "group_run_started") {
+    slot_watch(e.job, *e.slot).guard_in_run = false;
+  } else if ((e.type == "group_run_failed" ||
+              (e.type == "run_finished" && e.str("outcome") == "failure"))) {
+    const auto it = slots_.find({e.job, *e.slot});
+    if (it != slots_.end() && it->second.guard_in_run) {
+      out.push_back({"no_duplicate_delivery", i, e.t,
+                     fmt::format("job {} slot {}: the send guard or slot marker was set by a run "
+                                 "that failed",
+                                 e.job, slot_text(e.slot))});
+      it->second.guard_in_run = false;
+    }
+  }
+}
+
+void MonitorSet::check_durable(const TraceEvent& e, std::size_t i, Found& out) {
+  if (e.type == "store_corrupt_injected" || e.type == "disk_corrupted") {
+    const std::string path = e.str("path", e.str("file"));
+    const bool state_file = e.type == "store_corrupt_injected" ||
+                            path.find("retry_state.json") != std::string::npos ||
+                            path.find("jobs.json") != std::string::npos ||
+                            path.find("jobs_state.json") != std::string::npos;
+    if (!state_file || path.empty()) return;
+    if (const json* applied = field(e, "applied");
+        applied != nullptr && applied->is_boolean() && !applied->get<bool>()) {
+      return;  // the world could not damage the file: nothing to report
+    }
+    corrupt_paths_.push_back(path);
+    if (!corrupt_index_) corrupt_index_ = i;
+    corrupt_seen_by_core_ = false;
+    boot_after_corruption_ = false;
+    boot_after_corruption_index_.reset();
+    return;
+  }
+  if (e.type == "state_corrupt") {
+    corrupt_mode_ = true;
+    corrupt_seen_by_core_ = true;
+    return;
+  }
+  if (e.type == "disk_rename" || e.type == "disk_write" || e.type == "disk_append" ||
+      e.type == "disk_remove") {
+    const std::string path = e.type == "disk_rename" ? e.str("to") : e.str("path");
+    for (const std::string& bad : corrupt_paths_) {
+      const bool same =
+          path == bad || (path.size() > bad.size() &&
+                          path.compare(path.size() - bad.size(), bad.size(), bad) == 0 &&
+                          path[path.size() - bad.size() - 1] == '/');
+      if (same) {
+        out.push_back({"state_durable", i, e.t,
+                       fmt::format("the corrupt state file {} was replaced ({}): a corrupt store "
+                                   "must be kept until an operator repairs it",
+                                   path, e.type)});
+      }
+    }
+    return;
+  }
+  // Counters survive restarts: the n-th retry of a budget announces attempt n.
+  if (e.type == "run_finished" && e.str("outcome") == "failure" && e.slot) {
+    if (JobWatch* j = job_watch(e.job)) {
+      (void)j;
+      fresh_failure_.insert(e.job);
+      fresh_slot_failure_.insert({e.job, *e.slot});
+    }
+    return;
+  }
+  if (e.type == "retry_scheduled" && e.slot) {
+    JobWatch* j = job_watch(e.job);
+    if (j == nullptr) return;
+    if (corrupt_mode_) {
+      out.push_back({"state_durable", i, e.t,
+                     fmt::format("job {} slot {}: a retry was scheduled while the state store is "
+                                 "corrupt (its counters cannot be trusted)",
+                                 e.job, slot_text(e.slot))});
+    }
+    SlotWatch& s = slot_watch(e.job, *e.slot);
+    const bool per_slot = j->policy.per_slot;
+    const bool fresh = per_slot ? fresh_slot_failure_.erase({e.job, *e.slot}) != 0
+                                : fresh_failure_.erase(e.job) != 0;
+    if (!fresh) return;  // a replayed intent announces the same retry again
+    int& count = per_slot ? s.scheduled : j->episode_scheduled;
+    const std::int64_t attempt = e.num("attempt");
+    if (attempt < count + 1 && j->policy.valid) {
+      out.push_back({"state_durable", i, e.t,
+                     fmt::format("job {} slot {}: retry counter went back to {} after {} retries "
+                                 "of the same budget (lost across a restart?)",
+                                 e.job, slot_text(e.slot), attempt, count)});
+    }
+    count = static_cast<int>(std::max<std::int64_t>(attempt, count + 1));
+    return;
+  }
+  if ((e.type == "retry_exhausted" || e.type == "failed_permanent") && e.slot) {
+    JobWatch* j = job_watch(e.job);
+    if (j == nullptr) return;
+    fresh_failure_.erase(e.job);
+    fresh_slot_failure_.erase({e.job, *e.slot});
+    if (!j->policy.valid || corrupt_mode_) return;
+    SlotWatch& s = slot_watch(e.job, *e.slot);
+    const int spent = j->policy.per_slot ? s.scheduled : j->episode_scheduled;
+    const std::string cls = e.str("failure_class");
+    if (e.type == "retry_exhausted" && spent < j->policy.retries_max) {
+      out.push_back({"nothing_lost", i, e.t,
+                     fmt::format("job {} slot {}: declared retry_exhausted after {} of {} retries",
+                                 e.job, slot_text(e.slot), spent, j->policy.retries_max)});
+    } else if (e.type == "failed_permanent" && s.last_failure_class != "stalled" &&
+               j->policy.retries_class(cls) && spent < j->policy.retries_max) {
+      out.push_back({"nothing_lost", i, e.t,
+                     fmt::format("job {} slot {}: failed permanently on {}, a class its policy "
+                                 "retries, with {} of {} retries left",
+                                 e.job, slot_text(e.slot), cls, j->policy.retries_max - spent,
+                                 j->policy.retries_max)});
+    }
+  }
+}
+
+void MonitorSet::check_tokens(const TraceEvent& e, std::size_t i, Found& out) {
+  const std::string rid = e.str("request_id");
+  if (e.service == "brokerage" && !rid.empty()) {
+    if (e.type == "service_call" && e.str("operation") != "issue_token") {
+      last_sent_at_[rid] = e.t;
+    } else if (e.type == "auth_rejected" && !e.str("fingerprint").empty()) {
+      const std::string fp = e.str("fingerprint");
+      rejected_fingerprint_[rid] = fp;
+      const auto seen = unauthorized_seen_at_.find(fp);
+      const auto sent = last_sent_at_.find(rid);
+      if (seen != unauthorized_seen_at_.end() && sent != last_sent_at_.end() &&
+          sent->second > seen->second) {
+        out.push_back({"token_reissue_bounded", i, e.t,
+                       fmt::format("request {} was sent at {} with token {}, which a 401 had "
+                                   "already refused at {}: a rejected token must be dropped and "
+                                   "reissued once, not reused",
+                                   rid, format_instant(sent->second), fp,
+                                   format_instant(seen->second))});
+      }
+    } else if (e.type == "service_reply" && e.num("status") == 401) {
+      const auto fp = rejected_fingerprint_.find(rid);
+      if (fp != rejected_fingerprint_.end()) unauthorized_seen_at_.emplace(fp->second, e.t);
+    }
+  }
+  if (e.type == "service_reply" && !rid.empty() && e.str("operation") != "issue_token") {
+    RequestWatch& r = requests_[rid];
+    const json* status = field(e, "status");
+    r.last_status = status != nullptr && status->is_number_integer()
+                        ? std::optional<std::int64_t>(status->get<std::int64_t>())
+                        : std::optional<std::int64_t>(-1);  // a transport error
+    if (r.last_status == 401) ++r.unauthorized;
+    return;
+  }
+  if (e.type != "token_issued" && e.type != "token_issue_failed") return;
+  if (e.type == "token_issued") ++token_issues_;
+  if (rid.empty()) return;
+  RequestWatch& r = requests_[rid];
+  const std::string reason = e.str("reason");
+  if (r.last_status && *r.last_status != 401 && *r.last_status >= 0 &&
+      (*r.last_status == 403 || *r.last_status == 429 || *r.last_status >= 500)) {
+    out.push_back({"token_reissue_bounded", i, e.t,
+                   fmt::format("request {}: a token was issued ({}) after a {} answer, which "
+                               "never causes a reissue",
+                               rid, reason, *r.last_status)});
+    return;
+  }
+  if (r.unauthorized > 0 || reason == "after_401") {
+    ++r.reissues;
+    ++reissues_;
+    if (r.unauthorized == 0) {
+      out.push_back(
+          {"token_reissue_bounded", i, e.t,
+           fmt::format("request {}: a reissue after a 401 that the request never got", rid)});
+    } else if (r.reissues > 1) {
+      out.push_back(
+          {"token_reissue_bounded", i, e.t,
+           fmt::format("request {}: reissue {} for one request (at most one)", rid, r.reissues)});
+    }
+  }
+}
+
+void MonitorSet::check_items(const TraceEvent& e, std::size_t i, Found& out) {
+  if (e.item.empty()) return;
+  ItemWatch& w = items_[e.item];
+  const bool orchestrator = e.service == "orchestrator" || e.service.empty();
+  if (e.type == "service_call" && orchestrator) {
+    if (e.str("operation") == "get_issue") ++w.queries;
+    if (w.not_found_at) {
+      out.push_back({"item_queries_bounded", i, e.t,
+                     fmt::format("issue {} queried again ({}) after its 404 at {}", e.item,
+                                 e.str("operation"), format_instant(*w.not_found_at))});
+    }
+    return;
+  }
+  if (e.type == "service_reply" && orchestrator && e.num("status") == 404 && !w.not_found_at) {
+    w.not_found_at = e.t;
+    return;
+  }
+  if (e.type == "item_failed" || e.type == "item_backoff") {
+    w.reason = e.str("reason");
+    return;
+  }
+  if (e.type == "stage_changed") {
+    if (e.str("to") != "DESIGN_FAILED") w.reason.clear();
+    return;
+  }
+  if (e.type == "item_deferred") {
+    w.reason = e.str("reason");
+    // Only config deferrals are bound to be hourly (semantics.md section 10,
+    // item 8); the spacing of two of them is what the trace shows for sure
+    // (a validation query after a migration is not an attempt).
+    const bool config = e.str("failure_class") == "config" || e.str("reason") == "config";
+    if (!config) return;
+    if (w.config_deferred_at && e.t < *w.config_deferred_at + kConfigDeferralMs) {
+      out.push_back({"item_queries_bounded", i, e.t,
+                     fmt::format("issue {}: config-error attempt {} after the previous one (at "
+                                 "most hourly)",
+                                 e.item, format_duration(e.t - *w.config_deferred_at))});
+    }
+    w.config_deferred_at = e.t;
+  }
+}
+
+void MonitorSet::check_secrets(std::string_view text, std::size_t i, TimeMs t, const char* what,
+                               Found& out) {
+  for (const std::string& s : secrets_) {
+    if (text.find(s) != std::string_view::npos) {
+      // Never repeat the secret in the message: name it by its shape.
+      out.push_back({"no_secret_leak", i, t,
+                     fmt::format("{} carries a secret in full ({} characters starting '{}...')",
+                                 what, s.size(), s.substr(0, std::min<std::size_t>(4, s.size())))});
+      return;
+    }
+  }
+}
+
+std::vector<Violation> MonitorSet::finish(TimeMs until_ms) {
+  std::vector<Violation> out;
+  const std::size_t end = events_seen_;
+  for (auto& [key, j] : jobs_) {
+    if (j.pending_misfire && j.pending_misfire->coalesced > 0) {
+      out.push_back({"schedule_kept", end, until_ms,
+                     fmt::format("job {}: {} slots after {} were folded into its late run without "
+                                 "a misfire record",
+                                 j.id, j.pending_misfire->coalesced,
+                                 format_instant(j.pending_misfire->slot))});
+      j.pending_misfire.reset();
+    }
+    // No regular slot skipped: while the process is up, every slot before the
+    // end has been handed out (slots due while it is down come late, after it
+    // boots: those are in flight).
+    if (j.cron && up_ && boot_t_ && *boot_t_ < until_ms) {
+      const TimeMs prev = j.last_slot.value_or(start_ms_ - 1);
+      const auto missed = j.cron->between(std::max(prev, *boot_t_), until_ms - 1, 1);
+      if (!missed.empty()) {
+        out.push_back({"schedule_kept", end, until_ms,
+                       fmt::format("job {}: regular slot {} was never handed out", j.id,
+                                   format_instant(missed.front()))});
+      }
+    }
+  }
+  for (const auto& [key, s] : slots_) {
+    if (s.state == "failed" && up_) {
+      out.push_back({"nothing_lost", s.state_index, s.state_t,
+                     fmt::format("job {} slot {}: the run failed and nothing followed: no retry, "
+                                 "no retry_exhausted or failed_permanent notice (swallowed)",
+                                 s.job, format_instant(s.slot))});
+    }
+  }
+  if (corrupt_index_ && boot_after_corruption_ && !corrupt_seen_by_core_) {
+    out.push_back({"state_durable", end, until_ms,
+                   fmt::format("the state store was corrupted ({}) and the process booted after, "
+                               "but no state_corrupt was reported",
+                               corrupt_paths_.empty() ? "?" : corrupt_paths_.back())});
+  }
+  for (const Violation& v : out) all_.push_back(v);
+  return out;
+}
+
+json MonitorSet::tallies() const {
+  json jobs = json::object();
+  for (const auto& [id, j] : jobs_) {
+    std::int64_t delivered = 0, skipped = 0, failed = 0, in_flight = 0, superseded = 0,
+                 coalesced = 0, exhausted = 0;
+    for (const auto& [key, s] : slots_) {
+      if (s.job != id) continue;
+      if (s.state == "delivered")
+        ++delivered;
+      else if (s.state == "skipped")
+        ++skipped;
+      else if (s.state == "exhausted")
+        ++failed, ++exhausted;
+      else if (s.state == "failed_permanent")
+        ++failed;
+      else if (s.state == "superseded")
+        ++superseded;
+      else if (s.state == "coalesced")
+        ++coalesced;
+      else if (s.state == "failed")
+        ++failed;
+      else
+        ++in_flight;
+    }
+    json notes = json::object();
+    for (const auto& [ev, n] : j.notifications) notes[ev] = n;
+    jobs[id] = {{"delivered_slots", delivered},
+                {"skipped_slots", skipped},
+                {"failed_slots", failed},
+                {"in_flight_slots", in_flight},
+                {"superseded_slots", superseded},
+                {"coalesced_slots", coalesced},
+                {"exhausted_slots", exhausted},
+                {"retries", j.retries},
+                {"runs", j.runs},
+                {"calls", j.calls},
+                {"notifications", notes},
+                {"final_status", j.final_status},
+                {"max_delay_ms", j.max_delay_ms}};
+  }
+  json items = json::object();
+  for (const auto& [id, w] : items_) {
+    json o = {{"queries", w.queries}};
+    if (!w.reason.empty()) o["reason"] = w.reason;
+    if (const auto st = stages_.find(id); st != stages_.end()) o["stage"] = st->second;
+    items[id] = o;
+  }
+  for (const auto& [id, stage] : stages_) {
+    if (!items.contains(id)) items[id] = {{"queries", 0}, {"stage", stage}};
+  }
+  json services = json::object();
+  for (const auto& [name, n] : service_calls_) services[name] = {{"calls", n}};
+  if (services.contains("brokerage") || token_issues_ > 0) {
+    services["brokerage"]["token_issues"] = token_issues_;
+    services["brokerage"]["reissues"] = reissues_;
+  }
+  std::int64_t dup_window = 0;
+  for (const auto& [key, s] : sends_) dup_window += s.duplicates_in_window;
+  json notes = json::object();
+  for (const auto& [ev, n] : notifications_total_) notes[ev] = n;
+  return {{"events", events_seen_},
+          {"boots", boots_},
+          {"jobs", jobs},
+          {"items", items},
+          {"services", services},
+          {"notifications", notes},
+          {"duplicate_deliveries_in_window", dup_window},
+          {"failure_notices", failure_notices_},
+          {"violations", all_.size()},
+          {"unchecked", unchecked_}};
+}
+
+std::optional<Violation> compare_traces(const Trace& a, const Trace& b) {
+  const auto& ea = a.events();
+  const auto& eb = b.events();
+  const std::size_t n = std::min(ea.size(), eb.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string la = to_json_line(ea[i]);
+    const std::string lb = to_json_line(eb[i]);
+    if (la != lb) {
+      return Violation{
+          "deterministic", i, ea[i].t,
+          fmt::format("the traces differ at line {}:\n  first:  {}\n  second: {}", i + 1, la, lb)};
+    }
+  }
+  if (ea.size() != eb.size()) {
+    const bool a_longer = ea.size() > eb.size();
+    const TraceEvent& extra = a_longer ? ea[n] : eb[n];
+    return Violation{"deterministic", n, extra.t,
+                     fmt::format("the {} trace ends after {} lines, the other goes on with: {}",
+                                 a_longer ? "second" : "first", n, to_json_line(extra))};
+  }
+  return std::nullopt;
+}
+
+}  // namespace rehearse::sim

@@ -1,0 +1,352 @@
+#include "sim/report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <set>
+#include <utility>
+
+#include "model/job_state.hpp"
+#include "model/notification.hpp"
+
+namespace rehearse::sim {
+namespace {
+
+using nlohmann::json;
+
+// RFC 6901: '~' -> "~0", '/' -> "~1".
+std::string pointer_token(const std::string& key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// A count from the tallies; a job, item or event the monitors never saw
+// counted nothing.
+std::int64_t tally(const json& root, const std::vector<std::string>& path) {
+  const json* at = &root;
+  for (const std::string& key : path) {
+    if (!at->is_object()) return 0;
+    const auto it = at->find(key);
+    if (it == at->end()) return 0;
+    at = &*it;
+  }
+  return at->is_number_integer() ? at->get<std::int64_t>() : 0;
+}
+
+std::string tally_text(const json& root, const std::vector<std::string>& path) {
+  const json* at = &root;
+  for (const std::string& key : path) {
+    if (!at->is_object()) return {};
+    const auto it = at->find(key);
+    if (it == at->end()) return {};
+    at = &*it;
+  }
+  return at->is_string() ? at->get<std::string>() : std::string();
+}
+
+void check_count(std::vector<ExpectFailure>& out, const std::string& pointer,
+                 const std::optional<std::int64_t>& expected, std::int64_t got) {
+  if (expected && *expected != got) {
+    out.push_back({pointer, std::to_string(*expected), std::to_string(got)});
+  }
+}
+
+void check_notifications(std::vector<ExpectFailure>& out, const std::string& pointer,
+                         const std::map<NotificationEvent, std::int64_t>& expected,
+                         const json& tallies, const std::vector<std::string>& path) {
+  for (const auto& [event, count] : expected) {
+    std::vector<std::string> at = path;
+    at.emplace_back(to_string(event));
+    check_count(out, pointer + "/" + to_string(event), count, tally(tallies, at));
+  }
+}
+
+const FinalJobState* final_state_of(const ScenarioRunResult& run, const std::string& job) {
+  for (const FinalJobState& f : run.final_states) {
+    if (f.job_id == job) return &f;
+  }
+  return nullptr;
+}
+
+std::string short_duration(DurationMs ms) {
+  if (ms == 0) return "0s";
+  return format_duration(ms);
+}
+
+}  // namespace
+
+std::string ExpectFailure::describe() const {
+  return fmt::format("expect {}: expected {}, got {}", pointer, expected, got);
+}
+
+std::vector<ExpectFailure> check_expectations(const Scenario& scenario,
+                                              const ScenarioRunResult& run) {
+  std::vector<ExpectFailure> out;
+  const json& t = run.tallies;
+  const Expectations& e = scenario.expect;
+
+  for (const auto& [job, x] : e.jobs) {
+    const std::string p = "/expect/jobs/" + pointer_token(job);
+    check_count(out, p + "/delivered_slots", x.delivered_slots,
+                tally(t, {"jobs", job, "delivered_slots"}));
+    check_count(out, p + "/skipped_slots", x.skipped_slots,
+                tally(t, {"jobs", job, "skipped_slots"}));
+    check_count(out, p + "/failed_slots", x.failed_slots, tally(t, {"jobs", job, "failed_slots"}));
+    check_count(out, p + "/in_flight_slots", x.in_flight_slots,
+                tally(t, {"jobs", job, "in_flight_slots"}));
+    check_count(out, p + "/retries", x.retries, tally(t, {"jobs", job, "retries"}));
+    check_count(out, p + "/runs", x.runs, tally(t, {"jobs", job, "runs"}));
+    check_count(out, p + "/calls", x.calls, tally(t, {"jobs", job, "calls"}));
+    check_notifications(out, p + "/notifications", x.notifications, t,
+                        {"jobs", job, "notifications"});
+    if (x.max_delay_ms) {
+      const std::int64_t got = tally(t, {"jobs", job, "max_delay_ms"});
+      if (got > *x.max_delay_ms) {
+        out.push_back({p + "/max_delay", "at most " + short_duration(*x.max_delay_ms),
+                       short_duration(got)});
+      }
+    }
+    if (x.final_status) {
+      // The durable store is the authority; when it cannot be read (a
+      // corrupt store fails closed), the monitors' view of the last
+      // status event stands in, and the report says so.
+      std::string got;
+      const FinalJobState* f = final_state_of(run, job);
+      if (f != nullptr && f->state) {
+        got = to_string(f->state->retry_status);
+      } else {
+        const std::string seen = tally_text(t, {"jobs", job, "final_status"});
+        got = fmt::format("{} (store unreadable: {}; status from the trace)",
+                          seen.empty() ? "unknown" : seen,
+                          run.store_error.empty() ? "no state" : run.store_error);
+        if (seen == to_string(*x.final_status)) got.clear();
+      }
+      if (!got.empty() && got != to_string(*x.final_status)) {
+        out.push_back({p + "/final_status", to_string(*x.final_status), got});
+      }
+    }
+  }
+
+  for (const auto& [item, x] : e.items) {
+    const std::string p = "/expect/items/" + pointer_token(item);
+    // The item's pipeline store is the authority; the monitors' view of the
+    // trace stands in when the store could not be read back.
+    const FinalItemState* durable = nullptr;
+    for (const FinalItemState& f : run.final_items) {
+      if (f.issue == item) durable = &f;
+    }
+    if (x.stage) {
+      const std::string got = durable != nullptr ? durable->stage
+                                                 : tally_text(t, {"items", item, "stage"});
+      if (got != *x.stage) out.push_back({p + "/stage", *x.stage, got.empty() ? "none" : got});
+    }
+    if (x.reason_contains) {
+      const std::string got = durable != nullptr ? durable->reconcile_error
+                                                 : tally_text(t, {"items", item, "reason"});
+      if (got.find(*x.reason_contains) == std::string::npos) {
+        out.push_back({p + "/reason_contains", "a reason containing \"" + *x.reason_contains + "\"",
+                       got.empty() ? "no reason recorded" : "\"" + got + "\""});
+      }
+    }
+    check_count(out, p + "/queries", x.queries, tally(t, {"items", item, "queries"}));
+  }
+
+  for (const auto& [kind, x] : e.services) {
+    const std::string name = to_string(kind);
+    const std::string p = "/expect/services/" + pointer_token(name);
+    check_count(out, p + "/calls", x.calls, tally(t, {"services", name, "calls"}));
+    check_count(out, p + "/token_issues", x.token_issues,
+                tally(t, {"services", name, "token_issues"}));
+  }
+
+  check_notifications(out, "/expect/notifications", e.notifications, t, {"notifications"});
+  return out;
+}
+
+Verdict judge_run(const Scenario& scenario, const ScenarioRunResult& run,
+                  const std::optional<Violation>& determinism) {
+  Verdict v;
+  const std::set<std::string> expected(scenario.expect.violations.begin(),
+                                       scenario.expect.violations.end());
+  std::set<std::string> seen;
+  std::vector<Violation> all = run.violations;
+  if (determinism) all.push_back(*determinism);
+  for (const Violation& violation : all) {
+    seen.insert(violation.invariant);
+    if (expected.count(violation.invariant) != 0) {
+      v.expected_seen.push_back(violation);
+    } else {
+      v.violations.push_back(violation);
+    }
+  }
+  for (const std::string& name : scenario.expect.violations) {
+    if (seen.count(name) == 0) v.expected_missing.push_back(name);
+  }
+  v.expect_failures = check_expectations(scenario, run);
+  v.errors = run.errors;
+  return v;
+}
+
+std::string replay_command(const std::string& path, std::uint64_t seed) {
+  return fmt::format("rehearse run {} --seed {} --trace t.jsonl", path, seed);
+}
+
+SummaryRow summarize(const Scenario& scenario, const ScenarioRunResult& run, double wall_ms,
+                     bool held) {
+  SummaryRow row;
+  row.scenario = scenario.name;
+  row.jobs = static_cast<std::int64_t>(scenario.jobs.size());
+  const json& t = run.tallies;
+  if (t.contains("jobs") && t.at("jobs").is_object()) {
+    for (const auto& [id, j] : t.at("jobs").items()) {
+      (void)j;
+      row.delivered += tally(t, {"jobs", id, "delivered_slots"});
+      row.skipped += tally(t, {"jobs", id, "skipped_slots"});
+      row.failed += tally(t, {"jobs", id, "failed_slots"});
+      row.in_flight += tally(t, {"jobs", id, "in_flight_slots"});
+      row.retries += tally(t, {"jobs", id, "retries"});
+      row.exhausted += tally(t, {"jobs", id, "exhausted_slots"});
+    }
+  }
+  if (t.contains("notifications") && t.at("notifications").is_object()) {
+    for (const auto& [event, n] : t.at("notifications").items()) {
+      (void)event;
+      if (n.is_number_integer()) row.notifications += n.get<std::int64_t>();
+    }
+  }
+  row.events = run.events_executed;
+  row.span_ms = run.end_ms - run.start_ms;
+  row.wall_ms = wall_ms;
+  row.trace_hash = run.trace_hash;
+  row.held = held;
+  return row;
+}
+
+std::string format_table(const std::vector<SummaryRow>& rows) {
+  const std::array<std::string, 14> header{"scenario", "result",  "jobs",   "delivered", "skipped",
+                                           "failed",   "in-flight", "retries", "exhausted",
+                                           "notes",    "events",  "span",   "wall",      "trace"};
+  std::vector<std::array<std::string, 14>> cells;
+  cells.push_back(header);
+  for (const SummaryRow& r : rows) {
+    cells.push_back({r.scenario, r.held ? "ok" : "FAIL", std::to_string(r.jobs),
+                     std::to_string(r.delivered), std::to_string(r.skipped),
+                     std::to_string(r.failed), std::to_string(r.in_flight),
+                     std::to_string(r.retries), std::to_string(r.exhausted),
+                     std::to_string(r.notifications), std::to_string(r.events),
+                     short_duration(r.span_ms), fmt::format("{:.0f}ms", r.wall_ms), r.trace_hash});
+  }
+  std::array<std::size_t, 14> width{};
+  for (const auto& row : cells) {
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : cells) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      // Text columns left-aligned, counts right-aligned.
+      const bool left = i <= 1 || i == row.size() - 1;
+      if (i > 0) line += "  ";
+      line += left ? fmt::format("{:<{}}", row[i], width[i]) : fmt::format("{:>{}}", row[i], width[i]);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string format_findings(const ScenarioRunResult& run, const Verdict& verdict) {
+  if (verdict.held()) return {};
+  std::string out;
+  const std::string where = run.path.empty() ? run.scenario : run.path;
+  for (const Violation& v : verdict.violations) {
+    out += fmt::format("{}: invariant {} violated at event {} ({}), seed {}: {}\n", where,
+                       v.invariant, v.event_index, format_instant(v.t), run.seed, v.message);
+  }
+  for (const std::string& name : verdict.expected_missing) {
+    out += fmt::format("{}: expected invariant {} to be violated (expect.violations), but it "
+                       "held, seed {}\n",
+                       where, name, run.seed);
+  }
+  for (const ExpectFailure& f : verdict.expect_failures) {
+    out += fmt::format("{}: {}\n", where, f.describe());
+  }
+  for (const std::string& e : verdict.errors) out += fmt::format("{}: error: {}\n", where, e);
+  out += fmt::format("{}: replay: {}\n", where, replay_command(where, run.seed));
+  return out;
+}
+
+json to_json(const SummaryRow& row) {
+  return json{{"scenario", row.scenario},
+              {"held", row.held},
+              {"jobs", row.jobs},
+              {"slots",
+               {{"delivered", row.delivered},
+                {"skipped", row.skipped},
+                {"failed", row.failed},
+                {"in_flight", row.in_flight}}},
+              {"retries", row.retries},
+              {"exhausted", row.exhausted},
+              {"notifications", row.notifications},
+              {"events", row.events},
+              {"span_ms", row.span_ms},
+              {"wall_ms", row.wall_ms},
+              {"trace_hash", row.trace_hash}};
+}
+
+json to_json(const Violation& violation) {
+  return json{{"invariant", violation.invariant},
+              {"event_index", violation.event_index},
+              {"t", format_instant(violation.t)},
+              {"message", violation.message}};
+}
+
+json report_json(const Scenario& scenario, const ScenarioRunResult& run, const Verdict& verdict,
+                 const SummaryRow& row) {
+  json doc = to_json(row);
+  doc["path"] = run.path;
+  doc["seed"] = run.seed;
+  doc["start"] = format_instant(run.start_ms);
+  doc["until"] = format_instant(run.until_ms);
+  doc["end"] = format_instant(run.end_ms);
+  doc["outcome"] = to_string(run.outcome);
+  doc["trace_events"] = run.trace.size();
+  doc["violations"] = json::array();
+  for (const Violation& v : verdict.violations) doc["violations"].push_back(to_json(v));
+  doc["expected_violations"] = scenario.expect.violations;
+  doc["expected_seen"] = json::array();
+  for (const Violation& v : verdict.expected_seen) doc["expected_seen"].push_back(to_json(v));
+  doc["expected_missing"] = verdict.expected_missing;
+  doc["expect_failures"] = json::array();
+  for (const ExpectFailure& f : verdict.expect_failures) {
+    doc["expect_failures"].push_back(
+        {{"pointer", f.pointer}, {"expected", f.expected}, {"got", f.got}, {"message", f.describe()}});
+  }
+  doc["errors"] = verdict.errors;
+  doc["store"] = {{"corrupt", run.store_corrupt}, {"error", run.store_error}};
+  json finals = json::object();
+  for (const FinalJobState& f : run.final_states) {
+    if (f.state) {
+      finals[f.job_id] = {{"retry_status", to_string(f.state->retry_status)},
+                          {"retry_count", f.state->retry_count}};
+    } else {
+      finals[f.job_id] = nullptr;
+    }
+  }
+  doc["final_states"] = std::move(finals);
+  doc["tallies"] = run.tallies;
+  doc["replay"] = replay_command(run.path.empty() ? run.scenario : run.path, run.seed);
+  return doc;
+}
+
+}  // namespace rehearse::sim

@@ -1,0 +1,745 @@
+#include "sim/world.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "model/cron.hpp"
+#include "model/pipeline_store.hpp"
+#include "model/reconcile.hpp"
+#include "model/retry_policy.hpp"
+#include "model/scheduler.hpp"
+#include "model/state_store.hpp"
+#include "sim/brokerage.hpp"
+#include "sim/messenger.hpp"
+#include "sim/model_api.hpp"
+#include "sim/orchestrator.hpp"
+#include "sim/sim_disk.hpp"
+#include "sim/sim_log.hpp"
+#include "sim/sim_queue.hpp"
+#include "sim/sim_services.hpp"
+#include "sim/world_runners.hpp"
+
+namespace rehearse::sim {
+namespace {
+
+using nlohmann::json;
+
+// The model-api task a publish job's one call names.
+constexpr const char* kPublishTask = "publish";
+
+ModelOutput to_model_output(TaskOutput output) {
+  switch (output) {
+    case TaskOutput::summary: return ModelOutput::summary;
+    case TaskOutput::preview: return ModelOutput::preview;
+    case TaskOutput::skip: return ModelOutput::skip;
+  }
+  return ModelOutput::skip;
+}
+
+CorruptionKind to_corruption_kind(CorruptionMode mode) {
+  switch (mode) {
+    case CorruptionMode::garbage: return CorruptionKind::garbage;
+    case CorruptionMode::empty: return CorruptionKind::empty;
+    case CorruptionMode::truncated: return CorruptionKind::truncate;
+    case CorruptionMode::schema: break;
+  }
+  return CorruptionKind::garbage;
+}
+
+std::string state_file_path(StateFile file) {
+  return fmt::format("{}/{}", kWorldStateDir, to_string(file));
+}
+
+// What one worker process owns; destroyed by a crash. The scheduler goes
+// first (its runs refer to the runners), then the runners, then the token
+// cache they use, then the store and the ledger.
+struct WorkerMemory {
+  std::optional<StateStore> store;
+  std::shared_ptr<DeliveryLedger> ledger;
+  std::unique_ptr<TokenClient> token_client;
+  std::vector<std::unique_ptr<JobRunner>> runners;
+  std::unique_ptr<Scheduler> scheduler;
+
+  ~WorkerMemory() {
+    scheduler.reset();
+    runners.clear();
+    token_client.reset();
+  }
+};
+
+// The worker's root task: the scheduler loop, and what to do once it halts
+// (an I/O error of the store or the queue: the process must be restarted).
+Task<void> run_scheduler(Scheduler& scheduler, std::function<void()> on_halt) {
+  co_await scheduler.run();
+  on_halt();
+}
+
+class World {
+ public:
+  World(const Scenario& scenario, const RunOptions& options, std::uint64_t seed)
+      : scenario_(scenario),
+        options_(options),
+        seed_(seed),
+        sim_(SimulatorOptions{.start_ms = scenario.start_ms,
+                              .seed = seed,
+                              .events_max = static_cast<std::uint64_t>(
+                                  std::max<std::int64_t>(1, scenario.queue.max_events)),
+                              .pending_max = std::size_t{1} << 20}),
+        disk_(&trace_, sim_.rng().derive("disk")),
+        queue_(&trace_),
+        services_(sim_, trace_),
+        messenger_(sim_, trace_, messenger_options(scenario)),
+        log_(sim_, trace_) {}
+
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  ~World() {
+    // Frames and process memory refer to everything below: cut them first,
+    // silently (the run is over; nothing of this belongs to its trace).
+    finished_ = true;
+    if (process_ != kWorld && sim_.is_up(process_)) sim_.crash(process_);
+  }
+
+  Status prepare();
+  ScenarioRunResult run();
+
+ private:
+  static MessengerOptions messenger_options(const Scenario& scenario) {
+    MessengerOptions o;
+    if (scenario.services.messenger) {
+      o.targets = scenario.services.messenger->targets;
+      o.latency_ms = scenario.services.messenger->timing.latency_ms;
+    }
+    return o;
+  }
+
+  std::string ops_target() const {
+    if (scenario_.services.messenger && !scenario_.services.messenger->targets.empty()) {
+      return scenario_.services.messenger->targets.front();
+    }
+    return "ops";
+  }
+
+  Status add_fault(const FaultSpec& fault, std::size_t index);
+  void record_world(std::string type, json data, std::string service = {});
+  void boot(Simulator& sim, ProcessId process);
+  void crash_worker(const std::string& cause, DurationMs down_for_ms);
+  void corrupt_state(const FaultSpec& fault);
+  void on_trace_event(const TraceEvent& event, std::size_t index);
+  void on_violation(Violation violation);
+  void sync_secrets();
+  void read_final_state(ScenarioRunResult& result);
+
+  const Scenario& scenario_;
+  const RunOptions& options_;
+  std::uint64_t seed_;
+
+  Trace trace_;
+  Simulator sim_;
+  SimDisk disk_;
+  SimQueue queue_;
+  SimServices services_;
+  std::unique_ptr<ModelApi> model_api_;
+  std::unique_ptr<SimBrokerage> brokerage_;
+  std::unique_ptr<SimOrchestrator> orchestrator_;
+  Messenger messenger_;
+  SimLog log_;
+  std::unique_ptr<MonitorSet> monitors_;
+
+  ProcessId process_ = kWorld;
+  WorkerMemory* memory_ = nullptr;
+  std::string crash_cause_ = "unknown";
+  std::optional<DurationMs> torn_down_for_;  // an armed torn_write's down time
+  std::size_t secrets_synced_ = 0;
+  std::set<std::string> expected_violations_;
+  std::set<std::string> fired_;
+  std::vector<Violation> violations_;
+  std::uint64_t events_seen_ = 0;
+  bool finished_ = false;
+};
+
+void World::record_world(std::string type, json data, std::string service) {
+  TraceEvent e;
+  e.t = sim_.now();
+  e.type = std::move(type);
+  e.service = std::move(service);
+  e.data = std::move(data);
+  trace_.record(std::move(e));
+}
+
+Status World::prepare() {
+  for (const JobSpec& job : scenario_.jobs) {
+    if (!world_supports(job.kind)) {
+      return make_error(ErrorCode::unsupported,
+                        fmt::format("job kind '{}' is not available in this build",
+                                    to_string(job.kind)),
+                        scenario_.path + ":" + job.pointer + "/kind");
+    }
+  }
+  for (const FaultSpec& fault : scenario_.faults) {
+    if (!world_supports(fault.kind)) {
+      return make_error(ErrorCode::unsupported,
+                        fmt::format("fault kind '{}' is not available in this build",
+                                    to_string(fault.kind)),
+                        scenario_.path + ":" + fault.pointer + "/kind");
+    }
+    if (fault.service == ServiceKind::messenger) {
+      return make_error(ErrorCode::unsupported,
+                        fmt::format("fault kind '{}' on service '{}' is not available in this "
+                                    "build (use messenger_down for the messenger)",
+                                    to_string(fault.kind), to_string(*fault.service)),
+                        scenario_.path + ":" + fault.pointer + "/service");
+    }
+  }
+  for (const std::string& name : scenario_.expect.violations) expected_violations_.insert(name);
+
+  // --- services ---
+  if (scenario_.services.model_api) {
+    const ServiceTiming& timing = scenario_.services.model_api->timing;
+    model_api_ = std::make_unique<ModelApi>(
+        sim_.rng(), ModelApiOptions{.latency_ms = timing.latency_ms, .timeout_ms = timing.timeout_ms});
+    for (const JobSpec& job : scenario_.jobs) {
+      if (job.kind == JobKind::group) {
+        for (const GroupTask& task : job.tasks) {
+          model_api_->set_output(job.id, task.id, to_model_output(task.produces));
+        }
+      } else if (job.kind == JobKind::publish) {
+        model_api_->set_output(job.id, kPublishTask, ModelOutput::summary);
+      }
+    }
+    services_.add(*model_api_);
+  }
+  if (scenario_.services.brokerage) {
+    const BrokerageService& b = *scenario_.services.brokerage;
+    BrokerageConfig config;
+    config.token_lifetime_ms = b.token_lifetime_ms;
+    config.latency_ms = b.timing.latency_ms;
+    config.timeout_ms = b.timing.timeout_ms;
+    brokerage_ = std::make_unique<SimBrokerage>(sim_, trace_, config);
+    services_.add(*brokerage_);
+  }
+
+  if (scenario_.services.orchestrator) {
+    orchestrator_ =
+        std::make_unique<SimOrchestrator>(sim_, trace_, *scenario_.services.orchestrator);
+    for (const JobSpec& job : scenario_.jobs) {
+      if (job.kind == JobKind::reconcile) orchestrator_->apply_job_items(job.items);
+    }
+    services_.add(*orchestrator_);
+  }
+
+  // --- the disk and the queue: one worker process, a crash is a power loss
+  // of its machine (unsynced bytes are lost; a correct core loses nothing).
+  REHEARSE_ASSERT(disk_.make_dirs("/srv").ok());
+  disk_.set_hooks(SimDiskHooks{
+      .current_owner = [this] { return static_cast<DiskOwner>(sim_.current_process()); },
+      .now = [this] { return sim_.now(); },
+      .on_death =
+          [this](DiskOwner owner) {
+            if (owner == kWorld) return;
+            DurationMs down = kWorldSupervisorRestartMs;
+            std::string cause = "disk_fault";
+            if (torn_down_for_) {
+              down = *torn_down_for_;
+              torn_down_for_.reset();
+              cause = "torn_write";
+            }
+            // The dying process is the one executing: crash it from a world
+            // event at this instant.
+            sim_.schedule_call_for(
+                kWorld, sim_.now(), [this, cause, down] { crash_worker(cause, down); }, "crash");
+          },
+  });
+  bind_to_simulator(queue_, sim_, SimQueueBinding{kWorldSupervisorRestartMs, &disk_});
+
+  // --- faults, in time order then file order (stable sort) ---
+  std::vector<std::size_t> order(scenario_.faults.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [this](std::size_t a, std::size_t b) {
+    return scenario_.faults[a].at_ms < scenario_.faults[b].at_ms;
+  });
+  for (std::size_t index : order) {
+    if (Status s = add_fault(scenario_.faults[index], index); !s.ok()) return s;
+  }
+  return {};
+}
+
+Status World::add_fault(const FaultSpec& fault, std::size_t index) {
+  const TimeMs from = fault.at_ms;
+  const TimeMs until = fault.end_ms(scenario_.until_ms);
+  const std::string service = fault.service ? to_string(*fault.service) : std::string();
+  const bool lasting = fault_has_duration(fault.kind);
+
+  // Window faults live inside the simulated service from the start; the
+  // service checks the window on every call.
+  if (fault.service == ServiceKind::model_api && model_api_) {
+    switch (fault.kind) {
+      case FaultKind::quota_exhausted: model_api_->add_quota_outage(from, until); break;
+      case FaultKind::http_errors:
+        model_api_->add_http_errors(from, until, fault.http_status, fault.rate);
+        break;
+      case FaultKind::timeouts: model_api_->add_timeouts(from, until, fault.rate); break;
+      case FaultKind::network_errors:
+        model_api_->add_network_errors(from, until, fault.rate, fault.transport);
+        break;
+      default: break;
+    }
+  } else if (fault.service == ServiceKind::brokerage && brokerage_) {
+    BrokerageFault b;
+    b.from_ms = from;
+    b.until_ms = until;
+    b.rate = fault.rate;
+    b.label = fmt::format("{}#{}", to_string(fault.kind), index);
+    switch (fault.kind) {
+      case FaultKind::quota_exhausted:
+        b.http_status = 429;
+        b.rate = 1.0;
+        b.message = "quota exhausted: usage limit reached";
+        brokerage_->add_fault(b);
+        break;
+      case FaultKind::http_errors:
+        b.http_status = fault.http_status;
+        brokerage_->add_fault(b);
+        break;
+      case FaultKind::timeouts:
+        b.transport = TransportErrorKind::timeout;
+        brokerage_->add_fault(b);
+        break;
+      case FaultKind::network_errors:
+        b.transport = fault.transport;
+        brokerage_->add_fault(b);
+        break;
+      default: break;
+    }
+  }
+  if (fault.kind == FaultKind::messenger_down) messenger_.add_outage(from, until, fault.targets);
+
+  // The instant's own event: recorded, and the instant faults applied then.
+  json start_data{{"fault", index}, {"kind", to_string(fault.kind)}};
+  if (lasting) start_data["until"] = format_instant(until);
+  if (!fault.note.empty()) start_data["note"] = fault.note;
+  if (fault.kind == FaultKind::restart || fault.kind == FaultKind::torn_write) {
+    start_data["down_for_ms"] = fault.down_for_ms;
+  }
+  if (fault.kind == FaultKind::state_corrupted || fault.kind == FaultKind::torn_write) {
+    start_data["file"] = to_string(fault.file);
+  }
+  if (fault.kind == FaultKind::state_corrupted) start_data["mode"] = to_string(fault.mode);
+  if (fault.kind == FaultKind::messenger_down) start_data["targets"] = fault.targets;
+  if (fault.kind == FaultKind::http_errors) start_data["status"] = fault.http_status;
+  if (fault.kind == FaultKind::http_errors || fault.kind == FaultKind::timeouts ||
+      fault.kind == FaultKind::network_errors) {
+    start_data["rate"] = fault.rate;
+  }
+  const std::string event_service =
+      fault.kind == FaultKind::messenger_down ? std::string(Messenger::kServiceName) : service;
+  sim_.schedule_call(
+      from,
+      [this, &fault, start_data, event_service] {
+        record_world("fault_start", start_data, event_service);
+        switch (fault.kind) {
+          case FaultKind::token_revoked:
+            if (brokerage_) brokerage_->revoke_all();
+            break;
+          case FaultKind::restart: crash_worker("restart", fault.down_for_ms); break;
+          case FaultKind::state_corrupted: corrupt_state(fault); break;
+          case FaultKind::torn_write:
+            // Every write of the state store's files starts with this
+            // prefix (the journal, the snapshot and its temp file).
+            disk_.arm_torn_write(fault.file == StateFile::retry_state
+                                     ? fmt::format("{}/retry_state", kWorldStateDir)
+                                     : state_file_path(fault.file));
+            torn_down_for_ = fault.down_for_ms;
+            break;
+          default: break;
+        }
+      },
+      "fault");
+  const bool for_orchestrator = fault.service == ServiceKind::orchestrator ||
+                                fault.kind == FaultKind::issues_deleted ||
+                                fault.kind == FaultKind::issue_status ||
+                                fault.kind == FaultKind::agent_removed ||
+                                fault.kind == FaultKind::agent_restored;
+  if (for_orchestrator) {
+    // Scheduled after fault_start at the same instant: the record comes first.
+    if (!orchestrator_) {
+      return make_error(ErrorCode::invalid_argument, "the fault needs the orchestrator service",
+                        scenario_.path + ":" + fault.pointer);
+    }
+    if (Status s = orchestrator_->schedule_fault(fault, scenario_.until_ms); !s.ok()) {
+      return make_error(s.error().code, s.error().message, scenario_.path + ":" + fault.pointer);
+    }
+  }
+  if (lasting && until <= scenario_.until_ms) {
+    json end_data{{"fault", index}, {"kind", to_string(fault.kind)}};
+    sim_.schedule_call(
+        until, [this, end_data, event_service] { record_world("fault_end", end_data, event_service); },
+        "fault_end");
+  }
+  return {};
+}
+
+void World::crash_worker(const std::string& cause, DurationMs down_for_ms) {
+  if (finished_ || !sim_.is_up(process_)) return;  // already down: nothing to cut
+  crash_cause_ = cause;
+  sim_.crash(process_);
+  const TimeMs at = sim_.now() + std::max<DurationMs>(0, down_for_ms);
+  sim_.schedule_call_for(
+      kWorld, at,
+      [this] {
+        if (!finished_ && !sim_.is_up(process_)) sim_.boot(process_);
+      },
+      "boot");
+}
+
+void World::corrupt_state(const FaultSpec& fault) {
+  // The live state of retry_state.json is its journal while one exists: the
+  // store follows the journal between full loads (docs/state-file.md), so
+  // damage must reach the bytes the core actually reads to be a fault at all.
+  std::string path = state_file_path(fault.file);
+  if (fault.file == StateFile::retry_state) {
+    const std::string journal = fmt::format("{}/{}", kWorldStateDir, StateStore::kJournalName);
+    if (disk_.live_content(journal).has_value()) path = journal;
+  }
+  const bool existed = disk_.live_content(path).has_value();
+  bool applied = false;
+  if (existed && fault.mode != CorruptionMode::schema) {
+    applied = disk_.corrupt(path, to_corruption_kind(fault.mode)).ok();
+  }
+  if (!applied) {
+    // A file that does not exist yet (the store keeps its snapshot only after
+    // a compaction), a schema break, or damage the kind cannot do (truncating
+    // an empty file): the file is put in place already damaged. Valid JSON of
+    // the wrong shape for `schema`; bytes that are not JSON otherwise.
+    std::string bytes;
+    switch (fault.mode) {
+      case CorruptionMode::schema: bytes = "{\"format\":\"not-a-version\",\"jobs\":7}\n"; break;
+      case CorruptionMode::empty: bytes = ""; break;
+      case CorruptionMode::truncated: bytes = "{\"format\":1,\"journal_seq\":"; break;
+      case CorruptionMode::garbage: bytes = "\x7f\x01garbage\xff\xfe"; break;
+    }
+    applied = disk_.put_durable(path, bytes).ok();
+  }
+  record_world("store_corrupt_injected", json{{"file", to_string(fault.file)},
+                                              {"path", path},
+                                              {"mode", to_string(fault.mode)},
+                                              {"existed", existed},
+                                              {"applied", applied}});
+}
+
+// The job's state shows the config error, as semantics.md section 3 asks
+// ("a config error for that job, visible in its state"): failed, class
+// config, manual_review, through the real store (never over a corrupt one,
+// and only when the state does not already say so). The scheduler has no
+// slot for a job without a schedule, so its boot is where this is recorded.
+void record_config_error(StateStore& store, const std::string& job_id, const std::string& error,
+                         TimeMs now) {
+  if (!store.health().ok()) return;
+  auto current = store.read(job_id);
+  if (!current.ok()) return;
+  if (current->retry_status == RetryStatus::failed &&
+      current->failure_class == FailureClass::config && current->last_error == error) {
+    return;
+  }
+  (void)store.update(job_id, [&](JobState& state) {
+    state.retry_status = RetryStatus::failed;
+    state.failure_class = FailureClass::config;
+    state.next_action = NextAction::manual_review;
+    state.next_retry_at.reset();
+    state.last_error = error;
+    state.updated_at = now;
+  });
+}
+
+void World::boot(Simulator& sim, ProcessId process) {
+  auto store = StateStore::open(disk_, kWorldStateDir);
+  if (!store.ok()) {
+    log_.error("worker_boot_failed", {{"error", store.error().describe()}});
+    return;  // a disk fault killed the process here; the world reboots it
+  }
+  auto ledger = open_world_ledger(disk_, kWorldLedgerDir);
+  if (!ledger.ok()) {
+    log_.error("worker_boot_failed", {{"error", ledger.error().describe()}});
+    return;
+  }
+  WorkerMemory& memory = sim.emplace_memory<WorkerMemory>(process);
+  memory_ = &memory;
+  memory.store.emplace(std::move(store).value());
+  memory.ledger = std::move(ledger).value();
+  memory.token_client = std::make_unique<TokenClient>(sim.clock(), services_, log_);
+  RunnerPorts ports{sim,    process, sim.clock(),     services_,           messenger_, log_,
+                    disk_, *memory.ledger, *memory.token_client, scenario_};
+
+  std::vector<ScheduledJob> jobs;
+  for (const JobSpec& spec : scenario_.jobs) {
+    auto schedule = effective_schedule(spec.schedule, spec.schedule_env, scenario_.env);
+    if (!schedule.ok()) {
+      // No silent fallback to the default schedule: the job cannot be
+      // scheduled, and says so at every boot (a `config` failure).
+      log_.error("schedule_config_error", {{"job_id", spec.id},
+                                           {"failure_class", to_string(FailureClass::config)},
+                                           {"error", schedule.error().describe()}});
+      record_config_error(*memory.store, spec.id, schedule.error().describe(), sim.now());
+      continue;
+    }
+    std::unique_ptr<JobRunner> runner;
+    if (options_.runner_factory) runner = options_.runner_factory(spec, ports);
+    if (!runner) {
+      auto made = make_default_runner(spec, ports);
+      REHEARSE_ASSERT(made.ok());  // prepare() refused kinds this build cannot run
+      runner = std::move(made).value();
+    }
+    ScheduledJob job;
+    job.id = spec.id;
+    job.schedule = schedule->schedule;
+    if (spec.retry_policy) {
+      // Exactly as written: the core's parser decides, and fails closed.
+      job.policy = parse_retry_policy(*spec.retry_policy, schedule_facts(schedule->schedule));
+    } else {
+      job.policy = make_error(ErrorCode::invalid_argument,
+                              fmt::format("job '{}' has no retry_policy", spec.id));
+    }
+    job.runner = runner.get();
+    job.notify_target = spec.targets.empty() ? ops_target() : spec.targets.front();
+    memory.runners.push_back(std::move(runner));
+    jobs.push_back(std::move(job));
+  }
+  SchedulerOptions options;
+  options.concurrency = scenario_.queue.concurrency;
+  options.ops_target = ops_target();
+  // The scenario's `start` is the schedule's origin for the first boot only:
+  // later boots find each job's state in the store, and a boot that cannot
+  // read the store (corrupt) schedules from now, as a production worker would
+  // (docs/scheduler.md), instead of re-handing out slots delivered before.
+  if (sim.boot_count(process) <= 1) options.start_ms = scenario_.start_ms;
+  memory.scheduler = std::make_unique<Scheduler>(
+      SchedulerPorts{sim.clock(), queue_, *memory.store, messenger_, log_, sim.rng()},
+      std::move(jobs), options);
+  sim.spawn(process,
+            run_scheduler(*memory.scheduler,
+                          [this] {
+                            // The scheduler halted on an I/O error: a
+                            // supervisor restarts the worker.
+                            sim_.schedule_call_for(
+                                kWorld, sim_.now(),
+                                [this] { crash_worker("scheduler_halted", kWorldSupervisorRestartMs); },
+                                "crash");
+                          }),
+            "scheduler");
+}
+
+void World::sync_secrets() {
+  if (!brokerage_) return;
+  const auto& tokens = brokerage_->tokens();
+  while (secrets_synced_ < tokens.size()) monitors_->add_secret(tokens[secrets_synced_++].value);
+}
+
+void World::on_violation(Violation violation) {
+  if (fired_.count(violation.invariant) != 0) return;  // the first occurrence is the one reported
+  fired_.insert(violation.invariant);
+  const bool expected = expected_violations_.count(violation.invariant) != 0;
+  const std::string reason = fmt::format("invariant {} violated at event {}: {}",
+                                         violation.invariant, violation.event_index,
+                                         violation.message);
+  violations_.push_back(std::move(violation));
+  if (!expected && options_.stop_on_violation) sim_.stop(reason);
+}
+
+void World::on_trace_event(const TraceEvent& event, std::size_t index) {
+  if (options_.trace_sink) options_.trace_sink(event, index);
+  // A token issued by the brokerage is a secret from the moment it exists.
+  sync_secrets();
+  if (auto v = monitors_->observe(event, index)) on_violation(std::move(*v));
+}
+
+void World::read_final_state(ScenarioRunResult& result) {
+  // Read back what the store durably holds, as a fresh process would; the
+  // read is not part of the run, so it is not traced.
+  disk_.set_trace(nullptr);
+  auto store = StateStore::open(disk_, kWorldStateDir);
+  if (!store.ok()) {
+    result.store_error = store.error().describe();
+  } else if (!store->health().ok()) {
+    result.store_corrupt = true;
+    result.store_error = store->health().error ? store->health().error->describe() : "corrupt";
+  }
+  for (const JobSpec& spec : scenario_.jobs) {
+    FinalJobState f;
+    f.job_id = spec.id;
+    if (store.ok() && store->health().ok()) {
+      auto s = store->read(spec.id);
+      if (s.ok()) f.state = std::move(s).value();
+    }
+    result.final_states.push_back(std::move(f));
+  }
+  // Reconcile items as their pipeline stores durably hold them.
+  for (const JobSpec& spec : scenario_.jobs) {
+    if (spec.kind != JobKind::reconcile) continue;
+    PipelineStore pipeline(disk_, reconcile_config_from(spec).store_dir);
+    auto items = pipeline.load();
+    if (!items.ok()) {
+      result.errors.push_back(fmt::format("job {}: the pipeline store cannot be read back: {}",
+                                          spec.id, items.error().describe()));
+      continue;
+    }
+    for (const PipelineItem& item : *items) {
+      result.final_items.push_back(
+          FinalItemState{spec.id, item.issue, item.stage, item.reconcile_error});
+    }
+  }
+}
+
+ScenarioRunResult World::run() {
+  ScenarioRunResult result;
+  result.scenario = scenario_.name;
+  result.path = scenario_.path;
+  result.seed = seed_;
+  result.start_ms = scenario_.start_ms;
+  result.until_ms = scenario_.until_ms;
+
+  monitors_ = std::make_unique<MonitorSet>(scenario_);
+  // Full agent ids are secrets the monitors take from the scenario itself.
+  trace_.add_listener(
+      [this](const TraceEvent& event, std::size_t index) { on_trace_event(event, index); });
+  sim_.add_event_listener([this](const ExecutedEvent&) {
+    ++events_seen_;
+    if (options_.progress && options_.progress_every_events > 0 &&
+        events_seen_ % options_.progress_every_events == 0) {
+      options_.progress(RunProgress{sim_.now(), scenario_.start_ms, scenario_.until_ms,
+                                    events_seen_});
+    }
+  });
+  sim_.add_process_listener([this](ProcessId process, ProcessChange change, TimeMs) {
+    if (finished_) return;
+    if (change == ProcessChange::crashed) {
+      disk_.crash();  // the machine goes down with the worker
+      record_world("process_crash", json{{"process", sim_.process_name(process)},
+                                         {"cause", crash_cause_},
+                                         {"crashes", sim_.crash_count(process)}});
+      crash_cause_ = "unknown";
+    } else {
+      record_world("process_boot", json{{"process", sim_.process_name(process)},
+                                        {"boots", sim_.boot_count(process)}});
+    }
+  });
+
+  process_ = sim_.add_process("worker", [this](Simulator& s, ProcessId p) { boot(s, p); });
+  sim_.boot(process_);
+  const RunResult run = sim_.run_until(scenario_.until_ms);
+
+  result.outcome = run.outcome;
+  result.outcome_message = run.message;
+  result.events_executed = run.events_executed;
+  result.end_ms = sim_.now();
+  switch (run.outcome) {
+    case RunOutcome::completed:
+    case RunOutcome::stopped: break;
+    case RunOutcome::bounded_run:
+      on_violation(Violation{
+          "bounded_run", trace_.size(), sim_.now(),
+          fmt::format("the run reached its bound of {} events (queue.max_events) with events "
+                      "still due before {}",
+                      scenario_.queue.max_events, format_instant(scenario_.until_ms))});
+      break;
+    case RunOutcome::queue_overflow:
+    case RunOutcome::task_failed:
+      result.errors.push_back(
+          fmt::format("the run ended with {}: {}", to_string(run.outcome), run.message));
+      break;
+  }
+  // (No seed here: a scenario without random faults gives the same trace
+  // under every seed, and the trace shows that.)
+  record_world("run_end", json{{"outcome", to_string(run.outcome)},
+                               {"events", run.events_executed}});
+  // Log lines are text the secrets monitor reads too.
+  for (const std::string& line : log_.lines()) {
+    if (auto v = monitors_->observe_text(line, trace_.size(), sim_.now())) on_violation(std::move(*v));
+  }
+  // End-of-run invariants judge a run that reached `until` only: a stopped
+  // or bounded run has already failed, and its end state is not an end.
+  if (run.outcome == RunOutcome::completed) {
+    for (Violation& v : monitors_->finish(scenario_.until_ms)) on_violation(std::move(v));
+  }
+  result.tallies = monitors_->tallies();
+  finished_ = true;
+
+  read_final_state(result);
+  result.violations = violations_;
+  // Hand the events over in a fresh Trace without the world's listeners.
+  for (const TraceEvent& e : trace_.events()) result.trace.record(e);
+  REHEARSE_ASSERT(result.trace.hash() == trace_.hash());
+  result.trace_hash = hex64(trace_.hash());
+  if (options_.progress) {
+    options_.progress(RunProgress{sim_.now(), scenario_.start_ms, scenario_.until_ms, events_seen_});
+  }
+  return result;
+}
+
+}  // namespace
+
+bool world_supports(JobKind kind) noexcept {
+  switch (kind) {
+    case JobKind::group:
+    case JobKind::fetch:
+    case JobKind::publish: return true;
+    case JobKind::reconcile: return true;
+  }
+  return false;
+}
+
+bool world_supports(FaultKind kind) noexcept {
+  (void)kind;  // every kind of scenario format 1
+  return true;
+}
+
+Result<std::unique_ptr<JobRunner>> make_default_runner(const JobSpec& job, RunnerPorts& ports) {
+  CoreRunnerSpec spec;
+  spec.job_id = job.id;
+  switch (job.kind) {
+    case JobKind::group: {
+      spec.kind = CoreRunnerKind::group;
+      for (const GroupTask& task : job.tasks) spec.tasks.emplace_back(task.id, task.model_calls);
+      spec.targets = job.targets;
+      if (job.retry_policy) {
+        // Which task failure names a failed run follows the job's own policy
+        // ("auto" is judged on the effective schedule, as the core does).
+        std::optional<ScheduleFacts> facts;
+        auto schedule = effective_schedule(job.schedule, job.schedule_env, ports.scenario.env);
+        if (schedule.ok()) facts = schedule_facts(schedule->schedule);
+        auto policy = parse_retry_policy(*job.retry_policy, facts);
+        if (policy.ok()) spec.retryable_classes = policy->retryable_classes;
+      }
+      break;
+    }
+    case JobKind::fetch:
+      spec.kind = CoreRunnerKind::fetch;
+      spec.requests = job.requests;
+      spec.parallel = job.parallel;
+      break;
+    case JobKind::publish:
+      spec.kind = CoreRunnerKind::publish;
+      spec.targets = job.targets;
+      spec.publish_task = kPublishTask;
+      break;
+    case JobKind::reconcile:
+      // Its pipeline store is process memory over the durable disk.
+      return std::unique_ptr<JobRunner>(
+          std::make_unique<ReconcileJob>(ports.clock, ports.services, ports.log, ports.disk,
+                                         ports.scenario.env, reconcile_config_from(job)));
+  }
+  return make_core_runner(spec, ports.clock, ports.services, ports.notifier, ports.log,
+                          ports.ledger, ports.token_client);
+}
+
+Result<ScenarioRunResult> run_scenario(const Scenario& scenario, RunOptions options) {
+  const std::uint64_t seed = options.seed.value_or(scenario.seed);
+  auto world = std::make_unique<World>(scenario, options, seed);
+  if (Status s = world->prepare(); !s.ok()) return s.error();
+  return world->run();
+}
+
+}  // namespace rehearse::sim

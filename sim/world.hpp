@@ -1,0 +1,172 @@
+// World: one simulated world assembled from a scenario, and the run of it.
+//
+// run_scenario() builds everything a scenario names (docs/run.md): the
+// Simulator with the run's one seeded generator, the simulated disk with the
+// REAL StateStore and DeliveryLedger over it, the durable SimQueue, the
+// simulated services (model-api, brokerage) behind SimServices, the
+// Messenger, the SimLog, the Trace, and one worker process whose boot
+// function builds the REAL Scheduler with every job's runner and policy. The
+// policy is handed to the core's parser exactly as written, so a missing or
+// invalid policy fails closed inside the core, never in the harness.
+//
+// Faults from the timeline are injected only into the simulated
+// implementations, at their instant (ordered by time, then file order):
+// service windows into ModelApi / SimBrokerage, revocations into the
+// brokerage, outages into the Messenger, restarts as Simulator crashes and
+// boots, corruption and torn writes into SimDisk. The world records its own
+// trace events (process_boot, process_crash, fault_start, fault_end,
+// store_corrupt_injected, run_end; docs/trace-events.md).
+//
+// Every trace event goes to the invariant monitors (sim/monitors.hpp) as it is
+// recorded; the first violation stops the run. A run that reaches
+// `queue.max_events` fails with the invariant `bounded_run`.
+//
+// Nothing here reads a wall clock or the process environment: the same
+// scenario and seed give the same trace, byte for byte.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+// First: sim/scenario.hpp declares a `rehearse::sim::Services` (the scenario's
+// services block) that would hide the `rehearse::Services` port these
+// headers derive from.
+#include "sim/sim_services.hpp"
+// (then the rest, in order)
+#include "model/disk.hpp"
+#include "model/job_runner.hpp"
+#include "model/job_state.hpp"
+#include "model/ports.hpp"
+#include "model/result.hpp"
+#include "model/time.hpp"
+#include "model/token_client.hpp"
+#include "sim/monitors.hpp"
+#include "sim/scenario.hpp"
+#include "sim/simulator.hpp"
+#include "sim/trace.hpp"
+
+namespace rehearse {
+// Named only: model/delivery_ledger.hpp cannot be included beside
+// model/job_state.hpp (both define SlotRecord; sim/world_runners.hpp).
+class DeliveryLedger;
+}  // namespace rehearse
+
+namespace rehearse::sim {
+
+// Where the worker keeps its durable files on the simulated disk.
+inline constexpr const char* kWorldStateDir = "/srv/state";
+inline constexpr const char* kWorldLedgerDir = "/srv/ledger";
+// How long the worker stays down after its scheduler halted on an I/O error
+// (a supervisor restarts it) or a disk fault killed it outside a torn_write.
+inline constexpr DurationMs kWorldSupervisorRestartMs = kMinuteMs;
+
+// What a job's runner may use: the ports of the worker process that runs it.
+// Everything here lives exactly as long as that process (until it crashes).
+struct RunnerPorts {
+  Simulator& simulator;
+  ProcessId process;
+  Clock& clock;
+  rehearse::Services& services;
+  Notifier& notifier;
+  Log& log;
+  Disk& disk;
+  DeliveryLedger& ledger;     // the per-(job, slot) send guard and marker
+  TokenClient& token_client;  // the process's token cache (fetch jobs)
+  const Scenario& scenario;
+};
+
+// Builds the runner of one job. Returning nullptr means "the core's own
+// runner" (make_default_runner). A TEST target uses this to swap in a
+// deliberately faulty variant of a core component (the seed bugs) without any
+// switch in model/. Called at every boot of the worker, since runners are
+// process memory.
+using RunnerFactory =
+    std::function<std::unique_ptr<JobRunner>(const JobSpec& job, RunnerPorts& ports)>;
+
+// The core's runner for a job kind (group, fetch, publish; reconcile when this
+// build has the orchestrator). An error for a kind this build cannot run.
+Result<std::unique_ptr<JobRunner>> make_default_runner(const JobSpec& job, RunnerPorts& ports);
+
+// Whether this build can run a job kind / a fault kind.
+bool world_supports(JobKind kind) noexcept;
+bool world_supports(FaultKind kind) noexcept;
+
+struct RunProgress {
+  TimeMs now_ms = 0;
+  TimeMs start_ms = 0;
+  TimeMs until_ms = 0;
+  std::uint64_t events = 0;  // simulator events executed so far
+};
+
+struct RunOptions {
+  std::optional<std::uint64_t> seed;  // overrides the scenario's seed
+  // Every trace event as it is recorded (e.g. a streaming writer).
+  std::function<void(const TraceEvent&, std::size_t index)> trace_sink;
+  // Called every progress_every_events simulator events, and once at the end.
+  std::function<void(const RunProgress&)> progress;
+  std::uint64_t progress_every_events = 200'000;
+  RunnerFactory runner_factory;
+  // Stop at the first violation (default). Invariants listed in
+  // scenario.expect.violations never stop the run: it goes on so that every
+  // expected invariant can fire.
+  bool stop_on_violation = true;
+};
+
+// The end state of one job, read back from the durable store after the run.
+struct FinalJobState {
+  std::string job_id;
+  std::optional<JobState> state;  // empty when the store could not be read
+};
+
+// A reconcile item as its job's pipeline store durably holds it after the run.
+struct FinalItemState {
+  std::string job_id;
+  std::string issue;
+  std::string stage;
+  std::string reconcile_error;
+};
+
+// Everything one run produced. (Named apart from the Simulator's RunResult.)
+struct ScenarioRunResult {
+  std::string scenario;  // the scenario's name
+  std::string path;      // its file, as given
+  std::uint64_t seed = 0;
+  TimeMs start_ms = 0;
+  TimeMs until_ms = 0;
+  TimeMs end_ms = 0;  // virtual time when the run ended (until, or earlier when stopped)
+
+  RunOutcome outcome = RunOutcome::completed;
+  std::string outcome_message;
+  std::uint64_t events_executed = 0;  // simulator events
+
+  Trace trace;  // every event, in order
+  std::string trace_hash;  // hex64 of the FNV-1a 64 over the JSON Lines bytes
+
+  // Every distinct invariant that fired, first occurrence each, in firing order.
+  std::vector<Violation> violations;
+  nlohmann::json tallies;  // MonitorSet::tallies() at the end
+
+  // Durable end state: one entry per scenario job, in scenario order.
+  std::vector<FinalJobState> final_states;
+  std::vector<FinalItemState> final_items;  // reconcile jobs' items, store order
+  bool store_corrupt = false;
+  std::string store_error;  // why the store could not be read, if it could not
+
+  // The run could not be carried out as the scenario says (a core task ended
+  // with an exception, the queue overflowed): a failure, not an invariant.
+  std::vector<std::string> errors;
+};
+
+// Runs one scenario once. Errors (exit 2 for a CLI): a job or fault kind this
+// build cannot run. Everything that happens inside the run (violations,
+// failures) is in the result.
+Result<ScenarioRunResult> run_scenario(const Scenario& scenario, RunOptions options = {});
+
+}  // namespace rehearse::sim

@@ -1,0 +1,929 @@
+// Goal: the reconcile job moves pipeline stages exactly as semantics.md
+// section 8 says and as seed report 000 tested (section 11): a 404 ends the
+// item and it is never queried again; out-of-order statuses never regress a
+// stage; a configuration error defers the item exactly one hour (and such
+// attempts are never more often than hourly); network errors and 5xx back an
+// item off exponentially (1 min doubling, capped at 1 h); after a migration
+// every stored id is validated in the first cycle; roles map as the table
+// says; agent ids appear in logs and traces only as 8 characters.
+// Method: the pure parts (next_stage, role mapping, backoff, answer
+// interpretation, handoff planning, pipeline codec) by tables and RapidCheck
+// properties; the Reconciler and ReconcileJob on the simulated world
+// (Simulator, SimServices with the SimOrchestrator, SimLog into a Trace, the
+// PipelineStore over the SimDisk bound to the simulator): no mocks. Faults are
+// injected only in the orchestrator (status changes, migrations, agent
+// removal, error windows); checks read cycle reports, the durable store, the
+// orchestrator's per-issue counters and the trace.
+#include "model/reconcile.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "model/agent_roles.hpp"
+#include "model/pipeline_store.hpp"
+#include "sim/orchestrator.hpp"
+#include "sim/sim_disk.hpp"
+#include "sim/sim_log.hpp"
+#include "sim/sim_services.hpp"
+#include "sim/simulator.hpp"
+#include "sim/trace.hpp"
+#include "tests/support/property.hpp"
+
+namespace rehearse {
+namespace {
+
+using sim::OrchestratorAgent;
+using sim::OrchestratorIssue;
+using sim::OrchestratorService;
+using sim::SimOrchestrator;
+using sim::TraceEvent;
+
+const TimeMs kStart = parse_instant("2026-12-01T09:00:00Z").value();
+// Long ids, so that a leak of a whole id is detectable.
+const std::string kLeadId = "agt-lead-5f2c81d9e0b34a7c9d11";
+const std::string kDevId = "agt-dev0-93ab7c1e44d2f0a8b6c5";
+const std::string kOpsId = "agt-ops0-1c9e5a7b3d2f8e6a4b0c";
+const std::string kPlanId = "agt-plan-7d3f9b1a5c8e2d4f6a0b";
+
+Environment default_env() {
+  return Environment{{"AGENT_LEAD_ID", kLeadId},
+                     {"AGENT_DEV_ID", kDevId},
+                     {"AGENT_OPS_ID", kOpsId},
+                     {"AGENT_PLANNING_ID", kPlanId}};
+}
+
+OrchestratorService orchestrator(std::vector<OrchestratorIssue> issues,
+                                 DurationMs latency_ms = 100) {
+  OrchestratorService service;
+  service.instance = "orch-a";
+  service.issues = std::move(issues);
+  service.agents = {OrchestratorAgent{kLeadId, "lead", true}, OrchestratorAgent{kDevId, "dev", true},
+                    OrchestratorAgent{kOpsId, "ops", true},
+                    OrchestratorAgent{kPlanId, "planning", true}};
+  service.timing.latency_ms = latency_ms;
+  return service;
+}
+
+ReconcileConfig config_for(const std::vector<std::string>& issues) {
+  ReconcileConfig config;
+  config.store_dir = "/pipeline";
+  for (const std::string& issue : issues) config.items.push_back(ReconcileSeed{issue, kStageDesigning, {}});
+  return config;
+}
+
+Task<void> cycle_loop(Clock& clock, ReconcileJob& job, TimeMs first_ms, DurationMs period_ms,
+                      int count, std::vector<CycleReport>& out) {
+  for (int i = 0; i < count; ++i) {
+    const TimeMs slot = first_ms + i * period_ms;
+    co_await clock.sleep_until(slot);
+    RunContext context{"reconcile", slot, 1, false};
+    const RunOutcome outcome = co_await job.run(context);
+    REHEARSE_ASSERT(outcome.kind == job.last_report().outcome.kind);
+    out.push_back(job.last_report());
+  }
+}
+
+// The simulated world of one reconcile job.
+struct World {
+  World(const OrchestratorService& service, ReconcileConfig config, Environment env = default_env(),
+        std::uint64_t seed = 7)
+      : sim({.start_ms = kStart, .seed = seed}),
+        services(sim, trace),
+        log(sim, trace),
+        disk(&trace, sim.rng().derive("disk")),
+        orch(sim, trace, service),
+        job(sim.clock(), services, log, disk, std::move(env), std::move(config)) {
+    sim::bind_to_simulator(disk, sim);
+    services.add(orch);
+    worker = sim.add_process("worker", [](sim::Simulator&, sim::ProcessId) {});
+    sim.boot(worker);
+  }
+
+  // Runs `count` cycles, one every `period_ms` from `first_ms`, to the end.
+  std::vector<CycleReport> run_cycles(DurationMs period_ms, int count,
+                                      std::optional<TimeMs> first_ms = std::nullopt) {
+    std::vector<CycleReport> reports;
+    sim.spawn(worker, cycle_loop(sim.clock(), job, first_ms.value_or(sim.now()), period_ms, count,
+                                 reports),
+              "cycles");
+    const sim::RunResult result = sim.run();
+    REHEARSE_ASSERT(result.ok());
+    return reports;
+  }
+
+  PipelineItem item(const std::string& issue) {
+    auto found = job.store().find(issue);
+    REHEARSE_ASSERT(found.ok());
+    REHEARSE_ASSERT(found->has_value());
+    return **found;
+  }
+
+  std::vector<TraceEvent> events(const std::string& type, const std::string& issue = {}) const {
+    std::vector<TraceEvent> out;
+    for (const TraceEvent& e : trace.events()) {
+      if (e.type == type && (issue.empty() || e.item == issue)) out.push_back(e);
+    }
+    return out;
+  }
+
+  // Instants at which get_issue was sent for `issue`.
+  std::vector<TimeMs> query_times(const std::string& issue) const {
+    std::vector<TimeMs> out;
+    for (const TraceEvent& e : trace.events()) {
+      if (e.type == "service_call" && e.item == issue && e.str("operation") == "get_issue") {
+        out.push_back(e.t);
+      }
+    }
+    return out;
+  }
+
+  sim::Simulator sim;
+  sim::Trace trace;
+  sim::SimServices services;
+  sim::SimLog log;
+  sim::SimDisk disk;
+  SimOrchestrator orch;
+  ReconcileJob job;
+  sim::ProcessId worker = 0;
+};
+
+// =================================================================== pure parts
+
+TEST(NextStage, MovesForwardOnlyAndKeepsTerminalAndUnknown) {
+  struct Case {
+    const char* current;
+    const char* incoming;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"DESIGNING", "in_progress", "BUILDING"},   {"DESIGNING", "in_review", "REVIEWING"},
+      {"BUILDING", "in_review", "REVIEWING"},     {"REVIEWING", "in_progress", "REVIEWING"},
+      {"BUILDING", "todo", "BUILDING"},           {"REVIEWING", "todo", "REVIEWING"},
+      {"DESIGNING", "todo", "DESIGNING"},         {"BUILDING", "in_progress", "BUILDING"},
+      {"DESIGNING", "done", "DONE"},              {"REVIEWING", "done", "DONE"},
+      {"DONE", "in_progress", "DONE"},            {"DONE", "todo", "DONE"},
+      {"DESIGN_FAILED", "in_progress", "DESIGN_FAILED"},
+      {"DESIGN_FAILED", "done", "DESIGN_FAILED"},
+      {"BUILDING", "blocked", "BUILDING"},        {"DESIGNING", "cancelled", "DESIGNING"},
+      {"DESIGNING", "IN_PROGRESS", "DESIGNING"},  // statuses are exact names
+      {"DESIGNING", "BUILDING", "DESIGNING"},     // a stage name is not a status
+      {"LEGACY_QA", "in_review", "LEGACY_QA"},    // unknown current: left as it is
+      {"LEGACY_QA", "done", "LEGACY_QA"},         {"", "in_progress", ""},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(next_stage(c.current, c.incoming), c.expected) << c.current << " + " << c.incoming;
+  }
+  EXPECT_EQ(stage_for_status("in_progress"), std::optional<std::string_view>("BUILDING"));
+  EXPECT_EQ(stage_for_status("backlog"), std::nullopt);
+  EXPECT_TRUE(is_terminal_stage("DONE"));
+  EXPECT_TRUE(is_terminal_stage("DESIGN_FAILED"));
+  EXPECT_FALSE(is_terminal_stage("REVIEWING"));
+  EXPECT_EQ(stage_rank("DESIGNING"), 0);
+  EXPECT_EQ(stage_rank("REVIEWING"), 2);
+  EXPECT_EQ(stage_rank("DONE"), std::nullopt);
+}
+
+const std::vector<std::string>& all_statuses() {
+  static const std::vector<std::string> kStatuses{"backlog", "todo",      "in_progress", "in_review",
+                                                  "blocked", "done",      "cancelled",   "weird"};
+  return kStatuses;
+}
+const std::vector<std::string>& all_stages() {
+  static const std::vector<std::string> kStages{"DESIGNING", "BUILDING",      "REVIEWING",
+                                                "DONE",      "DESIGN_FAILED", "LEGACY_QA"};
+  return kStages;
+}
+
+// A total order over observations for the check: terminal above everything.
+int order_of(const std::string& stage) {
+  if (is_terminal_stage(stage)) return 10;
+  return stage_rank(stage).value_or(-1);
+}
+
+REHEARSE_PROP(NextStage, NeverRegressesOverAnySequence, ()) {
+  const std::string start = *rc::gen::elementOf(all_stages());
+  const auto statuses = *rc::gen::container<std::vector<std::string>>(rc::gen::elementOf(all_statuses()));
+  std::string stage = start;
+  for (const std::string& status : statuses) {
+    const std::string next = next_stage(stage, status);
+    if (is_terminal_stage(stage) || !is_known_stage(stage)) {
+      RC_ASSERT(next == stage);  // terminal and unknown stages never change
+    } else {
+      RC_ASSERT(order_of(next) >= order_of(stage));
+    }
+    stage = next;
+  }
+  // The result is the furthest stage any observation pointed to (DONE beats all).
+  if (stage_rank(start)) {
+    std::string expected = start;
+    for (const std::string& status : statuses) {
+      const auto target = stage_for_status(status);
+      if (!target || is_terminal_stage(expected)) continue;
+      if (*target == kStageDone || *stage_rank(*target) > *stage_rank(expected)) {
+        expected = std::string(*target);
+      }
+    }
+    RC_ASSERT(stage == expected);
+  }
+}
+
+TEST(ReconcileBackoff, DoublesFromOneMinuteAndCapsAtOneHour) {
+  const std::vector<DurationMs> expected = {1, 2, 4, 8, 16, 32, 60, 60, 60};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(transient_backoff_ms(static_cast<int>(i) + 1), expected[i] * kMinuteMs) << i + 1;
+  }
+  EXPECT_EQ(transient_backoff_ms(1000), kHourMs);
+  EXPECT_EQ(kConfigDeferralMs, kHourMs);
+}
+
+REHEARSE_PROP(ReconcileBackoff, MonotoneAndBounded, ()) {
+  const int n = *rc::gen::inRange(1, 100'000);
+  const DurationMs d = transient_backoff_ms(n);
+  RC_ASSERT(d >= kMinuteMs);
+  RC_ASSERT(d <= kHourMs);
+  RC_ASSERT(transient_backoff_ms(n + 1) >= d);
+  RC_ASSERT(transient_backoff_ms(n + 1) == std::min(2 * d, kHourMs));
+}
+
+TEST(AgentRoles, MapsTheFourRolesAndTheLegacyNames) {
+  const std::map<std::string, Role> table = {
+      {"lead", Role::lead},         {"dev", Role::dev},           {"ops", Role::ops},
+      {"planning", Role::planning}, {"ceo", Role::lead},          {"chief", Role::lead},
+      {"manager", Role::lead},      {"engineer", Role::dev},      {"developer", Role::dev},
+      {"coder", Role::dev},         {"builder", Role::dev},       {"sre", Role::ops},
+      {"devops", Role::ops},        {"operator", Role::ops},      {"pm", Role::planning},
+      {"planner", Role::planning},  {"product", Role::planning},  {"strategist", Role::planning},
+      {"Lead", Role::lead},         {" CEO ", Role::lead},        {"DevOps", Role::ops},
+  };
+  for (const auto& [name, role] : table) {
+    auto parsed = parse_role(name);
+    ASSERT_TRUE(parsed.ok()) << name;
+    EXPECT_EQ(*parsed, role) << name;
+  }
+  for (const char* unknown : {"", "leader", "qa", "admin", "dev ops", "c e o", "intern"}) {
+    auto parsed = parse_role(unknown);
+    ASSERT_FALSE(parsed.ok()) << unknown;
+    EXPECT_EQ(parsed.error().code, ErrorCode::invalid_argument);
+    EXPECT_NE(parsed.error().message.find("unknown agent role"), std::string::npos);
+  }
+  EXPECT_TRUE(is_legacy_role_name("ceo"));
+  EXPECT_FALSE(is_legacy_role_name("lead"));
+  EXPECT_FALSE(is_legacy_role_name("wizard"));
+  EXPECT_STREQ(role_env_var(Role::lead), "AGENT_LEAD_ID");
+  EXPECT_STREQ(role_env_var(Role::dev), "AGENT_DEV_ID");
+  EXPECT_STREQ(role_env_var(Role::ops), "AGENT_OPS_ID");
+  EXPECT_STREQ(role_env_var(Role::planning), "AGENT_PLANNING_ID");
+}
+
+TEST(AgentRoles, AgentIdsComeFromTheEnvironmentAndAreShortenedForLogs) {
+  const Environment env = default_env();
+  for (const Role role : kAllRoles) ASSERT_TRUE(agent_id_for(role, env).ok()) << to_string(role);
+  EXPECT_EQ(*agent_id_for(Role::dev, env), kDevId);
+  Environment missing = env;
+  missing.erase("AGENT_OPS_ID");
+  missing["AGENT_LEAD_ID"] = "";
+  for (const Role role : {Role::ops, Role::lead}) {
+    auto id = agent_id_for(role, missing);
+    ASSERT_FALSE(id.ok());
+    EXPECT_NE(id.error().message.find(role_env_var(role)), std::string::npos);
+  }
+  EXPECT_EQ(short_id(kLeadId), "agt-lead");
+  EXPECT_EQ(short_id(kLeadId).size(), 8u);
+  EXPECT_EQ(short_id("abc"), "abc");
+  EXPECT_EQ(short_id(""), "");
+}
+
+TEST(InterpretAnswer, NotFoundIsItsOwnTypeAndTransientIsSeparated) {
+  const auto status = [](int code, std::string message = {}) {
+    ServiceResponse response;
+    response.status = code;
+    response.body = message.empty() ? nlohmann::json() : nlohmann::json{{"message", message}};
+    return ServiceResult(response);
+  };
+  EXPECT_TRUE(std::holds_alternative<nlohmann::json>(interpret_answer(status(200))));
+  EXPECT_TRUE(std::holds_alternative<IssueNotFound>(interpret_answer(status(404))));
+  EXPECT_EQ(std::get<IssueNotFound>(interpret_answer(status(410))).http_status, 410);
+  // The status decides, never the text: a 503 that says "not found" is transient.
+  EXPECT_TRUE(std::holds_alternative<TransientFailure>(
+      interpret_answer(status(503, "upstream issue not found"))));
+  EXPECT_TRUE(std::holds_alternative<TransientFailure>(interpret_answer(status(500))));
+  EXPECT_TRUE(std::holds_alternative<TransientFailure>(interpret_answer(status(429))));
+  EXPECT_TRUE(std::holds_alternative<TransientFailure>(interpret_answer(status(408))));
+  EXPECT_TRUE(std::holds_alternative<TransientFailure>(interpret_answer(
+      ServiceResult(TransportError{TransportErrorKind::connection_reset, "read ECONNRESET"}))));
+  EXPECT_EQ(std::get<TransientFailure>(interpret_answer(ServiceResult(
+                TransportError{TransportErrorKind::timeout, "timed out"})))
+                .failure_class,
+            FailureClass::timeout);
+  EXPECT_TRUE(std::holds_alternative<RejectedFailure>(interpret_answer(status(403))));
+  EXPECT_TRUE(std::holds_alternative<RejectedFailure>(interpret_answer(status(422))));
+  EXPECT_TRUE(std::holds_alternative<RejectedFailure>(interpret_answer(status(302))));
+}
+
+AgentDirectory directory_with(std::vector<AgentEntry> agents) {
+  return AgentDirectory{"orch-a", std::move(agents)};
+}
+
+TEST(PlanHandoff, ChecksTheLeadAndTheRoleAgentBeforeHandingOver) {
+  const ReconcileConfig config;  // BUILDING -> dev, REVIEWING -> lead
+  const Environment env = default_env();
+  const AgentDirectory full = directory_with({{kLeadId, "lead"}, {kDevId, "dev"}});
+
+  auto building = plan_handoff("BUILDING", config, env, full);
+  ASSERT_TRUE(building.ok()) << building.error().message;
+  ASSERT_TRUE(building->has_value());
+  EXPECT_EQ((*building)->role, Role::dev);
+  EXPECT_EQ((*building)->agent_id, kDevId);
+  auto reviewing = plan_handoff("REVIEWING", config, env, full);
+  ASSERT_TRUE(reviewing.ok());
+  EXPECT_EQ((*reviewing)->agent_id, kLeadId);
+  // Stages that need no agent.
+  for (const char* stage : {"DONE", "DESIGN_FAILED", "DESIGNING"}) {
+    auto none = plan_handoff(stage, config, env, full);
+    ASSERT_TRUE(none.ok());
+    EXPECT_FALSE(none->has_value()) << stage;
+  }
+  // Legacy names in the orchestrator's list are accepted.
+  EXPECT_TRUE(plan_handoff("BUILDING", config, env,
+                           directory_with({{kLeadId, "ceo"}, {kDevId, "engineer"}}))
+                  .ok());
+
+  const auto expect_config_error = [&](const Result<std::optional<Handoff>>& r,
+                                       const std::string& needle) {
+    ASSERT_FALSE(r.ok()) << needle;
+    EXPECT_EQ(r.error().code, ErrorCode::invalid_argument);
+    EXPECT_NE(r.error().message.find(needle), std::string::npos) << r.error().message;
+    // Never the whole id.
+    for (const std::string& id : {kLeadId, kDevId}) {
+      EXPECT_EQ(r.error().message.find(id), std::string::npos) << r.error().message;
+    }
+  };
+  expect_config_error(plan_handoff("BUILDING", config, env, directory_with({{kDevId, "dev"}})),
+                      "lead agent agt-lead (AGENT_LEAD_ID) is missing");
+  expect_config_error(plan_handoff("BUILDING", config, env, directory_with({{kLeadId, "lead"}})),
+                      "dev agent agt-dev0 (AGENT_DEV_ID) is missing");
+  expect_config_error(
+      plan_handoff("BUILDING", config, env, directory_with({{kLeadId, "wizard"}, {kDevId, "dev"}})),
+      "unknown role 'wizard'");
+  expect_config_error(
+      plan_handoff("BUILDING", config, env, directory_with({{kLeadId, "sre"}, {kDevId, "dev"}})),
+      "expected lead");
+  Environment no_lead = env;
+  no_lead.erase("AGENT_LEAD_ID");
+  expect_config_error(plan_handoff("BUILDING", config, no_lead, full), "AGENT_LEAD_ID is not set");
+  ReconcileConfig bad_role = config;
+  bad_role.stage_roles["BUILDING"] = "janitor";
+  expect_config_error(plan_handoff("BUILDING", bad_role, env, full), "unknown agent role 'janitor'");
+  ReconcileConfig legacy_role = config;
+  legacy_role.stage_roles["BUILDING"] = "coder";
+  auto legacy = plan_handoff("BUILDING", legacy_role, env, full);
+  ASSERT_TRUE(legacy.ok());
+  EXPECT_EQ((*legacy)->role, Role::dev);
+}
+
+TEST(AgentDirectory, ParsesTheListAndRefusesMalformedOnes) {
+  auto ok = parse_agent_directory(
+      nlohmann::json{{"instance", "i-1"}, {"agents", {{{"id", "a"}, {"role", "dev"}}}}});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->instance, "i-1");
+  ASSERT_EQ(ok->agents.size(), 1u);
+  EXPECT_FALSE(parse_agent_directory(nlohmann::json{{"agents", nlohmann::json::array()}}).ok());
+  EXPECT_FALSE(parse_agent_directory(nlohmann::json{{"instance", "i"}}).ok());
+  EXPECT_FALSE(parse_agent_directory(
+                   nlohmann::json{{"instance", "i"}, {"agents", {{{"id", 3}, {"role", "dev"}}}}})
+                   .ok());
+}
+
+// ============================================================ pipeline store
+
+PipelineItem sample_item(const std::string& issue) {
+  PipelineItem item;
+  item.id = default_item_id(issue);
+  item.issue = issue;
+  item.stage = kStageBuilding;
+  item.reconcile_error = "get_issue: HTTP 503";
+  item.failures = 2;
+  item.next_attempt_at = kStart + 2 * kMinuteMs;
+  item.last_config_error_at = kStart - kHourMs;
+  item.validated_instance = "orch-a";
+  item.updated_at = kStart;
+  return item;
+}
+
+TEST(PipelineStore, MissingIsEmptyAndItemsRoundTrip) {
+  sim::SimDisk disk;
+  PipelineStore store(disk, "/pipe");
+  auto empty = store.load();
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+  const PipelineItem a = sample_item("ISS-1");
+  PipelineItem b = sample_item("ISS-2");
+  b.last_config_error_at.reset();
+  b.stage = "LEGACY_QA";  // an unknown stage is kept as it is
+  ASSERT_TRUE(store.save_item(a).ok());
+  ASSERT_TRUE(store.save_item(b).ok());
+  PipelineItem a2 = a;
+  a2.stage = kStageReviewing;
+  ASSERT_TRUE(store.save_item(a2).ok());
+  auto loaded = store.load();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 2u);
+  EXPECT_EQ((*loaded)[0], a2);
+  EXPECT_EQ((*loaded)[1], b);
+  // Durable: a power loss right now keeps everything (temp, fsync, rename, fsync dir).
+  disk.crash();
+  auto after = store.load();
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(*after, *loaded);
+  EXPECT_FALSE(disk.live_content("/pipe/pipeline.json.tmp").has_value());
+}
+
+TEST(PipelineStore, SeedingNeverResetsProgress) {
+  sim::SimDisk disk;
+  PipelineStore store(disk, "/pipe");
+  PipelineItem seed_a;
+  seed_a.id = "pipe-A";
+  seed_a.issue = "A";
+  PipelineItem seed_b = seed_a;
+  seed_b.id = "pipe-B";
+  seed_b.issue = "B";
+  auto added = store.add_missing({seed_a});
+  ASSERT_TRUE(added.ok());
+  EXPECT_EQ(*added, 1u);
+  PipelineItem done = seed_a;
+  done.stage = kStageDone;
+  ASSERT_TRUE(store.save_item(done).ok());
+  added = store.add_missing({seed_a, seed_b});
+  ASSERT_TRUE(added.ok());
+  EXPECT_EQ(*added, 1u);
+  auto a = store.find("A");
+  ASSERT_TRUE(a.ok() && a->has_value());
+  EXPECT_EQ((*a)->stage, kStageDone);
+  added = store.add_missing({seed_a, seed_b});
+  ASSERT_TRUE(added.ok());
+  EXPECT_EQ(*added, 0u);
+}
+
+TEST(PipelineStore, CorruptFileFailsClosedAndIsKept) {
+  for (const std::string& bad : {std::string(), std::string("{\"format\": 1, \"items\": ["),
+                                std::string("{\"format\": 2, \"items\": []}"),
+                                std::string("{\"format\": 1, \"items\": [{\"id\": \"x\"}]}"),
+                                std::string("[]")}) {
+    sim::SimDisk disk;
+    ASSERT_TRUE(disk.make_dirs("/pipe").ok());
+    ASSERT_TRUE(disk.put_durable("/pipe/pipeline.json", bad).ok());
+    PipelineStore store(disk, "/pipe");
+    auto loaded = store.load();
+    ASSERT_FALSE(loaded.ok()) << bad;
+    EXPECT_EQ(loaded.error().code, ErrorCode::corrupt);
+    EXPECT_TRUE(store.corrupt());
+    EXPECT_FALSE(store.save_item(sample_item("ISS-1")).ok());
+    EXPECT_FALSE(store.add_missing({sample_item("ISS-1")}).ok());
+    EXPECT_EQ(disk.live_content("/pipe/pipeline.json"), bad) << "a corrupt file is never replaced";
+  }
+}
+
+REHEARSE_PROP(PipelineCodec, RoundTripsAnyItems, ()) {
+  const int n = *rc::gen::inRange(0, 6);
+  std::vector<PipelineItem> items;
+  for (int i = 0; i < n; ++i) {
+    PipelineItem item;
+    item.issue = fmt::format("ISS-{}", i);
+    item.id = default_item_id(item.issue);
+    item.stage = *rc::gen::elementOf(all_stages());
+    // Valid UTF-8 (printable ASCII and a fixed non-ASCII sample); invalid
+    // bytes are replaced on write, see InvalidUtf8IsReplacedNotThrown.
+    item.reconcile_error =
+        *rc::gen::container<std::string>(rc::gen::inRange<char>(32, 127)) + "\u00e9\u4e2d";
+    item.failures = *rc::gen::inRange(0, 50);
+    item.next_attempt_at = kStart + *rc::gen::inRange<std::int64_t>(0, 10 * kDayMs);
+    if (*rc::gen::arbitrary<bool>()) item.last_config_error_at = kStart + *rc::gen::inRange(0, 1000);
+    item.validated_instance = *rc::gen::elementOf(std::vector<std::string>{"", "orch-a", "orch-b"});
+    item.updated_at = kStart;
+    items.push_back(std::move(item));
+  }
+  auto decoded = decode_pipeline(encode_pipeline(items));
+  RC_ASSERT(decoded.ok());
+  RC_ASSERT(*decoded == items);
+}
+
+TEST(PipelineCodec, InvalidUtf8IsReplacedNotThrown) {
+  // An orchestrator's error text may hold any bytes; storing it must not throw.
+  PipelineItem item = sample_item("ISS-1");
+  item.reconcile_error = "bad \xE9 byte";
+  auto decoded = decode_pipeline(encode_pipeline({item}));
+  ASSERT_TRUE(decoded.ok());
+  ASSERT_EQ(decoded->size(), 1u);
+  EXPECT_EQ((*decoded)[0].reconcile_error, "bad \xEF\xBF\xBD byte");  // U+FFFD
+}
+
+// ============================================================ simulated world
+
+// 000: a 404 ends the item, with an explicit reason, and it is never queried again.
+TEST(ReconcileWorld, NotFoundEndsTheItemAndItIsNeverQueriedAgain) {
+  World w(orchestrator({{"ISS-1", "in_progress"}}), config_for({"ISS-1", "ISS-LOST"}));
+  const auto reports = w.run_cycles(5 * kMinuteMs, 12);
+  ASSERT_EQ(reports.size(), 12u);
+  for (const CycleReport& r : reports) EXPECT_EQ(r.outcome.kind, RunOutcomeKind::success);
+  const PipelineItem lost = w.item("ISS-LOST");
+  EXPECT_EQ(lost.stage, kStageDesignFailed);
+  EXPECT_NE(lost.reconcile_error.find("not found"), std::string::npos) << lost.reconcile_error;
+  EXPECT_NE(lost.reconcile_error.find("HTTP 404"), std::string::npos) << lost.reconcile_error;
+  EXPECT_NE(lost.reconcile_error.find("will not be queried again"), std::string::npos);
+  EXPECT_EQ(w.orch.queries("ISS-LOST"), 1u);
+  EXPECT_EQ(w.orch.queries_after_not_found("ISS-LOST"), 0u);
+  EXPECT_EQ(w.query_times("ISS-LOST").size(), 1u);
+  ASSERT_EQ(w.events("item_failed", "ISS-LOST").size(), 1u);
+  EXPECT_EQ(w.events("item_failed", "ISS-LOST")[0].str("failure_class"), "not_found");
+  const auto changed = w.events("stage_changed", "ISS-LOST");
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0].str("from"), "DESIGNING");
+  EXPECT_EQ(changed[0].str("to"), "DESIGN_FAILED");
+  // Requests are attributed to the job, slot and item.
+  const auto calls = w.events("service_call", "ISS-LOST");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].job, "reconcile");
+  EXPECT_EQ(calls[0].slot, kStart);
+  EXPECT_EQ(calls[0].str("request_id"),
+            "reconcile/" + format_instant(kStart) + "/a1/get_issue/ISS-LOST");
+  // The healthy item went on: queried every cycle, advanced once.
+  EXPECT_EQ(w.item("ISS-1").stage, kStageBuilding);
+  EXPECT_EQ(w.orch.queries("ISS-1"), 12u + 1u);  // 12 get_issue + 1 assign
+  EXPECT_EQ(w.orch.assignments("ISS-1"), 1u);
+}
+
+// An issue that disappears between get_issue and assign ends the same way.
+TEST(ReconcileWorld, NotFoundOnAssignEndsTheItemToo) {
+  World w(orchestrator({{"ISS-1", "in_progress"}}), config_for({"ISS-1"}));
+  // list_agents 0-100 ms, get_issue 100-200 ms, assign sent at 200 ms.
+  w.orch.schedule_delete_issues(kStart + 150, {"ISS-1"}, std::nullopt);
+  w.run_cycles(5 * kMinuteMs, 4);
+  const PipelineItem item = w.item("ISS-1");
+  EXPECT_EQ(item.stage, kStageDesignFailed);
+  EXPECT_NE(item.reconcile_error.find("assign answered HTTP 404"), std::string::npos)
+      << item.reconcile_error;
+  EXPECT_EQ(w.orch.queries("ISS-1"), 2u);  // one get_issue, one assign, nothing after
+  EXPECT_EQ(w.orch.queries_after_not_found("ISS-1"), 0u);
+  EXPECT_EQ(w.orch.assignments("ISS-1"), 0u);
+}
+
+// 000: out-of-order external statuses never regress a stage, and the final
+// stage is the furthest any observed status pointed to.
+REHEARSE_PROP(ReconcileWorld, OutOfOrderStatusesNeverRegress, ()) {
+  const std::string start = *rc::gen::elementOf(all_stages());
+  const auto statuses = *rc::gen::container<std::vector<std::string>>(
+      *rc::gen::inRange(1, 10), rc::gen::elementOf(all_statuses()));
+  ReconcileConfig config = config_for({});
+  config.items.push_back(ReconcileSeed{"ISS-1", start, {}});
+  World w(orchestrator({{"ISS-1", "todo"}}), config, default_env(),
+          *rc::gen::inRange<std::uint64_t>(1, 1000));
+  // Status i is set between cycle i and cycle i+1.
+  for (std::size_t i = 0; i < statuses.size(); ++i) {
+    w.orch.schedule_issue_status(kStart + static_cast<TimeMs>(i) * 10 * kMinuteMs + 5 * kMinuteMs,
+                                 "ISS-1", statuses[i]);
+  }
+  const auto reports = w.run_cycles(10 * kMinuteMs, static_cast<int>(statuses.size()) + 1);
+  RC_ASSERT(reports.size() == statuses.size() + 1);
+
+  std::string expected = next_stage(start, "todo");
+  for (const std::string& status : statuses) expected = next_stage(expected, status);
+  RC_ASSERT(w.item("ISS-1").stage == expected);
+  std::string stage = start;
+  for (const TraceEvent& e : w.events("stage_changed", "ISS-1")) {
+    RC_ASSERT(e.str("from") == stage);
+    RC_ASSERT(!is_terminal_stage(stage));
+    RC_ASSERT(order_of(e.str("to")) > order_of(stage));
+    stage = e.str("to");
+  }
+  RC_ASSERT(stage == expected);
+  // A terminal item is not queried after it became terminal.
+  if (is_terminal_stage(start)) RC_ASSERT(w.orch.queries("ISS-1") == 0u);
+}
+
+// 000: a configuration error (lead agent missing) defers the item exactly one
+// hour, every hour, and the cycle itself succeeds.
+TEST(ReconcileWorld, ConfigErrorDefersExactlyOneHour) {
+  OrchestratorService service = orchestrator({{"ISS-1", "in_progress"}}, /*latency_ms=*/0);
+  service.agents[0].present = false;  // the lead agent is missing from the list
+  World w(service, config_for({"ISS-1"}));
+  const auto reports = w.run_cycles(kMinuteMs, 3 * 60 + 1);  // 3 h of one-minute cycles
+  for (const CycleReport& r : reports) EXPECT_EQ(r.outcome.kind, RunOutcomeKind::success);
+
+  const auto deferred = w.events("item_deferred", "ISS-1");
+  ASSERT_EQ(deferred.size(), 4u);  // at 0, 1 h, 2 h and 3 h
+  for (std::size_t i = 0; i < deferred.size(); ++i) {
+    EXPECT_EQ(deferred[i].t, kStart + static_cast<TimeMs>(i) * kHourMs);
+    EXPECT_EQ(deferred[i].str("until"), format_instant(deferred[i].t + kHourMs));
+    EXPECT_EQ(deferred[i].str("failure_class"), "config");
+    EXPECT_NE(deferred[i].str("reason").find("lead agent agt-lead (AGENT_LEAD_ID) is missing"),
+              std::string::npos)
+        << deferred[i].str("reason");
+  }
+  // Queried once an hour, never in between.
+  const auto times = w.query_times("ISS-1");
+  ASSERT_EQ(times.size(), 4u);
+  for (std::size_t i = 1; i < times.size(); ++i) EXPECT_EQ(times[i] - times[i - 1], kHourMs);
+  const PipelineItem item = w.item("ISS-1");
+  EXPECT_EQ(item.stage, kStageDesigning);
+  EXPECT_EQ(item.next_attempt_at, kStart + 4 * kHourMs);
+  EXPECT_EQ(item.last_config_error_at, kStart + 3 * kHourMs);
+  EXPECT_NE(item.reconcile_error.find("lead agent"), std::string::npos);
+  EXPECT_EQ(w.orch.calls("assign"), 0u);  // nothing is handed over without a lead
+}
+
+// Invariant 8 from the trace: config-error attempts at most hourly, whatever
+// the cycle period and whatever else happens to the item (random periods,
+// a 503 window and a migration in the middle).
+REHEARSE_PROP(ReconcileWorld, ConfigErrorAttemptsNeverMoreOftenThanHourly, ()) {
+  const DurationMs period_ms = *rc::gen::inRange<DurationMs>(3, 40) * kMinuteMs;
+  const TimeMs outage_ms = *rc::gen::inRange<DurationMs>(0, 180) * kMinuteMs;
+  OrchestratorService service = orchestrator({{"ISS-1", "in_progress"}, {"ISS-2", "in_review"}});
+  service.agents[1].present = false;  // dev missing: BUILDING handoffs fail; REVIEWING works
+  World w(service, config_for({"ISS-1", "ISS-2"}), default_env(),
+          *rc::gen::inRange<std::uint64_t>(1, 1000));
+  w.orch.add_fault(sim::OrchestratorFault{"get_issue", kStart + outage_ms,
+                                          kStart + outage_ms + 20 * kMinuteMs, 1.0, 503,
+                                          TransportErrorKind::none, "outage"});
+  w.orch.schedule_delete_issues(kStart + *rc::gen::inRange<DurationMs>(0, 200) * kMinuteMs, {},
+                                std::string("orch-b"));
+  const int cycles = static_cast<int>(4 * kHourMs / period_ms);
+  w.run_cycles(period_ms, cycles);
+  const auto deferred = w.events("item_deferred", "ISS-1");
+  RC_ASSERT(!deferred.empty());
+  for (std::size_t i = 1; i < deferred.size(); ++i) {
+    RC_ASSERT(deferred[i].t - deferred[i - 1].t >= kHourMs);
+  }
+  RC_ASSERT(w.item("ISS-2").stage == std::string(kStageReviewing));
+}
+
+// Lead agent removed, restored 90 minutes later: hourly deferrals, then the
+// next cycle after the deferral ends recovers (and hands the work over once).
+TEST(ReconcileWorld, LeadRemovedThenRestoredRecoversOnTheNextCycle) {
+  World w(orchestrator({{"ISS-1", "in_progress"}}, 0), config_for({"ISS-1"}));
+  w.orch.remove_agent(kLeadId);
+  w.orch.schedule_restore_agent(kStart + 90 * kMinuteMs, kLeadId);
+  w.run_cycles(5 * kMinuteMs, 37);  // 3 h
+  const auto deferred = w.events("item_deferred", "ISS-1");
+  ASSERT_EQ(deferred.size(), 2u);
+  EXPECT_EQ(deferred[0].t, kStart);
+  EXPECT_EQ(deferred[1].t, kStart + kHourMs);
+  const auto changed = w.events("stage_changed", "ISS-1");
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0].t, kStart + 2 * kHourMs);  // the first cycle at or after the deferral
+  EXPECT_EQ(changed[0].str("to"), "BUILDING");
+  EXPECT_EQ(w.orch.assignments("ISS-1"), 1u);
+  EXPECT_EQ(w.events("agent_restored").size(), 1u);
+  EXPECT_EQ(w.events("agent_restored")[0].str("agent"), "agt-lead");
+  const PipelineItem item = w.item("ISS-1");
+  EXPECT_EQ(item.stage, kStageBuilding);
+  EXPECT_TRUE(item.reconcile_error.empty());
+}
+
+// Network errors and 5xx: per-item backoff 1, 2, 4, ... minutes, capped at
+// 1 h; the item is queried exactly when due and recovers after the window.
+TEST(ReconcileWorld, ServerErrorsBackOffDoublingCappedAtOneHour) {
+  // get_issue answers 503 for 4 h (list_agents keeps working).
+  const sim::OrchestratorFault fault{"get_issue", kStart, kStart + 4 * kHourMs, 1.0, 503,
+                                     TransportErrorKind::none, "503"};
+  World w(orchestrator({{"ISS-1", "in_progress"}}, 0), config_for({"ISS-1"}));
+  w.orch.add_fault(fault);
+  w.run_cycles(kMinuteMs, 6 * 60);
+  const auto backoffs = w.events("item_backoff", "ISS-1");
+  // Failures at 0, 1, 3, 7, 15, 31, 63, 123 and 183 min.
+  const std::vector<DurationMs> delays = {1, 2, 4, 8, 16, 32, 60, 60, 60};
+  ASSERT_EQ(backoffs.size(), delays.size());
+  TimeMs previous = -1;
+  for (std::size_t i = 0; i < delays.size(); ++i) {
+    EXPECT_EQ(backoffs[i].num("failures"), static_cast<std::int64_t>(i) + 1);
+    EXPECT_EQ(backoffs[i].str("failure_class"), "provider_5xx");
+    EXPECT_EQ(parse_instant(backoffs[i].str("until")).value() - backoffs[i].t,
+              delays[i] * kMinuteMs);
+    if (previous >= 0) {
+      EXPECT_EQ(backoffs[i].t - previous, delays[i - 1] * kMinuteMs);
+    }
+    previous = backoffs[i].t;
+  }
+  // The 10th attempt, at 183 + 60 = 243 min, is after the window: it succeeds.
+  const auto times = w.query_times("ISS-1");
+  ASSERT_GT(times.size(), delays.size());
+  EXPECT_EQ(times[delays.size()], kStart + 243 * kMinuteMs);
+  const PipelineItem item = w.item("ISS-1");
+  EXPECT_EQ(item.stage, kStageBuilding);
+  EXPECT_EQ(item.failures, 0);
+  EXPECT_TRUE(item.reconcile_error.empty());
+}
+
+TEST(ReconcileWorld, NetworkErrorsBackOffPerItem) {
+  for (const TransportErrorKind kind :
+       {TransportErrorKind::connection_reset, TransportErrorKind::timeout}) {
+    World w(orchestrator({{"ISS-1", "in_progress"}}, 0), config_for({"ISS-1"}));
+    w.orch.add_fault(sim::OrchestratorFault{"get_issue", kStart, kStart + 10 * kMinuteMs, 1.0, 0,
+                                            kind, "net"});
+    const auto reports = w.run_cycles(kMinuteMs, 30);
+    for (const CycleReport& r : reports) EXPECT_EQ(r.outcome.kind, RunOutcomeKind::success);
+    const auto backoffs = w.events("item_backoff", "ISS-1");
+    ASSERT_GE(backoffs.size(), 3u) << to_string(kind);
+    EXPECT_EQ(backoffs[0].str("failure_class"),
+              kind == TransportErrorKind::timeout ? "timeout" : "network");
+    for (std::size_t i = 0; i < backoffs.size(); ++i) {
+      EXPECT_EQ(backoffs[i].num("failures"), static_cast<std::int64_t>(i) + 1);
+    }
+    EXPECT_EQ(w.item("ISS-1").stage, kStageBuilding);
+    EXPECT_EQ(w.item("ISS-1").failures, 0);
+  }
+}
+
+// 000's lesson: after a migration, the first cycle validates EVERY stored id
+// (including an item deferred by a config error, without attempting its
+// handoff early); lost ones end DESIGN_FAILED after exactly one 404.
+TEST(ReconcileWorld, MigrationValidatesEveryStoredIdInTheFirstCycle) {
+  OrchestratorService service = orchestrator({{"A", "todo"},
+                                              {"B", "in_progress"},
+                                              {"C", "todo"},
+                                              {"D", "in_review"},
+                                              {"E", "in_progress"}},
+                                             0);
+  ReconcileConfig config = config_for({"A", "B", "C", "D", "E"});
+  config.stage_roles["BUILDING"] = "ops";  // B and E need the ops agent...
+  service.agents[2].present = false;       // ...which is missing: deferred an hour
+  World w(service, config);
+  w.orch.schedule_delete_issues(kStart + 12 * kMinuteMs, {"C", "E"}, std::string("orch-b"));
+  const auto reports = w.run_cycles(10 * kMinuteMs, 4);  // 0, 10, 20, 30 min
+  ASSERT_EQ(reports.size(), 4u);
+  // Cycle 0 validates everything on orch-a; cycle 2 (20 min) on orch-b.
+  const auto validated = w.events("ids_validated");
+  ASSERT_EQ(validated.size(), 2u);
+  EXPECT_EQ(validated[0].t, kStart);
+  EXPECT_EQ(validated[0].str("instance"), "orch-a");
+  EXPECT_EQ(validated[0].num("validated"), 5);
+  EXPECT_EQ(validated[1].str("instance"), "orch-b");
+  EXPECT_EQ(validated[1].t, kStart + 20 * kMinuteMs);
+  EXPECT_EQ(validated[1].num("validated"), 3);
+  EXPECT_EQ(validated[1].num("lost"), 2);
+  EXPECT_EQ(reports[2].instance, "orch-b");
+  // Every non-terminal id was queried in that cycle, deferred B and E too.
+  for (const std::string issue : {"A", "B", "C", "D", "E"}) {
+    const auto times = w.query_times(issue);
+    EXPECT_NE(std::find(times.begin(), times.end(), kStart + 20 * kMinuteMs), times.end()) << issue;
+  }
+  for (const std::string lost : {"C", "E"}) {
+    EXPECT_EQ(w.item(lost).stage, kStageDesignFailed) << lost;
+    EXPECT_EQ(w.orch.not_found_answers(lost), 1u) << lost;
+    EXPECT_EQ(w.orch.queries_after_not_found(lost), 0u) << lost;
+    EXPECT_NE(w.item(lost).reconcile_error.find("orch-b"), std::string::npos);
+  }
+  for (const std::string kept : {"A", "B", "D"}) EXPECT_EQ(w.item(kept).validated_instance, "orch-b");
+  // B's deferral still holds: no second config-error attempt inside the hour.
+  EXPECT_EQ(w.events("item_deferred", "B").size(), 1u);
+  EXPECT_EQ(w.item("B").next_attempt_at, kStart + kHourMs);
+  EXPECT_EQ(w.item("B").stage, kStageDesigning);
+  EXPECT_EQ(w.item("D").stage, kStageReviewing);  // lead present: handed over
+}
+
+// Agent ids appear in logs and traces only as their first 8 characters.
+TEST(ReconcileWorld, LogsAndTracesCarryOnlyShortAgentIds) {
+  OrchestratorService service = orchestrator({{"ISS-1", "in_progress"}, {"ISS-2", "in_review"}});
+  service.agents[0].role = "ceo";        // legacy names in the list
+  service.agents[1].role = "developer";
+  World w(service, config_for({"ISS-1", "ISS-2"}));
+  w.orch.schedule_remove_agent(kStart + kMinuteMs, kDevId);
+  w.orch.schedule_issue_status(kStart + 2 * kMinuteMs, "ISS-1", "in_progress");
+  w.run_cycles(30 * kMinuteMs, 3);
+  EXPECT_EQ(w.item("ISS-1").stage, kStageBuilding);
+  EXPECT_EQ(w.item("ISS-2").stage, kStageReviewing);
+  const auto assigned = w.events("agent_assigned");
+  ASSERT_EQ(assigned.size(), 2u);
+  for (const TraceEvent& e : assigned) EXPECT_EQ(e.str("agent").size(), 8u);
+  const std::string jsonl = w.trace.to_jsonl();
+  std::string logs;
+  for (const std::string& line : w.log.lines()) logs += line + "\n";
+  auto stored = w.disk.live_content("/pipeline/pipeline.json");
+  ASSERT_TRUE(stored.has_value());
+  for (const std::string& id : {kLeadId, kDevId, kOpsId, kPlanId}) {
+    EXPECT_EQ(jsonl.find(id), std::string::npos) << id;
+    EXPECT_EQ(logs.find(id), std::string::npos) << id;
+    EXPECT_EQ(stored->find(id), std::string::npos) << id;
+  }
+  EXPECT_NE(jsonl.find(short_id(kDevId)), std::string::npos);
+}
+
+TEST(ReconcileWorld, UnknownRoleNameIsAConfigErrorThatDefers) {
+  ReconcileConfig config = config_for({"ISS-1"});
+  config.stage_roles["BUILDING"] = "janitor";
+  World w(orchestrator({{"ISS-1", "in_progress"}}, 0), config);
+  const auto reports = w.run_cycles(30 * kMinuteMs, 3);
+  for (const CycleReport& r : reports) EXPECT_EQ(r.outcome.kind, RunOutcomeKind::success);
+  const auto deferred = w.events("item_deferred", "ISS-1");
+  ASSERT_EQ(deferred.size(), 2u);  // 0 and 60 min
+  EXPECT_NE(deferred[0].str("reason").find("unknown agent role 'janitor'"), std::string::npos);
+  EXPECT_EQ(deferred[1].t - deferred[0].t, kHourMs);
+}
+
+TEST(ReconcileWorld, UnreachableAgentListFailsTheRunButItemsStillMove) {
+  World w(orchestrator({{"ISS-1", "in_progress"}, {"ISS-2", "done"}}, 0),
+          config_for({"ISS-1", "ISS-2", "ISS-GONE"}));
+  w.orch.add_fault(sim::OrchestratorFault{"list_agents", kStart, kStart + 5 * kMinuteMs, 1.0, 502,
+                                          TransportErrorKind::none, "gateway"});
+  const auto reports = w.run_cycles(10 * kMinuteMs, 2);
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].outcome.kind, RunOutcomeKind::failure);
+  EXPECT_EQ(reports[0].outcome.failure_class, FailureClass::provider_5xx);
+  EXPECT_EQ(reports[1].outcome.kind, RunOutcomeKind::success);
+  EXPECT_EQ(w.events("orchestrator_unreachable").size(), 1u);
+  // Cycle 0: handoff impossible -> backoff (not a config deferral); no agent needed for DONE.
+  EXPECT_TRUE(w.events("item_deferred").empty());
+  ASSERT_EQ(w.events("item_backoff", "ISS-1").size(), 1u);
+  EXPECT_EQ(w.item("ISS-1").stage, kStageBuilding);
+  EXPECT_EQ(w.item("ISS-2").stage, kStageDone);
+  EXPECT_EQ(w.item("ISS-GONE").stage, kStageDesignFailed);
+}
+
+TEST(ReconcileWorld, CorruptPipelineFailsClosed) {
+  World w(orchestrator({{"ISS-1", "in_progress"}}), config_for({"ISS-1"}));
+  ASSERT_TRUE(w.disk.make_dirs("/pipeline").ok());
+  const std::string garbage = "{\"format\": 1, \"items\": [{\"id\": ";
+  ASSERT_TRUE(w.disk.put_durable("/pipeline/pipeline.json", garbage).ok());
+  const auto reports = w.run_cycles(10 * kMinuteMs, 3);
+  for (const CycleReport& r : reports) {
+    EXPECT_EQ(r.outcome.kind, RunOutcomeKind::failure);
+    EXPECT_EQ(r.outcome.failure_class, FailureClass::unknown);
+    EXPECT_NE(r.outcome.error.find("corrupt"), std::string::npos) << r.outcome.error;
+  }
+  EXPECT_EQ(w.orch.calls("get_issue"), 0u);
+  EXPECT_EQ(w.disk.live_content("/pipeline/pipeline.json"), garbage);
+  EXPECT_EQ(w.events("pipeline_unavailable").size(), 3u);
+}
+
+TEST(ReconcileWorld, BatchSizeLimitsDueItemsPerCycle) {
+  ReconcileConfig config = config_for({"A", "B", "C"});
+  config.batch_size = 2;
+  World w(orchestrator({{"A", "todo"}, {"B", "todo"}, {"C", "todo"}}, 0), config);
+  const auto reports = w.run_cycles(10 * kMinuteMs, 3);
+  ASSERT_EQ(reports.size(), 3u);
+  EXPECT_EQ(reports[0].queried, 3);  // the first cycle validates every id regardless
+  EXPECT_EQ(reports[1].queried, 2);
+  EXPECT_EQ(reports[2].queried, 2);
+}
+
+// The integration path of the world runner: scenario JobSpec and services.
+TEST(ReconcileWorld, BuildsFromScenarioInputs) {
+  sim::JobSpec spec;
+  spec.id = "issue-sync";
+  spec.kind = sim::JobKind::reconcile;
+  spec.items = {sim::ReconcileItem{"ISS-1", "DESIGNING", false},
+                sim::ReconcileItem{"ISS-2", "BUILDING", false},
+                sim::ReconcileItem{"ISS-9", "DESIGNING", true}};
+  spec.batch_size = 5;
+  const ReconcileConfig config = sim::reconcile_config_from(spec);
+  ASSERT_EQ(config.items.size(), 3u);
+  EXPECT_EQ(config.items[1].stage, "BUILDING");
+  EXPECT_EQ(config.batch_size, 5);
+  EXPECT_EQ(config.store_dir, "pipeline-issue-sync");
+
+  OrchestratorService service =
+      orchestrator({{"ISS-1", "todo"}, {"ISS-2", "in_progress"}, {"ISS-9", "todo"}});
+  World w(service, config);
+  w.orch.apply_job_items(spec.items);
+  EXPECT_FALSE(w.orch.has_issue("ISS-9"));
+  std::vector<sim::FaultSpec> faults(4);
+  faults[0].kind = sim::FaultKind::issue_status;
+  faults[0].at_ms = kStart + 15 * kMinuteMs;
+  faults[0].issue = "ISS-2";
+  faults[0].status = "in_review";
+  faults[1].kind = sim::FaultKind::http_errors;
+  faults[1].at_ms = kStart + 25 * kMinuteMs;
+  faults[1].for_ms = 10 * kMinuteMs;
+  faults[1].service = sim::ServiceKind::orchestrator;
+  faults[1].http_status = 500;
+  faults[2].kind = sim::FaultKind::issues_deleted;
+  faults[2].at_ms = kStart + 45 * kMinuteMs;
+  faults[2].issues = {"ISS-1"};
+  faults[2].new_instance = "orch-b";
+  faults[3].kind = sim::FaultKind::restart;
+  for (std::size_t i = 0; i < 3; ++i) ASSERT_TRUE(w.orch.schedule_fault(faults[i], kStart + kDayMs).ok());
+  EXPECT_FALSE(w.orch.schedule_fault(faults[3], kStart + kDayMs).ok());
+  const auto reports = w.run_cycles(10 * kMinuteMs, 7);
+  ASSERT_EQ(reports.size(), 7u);
+  EXPECT_EQ(reports[3].outcome.kind, RunOutcomeKind::failure);  // 30 min: list_agents got a 500
+  EXPECT_EQ(reports[3].outcome.failure_class, FailureClass::provider_5xx);
+  EXPECT_EQ(w.item("ISS-9").stage, kStageDesignFailed);
+  EXPECT_EQ(w.item("ISS-2").stage, kStageReviewing);
+  EXPECT_EQ(w.item("ISS-1").stage, kStageDesignFailed);
+  EXPECT_EQ(w.orch.instance(), "orch-b");
+  EXPECT_EQ(w.events("issue_status_set", "ISS-2").size(), 1u);
+  EXPECT_EQ(w.events("issue_deleted", "ISS-1").size(), 1u);
+  EXPECT_EQ(w.events("instance_changed").size(), 1u);
+  for (const std::string issue : {"ISS-1", "ISS-9"}) {
+    EXPECT_EQ(w.orch.queries_after_not_found(issue), 0u) << issue;
+  }
+}
+
+}  // namespace
+}  // namespace rehearse

@@ -1,0 +1,31 @@
+// A group job runner for tests/sim/test_monitors.cpp, built in a translation
+// unit of its own: model/delivery_ledger.hpp and model/job_state.hpp both
+// declare a rehearse::SlotRecord today, so the group job and the scheduler
+// cannot be included in one file. The handle owns the ledger and the job.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/disk.hpp"
+#include "model/job_runner.hpp"
+#include "model/ports.hpp"
+
+namespace rehearse::sim::testing {
+
+class GroupRunnerHandle {
+ public:
+  virtual ~GroupRunnerHandle() = default;
+  virtual JobRunner& runner() = 0;
+};
+
+// Empty when the ledger cannot be opened (a disk fault killed the process).
+std::unique_ptr<GroupRunnerHandle> make_group_runner(Clock& clock, ::rehearse::Services& services,
+                                                     Notifier& notifier, Log& log, Disk& disk,
+                                                     const std::string& ledger_dir,
+                                                     const std::string& job_id,
+                                                     const std::vector<std::string>& targets,
+                                                     const std::vector<std::string>& tasks);
+
+}  // namespace rehearse::sim::testing

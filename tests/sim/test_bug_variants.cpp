@@ -1,0 +1,146 @@
+// Goal: the harness catches the field reports' bugs. Each seed bug is rebuilt
+// as a test-only faulty variant of a core component (tests/variants/), plugged
+// into an otherwise real world through RunOptions::runner_factory, and run on
+// the bundled scenario that replays its incident: the run must FAIL, with the
+// invariant the bug breaks, while the core's own runner passes the same
+// scenario without that invariant firing (so the alarm is about the bug, not
+// about the scenario).
+// Method: run_scenario() twice per bug (core, then variant), compare the
+// violations fired (every one is collected: stop_on_violation is off), and
+// judge the variant's run with judge_run(), which also checks `expect`.
+//   (a) 001 swallowed group failure  -> nothing_lost or no_duplicate_delivery
+//   (b) 000 404 treated as transient -> item_queries_bounded
+//   (c) 001 401 retried with the same token -> no invariant of semantics.md
+//       section 10 (the failures stay visible and are not retried because
+//       `auth` is not retryable); only the scenario's expectations catch it.
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "sim/world.hpp"
+#include "sim/orchestrator.hpp"
+#include "sim/report.hpp"
+#include "tests/variants/seed_bugs.hpp"
+
+namespace rehearse::sim {
+namespace {
+
+std::string scenario_path(const std::string& name) {
+  return std::string(REHEARSE_SOURCE_DIR) + "/scenarios/" + name + ".json";
+}
+
+std::set<std::string> fired(const ScenarioRunResult& run) {
+  std::set<std::string> names;
+  for (const Violation& v : run.violations) names.insert(v.invariant);
+  return names;
+}
+
+std::string describe(const ScenarioRunResult& run) {
+  std::string text;
+  for (const Violation& v : run.violations) text += "  " + v.invariant + ": " + v.message + "\n";
+  for (const std::string& e : run.errors) text += "  error: " + e + "\n";
+  return text.empty() ? "  (no violation)\n" : text;
+}
+
+bool has_expect_failure(const Verdict& verdict, const std::string& pointer) {
+  for (const ExpectFailure& f : verdict.expect_failures) {
+    if (f.pointer == pointer) return true;
+  }
+  return false;
+}
+
+// Runs the scenario with the core's runners and with `factory`, every
+// violation collected in both runs.
+struct Pair {
+  Scenario scenario;
+  ScenarioRunResult core;
+  ScenarioRunResult variant;
+};
+
+Pair run_both(const std::string& name, RunnerFactory factory) {
+  auto loaded = load_scenario_file(scenario_path(name));
+  EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : loaded.error().message);
+  Pair out{loaded.ok() ? std::move(loaded).value() : Scenario{}, {}, {}};
+  if (!loaded.ok()) return out;
+  RunOptions core_options;
+  core_options.stop_on_violation = false;
+  auto core = run_scenario(out.scenario, core_options);
+  EXPECT_TRUE(core.ok()) << (core.ok() ? "" : core.error().message);
+  if (core.ok()) out.core = std::move(core).value();
+  RunOptions variant_options;
+  variant_options.stop_on_violation = false;
+  variant_options.runner_factory = std::move(factory);
+  auto variant = run_scenario(out.scenario, variant_options);
+  EXPECT_TRUE(variant.ok()) << (variant.ok() ? "" : variant.error().message);
+  if (variant.ok()) out.variant = std::move(variant).value();
+  return out;
+}
+
+TEST(BugVariants, SwallowedGroupFailureBreaksNothingLost) {
+  // The all-fail job of group-run-verdicts: every task fails in a quota
+  // outage. The variant turns the failed run into a delivered slot.
+  Pair r = run_both("group-run-verdicts", [](const JobSpec& job, RunnerPorts& ports)
+                                              -> std::unique_ptr<JobRunner> {
+    if (job.id != "all-fail") return nullptr;
+    auto core = make_default_runner(job, ports);
+    if (!core.ok()) return nullptr;
+    return variants::make_swallowing_group_job(std::move(core).value(), ports.clock, ports.log,
+                                               ports.ledger);
+  });
+  const auto core_fired = fired(r.core);
+  EXPECT_EQ(core_fired.count("nothing_lost") + core_fired.count("no_duplicate_delivery"), 0u)
+      << "core run:\n" << describe(r.core);
+  const auto bad = fired(r.variant);
+  EXPECT_GE(bad.count("nothing_lost") + bad.count("no_duplicate_delivery"), 1u)
+      << "the swallowed failure went unnoticed by the invariants; variant run:\n"
+      << describe(r.variant);
+  const Verdict verdict = judge_run(r.scenario, r.variant, std::nullopt);
+  EXPECT_FALSE(verdict.held());
+  // The scenario's own numbers see it too: no retry ran, the slot "delivered".
+  EXPECT_TRUE(has_expect_failure(verdict, "/expect/jobs/all-fail/retries"));
+}
+
+TEST(BugVariants, NotFoundTreatedAsTransientBreaksItemQueriesBounded) {
+  if (!world_supports(JobKind::reconcile)) {
+    GTEST_SKIP() << "this build's world cannot run reconcile jobs yet";
+  }
+  Pair r = run_both("reconcile-migration-404", [](const JobSpec& job, RunnerPorts& ports)
+                                                   -> std::unique_ptr<JobRunner> {
+    if (job.kind != JobKind::reconcile) return nullptr;
+    return variants::make_transient_404_reconcile_job(ports.clock, ports.services, ports.log,
+                                                      ports.disk, ports.scenario.env,
+                                                      reconcile_config_from(job));
+  });
+  EXPECT_EQ(fired(r.core).count("item_queries_bounded"), 0u) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(fired(r.variant).count("item_queries_bounded"), 1u)
+      << "a lost issue was queried again and nobody noticed; variant run:\n"
+      << describe(r.variant);
+  const Verdict verdict = judge_run(r.scenario, r.variant, std::nullopt);
+  EXPECT_FALSE(verdict.held());
+  EXPECT_TRUE(has_expect_failure(verdict, "/expect/items/ISS-9/stage"));
+}
+
+TEST(BugVariants, StickyTokenBreaksTokenReissueBounded) {
+  Pair r = run_both("token-revoked-early", [](const JobSpec& job, RunnerPorts& ports)
+                                               -> std::unique_ptr<JobRunner> {
+    if (job.kind != JobKind::fetch) return nullptr;
+    return variants::make_sticky_token_fetch_job(ports.clock, ports.services, ports.log, job.id,
+                                                 job.requests);
+  });
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  // The variant keeps the token a 401 refused and sends the next request with
+  // it: invariant 7 read with section 7's rule (the first 401 drops the token
+  // and reissues once), judged by the monitor from the brokerage's own
+  // auth_rejected fingerprints and the time the 401 reached the client.
+  EXPECT_GE(fired(r.variant).count("token_reissue_bounded"), 1u) << describe(r.variant);
+  const Verdict verdict = judge_run(r.scenario, r.variant, std::nullopt);
+  EXPECT_FALSE(verdict.held());
+  EXPECT_TRUE(has_expect_failure(verdict, "/expect/jobs/quote-fetch/delivered_slots"));
+  EXPECT_TRUE(has_expect_failure(verdict, "/expect/jobs/quote-fetch/final_status"));
+  EXPECT_TRUE(has_expect_failure(verdict, "/expect/services/brokerage/token_issues"));
+}
+
+}  // namespace
+}  // namespace rehearse::sim

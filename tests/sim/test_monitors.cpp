@@ -1,0 +1,1261 @@
+// Goal: each invariant monitor (semantics.md section 10, sim/monitors.hpp) is a
+// witness with teeth: it fires, under its own name and at the event that shows
+// the fault, on a trace that breaks its invariant, and stays quiet on the
+// near misses the semantics allow (a duplicate delivery after a crash inside
+// the at-least-once window, repeated failure notices, slots still in flight
+// at the end, slots coalesced after downtime).
+// Method: hand-made traces, one fault each, plus a near miss per invariant; a
+// RapidCheck property over random legal traces from a tiny generator (per-slot
+// retry chains within budget, deliveries with crashes in the window, monotone
+// stages, token requests with at most one reissue) that must never fire; and
+// the trace of a real run (the scheduler with a group job over the simulated
+// model-api and messenger, a quota outage and a restart) that must pass every
+// monitor, so the monitors' event vocabulary is the one the core emits; and
+// the same world with a test-only faulty variant (the core given a bigger
+// retry budget than the scenario's) that must fail with retries_bounded.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <deque>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/retry_policy.hpp"
+#include "model/scheduler.hpp"
+#include "model/state_store.hpp"
+#include "sim/messenger.hpp"
+#include "sim/model_api.hpp"
+#include "sim/monitors.hpp"
+#include "sim/sim_disk.hpp"
+#include "sim/sim_log.hpp"
+#include "sim/sim_queue.hpp"
+#include "sim/sim_services.hpp"
+#include "sim/simulator.hpp"
+#include "sim/trace.hpp"
+#include "tests/sim/monitors_group_world.hpp"
+#include "tests/support/property.hpp"
+
+namespace rehearse::sim {
+namespace {
+
+using nlohmann::json;
+
+TimeMs at(const char* iso) {
+  auto t = parse_instant(iso);
+  REHEARSE_ASSERT(t.ok());
+  return *t;
+}
+
+const TimeMs kStart = at("2026-03-02T09:31:00Z");
+const TimeMs kUntil = at("2026-03-02T18:00:00Z");
+const std::string kAgentId = "agent-lead-7f3a9c21d4e5";
+
+// hourly: per-job form, per_episode, max 2, 300 s fixed, default classes.
+// slotty: BullMQ form, per_slot, 2 retries, fixed 10 min, every class.
+// broken: no policy at all (never retried).
+// weekly: "auto" on an env-overridden low-frequency schedule (3 retries).
+Scenario base_scenario() {
+  Scenario s;
+  s.name = "monitor-unit";
+  s.start_ms = kStart;
+  s.until_ms = kUntil;
+  s.env["WEEKLY_CRON"] = "0 17 * * MON";
+  s.env["AGENT_LEAD_ID"] = kAgentId;
+  JobSpec hourly;
+  hourly.id = "hourly";
+  hourly.schedule = "0 * * * *";
+  hourly.retry_policy = json{{"max", 2}, {"backoff_sec", 300}};
+  JobSpec slotty;
+  slotty.id = "slotty";
+  slotty.schedule = "30 * * * *";
+  slotty.retry_policy = json{{"attempts", 3}, {"backoff", {{"type", "fixed"}, {"delay", "10m"}}}};
+  JobSpec broken;
+  broken.id = "broken";
+  broken.schedule = "15 * * * *";
+  JobSpec weekly;
+  weekly.id = "weekly";
+  weekly.schedule = "0 9 * * *";
+  weekly.schedule_env = "WEEKLY_CRON";
+  weekly.retry_policy = json("auto");
+  JobSpec rec;
+  rec.id = "reconcile";
+  rec.kind = JobKind::reconcile;
+  rec.schedule = "*/10 * * * *";
+  rec.retry_policy = json{{"max", 0}, {"retryable_classes", json::array()}, {"reason", "cycle"}};
+  rec.items.push_back({"ISS-1", "DESIGNING", false});
+  rec.items.push_back({"ISS-2", "BUILDING", false});
+  // Fetch jobs: the schedule and retry traces below carry no deliveries; the
+  // delivery checks of group jobs have their own scenario (group_hourly()).
+  for (JobSpec* j : {&hourly, &slotty, &broken, &weekly}) j->kind = JobKind::fetch;
+  s.jobs = {hourly, slotty, broken, weekly, rec};
+  OrchestratorService orch;
+  orch.agents.push_back({kAgentId, "lead", true});
+  s.services.orchestrator = orch;
+  return s;
+}
+
+// The base scenario with only the named jobs (end checks then concern them only).
+Scenario only(std::vector<std::string> ids) {
+  Scenario s = base_scenario();
+  std::vector<JobSpec> kept;
+  for (const JobSpec& j : s.jobs) {
+    if (std::find(ids.begin(), ids.end(), j.id) != ids.end()) kept.push_back(j);
+  }
+  s.jobs = kept;
+  return s;
+}
+
+// A hand-made trace: events with their index.
+class Script {
+ public:
+  std::size_t add(const std::string& type, const char* t, const std::string& job = {},
+                  std::optional<const char*> slot = std::nullopt, json data = json::object()) {
+    TraceEvent e;
+    e.t = at(t);
+    e.seq = events_.size();
+    e.type = type;
+    e.job = job;
+    if (slot) e.slot = at(*slot);
+    e.data = std::move(data);
+    events_.push_back(std::move(e));
+    return events_.size() - 1;
+  }
+  std::size_t add_event(TraceEvent e) {
+    e.seq = events_.size();
+    events_.push_back(std::move(e));
+    return events_.size() - 1;
+  }
+  std::size_t item(const std::string& type, const char* t, const std::string& item, json data) {
+    TraceEvent e;
+    e.t = at(t);
+    e.type = type;
+    e.item = item;
+    e.data = std::move(data);
+    if (type == "service_call" || type == "service_reply") e.service = "orchestrator";
+    return add_event(std::move(e));
+  }
+  // service_call / service_reply / token events of a brokerage request.
+  std::size_t broker(const std::string& type, const char* t, const std::string& rid, json data) {
+    TraceEvent e;
+    e.t = at(t);
+    e.type = type;
+    e.service = "brokerage";
+    e.job = "fetch";
+    data["request_id"] = rid;
+    e.data = std::move(data);
+    return add_event(std::move(e));
+  }
+  const std::vector<TraceEvent>& events() const { return events_; }
+
+ private:
+  std::vector<TraceEvent> events_;
+};
+
+struct Outcome {
+  std::vector<Violation> seen;  // from observe, in order
+  std::vector<Violation> end;   // from finish
+  json tallies;
+};
+
+Outcome run(const Script& script, const Scenario& scenario, TimeMs until = kUntil,
+            std::vector<std::string> secrets = {}) {
+  MonitorSet set(scenario);
+  for (std::string& s : secrets) set.add_secret(std::move(s));
+  Outcome o;
+  for (std::size_t i = 0; i < script.events().size(); ++i) {
+    if (auto v = set.observe(script.events()[i], i)) o.seen.push_back(*v);
+  }
+  o.end = set.finish(until);
+  o.tallies = set.tallies();
+  return o;
+}
+
+std::string describe(const std::vector<Violation>& vs) {
+  std::string out;
+  for (const Violation& v : vs) {
+    out += v.invariant + " @" + std::to_string(v.event_index) + ": " + v.message + "\n";
+  }
+  return out.empty() ? "(none)" : out;
+}
+
+void expect_first(const Outcome& o, const std::string& invariant, std::size_t index) {
+  ASSERT_FALSE(o.seen.empty()) << "expected " << invariant << " at " << index;
+  EXPECT_EQ(o.seen.front().invariant, invariant) << describe(o.seen);
+  EXPECT_EQ(o.seen.front().event_index, index) << describe(o.seen);
+  EXPECT_FALSE(o.seen.front().message.empty());
+}
+
+void expect_clean(const Outcome& o) {
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+  EXPECT_TRUE(o.end.empty()) << describe(o.end);
+}
+
+// A regular run of `job` for `slot` handed out and run at `t`, its outcome.
+void regular(Script& s, const std::string& job, const char* slot, const char* t, const char* next,
+             const std::string& outcome, const std::string& cls = {}) {
+  s.add("slot_due", t, job, slot, {{"next_run_at", next}});
+  s.add("run_started", t, job, slot, {{"kind", "regular"}, {"attempt", 1}});
+  json f = {{"kind", "regular"}, {"attempt", 1}, {"outcome", outcome}};
+  if (!cls.empty()) f["failure_class"] = cls;
+  s.add("run_finished", t, job, slot, f);
+}
+
+std::size_t retry_run(Script& s, const std::string& job, const char* slot, const char* t,
+                      int attempt, const std::string& outcome, const std::string& cls = {}) {
+  const std::size_t started =
+      s.add("run_started", t, job, slot, {{"kind", "retry"}, {"attempt", attempt}});
+  json f = {{"kind", "retry"}, {"attempt", attempt}, {"outcome", outcome}};
+  if (!cls.empty()) f["failure_class"] = cls;
+  s.add("run_finished", t, job, slot, f);
+  return started;
+}
+
+std::size_t note(Script& s, const std::string& event, const std::string& job, const char* slot,
+                 const char* t, int attempt, const std::string& cls) {
+  return s.add(event, t, job, slot, {{"attempt", attempt}, {"failure_class", cls}});
+}
+
+// ------------------------------------------------------------ 1 stage_monotonic
+
+TEST(StageMonotonic, FiresWhenAStageMovesBack) {
+  Script s;
+  s.item("stage_changed", "2026-03-02T10:00:00Z", "ISS-1",
+         {{"from", "DESIGNING"}, {"to", "REVIEWING"}});
+  const auto bad = s.item("stage_changed", "2026-03-02T10:10:00Z", "ISS-1",
+                          {{"from", "REVIEWING"}, {"to", "BUILDING"}});
+  expect_first(run(s, base_scenario()), "stage_monotonic", bad);
+}
+
+TEST(StageMonotonic, FiresWhenATerminalStageChanges) {
+  Script s;
+  s.item("stage_changed", "2026-03-02T10:00:00Z", "ISS-2",
+         {{"from", "BUILDING"}, {"to", "DESIGN_FAILED"}});
+  const auto bad = s.item("stage_changed", "2026-03-02T10:10:00Z", "ISS-2",
+                          {{"from", "DESIGN_FAILED"}, {"to", "REVIEWING"}});
+  expect_first(run(s, base_scenario()), "stage_monotonic", bad);
+}
+
+TEST(StageMonotonic, NearMissForwardMovesAndTerminalEnd) {
+  Script s;
+  s.item("stage_changed", "2026-03-02T10:00:00Z", "ISS-1",
+         {{"from", "DESIGNING"}, {"to", "BUILDING"}});
+  s.item("stage_changed", "2026-03-02T10:10:00Z", "ISS-1",
+         {{"from", "BUILDING"}, {"to", "REVIEWING"}});
+  s.item("stage_changed", "2026-03-02T10:20:00Z", "ISS-1", {{"from", "REVIEWING"}, {"to", "DONE"}});
+  const Outcome o = run(s, base_scenario());
+  expect_clean(o);
+  EXPECT_EQ(o.tallies["items"]["ISS-1"]["stage"], "DONE");
+  EXPECT_EQ(o.tallies["items"]["ISS-2"]["stage"], "BUILDING");  // from the scenario
+}
+
+// ------------------------------------------------------------ 2 retries_bounded
+
+TEST(RetriesBounded, FiresOnAThirdRetryOfAPerEpisodeBudgetOfTwo) {
+  Script s;
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "failure", "rate_limit");
+  note(s, "retry_scheduled", "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", 1,
+       "rate_limit");
+  retry_run(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:05:00Z", 2, "failure",
+            "rate_limit");
+  note(s, "retry_scheduled", "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:05:00Z", 2,
+       "rate_limit");
+  retry_run(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:10:00Z", 3, "failure",
+            "rate_limit");
+  note(s, "retry_exhausted", "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:10:00Z", 2,
+       "rate_limit");
+  const auto bad = retry_run(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:15:00Z", 4,
+                             "failure", "rate_limit");
+  expect_first(run(s, base_scenario()), "retries_bounded", bad);
+}
+
+TEST(RetriesBounded, NearMissTwoRetriesThenExhaustedThenRegularRuns) {
+  Script s;
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "failure", "rate_limit");
+  note(s, "retry_scheduled", "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", 1,
+       "rate_limit");
+  retry_run(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:05:00Z", 2, "failure",
+            "rate_limit");
+  note(s, "retry_scheduled", "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:05:00Z", 2,
+       "rate_limit");
+  retry_run(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:10:00Z", 3, "failure",
+            "rate_limit");
+  note(s, "retry_exhausted", "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:10:00Z", 2,
+       "rate_limit");
+  // per_episode: 11:00 fails, budget spent, no retry; 12:00 succeeds.
+  regular(s, "hourly", "2026-03-02T11:00:00Z", "2026-03-02T11:00:00Z", "2026-03-02T12:00:00Z",
+          "failure", "rate_limit");
+  note(s, "retry_exhausted", "hourly", "2026-03-02T11:00:00Z", "2026-03-02T11:00:00Z", 2,
+       "rate_limit");
+  regular(s, "hourly", "2026-03-02T12:00:00Z", "2026-03-02T12:00:00Z", "2026-03-02T13:00:00Z",
+          "success");
+  const Outcome o = run(s, base_scenario(), at("2026-03-02T12:30:00Z"));
+  expect_clean(o);
+  EXPECT_EQ(o.tallies["jobs"]["hourly"]["retries"], 2);
+  EXPECT_EQ(o.tallies["jobs"]["hourly"]["runs"], 5);
+  EXPECT_EQ(o.tallies["jobs"]["hourly"]["failed_slots"], 2);
+  EXPECT_EQ(o.tallies["jobs"]["hourly"]["delivered_slots"], 1);
+  EXPECT_EQ(o.tallies["jobs"]["hourly"]["final_status"], "ok");
+  EXPECT_EQ(o.tallies["jobs"]["hourly"]["notifications"]["retry_exhausted"], 2);
+}
+
+TEST(RetriesBounded, FiresWhenANonRetryableClassIsRetried) {
+  Script s;
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "failure", "auth");
+  const auto bad =
+      retry_run(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:05:00Z", 2, "success");
+  expect_first(run(s, base_scenario()), "retries_bounded", bad);
+}
+
+TEST(RetriesBounded, FiresWhenAJobWithoutAPolicyRetries) {
+  Script s;
+  regular(s, "broken", "2026-03-02T10:15:00Z", "2026-03-02T10:15:00Z", "2026-03-02T11:15:00Z",
+          "failure", "timeout");
+  const auto bad = note(s, "retry_scheduled", "broken", "2026-03-02T10:15:00Z",
+                        "2026-03-02T10:15:00Z", 1, "timeout");
+  expect_first(run(s, base_scenario()), "retries_bounded", bad);
+}
+
+TEST(RetriesBounded, FiresWhenARetryRunsBeforeItsBackoff) {
+  Script s;
+  regular(s, "slotty", "2026-03-02T10:30:00Z", "2026-03-02T10:30:00Z", "2026-03-02T11:30:00Z",
+          "failure", "provider_5xx");
+  note(s, "retry_scheduled", "slotty", "2026-03-02T10:30:00Z", "2026-03-02T10:30:00Z", 1,
+       "provider_5xx");
+  const auto bad =
+      retry_run(s, "slotty", "2026-03-02T10:30:00Z", "2026-03-02T10:31:00Z", 2, "success");
+  expect_first(run(s, base_scenario()), "retries_bounded", bad);
+}
+
+TEST(RetriesBounded, AutoOnALowFrequencyOverrideAllowsThreeRetries) {
+  Script s;
+  // WEEKLY_CRON = "0 17 * * MON": 2026-03-02 is a Monday.
+  regular(s, "weekly", "2026-03-02T17:00:00Z", "2026-03-02T17:00:00Z", "2026-03-09T17:00:00Z",
+          "failure", "rate_limit");
+  // Retries 30, 60 and 120 minutes after each failure are legal.
+  const char* slot = "2026-03-02T17:00:00Z";
+  const char* failed_at[] = {"2026-03-02T17:00:00Z", "2026-03-02T17:30:00Z", "2026-03-02T18:30:00Z",
+                             "2026-03-02T20:30:00Z"};
+  for (int n = 1; n <= 3; ++n) {
+    note(s, "retry_scheduled", "weekly", slot, failed_at[n - 1], n, "rate_limit");
+    retry_run(s, "weekly", slot, failed_at[n], n + 1, "failure", "rate_limit");
+  }
+  const Outcome legal = run(s, base_scenario(), at("2026-03-09T00:00:00Z"));
+  EXPECT_TRUE(legal.seen.empty()) << describe(legal.seen);
+  EXPECT_EQ(legal.tallies["jobs"]["weekly"]["retries"], 3);
+  // A fourth is not.
+  const auto bad = note(s, "retry_scheduled", "weekly", slot, failed_at[3], 4, "rate_limit");
+  expect_first(run(s, base_scenario()), "retries_bounded", bad);
+}
+
+// ------------------------------------------------------------ 3 schedule_kept
+
+TEST(ScheduleKept, FiresWhenARegularSlotIsSkipped) {
+  Script s;
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "success");
+  const auto bad = s.add("slot_due", "2026-03-02T12:00:00Z", "hourly", "2026-03-02T12:00:00Z",
+                         {{"next_run_at", "2026-03-02T13:00:00Z"}});
+  expect_first(run(s, base_scenario()), "schedule_kept", bad);
+}
+
+TEST(ScheduleKept, FiresWhenNextRunAtIsMovedByAFailure) {
+  Script s;
+  const auto bad = s.add("slot_due", "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
+                         {{"next_run_at", "2026-03-02T10:05:00Z"}});
+  expect_first(run(s, base_scenario()), "schedule_kept", bad);
+}
+
+TEST(ScheduleKept, FiresWhenAnOffGridSlotIsHandedOut) {
+  Script s;
+  const auto bad = s.add("slot_due", "2026-03-02T10:07:00Z", "hourly", "2026-03-02T10:07:00Z",
+                         {{"next_run_at", "2026-03-02T11:00:00Z"}});
+  expect_first(run(s, base_scenario()), "schedule_kept", bad);
+}
+
+TEST(ScheduleKept, FiresWhenCoalescedSlotsAreNotRecorded) {
+  Script s;
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "success");
+  // Down 10:30-13:10: 11:00 runs late at 13:10 and 12:00, 13:00 fold into it.
+  s.add("slot_due", "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
+        {{"next_run_at", "2026-03-02T14:00:00Z"}});
+  const auto bad = s.add("slot_due", "2026-03-02T14:00:00Z", "hourly", "2026-03-02T14:00:00Z",
+                         {{"next_run_at", "2026-03-02T15:00:00Z"}});
+  expect_first(run(s, base_scenario()), "schedule_kept", bad);
+}
+
+TEST(ScheduleKept, NearMissSlotsMissedWhileDownAreCoalescedAndRecorded) {
+  Script s;
+  s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 1}});
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "success");
+  s.add("process_crash", "2026-03-02T10:30:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"cause", "restart"}, {"crashes", 1}});
+  s.add("process_boot", "2026-03-02T13:10:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 2}});
+  s.add("slot_due", "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
+        {{"next_run_at", "2026-03-02T14:00:00Z"}});
+  s.add("slot_misfire", "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
+        {{"coalesced_count", 2},
+         {"coalesced_slots", {"2026-03-02T12:00:00Z", "2026-03-02T13:00:00Z"}},
+         {"lateness_ms", 130 * kMinuteMs}});
+  s.add("run_started", "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
+        {{"kind", "regular"}, {"attempt", 1}});
+  s.add("run_finished", "2026-03-02T13:10:30Z", "hourly", "2026-03-02T11:00:00Z",
+        {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
+  regular(s, "hourly", "2026-03-02T14:00:00Z", "2026-03-02T14:00:00Z", "2026-03-02T15:00:00Z",
+          "success");
+  const Outcome o = run(s, only({"hourly"}), at("2026-03-02T14:30:00Z"));
+  expect_clean(o);
+  EXPECT_EQ(o.tallies["jobs"]["hourly"]["coalesced_slots"], 2);
+  EXPECT_EQ(o.tallies["jobs"]["hourly"]["max_delay_ms"], 130 * kMinuteMs);
+}
+
+TEST(ScheduleKept, FiresWhenARestartHandsAnOlderSlotOutAgain) {
+  Script s;
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "success");
+  regular(s, "hourly", "2026-03-02T11:00:00Z", "2026-03-02T11:00:00Z", "2026-03-02T12:00:00Z",
+          "success");
+  s.add("process_crash", "2026-03-02T11:10:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"cause", "restart"}});
+  s.add("process_boot", "2026-03-02T11:11:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 2}});
+  const auto bad = s.add("slot_due", "2026-03-02T11:11:00Z", "hourly", "2026-03-02T10:00:00Z",
+                         {{"next_run_at", "2026-03-02T12:00:00Z"}});
+  expect_first(run(s, base_scenario()), "schedule_kept", bad);
+}
+
+TEST(ScheduleKept, NearMissSameSlotAgainAfterACrashOrUnderACorruptStore) {
+  // A crash between the queue add and the state write hands the same slot
+  // out again (the add is idempotent).
+  Script s;
+  s.add("slot_due", "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
+        {{"next_run_at", "2026-03-02T11:00:00Z"}});
+  s.add("process_crash", "2026-03-02T10:00:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"cause", "crash point"}});
+  s.add("process_boot", "2026-03-02T10:01:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 2}});
+  s.add("slot_due", "2026-03-02T10:01:00Z", "hourly", "2026-03-02T10:00:00Z",
+        {{"next_run_at", "2026-03-02T11:00:00Z"}});
+  s.add("slot_misfire", "2026-03-02T10:01:00Z", "hourly", "2026-03-02T10:00:00Z",
+        {{"coalesced_count", 0}, {"coalesced_slots", json::array()}});
+  EXPECT_TRUE(run(s, base_scenario()).seen.empty());
+  // A corrupt store fails closed and cannot know its schedule: an older slot
+  // handed out again is expected (the ledger makes the run exit quietly).
+  Script c;
+  regular(c, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "success");
+  regular(c, "hourly", "2026-03-02T11:00:00Z", "2026-03-02T11:00:00Z", "2026-03-02T12:00:00Z",
+          "success");
+  c.add("process_boot", "2026-03-02T11:31:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 2}});
+  c.add("state_corrupt", "2026-03-02T11:31:00Z", {}, std::nullopt, {{"attempt", 0}});
+  c.add("slot_due", "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
+        {{"next_run_at", "2026-03-02T12:00:00Z"}});
+  c.add("slot_misfire", "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
+        {{"coalesced_count", 1}, {"coalesced_slots", {"2026-03-02T11:00:00Z"}}});
+  c.add("run_started", "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
+        {{"kind", "regular"}, {"attempt", 1}});
+  c.add("run_finished", "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
+        {{"kind", "regular"}, {"attempt", 1}, {"outcome", "already_complete"}});
+  const Outcome o = run(c, only({"hourly"}), at("2026-03-02T11:45:00Z"));
+  expect_clean(o);
+  EXPECT_EQ(o.tallies["jobs"]["hourly"]["delivered_slots"], 2);  // 11:00 keeps its own fate
+  EXPECT_EQ(o.tallies["jobs"]["hourly"]["runs"], 3);
+}
+
+TEST(ScheduleKept, FiresAtTheEndWhenSlotsStopBeingHandedOutWhileUp) {
+  Script s;
+  s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 1}});
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "success");
+  MonitorSet set(base_scenario());
+  // Only the hourly job matters here: hand the others nothing and read the
+  // violation about hourly.
+  for (std::size_t i = 0; i < s.events().size(); ++i) EXPECT_FALSE(set.observe(s.events()[i], i));
+  const auto end = set.finish(at("2026-03-02T11:30:00Z"));
+  const auto it = std::find_if(end.begin(), end.end(), [](const Violation& v) {
+    return v.invariant == "schedule_kept" && v.message.find("hourly") != std::string::npos;
+  });
+  ASSERT_NE(it, end.end()) << describe(end);
+  EXPECT_NE(it->message.find("2026-03-02T11:00:00Z"), std::string::npos);
+  EXPECT_EQ(it->event_index, s.events().size());
+}
+
+TEST(ScheduleKept, SixFieldAndNamedSchedulesAreUnderstood) {
+  std::string why;
+  auto c = WitnessCron::parse("0 0 17 * * fri", &why);
+  ASSERT_TRUE(c) << why;
+  EXPECT_TRUE(c->low_frequency());
+  const auto fridays = c->between(at("2026-12-01T00:00:00Z"), at("2026-12-31T00:00:00Z"), 10);
+  ASSERT_EQ(fridays.size(), 4u);
+  EXPECT_EQ(format_instant(fridays[0]), "2026-12-04T17:00:00Z");
+  // Both day fields restricted: either matches (odd days or Mondays).
+  auto either = WitnessCron::parse("0 0 */2 * 1", &why);
+  ASSERT_TRUE(either);
+  EXPECT_EQ(either->between(at("2026-03-01T00:00:00Z"), at("2026-03-04T23:59:00Z"), 10).size(), 2u);
+  // A range covering the whole field is unrestricted: Mondays only (and, by
+  // the literal rule, low-frequency: the weekday is one fixed value).
+  auto mondays = WitnessCron::parse("0 0 1-31 * 1", &why);
+  ASSERT_TRUE(mondays);
+  EXPECT_TRUE(mondays->low_frequency());
+  EXPECT_FALSE(WitnessCron::parse("10 17 * * 1-5", &why)->low_frequency());
+  EXPECT_EQ(mondays->between(at("2026-03-01T00:00:00Z"), at("2026-03-31T23:59:00Z"), 10).size(),
+            5u);
+  EXPECT_FALSE(WitnessCron::parse("*/3 * * * *", &why)->low_frequency());
+  EXPECT_TRUE(WitnessCron::parse("@weekly", &why)->low_frequency());
+}
+
+TEST(ScheduleKept, UnknownSyntaxIsSkippedLoudlyNotPassedSilently) {
+  std::string why;
+  EXPECT_FALSE(WitnessCron::parse("0 0 L * *", &why));
+  EXPECT_NE(why.find("L"), std::string::npos);
+  EXPECT_FALSE(WitnessCron::parse("0 0 * * 5#3", &why));
+  Scenario sc = base_scenario();
+  sc.jobs[0].schedule = "0 0 L * *";
+  sc.env["EMPTY"] = "";
+  sc.jobs[1].schedule_env = "EMPTY";
+  MonitorSet set(sc);
+  const json unchecked = set.tallies()["unchecked"];
+  ASSERT_EQ(unchecked.size(), 2u) << unchecked.dump();
+  EXPECT_EQ(unchecked[0]["invariant"], "schedule_kept");
+  EXPECT_EQ(unchecked[0]["subject"], "hourly");
+  EXPECT_EQ(unchecked[1]["subject"], "slotty");
+}
+
+// ------------------------------------------------------------ 4 nothing_lost
+
+TEST(NothingLost, FiresAtTheEndOnASwallowedFailure) {
+  Script s;
+  s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 1}});
+  s.add("slot_due", "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
+        {{"next_run_at", "2026-03-02T11:30:00Z"}});
+  s.add("run_started", "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
+        {{"kind", "regular"}, {"attempt", 1}});
+  const auto failed =
+      s.add("run_finished", "2026-03-02T10:31:00Z", "slotty", "2026-03-02T10:30:00Z",
+            {{"kind", "regular"},
+             {"attempt", 1},
+             {"outcome", "failure"},
+             {"failure_class", "rate_limit"}});
+  const Outcome o = run(s, base_scenario(), at("2026-03-02T11:00:00Z"));
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+  ASSERT_FALSE(o.end.empty());
+  const auto it = std::find_if(o.end.begin(), o.end.end(),
+                               [](const Violation& v) { return v.invariant == "nothing_lost"; });
+  ASSERT_NE(it, o.end.end()) << describe(o.end);
+  EXPECT_EQ(it->event_index, failed);
+  EXPECT_NE(it->message.find("slotty"), std::string::npos);
+}
+
+TEST(NothingLost, FiresWhenExhaustedBeforeTheBudgetIsSpent) {
+  Script s;
+  regular(s, "slotty", "2026-03-02T10:30:00Z", "2026-03-02T10:30:00Z", "2026-03-02T11:30:00Z",
+          "failure", "rate_limit");
+  note(s, "retry_scheduled", "slotty", "2026-03-02T10:30:00Z", "2026-03-02T10:30:00Z", 1,
+       "rate_limit");
+  retry_run(s, "slotty", "2026-03-02T10:30:00Z", "2026-03-02T10:40:00Z", 2, "failure",
+            "rate_limit");
+  const auto bad = note(s, "retry_exhausted", "slotty", "2026-03-02T10:30:00Z",
+                        "2026-03-02T10:40:00Z", 1, "rate_limit");
+  expect_first(run(s, base_scenario()), "nothing_lost", bad);
+}
+
+TEST(NothingLost, FiresWhenARetryableFailureIsDeclaredPermanent) {
+  Script s;
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "failure", "rate_limit");
+  const auto bad = note(s, "failed_permanent", "hourly", "2026-03-02T10:00:00Z",
+                        "2026-03-02T10:00:00Z", 0, "rate_limit");
+  expect_first(run(s, base_scenario()), "nothing_lost", bad);
+}
+
+TEST(NothingLost, NearMissRetryPendingAtTheEndIsInFlight) {
+  Script s;
+  s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 1}});
+  regular(s, "slotty", "2026-03-02T10:30:00Z", "2026-03-02T10:30:00Z", "2026-03-02T11:30:00Z",
+          "failure", "rate_limit");
+  note(s, "retry_scheduled", "slotty", "2026-03-02T10:30:00Z", "2026-03-02T10:30:00Z", 1,
+       "rate_limit");
+  const Outcome o = run(s, only({"slotty"}), at("2026-03-02T10:35:00Z"));
+  expect_clean(o);
+  EXPECT_EQ(o.tallies["jobs"]["slotty"]["in_flight_slots"], 1);
+  EXPECT_EQ(o.tallies["jobs"]["slotty"]["failed_slots"], 0);
+}
+
+TEST(NothingLost, NearMissAuthFailureIsPermanentAndVisible) {
+  Script s;
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "failure", "auth");
+  note(s, "failed_permanent", "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", 0, "auth");
+  const Outcome o = run(s, base_scenario(), at("2026-03-02T10:30:00Z"));
+  expect_clean(o);
+  EXPECT_EQ(o.tallies["jobs"]["hourly"]["failed_slots"], 1);
+  EXPECT_EQ(o.tallies["jobs"]["hourly"]["final_status"], "failed");
+}
+
+// ------------------------------------------------------------ 5 no_duplicate_delivery
+
+TraceEvent delivered(const char* t, const char* slot, const std::string& target,
+                     const std::string& kind = "delivery") {
+  TraceEvent e;
+  e.t = at(t);
+  e.type = "message_delivered";
+  e.service = "messenger";
+  e.job = "hourly";
+  e.slot = at(slot);
+  e.data = {{"target", target}, {"kind", kind}, {"attempt", 1}};
+  return e;
+}
+
+TEST(NoDuplicateDelivery, FiresOnASecondDeliveryWithoutACrash) {
+  Script s;
+  const char* slot = "2026-03-02T10:00:00Z";
+  s.add_event(delivered("2026-03-02T10:01:00Z", slot, "team-chat"));
+  s.add("delivery_recorded", "2026-03-02T10:01:00Z", "hourly", slot, {{"target", "team-chat"}});
+  const auto bad = s.add_event(delivered("2026-03-02T10:06:00Z", slot, "team-chat"));
+  expect_first(run(s, base_scenario()), "no_duplicate_delivery", bad);
+}
+
+TEST(NoDuplicateDelivery, NearMissCrashInsideTheWindowAllowsOneAndReportsIt) {
+  Script s;
+  const char* slot = "2026-03-02T10:00:00Z";
+  s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 1}});
+  s.add_event(delivered("2026-03-02T10:01:00Z", slot, "team-chat"));
+  s.add("process_crash", "2026-03-02T10:01:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"cause", "crash point"}});
+  s.add("process_boot", "2026-03-02T10:02:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 2}});
+  s.add_event(delivered("2026-03-02T10:02:00Z", slot, "team-chat"));
+  s.add("delivery_recorded", "2026-03-02T10:02:00Z", "hourly", slot, {{"target", "team-chat"}});
+  // Failure notices may repeat on every retry, by design.
+  s.add_event(
+      delivered("2026-03-02T10:00:30Z", "2026-03-02T11:00:00Z", "team-chat", "failure_notice"));
+  s.add_event(
+      delivered("2026-03-02T10:05:30Z", "2026-03-02T11:00:00Z", "team-chat", "failure_notice"));
+  const Outcome o = run(s, only({}), at("2026-03-02T10:03:00Z"));
+  expect_clean(o);
+  EXPECT_EQ(o.tallies["duplicate_deliveries_in_window"], 1);
+  EXPECT_EQ(o.tallies["failure_notices"], 2);
+  // The window allows one more delivery per crash, not two.
+  Script more = s;
+  const auto bad = more.add_event(delivered("2026-03-02T10:03:00Z", slot, "team-chat"));
+  expect_first(run(more, base_scenario()), "no_duplicate_delivery", bad);
+}
+
+TEST(NoDuplicateDelivery, FiresWhenAFailedRunSetTheGuard) {
+  Script s;
+  const char* slot = "2026-03-02T10:00:00Z";
+  s.add("run_started", "2026-03-02T10:00:00Z", "hourly", slot,
+        {{"kind", "regular"}, {"attempt", 1}});
+  s.add("guard_set", "2026-03-02T10:00:05Z", "hourly", slot, {{"attempt", 1}});
+  const auto bad = s.add("run_finished", "2026-03-02T10:00:06Z", "hourly", slot,
+                         {{"kind", "regular"},
+                          {"attempt", 1},
+                          {"outcome", "failure"},
+                          {"failure_class", "rate_limit"}});
+  expect_first(run(s, base_scenario()), "no_duplicate_delivery", bad);
+}
+
+// The hourly job as a group job (deliveries to "team-chat").
+Scenario group_hourly() {
+  Scenario s = only({"hourly"});
+  s.jobs.front().kind = JobKind::group;
+  s.jobs.front().targets = {"team-chat"};
+  return s;
+}
+
+TEST(NothingLost, FiresWhenAGroupRunReportsSuccessWithoutDelivering) {
+  // 001's bug: every task failed, the run set guard and marker and said success.
+  Script s;
+  const char* slot = "2026-03-02T10:00:00Z";
+  s.add("slot_due", slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
+  s.add("run_started", slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
+  s.add("guard_set", "2026-03-02T10:00:05Z", "hourly", slot, {{"attempt", 1}});
+  const auto bad = s.add("run_finished", "2026-03-02T10:00:06Z", "hourly", slot,
+                         {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
+  expect_first(run(s, group_hourly(), at("2026-03-02T10:30:00Z")), "nothing_lost", bad);
+}
+
+TEST(NothingLost, NearMissGroupRunThatDeliveredOrMarkedTheSlotSkipped) {
+  Script s;
+  const char* slot = "2026-03-02T10:00:00Z";
+  s.add("slot_due", slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
+  s.add("run_started", slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
+  s.add_event(delivered("2026-03-02T10:00:04Z", slot, "team-chat"));
+  s.add("delivery_recorded", "2026-03-02T10:00:04Z", "hourly", slot, {{"target", "team-chat"}});
+  s.add("run_finished", "2026-03-02T10:00:06Z", "hourly", slot,
+        {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
+  const char* skipped = "2026-03-02T11:00:00Z";
+  s.add("slot_due", skipped, "hourly", skipped, {{"next_run_at", "2026-03-02T12:00:00Z"}});
+  s.add("run_started", skipped, "hourly", skipped, {{"kind", "regular"}, {"attempt", 1}});
+  s.add("slot_marked", "2026-03-02T11:00:05Z", "hourly", skipped, {{"verdict", "skipped"}});
+  s.add("run_finished", "2026-03-02T11:00:06Z", "hourly", skipped,
+        {{"kind", "regular"}, {"attempt", 1}, {"outcome", "skipped"}});
+  const Outcome o = run(s, group_hourly(), at("2026-03-02T11:30:00Z"));
+  expect_clean(o);
+  EXPECT_EQ(o.tallies["jobs"]["hourly"]["delivered_slots"], 1);
+  EXPECT_EQ(o.tallies["jobs"]["hourly"]["skipped_slots"], 1);
+}
+
+// ------------------------------------------------------------ 6 state_durable
+
+TEST(StateDurable, FiresWhenARetryCounterResetsAcrossARestart) {
+  Script s;
+  const char* slot = "2026-03-02T10:30:00Z";
+  regular(s, "slotty", slot, slot, "2026-03-02T11:30:00Z", "failure", "timeout");
+  note(s, "retry_scheduled", "slotty", slot, slot, 1, "timeout");
+  s.add("process_crash", "2026-03-02T10:35:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"cause", "restart"}});
+  s.add("process_boot", "2026-03-02T10:36:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 2}});
+  retry_run(s, "slotty", slot, "2026-03-02T10:40:00Z", 2, "failure", "timeout");
+  const auto bad = note(s, "retry_scheduled", "slotty", slot, "2026-03-02T10:40:00Z", 1, "timeout");
+  expect_first(run(s, base_scenario()), "state_durable", bad);
+}
+
+TEST(StateDurable, NearMissAReplayedIntentRepeatsTheSameNotice) {
+  Script s;
+  const char* slot = "2026-03-02T10:30:00Z";
+  regular(s, "slotty", slot, slot, "2026-03-02T11:30:00Z", "failure", "timeout");
+  note(s, "retry_scheduled", "slotty", slot, slot, 1, "timeout");
+  s.add("process_crash", "2026-03-02T10:30:01Z", {}, std::nullopt,
+        {{"process", "worker"}, {"cause", "crash point"}});
+  s.add("process_boot", "2026-03-02T10:31:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 2}});
+  note(s, "retry_scheduled", "slotty", slot, "2026-03-02T10:31:00Z", 1, "timeout");
+  retry_run(s, "slotty", slot, "2026-03-02T10:40:00Z", 2, "failure", "timeout");
+  note(s, "retry_scheduled", "slotty", slot, "2026-03-02T10:40:00Z", 2, "timeout");
+  expect_clean(run(s, only({"slotty"}), at("2026-03-02T10:45:00Z")));
+}
+
+TEST(StateDurable, FiresWhenTheCorruptStoreIsReplaced) {
+  Script s;
+  s.add(
+      "store_corrupt_injected", "2026-03-02T10:00:00Z", {}, std::nullopt,
+      {{"file", "retry_state.json"}, {"path", "/srv/state/retry_state.json"}, {"mode", "garbage"}});
+  s.add("process_boot", "2026-03-02T10:01:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 2}});
+  s.add("state_corrupt", "2026-03-02T10:01:00Z", {}, std::nullopt, {{"attempt", 0}});
+  const auto bad =
+      s.add("disk_rename", "2026-03-02T10:02:00Z", {}, std::nullopt,
+            {{"from", "/srv/state/retry_state.json.tmp"}, {"to", "/srv/state/retry_state.json"}});
+  expect_first(run(s, base_scenario()), "state_durable", bad);
+}
+
+TEST(StateDurable, FiresAtTheEndWhenCorruptionIsNeverReported) {
+  Script s;
+  s.add("store_corrupt_injected", "2026-03-02T10:00:00Z", {}, std::nullopt,
+        {{"file", "retry_state.json"}, {"path", "/srv/state/retry_state.json"}});
+  s.add("process_boot", "2026-03-02T10:01:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 2}});
+  const Outcome o = run(s, base_scenario(), at("2026-03-02T10:02:00Z"));
+  const auto it = std::find_if(o.end.begin(), o.end.end(),
+                               [](const Violation& v) { return v.invariant == "state_durable"; });
+  ASSERT_NE(it, o.end.end()) << describe(o.end);
+  EXPECT_EQ(it->event_index, s.events().size());
+  // Near miss: reported, kept, and no retry scheduled while corrupt.
+  Script ok = s;
+  ok.add("state_corrupt", "2026-03-02T10:01:00Z", {}, std::nullopt, {{"attempt", 0}});
+  const Outcome o2 = run(ok, base_scenario(), at("2026-03-02T10:02:00Z"));
+  EXPECT_TRUE(std::none_of(o2.end.begin(), o2.end.end(), [](const Violation& v) {
+    return v.invariant == "state_durable";
+  })) << describe(o2.end);
+  // ...and a retry scheduled while corrupt fires.
+  regular(ok, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:03:00Z", "2026-03-02T11:00:00Z",
+          "failure", "rate_limit");
+  const auto bad = note(ok, "retry_scheduled", "hourly", "2026-03-02T10:00:00Z",
+                        "2026-03-02T10:03:00Z", 1, "rate_limit");
+  expect_first(run(ok, base_scenario()), "state_durable", bad);
+}
+
+// ------------------------------------------------------------ 7 token_reissue_bounded
+
+TEST(TokenReissueBounded, FiresOnASecondReissueForOneRequest) {
+  Script s;
+  s.broker("service_reply", "2026-03-02T10:00:00Z", "r1",
+           {{"operation", "quote"}, {"status", 401}});
+  s.broker("token_issued", "2026-03-02T10:00:01Z", "r1",
+           {{"reason", "after_401"}, {"generation", 2}});
+  s.broker("service_reply", "2026-03-02T10:00:02Z", "r1",
+           {{"operation", "quote"}, {"status", 401}});
+  const auto bad = s.broker("token_issued", "2026-03-02T10:00:03Z", "r1",
+                            {{"reason", "after_401"}, {"generation", 3}});
+  expect_first(run(s, base_scenario()), "token_reissue_bounded", bad);
+}
+
+// A request sent with token fp-A after a 401 for fp-A reached the client: the
+// rejected token was kept (001's bug). A request sent before that 401 arrived
+// (in parallel) may still be refused with fp-A: that is no violation.
+Script token_reuse(const char* second_sent_at) {
+  Script s;
+  s.broker("service_call", "2026-03-02T10:00:00Z", "r1", {{"operation", "quote"}});
+  s.broker("auth_rejected", "2026-03-02T10:00:00.100Z", "r1",
+           {{"operation", "quote"}, {"fingerprint", "fp-aaaa0001"}, {"reason", "revoked"}});
+  s.broker("service_reply", "2026-03-02T10:00:00.200Z", "r1",
+           {{"operation", "quote"}, {"status", 401}});
+  s.broker("service_call", second_sent_at, "r2", {{"operation", "quote"}});
+  s.broker("auth_rejected", "2026-03-02T10:00:00.300Z", "r2",
+           {{"operation", "quote"}, {"fingerprint", "fp-aaaa0001"}, {"reason", "revoked"}});
+  return s;
+}
+
+TEST(TokenReissueBounded, FiresWhenATokenRefusedWithA401IsUsedAgain) {
+  const Script s = token_reuse("2026-03-02T10:00:00.250Z");
+  expect_first(run(s, base_scenario(), at("2026-03-02T10:30:00Z")), "token_reissue_bounded",
+               s.events().size() - 1);
+}
+
+TEST(TokenReissueBounded, NearMissParallelRequestSentBeforeThe401Arrived) {
+  const Outcome o =
+      run(token_reuse("2026-03-02T10:00:00.150Z"), base_scenario(), at("2026-03-02T10:30:00Z"));
+  EXPECT_EQ(std::count_if(o.seen.begin(), o.seen.end(),
+                          [](const Violation& v) { return v.invariant == "token_reissue_bounded"; }),
+            0)
+      << describe(o.seen);
+}
+
+TEST(TokenReissueBounded, FiresOnAReissueAfter403) {
+  Script s;
+  s.broker("service_reply", "2026-03-02T10:00:00Z", "r1",
+           {{"operation", "quote"}, {"status", 403}});
+  const auto bad = s.broker("token_issued", "2026-03-02T10:00:01Z", "r1",
+                            {{"reason", "initial"}, {"generation", 2}});
+  expect_first(run(s, base_scenario()), "token_reissue_bounded", bad);
+}
+
+TEST(TokenReissueBounded, NearMissOneReissueThenSuccessAndARefresh) {
+  Script s;
+  s.broker("token_issued", "2026-03-02T09:59:59Z", "r0",
+           {{"reason", "initial"}, {"generation", 1}});
+  s.broker("service_reply", "2026-03-02T10:00:00Z", "r1",
+           {{"operation", "quote"}, {"status", 401}});
+  s.broker("service_reply", "2026-03-02T10:00:00Z", "r2",
+           {{"operation", "quote"}, {"status", 401}});
+  s.broker("token_issued", "2026-03-02T10:00:01Z", "r1",
+           {{"reason", "after_401"}, {"generation", 2}});
+  s.broker("service_reply", "2026-03-02T10:00:02Z", "r1",
+           {{"operation", "quote"}, {"status", 200}});
+  s.broker("service_reply", "2026-03-02T10:00:02Z", "r2",
+           {{"operation", "quote"}, {"status", 200}});
+  s.broker("token_issued", "2026-03-02T16:00:00Z", "r9",
+           {{"reason", "refresh"}, {"generation", 3}});
+  const Outcome o = run(s, base_scenario());
+  expect_clean(o);
+  EXPECT_EQ(o.tallies["services"]["brokerage"]["token_issues"], 3);
+  EXPECT_EQ(o.tallies["services"]["brokerage"]["reissues"], 1);
+}
+
+// ------------------------------------------------------------ 8 item_queries_bounded
+
+TEST(ItemQueriesBounded, FiresOnAQueryAfterA404) {
+  Script s;
+  s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:00:01Z", "ISS-1",
+         {{"operation", "get_issue"}, {"status", 404}});
+  const auto bad =
+      s.item("service_call", "2026-03-02T10:10:00Z", "ISS-1", {{"operation", "get_issue"}});
+  expect_first(run(s, base_scenario()), "item_queries_bounded", bad);
+}
+
+TEST(ItemQueriesBounded, FiresOnConfigAttemptsCloserThanHourly) {
+  Script s;
+  s.item("item_deferred", "2026-03-02T10:00:00Z", "ISS-1",
+         {{"reason", "lead agent missing"},
+          {"failure_class", "config"},
+          {"until", "2026-03-02T11:00:00Z"}});
+  const auto bad = s.item("item_deferred", "2026-03-02T10:30:00Z", "ISS-1",
+                          {{"reason", "config"}, {"until", "2026-03-02T11:30:00Z"}});
+  expect_first(run(s, base_scenario()), "item_queries_bounded", bad);
+}
+
+TEST(ItemQueriesBounded, FiresOnAnyOrchestratorCallAfterA404OnAssign) {
+  Script s;
+  s.item("service_reply", "2026-03-02T10:00:01Z", "ISS-2",
+         {{"operation", "assign"}, {"status", 404}});
+  s.item("item_failed", "2026-03-02T10:00:01Z", "ISS-2", {{"reason", "issue ISS-2 is gone (404)"}});
+  const auto bad =
+      s.item("service_call", "2026-03-02T11:00:00Z", "ISS-2", {{"operation", "get_issue"}});
+  const Outcome o = run(s, base_scenario());
+  expect_first(o, "item_queries_bounded", bad);
+  EXPECT_EQ(o.tallies["items"]["ISS-2"]["reason"], "issue ISS-2 is gone (404)");
+}
+
+TEST(ItemQueriesBounded, NearMissHourlyConfigAttemptsAndOtherItems) {
+  Script s;
+  s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
+  s.item("item_deferred", "2026-03-02T10:00:01Z", "ISS-1",
+         {{"reason", "config"}, {"until", "2026-03-02T11:00:01Z"}});
+  // A validation query after a migration is not an attempt.
+  s.item("service_call", "2026-03-02T10:05:00Z", "ISS-1", {{"operation", "get_issue"}});
+  s.item("service_call", "2026-03-02T10:10:00Z", "ISS-2", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:10:01Z", "ISS-2",
+         {{"operation", "get_issue"}, {"status", 503}});
+  s.item("service_call", "2026-03-02T10:11:00Z", "ISS-2", {{"operation", "get_issue"}});
+  s.item("service_call", "2026-03-02T11:00:01Z", "ISS-1", {{"operation", "get_issue"}});
+  s.item("item_deferred", "2026-03-02T11:00:02Z", "ISS-1", {{"reason", "config"}});
+  const Outcome o = run(s, base_scenario());
+  expect_clean(o);
+  EXPECT_EQ(o.tallies["items"]["ISS-1"]["queries"], 3);
+  EXPECT_EQ(o.tallies["items"]["ISS-2"]["queries"], 2);
+}
+
+// ------------------------------------------------------------ 9 no_secret_leak
+
+TEST(NoSecretLeak, FiresOnATokenValueOrAFullAgentId) {
+  const std::string token = "tok_00112233445566778899aabbccddeeff";
+  Script s;
+  s.broker("token_issued", "2026-03-02T10:00:00Z", "r1", {{"fingerprint", "fp-1234abcd"}});
+  s.add("reconcile_started", "2026-03-02T10:00:00Z", "reconcile", std::nullopt,
+        {{"lead", kAgentId.substr(0, 8)}});  // the allowed 8-character prefix
+  const auto bad = s.add("debug_dump", "2026-03-02T10:00:01Z", "fetch", std::nullopt,
+                         {{"header", "Bearer " + token}});
+  const Outcome o = run(s, base_scenario(), kUntil, {token});
+  expect_first(o, "no_secret_leak", bad);
+  EXPECT_EQ(o.seen.front().message.find(token), std::string::npos);  // never repeated
+
+  Script agent;
+  const auto leak = agent.add("handoff", "2026-03-02T10:00:00Z", "reconcile", std::nullopt,
+                              {{"agent", kAgentId}});
+  expect_first(run(agent, base_scenario()), "no_secret_leak", leak);
+
+  MonitorSet set(base_scenario());
+  set.add_secret(token);
+  EXPECT_FALSE(set.observe_text("info token_obtained fingerprint=fp-1234abcd", 3, kStart));
+  const auto text = set.observe_text("warning token_rejected token=" + token, 4, kStart);
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->invariant, "no_secret_leak");
+  EXPECT_EQ(text->event_index, 4u);
+}
+
+// ------------------------------------------------------------ 10 deterministic
+
+TEST(Deterministic, ComparesTracesLineByLine) {
+  Trace a, b;
+  for (Trace* tr : {&a, &b}) {
+    TraceEvent e;
+    e.t = kStart;
+    e.type = "scheduler_boot";
+    tr->record(e);
+    e.type = "slot_due";
+    e.job = "hourly";
+    tr->record(e);
+  }
+  EXPECT_FALSE(compare_traces(a, b));
+  TraceEvent x;
+  x.t = kStart + 1;
+  x.type = "run_started";
+  a.record(x);
+  x.data["attempt"] = 2;
+  b.record(x);
+  const auto v = compare_traces(a, b);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->invariant, "deterministic");
+  EXPECT_EQ(v->event_index, 2u);
+  // One trace longer than the other: the first extra line.
+  Trace c = a;
+  TraceEvent y;
+  y.type = "run_finished";
+  c.record(y);
+  const auto w = compare_traces(a, c);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->event_index, 3u);
+}
+
+// ------------------------------------------------------------ bounded_run
+
+TEST(BoundedRun, FiresOnceWhenTheEventBoundIsPassed) {
+  Scenario sc = base_scenario();
+  sc.queue.max_events = 3;
+  Script s;
+  for (int i = 0; i < 5; ++i) s.add("noise", "2026-03-02T10:00:00Z");
+  const Outcome o = run(s, sc);
+  ASSERT_EQ(o.seen.size(), 1u) << describe(o.seen);
+  EXPECT_EQ(o.seen.front().invariant, "bounded_run");
+  EXPECT_EQ(o.seen.front().event_index, 3u);
+  sc.queue.max_events = 5;
+  expect_clean(run(s, sc));
+}
+
+// ------------------------------------------------------------ property: legal traces
+
+// A tiny generator of legal traces: the per_slot job over a few hours (each
+// slot fails 0..3 times, retried within budget after its backoff, exhausted
+// at 3), deliveries with crashes in the at-least-once window, monotone stage
+// moves, and token requests with at most one reissue each.
+Script legal_trace(const std::vector<int>& failures, const std::vector<bool>& crash_in_window,
+                   const std::vector<int>& stage_steps, const std::vector<int>& token_kinds) {
+  Script s;
+  s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 1}});
+  TimeMs slot = at("2026-03-02T10:30:00Z");
+  const std::size_t hours = std::min<std::size_t>(failures.size(), 6);
+  auto iso = [](TimeMs t) { return format_instant(t); };
+  std::deque<std::string> keep;  // owns the strings the Script's const char* point into
+  auto c = [&](TimeMs t) -> const char* {
+    keep.push_back(iso(t));
+    return keep.back().c_str();
+  };
+  for (std::size_t h = 0; h < hours; ++h, slot += kHourMs) {
+    const char* sl = c(slot);
+    s.add("slot_due", sl, "slotty", sl, {{"next_run_at", iso(slot + kHourMs)}});
+    const int fails = failures[h];
+    TimeMs t = slot;
+    for (int attempt = 1; attempt <= std::min(fails + 1, 3); ++attempt) {
+      const bool fail = attempt <= fails;
+      s.add("run_started", c(t), "slotty", sl,
+            {{"kind", attempt == 1 ? "regular" : "retry"}, {"attempt", attempt}});
+      json f = {{"kind", attempt == 1 ? "regular" : "retry"},
+                {"attempt", attempt},
+                {"outcome", fail ? "failure" : "success"}};
+      if (fail) f["failure_class"] = "provider_5xx";
+      s.add("run_finished", c(t + kSecondMs), "slotty", sl, f);
+      if (fail && attempt < 3) {
+        note(s, "retry_scheduled", "slotty", sl, c(t + kSecondMs), attempt, "provider_5xx");
+        t += kSecondMs + 10 * kMinuteMs;
+      } else if (fail) {
+        note(s, "retry_exhausted", "slotty", sl, c(t + kSecondMs), 2, "provider_5xx");
+      } else {
+        TraceEvent d;
+        d.t = t + 2 * kSecondMs;
+        d.type = "message_delivered";
+        d.service = "messenger";
+        d.job = "slotty";
+        d.slot = slot;
+        d.data = {{"target", "team-chat"}, {"kind", "delivery"}};
+        s.add_event(d);
+        if (h < crash_in_window.size() && crash_in_window[h]) {
+          s.add("process_crash", c(t + 2 * kSecondMs), {}, std::nullopt,
+                {{"process", "worker"}, {"cause", "gen"}});
+          s.add("process_boot", c(t + 3 * kSecondMs), {}, std::nullopt,
+                {{"process", "worker"}, {"boots", 2}});
+          d.t = t + 4 * kSecondMs;
+          s.add_event(d);
+        }
+        s.add("delivery_recorded", c(t + 4 * kSecondMs), "slotty", sl, {{"target", "team-chat"}});
+      }
+    }
+  }
+  std::string stage = "DESIGNING";
+  const std::vector<std::string> order = {"DESIGNING", "BUILDING", "REVIEWING", "DONE"};
+  std::size_t rank = 0;
+  for (int step : stage_steps) {
+    // A step forward or an out-of-order observation that must not move it.
+    if (step > 0 && rank + 1 < order.size()) {
+      s.item("stage_changed", "2026-03-02T16:00:00Z", "ISS-1",
+             {{"from", order[rank]}, {"to", order[rank + 1]}});
+      ++rank;
+    }
+  }
+  int rid = 0;
+  for (int kind : token_kinds) {
+    const std::string r = "req-" + std::to_string(rid++);
+    const int first = kind == 0 ? 200 : kind == 1 ? 401 : kind == 2 ? 403 : 503;
+    s.broker("service_reply", "2026-03-02T16:30:00Z", r,
+             {{"operation", "quote"}, {"status", first}});
+    if (first == 401) {
+      s.broker("token_issued", "2026-03-02T16:30:01Z", r, {{"reason", "after_401"}});
+      s.broker("service_reply", "2026-03-02T16:30:02Z", r,
+               {{"operation", "quote"}, {"status", 401}});
+    }
+  }
+  return s;
+}
+
+REHEARSE_PROP(MonitorProperty, LegalTracesNeverFire, ()) {
+  const auto failures = *rc::gen::container<std::vector<int>>(rc::gen::inRange(0, 4));
+  const auto crashes = *rc::gen::container<std::vector<bool>>(rc::gen::arbitrary<bool>());
+  const auto steps = *rc::gen::container<std::vector<int>>(rc::gen::inRange(0, 2));
+  const auto tokens = *rc::gen::container<std::vector<int>>(rc::gen::inRange(0, 4));
+  const Script s = legal_trace(failures, crashes, steps, tokens);
+  Scenario sc = base_scenario();
+  const Outcome o = run(s, sc, at("2026-03-02T17:00:00Z"));
+  RC_ASSERT(o.seen.empty());
+  // The only end finding a legal trace may give: slotty slots beyond the
+  // generated hours were never handed out (the generator stops early).
+  for (const Violation& v : o.end) {
+    RC_ASSERT(v.invariant == "schedule_kept");
+  }
+  std::int64_t window = 0;
+  for (std::size_t h = 0; h < std::min<std::size_t>(failures.size(), 6); ++h) {
+    if (failures[h] < 3 && h < crashes.size() && crashes[h]) ++window;
+  }
+  RC_ASSERT(o.tallies["duplicate_deliveries_in_window"].get<std::int64_t>() == window);
+}
+
+// The same generator with one fault planted must fire (the property's teeth).
+TEST(MonitorProperty, ThePlantedFaultsOfTheGeneratorFire) {
+  Script s = legal_trace({1, 0}, {false, false}, {1, 1}, {1});
+  const auto extra = s.add_event([] {
+    TraceEvent d;
+    d.t = at("2026-03-02T17:00:00Z");
+    d.type = "message_delivered";
+    d.service = "messenger";
+    d.job = "slotty";
+    d.slot = at("2026-03-02T11:30:00Z");
+    d.data = {{"target", "team-chat"}, {"kind", "delivery"}};
+    return d;
+  }());
+  expect_first(run(s, base_scenario()), "no_duplicate_delivery", extra);
+}
+
+// ------------------------------------------------------------ a real run
+
+// The scheduler with a group job (model-api + messenger, ledger on the
+// simulated disk), a quota outage on the model API, and a restart that spans
+// a slot: its trace must pass every monitor.
+struct RealRun {
+  std::vector<Violation> seen;
+  std::vector<Violation> end;
+  json tallies;
+  std::size_t duplicate_deliveries = 0;
+};
+
+// `core_policy` is what the scheduler is given; the scenario (what the
+// monitors judge by) always says {max 2, 300 s}. Giving the core another
+// policy is the test-only faulty variant.
+RealRun run_real_world(const json& core_policy, TimeMs outage_until) {
+  const TimeMs start = at("2026-03-02T09:58:00Z");
+  const TimeMs until = at("2026-03-02T13:30:00Z");
+  const std::vector<std::string> targets = {"team-chat"};
+  const std::string ops = "ops-channel";
+
+  Scenario sc;
+  sc.name = "monitors-real-run";
+  sc.start_ms = start;
+  sc.until_ms = until;
+  JobSpec digest;
+  digest.id = "digest";
+  digest.schedule = "0 * * * *";
+  digest.retry_policy = json{{"max", 2}, {"backoff_sec", 300}};
+  sc.jobs = {digest};
+
+  Trace trace;
+  Simulator sim({.start_ms = start, .seed = 17});
+  SimDisk disk(&trace, sim.rng().derive("disk"));
+  REHEARSE_ASSERT(disk.make_dirs("/srv").ok());
+  bind_to_simulator(
+      disk, sim,
+      {.crash_effect = ProcessCrashEffect::power_loss, .reboot_after_ms = 2 * kMinuteMs});
+  SimQueue queue(&trace);
+  bind_to_simulator(queue, sim, SimQueueBinding{2 * kMinuteMs, &disk});
+  SimServices services(sim, trace);
+  SimLog log(sim, trace);
+  ModelApi model(sim.rng(), {.latency_ms = 200, .timeout_ms = 30 * kSecondMs});
+  model.set_output("summary", ModelOutput::summary);
+  model.set_output("preview", ModelOutput::preview);
+  // 10:00 fails, its first retry (10:05) fails, the second (10:10) succeeds.
+  model.add_quota_outage(at("2026-03-02T10:00:00Z"), outage_until);
+  services.add(model);
+  Messenger messenger(sim, trace, {{"team-chat", ops}, 100});
+
+  MonitorSet monitors(sc);
+  std::vector<Violation> seen;
+  trace.add_listener([&](const TraceEvent& e, std::size_t i) {
+    if (auto v = monitors.observe(e, i)) seen.push_back(*v);
+  });
+  std::int64_t boots = 0;
+  sim.add_process_listener([&](ProcessId, ProcessChange change, TimeMs now) {
+    // What the world runner records (docs/trace-events.md).
+    TraceEvent e;
+    e.t = now;
+    if (change == ProcessChange::booted) {
+      e.type = "process_boot";
+      e.data = {{"process", "worker"}, {"boots", ++boots}};
+    } else {
+      e.type = "process_crash";
+      e.data = {{"process", "worker"}, {"cause", "restart"}, {"crashes", 1}};
+    }
+    trace.record(std::move(e));
+  });
+
+  ProcessId p = sim.add_process("scheduler", [&](Simulator& s, ProcessId self) {
+    auto store = StateStore::open(disk, "/srv/state");
+    if (!store.ok()) return;
+    StateStore& st = s.emplace_memory<StateStore>(self, std::move(*store));
+    auto handle =
+        testing::make_group_runner(s.clock(), services, messenger, log, disk, "/srv/ledger",
+                                   "digest", targets, {"summary", "preview"});
+    if (!handle) return;
+    auto& owned =
+        s.emplace_memory<std::unique_ptr<testing::GroupRunnerHandle>>(self, std::move(handle));
+    ScheduledJob job;
+    job.id = "digest";
+    auto cron = CronSchedule::parse("0 * * * *");
+    REHEARSE_ASSERT(cron.ok());
+    job.schedule = *cron;
+    job.policy = parse_retry_policy(core_policy, schedule_facts(job.schedule));
+    REHEARSE_ASSERT(job.policy.ok());
+    job.runner = &owned->runner();
+    job.notify_target = ops;
+    SchedulerOptions options;
+    options.start_ms = start;
+    Scheduler& scheduler = s.emplace_memory<Scheduler>(
+        self, SchedulerPorts{s.clock(), queue, st, messenger, log, s.rng()},
+        std::vector<ScheduledJob>{std::move(job)}, options);
+    s.spawn(self, scheduler.run(), "scheduler");
+  });
+  sim.boot(p);
+  // Down 10:50-11:20: the 11:00 slot runs late, once, after the restart.
+  sim.schedule_crash(p, at("2026-03-02T10:50:00Z"), 30 * kMinuteMs);
+  const RunResult r = sim.run_until(until);
+  EXPECT_TRUE(r.ok()) << r.message;
+  RealRun out;
+  out.seen = std::move(seen);
+  for (const std::string& line : log.lines()) {
+    if (auto v = monitors.observe_text(line, trace.size(), until)) out.seen.push_back(*v);
+  }
+  out.end = monitors.finish(until);
+  out.tallies = monitors.tallies();
+  out.duplicate_deliveries = messenger.duplicate_deliveries().size();
+  return out;
+}
+
+TEST(MonitorsOnARealRun, TheCoresTracePassesEveryMonitor) {
+  const RealRun run =
+      run_real_world(json{{"max", 2}, {"backoff_sec", 300}}, at("2026-03-02T10:07:00Z"));
+  EXPECT_TRUE(run.seen.empty()) << describe(run.seen);
+  EXPECT_TRUE(run.end.empty()) << describe(run.end);
+  const json& t = run.tallies;
+  SCOPED_TRACE(t.dump(2));
+  EXPECT_TRUE(t["unchecked"].empty());
+  const json& d = t["jobs"]["digest"];
+  // 10:00 (after two retries), 11:00 late, 12:00, 13:00: all delivered.
+  EXPECT_EQ(d["delivered_slots"], 4);
+  EXPECT_EQ(d["retries"], 2);
+  EXPECT_EQ(d["failed_slots"], 0);
+  EXPECT_EQ(d["in_flight_slots"], 0);
+  EXPECT_EQ(d["notifications"]["retry_scheduled"], 2);
+  EXPECT_EQ(d["notifications"]["recovered"], 1);
+  EXPECT_GE(d["max_delay_ms"].get<std::int64_t>(), 20 * kMinuteMs);  // the late 11:00 run
+  EXPECT_EQ(t["boots"], 2);
+  EXPECT_GE(t["failure_notices"].get<std::int64_t>(), 2);  // one per failed attempt
+  EXPECT_GT(t["services"]["model-api"]["calls"].get<std::int64_t>(), 0);
+  EXPECT_EQ(run.duplicate_deliveries, 0u);
+}
+
+// The faulty variant: the core retries five times where the scenario's policy
+// allows two. The monitors, reading only the trace, must name retries_bounded.
+TEST(MonitorsOnARealRun, ACoreThatOverRetriesIsCaught) {
+  const RealRun run =
+      run_real_world(json{{"max", 5}, {"backoff_sec", 300}}, at("2026-03-02T10:22:00Z"));
+  ASSERT_FALSE(run.seen.empty());
+  EXPECT_EQ(run.seen.front().invariant, "retries_bounded") << describe(run.seen);
+  EXPECT_NE(run.seen.front().message.find("digest"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rehearse::sim

@@ -1,0 +1,432 @@
+// Goal: the world runner (sim/world.hpp) turns a scenario into one faithful
+// simulated world around the real core, and its report (sim/report.hpp)
+// judges the run: the retry chain of a weekly group job through a quota
+// outage, determinism of the trace under one seed (and independence from the
+// seed when no fault is random), counters that survive a restart in the
+// middle of a retry chain, the event bound, expectation failures named by
+// their JSON pointer, expected violations, and a runner swapped through the
+// factory hook that a named invariant catches.
+// Method: small scenario JSON documents written here, loaded through the
+// real loader, run with run_scenario(); assertions read the monitors'
+// tallies, the violations, the trace (events and hash) and the durable
+// state read back from the simulated store.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/time.hpp"
+#include "sim/world.hpp"
+#include "sim/report.hpp"
+
+namespace rehearse::sim {
+namespace {
+
+using nlohmann::json;
+
+// A weekly (Friday 17:00, low-frequency) group job under "auto": retries 30,
+// 60 and 120 minutes after each failure. The model's quota runs out 30 s
+// before the slot for two hours: 17:00, 17:30 and 18:30 fail, the 120-minute
+// retry at 20:30 delivers.
+json weekly_scenario() {
+  return json::parse(R"({
+    "format": 1,
+    "scenario": "weekly-quota-2h-test",
+    "start": "2026-12-04T16:00:00Z",
+    "until": "2026-12-05T00:00:00Z",
+    "services": {"model-api": {}, "messenger": {"targets": ["team"]}},
+    "jobs": [{
+      "id": "weekly", "kind": "group", "schedule": "0 17 * * 5", "retry_policy": "auto",
+      "tasks": [{"id": "summary", "produces": "summary"}], "targets": ["team"]
+    }],
+    "faults": [{"at": "2026-12-04T16:59:30Z", "for": "2h", "kind": "quota_exhausted"}],
+    "expect": {
+      "jobs": {"weekly": {"delivered_slots": 1, "failed_slots": 0, "in_flight_slots": 0,
+                          "retries": 3, "runs": 4, "calls": 4, "final_status": "ok",
+                          "notifications": {"retry_scheduled": 3, "recovered": 1}}},
+      "services": {"model-api": {"calls": 4}}
+    }
+  })");
+}
+
+Scenario load(const json& doc) {
+  auto loaded = load_scenario_json(doc.dump(), "test.json");
+  if (!loaded.ok()) {
+    ADD_FAILURE() << loaded.error().describe();
+    return Scenario{};
+  }
+  return std::move(loaded).value();
+}
+
+ScenarioRunResult run(const Scenario& scenario, RunOptions options = {}) {
+  auto result = run_scenario(scenario, std::move(options));
+  if (!result.ok()) {
+    ADD_FAILURE() << result.error().describe();
+    return ScenarioRunResult{};
+  }
+  return std::move(result).value();
+}
+
+std::string violations_text(const ScenarioRunResult& r) {
+  std::string text;
+  for (const Violation& v : r.violations) text += v.invariant + ": " + v.message + "\n";
+  for (const std::string& e : r.errors) text += "error: " + e + "\n";
+  return text;
+}
+
+std::int64_t job_tally(const ScenarioRunResult& r, const std::string& job, const std::string& key) {
+  return r.tallies.at("jobs").at(job).at(key).get<std::int64_t>();
+}
+
+// The instants of the trace events of one type for one job.
+std::vector<std::string> instants(const ScenarioRunResult& r, const std::string& type,
+                                  const std::string& job) {
+  std::vector<std::string> out;
+  for (const TraceEvent& e : r.trace.events()) {
+    if (e.type == type && e.job == job) out.push_back(format_instant(e.t));
+  }
+  return out;
+}
+
+TEST(World, WeeklyQuotaOutageRecoversOnThe120MinuteRetry) {
+  const Scenario scenario = load(weekly_scenario());
+  const ScenarioRunResult r = run(scenario);
+  EXPECT_EQ(r.outcome, RunOutcome::completed);
+  EXPECT_TRUE(r.violations.empty()) << violations_text(r);
+  EXPECT_EQ(job_tally(r, "weekly", "delivered_slots"), 1);
+  EXPECT_EQ(job_tally(r, "weekly", "retries"), 3);
+  // Each run starts when its retry is due: 17:00, +30m, +60m, +120m.
+  const auto starts = instants(r, "run_started", "weekly");
+  ASSERT_EQ(starts.size(), 4u);
+  EXPECT_EQ(starts[0], "2026-12-04T17:00:00Z");
+  EXPECT_EQ(starts[1].substr(0, 16), "2026-12-04T17:30");
+  EXPECT_EQ(starts[2].substr(0, 16), "2026-12-04T18:30");
+  EXPECT_EQ(starts[3].substr(0, 16), "2026-12-04T20:30");
+  // The durable state says recovered.
+  ASSERT_EQ(r.final_states.size(), 1u);
+  ASSERT_TRUE(r.final_states[0].state.has_value());
+  EXPECT_EQ(r.final_states[0].state->retry_status, RetryStatus::ok);
+  EXPECT_EQ(r.final_states[0].state->retry_count, 0);
+  // The world's own events frame the run.
+  EXPECT_EQ(r.trace.events().front().type, "process_boot");
+  EXPECT_EQ(r.trace.events().back().type, "run_end");
+  EXPECT_EQ(instants(r, "fault_start", "").size(), 1u);
+  EXPECT_EQ(instants(r, "fault_end", "").size(), 1u);
+  // Every expectation of the file holds.
+  const Verdict verdict = judge_run(scenario, r, std::nullopt);
+  EXPECT_TRUE(verdict.held()) << format_findings(r, verdict);
+}
+
+TEST(World, SameSeedTwiceGivesTheSameTraceHash) {
+  json doc = weekly_scenario();
+  // A random fault (half of the calls fail) makes the seed matter.
+  doc["faults"].push_back(json::parse(
+      R"({"at": "2026-12-04T19:00:00Z", "for": "3h", "kind": "http_errors",
+          "service": "model-api", "status": 503, "rate": 0.5})"));
+  doc.erase("expect");
+  const Scenario scenario = load(doc);
+  RunOptions options;
+  options.seed = 42;
+  const ScenarioRunResult a = run(scenario, options);
+  const ScenarioRunResult b = run(scenario, options);
+  EXPECT_EQ(a.seed, 42u);
+  EXPECT_EQ(a.trace_hash, b.trace_hash);
+  EXPECT_EQ(a.trace.to_jsonl(), b.trace.to_jsonl());
+  EXPECT_FALSE(compare_traces(a.trace, b.trace).has_value());
+  // The hash is FNV-1a 64 over the JSON Lines bytes, in hex.
+  EXPECT_EQ(a.trace_hash, hex64(fnv1a64(a.trace.to_jsonl())));
+}
+
+TEST(World, WithoutRandomFaultsTheSeedDoesNotChangeTheTrace) {
+  const Scenario scenario = load(weekly_scenario());
+  RunOptions one;
+  one.seed = 1;
+  RunOptions two;
+  two.seed = 2;
+  const ScenarioRunResult a = run(scenario, one);
+  const ScenarioRunResult b = run(scenario, two);
+  EXPECT_EQ(a.seed, 1u);
+  EXPECT_EQ(b.seed, 2u);
+  EXPECT_EQ(a.trace_hash, b.trace_hash);
+  const auto differ = compare_traces(a.trace, b.trace);
+  EXPECT_FALSE(differ.has_value()) << (differ ? differ->message : "");
+}
+
+TEST(World, RestartInTheMiddleOfARetryChainKeepsTheCounters) {
+  json doc = weekly_scenario();
+  // Down from 18:00 to 18:10: between the 17:30 retry and the 18:30 one.
+  doc["faults"].push_back(
+      json::parse(R"({"at": "2026-12-04T18:00:00Z", "kind": "restart", "down_for": "10m"})"));
+  const Scenario scenario = load(doc);
+  const ScenarioRunResult r = run(scenario);
+  EXPECT_TRUE(r.violations.empty()) << violations_text(r);
+  EXPECT_EQ(instants(r, "process_crash", "").size(), 1u);
+  EXPECT_EQ(instants(r, "process_boot", "").size(), 2u);
+  // The chain goes on where it was: retries 2 and 3 at their instants, the
+  // third failure's delay is the 120-minute one (the counter was not reset).
+  const auto starts = instants(r, "run_started", "weekly");
+  ASSERT_EQ(starts.size(), 4u);
+  EXPECT_EQ(starts[2].substr(0, 16), "2026-12-04T18:30");
+  EXPECT_EQ(starts[3].substr(0, 16), "2026-12-04T20:30");
+  std::vector<std::int64_t> attempts;
+  for (const TraceEvent& e : r.trace.events()) {
+    if (e.type == "retry_scheduled" && e.job == "weekly") attempts.push_back(e.num("attempt"));
+  }
+  EXPECT_EQ(attempts, (std::vector<std::int64_t>{1, 2, 3}));
+  const Verdict verdict = judge_run(scenario, r, std::nullopt);
+  EXPECT_TRUE(verdict.held()) << format_findings(r, verdict);
+}
+
+TEST(World, ExpectationFailuresNameTheirPointer) {
+  json doc = weekly_scenario();
+  doc["expect"]["jobs"]["weekly"]["retries"] = 1;
+  doc["expect"]["jobs"]["weekly"]["final_status"] = "retry_exhausted";
+  doc["expect"]["jobs"]["weekly"]["max_delay"] = "0s";
+  doc["expect"]["notifications"] = {{"retry_exhausted", 2}};
+  const Scenario scenario = load(doc);
+  const ScenarioRunResult r = run(scenario);
+  const std::vector<ExpectFailure> failures = check_expectations(scenario, r);
+  std::vector<std::string> lines;
+  for (const ExpectFailure& f : failures) lines.push_back(f.describe());
+  EXPECT_EQ(lines, (std::vector<std::string>{
+                       "expect /expect/jobs/weekly/retries: expected 1, got 3",
+                       "expect /expect/jobs/weekly/final_status: expected retry_exhausted, got ok",
+                       "expect /expect/notifications/retry_exhausted: expected 2, got 0",
+                   }));
+  const Verdict verdict = judge_run(scenario, r, std::nullopt);
+  EXPECT_FALSE(verdict.held());
+  EXPECT_NE(format_findings(r, verdict).find("replay: rehearse run test.json --seed 1 --trace t.jsonl"),
+            std::string::npos);
+}
+
+TEST(World, TheEventBoundFailsTheRunWithBoundedRun) {
+  json doc = weekly_scenario();
+  doc["queue"] = {{"max_events", 5}};
+  doc.erase("expect");
+  const Scenario scenario = load(doc);
+  const ScenarioRunResult r = run(scenario);
+  // Whichever sees it first ends the run: the simulator's own bound on
+  // executed events, or the monitors counting trace events against it.
+  EXPECT_TRUE(r.outcome == RunOutcome::bounded_run || r.outcome == RunOutcome::stopped);
+  EXPECT_LT(r.end_ms, scenario.until_ms);
+  ASSERT_EQ(r.violations.size(), 1u);
+  EXPECT_EQ(r.violations[0].invariant, "bounded_run");
+  EXPECT_FALSE(judge_run(scenario, r, std::nullopt).held());
+}
+
+// The deliberately faulty runner of this test: the core's group job, then the
+// delivery sent once more to every target, bypassing the per-slot guard.
+class DoubleDelivery final : public JobRunner {
+ public:
+  DoubleDelivery(std::unique_ptr<JobRunner> core, Notifier& notifier, std::vector<std::string> targets)
+      : core_(std::move(core)), notifier_(notifier), targets_(std::move(targets)) {}
+
+  Task<rehearse::RunOutcome> run(RunContext context) override {
+    rehearse::RunOutcome outcome = co_await core_->run(context);
+    if (outcome.kind == RunOutcomeKind::success) {
+      for (const std::string& target : targets_) {
+        json message{{"kind", "delivery"},
+                     {"job_id", context.job_id},
+                     {"slot", format_instant(context.slot)},
+                     {"attempt", context.attempt},
+                     {"items", json::array()}};
+        Status sent = co_await notifier_.send(target, std::move(message));
+        (void)sent;
+      }
+    }
+    co_return outcome;
+  }
+
+ private:
+  std::unique_ptr<JobRunner> core_;
+  Notifier& notifier_;
+  std::vector<std::string> targets_;
+};
+
+RunnerFactory double_delivery_factory(int* built) {
+  return [built](const JobSpec& job, RunnerPorts& ports) -> std::unique_ptr<JobRunner> {
+    if (job.kind != JobKind::group) return nullptr;  // the core's runner
+    ++*built;
+    auto core = make_default_runner(job, ports);
+    if (!core.ok()) return nullptr;
+    return std::make_unique<DoubleDelivery>(std::move(core).value(), ports.notifier, job.targets);
+  };
+}
+
+TEST(World, AFaultyRunnerFromTheFactoryMakesItsInvariantFire) {
+  json doc = weekly_scenario();
+  doc.erase("expect");
+  const Scenario scenario = load(doc);
+  int built = 0;
+  RunOptions options;
+  options.runner_factory = double_delivery_factory(&built);
+  const ScenarioRunResult r = run(scenario, options);
+  EXPECT_GE(built, 1);
+  ASSERT_FALSE(r.violations.empty());
+  EXPECT_EQ(r.violations[0].invariant, "no_duplicate_delivery") << violations_text(r);
+  // The first violation stops the run, at the event that showed it.
+  EXPECT_EQ(r.outcome, RunOutcome::stopped);
+  EXPECT_LT(r.end_ms, scenario.until_ms);
+  EXPECT_LT(r.violations[0].event_index, r.trace.size());
+  EXPECT_FALSE(judge_run(scenario, r, std::nullopt).held());
+
+  // The same run with the core's runner holds: the alarm is about the bug.
+  const ScenarioRunResult clean = run(scenario);
+  EXPECT_TRUE(clean.violations.empty()) << violations_text(clean);
+}
+
+TEST(World, ExpectedViolationsPassOnlyWhenExactlyThoseFire) {
+  json doc = weekly_scenario();
+  doc.erase("expect");
+  doc["expect"] = {{"violations", {"no_duplicate_delivery"}}};
+  const Scenario expecting = load(doc);
+  int built = 0;
+  RunOptions options;
+  options.runner_factory = double_delivery_factory(&built);
+  const ScenarioRunResult faulty = run(expecting, options);
+  // An expected invariant does not stop the run.
+  EXPECT_EQ(faulty.outcome, RunOutcome::completed);
+  const Verdict held = judge_run(expecting, faulty, std::nullopt);
+  EXPECT_TRUE(held.held()) << format_findings(faulty, held);
+  EXPECT_EQ(held.expected_seen.size(), 1u);
+
+  // The core's runner does not fire it: the expectation is then a failure.
+  const ScenarioRunResult clean = run(expecting);
+  const Verdict missing = judge_run(expecting, clean, std::nullopt);
+  EXPECT_FALSE(missing.held());
+  EXPECT_EQ(missing.expected_missing, (std::vector<std::string>{"no_duplicate_delivery"}));
+}
+
+TEST(World, ADeterminismViolationFailsTheVerdict) {
+  const Scenario scenario = load(weekly_scenario());
+  const ScenarioRunResult r = run(scenario);
+  const Violation differs{"deterministic", 3, scenario.start_ms, "the traces differ at line 4"};
+  const Verdict verdict = judge_run(scenario, r, differs);
+  EXPECT_FALSE(verdict.held());
+  ASSERT_EQ(verdict.violations.size(), 1u);
+  EXPECT_EQ(verdict.violations[0].invariant, "deterministic");
+}
+
+TEST(World, TraceSinkSeesEveryEventInOrder) {
+  const Scenario scenario = load(weekly_scenario());
+  std::vector<std::size_t> indices;
+  RunOptions options;
+  options.trace_sink = [&indices](const TraceEvent&, std::size_t index) { indices.push_back(index); };
+  const ScenarioRunResult r = run(scenario, options);
+  ASSERT_EQ(indices.size(), r.trace.size());
+  for (std::size_t i = 0; i < indices.size(); ++i) ASSERT_EQ(indices[i], i);
+}
+
+TEST(World, AnEmptyScheduleOverrideIsAConfigErrorInTheJobsState) {
+  json doc = weekly_scenario();
+  doc["env"] = {{"WEEKLY_CRON", ""}};
+  doc["jobs"][0]["schedule_env"] = "WEEKLY_CRON";
+  doc.erase("expect");
+  const Scenario scenario = load(doc);
+  const ScenarioRunResult r = run(scenario);
+  // Never a fallback to the default schedule: the job does not run at all.
+  EXPECT_TRUE(instants(r, "run_started", "weekly").empty());
+  ASSERT_TRUE(r.final_states[0].state.has_value());
+  EXPECT_EQ(r.final_states[0].state->retry_status, RetryStatus::failed);
+  EXPECT_EQ(r.final_states[0].state->failure_class, FailureClass::config);
+  EXPECT_EQ(r.final_states[0].state->next_action, NextAction::manual_review);
+}
+
+// A publish job (model/publish_job.hpp) through the world: one model call,
+// then one delivery per target through the per-(job, slot) ledger. Target
+// "b" refuses the 10:00 post; the retry 15 minutes later resumes the post
+// from the ledger's outbox (no second model call) and sends it to "b" only.
+json publish_scenario() {
+  return json::parse(R"({
+    "format": 1, "scenario": "publish-test",
+    "start": "2026-12-07T09:30:00Z", "until": "2026-12-07T10:50:00Z",
+    "services": {"model-api": {}, "messenger": {"targets": ["a", "b"]}},
+    "jobs": [{"id": "post", "kind": "publish", "schedule": "0 10 * * *",
+              "idempotency_key": "{job}:{slot}",
+              "retry_policy": {"max": 2, "backoff_sec": 900}, "targets": ["a", "b"]}],
+    "faults": [{"at": "2026-12-07T09:59:00Z", "for": "10m", "kind": "messenger_down",
+                "targets": ["b"]}]
+  })");
+}
+
+std::int64_t delivered_to(const ScenarioRunResult& r, const std::string& target) {
+  std::int64_t n = 0;
+  for (const TraceEvent& e : r.trace.events()) {
+    if (e.type == "message_delivered" && e.str("kind") == "delivery" && e.str("target") == target) {
+      ++n;
+    }
+  }
+  return n;
+}
+
+TEST(World, APublishJobRetriesOnlyTheTargetThatRefused) {
+  const Scenario scenario = load(publish_scenario());
+  const ScenarioRunResult r = run(scenario);
+  EXPECT_TRUE(r.violations.empty()) << violations_text(r);
+  EXPECT_EQ(delivered_to(r, "a"), 1);
+  EXPECT_EQ(delivered_to(r, "b"), 1);
+  EXPECT_EQ(job_tally(r, "post", "delivered_slots"), 1);
+  EXPECT_EQ(job_tally(r, "post", "retries"), 1);
+  // One model call: the retry resumed the decided post.
+  EXPECT_EQ(r.tallies.at("services").at("model-api").at("calls").get<std::int64_t>(), 1);
+  ASSERT_TRUE(r.final_states[0].state.has_value());
+  EXPECT_EQ(r.final_states[0].state->retry_status, RetryStatus::ok);
+}
+
+TEST(World, APublishJobWhoseModelCallFailsSendsNothing) {
+  json doc = publish_scenario();
+  doc["faults"] = json::parse(
+      R"([{"at": "2026-12-07T09:59:00Z", "for": "50m", "kind": "quota_exhausted"}])");
+  const Scenario scenario = load(doc);
+  const ScenarioRunResult r = run(scenario);
+  EXPECT_TRUE(r.violations.empty()) << violations_text(r);
+  EXPECT_EQ(delivered_to(r, "a"), 0);
+  EXPECT_EQ(delivered_to(r, "b"), 0);
+  // 10:00, 10:15 and 10:30 all fail: the budget of 2 is spent.
+  EXPECT_EQ(job_tally(r, "post", "runs"), 3);
+  ASSERT_TRUE(r.final_states[0].state.has_value());
+  EXPECT_EQ(r.final_states[0].state->retry_status, RetryStatus::retry_exhausted);
+  EXPECT_EQ(r.final_states[0].state->failure_class, FailureClass::rate_limit);
+}
+
+TEST(World, WhatThisBuildCannotRunIsABadInputError) {
+  // Every job kind of format 1 runs; an HTTP error window on the messenger is
+  // not a fault this world can inject (messenger_down is), and it says so
+  // with the fault's pointer instead of running something else.
+  EXPECT_TRUE(world_supports(JobKind::reconcile));
+  json doc = weekly_scenario();
+  doc["faults"].push_back(json::parse(
+      R"({"at": "2026-12-04T18:00:00Z", "for": "1h", "kind": "http_errors",
+          "service": "messenger", "status": 503})"));
+  const Scenario scenario = load(doc);
+  auto result = run_scenario(scenario);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().code, ErrorCode::unsupported);
+  EXPECT_EQ(result.error().where, "test.json:/faults/1/service");
+  EXPECT_NE(result.error().message.find("not available in this build"), std::string::npos);
+}
+
+TEST(World, SummaryTableIsAlignedAndNamesTheHash) {
+  const Scenario scenario = load(weekly_scenario());
+  const ScenarioRunResult r = run(scenario);
+  const SummaryRow row = summarize(scenario, r, 12.0, true);
+  EXPECT_EQ(row.delivered, 1);
+  EXPECT_EQ(row.retries, 3);
+  EXPECT_EQ(row.span_ms, 8 * kHourMs);
+  const std::string table = format_table({row});
+  const auto newline = table.find('\n');
+  ASSERT_NE(newline, std::string::npos);
+  const std::string header = table.substr(0, newline);
+  const std::string line = table.substr(newline + 1, table.find('\n', newline + 1) - newline - 1);
+  // Columns line up: the trace hash starts where its header does.
+  EXPECT_EQ(header.find("trace"), line.find(r.trace_hash));
+  EXPECT_EQ(r.trace_hash.size(), 16u);
+}
+
+}  // namespace
+}  // namespace rehearse::sim
