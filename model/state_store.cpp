@@ -251,6 +251,16 @@ Status StateStore::start_journal(std::uint64_t base_seq) {
 
 Status StateStore::compact_locked() {
   REHEARSE_ASSERT(loaded_ && !corrupt_);
+  // refresh() follows the journal only, so the snapshot on disk may have been
+  // damaged since our last full load. It is about to be replaced: it must
+  // still decode, or the store fails closed and keeps the damaged file for an
+  // operator instead of silently writing over it (semantics.md section 5).
+  auto on_disk = disk_->read_file(snapshot_path());
+  if (!on_disk.ok()) return on_disk.error();
+  if (on_disk->has_value()) {
+    auto decoded = decode_state(**on_disk);
+    if (!decoded.ok()) return mark_corrupt(snapshot_path(), std::move(decoded).error());
+  }
   StateDocument document;
   document.journal_seq = seq_;
   document.jobs = jobs_;

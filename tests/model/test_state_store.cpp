@@ -476,6 +476,32 @@ TEST(StateStoreJournal, CompactsIntoASnapshotPastTheBound) {
   EXPECT_EQ(reopened.read("odd")->retry_count, 6);
 }
 
+// The snapshot damaged while a store runs (refresh follows only the journal):
+// the compaction that would replace it finds the damage, fails closed and
+// keeps the damaged bytes; the update itself was durable and is not lost.
+TEST(StateStoreJournal, CompactionNeverOverwritesASnapshotDamagedSinceTheLoad) {
+  TempDir dir;
+  PosixDisk disk;
+  StoreOptions options;
+  options.journal_records_max = 5;
+  auto store = open_ok(disk, dir.path(), options);
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(store.update("job", increment).ok());
+  ASSERT_TRUE(store.health().ok());
+  const std::string garbage = "{\"not\": \"a state file\"";
+  ASSERT_TRUE(disk.write_file(dir.file("retry_state.json"), garbage).ok());
+  // Appends continue (the journal is healthy) until the bound asks for a
+  // compaction, which must refuse.
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(store.update("job", increment).ok());
+  EXPECT_EQ(read_bytes(disk, dir.file("retry_state.json")), garbage);
+  EXPECT_FALSE(store.health().ok());
+  auto read = store.read("job");
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.error().code, ErrorCode::corrupt);
+  EXPECT_NE(read.error().where.find("retry_state.json"), std::string::npos);
+  EXPECT_FALSE(store.compact().ok());
+  EXPECT_EQ(read_bytes(disk, dir.file("retry_state.json")), garbage);
+}
+
 TEST(StateStoreJournal, CrashBetweenSnapshotAndNewJournalAppliesNothingTwice) {
   TempDir dir;
   PosixDisk disk;
