@@ -33,7 +33,7 @@ Error corrupt(std::string message, std::string where) {
                     std::move(where));
 }
 
-nlohmann::json slot_to_json(const SlotRecord& r) {
+nlohmann::json slot_to_json(const DeliverySlot& r) {
   nlohmann::json j = nlohmann::json::object();
   j["slot"] = format_instant(r.slot);
   if (r.outbox) {
@@ -56,7 +56,7 @@ Result<TimeMs> instant_field(const nlohmann::json& object, const char* key,
   return *t;
 }
 
-Result<SlotRecord> slot_from_json(const nlohmann::json& j, const std::string& where) {
+Result<DeliverySlot> slot_from_json(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) return corrupt("a slot record is not an object", where);
   for (const auto& [key, value] : j.items()) {
     (void)value;
@@ -66,7 +66,7 @@ Result<SlotRecord> slot_from_json(const nlohmann::json& j, const std::string& wh
     }
   }
   if (!j.contains("slot")) return corrupt("a slot record has no 'slot'", where);
-  SlotRecord r;
+  DeliverySlot r;
   auto slot = instant_field(j, "slot", where);
   if (!slot.ok()) return std::move(slot).error();
   r.slot = *slot;
@@ -136,13 +136,13 @@ std::optional<SlotVerdict> parse_slot_verdict(std::string_view name) noexcept {
   return std::nullopt;
 }
 
-bool SlotRecord::has_delivered_to(std::string_view target) const {
+bool DeliverySlot::has_delivered_to(std::string_view target) const {
   return std::binary_search(delivered_to.begin(), delivered_to.end(), target);
 }
 
-Status check_slot_records(const std::vector<SlotRecord>& slots) {
+Status check_slot_records(const std::vector<DeliverySlot>& slots) {
   for (std::size_t i = 0; i < slots.size(); ++i) {
-    const SlotRecord& r = slots[i];
+    const DeliverySlot& r = slots[i];
     const std::string where = format_instant(r.slot);
     auto bad = [&](const char* why) { return make_error(ErrorCode::corrupt, why, where); };
     if (i > 0 && slots[i - 1].slot >= r.slot) return bad("slots are not strictly ascending");
@@ -168,9 +168,9 @@ Status check_slot_records(const std::vector<SlotRecord>& slots) {
   return {};
 }
 
-std::string encode_ledger(const std::string& job_id, const std::vector<SlotRecord>& slots) {
+std::string encode_ledger(const std::string& job_id, const std::vector<DeliverySlot>& slots) {
   nlohmann::json list = nlohmann::json::array();
-  for (const SlotRecord& r : slots) list.push_back(slot_to_json(r));
+  for (const DeliverySlot& r : slots) list.push_back(slot_to_json(r));
   nlohmann::json doc = nlohmann::json::object();
   doc["format"] = DeliveryLedger::kFormat;
   doc["job_id"] = job_id;
@@ -179,7 +179,7 @@ std::string encode_ledger(const std::string& job_id, const std::vector<SlotRecor
   return doc.dump(1) + "\n";
 }
 
-Result<std::vector<SlotRecord>> decode_ledger(std::string_view bytes, const std::string& job_id) {
+Result<std::vector<DeliverySlot>> decode_ledger(std::string_view bytes, const std::string& job_id) {
   const std::string where = job_id;
   if (bytes.empty()) return corrupt("the file is empty", where);
   nlohmann::json doc = nlohmann::json::parse(bytes, nullptr, /*allow_exceptions=*/false);
@@ -206,7 +206,7 @@ Result<std::vector<SlotRecord>> decode_ledger(std::string_view bytes, const std:
       doc.at("checksum").get<std::string>() != checksum_of(doc.at("slots"))) {
     return corrupt("checksum mismatch (the slots were altered after they were written)", where);
   }
-  std::vector<SlotRecord> slots;
+  std::vector<DeliverySlot> slots;
   for (const auto& j : doc.at("slots")) {
     auto r = slot_from_json(j, where);
     if (!r.ok()) return std::move(r).error();
@@ -274,7 +274,7 @@ Status DeliveryLedger::store(const JobFile& file) {
     return e;
   }
   const auto open = std::count_if(file.slots.begin(), file.slots.end(),
-                                  [](const SlotRecord& r) { return !r.marked_at; });
+                                  [](const DeliverySlot& r) { return !r.marked_at; });
   if (static_cast<std::size_t>(open) > options_.open_slots_max) {
     return make_error(ErrorCode::invalid_argument,
                       fmt::format("more than {} open slots for job '{}': refused rather than "
@@ -291,18 +291,18 @@ Status DeliveryLedger::store(const JobFile& file) {
   return disk_->fsync_dir(dir_);
 }
 
-Result<SlotRecord> DeliveryLedger::read(const std::string& job_id, TimeMs slot) {
+Result<DeliverySlot> DeliveryLedger::read(const std::string& job_id, TimeMs slot) {
   auto records = read_job(job_id);
   if (!records.ok()) return std::move(records).error();
-  for (SlotRecord& r : *records) {
+  for (DeliverySlot& r : *records) {
     if (r.slot == slot) return std::move(r);
   }
-  SlotRecord empty;
+  DeliverySlot empty;
   empty.slot = slot;
   return empty;
 }
 
-Result<std::vector<SlotRecord>> DeliveryLedger::read_job(const std::string& job_id) {
+Result<std::vector<DeliverySlot>> DeliveryLedger::read_job(const std::string& job_id) {
   if (job_id.empty()) return make_error(ErrorCode::invalid_argument, "job id is empty");
   auto held = disk_->lock_exclusive(lock_path());
   if (!held.ok()) return std::move(held).error();
@@ -320,19 +320,19 @@ Status DeliveryLedger::update(const std::string& job_id, TimeMs slot, Mutate mut
   if (!loaded.ok()) return std::move(loaded).error();
   JobFile file = std::move(loaded).value();
   auto it = std::lower_bound(file.slots.begin(), file.slots.end(), slot,
-                             [](const SlotRecord& r, TimeMs t) { return r.slot < t; });
+                             [](const DeliverySlot& r, TimeMs t) { return r.slot < t; });
   if (it == file.slots.end() || it->slot != slot) {
-    SlotRecord fresh;
+    DeliverySlot fresh;
     fresh.slot = slot;
     it = file.slots.insert(it, std::move(fresh));
   }
-  const SlotRecord before = *it;
+  const DeliverySlot before = *it;
   if (auto s = mutate(*it); !s.ok()) return s;
   if (*it == before) return {};  // nothing changed: no write
   if (it->marked_at) {
     // Prune the oldest completed slots (by completion time, then slot).
     std::vector<std::pair<TimeMs, TimeMs>> completed;
-    for (const SlotRecord& r : file.slots) {
+    for (const DeliverySlot& r : file.slots) {
       if (r.marked_at) completed.emplace_back(*r.marked_at, r.slot);
     }
     if (completed.size() > options_.completed_slots_kept) {
@@ -341,7 +341,7 @@ Status DeliveryLedger::update(const std::string& job_id, TimeMs slot, Mutate mut
       std::vector<TimeMs> dropped;
       for (std::size_t i = 0; i < drop; ++i) dropped.push_back(completed[i].second);
       std::sort(dropped.begin(), dropped.end());
-      std::erase_if(file.slots, [&](const SlotRecord& r) {
+      std::erase_if(file.slots, [&](const DeliverySlot& r) {
         return r.marked_at && std::binary_search(dropped.begin(), dropped.end(), r.slot);
       });
     }
@@ -352,7 +352,7 @@ Status DeliveryLedger::update(const std::string& job_id, TimeMs slot, Mutate mut
 Status DeliveryLedger::write_outbox(const std::string& job_id, TimeMs slot, nlohmann::json items,
                                     TimeMs at) {
   if (!items.is_array()) return make_error(ErrorCode::invalid_argument, "outbox is not an array");
-  return update(job_id, slot, [&](SlotRecord& r) -> Status {
+  return update(job_id, slot, [&](DeliverySlot& r) -> Status {
     if (r.guard_at || r.marked_at) {
       return make_error(ErrorCode::invalid_argument,
                         "the slot's send guard is already consumed: nothing more to send",
@@ -372,7 +372,7 @@ Status DeliveryLedger::record_delivery(const std::string& job_id, TimeMs slot,
                                        const std::string& target, TimeMs at) {
   (void)at;  // the target list is what matters; the trace has the time
   if (target.empty()) return make_error(ErrorCode::invalid_argument, "target is empty");
-  return update(job_id, slot, [&](SlotRecord& r) -> Status {
+  return update(job_id, slot, [&](DeliverySlot& r) -> Status {
     if (r.has_delivered_to(target)) return {};
     if (r.marked_at) {
       return make_error(ErrorCode::invalid_argument, "the slot is already complete",
@@ -389,7 +389,7 @@ Status DeliveryLedger::record_delivery(const std::string& job_id, TimeMs slot,
 }
 
 Status DeliveryLedger::consume_guard(const std::string& job_id, TimeMs slot, TimeMs at) {
-  return update(job_id, slot, [&](SlotRecord& r) -> Status {
+  return update(job_id, slot, [&](DeliverySlot& r) -> Status {
     if (!r.guard_at) r.guard_at = at;
     return {};
   });
@@ -397,7 +397,7 @@ Status DeliveryLedger::consume_guard(const std::string& job_id, TimeMs slot, Tim
 
 Status DeliveryLedger::mark_complete(const std::string& job_id, TimeMs slot, SlotVerdict verdict,
                                      TimeMs at) {
-  return update(job_id, slot, [&](SlotRecord& r) -> Status {
+  return update(job_id, slot, [&](DeliverySlot& r) -> Status {
     if (r.marked_at) return {};
     if (!r.guard_at) {
       return make_error(ErrorCode::invalid_argument,

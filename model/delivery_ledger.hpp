@@ -56,15 +56,10 @@ enum class SlotVerdict : unsigned char { delivered, skipped };
 const char* to_string(SlotVerdict verdict) noexcept;
 std::optional<SlotVerdict> parse_slot_verdict(std::string_view name) noexcept;
 
-// (Additive fix by the world runner's author, see the report:)
-// model/job_state.hpp defines another `rehearse::SlotRecord` (the retry
-// record). Two different classes with one name in one program break the
-// one-definition rule at link time (their inline members collide: a binary
-// with both the scheduler and the ledger freed through the wrong destructor).
-// The inline namespace gives this one its own mangled name; sources keep
-// writing `SlotRecord`. A file still cannot include both headers.
-inline namespace delivery {
-struct SlotRecord {
+// Named apart from the retry machine's per-slot record (model/job_state.hpp
+// `SlotRecord`): both describe a slot, from two sides, and both are linked into
+// one program.
+struct DeliverySlot {
   TimeMs slot = 0;
   // Items of the delivery decided for this slot (a JSON array), while the
   // slot is open.
@@ -81,9 +76,8 @@ struct SlotRecord {
   bool empty() const noexcept {
     return !outbox && delivered_to.empty() && !guard_at && !marked_at;
   }
-  bool operator==(const SlotRecord&) const = default;
+  bool operator==(const DeliverySlot&) const = default;
 };
-}  // namespace delivery
 
 struct DeliveryLedgerOptions {
   std::size_t completed_slots_kept = 256;
@@ -103,9 +97,9 @@ class DeliveryLedger {
                                      DeliveryLedgerOptions options = {});
 
   // The slot's record; an empty record when nothing was recorded.
-  Result<SlotRecord> read(const std::string& job_id, TimeMs slot);
+  Result<DeliverySlot> read(const std::string& job_id, TimeMs slot);
   // Every record of the job, by slot.
-  Result<std::vector<SlotRecord>> read_job(const std::string& job_id);
+  Result<std::vector<DeliverySlot>> read_job(const std::string& job_id);
 
   // Writes the slot's outbox (a JSON array of items). Refused when the slot
   // already has an outbox or its guard is consumed (a run must resume the
@@ -135,7 +129,7 @@ class DeliveryLedger {
 
   struct JobFile {
     std::string job_id;
-    std::vector<SlotRecord> slots;  // ascending by slot
+    std::vector<DeliverySlot> slots;  // ascending by slot
   };
   template <typename Mutate>
   Status update(const std::string& job_id, TimeMs slot, Mutate mutate);
@@ -148,13 +142,13 @@ class DeliveryLedger {
 };
 
 // The file format, exposed for tests and tools (docs/group-jobs.md).
-std::string encode_ledger(const std::string& job_id, const std::vector<SlotRecord>& slots);
+std::string encode_ledger(const std::string& job_id, const std::vector<DeliverySlot>& slots);
 // Strict: unknown keys, bad instants, unsorted slots, a marker without a
 // guard, a checksum mismatch... are errors (ErrorCode::corrupt).
-Result<std::vector<SlotRecord>> decode_ledger(std::string_view bytes, const std::string& job_id);
+Result<std::vector<DeliverySlot>> decode_ledger(std::string_view bytes, const std::string& job_id);
 // Consistency of a set of records (what decode and every write check). The
 // open-slot bound is checked on writes only (a file written under a larger
 // bound still reads).
-Status check_slot_records(const std::vector<SlotRecord>& slots);
+Status check_slot_records(const std::vector<DeliverySlot>& slots);
 
 }  // namespace rehearse

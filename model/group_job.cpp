@@ -315,7 +315,7 @@ Task<RunOutcome> GroupJob::send_failure_notices(const RunContext& context,
   co_return RunOutcome::failure(judgement.failure_class, judgement.error);
 }
 
-Task<RunOutcome> GroupJob::deliver(const RunContext& context, SlotRecord record) {
+Task<RunOutcome> GroupJob::deliver(const RunContext& context, DeliverySlot record) {
   REHEARSE_ASSERT(record.outbox.has_value());
   const nlohmann::json message = make_group_message(kMessageDelivery, context, *record.outbox);
   std::optional<Error> first_refusal;
@@ -370,7 +370,7 @@ Task<RunOutcome> GroupJob::run(RunContext context) {
 
   auto read = ledger_.read(context.job_id, context.slot);
   if (!read.ok()) co_return ledger_failure(context, read.error());
-  SlotRecord record = std::move(read).value();
+  DeliverySlot record = std::move(read).value();
 
   if (record.guard_consumed() || record.complete()) {
     if (!record.complete()) {
@@ -449,7 +449,7 @@ Task<RunOutcome> GroupJob::run(RunContext context) {
       }
       log_.info("outbox_written",
                 with(run_fields(context), {{"items", static_cast<std::int64_t>(items.size())}}));
-      SlotRecord fresh;
+      DeliverySlot fresh;
       fresh.slot = context.slot;
       fresh.outbox = std::move(items);
       fresh.outbox_at = now;

@@ -153,7 +153,7 @@ class GroupJob final : public JobRunner {
   Task<RunOutcome> send_failure_notices(const RunContext& context,
                                         const std::vector<TaskOutcome>& outcomes,
                                         const GroupJudgement& judgement);
-  Task<RunOutcome> deliver(const RunContext& context, SlotRecord record);
+  Task<RunOutcome> deliver(const RunContext& context, DeliverySlot record);
   RunOutcome complete_slot(const RunContext& context, SlotVerdict verdict);
   RunOutcome ledger_failure(const RunContext& context, const Error& error);
   LogFields run_fields(const RunContext& context) const;

@@ -66,7 +66,7 @@ RunOutcome PublishJob::complete_slot(const RunContext& context) {
   return RunOutcome::success();
 }
 
-Task<RunOutcome> PublishJob::deliver(const RunContext& context, SlotRecord record) {
+Task<RunOutcome> PublishJob::deliver(const RunContext& context, DeliverySlot record) {
   REHEARSE_ASSERT(record.outbox.has_value());
   const nlohmann::json message = make_group_message(kMessageDelivery, context, *record.outbox);
   std::optional<Error> first_refusal;
@@ -103,7 +103,7 @@ Task<RunOutcome> PublishJob::run(RunContext context) {
   log_.info("publish_run_started", run_fields(context));
   auto read = ledger_.read(context.job_id, context.slot);
   if (!read.ok()) co_return ledger_failure(context, read.error());
-  SlotRecord record = std::move(read).value();
+  DeliverySlot record = std::move(read).value();
 
   if (record.guard_consumed()) {
     if (!record.complete()) {

@@ -53,7 +53,7 @@ class PublishJob final : public JobRunner {
   const PublishJobConfig& config() const noexcept { return config_; }
 
  private:
-  Task<RunOutcome> deliver(const RunContext& context, SlotRecord record);
+  Task<RunOutcome> deliver(const RunContext& context, DeliverySlot record);
   RunOutcome complete_slot(const RunContext& context);
   RunOutcome fail(const RunContext& context, FailureClass c, const std::string& message);
   RunOutcome ledger_failure(const RunContext& context, const Error& error);

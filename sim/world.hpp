@@ -53,8 +53,7 @@
 #include "sim/trace.hpp"
 
 namespace rehearse {
-// Named only: model/delivery_ledger.hpp cannot be included beside
-// model/job_state.hpp (both define SlotRecord; sim/world_runners.hpp).
+// Named only: the runners and the ledger live in sim/world_runners.cpp.
 class DeliveryLedger;
 }  // namespace rehearse
 

@@ -1,13 +1,11 @@
 // The core's job runners as the world builds them, behind a narrow header.
 //
-// Why a separate translation unit: model/delivery_ledger.hpp and
-// model/job_state.hpp both define `rehearse::SlotRecord` (the ledger's per-slot
-// delivery record and the retry machine's per-slot retry record), so no file
-// may include both. The scheduler side of the world (sim/world.cpp, and
-// sim/scenario.hpp through model/job_state.hpp) stays on one side; the group,
-// publish and fetch runners and the ledger (sim/world_runners.cpp) on the
-// other. This header includes neither: it names the ledger by a forward
-// declaration only and takes a plain description of the job.
+// A separate translation unit keeps the scheduler side of the world
+// (sim/world.cpp) apart from the runners and the ledger
+// (sim/world_runners.cpp). This header includes neither: it names the ledger
+// by a forward declaration only and takes a plain description of the job.
+// (The split began when the ledger's per-slot record and the retry machine's
+// shared the name SlotRecord; the ledger's is now DeliverySlot.)
 #pragma once
 
 #include <memory>

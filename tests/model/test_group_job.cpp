@@ -119,7 +119,7 @@ struct World {
   }
   RunOutcome run_now(GroupJob& job, int attempt = 1) { return run_at(job, sim.now(), attempt); }
 
-  SlotRecord record(const std::string& job_id = "weekly") {
+  DeliverySlot record(const std::string& job_id = "weekly") {
     auto r = ledger.read(job_id, kSlot);
     REHEARSE_ASSERT(r.ok());
     return *r;
@@ -273,7 +273,7 @@ TEST_P(GroupJobDeliverable, SucceedsAndDeliversOncePerTarget) {
   const RunOutcome out = w.run_now(job);
   ASSERT_EQ(out.kind, RunOutcomeKind::success) << out.error;
 
-  const SlotRecord rec = w.record();
+  const DeliverySlot rec = w.record();
   EXPECT_TRUE(rec.guard_consumed());
   EXPECT_TRUE(rec.complete());
   EXPECT_EQ(rec.verdict, SlotVerdict::delivered);
@@ -369,7 +369,7 @@ TEST(GroupJob, MessengerDownOnTheSuccessPathFailsAndTheRetryDeliversOnce) {
   EXPECT_EQ(first.kind, RunOutcomeKind::failure);
   EXPECT_EQ(first.failure_class, FailureClass::provider_5xx);
   EXPECT_NE(first.error.find("503 Service Unavailable"), std::string::npos);
-  SlotRecord rec = w.record();
+  DeliverySlot rec = w.record();
   EXPECT_FALSE(rec.guard_consumed());
   EXPECT_FALSE(rec.complete());
   EXPECT_TRUE(rec.delivered_to.empty());
@@ -400,7 +400,7 @@ TEST(GroupJob, PartialTargetFailureNeverDuplicatesOnRetry) {
 
   const RunOutcome first = w.run_now(job, 1);
   EXPECT_EQ(first.kind, RunOutcomeKind::failure);
-  SlotRecord rec = w.record();
+  DeliverySlot rec = w.record();
   EXPECT_EQ(rec.delivered_to, std::vector<std::string>{"team-chat"});
   EXPECT_FALSE(rec.guard_consumed());
   EXPECT_EQ(w.messenger.delivery_count("weekly", kSlot, "team-chat"), 1);
@@ -427,7 +427,7 @@ TEST(GroupJob, AllSkippedMarksTheSlotSkipped) {
   const RunOutcome out = w.run_now(job);
   EXPECT_EQ(out.kind, RunOutcomeKind::skipped);
   EXPECT_TRUE(w.messenger.accepted().empty());
-  const SlotRecord rec = w.record();
+  const DeliverySlot rec = w.record();
   EXPECT_TRUE(rec.guard_consumed());
   EXPECT_TRUE(rec.complete());
   EXPECT_EQ(rec.verdict, SlotVerdict::skipped);
@@ -491,7 +491,7 @@ TEST(GroupJob, GuardWithoutMarkerIsCompletedByTheNextRun) {
   const RunOutcome out = w.run_now(job);
   EXPECT_EQ(out.kind, RunOutcomeKind::already_complete);
   EXPECT_EQ(w.model.total_calls(), 0);
-  const SlotRecord rec = w.record();
+  const DeliverySlot rec = w.record();
   EXPECT_TRUE(rec.complete());
   EXPECT_EQ(rec.verdict, SlotVerdict::skipped);  // no outbox, no delivery recorded
   EXPECT_TRUE(w.events("slot_marked").at(0).flag("repaired"));
@@ -789,10 +789,10 @@ REHEARSE_PROP(GroupJobProp, DeliveryRulesHoldInRandomWorlds, ()) {
 
   std::optional<RunOutcome> final_outcome;
   for (int attempt = 1; attempt <= 8 && !final_outcome; ++attempt) {
-    const SlotRecord before = w.record();
+    const DeliverySlot before = w.record();
     const auto calls_before = w.model.total_calls();
     const RunOutcome out = w.run_at(job, kSlot + (attempt - 1) * 40 * kMinuteMs, attempt);
-    const SlotRecord after = w.record();
+    const DeliverySlot after = w.record();
     RC_ASSERT(out.kind != RunOutcomeKind::already_complete);
     if (before.outbox) RC_ASSERT(w.model.total_calls() == calls_before);  // resumed, not redone
     if (out.failed()) {
@@ -808,7 +808,7 @@ REHEARSE_PROP(GroupJobProp, DeliveryRulesHoldInRandomWorlds, ()) {
   }
   // Without crashes there is never a duplicate delivery.
   RC_ASSERT(w.messenger.duplicate_deliveries().empty());
-  const SlotRecord rec = w.record();
+  const DeliverySlot rec = w.record();
   for (const auto& target : kTargets) {
     const auto n = w.messenger.delivery_count("weekly", kSlot, target);
     RC_ASSERT(n == (rec.has_delivered_to(target) ? 1 : 0));
@@ -924,7 +924,7 @@ TEST_F(LedgerFixture, CorruptFilesFailClosedAndStayUntouched) {
   {
     // Consistent checksum but a marker without a guard (a forged completion):
     // only the consistency check is left to catch it.
-    const std::vector<SlotRecord> forged = {SlotRecord{kSlot, std::nullopt, std::nullopt, {},
+    const std::vector<DeliverySlot> forged = {DeliverySlot{kSlot, std::nullopt, std::nullopt, {},
                                                        std::nullopt, kSlot, SlotVerdict::skipped}};
     EXPECT_FALSE(check_slot_records(forged).ok());
     const std::string text = encode_ledger("weekly", forged);

@@ -1,7 +1,6 @@
 // A group job runner for tests/sim/test_monitors.cpp, built in a translation
-// unit of its own: model/delivery_ledger.hpp and model/job_state.hpp both
-// declare a rehearse::SlotRecord today, so the group job and the scheduler
-// cannot be included in one file. The handle owns the ledger and the job.
+// unit of its own behind a narrow header (the test sees only JobRunner). The
+// handle owns the ledger and the job.
 #pragma once
 
 #include <memory>

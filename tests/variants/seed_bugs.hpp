@@ -7,11 +7,8 @@
 // (sim/world.hpp), so the rest of the world -- scheduler, store, queue,
 // services, monitors -- is the real one.
 //
-// This header names the delivery ledger by a forward declaration only:
-// model/delivery_ledger.hpp and model/job_state.hpp both define
-// `rehearse::SlotRecord`, so a file that sees the world (and with it the
-// retry machine's records) must not include the ledger (sim/world_runners.hpp
-// does the same).
+// This header names the delivery ledger by a forward declaration only, to
+// keep what a test sees narrow (sim/world_runners.hpp does the same).
 #pragma once
 
 #include <memory>
