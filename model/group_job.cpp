@@ -176,18 +176,7 @@ GroupJob::GroupJob(Clock& clock, Services& services, Notifier& notifier, Log& lo
       ledger_(ledger),
       config_(std::move(config)) {}
 
-LogFields GroupJob::run_fields(const RunContext& context) const {
-  return LogFields{{"job_id", context.job_id},
-                   {"slot", format_instant(context.slot)},
-                   {"attempt", context.attempt}};
-}
-
 namespace {
-
-LogFields with(LogFields fields, std::initializer_list<LogField> more) {
-  for (const LogField& f : more) fields.push_back(f);
-  return fields;
-}
 
 // What a model-api answer must look like: {"output": summary|preview|skip,
 // "text": "..."}.
@@ -259,11 +248,11 @@ RunOutcome GroupJob::ledger_failure(const RunContext& context, const Error& erro
   // A ledger that cannot be read or written fails the run closed: sending
   // without it could duplicate a delivery, skipping could lose one.
   const std::string message = "delivery ledger: " + error.describe();
-  log_.error("ledger_error", with(run_fields(context), {{"code", to_string(error.code)},
-                                                        {"error", message}}));
-  log_.error("group_run_failed", with(run_fields(context),
-                                      {{"failure_class", to_string(FailureClass::unknown)},
-                                       {"error", message}}));
+  log_.error("ledger_error", with_fields(run_log_fields(context),
+                                         {{"code", to_string(error.code)}, {"error", message}}));
+  log_.error("group_run_failed", with_fields(run_log_fields(context),
+                                             {{"failure_class", to_string(FailureClass::unknown)},
+                                              {"error", message}}));
   return RunOutcome::failure(FailureClass::unknown, message);
 }
 
@@ -272,15 +261,17 @@ RunOutcome GroupJob::complete_slot(const RunContext& context, SlotVerdict verdic
   if (auto s = ledger_.consume_guard(job, context.slot, clock_.now()); !s.ok()) {
     return ledger_failure(context, s.error());
   }
-  log_.info("guard_set", run_fields(context));
+  log_.info("guard_set", run_log_fields(context));
   if (auto s = ledger_.mark_complete(job, context.slot, verdict, clock_.now()); !s.ok()) {
     // The guard already stands for the slot (every run after this one exits
     // quietly and completes the marker), so the run itself did its job: it
     // is not turned into a failure, which would claim a guard set by a
     // failed run.
-    log_.error("slot_mark_failed", with(run_fields(context), {{"error", s.error().describe()}}));
+    log_.error("slot_mark_failed",
+               with_fields(run_log_fields(context), {{"error", s.error().describe()}}));
   } else {
-    log_.info("slot_marked", with(run_fields(context), {{"verdict", to_string(verdict)}}));
+    log_.info("slot_marked",
+              with_fields(run_log_fields(context), {{"verdict", to_string(verdict)}}));
   }
   return verdict == SlotVerdict::delivered ? RunOutcome::success() : RunOutcome::skipped();
 }
@@ -302,16 +293,16 @@ Task<RunOutcome> GroupJob::send_failure_notices(const RunContext& context,
       send_error = e.what();
     }
     if (send_error.empty()) {
-      log_.info("notice_sent", with(run_fields(context), {{"target", target}}));
+      log_.info("notice_sent", with_fields(run_log_fields(context), {{"target", target}}));
     } else {
-      log_.warning("notice_send_failed",
-                   with(run_fields(context), {{"target", target}, {"error", send_error}}));
+      log_.warning("notice_send_failed", with_fields(run_log_fields(context),
+                                                     {{"target", target}, {"error", send_error}}));
     }
   }
-  log_.error("group_run_failed",
-             with(run_fields(context), {{"failure_class", to_string(judgement.failure_class)},
-                                        {"task", judgement.failed_task},
-                                        {"error", judgement.error}}));
+  log_.error("group_run_failed", with_fields(run_log_fields(context),
+                                             {{"failure_class", to_string(judgement.failure_class)},
+                                              {"task", judgement.failed_task},
+                                              {"error", judgement.error}}));
   co_return RunOutcome::failure(judgement.failure_class, judgement.error);
 }
 
@@ -325,7 +316,8 @@ Task<RunOutcome> GroupJob::deliver(const RunContext& context, DeliverySlot recor
     Status sent = co_await notifier_.send(target, message);
     if (!sent.ok()) {
       log_.error("delivery_send_failed",
-                 with(run_fields(context), {{"target", target}, {"error", sent.error().describe()}}));
+                 with_fields(run_log_fields(context),
+                             {{"target", target}, {"error", sent.error().describe()}}));
       if (!first_refusal) {
         first_refusal = sent.error();
         refused_target = target;
@@ -337,15 +329,16 @@ Task<RunOutcome> GroupJob::deliver(const RunContext& context, DeliverySlot recor
         !s.ok()) {
       co_return ledger_failure(context, s.error());
     }
-    log_.info("delivery_recorded", with(run_fields(context), {{"target", target}}));
+    log_.info("delivery_recorded", with_fields(run_log_fields(context), {{"target", target}}));
   }
   if (first_refusal) {
     FailureInfo info;
     info.message = first_refusal->describe();
     const FailureClass c = classify(info);
-    log_.error("group_run_failed", with(run_fields(context), {{"failure_class", to_string(c)},
-                                                               {"target", refused_target},
-                                                               {"error", info.message}}));
+    log_.error("group_run_failed",
+               with_fields(run_log_fields(context), {{"failure_class", to_string(c)},
+                                                     {"target", refused_target},
+                                                     {"error", info.message}}));
     co_return RunOutcome::failure(c, info.message);
   }
   co_return complete_slot(context, SlotVerdict::delivered);
@@ -353,20 +346,20 @@ Task<RunOutcome> GroupJob::deliver(const RunContext& context, DeliverySlot recor
 
 Task<RunOutcome> GroupJob::run(RunContext context) {
   if (auto s = check_group_config(config_); !s.ok()) {
-    log_.error("group_run_failed", with(run_fields(context),
-                                        {{"failure_class", to_string(FailureClass::config)},
-                                         {"error", s.error().describe()}}));
+    log_.error("group_run_failed", with_fields(run_log_fields(context),
+                                               {{"failure_class", to_string(FailureClass::config)},
+                                                {"error", s.error().describe()}}));
     co_return RunOutcome::failure(FailureClass::config, s.error().describe());
   }
   if (context.job_id != config_.job_id) {
     const std::string why =
         fmt::format("run for job '{}' handed to group job '{}'", context.job_id, config_.job_id);
-    log_.error("group_run_failed", with(run_fields(context),
-                                        {{"failure_class", to_string(FailureClass::config)},
-                                         {"error", why}}));
+    log_.error("group_run_failed",
+               with_fields(run_log_fields(context),
+                           {{"failure_class", to_string(FailureClass::config)}, {"error", why}}));
     co_return RunOutcome::failure(FailureClass::config, why);
   }
-  log_.info("group_run_started", run_fields(context));
+  log_.info("group_run_started", run_log_fields(context));
 
   auto read = ledger_.read(context.job_id, context.slot);
   if (!read.ok()) co_return ledger_failure(context, read.error());
@@ -381,14 +374,16 @@ Task<RunOutcome> GroupJob::run(RunContext context) {
       if (auto s = ledger_.mark_complete(context.job_id, context.slot, verdict, clock_.now());
           !s.ok()) {
         log_.error("slot_mark_failed",
-                   with(run_fields(context), {{"error", s.error().describe()}}));
+                   with_fields(run_log_fields(context), {{"error", s.error().describe()}}));
       } else {
-        log_.info("slot_marked", with(run_fields(context), {{"verdict", to_string(verdict)},
-                                                             {"repaired", true}}));
+        log_.info("slot_marked",
+                  with_fields(run_log_fields(context),
+                              {{"verdict", to_string(verdict)}, {"repaired", true}}));
       }
     }
-    log_.info("group_already_complete",
-              with(run_fields(context), {{"reason", record.complete() ? "marker" : "guard"}}));
+    log_.info(
+        "group_already_complete",
+        with_fields(run_log_fields(context), {{"reason", record.complete() ? "marker" : "guard"}}));
     co_return RunOutcome::already_complete();
   }
 
@@ -399,7 +394,7 @@ Task<RunOutcome> GroupJob::run(RunContext context) {
     for (const std::string& t : config_.targets) {
       if (!record.has_delivered_to(t)) missing.push_back(t);
     }
-    log_.info("outbox_resumed", with(run_fields(context), {{"targets", missing}}));
+    log_.info("outbox_resumed", with_fields(run_log_fields(context), {{"targets", missing}}));
     RunOutcome resumed = co_await deliver(context, std::move(record));
     co_return resumed;
   }
@@ -407,10 +402,10 @@ Task<RunOutcome> GroupJob::run(RunContext context) {
   std::vector<TaskOutcome> outcomes;
   outcomes.reserve(config_.tasks.size());
   for (const GroupTaskSpec& task : config_.tasks) {
-    log_.info("task_started", with(run_fields(context), {{"task", task.id}}));
+    log_.info("task_started", with_fields(run_log_fields(context), {{"task", task.id}}));
     TaskOutcome outcome = co_await run_task(context, task);
-    LogFields fields =
-        with(run_fields(context), {{"task", outcome.task}, {"outcome", to_string(outcome.kind)}});
+    LogFields fields = with_fields(run_log_fields(context),
+                                   {{"task", outcome.task}, {"outcome", to_string(outcome.kind)}});
     if (outcome.kind == TaskOutcomeKind::failed) {
       fields.push_back({"failure_class", to_string(outcome.failure_class)});
       if (outcome.http_status) fields.push_back({"http_status", *outcome.http_status});
@@ -424,10 +419,11 @@ Task<RunOutcome> GroupJob::run(RunContext context) {
 
   const GroupJudgement judgement = judge_group(outcomes, config_.retryable_classes);
   {
-    LogFields fields = with(run_fields(context), {{"verdict", to_string(judgement.verdict)},
-                                                  {"deliverables", judgement.deliverables},
-                                                  {"failures", judgement.failures},
-                                                  {"skips", judgement.skips}});
+    LogFields fields =
+        with_fields(run_log_fields(context), {{"verdict", to_string(judgement.verdict)},
+                                              {"deliverables", judgement.deliverables},
+                                              {"failures", judgement.failures},
+                                              {"skips", judgement.skips}});
     if (judgement.verdict == GroupVerdict::failed) {
       fields.push_back({"failure_class", to_string(judgement.failure_class)});
     }
@@ -448,7 +444,8 @@ Task<RunOutcome> GroupJob::run(RunContext context) {
         co_return ledger_failure(context, s.error());
       }
       log_.info("outbox_written",
-                with(run_fields(context), {{"items", static_cast<std::int64_t>(items.size())}}));
+                with_fields(run_log_fields(context),
+                            {{"items", static_cast<std::int64_t>(items.size())}}));
       DeliverySlot fresh;
       fresh.slot = context.slot;
       fresh.outbox = std::move(items);

@@ -156,7 +156,6 @@ class GroupJob final : public JobRunner {
   Task<RunOutcome> deliver(const RunContext& context, DeliverySlot record);
   RunOutcome complete_slot(const RunContext& context, SlotVerdict verdict);
   RunOutcome ledger_failure(const RunContext& context, const Error& error);
-  LogFields run_fields(const RunContext& context) const;
 
   Clock& clock_;
   Services& services_;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "model/failure.hpp"
+#include "model/ports.hpp"
 #include "model/task.hpp"
 #include "model/time.hpp"
 
@@ -57,6 +58,13 @@ struct RunContext {
   int attempt = 1;
   bool is_retry = false;
 };
+
+// The fields every log line of a run carries: job_id, slot, attempt.
+inline LogFields run_log_fields(const RunContext& context) {
+  return LogFields{{"job_id", context.job_id},
+                   {"slot", format_instant(context.slot)},
+                   {"attempt", context.attempt}};
+}
 
 class JobRunner {
  public:

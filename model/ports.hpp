@@ -16,6 +16,7 @@
 
 #include <coroutine>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -177,6 +178,12 @@ struct LogField {
   nlohmann::json value;
 };
 using LogFields = std::vector<LogField>;
+
+// `fields` followed by `more`: a run's common fields plus an event's own.
+inline LogFields with_fields(LogFields fields, std::initializer_list<LogField> more) {
+  fields.insert(fields.end(), more.begin(), more.end());
+  return fields;
+}
 
 // Structured log lines: a level, an event name shared with notifications and
 // traces ("retry_scheduled"), and ordered fields (job_id, failure_class,

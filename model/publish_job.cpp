@@ -9,14 +9,6 @@
 #include "model/group_job.hpp"
 
 namespace rehearse {
-namespace {
-
-LogFields with(LogFields fields, std::initializer_list<LogField> more) {
-  for (const LogField& f : more) fields.push_back(f);
-  return fields;
-}
-
-}  // namespace
 
 PublishJob::PublishJob(Clock& clock, Services& services, Notifier& notifier, Log& log,
                        DeliveryLedger& ledger, PublishJobConfig config)
@@ -27,16 +19,11 @@ PublishJob::PublishJob(Clock& clock, Services& services, Notifier& notifier, Log
       ledger_(ledger),
       config_(std::move(config)) {}
 
-LogFields PublishJob::run_fields(const RunContext& context) const {
-  return LogFields{{"job_id", context.job_id},
-                   {"slot", format_instant(context.slot)},
-                   {"attempt", context.attempt}};
-}
-
 RunOutcome PublishJob::fail(const RunContext& context, FailureClass c,
                             const std::string& message) {
-  log_.error("publish_run_failed", with(run_fields(context), {{"failure_class", to_string(c)},
-                                                              {"error", message}}));
+  log_.error(
+      "publish_run_failed",
+      with_fields(run_log_fields(context), {{"failure_class", to_string(c)}, {"error", message}}));
   return RunOutcome::failure(c, message);
 }
 
@@ -44,8 +31,8 @@ RunOutcome PublishJob::ledger_failure(const RunContext& context, const Error& er
   // Without the ledger a send could duplicate a post and a skip could lose
   // one: the run fails closed, visibly.
   const std::string message = "delivery ledger: " + error.describe();
-  log_.error("ledger_error",
-             with(run_fields(context), {{"code", to_string(error.code)}, {"error", message}}));
+  log_.error("ledger_error", with_fields(run_log_fields(context),
+                                         {{"code", to_string(error.code)}, {"error", message}}));
   return fail(context, FailureClass::unknown, message);
 }
 
@@ -53,15 +40,16 @@ RunOutcome PublishJob::complete_slot(const RunContext& context) {
   if (auto s = ledger_.consume_guard(context.job_id, context.slot, clock_.now()); !s.ok()) {
     return ledger_failure(context, s.error());
   }
-  log_.info("guard_set", run_fields(context));
-  if (auto s = ledger_.mark_complete(context.job_id, context.slot, SlotVerdict::delivered,
-                                     clock_.now());
+  log_.info("guard_set", run_log_fields(context));
+  if (auto s =
+          ledger_.mark_complete(context.job_id, context.slot, SlotVerdict::delivered, clock_.now());
       !s.ok()) {
     // The guard stands for the slot: later runs exit quietly and repair the
     // marker, so this run still did its job (as in GroupJob).
-    log_.error("slot_mark_failed", with(run_fields(context), {{"error", s.error().describe()}}));
+    log_.error("slot_mark_failed",
+               with_fields(run_log_fields(context), {{"error", s.error().describe()}}));
   } else {
-    log_.info("slot_marked", with(run_fields(context), {{"verdict", "delivered"}}));
+    log_.info("slot_marked", with_fields(run_log_fields(context), {{"verdict", "delivered"}}));
   }
   return RunOutcome::success();
 }
@@ -74,8 +62,9 @@ Task<RunOutcome> PublishJob::deliver(const RunContext& context, DeliverySlot rec
     if (record.has_delivered_to(target)) continue;  // never twice to a recorded target
     Status sent = co_await notifier_.send(target, message);
     if (!sent.ok()) {
-      log_.error("delivery_send_failed", with(run_fields(context), {{"target", target},
-                                                                    {"error", sent.error().describe()}}));
+      log_.error("delivery_send_failed",
+                 with_fields(run_log_fields(context),
+                             {{"target", target}, {"error", sent.error().describe()}}));
       if (!first_refusal) first_refusal = sent.error();
       continue;
     }
@@ -84,7 +73,7 @@ Task<RunOutcome> PublishJob::deliver(const RunContext& context, DeliverySlot rec
         !s.ok()) {
       co_return ledger_failure(context, s.error());
     }
-    log_.info("delivery_recorded", with(run_fields(context), {{"target", target}}));
+    log_.info("delivery_recorded", with_fields(run_log_fields(context), {{"target", target}}));
   }
   if (first_refusal) {
     FailureInfo info;
@@ -100,7 +89,7 @@ Task<RunOutcome> PublishJob::run(RunContext context) {
                    fmt::format("publish job '{}': no targets or a run for job '{}'",
                                config_.job_id, context.job_id));
   }
-  log_.info("publish_run_started", run_fields(context));
+  log_.info("publish_run_started", run_log_fields(context));
   auto read = ledger_.read(context.job_id, context.slot);
   if (!read.ok()) co_return ledger_failure(context, read.error());
   DeliverySlot record = std::move(read).value();
@@ -112,13 +101,13 @@ Task<RunOutcome> PublishJob::run(RunContext context) {
                                          clock_.now());
           !s.ok()) {
         log_.error("slot_mark_failed",
-                   with(run_fields(context), {{"error", s.error().describe()}}));
+                   with_fields(run_log_fields(context), {{"error", s.error().describe()}}));
       } else {
-        log_.info("slot_marked",
-                  with(run_fields(context), {{"verdict", "delivered"}, {"repaired", true}}));
+        log_.info("slot_marked", with_fields(run_log_fields(context),
+                                             {{"verdict", "delivered"}, {"repaired", true}}));
       }
     }
-    log_.info("publish_already_complete", run_fields(context));
+    log_.info("publish_already_complete", run_log_fields(context));
     co_return RunOutcome::already_complete();
   }
 

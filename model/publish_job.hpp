@@ -57,7 +57,6 @@ class PublishJob final : public JobRunner {
   RunOutcome complete_slot(const RunContext& context);
   RunOutcome fail(const RunContext& context, FailureClass c, const std::string& message);
   RunOutcome ledger_failure(const RunContext& context, const Error& error);
-  LogFields run_fields(const RunContext& context) const;
 
   Clock& clock_;
   Services& services_;

@@ -368,7 +368,10 @@ void Scheduler::apply_policies() {
 }
 
 void Scheduler::start_schedules() {
-  const TimeMs start = options_.start_ms.value_or(clock_.now());
+  // A corrupt store gives fresh in-memory states: those schedules start from
+  // now, never from the configured origin, which would hand out again slots
+  // delivered before the store became unreadable.
+  const TimeMs start = corrupt_ ? clock_.now() : options_.start_ms.value_or(clock_.now());
   for (const ScheduledJob& job : jobs_) {
     const JobState before = state_of(job.id);
     auto started = start_schedule(before, job.schedule, start);

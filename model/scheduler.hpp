@@ -78,7 +78,8 @@ struct SchedulerOptions {
   DurationMs misfire_grace_ms = 0;
   // Store-wide notifications (state_corrupt); empty: every job's target.
   std::string ops_target;
-  // The schedule's origin for jobs that never ran (empty: now at boot).
+  // The schedule's origin for jobs that never ran (empty: now at boot; a
+  // boot that finds the store corrupt always starts from now).
   std::optional<TimeMs> start_ms;
 };
 

@@ -14,32 +14,8 @@ namespace {
 constexpr std::string_view kBearerPrefix = "Bearer ";
 
 std::string standard_status_text(int status) {
-  switch (status) {
-    case 401: return "401 Unauthorized";
-    case 403: return "403 Forbidden";
-    case 404: return "404 Not Found";
-    case 408: return "408 Request Timeout";
-    case 429: return "429 Too Many Requests";
-    case 500: return "500 Internal Server Error";
-    case 502: return "502 Bad Gateway";
-    case 503: return "503 Service Unavailable";
-    case 504: return "504 Gateway Timeout";
-    default: return fmt::format("HTTP {}", status);
-  }
-}
-
-std::string standard_transport_text(TransportErrorKind kind, const std::string& service,
-                                    DurationMs timeout_ms) {
-  switch (kind) {
-    case TransportErrorKind::timeout:
-      return fmt::format("request to {} timed out after {}", service, format_duration(timeout_ms));
-    case TransportErrorKind::connection_refused: return "connect ECONNREFUSED " + service;
-    case TransportErrorKind::connection_reset: return "read ECONNRESET " + service;
-    case TransportErrorKind::dns: return "getaddrinfo ENOTFOUND " + service;
-    case TransportErrorKind::broken_pipe: return "write EPIPE " + service;
-    case TransportErrorKind::none: break;
-  }
-  return "transport error " + service;
+  const char* phrase = http_reason_phrase(status);
+  return phrase != nullptr ? fmt::format("{} {}", status, phrase) : fmt::format("HTTP {}", status);
 }
 
 }  // namespace
@@ -160,7 +136,7 @@ std::optional<SimReply> SimBrokerage::apply_faults(const ServiceRequest& request
       }
     } else {
       std::string message = fault.message.empty()
-                                ? standard_transport_text(fault.transport, config_.name,
+                                ? transport_error_text(fault.transport, config_.name,
                                                           config_.timeout_ms)
                                 : fault.message;
       reply = SimReply{ServiceResult(TransportError{fault.transport, std::move(message)}),

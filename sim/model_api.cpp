@@ -7,21 +7,8 @@ namespace rehearse::sim {
 namespace {
 
 const char* reason_phrase(int status) {
-  switch (status) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 408: return "Request Timeout";
-    case 410: return "Gone";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "Error";
-  }
+  const char* phrase = http_reason_phrase(status);
+  return phrase != nullptr ? phrase : "Error";
 }
 
 ServiceResponse error_response(int status, std::string message) {

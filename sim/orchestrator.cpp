@@ -7,25 +7,7 @@
 #include "model/agent_roles.hpp"
 
 namespace rehearse::sim {
-namespace {
-
 using nlohmann::json;
-
-std::string transport_text(TransportErrorKind kind, const std::string& service,
-                           DurationMs timeout_ms) {
-  switch (kind) {
-    case TransportErrorKind::timeout:
-      return fmt::format("request to {} timed out after {}", service, format_duration(timeout_ms));
-    case TransportErrorKind::connection_refused: return "connect ECONNREFUSED " + service;
-    case TransportErrorKind::connection_reset: return "read ECONNRESET " + service;
-    case TransportErrorKind::dns: return "getaddrinfo ENOTFOUND " + service;
-    case TransportErrorKind::broken_pipe: return "write EPIPE " + service;
-    case TransportErrorKind::none: break;
-  }
-  return "transport error " + service;
-}
-
-}  // namespace
 
 SimOrchestrator::SimOrchestrator(Simulator& simulator, Trace& trace,
                                  const OrchestratorService& service, std::string name)
@@ -248,7 +230,7 @@ std::optional<SimReply> SimOrchestrator::apply_faults(const ServiceRequest& requ
     } else {
       answer = SimReply{
           ServiceResult(TransportError{fault.transport,
-                                       transport_text(fault.transport, name_, timing_.timeout_ms)}),
+                                       transport_error_text(fault.transport, name_, timing_.timeout_ms)}),
           fault.transport == TransportErrorKind::timeout ? timing_.timeout_ms : timing_.latency_ms};
       e.data["transport_error"] = to_string(fault.transport);
     }

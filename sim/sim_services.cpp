@@ -1,6 +1,40 @@
 #include "sim/sim_services.hpp"
 
+#include <fmt/format.h>
+
 namespace rehearse::sim {
+
+const char* http_reason_phrase(int status) noexcept {
+  switch (status) {
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 408: return "Request Timeout";
+    case 410: return "Gone";
+    case 422: return "Unprocessable Entity";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return nullptr;
+  }
+}
+
+std::string transport_error_text(TransportErrorKind kind, const std::string& service,
+                                 DurationMs timeout_ms) {
+  switch (kind) {
+    case TransportErrorKind::timeout:
+      return fmt::format("request to {} timed out after {}", service, format_duration(timeout_ms));
+    case TransportErrorKind::connection_refused: return "connect ECONNREFUSED " + service;
+    case TransportErrorKind::connection_reset: return "read ECONNRESET " + service;
+    case TransportErrorKind::dns: return "getaddrinfo ENOTFOUND " + service;
+    case TransportErrorKind::broken_pipe: return "write EPIPE " + service;
+    case TransportErrorKind::none: break;
+  }
+  return "transport error " + service;
+}
 
 void attribute_from_headers(TraceEvent& event, const std::map<std::string, std::string>& headers) {
   if (auto it = headers.find(kHeaderJob); it != headers.end()) event.job = it->second;

@@ -25,6 +25,14 @@
 
 namespace rehearse::sim {
 
+// Texts the simulated services share. The reason phrase of an HTTP status
+// ("Too Many Requests"), nullptr for a status they do not name.
+const char* http_reason_phrase(int status) noexcept;
+// What a Node-style client reports for a transport error reaching `service`
+// ("connect ECONNREFUSED brokerage", "request to X timed out after 30s").
+std::string transport_error_text(TransportErrorKind kind, const std::string& service,
+                                 DurationMs timeout_ms);
+
 // What a simulated service answers, and after how long.
 struct SimReply {
   ServiceResult result;

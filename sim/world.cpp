@@ -511,11 +511,7 @@ void World::boot(Simulator& sim, ProcessId process) {
   SchedulerOptions options;
   options.concurrency = scenario_.queue.concurrency;
   options.ops_target = ops_target();
-  // The scenario's `start` is the schedule's origin for the first boot only:
-  // later boots find each job's state in the store, and a boot that cannot
-  // read the store (corrupt) schedules from now, as a production worker would
-  // (docs/scheduler.md), instead of re-handing out slots delivered before.
-  if (sim.boot_count(process) <= 1) options.start_ms = scenario_.start_ms;
+  options.start_ms = scenario_.start_ms;
   memory.scheduler = std::make_unique<Scheduler>(
       SchedulerPorts{sim.clock(), queue_, *memory.store, messenger_, log_, sim.rng()},
       std::move(jobs), options);

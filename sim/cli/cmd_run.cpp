@@ -23,6 +23,7 @@
 
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/scenario_files.hpp"
 #include "sim/report.hpp"
 #include "sim/world.hpp"
 #include "sim/monitors.hpp"
@@ -55,38 +56,6 @@ const std::vector<OptionSpec> kRunOptions{
     {"--json", false, "", "print one JSON document"},
     {"--progress", false, "", "progress on stderr even when it is not a terminal"},
 };
-
-Result<std::vector<std::string>> collect_files(const std::vector<std::string>& arguments) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> files;
-  for (const auto& arg : arguments) {
-    std::error_code ec;
-    const auto status = fs::status(arg, ec);
-    if (ec || !fs::exists(status)) {
-      return make_error(ErrorCode::not_found, "no such file or directory", arg);
-    }
-    if (!fs::is_directory(status)) {
-      files.push_back(arg);
-      continue;
-    }
-    std::vector<std::string> found;
-    for (fs::directory_iterator it(arg, ec), end; !ec && it != end; it.increment(ec)) {
-      const fs::path& p = it->path();
-      std::error_code file_ec;
-      if (p.extension() == ".json" && it->is_regular_file(file_ec)) {
-        found.push_back((fs::path(arg) / p.filename()).string());
-      }
-    }
-    if (ec) return make_error(ErrorCode::io_error, "cannot list the directory", arg);
-    // An empty glob must never pass.
-    if (found.empty()) {
-      return make_error(ErrorCode::not_found, "directory contains no *.json scenario file", arg);
-    }
-    std::sort(found.begin(), found.end());
-    files.insert(files.end(), found.begin(), found.end());
-  }
-  return files;
-}
 
 Result<std::uint64_t> parse_seed(const std::string& text) {
   std::uint64_t v = 0;
@@ -153,7 +122,7 @@ int cmd_run(const Args& args) {
   const bool as_json = parsed->has("--json");
   const bool show_progress = parsed->has("--progress") || isatty(fileno(stderr)) != 0;
 
-  auto files = collect_files(parsed->positionals);
+  auto files = expand_scenario_paths(parsed->positionals);
   if (!files) return usage_error(files.error().describe());
   if (trace_path && files->size() != 1) {
     return usage_error(

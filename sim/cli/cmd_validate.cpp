@@ -11,14 +11,13 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/scenario_files.hpp"
 #include "sim/scenario.hpp"
 
 namespace rehearse::cli {
@@ -45,38 +44,6 @@ const std::vector<OptionSpec> kValidateOptions{
 // How many errors per file are printed; the rest are counted.
 constexpr std::size_t kPrintedErrorsMax = 20;
 
-// Expands the arguments to files, or returns the usage problem.
-Result<std::vector<std::string>> collect_files(const std::vector<std::string>& arguments) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> files;
-  for (const auto& arg : arguments) {
-    std::error_code ec;
-    const auto status = fs::status(arg, ec);
-    if (ec || !fs::exists(status)) {
-      return make_error(ErrorCode::not_found, "no such file or directory", arg);
-    }
-    if (fs::is_directory(status)) {
-      std::vector<std::string> found;
-      for (fs::directory_iterator it(arg, ec), end; !ec && it != end; it.increment(ec)) {
-        const fs::path& p = it->path();
-        std::error_code file_ec;
-        if (p.extension() == ".json" && it->is_regular_file(file_ec)) {
-          found.push_back((fs::path(arg) / p.filename()).string());
-        }
-      }
-      if (ec) return make_error(ErrorCode::io_error, "cannot list the directory", arg);
-      if (found.empty()) {
-        return make_error(ErrorCode::not_found, "directory contains no *.json scenario file", arg);
-      }
-      std::sort(found.begin(), found.end());
-      files.insert(files.end(), found.begin(), found.end());
-    } else {
-      files.push_back(arg);
-    }
-  }
-  return files;
-}
-
 nlohmann::json error_json(const Error& e) {
   return nlohmann::json{{"where", e.where}, {"code", to_string(e.code)}, {"message", e.message}};
 }
@@ -95,7 +62,7 @@ int cmd_validate(const Args& args) {
   }
   const bool strict = parsed->has("--strict");
   const bool as_json = parsed->has("--json");
-  auto files = collect_files(parsed->positionals);
+  auto files = expand_scenario_paths(parsed->positionals);
   if (!files) return usage_error(files.error().describe());
 
   bool all_ok = true;
