@@ -3,7 +3,7 @@
 # Sourced by .ci/scenarios and .ci/test; safe to run on its own.
 set -euo pipefail
 
-REHEARSE_PACKAGES=(g++ cmake make pkg-config
+REHEARSE_PACKAGES=(g++ cmake make pkg-config python3
   libgtest-dev libgmock-dev librapidcheck-dev
   nlohmann-json3-dev libfmt-dev libbenchmark-dev)
 
