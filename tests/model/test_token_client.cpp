@@ -1261,16 +1261,26 @@ TEST(ClockWake, SimClockWakesBehindEventsAlreadyDueAndCanBeCancelled) {
   EXPECT_FALSE(sim.clock().cancel_wake(0));
 }
 
-struct WakeThroughClock {
-  Clock& clock;
+// Schedules the wake, then at once a sentinel timer due at the clock's
+// reading taken after it. SystemClock::now() never goes backwards and the
+// driver orders timers by (due, id), the sentinel's id being the larger: a
+// wake due "now" is resumed first whatever the machine's speed, while a wake
+// due any later than the sentinel's reading (a sleep instead of a wake) lets
+// the sentinel (a no-op) run first.
+struct WakeThenSentinel {
+  RealDriver& driver;
   Clock::WakeId& id;
+  RealDriver::TimerId& sentinel;
   bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<> handle) { id = clock.schedule_wake(handle); }
+  void await_suspend(std::coroutine_handle<> handle) {
+    id = driver.clock().schedule_wake(handle);
+    sentinel = driver.add_timer(driver.clock().now(), std::noop_coroutine());
+  }
   void await_resume() const noexcept {}
 };
 
-Task<int> wake_once(Clock& clock, Clock::WakeId& id) {
-  WakeThroughClock wake{clock, id};
+Task<int> wake_once(RealDriver& driver, Clock::WakeId& id, RealDriver::TimerId& sentinel) {
+  WakeThenSentinel wake{driver, id, sentinel};
   co_await wake;
   co_return 42;
 }
@@ -1278,12 +1288,16 @@ Task<int> wake_once(Clock& clock, Clock::WakeId& id) {
 TEST(ClockWake, RealDriverResumesAWakeFromItsLoop) {
   RealDriver driver;
   Clock::WakeId id = 0;
-  const TimeMs before = driver.clock().now();
-  const Result<int> r = driver.run(wake_once(driver.clock(), id));
+  RealDriver::TimerId sentinel = 0;
+  const Result<int> r = driver.run(wake_once(driver, id, sentinel));
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(*r, 42);
   EXPECT_NE(id, 0u);
-  EXPECT_LT(driver.clock().now() - before, 1000);  // due at once, not a long sleep
+  // Due at once: the wake ran before a timer registered after it at the same
+  // or a later reading of the clock, which is still pending. (This replaces a
+  // bound on the wall-clock time the run took, which a slow machine could break.)
+  EXPECT_EQ(driver.timer_count(), 1u);
+  EXPECT_TRUE(driver.cancel_timer(sentinel)) << "the sentinel ran before the wake";
   EXPECT_EQ(driver.timer_count(), 0u);
   EXPECT_FALSE(driver.clock().cancel_wake(id));  // already delivered
 }

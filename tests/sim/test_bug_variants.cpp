@@ -103,9 +103,6 @@ TEST(BugVariants, SwallowedGroupFailureBreaksNothingLost) {
 }
 
 TEST(BugVariants, NotFoundTreatedAsTransientBreaksItemQueriesBounded) {
-  if (!world_supports(JobKind::reconcile)) {
-    GTEST_SKIP() << "this build's world cannot run reconcile jobs yet";
-  }
   Pair r = run_both("reconcile-migration-404", [](const JobSpec& job, RunnerPorts& ports)
                                                    -> std::unique_ptr<JobRunner> {
     if (job.kind != JobKind::reconcile) return nullptr;
