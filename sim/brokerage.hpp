@@ -2,8 +2,9 @@
 // SimService plugged into SimServices.
 //
 // Tokens. Operation "issue_token" issues an access token: an opaque random
-// string ("tok_" and 32 hex digits) drawn from the run generator's sub-stream
-// "brokerage/tokens", valid for `token_lifetime_ms` from the instant of issue.
+// string ("tok_" and 32 hex digits) drawn from a stream seeded by the name
+// "<name>/tokens" alone (not by the run's seed), valid for
+// `token_lifetime_ms` from the instant of issue.
 // The reply is {"access_token", "token_type": "Bearer", "expires_in"
 // (seconds, rounded down)}. Tokens are numbered 1, 2, ... (the brokerage's
 // generation, independent of any client's).
