@@ -13,7 +13,7 @@ struct RoleAlias {
   bool legacy;
 };
 
-// The mapping table of semantics.md section 8, in one place.
+// The mapping table of docs/semantics.md §8, in one place.
 constexpr std::array<RoleAlias, 18> kRoleAliases{{
     {"lead", Role::lead, false},         {"dev", Role::dev, false},
     {"ops", Role::ops, false},           {"planning", Role::planning, false},

@@ -1,11 +1,11 @@
-// Agent roles of the reconcile job (semantics.md section 8; seed report 000).
+// Agent roles of the reconcile job (docs/semantics.md §8; incident 000).
 //
 // The orchestrator's agents work in exactly four roles: lead, dev, ops and
 // planning. Each role's agent id comes from the environment
 // (AGENT_LEAD_ID, AGENT_DEV_ID, AGENT_OPS_ID, AGENT_PLANNING_ID), never from
 // getenv() inside the core: the Environment is passed in. Configurations
 // written before the four roles existed use older names; they map onto the
-// four (an extension: the report names none):
+// four (an extension: incident 000 names none):
 //   ceo, chief, manager                      -> lead
 //   engineer, developer, coder, builder      -> dev
 //   sre, devops, operator                    -> ops

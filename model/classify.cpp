@@ -1,4 +1,4 @@
-// The failure classifier (semantics.md section 1).
+// The failure classifier (docs/semantics.md §1).
 //
 // Order of evidence: a locally raised class, then the HTTP status field, then
 // the transport error kind; the message text is read only when the error

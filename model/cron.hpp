@@ -1,7 +1,7 @@
 // Cron expressions with cron-parser 4.9.0 (the version BullMQ 5.81 pins) as the
 // reference: on every expression both accept, fire exactly when it fires; reject
 // all it rejects; stricter in two documented places (fewer than 5 fields, empty
-// expression). See docs/cron.md and semantics.md section 3.
+// expression). See docs/cron.md and docs/semantics.md §3.
 #pragma once
 
 #include <cstdint>
@@ -74,7 +74,7 @@ class CronSchedule {
   // Whether instant `t` (whole second, ms ignored) matches the expression.
   bool matches(TimeMs t) const;
 
-  // semantics.md section 3, literal rule: the day-of-month or the day-of-week
+  // docs/semantics.md §3, literal rule: the day-of-month or the day-of-week
   // field is one fixed value (L, 5L and 5#3 count as one fixed value), or the
   // expression is @weekly/@monthly/@yearly/@annually.
   bool is_low_frequency() const;

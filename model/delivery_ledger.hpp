@@ -1,5 +1,5 @@
 // DeliveryLedger: the durable send guard and slot-complete marker of group
-// jobs, per (job, slot) (semantics.md section 6, docs/group-jobs.md).
+// jobs, per (job, slot) (docs/semantics.md §6, docs/group-jobs.md).
 //
 // Runs over any Disk (PosixDisk in production, the simulated disk in sim/).
 // One file per job in the ledger directory, `<job>.ledger.json` (the job id

@@ -1,4 +1,4 @@
-// Failure classes and the classifier (semantics.md section 1).
+// Failure classes and the classifier (docs/semantics.md §1).
 //
 // A structured status always wins over message text: the HTTP status travels
 // as a field, never parsed back out of a message. Text fallback, for errors
@@ -39,7 +39,7 @@ inline bool contains(const FailureClassSet& set, FailureClass c) {
 inline void insert(FailureClassSet& set, FailureClass c) { set.set(static_cast<std::size_t>(c)); }
 std::vector<std::string> class_names(const FailureClassSet& set);
 
-// The per-job form's defaults (table of section 1): timeout, network,
+// The per-job form's defaults (table of docs/semantics.md §1): timeout, network,
 // provider_5xx and rate_limit are retryable; the rest are not.
 bool is_retryable_by_default(FailureClass c) noexcept;
 FailureClassSet default_retryable_classes();

@@ -79,7 +79,7 @@ RunOutcome FetchJob::judge(const RunContext& context, std::size_t index,
   }
   fields.push_back({"message", info.message});
   log_.warning("fetch_request_failed", fields);
-  // The message travels verbatim (semantics.md section 1); the class comes
+  // The message travels verbatim (docs/semantics.md §1); the class comes
   // from the structured status, never from the text.
   return RunOutcome::failure(failure_class, info.message);
 }

@@ -1,6 +1,6 @@
 // GroupJob: a group of generation tasks whose results are delivered together
-// to every messenger target, once per regular slot (semantics.md section 6,
-// seed report 001; docs/group-jobs.md has the full rules and the trace).
+// to every messenger target, once per regular slot (docs/semantics.md §6,
+// incident 001; docs/group-jobs.md has the full rules and the trace).
 //
 // A run, in order:
 //  1. Reads the slot's ledger record. A consumed guard (or a marker) means the
@@ -114,7 +114,7 @@ struct GroupJudgement {
 // provider_5xx, timeout, network, unknown); lower is more specific.
 int failure_specificity(FailureClass c) noexcept;
 
-// The judgement of semantics.md section 6. A failed run is named after its
+// The judgement of docs/semantics.md §6. A failed run is named after its
 // first task failure whose class is in `retryable`, else after the most
 // specific failure (ties: the earlier task).
 GroupJudgement judge_group(const std::vector<TaskOutcome>& outcomes,

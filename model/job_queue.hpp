@@ -1,4 +1,4 @@
-// JobQueue: the durable job queue port (semantics.md section 4).
+// JobQueue: the durable job queue port (docs/semantics.md §4).
 //
 // The queue is durable as BullMQ's is in Redis: it lives outside the worker
 // process, so delayed retries, queued slots and the runs a worker had leased

@@ -1,7 +1,7 @@
-// The persisted per-job state (semantics.md section 4) and its vocabulary.
+// The persisted per-job state (docs/semantics.md §4) and its vocabulary.
 //
 // These names are shared by the state file, notifications, logs, traces and
-// the status view (section 9): the same words for the same things everywhere.
+// the status view (§9): the same words for the same things everywhere.
 #pragma once
 
 #include <map>

@@ -1,4 +1,4 @@
-// Notifications (semantics.md section 9): fixed fields, the same names as the
+// Notifications (docs/semantics.md §9): fixed fields, the same names as the
 // state file, logs, traces and the status view.
 //
 // `attempt` is the retry count the job's budget shows after the event (the x

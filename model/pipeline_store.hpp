@@ -1,5 +1,5 @@
 // PipelineStore: the internal pipeline DB of the reconcile job, durable over
-// the Disk port (semantics.md section 8; seed report 000).
+// the Disk port (docs/semantics.md §8; incident 000).
 //
 // One JSON file `pipeline.json` in the store's directory holds every item:
 //   {"format": 1, "items": [{"id", "issue", "stage", "reconcile_error",
@@ -8,7 +8,7 @@
 // with instants as ISO-8601 strings (null when absent). Items keep the order
 // they were added in (the order a cycle visits them).
 //
-// Durability, as the retry state store (semantics.md section 5):
+// Durability, as the retry state store (docs/semantics.md §5):
 //   - every read-modify-write happens under an exclusive lock on
 //     `pipeline.lock`, and every write replaces the file atomically: write
 //     `pipeline.json.tmp`, fsync it, rename it over `pipeline.json`, fsync the

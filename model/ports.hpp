@@ -80,7 +80,7 @@ struct ServiceRequest {
 };
 
 // Any HTTP answer, success or not: the status is a field, never text
-// (semantics.md section 1). Whether 4xx/5xx is a failure is the caller's call.
+// (docs/semantics.md §1). Whether 4xx/5xx is a failure is the caller's call.
 struct ServiceResponse {
   int status = 0;
   nlohmann::json body;

@@ -1,5 +1,5 @@
-// Reconcile of external issues into pipeline stages (semantics.md section 8;
-// seed report 000; guide: docs/reconcile.md).
+// Reconcile of external issues into pipeline stages (docs/semantics.md §8;
+// incident 000; guide: docs/reconcile.md).
 //
 // A reconcile job periodically reads the status of each tracked issue from
 // the agent orchestrator and moves the item's internal pipeline stage forward.

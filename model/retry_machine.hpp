@@ -1,4 +1,4 @@
-// The retry state machine and the regular schedule (semantics.md section 4).
+// The retry state machine and the regular schedule (docs/semantics.md §4).
 //
 // Every function here is pure: it takes the policy (or the error that made it
 // invalid), the job's persisted state, the event and `now` (plus, where a

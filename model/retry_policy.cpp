@@ -358,7 +358,7 @@ Result<RetryPolicy> parse_per_job(const json& policy) {
     if (!classes.ok()) return std::move(classes).error();
     out.retryable_classes = *classes;
   } else {
-    // The table of section 1: the per-job form's defaults.
+    // The table of docs/semantics.md §1: the per-job form's defaults.
     out.retryable_classes = default_retryable_classes();
   }
   if (policy.contains("reason")) {

@@ -1,4 +1,4 @@
-// Retry policies (semantics.md section 2): parsing of the three explicit forms,
+// Retry policies (docs/semantics.md §2): parsing of the three explicit forms,
 // BullMQ-exact backoff, the retry plan shown by `rehearse policy explain`, and
 // the side-effect check.
 //
@@ -70,7 +70,7 @@ struct RetryPolicy {
   bool operator==(const RetryPolicy&) const = default;
 };
 
-// What "auto" needs to know about the job's effective schedule (section 3).
+// What "auto" needs to know about the job's effective schedule (docs/semantics.md §3).
 struct ScheduleFacts {
   std::string expression;
   bool low_frequency = false;

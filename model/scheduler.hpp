@@ -1,5 +1,5 @@
-// Scheduler: the loop that runs scheduled jobs over the ports (semantics.md
-// sections 4, 6 last bullet and 9).
+// Scheduler: the loop that runs scheduled jobs over the ports (docs/semantics.md
+// §4, §6 last bullet and §9).
 //
 // A coroutine driver, not a decision maker: every rule comes from the pure
 // retry machine (model/retry_machine.hpp: apply_policy, start_schedule,

@@ -254,7 +254,7 @@ Status StateStore::compact_locked() {
   // refresh() follows the journal only, so the snapshot on disk may have been
   // damaged since our last full load. It is about to be replaced: it must
   // still decode, or the store fails closed and keeps the damaged file for an
-  // operator instead of silently writing over it (semantics.md section 5).
+  // operator instead of silently writing over it (docs/semantics.md §5).
   auto on_disk = disk_->read_file(snapshot_path());
   if (!on_disk.ok()) return on_disk.error();
   if (on_disk->has_value()) {

@@ -1,4 +1,4 @@
-// StateStore: the persistent per-job state (semantics.md section 5).
+// StateStore: the persistent per-job state (docs/semantics.md §5).
 //
 // Runs over any Disk (PosixDisk in production, the simulated disk in sim/):
 // the class never knows which. Layout in one directory (docs/state-file.md):

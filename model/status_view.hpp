@@ -1,4 +1,4 @@
-// The status view (semantics.md section 9): what an operator sees of every
+// The status view (docs/semantics.md §9): what an operator sees of every
 // job's retry state.
 //
 // A pure function from job states (and their policies) to a report, with a
@@ -10,7 +10,7 @@
 // are shown on their own lines, never hidden.
 //
 // Two runtime stores may hold a job's runtime fields (`jobs.json` inline and
-// `jobs_state.json`, semantics.md section 5): build_status_from_stores()
+// `jobs_state.json`, docs/semantics.md §5): build_status_from_stores()
 // merges them field by field with model/view_merge.hpp before building the
 // report, so a recovered job never shows as failed and a retry in progress is
 // never missed. A job whose records cannot be merged is listed under view

@@ -1,5 +1,5 @@
 // TokenClient: authenticated requests to the brokerage with a cached access
-// token (semantics.md section 7; seed report 001, last part).
+// token (docs/semantics.md §7; incident 001, its token part).
 //
 // The original client reused its cached token until 60 s before the known
 // expiry and kept it after a 401, so a token the server revoked early failed
@@ -113,7 +113,7 @@ class WaitList {
 
 struct TokenClientConfig {
   std::string service = "brokerage";
-  // Reissue this long before the known expiry (the report's 60 s): the
+  // Reissue this long before the known expiry (incident 001's 60 s): the
   // cached token is used while now < expires_at - refresh_margin_ms.
   DurationMs refresh_margin_ms = 60 * kSecondMs;
   // Bound on the wait-and-recheck rounds of one token acquisition (each round

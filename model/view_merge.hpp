@@ -1,5 +1,5 @@
 // view_merge: one job's runtime fields, merged from the two runtime stores
-// (semantics.md section 5, ext).
+// (docs/semantics.md §5, ext).
 //
 // A job may keep its runtime fields (retry_status, retry_count, next_retry_at,
 // updated_at...) inline in `jobs.json` or in `jobs_state.json`, and stale

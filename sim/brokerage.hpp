@@ -17,7 +17,7 @@
 //
 // Faults (injected here only; the programmatic API the scenario loader uses):
 // - revoke_all() / schedule_revoke_all(at): revokes every live token at once,
-//   before its expiry (the report's early revocation);
+//   before its expiry (incident 001's early revocation);
 // - add_fault(BrokerageFault): a window [from, until) per operation (or every
 //   operation) in which a share `rate` of calls (drawn from the sub-stream
 //   "brokerage/faults"), at most `hits_max` of them, answer with an HTTP status

@@ -64,7 +64,7 @@ std::optional<int> read_value(const std::string& text, const FieldSpec& spec) {
 }
 
 // Parses one field into a bitmap over [0, hi]. `single` is set when the field
-// is one fixed value (the literal low-frequency rule, semantics.md section 3).
+// is one fixed value (the literal low-frequency rule, docs/semantics.md §3).
 bool parse_field(const std::string& text, const FieldSpec& spec, std::vector<bool>& bits,
                  bool& single, std::string* why) {
   bits.assign(static_cast<std::size_t>(spec.hi) + 1, false);
@@ -1090,7 +1090,7 @@ void MonitorSet::check_items(const TraceEvent& e, std::size_t i, Found& out) {
   }
   if (e.type == "item_deferred") {
     w.reason = e.str("reason");
-    // Only config deferrals are bound to be hourly (semantics.md section 10,
+    // Only config deferrals are bound to be hourly (docs/semantics.md §10,
     // item 8); the spacing of two of them is what the trace shows for sure
     // (a validation query after a migration is not an attempt).
     const bool config = e.str("failure_class") == "config" || e.str("reason") == "config";

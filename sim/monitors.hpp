@@ -1,4 +1,4 @@
-// Invariant monitors (semantics.md section 10): independent witnesses.
+// Invariant monitors (docs/semantics.md §10): independent witnesses.
 //
 // A monitor that asked the core whether the core was right would prove
 // nothing, so these read only the trace (docs/trace-events.md lists every

@@ -143,7 +143,7 @@ const JobSpec* Scenario::find_job(std::string_view id) const noexcept {
 
 const std::vector<std::string>& issue_status_names() {
   // The orchestrator's external statuses. Only in_progress, in_review and done
-  // move an internal stage (semantics.md section 8); the others exist so a
+  // move an internal stage (docs/semantics.md §8); the others exist so a
   // scenario can send "unknown to the mapping" statuses without typos passing.
   static const std::vector<std::string> kNames{"backlog",   "todo", "in_progress", "in_review",
                                                "blocked",   "done", "cancelled"};
@@ -166,7 +166,7 @@ const std::vector<std::string>& notification_event_names() {
 }
 
 const std::vector<std::string>& invariant_names() {
-  // semantics.md section 10, in its order, plus bounded_run.
+  // docs/semantics.md §10, in its order, plus bounded_run.
   static const std::vector<std::string> kNames{
       "stage_monotonic",      "retries_bounded",       "schedule_kept",
       "nothing_lost",         "no_duplicate_delivery", "state_durable",

@@ -11,8 +11,8 @@
 // meant is worse than one that does not load.
 //
 // Some things are *not* errors but flags: a job whose retry policy is missing
-// or invalid (a scenario may replay exactly that omission, semantics.md
-// section 2), a `publish` job that retries without an idempotency key or a
+// or invalid (a scenario may replay exactly that omission, docs/semantics.md
+// §2), a `publish` job that retries without an idempotency key or a
 // reason, an environment override that gives a job an unusable schedule. The
 // scenario is valid and runs; `rehearse validate --strict` refuses it.
 #pragma once
@@ -176,7 +176,7 @@ std::optional<FaultKind> parse_fault_kind(std::string_view name) noexcept;
 // Kinds that last (`for`); the others happen at one instant.
 bool fault_has_duration(FaultKind kind) noexcept;
 
-// The state files of semantics.md section 5.
+// The state files of docs/semantics.md §5.
 enum class StateFile : unsigned char { retry_state, jobs, jobs_state };
 const char* to_string(StateFile file) noexcept;  // "retry_state.json", ...
 

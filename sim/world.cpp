@@ -431,7 +431,7 @@ void World::corrupt_state(const FaultSpec& fault) {
                                               {"applied", applied}});
 }
 
-// The job's state shows the config error, as semantics.md section 3 asks
+// The job's state shows the config error, as docs/semantics.md §3 asks
 // ("a config error for that job, visible in its state"): failed, class
 // config, manual_review, through the real store (never over a corrupt one,
 // and only when the state does not already say so). The scheduler has no

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Goal: the `rehearse` command's fixed formats and exit codes (interfaces.md).
+# Goal: the `rehearse` command's fixed formats and exit codes (docs/cli.md).
 # Method: run the built binary on known inputs and compare exact output; every
 # bad input must exit 2 with a message naming what was wrong, never crash.
 set -u

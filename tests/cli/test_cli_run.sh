@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Goal: `rehearse run` keeps its contract (interfaces.md, docs/run.md): exit 0
+# Goal: `rehearse run` keeps its contract (docs/cli.md, docs/run.md): exit 0
 # when everything held, 1 when an expectation or invariant failed (with the
 # failing JSON pointer and the replay command), 2 on bad input (a file that
 # does not load names its file and JSON pointer; a directory without

@@ -1,8 +1,8 @@
-// Goal: the classifier follows semantics.md section 1: structured fields beat
+// Goal: the classifier follows docs/semantics.md §1: structured fields beat
 // message text (local class > HTTP status > transport kind), the text fallback
 // puts permanent markers before broad words, status numbers are read only
 // where they stand as statuses, and classification is total.
-// Method: a vector per rule and per documented keyword, the reports' own
+// Method: a vector per rule and per documented keyword, the incidents' own
 // examples, then properties: random bytes never crash and always yield a
 // class; messages that mix a permanent marker with broad network/timeout
 // words classify as the permanent class; the structured field wins over any

@@ -1,10 +1,10 @@
-// Goal: every cron rule of semantics.md section 3 holds: accepted syntax and
+// Goal: every cron rule of docs/semantics.md §3 holds: accepted syntax and
 // its errors, the day-of-month / day-of-week rule as cron-parser 4.9 applies
 // it, next_after (strictly after, whole seconds, fast, never-firing
 // expressions refused), the literal low-frequency rule with its warnings, and
 // the environment override of a job's schedule.
-// Method: one fixed example per rule (the boundary cases the field reports
-// name among them), then RapidCheck properties: for random dense expressions
+// Method: one fixed example per rule (the boundary cases of incident 001,
+// docs/semantics.md §11, among them), then RapidCheck properties: for random dense expressions
 // next_after returns a match after t with no match in between (brute force
 // over a bounded window), it is monotone, and parse never crashes on any
 // string. Agreement with cron-parser itself lives in test_cron_vectors.cpp.
@@ -250,7 +250,7 @@ TEST(CronParse, ReproducesCronParserReadings) {
 // ------------------------------------------------------------------ day rule
 
 TEST(CronDayRule, FullRangeDayFieldsAreUnrestricted) {
-  // `0 0 1-31 * 1` fires on Mondays only (semantics.md, checked on cron-parser).
+  // `0 0 1-31 * 1` fires on Mondays only (docs/semantics.md §3, checked on cron-parser).
   EXPECT_EQ(next_n("0 0 1-31 * 1", "2024-01-01T00:00:00Z"),
             (Instants{"2024-01-08T00:00:00Z", "2024-01-15T00:00:00Z", "2024-01-22T00:00:00Z"}));
   EXPECT_EQ(next_n("0 0 */1 * 1", "2024-01-01T00:00:00Z", 1), Instants{"2024-01-08T00:00:00Z"});

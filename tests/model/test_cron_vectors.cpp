@@ -167,7 +167,7 @@ TEST(CronVectors, StrictWhereCronParserIsLenient) {
   EXPECT_EQ(bad.count(), 0) << bad.text();
 }
 
-// @annually and @midnight: listed by semantics.md, unknown to cron-parser 4.9.0.
+// @annually and @midnight: accepted by docs/semantics.md §3, unknown to cron-parser 4.9.0.
 TEST(CronVectors, ExtensionsFireLikeTheirEquivalents) {
   Mismatches bad;
   for (const auto& e : section("extensions")) {

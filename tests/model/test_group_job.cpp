@@ -1,6 +1,6 @@
-// Goal: a group job judges its runs by deliverables (semantics.md section 6,
-// report 001) and keeps the send guard and slot marker honest: every group
-// case of section 11 (all tasks fail; skip + failure; a summary or preview
+// Goal: a group job judges its runs by deliverables (docs/semantics.md §6,
+// incident 001) and keeps the send guard and slot marker honest: every group
+// case of §11 (all tasks fail; skip + failure; a summary or preview
 // present; a failing notice send keeps the original error), the messenger
 // failing on the success path, partial target failures, all-skipped slots,
 // quiet re-runs, retries that deliver once; the delivery ledger's format,

@@ -1,5 +1,5 @@
-// Goal: the reconcile job moves pipeline stages exactly as semantics.md
-// section 8 says and as seed report 000 tested (section 11): a 404 ends the
+// Goal: the reconcile job moves pipeline stages exactly as docs/semantics.md
+// §8 says and as incident 000's cases require (§11): a 404 ends the
 // item and it is never queried again; out-of-order statuses never regress a
 // stage; a configuration error defers the item exactly one hour (and such
 // attempts are never more often than hourly); network errors and 5xx back an

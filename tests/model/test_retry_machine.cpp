@@ -1,10 +1,10 @@
-// Goal: the retry state machine and the regular schedule follow semantics.md
-// section 4 and the boundary cases of section 11 (004's three-failure test,
+// Goal: the retry state machine and the regular schedule follow docs/semantics.md
+// §4 and the boundary cases of §11 (004's three-failure test,
 // non-retryable classes, limit overrun, counters across a restart, invalid
-// policies, stalls, misfires), and the notification vocabulary of section 9.
+// policies, stalls, misfires), and the notification vocabulary of §9.
 // Method: each rule as a unit test driving the pure transitions by hand with
 // exact expected rows and notifications; the worked per_episode example of
-// section 2 (hourly, max 2, outage 10:00-14:00); then properties that drive a
+// §2 (hourly, max 2, outage 10:00-14:00); then properties that drive a
 // small event loop over random outcome sequences and check the invariants
 // from outside (retries within budget for both scopes, no retry of a class the
 // policy does not retry or under an invalid policy, next_run_at always the
@@ -62,7 +62,7 @@ class ScriptedRandom : public RandomSource {
   std::deque<std::uint64_t> draws_;
 };
 
-// ---- section 11 (004): failures 1-2 retrying, failure 3 exhausted ----
+// ---- docs/semantics.md §11 (004): failures 1-2 retrying, failure 3 exhausted ----
 
 TEST(RetryMachine, ThreeFailuresWithMaxTwoKeepTheRegularTime) {
   const auto p = policy(R"({"max": 2, "backoff_sec": 300, "reason": "drafts only"})");
@@ -313,7 +313,7 @@ TEST(RetryMachine, DecideFailureTable) {
 // ---- budget scopes ----
 
 TEST(RetryMachine, PerEpisodeWorkedExampleHourlyMaxTwoOutageTenToFourteen) {
-  // semantics.md section 2: 10:00 fails (retrying 1/2), retry fails (2/2),
+  // docs/semantics.md §2: 10:00 fails (retrying 1/2), retry fails (2/2),
   // retry fails (retry_exhausted); 11:00, 12:00, 13:00 run on schedule, fail,
   // and get no accelerated retries; 14:00 succeeds and resets the counter.
   const auto p = policy(R"({"max": 2, "backoff_sec": 300})");

@@ -1,7 +1,7 @@
 // Goal: the retry state machine, driven the way a scheduler loop drives it
 // (regular slots coming due, runs failing and succeeding, retries coming due,
 // crashes and restarts with the state surviving), agrees after every step
-// with an independent model of semantics.md sections 2 and 4.
+// with an independent model of docs/semantics.md §2 and §4.
 // Method: RapidCheck stateful testing (rc::state). The model below restates
 // the rules in its own terms: a row, per-slot budgets or one episode budget,
 // one pending retry per episode, stall counts, the hourly grid and BullMQ's
@@ -198,7 +198,7 @@ void model_dispatch(Model& m) {
   }
 }
 
-// The failure rules of semantics.md section 4, restated. `forced` marks a run
+// The failure rules of docs/semantics.md §4, restated. `forced` marks a run
 // failed by stalling (permanent whatever its class).
 void model_fail(Model& m, FailureClass cls, bool forced) {
   const ModelRun run = *m.active;

@@ -1,7 +1,7 @@
-// Goal: retry policies parse strictly in their three forms (semantics.md
-// section 2), fail closed with a JSON pointer and an expectation on every
+// Goal: retry policies parse strictly in their three forms (docs/semantics.md
+// §2), fail closed with a JSON pointer and an expectation on every
 // malformed input, and compute backoff exactly as BullMQ 5 does.
-// Method: the reports' own policies as vectors; a table of malformed policies
+// Method: the incidents' own policies as vectors; a table of malformed policies
 // with the pointer each must name; backoff vectors worked out by hand from
 // BullMQ's formulas (jittered ones with the draws fixed); the auto policy from
 // 5- and 6-field crons and from an env-overridden schedule; then properties:
@@ -410,7 +410,7 @@ TEST(SideEffects, PublishingRetryNeedsKeyOrReason) {
   EXPECT_FALSE(parse_side_effect_kind("Publish").has_value());
 }
 
-// ---- auto from real schedules (section 11: 5- and 6-field crons; env override) ----
+// ---- auto from real schedules (§11: 5- and 6-field crons; env override) ----
 
 RetryPolicy auto_for(const std::string& expression) {
   auto schedule = CronSchedule::parse(expression);

@@ -1,7 +1,7 @@
 // Goal: the scheduler loop (model/scheduler.hpp) runs jobs on their regular
 // grid and carries the pure retry machine's decisions through the durable
-// queue, the state store, notifications and logs exactly as semantics.md
-// sections 4, 6 and 9 say: the 004 hourly outage example end to end, per_slot
+// queue, the state store, notifications and logs exactly as docs/semantics.md
+// §4, §6 and §9 say: the 004 hourly outage example end to end, per_slot
 // budgets, counters that survive a restart in the middle of a retry chain, a
 // stalled run re-run once and failed on its second stall, misfires coalesced
 // into one late run, a long run delaying another job's slot under concurrency

@@ -1,8 +1,8 @@
-// Goal: the status view (model/status_view.hpp) shows what semantics.md
-// section 9 asks: retrying and exhausted jobs listed apart with counts,
+// Goal: the status view (model/status_view.hpp) shows what docs/semantics.md
+// §9 asks: retrying and exhausted jobs listed apart with counts,
 // badges such as "rate_limit 2/2 retry_exhausted", each job's policy (max,
 // backoff), policy errors, limit overruns and a corrupt store; and, built
-// from the two runtime stores, it merges them with the section 5 rule so a
+// from the two runtime stores, it merges them with the §5 rule so a
 // recovered job never shows as failed and a retry in progress is not missed.
 // Method: hand-made job states and policies for each rule, checked in both
 // renderings (text and JSON); merges of jobs.json / jobs_state.json records

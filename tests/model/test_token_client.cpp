@@ -1,5 +1,5 @@
-// Goal: the brokerage token client follows semantics.md section 7 and the 401
-// boundary cases of section 11 (seed 001): after a 401 the token is reissued
+// Goal: the brokerage token client follows docs/semantics.md §7 and the 401
+// boundary cases of §11 (incident 001): after a 401 the token is reissued
 // and the request retried exactly once; a second 401, a 403, a 429 and a 5xx
 // cause no reissue; the cached token is refreshed 60 s before its known expiry
 // (and not 61 s); a failing reissue fails the request with the reissue's class;
@@ -328,7 +328,7 @@ TEST(TokenClient, RefreshesSixtySecondsBeforeKnownExpiryAndNotSixtyOne) {
 }
 
 TEST(TokenClient, HonoursAConfiguredRefreshMargin) {
-  // The margin is configuration (the report's 60 s is the default).
+  // The margin is configuration (incident 001's 60 s is the default).
   BrokerageConfig config;
   config.token_lifetime_ms = 10 * kMinuteMs;
   TokenClientConfig client_config;
@@ -575,7 +575,7 @@ TEST(TokenClient, AnAbandonedIssuanceIsTakenOverByAWaiter) {
 
 // --- the original bug, and the recovery without restart ----------------------------
 
-// The client of seed 001 before the fix: reuses its cached token until 60 s
+// The client of incident 001 before the fix: reuses its cached token until 60 s
 // before expiry and KEEPS it after a 401. Test-only; never in model/.
 class KeepsTokenAfter401Client {
  public:
@@ -633,7 +633,7 @@ Task<void> hourly_fetch_buggy(Clock& clock, KeepsTokenAfter401Client& client,
   }
 }
 
-// The scenario of seed 001: a day of hourly fetches, the brokerage revokes the
+// The scenario of incident 001: a day of hourly fetches, the brokerage revokes the
 // token at 06:30, the process restarts at 17:30. The judge: no slot fails
 // after the revocation (a 401 must recover without a restart).
 struct DayResult {
@@ -694,7 +694,7 @@ TEST(TokenClientScenario, TheOriginalClientFailsUntilRestartAndTheJudgeSaysSo) {
   EXPECT_NE(day.verdict.error().message.find("11 slots failed"), std::string::npos)
       << day.verdict.error().message;
   EXPECT_NE(day.verdict.error().message.find("2026-11-30T07:00:00Z"), std::string::npos);
-  // Exactly the report's shape: fails from the revocation until the restart,
+  // Exactly incident 001's shape: fails from the revocation until the restart,
   // then "recovers" only because the restart emptied the cache.
   for (TimeMs slot = kStart; slot < kStart + kDayMs; slot += kHourMs) {
     const bool expected_ok = slot < instant("2026-11-30T07:00:00Z") ||

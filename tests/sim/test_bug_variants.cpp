@@ -1,5 +1,6 @@
-// Goal: the harness catches the field reports' bugs. Each seed bug is rebuilt
-// as a test-only faulty variant of a core component (tests/variants/), plugged
+// Goal: the harness catches the incidents' bugs. Each seed bug (docs/semantics.md
+// §0) is rebuilt as a test-only faulty variant of a core component
+// (tests/variants/), plugged
 // into an otherwise real world through RunOptions::runner_factory, and run on
 // the bundled scenario that replays its incident: the run must FAIL, with the
 // invariant the bug breaks, while the core's own runner passes the same
@@ -10,9 +11,9 @@
 // judge the variant's run with judge_run(), which also checks `expect`.
 //   (a) 001 swallowed group failure  -> nothing_lost or no_duplicate_delivery
 //   (b) 000 404 treated as transient -> item_queries_bounded
-//   (c) 001 401 retried with the same token -> no invariant of semantics.md
-//       section 10 (the failures stay visible and are not retried because
-//       `auth` is not retryable); only the scenario's expectations catch it.
+//   (c) 001 401 retried with the same token -> token_reissue_bounded
+//       (invariant 7 of docs/semantics.md §10: the next request goes out with
+//       the token a 401 refused), and the scenario's expectations.
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -128,7 +129,7 @@ TEST(BugVariants, StickyTokenBreaksTokenReissueBounded) {
   });
   EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
   // The variant keeps the token a 401 refused and sends the next request with
-  // it: invariant 7 read with section 7's rule (the first 401 drops the token
+  // it: invariant 7 read with docs/semantics.md §7's rule (the first 401 drops the token
   // and reissues once), judged by the monitor from the brokerage's own
   // auth_rejected fingerprints and the time the 401 reached the client.
   EXPECT_GE(fired(r.variant).count("token_reissue_bounded"), 1u) << describe(r.variant);

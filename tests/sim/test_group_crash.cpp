@@ -1,4 +1,4 @@
-// Goal: a group job keeps invariant 5 (semantics.md section 10) whatever
+// Goal: a group job keeps invariant 5 (docs/semantics.md §10) whatever
 // instant the worker process dies at: the send guard and slot marker are never
 // set by a failed run, every slot's deliverable reaches every target at least
 // once, and a target receives it more than once ONLY when the crash fell in

@@ -1,4 +1,4 @@
-// Goal: each invariant monitor (semantics.md section 10, sim/monitors.hpp) is a
+// Goal: each invariant monitor (docs/semantics.md §10, sim/monitors.hpp) is a
 // witness with teeth: it fires, under its own name and at the event that shows
 // the fault, on a trace that breaks its invariant, and stays quiet on the
 // near misses the semantics allow (a duplicate delivery after a crash inside

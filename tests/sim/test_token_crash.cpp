@@ -48,7 +48,7 @@ struct Durable {
 
 // A minimal scheduler for one job: each slot runs until it succeeds (a failed
 // attempt retries two minutes later). A run cut by a crash is simply run again
-// after the reboot, without counting as an attempt (semantics.md section 4).
+// after the reboot, without counting as an attempt (docs/semantics.md §4).
 Task<void> fetch_loop(Clock& clock, FetchJob& job, Durable& durable, std::vector<TimeMs> slots) {
   for (const TimeMs slot : slots) {
     while (durable.done.count(slot) == 0) {

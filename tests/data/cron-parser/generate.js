@@ -265,7 +265,7 @@ const CURATED_NEVER = [
   '0 0 5L 2 *', '0 0 LL 4 *', '0 0 31 2,2 *', '0 0 30 2-2 *',
 ];
 
-// Accepted by cron-parser, refused by the core on purpose (semantics.md 3).
+// Accepted by cron-parser, refused by the core on purpose (docs/semantics.md §3).
 const CURATED_STRICT = [
   ['', 'empty expression (cron-parser: every minute)'],
   ['   ', 'whitespace-only expression (cron-parser: every minute)'],
@@ -278,8 +278,8 @@ const CURATED_STRICT = [
   ['MON', 'one field (cron-parser reads it as day-of-week)'],
 ];
 
-// Accepted by the core, rejected by cron-parser 4.9.0 (semantics.md lists
-// them): vectors taken from the equivalent macro.
+// Accepted by the core, rejected by cron-parser 4.9.0 (docs/semantics.md §3
+// accepts them): vectors taken from the equivalent macro.
 const EXTENSIONS = [
   ['@annually', '@yearly'],
   ['@midnight', '@daily'],
