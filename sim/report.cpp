@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -57,7 +58,7 @@ std::string tally_text(const json& root, const std::vector<std::string>& path) {
 void check_count(std::vector<ExpectFailure>& out, const std::string& pointer,
                  const std::optional<std::int64_t>& expected, std::int64_t got) {
   if (expected && *expected != got) {
-    out.push_back({pointer, std::to_string(*expected), std::to_string(got)});
+    out.push_back({pointer, std::to_string(*expected), std::to_string(got), *expected, got});
   }
 }
 
@@ -113,7 +114,7 @@ std::vector<ExpectFailure> check_expectations(const Scenario& scenario,
       const std::int64_t got = tally(t, {"jobs", job, "max_delay_ms"});
       if (got > *x.max_delay_ms) {
         out.push_back({p + "/max_delay", "at most " + short_duration(*x.max_delay_ms),
-                       short_duration(got)});
+                       short_duration(got), *x.max_delay_ms, got});
       }
     }
     if (x.final_status) {
@@ -132,7 +133,8 @@ std::vector<ExpectFailure> check_expectations(const Scenario& scenario,
         if (seen == to_string(*x.final_status)) got.clear();
       }
       if (!got.empty() && got != to_string(*x.final_status)) {
-        out.push_back({p + "/final_status", to_string(*x.final_status), got});
+        out.push_back({p + "/final_status", to_string(*x.final_status), got,
+                       to_string(*x.final_status), got});
       }
     }
   }
@@ -148,14 +150,18 @@ std::vector<ExpectFailure> check_expectations(const Scenario& scenario,
     if (x.stage) {
       const std::string got = durable != nullptr ? durable->stage
                                                  : tally_text(t, {"items", item, "stage"});
-      if (got != *x.stage) out.push_back({p + "/stage", *x.stage, got.empty() ? "none" : got});
+      if (got != *x.stage) {
+        const std::string seen = got.empty() ? "none" : got;
+        out.push_back({p + "/stage", *x.stage, seen, *x.stage, seen});
+      }
     }
     if (x.reason_contains) {
       const std::string got = durable != nullptr ? durable->reconcile_error
                                                  : tally_text(t, {"items", item, "reason"});
       if (got.find(*x.reason_contains) == std::string::npos) {
         out.push_back({p + "/reason_contains", "a reason containing \"" + *x.reason_contains + "\"",
-                       got.empty() ? "no reason recorded" : "\"" + got + "\""});
+                       got.empty() ? "no reason recorded" : "\"" + got + "\"",
+                       *x.reason_contains, got});
       }
     }
     check_count(out, p + "/queries", x.queries, tally(t, {"items", item, "queries"}));
@@ -164,7 +170,10 @@ std::vector<ExpectFailure> check_expectations(const Scenario& scenario,
   for (const auto& [kind, x] : e.services) {
     const std::string name = to_string(kind);
     const std::string p = "/expect/services/" + pointer_token(name);
-    check_count(out, p + "/calls", x.calls, tally(t, {"services", name, "calls"}));
+    const std::int64_t calls = kind == ServiceKind::messenger
+                                   ? messenger_calls(run)
+                                   : tally(t, {"services", name, "calls"});
+    check_count(out, p + "/calls", x.calls, calls);
     check_count(out, p + "/token_issues", x.token_issues,
                 tally(t, {"services", name, "token_issues"}));
   }
@@ -173,9 +182,32 @@ std::vector<ExpectFailure> check_expectations(const Scenario& scenario,
   return out;
 }
 
+std::int64_t messenger_calls(const ScenarioRunResult& run) {
+  const auto& events = run.trace.events();
+  return std::count_if(events.begin(), events.end(), [](const TraceEvent& e) {
+    return e.service == to_string(ServiceKind::messenger) &&
+           (e.type == "message_delivered" || e.type == "message_refused");
+  });
+}
+
+std::string describe(const ScenarioFlag& flag, bool strict) {
+  return fmt::format("{}: {} [{}]: {}", flag.where, strict ? "error" : "warning",
+                     to_string(flag.kind), flag.message);
+}
+
+json to_json(const ScenarioFlag& flag) {
+  return json{{"kind", to_string(flag.kind)}, {"where", flag.where}, {"message", flag.message}};
+}
+
 Verdict judge_run(const Scenario& scenario, const ScenarioRunResult& run,
-                  const std::optional<Violation>& determinism) {
+                  const std::optional<Violation>& determinism, bool strict) {
   Verdict v;
+  v.strict = strict;
+  v.flags = scenario.flags;
+  if (const auto it = run.tallies.find("unchecked");
+      it != run.tallies.end() && it->is_array()) {
+    v.unchecked = *it;
+  }
   const std::set<std::string> expected(scenario.expect.violations.begin(),
                                        scenario.expect.violations.end());
   std::set<std::string> seen;
@@ -201,10 +233,39 @@ std::string replay_command(const std::string& path, std::uint64_t seed) {
   return fmt::format("rehearse run {} --seed {} --trace t.jsonl", path, seed);
 }
 
+std::string SummaryRow::result() const {
+  if (!error.empty()) return "ERROR";
+  if (!held) return "FAIL";
+  return notes.empty() ? "ok" : "ok*";
+}
+
+std::vector<std::string> verdict_notes(const Verdict& verdict) {
+  std::vector<std::string> notes;
+  for (const json& u : verdict.unchecked) {
+    notes.push_back(fmt::format("invariant {} not checked for {}: {}",
+                                u.value("invariant", std::string()),
+                                u.value("subject", std::string()), u.value("why", std::string())));
+  }
+  for (const ScenarioFlag& f : verdict.flags) {
+    notes.push_back(fmt::format("flag [{}] {}: {}", to_string(f.kind), f.where, f.message));
+  }
+  return notes;
+}
+
+SummaryRow error_row(const std::string& path, const std::string& error) {
+  SummaryRow row;
+  row.scenario = path;
+  row.path = path;
+  row.error = error;
+  row.held = false;
+  return row;
+}
+
 SummaryRow summarize(const Scenario& scenario, const ScenarioRunResult& run, double wall_ms,
                      bool held) {
   SummaryRow row;
   row.scenario = scenario.name;
+  row.path = run.path;
   row.jobs = static_cast<std::int64_t>(scenario.jobs.size());
   const json& t = run.tallies;
   if (t.contains("jobs") && t.at("jobs").is_object()) {
@@ -232,20 +293,33 @@ SummaryRow summarize(const Scenario& scenario, const ScenarioRunResult& run, dou
   return row;
 }
 
-std::string format_table(const std::vector<SummaryRow>& rows) {
-  const std::array<std::string, 14> header{"scenario", "result",  "jobs",   "delivered", "skipped",
-                                           "failed",   "in-flight", "retries", "exhausted",
-                                           "notes",    "events",  "span",   "wall",      "trace"};
-  std::vector<std::array<std::string, 14>> cells;
-  cells.push_back(header);
+namespace {
+
+// The scenario column: the name, with the file when another row shares it.
+std::vector<std::string> row_labels(const std::vector<SummaryRow>& rows) {
+  std::map<std::string, int> uses;
+  for (const SummaryRow& r : rows) ++uses[r.scenario];
+  std::vector<std::string> labels;
   for (const SummaryRow& r : rows) {
-    cells.push_back({r.scenario, r.held ? "ok" : "FAIL", std::to_string(r.jobs),
-                     std::to_string(r.delivered), std::to_string(r.skipped),
-                     std::to_string(r.failed), std::to_string(r.in_flight),
-                     std::to_string(r.retries), std::to_string(r.exhausted),
-                     std::to_string(r.notifications), std::to_string(r.events),
-                     short_duration(r.span_ms), fmt::format("{:.0f}ms", r.wall_ms), r.trace_hash});
+    const bool shared = uses[r.scenario] > 1 && !r.path.empty() && r.path != r.scenario;
+    labels.push_back(shared ? fmt::format("{} ({})", r.scenario, r.path) : r.scenario);
   }
+  return labels;
+}
+
+using TableLine = std::array<std::string, 14>;
+
+TableLine table_cells(const SummaryRow& r, const std::string& label) {
+  if (!r.error.empty()) return {label, r.result(), "-", "-", "-", "-", "-", "-", "-", "-", "-",
+                                "-", "-", "-"};
+  return {label, r.result(), std::to_string(r.jobs), std::to_string(r.delivered),
+          std::to_string(r.skipped), std::to_string(r.failed), std::to_string(r.in_flight),
+          std::to_string(r.retries), std::to_string(r.exhausted),
+          std::to_string(r.notifications), std::to_string(r.events), short_duration(r.span_ms),
+          fmt::format("{:.0f}ms", r.wall_ms), r.trace_hash};
+}
+
+std::string aligned(const std::vector<TableLine>& cells) {
   std::array<std::size_t, 14> width{};
   for (const auto& row : cells) {
     for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
@@ -262,6 +336,27 @@ std::string format_table(const std::vector<SummaryRow>& rows) {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
   }
+  return out;
+}
+
+}  // namespace
+
+std::string format_table(const std::vector<SummaryRow>& rows) {
+  const TableLine header{"scenario", "result",  "jobs",   "delivered", "skipped",
+                         "failed",   "in-flight", "retries", "exhausted",
+                         "notes",    "events",  "span",   "wall",      "trace"};
+  const std::vector<std::string> labels = row_labels(rows);
+  std::vector<TableLine> cells{header};
+  for (std::size_t i = 0; i < rows.size(); ++i) cells.push_back(table_cells(rows[i], labels[i]));
+  std::string out = aligned(cells);
+  std::string footnotes;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].result() != "ok*") continue;
+    for (const std::string& note : rows[i].notes) {
+      footnotes += fmt::format("* {}: {}\n", labels[i], note);
+    }
+  }
+  if (!footnotes.empty()) out += "\n" + footnotes;
   return out;
 }
 
@@ -282,6 +377,11 @@ std::string format_findings(const ScenarioRunResult& run, const Verdict& verdict
     out += fmt::format("{}: {}\n", where, f.describe());
   }
   for (const std::string& e : verdict.errors) out += fmt::format("{}: error: {}\n", where, e);
+  if (verdict.strict) {
+    for (const std::string& note : verdict_notes(verdict)) {
+      out += fmt::format("{}: --strict: {}\n", where, note);
+    }
+  }
   out += fmt::format("{}: replay: {}\n", where, replay_command(where, run.seed));
   return out;
 }
@@ -329,9 +429,15 @@ json report_json(const Scenario& scenario, const ScenarioRunResult& run, const V
   doc["expected_missing"] = verdict.expected_missing;
   doc["expect_failures"] = json::array();
   for (const ExpectFailure& f : verdict.expect_failures) {
-    doc["expect_failures"].push_back(
-        {{"pointer", f.pointer}, {"expected", f.expected}, {"got", f.got}, {"message", f.describe()}});
+    doc["expect_failures"].push_back({{"pointer", f.pointer},
+                                      {"expected", f.expected_value},
+                                      {"got", f.got_value},
+                                      {"message", f.describe()}});
   }
+  doc["result"] = row.result();
+  doc["flags"] = json::array();
+  for (const ScenarioFlag& f : verdict.flags) doc["flags"].push_back(to_json(f));
+  doc["unchecked"] = verdict.unchecked;
   doc["errors"] = verdict.errors;
   doc["store"] = {{"corrupt", run.store_corrupt}, {"error", run.store_error}};
   json finals = json::object();
@@ -345,6 +451,9 @@ json report_json(const Scenario& scenario, const ScenarioRunResult& run, const V
   }
   doc["final_states"] = std::move(finals);
   doc["tallies"] = run.tallies;
+  if (scenario.services.messenger) {
+    doc["tallies"]["services"][to_string(ServiceKind::messenger)]["calls"] = messenger_calls(run);
+  }
   doc["replay"] = replay_command(run.path.empty() ? run.scenario : run.path, run.seed);
   return doc;
 }

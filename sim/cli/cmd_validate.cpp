@@ -17,7 +17,9 @@
 
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/error_report.hpp"
 #include "sim/cli/scenario_files.hpp"
+#include "sim/report.hpp"
 #include "sim/scenario.hpp"
 
 namespace rehearse::cli {
@@ -63,15 +65,17 @@ int cmd_validate(const Args& args) {
   const bool strict = parsed->has("--strict");
   const bool as_json = parsed->has("--json");
   auto files = expand_scenario_paths(parsed->positionals);
-  if (!files) return usage_error(files.error().describe());
+  if (!files) return input_error(files.error());
 
   bool all_ok = true;
+  std::size_t failed_files = 0;
   nlohmann::json report = nlohmann::json::array();
   for (const auto& file : *files) {
     const sim::ScenarioCheck check = sim::check_scenario_file(file);
     const bool flagged_failure = strict && !check.flags.empty();
     const bool ok = check.valid() && !flagged_failure;
     all_ok = all_ok && ok;
+    if (!ok) ++failed_files;
 
     const std::size_t error_total = check.errors.size() + check.errors_omitted;
     for (std::size_t i = 0; i < check.errors.size() && i < kPrintedErrorsMax; ++i) {
@@ -80,10 +84,7 @@ int cmd_validate(const Args& args) {
     if (error_total > kPrintedErrorsMax) {
       fmt::print(stderr, "{}: ... and {} more errors\n", file, error_total - kPrintedErrorsMax);
     }
-    for (const auto& f : check.flags) {
-      fmt::print(stderr, "{}: {} [{}]: {}\n", f.where, strict ? "error" : "warning",
-                 sim::to_string(f.kind), f.message);
-    }
+    for (const auto& f : check.flags) fmt::print(stderr, "{}\n", sim::describe(f, strict));
 
     if (as_json) {
       nlohmann::json entry;
@@ -94,10 +95,7 @@ int cmd_validate(const Args& args) {
       for (const auto& e : check.errors) entry["errors"].push_back(error_json(e));
       entry["errors_omitted"] = check.errors_omitted;
       entry["flags"] = nlohmann::json::array();
-      for (const auto& f : check.flags) {
-        entry["flags"].push_back(
-            {{"kind", sim::to_string(f.kind)}, {"where", f.where}, {"message", f.message}});
-      }
+      for (const auto& f : check.flags) entry["flags"].push_back(sim::to_json(f));
       if (check.scenario) entry["scenario"] = check.scenario->name;
       report.push_back(std::move(entry));
     } else if (ok) {
@@ -119,6 +117,13 @@ int cmd_validate(const Args& args) {
     doc["ok"] = all_ok;
     doc["strict"] = strict;
     doc["files"] = std::move(report);
+    if (!all_ok) {
+      doc["error"] = {{"code", "invalid_scenario"},
+                      {"exit_code", kExitUsage},
+                      {"message", fmt::format("{} of {} file{} invalid{}", failed_files,
+                                              files->size(), files->size() == 1 ? "" : "s",
+                                              strict ? " or flagged under --strict" : "")}};
+    }
     fmt::print("{}\n", doc.dump(2));
   }
   return all_ok ? kExitOk : kExitUsage;
