@@ -141,6 +141,9 @@ json_check json-err-policy-file 'rc == 2 and d["error"]["code"] == "not_found" a
 json_check json-err-validate-missing 'rc == 2 and d["error"]["code"] == "not_found" and d["error"]["file"] == "/nonexistent/scenario.json"' validate /nonexistent/scenario.json --json
 json_check json-err-unknown-option 'rc == 2 and "unknown option" in d["error"]["message"]' run --json --frobnicate x.json
 json_check json-err-unknown-command 'rc == 2 and "unknown command" in d["error"]["message"]' frobnicate --json
+# docs/cron.md: a one-word @every is unsupported; "@every 5m" is two fields.
+json_check json-err-every-word 'rc == 2 and d["error"]["code"] == "unsupported"' cron next '@every' --json
+json_check json-err-every-fields 'rc == 2 and d["error"]["code"] == "invalid_argument" and "2 field(s)" in d["error"]["message"]' cron next '@every 5m' --json
 
 # Near the end of the supported range (year 9999) the list is short: said
 # on stderr and in --json ("count" asked, "note"), exit 0 (docs/cli.md).
