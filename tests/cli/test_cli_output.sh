@@ -74,6 +74,15 @@ if [ "$rc" = 0 ]; then ok; else bad "fifo: exit $rc: $(cat "$work/err")"; fi
 if [ -p "$work/fifo" ]; then ok; else bad "fifo: no longer a FIFO"; fi
 if cmp -s "$work/fifo.out" "$work/ref.jsonl"; then ok; else bad "fifo: the reader did not get the trace"; fi
 
+# /dev/fd/N names an open descriptor (here onto a file of ours): written
+# through, after what the descriptor already holds; no temporary file anywhere.
+echo "already there" >"$work/fd3.out"
+"$R" run "$work/s.json" --trace /dev/fd/3 3>>"$work/fd3.out" >/dev/null 2>"$work/err"
+rc=$?
+if [ "$rc" = 0 ]; then ok; else bad "fd: exit $rc: $(cat "$work/err")"; fi
+{ echo "already there"; cat "$work/ref.jsonl"; } >"$work/fd3.want"
+if cmp -s "$work/fd3.out" "$work/fd3.want"; then ok; else bad "fd: the descriptor's file lacks the trace"; fi
+
 # A symlink (relative, into a subdirectory): the link survives, the target
 # gets the trace, no temporary file is left in either directory.
 mkdir "$work/sub"
