@@ -90,95 +90,107 @@ std::string ExpectFailure::describe() const {
   return fmt::format("expect {}: expected {}, got {}", pointer, expected, got);
 }
 
+namespace {
+
+void check_job(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
+               const std::string& job, const JobExpectation& x) {
+  const json& t = run.tallies;
+  const std::string p = "/expect/jobs/" + pointer_token(job);
+  check_count(out, p + "/delivered_slots", x.delivered_slots,
+              tally(t, {"jobs", job, "delivered_slots"}));
+  check_count(out, p + "/skipped_slots", x.skipped_slots,
+              tally(t, {"jobs", job, "skipped_slots"}));
+  check_count(out, p + "/failed_slots", x.failed_slots, tally(t, {"jobs", job, "failed_slots"}));
+  check_count(out, p + "/in_flight_slots", x.in_flight_slots,
+              tally(t, {"jobs", job, "in_flight_slots"}));
+  check_count(out, p + "/retries", x.retries, tally(t, {"jobs", job, "retries"}));
+  check_count(out, p + "/runs", x.runs, tally(t, {"jobs", job, "runs"}));
+  check_count(out, p + "/calls", x.calls, tally(t, {"jobs", job, "calls"}));
+  check_notifications(out, p + "/notifications", x.notifications, t,
+                      {"jobs", job, "notifications"});
+  if (x.max_delay_ms) {
+    const std::int64_t got = tally(t, {"jobs", job, "max_delay_ms"});
+    if (got > *x.max_delay_ms) {
+      out.push_back({p + "/max_delay", "at most " + short_duration(*x.max_delay_ms),
+                     short_duration(got), *x.max_delay_ms, got});
+    }
+  }
+  if (x.final_status) {
+    // The durable store is the authority; when it cannot be read (a
+    // corrupt store fails closed), the monitors' view of the last
+    // status event stands in, and the report says so.
+    std::string got;
+    const FinalJobState* f = final_state_of(run, job);
+    if (f != nullptr && f->state) {
+      got = to_string(f->state->retry_status);
+    } else {
+      const std::string seen = tally_text(t, {"jobs", job, "final_status"});
+      got = fmt::format("{} (store unreadable: {}; status from the trace)",
+                        seen.empty() ? "unknown" : seen,
+                        run.store_error.empty() ? "no state" : run.store_error);
+      if (seen == to_string(*x.final_status)) got.clear();
+    }
+    if (!got.empty() && got != to_string(*x.final_status)) {
+      out.push_back({p + "/final_status", to_string(*x.final_status), got,
+                     to_string(*x.final_status), got});
+    }
+  }
+}
+
+void check_item(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
+                const std::string& item, const ItemExpectation& x) {
+  const json& t = run.tallies;
+  const std::string p = "/expect/items/" + pointer_token(item);
+  // The item's pipeline store is the authority; the monitors' view of the
+  // trace stands in when the store could not be read back.
+  const FinalItemState* durable = nullptr;
+  for (const FinalItemState& f : run.final_items) {
+    if (f.issue == item) durable = &f;
+  }
+  if (x.stage) {
+    const std::string got = durable != nullptr ? durable->stage
+                                               : tally_text(t, {"items", item, "stage"});
+    if (got != *x.stage) {
+      const std::string seen = got.empty() ? "none" : got;
+      out.push_back({p + "/stage", *x.stage, seen, *x.stage, seen});
+    }
+  }
+  if (x.reason_contains) {
+    const std::string got = durable != nullptr ? durable->reconcile_error
+                                               : tally_text(t, {"items", item, "reason"});
+    if (got.find(*x.reason_contains) == std::string::npos) {
+      out.push_back({p + "/reason_contains", "a reason containing \"" + *x.reason_contains + "\"",
+                     got.empty() ? "no reason recorded" : "\"" + got + "\"",
+                     *x.reason_contains, got});
+    }
+  }
+  check_count(out, p + "/queries", x.queries, tally(t, {"items", item, "queries"}));
+}
+
+void check_service(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
+                   ServiceKind kind, const ServiceExpectation& x) {
+  const json& t = run.tallies;
+  const std::string name = to_string(kind);
+  const std::string p = "/expect/services/" + pointer_token(name);
+  const std::int64_t calls = kind == ServiceKind::messenger
+                                 ? messenger_calls(run)
+                                 : tally(t, {"services", name, "calls"});
+  check_count(out, p + "/calls", x.calls, calls);
+  check_count(out, p + "/token_issues", x.token_issues,
+              tally(t, {"services", name, "token_issues"}));
+}
+
+}  // namespace
+
 std::vector<ExpectFailure> check_expectations(const Scenario& scenario,
                                               const ScenarioRunResult& run) {
   std::vector<ExpectFailure> out;
-  const json& t = run.tallies;
   const Expectations& e = scenario.expect;
-
-  for (const auto& [job, x] : e.jobs) {
-    const std::string p = "/expect/jobs/" + pointer_token(job);
-    check_count(out, p + "/delivered_slots", x.delivered_slots,
-                tally(t, {"jobs", job, "delivered_slots"}));
-    check_count(out, p + "/skipped_slots", x.skipped_slots,
-                tally(t, {"jobs", job, "skipped_slots"}));
-    check_count(out, p + "/failed_slots", x.failed_slots, tally(t, {"jobs", job, "failed_slots"}));
-    check_count(out, p + "/in_flight_slots", x.in_flight_slots,
-                tally(t, {"jobs", job, "in_flight_slots"}));
-    check_count(out, p + "/retries", x.retries, tally(t, {"jobs", job, "retries"}));
-    check_count(out, p + "/runs", x.runs, tally(t, {"jobs", job, "runs"}));
-    check_count(out, p + "/calls", x.calls, tally(t, {"jobs", job, "calls"}));
-    check_notifications(out, p + "/notifications", x.notifications, t,
-                        {"jobs", job, "notifications"});
-    if (x.max_delay_ms) {
-      const std::int64_t got = tally(t, {"jobs", job, "max_delay_ms"});
-      if (got > *x.max_delay_ms) {
-        out.push_back({p + "/max_delay", "at most " + short_duration(*x.max_delay_ms),
-                       short_duration(got), *x.max_delay_ms, got});
-      }
-    }
-    if (x.final_status) {
-      // The durable store is the authority; when it cannot be read (a
-      // corrupt store fails closed), the monitors' view of the last
-      // status event stands in, and the report says so.
-      std::string got;
-      const FinalJobState* f = final_state_of(run, job);
-      if (f != nullptr && f->state) {
-        got = to_string(f->state->retry_status);
-      } else {
-        const std::string seen = tally_text(t, {"jobs", job, "final_status"});
-        got = fmt::format("{} (store unreadable: {}; status from the trace)",
-                          seen.empty() ? "unknown" : seen,
-                          run.store_error.empty() ? "no state" : run.store_error);
-        if (seen == to_string(*x.final_status)) got.clear();
-      }
-      if (!got.empty() && got != to_string(*x.final_status)) {
-        out.push_back({p + "/final_status", to_string(*x.final_status), got,
-                       to_string(*x.final_status), got});
-      }
-    }
-  }
-
-  for (const auto& [item, x] : e.items) {
-    const std::string p = "/expect/items/" + pointer_token(item);
-    // The item's pipeline store is the authority; the monitors' view of the
-    // trace stands in when the store could not be read back.
-    const FinalItemState* durable = nullptr;
-    for (const FinalItemState& f : run.final_items) {
-      if (f.issue == item) durable = &f;
-    }
-    if (x.stage) {
-      const std::string got = durable != nullptr ? durable->stage
-                                                 : tally_text(t, {"items", item, "stage"});
-      if (got != *x.stage) {
-        const std::string seen = got.empty() ? "none" : got;
-        out.push_back({p + "/stage", *x.stage, seen, *x.stage, seen});
-      }
-    }
-    if (x.reason_contains) {
-      const std::string got = durable != nullptr ? durable->reconcile_error
-                                                 : tally_text(t, {"items", item, "reason"});
-      if (got.find(*x.reason_contains) == std::string::npos) {
-        out.push_back({p + "/reason_contains", "a reason containing \"" + *x.reason_contains + "\"",
-                       got.empty() ? "no reason recorded" : "\"" + got + "\"",
-                       *x.reason_contains, got});
-      }
-    }
-    check_count(out, p + "/queries", x.queries, tally(t, {"items", item, "queries"}));
-  }
-
-  for (const auto& [kind, x] : e.services) {
-    const std::string name = to_string(kind);
-    const std::string p = "/expect/services/" + pointer_token(name);
-    const std::int64_t calls = kind == ServiceKind::messenger
-                                   ? messenger_calls(run)
-                                   : tally(t, {"services", name, "calls"});
-    check_count(out, p + "/calls", x.calls, calls);
-    check_count(out, p + "/token_issues", x.token_issues,
-                tally(t, {"services", name, "token_issues"}));
-  }
-
-  check_notifications(out, "/expect/notifications", e.notifications, t, {"notifications"});
+  for (const auto& [job, x] : e.jobs) check_job(out, run, job, x);
+  for (const auto& [item, x] : e.items) check_item(out, run, item, x);
+  for (const auto& [kind, x] : e.services) check_service(out, run, kind, x);
+  check_notifications(out, "/expect/notifications", e.notifications, run.tallies,
+                      {"notifications"});
   return out;
 }
 

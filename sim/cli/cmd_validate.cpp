@@ -50,6 +50,48 @@ nlohmann::json error_json(const Error& e) {
   return nlohmann::json{{"where", e.where}, {"code", to_string(e.code)}, {"message", e.message}};
 }
 
+// The file's errors (at most kPrintedErrorsMax) and flags, on stderr.
+void print_diagnostics(const std::string& file, const sim::ScenarioCheck& check, bool strict) {
+  const std::size_t error_total = check.errors.size() + check.errors_omitted;
+  for (std::size_t i = 0; i < check.errors.size() && i < kPrintedErrorsMax; ++i) {
+    fmt::print(stderr, "{}\n", check.errors[i].describe());
+  }
+  if (error_total > kPrintedErrorsMax) {
+    fmt::print(stderr, "{}: ... and {} more errors\n", file, error_total - kPrintedErrorsMax);
+  }
+  for (const auto& f : check.flags) fmt::print(stderr, "{}\n", sim::describe(f, strict));
+}
+
+nlohmann::json file_json(const std::string& file, const sim::ScenarioCheck& check, bool ok) {
+  nlohmann::json entry;
+  entry["path"] = file;
+  entry["ok"] = ok;
+  entry["valid"] = check.valid();
+  entry["errors"] = nlohmann::json::array();
+  for (const auto& e : check.errors) entry["errors"].push_back(error_json(e));
+  entry["errors_omitted"] = check.errors_omitted;
+  entry["flags"] = nlohmann::json::array();
+  for (const auto& f : check.flags) entry["flags"].push_back(sim::to_json(f));
+  if (check.scenario) entry["scenario"] = check.scenario->name;
+  return entry;
+}
+
+// One status line per file on stdout.
+void print_status(const std::string& file, const sim::ScenarioCheck& check, bool ok) {
+  const std::size_t error_total = check.errors.size() + check.errors_omitted;
+  if (ok && check.flags.empty()) {
+    fmt::print("ok  {}\n", file);
+  } else if (ok) {
+    fmt::print("ok  {} ({} flag{})\n", file, check.flags.size(),
+               check.flags.size() == 1 ? "" : "s");
+  } else if (!check.valid()) {
+    fmt::print("FAIL {} ({} error{})\n", file, error_total, error_total == 1 ? "" : "s");
+  } else {
+    fmt::print("FAIL {} ({} flag{} under --strict)\n", file, check.flags.size(),
+               check.flags.size() == 1 ? "" : "s");
+  }
+}
+
 }  // namespace
 
 int cmd_validate(const Args& args) {
@@ -77,39 +119,11 @@ int cmd_validate(const Args& args) {
     all_ok = all_ok && ok;
     if (!ok) ++failed_files;
 
-    const std::size_t error_total = check.errors.size() + check.errors_omitted;
-    for (std::size_t i = 0; i < check.errors.size() && i < kPrintedErrorsMax; ++i) {
-      fmt::print(stderr, "{}\n", check.errors[i].describe());
-    }
-    if (error_total > kPrintedErrorsMax) {
-      fmt::print(stderr, "{}: ... and {} more errors\n", file, error_total - kPrintedErrorsMax);
-    }
-    for (const auto& f : check.flags) fmt::print(stderr, "{}\n", sim::describe(f, strict));
-
+    print_diagnostics(file, check, strict);
     if (as_json) {
-      nlohmann::json entry;
-      entry["path"] = file;
-      entry["ok"] = ok;
-      entry["valid"] = check.valid();
-      entry["errors"] = nlohmann::json::array();
-      for (const auto& e : check.errors) entry["errors"].push_back(error_json(e));
-      entry["errors_omitted"] = check.errors_omitted;
-      entry["flags"] = nlohmann::json::array();
-      for (const auto& f : check.flags) entry["flags"].push_back(sim::to_json(f));
-      if (check.scenario) entry["scenario"] = check.scenario->name;
-      report.push_back(std::move(entry));
-    } else if (ok) {
-      if (check.flags.empty()) {
-        fmt::print("ok  {}\n", file);
-      } else {
-        fmt::print("ok  {} ({} flag{})\n", file, check.flags.size(),
-                   check.flags.size() == 1 ? "" : "s");
-      }
-    } else if (!check.valid()) {
-      fmt::print("FAIL {} ({} error{})\n", file, error_total, error_total == 1 ? "" : "s");
+      report.push_back(file_json(file, check, ok));
     } else {
-      fmt::print("FAIL {} ({} flag{} under --strict)\n", file, check.flags.size(),
-                 check.flags.size() == 1 ? "" : "s");
+      print_status(file, check, ok);
     }
   }
   if (as_json) {
