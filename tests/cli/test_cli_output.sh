@@ -15,6 +15,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# Everything runs inside the temporary directory, so that even a broken build
+# that writes a file named "-" writes it there.
+cd "$work" || exit 1
 pass=0
 fail=0
 ok() { pass=$((pass + 1)); }
@@ -50,7 +53,7 @@ PY
 }
 
 # `--trace -`: the trace on stdout, before the table; no file named "-".
-(cd "$work" && "$R" run s.json --trace - >"$work/stdout" 2>"$work/err")
+"$R" run s.json --trace - >"$work/stdout" 2>"$work/err"
 rc=$?
 if [ "$rc" = 0 ]; then ok; else bad "dash: exit $rc: $(cat "$work/err")"; fi
 lines=$(wc -l <"$work/ref.jsonl")
