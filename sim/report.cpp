@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -57,7 +58,7 @@ std::string tally_text(const json& root, const std::vector<std::string>& path) {
 void check_count(std::vector<ExpectFailure>& out, const std::string& pointer,
                  const std::optional<std::int64_t>& expected, std::int64_t got) {
   if (expected && *expected != got) {
-    out.push_back({pointer, std::to_string(*expected), std::to_string(got)});
+    out.push_back({pointer, std::to_string(*expected), std::to_string(got), *expected, got});
   }
 }
 
@@ -89,93 +90,136 @@ std::string ExpectFailure::describe() const {
   return fmt::format("expect {}: expected {}, got {}", pointer, expected, got);
 }
 
+namespace {
+
+void check_job(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
+               const std::string& job, const JobExpectation& x) {
+  const json& t = run.tallies;
+  const std::string p = "/expect/jobs/" + pointer_token(job);
+  check_count(out, p + "/delivered_slots", x.delivered_slots,
+              tally(t, {"jobs", job, "delivered_slots"}));
+  check_count(out, p + "/skipped_slots", x.skipped_slots,
+              tally(t, {"jobs", job, "skipped_slots"}));
+  check_count(out, p + "/failed_slots", x.failed_slots, tally(t, {"jobs", job, "failed_slots"}));
+  check_count(out, p + "/in_flight_slots", x.in_flight_slots,
+              tally(t, {"jobs", job, "in_flight_slots"}));
+  check_count(out, p + "/retries", x.retries, tally(t, {"jobs", job, "retries"}));
+  check_count(out, p + "/runs", x.runs, tally(t, {"jobs", job, "runs"}));
+  check_count(out, p + "/calls", x.calls, tally(t, {"jobs", job, "calls"}));
+  check_notifications(out, p + "/notifications", x.notifications, t,
+                      {"jobs", job, "notifications"});
+  if (x.max_delay_ms) {
+    const std::int64_t got = tally(t, {"jobs", job, "max_delay_ms"});
+    if (got > *x.max_delay_ms) {
+      out.push_back({p + "/max_delay", "at most " + short_duration(*x.max_delay_ms),
+                     short_duration(got), *x.max_delay_ms, got});
+    }
+  }
+  if (x.final_status) {
+    // The durable store is the authority; when it cannot be read (a
+    // corrupt store fails closed), the monitors' view of the last
+    // status event stands in, and the report says so.
+    std::string got;
+    const FinalJobState* f = final_state_of(run, job);
+    if (f != nullptr && f->state) {
+      got = to_string(f->state->retry_status);
+    } else {
+      const std::string seen = tally_text(t, {"jobs", job, "final_status"});
+      got = fmt::format("{} (store unreadable: {}; status from the trace)",
+                        seen.empty() ? "unknown" : seen,
+                        run.store_error.empty() ? "no state" : run.store_error);
+      if (seen == to_string(*x.final_status)) got.clear();
+    }
+    if (!got.empty() && got != to_string(*x.final_status)) {
+      out.push_back({p + "/final_status", to_string(*x.final_status), got,
+                     to_string(*x.final_status), got});
+    }
+  }
+}
+
+void check_item(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
+                const std::string& item, const ItemExpectation& x) {
+  const json& t = run.tallies;
+  const std::string p = "/expect/items/" + pointer_token(item);
+  // The item's pipeline store is the authority; the monitors' view of the
+  // trace stands in when the store could not be read back.
+  const FinalItemState* durable = nullptr;
+  for (const FinalItemState& f : run.final_items) {
+    if (f.issue == item) durable = &f;
+  }
+  if (x.stage) {
+    const std::string got = durable != nullptr ? durable->stage
+                                               : tally_text(t, {"items", item, "stage"});
+    if (got != *x.stage) {
+      const std::string seen = got.empty() ? "none" : got;
+      out.push_back({p + "/stage", *x.stage, seen, *x.stage, seen});
+    }
+  }
+  if (x.reason_contains) {
+    const std::string got = durable != nullptr ? durable->reconcile_error
+                                               : tally_text(t, {"items", item, "reason"});
+    if (got.find(*x.reason_contains) == std::string::npos) {
+      out.push_back({p + "/reason_contains", "a reason containing \"" + *x.reason_contains + "\"",
+                     got.empty() ? "no reason recorded" : "\"" + got + "\"",
+                     *x.reason_contains, got});
+    }
+  }
+  check_count(out, p + "/queries", x.queries, tally(t, {"items", item, "queries"}));
+}
+
+void check_service(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
+                   ServiceKind kind, const ServiceExpectation& x) {
+  const json& t = run.tallies;
+  const std::string name = to_string(kind);
+  const std::string p = "/expect/services/" + pointer_token(name);
+  const std::int64_t calls = kind == ServiceKind::messenger
+                                 ? messenger_calls(run)
+                                 : tally(t, {"services", name, "calls"});
+  check_count(out, p + "/calls", x.calls, calls);
+  check_count(out, p + "/token_issues", x.token_issues,
+              tally(t, {"services", name, "token_issues"}));
+}
+
+}  // namespace
+
 std::vector<ExpectFailure> check_expectations(const Scenario& scenario,
                                               const ScenarioRunResult& run) {
   std::vector<ExpectFailure> out;
-  const json& t = run.tallies;
   const Expectations& e = scenario.expect;
-
-  for (const auto& [job, x] : e.jobs) {
-    const std::string p = "/expect/jobs/" + pointer_token(job);
-    check_count(out, p + "/delivered_slots", x.delivered_slots,
-                tally(t, {"jobs", job, "delivered_slots"}));
-    check_count(out, p + "/skipped_slots", x.skipped_slots,
-                tally(t, {"jobs", job, "skipped_slots"}));
-    check_count(out, p + "/failed_slots", x.failed_slots, tally(t, {"jobs", job, "failed_slots"}));
-    check_count(out, p + "/in_flight_slots", x.in_flight_slots,
-                tally(t, {"jobs", job, "in_flight_slots"}));
-    check_count(out, p + "/retries", x.retries, tally(t, {"jobs", job, "retries"}));
-    check_count(out, p + "/runs", x.runs, tally(t, {"jobs", job, "runs"}));
-    check_count(out, p + "/calls", x.calls, tally(t, {"jobs", job, "calls"}));
-    check_notifications(out, p + "/notifications", x.notifications, t,
-                        {"jobs", job, "notifications"});
-    if (x.max_delay_ms) {
-      const std::int64_t got = tally(t, {"jobs", job, "max_delay_ms"});
-      if (got > *x.max_delay_ms) {
-        out.push_back({p + "/max_delay", "at most " + short_duration(*x.max_delay_ms),
-                       short_duration(got)});
-      }
-    }
-    if (x.final_status) {
-      // The durable store is the authority; when it cannot be read (a
-      // corrupt store fails closed), the monitors' view of the last
-      // status event stands in, and the report says so.
-      std::string got;
-      const FinalJobState* f = final_state_of(run, job);
-      if (f != nullptr && f->state) {
-        got = to_string(f->state->retry_status);
-      } else {
-        const std::string seen = tally_text(t, {"jobs", job, "final_status"});
-        got = fmt::format("{} (store unreadable: {}; status from the trace)",
-                          seen.empty() ? "unknown" : seen,
-                          run.store_error.empty() ? "no state" : run.store_error);
-        if (seen == to_string(*x.final_status)) got.clear();
-      }
-      if (!got.empty() && got != to_string(*x.final_status)) {
-        out.push_back({p + "/final_status", to_string(*x.final_status), got});
-      }
-    }
-  }
-
-  for (const auto& [item, x] : e.items) {
-    const std::string p = "/expect/items/" + pointer_token(item);
-    // The item's pipeline store is the authority; the monitors' view of the
-    // trace stands in when the store could not be read back.
-    const FinalItemState* durable = nullptr;
-    for (const FinalItemState& f : run.final_items) {
-      if (f.issue == item) durable = &f;
-    }
-    if (x.stage) {
-      const std::string got = durable != nullptr ? durable->stage
-                                                 : tally_text(t, {"items", item, "stage"});
-      if (got != *x.stage) out.push_back({p + "/stage", *x.stage, got.empty() ? "none" : got});
-    }
-    if (x.reason_contains) {
-      const std::string got = durable != nullptr ? durable->reconcile_error
-                                                 : tally_text(t, {"items", item, "reason"});
-      if (got.find(*x.reason_contains) == std::string::npos) {
-        out.push_back({p + "/reason_contains", "a reason containing \"" + *x.reason_contains + "\"",
-                       got.empty() ? "no reason recorded" : "\"" + got + "\""});
-      }
-    }
-    check_count(out, p + "/queries", x.queries, tally(t, {"items", item, "queries"}));
-  }
-
-  for (const auto& [kind, x] : e.services) {
-    const std::string name = to_string(kind);
-    const std::string p = "/expect/services/" + pointer_token(name);
-    check_count(out, p + "/calls", x.calls, tally(t, {"services", name, "calls"}));
-    check_count(out, p + "/token_issues", x.token_issues,
-                tally(t, {"services", name, "token_issues"}));
-  }
-
-  check_notifications(out, "/expect/notifications", e.notifications, t, {"notifications"});
+  for (const auto& [job, x] : e.jobs) check_job(out, run, job, x);
+  for (const auto& [item, x] : e.items) check_item(out, run, item, x);
+  for (const auto& [kind, x] : e.services) check_service(out, run, kind, x);
+  check_notifications(out, "/expect/notifications", e.notifications, run.tallies,
+                      {"notifications"});
   return out;
 }
 
+std::int64_t messenger_calls(const ScenarioRunResult& run) {
+  const auto& events = run.trace.events();
+  return std::count_if(events.begin(), events.end(), [](const TraceEvent& e) {
+    return e.service == to_string(ServiceKind::messenger) &&
+           (e.type == "message_delivered" || e.type == "message_refused");
+  });
+}
+
+std::string describe(const ScenarioFlag& flag, bool strict) {
+  return fmt::format("{}: {} [{}]: {}", flag.where, strict ? "error" : "warning",
+                     to_string(flag.kind), flag.message);
+}
+
+json to_json(const ScenarioFlag& flag) {
+  return json{{"kind", to_string(flag.kind)}, {"where", flag.where}, {"message", flag.message}};
+}
+
 Verdict judge_run(const Scenario& scenario, const ScenarioRunResult& run,
-                  const std::optional<Violation>& determinism) {
+                  const std::optional<Violation>& determinism, bool strict) {
   Verdict v;
+  v.strict = strict;
+  v.flags = scenario.flags;
+  if (const auto it = run.tallies.find("unchecked");
+      it != run.tallies.end() && it->is_array()) {
+    v.unchecked = *it;
+  }
   const std::set<std::string> expected(scenario.expect.violations.begin(),
                                        scenario.expect.violations.end());
   std::set<std::string> seen;
@@ -201,10 +245,39 @@ std::string replay_command(const std::string& path, std::uint64_t seed) {
   return fmt::format("rehearse run {} --seed {} --trace t.jsonl", path, seed);
 }
 
+std::string SummaryRow::result() const {
+  if (!error.empty()) return "ERROR";
+  if (!held) return "FAIL";
+  return notes.empty() ? "ok" : "ok*";
+}
+
+std::vector<std::string> verdict_notes(const Verdict& verdict) {
+  std::vector<std::string> notes;
+  for (const json& u : verdict.unchecked) {
+    notes.push_back(fmt::format("invariant {} not checked for {}: {}",
+                                u.value("invariant", std::string()),
+                                u.value("subject", std::string()), u.value("why", std::string())));
+  }
+  for (const ScenarioFlag& f : verdict.flags) {
+    notes.push_back(fmt::format("flag [{}] {}: {}", to_string(f.kind), f.where, f.message));
+  }
+  return notes;
+}
+
+SummaryRow error_row(const std::string& path, const std::string& error) {
+  SummaryRow row;
+  row.scenario = path;
+  row.path = path;
+  row.error = error;
+  row.held = false;
+  return row;
+}
+
 SummaryRow summarize(const Scenario& scenario, const ScenarioRunResult& run, double wall_ms,
                      bool held) {
   SummaryRow row;
   row.scenario = scenario.name;
+  row.path = run.path;
   row.jobs = static_cast<std::int64_t>(scenario.jobs.size());
   const json& t = run.tallies;
   if (t.contains("jobs") && t.at("jobs").is_object()) {
@@ -232,20 +305,33 @@ SummaryRow summarize(const Scenario& scenario, const ScenarioRunResult& run, dou
   return row;
 }
 
-std::string format_table(const std::vector<SummaryRow>& rows) {
-  const std::array<std::string, 14> header{"scenario", "result",  "jobs",   "delivered", "skipped",
-                                           "failed",   "in-flight", "retries", "exhausted",
-                                           "notes",    "events",  "span",   "wall",      "trace"};
-  std::vector<std::array<std::string, 14>> cells;
-  cells.push_back(header);
+namespace {
+
+// The scenario column: the name, with the file when another row shares it.
+std::vector<std::string> row_labels(const std::vector<SummaryRow>& rows) {
+  std::map<std::string, int> uses;
+  for (const SummaryRow& r : rows) ++uses[r.scenario];
+  std::vector<std::string> labels;
   for (const SummaryRow& r : rows) {
-    cells.push_back({r.scenario, r.held ? "ok" : "FAIL", std::to_string(r.jobs),
-                     std::to_string(r.delivered), std::to_string(r.skipped),
-                     std::to_string(r.failed), std::to_string(r.in_flight),
-                     std::to_string(r.retries), std::to_string(r.exhausted),
-                     std::to_string(r.notifications), std::to_string(r.events),
-                     short_duration(r.span_ms), fmt::format("{:.0f}ms", r.wall_ms), r.trace_hash});
+    const bool shared = uses[r.scenario] > 1 && !r.path.empty() && r.path != r.scenario;
+    labels.push_back(shared ? fmt::format("{} ({})", r.scenario, r.path) : r.scenario);
   }
+  return labels;
+}
+
+using TableLine = std::array<std::string, 14>;
+
+TableLine table_cells(const SummaryRow& r, const std::string& label) {
+  if (!r.error.empty()) return {label, r.result(), "-", "-", "-", "-", "-", "-", "-", "-", "-",
+                                "-", "-", "-"};
+  return {label, r.result(), std::to_string(r.jobs), std::to_string(r.delivered),
+          std::to_string(r.skipped), std::to_string(r.failed), std::to_string(r.in_flight),
+          std::to_string(r.retries), std::to_string(r.exhausted),
+          std::to_string(r.notifications), std::to_string(r.events), short_duration(r.span_ms),
+          fmt::format("{:.0f}ms", r.wall_ms), r.trace_hash};
+}
+
+std::string aligned(const std::vector<TableLine>& cells) {
   std::array<std::size_t, 14> width{};
   for (const auto& row : cells) {
     for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
@@ -262,6 +348,27 @@ std::string format_table(const std::vector<SummaryRow>& rows) {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
   }
+  return out;
+}
+
+}  // namespace
+
+std::string format_table(const std::vector<SummaryRow>& rows) {
+  const TableLine header{"scenario", "result",  "jobs",   "delivered", "skipped",
+                         "failed",   "in-flight", "retries", "exhausted",
+                         "notes",    "events",  "span",   "wall",      "trace"};
+  const std::vector<std::string> labels = row_labels(rows);
+  std::vector<TableLine> cells{header};
+  for (std::size_t i = 0; i < rows.size(); ++i) cells.push_back(table_cells(rows[i], labels[i]));
+  std::string out = aligned(cells);
+  std::string footnotes;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].result() != "ok*") continue;
+    for (const std::string& note : rows[i].notes) {
+      footnotes += fmt::format("* {}: {}\n", labels[i], note);
+    }
+  }
+  if (!footnotes.empty()) out += "\n" + footnotes;
   return out;
 }
 
@@ -282,6 +389,11 @@ std::string format_findings(const ScenarioRunResult& run, const Verdict& verdict
     out += fmt::format("{}: {}\n", where, f.describe());
   }
   for (const std::string& e : verdict.errors) out += fmt::format("{}: error: {}\n", where, e);
+  if (verdict.strict) {
+    for (const std::string& note : verdict_notes(verdict)) {
+      out += fmt::format("{}: --strict: {}\n", where, note);
+    }
+  }
   out += fmt::format("{}: replay: {}\n", where, replay_command(where, run.seed));
   return out;
 }
@@ -329,9 +441,15 @@ json report_json(const Scenario& scenario, const ScenarioRunResult& run, const V
   doc["expected_missing"] = verdict.expected_missing;
   doc["expect_failures"] = json::array();
   for (const ExpectFailure& f : verdict.expect_failures) {
-    doc["expect_failures"].push_back(
-        {{"pointer", f.pointer}, {"expected", f.expected}, {"got", f.got}, {"message", f.describe()}});
+    doc["expect_failures"].push_back({{"pointer", f.pointer},
+                                      {"expected", f.expected_value},
+                                      {"got", f.got_value},
+                                      {"message", f.describe()}});
   }
+  doc["result"] = row.result();
+  doc["flags"] = json::array();
+  for (const ScenarioFlag& f : verdict.flags) doc["flags"].push_back(to_json(f));
+  doc["unchecked"] = verdict.unchecked;
   doc["errors"] = verdict.errors;
   doc["store"] = {{"corrupt", run.store_corrupt}, {"error", run.store_error}};
   json finals = json::object();
@@ -345,6 +463,9 @@ json report_json(const Scenario& scenario, const ScenarioRunResult& run, const V
   }
   doc["final_states"] = std::move(finals);
   doc["tallies"] = run.tallies;
+  if (scenario.services.messenger) {
+    doc["tallies"]["services"][to_string(ServiceKind::messenger)]["calls"] = messenger_calls(run);
+  }
   doc["replay"] = replay_command(run.path.empty() ? run.scenario : run.path, run.seed);
   return doc;
 }

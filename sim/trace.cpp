@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 namespace rehearse::sim {
 
 std::string TraceEvent::str(std::string_view key, std::string fallback) const {
@@ -48,8 +50,25 @@ std::string to_json_line(const TraceEvent& e) {
   return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+namespace {
+
+// `attempt` is a count, so a number in every event: the simulated services
+// read it from a request header, where it is text.
+void attempt_as_number(nlohmann::json& data) {
+  const auto it = data.find("attempt");
+  if (it == data.end() || !it->is_string()) return;
+  const std::string& text = it->get_ref<const std::string&>();
+  std::int64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (!text.empty() && ec == std::errc() && ptr == end) *it = v;
+}
+
+}  // namespace
+
 std::size_t Trace::record(TraceEvent e) {
   e.seq = next_seq_++;
+  attempt_as_number(e.data);
   const std::string line = to_json_line(e);
   hash_ = fnv1a64(line, hash_);
   hash_ = fnv1a64("\n", hash_);

@@ -48,7 +48,8 @@ class Trace {
   using Listener = std::function<void(const TraceEvent&, std::size_t index)>;
 
   // Appends an event (assigning seq) and hands it to every listener, in the
-  // order listeners were added. Returns the event's index.
+  // order listeners were added. Returns the event's index. A decimal text
+  // `attempt` (a request header's value) is stored as the number it is.
   std::size_t record(TraceEvent e);
 
   void add_listener(Listener listener) { listeners_.push_back(std::move(listener)); }

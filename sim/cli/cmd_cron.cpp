@@ -8,6 +8,7 @@
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/cron_explain.hpp"
+#include "sim/cli/error_report.hpp"
 #include "sim/cli/wall_clock.hpp"
 
 namespace rehearse::cli {
@@ -41,6 +42,21 @@ std::string join_expression(const std::vector<std::string>& parts) {
   return out;
 }
 
+// An expression the command cannot use: exit 2, the error kind kept for --json.
+int cron_error(const std::string& expr, const Error& e) {
+  return input_error(
+      make_error(e.code, fmt::format("cron expression \"{}\": {}", expr, e.describe())));
+}
+
+// Fewer instants than asked for: the schedule runs past the supported range.
+// A complete answer for that range, so the exit code stays 0; the note says
+// why the list is short (stderr, and "note" in --json).
+std::string short_list_note(std::size_t got, long long asked) {
+  return fmt::format("only {} of {} instants: the schedule has no further instant before the "
+                     "end of year 9999 (the supported range)",
+                     got, asked);
+}
+
 int cron_next(const Args& args) {
   auto parsed = parse_args(args, kNextOptions);
   if (!parsed) return usage_error(parsed.error().describe(), "see 'rehearse cron --help'");
@@ -51,7 +67,7 @@ int cron_next(const Args& args) {
   if (parsed->positionals.empty()) return usage_error("cron next: missing EXPR");
   const std::string expr = join_expression(parsed->positionals);
   auto schedule = CronSchedule::parse(expr);
-  if (!schedule) return usage_error(fmt::format("cron expression \"{}\": {}", expr, schedule.error().describe()));
+  if (!schedule) return cron_error(expr, schedule.error());
   TimeMs from = 0;
   if (auto from_text = parsed->value("--from")) {
     auto t = parse_instant(*from_text);
@@ -74,19 +90,25 @@ int cron_next(const Args& args) {
       // A never-firing expression is bad input; a schedule that runs past the
       // supported range (year 9999) simply ends the list.
       if (i == 0 || n.error().code == ErrorCode::never_fires) {
-        return usage_error(fmt::format("cron expression \"{}\": {}", expr, n.error().describe()));
+        return cron_error(expr, n.error());
       }
       break;
     }
     next.push_back(*n);
     t = *n;
   }
+  const bool short_list = static_cast<long long>(next.size()) < count;
+  if (short_list) fmt::print(stderr, "rehearse: note: {}\n", short_list_note(next.size(), count));
   if (parsed->has("--json")) {
     nlohmann::json doc;
     doc["expression"] = expr;
     doc["from"] = format_instant(from);
     doc["next"] = nlohmann::json::array();
     for (const TimeMs n : next) doc["next"].push_back(format_instant(n));
+    if (short_list) {
+      doc["count"] = count;
+      doc["note"] = short_list_note(next.size(), count);
+    }
     fmt::print("{}\n", doc.dump(2));
   } else {
     for (const TimeMs n : next) fmt::print("{}\n", format_instant(n));
@@ -105,9 +127,9 @@ int cron_explain(const Args& args) {
   if (parsed->positionals.empty()) return usage_error("cron explain: missing EXPR");
   const std::string expr = join_expression(parsed->positionals);
   auto schedule = CronSchedule::parse(expr);
-  if (!schedule) return usage_error(fmt::format("cron expression \"{}\": {}", expr, schedule.error().describe()));
+  if (!schedule) return cron_error(expr, schedule.error());
   auto explanation = explain_cron(*schedule);
-  if (!explanation) return usage_error(fmt::format("cron expression \"{}\": {}", expr, explanation.error().describe()));
+  if (!explanation) return cron_error(expr, explanation.error());
   if (parsed->has("--json")) {
     fmt::print("{}\n", explanation->json.dump(2));
   } else {

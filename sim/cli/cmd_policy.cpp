@@ -8,6 +8,7 @@
 #include "model/retry_policy.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/error_report.hpp"
 #include "sim/cli/json_input.hpp"
 
 namespace rehearse::cli {
@@ -43,7 +44,7 @@ int policy_explain(const Args& args) {
   }
   const std::string& arg = parsed->positionals.front();
   auto input = read_json_argument(arg, /*bare_words=*/{"auto"});
-  if (!input) return usage_error(input.error().describe());
+  if (!input) return input_error(input.error());
 
   std::optional<ScheduleFacts> facts;
   if (auto expr = parsed->value("--schedule")) {
@@ -56,8 +57,8 @@ int policy_explain(const Args& args) {
   auto policy = parse_retry_policy(input->value, facts);
   if (!policy) {
     const Error& e = policy.error();
-    return usage_error(fmt::format("{}{}: {}", input->origin, e.where.empty() ? "" : ":" + e.where,
-                                   e.message));
+    return input_error(make_error(e.code, e.message,
+                                  input->origin + (e.where.empty() ? "" : ":" + e.where)));
   }
   const RetryPlan plan = plan_retries(*policy);
   if (parsed->has("--json")) {

@@ -1,12 +1,16 @@
-// rehearse run SCENARIO... [--seed N] [--trace FILE] [--json] [--progress]
+// rehearse run SCENARIO... [--seed N] [--trace FILE] [--json] [--strict] [--progress]
 //
 // Runs each scenario in the simulated world (sim/world.hpp), twice with the
 // same seed so that the two traces can be compared (invariant
 // `deterministic`), and reports a summary table, then every violation,
 // missing expected violation and expectation failure with the command that
-// replays it. Exit 0 when everything held, 1 when an invariant or an
-// expectation failed, 2 on bad input (a scenario that does not load, a kind
-// this build cannot run, wrong arguments). docs/run.md has the details.
+// replays it. A file that does not load (or holds a kind this build cannot
+// run) is an ERROR row of its own and the others still run. The scenario's
+// flags go to stderr as `validate` prints them; a flag or an invariant the
+// monitors could not check makes the row "ok*" with a footnote, and a
+// failure under --strict. The exit code is the worst of all files: 0
+// everything held, 1 an invariant, an expectation (or under --strict a flag
+// or unchecked invariant) failed, 2 bad input. docs/run.md has the details.
 #include <fmt/core.h>
 #include <unistd.h>
 
@@ -15,7 +19,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <system_error>
@@ -23,6 +26,8 @@
 
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/error_report.hpp"
+#include "sim/cli/output_file.hpp"
 #include "sim/cli/scenario_files.hpp"
 #include "sim/report.hpp"
 #include "sim/world.hpp"
@@ -33,7 +38,8 @@ namespace rehearse::cli {
 namespace {
 
 constexpr const char* kRunHelp =
-    "usage: rehearse run SCENARIO... [--seed N] [--trace FILE] [--json] [--progress]\n"
+    "usage: rehearse run SCENARIO... [--seed N] [--trace FILE] [--json] [--strict]\n"
+    "                                [--progress]\n"
     "\n"
     "Runs scenario files (docs/scenario-format.md) in the simulated world: the real\n"
     "core against the scenario's services and faults, watched by the invariant\n"
@@ -43,17 +49,24 @@ constexpr const char* kRunHelp =
     "Prints one summary row per scenario (slots delivered / skipped / failed / in\n"
     "flight, retries, exhausted slots, notifications, simulator events, virtual span,\n"
     "wall time, FNV-1a 64 trace hash), then each violation and failed expectation with\n"
-    "the command that replays it.\n"
+    "the command that replays it. A file that does not load is an ERROR row; the\n"
+    "others still run. Flags (as 'validate' prints them) go to stderr; a flag or an\n"
+    "invariant the monitors could not check shows as 'ok*' with a footnote, and\n"
+    "fails the scenario under --strict.\n"
     "\n"
-    "--trace FILE writes the first run's trace as JSON Lines (atomically: a temporary\n"
-    "file renamed into place); it takes exactly one scenario.\n"
+    "--trace FILE writes the first run's trace as JSON Lines; it takes exactly one\n"
+    "scenario. '-' is standard output; a device or FIFO is written through; a\n"
+    "symlink is followed; a regular file is replaced atomically; an input file is\n"
+    "never overwritten (exit 2). See docs/cli.md.\n"
     "\n"
-    "Exit codes: 0 every invariant and expectation held, 1 one failed, 2 bad input.\n";
+    "Exit codes (the worst over all files): 0 every invariant and expectation held,\n"
+    "1 one failed (or, with --strict, a flag or unchecked invariant), 2 bad input.\n";
 
 const std::vector<OptionSpec> kRunOptions{
     {"--seed", true, "N", "override every scenario's seed (0..2^64-1)"},
-    {"--trace", true, "FILE", "write the trace as JSON Lines (one scenario only)"},
+    {"--trace", true, "FILE", "write the trace as JSON Lines (one scenario only; - is stdout)"},
     {"--json", false, "", "print one JSON document"},
+    {"--strict", false, "", "flags and unchecked invariants are failures (exit 1)"},
     {"--progress", false, "", "progress on stderr even when it is not a terminal"},
 };
 
@@ -69,35 +82,133 @@ Result<std::uint64_t> parse_seed(const std::string& text) {
   return v;
 }
 
-// Never a half-written file: the bytes go to a temporary file beside the
-// target, which is renamed over it once complete.
-Status write_atomically(const std::string& path, const std::string& bytes) {
-  namespace fs = std::filesystem;
-  const std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) return make_error(ErrorCode::io_error, "cannot create the trace file", temp);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(temp, ignored);
-      return make_error(ErrorCode::io_error, "cannot write the trace file", temp);
-    }
-  }
-  std::error_code ec;
-  fs::rename(temp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(temp, ignored);
-    return make_error(ErrorCode::io_error, "cannot rename the trace file: " + ec.message(), path);
-  }
-  return {};
-}
-
 double elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since)
       .count();
+}
+
+struct RunSettings {
+  std::optional<std::uint64_t> seed;
+  std::optional<std::string> trace_path;
+  bool as_json = false;
+  bool strict = false;
+  bool show_progress = false;
+};
+
+// What the runs come to so far: the table rows, the lines after the table,
+// the --json entries and the worst exit code.
+struct RunReport {
+  std::vector<sim::SummaryRow> rows;
+  std::string findings;
+  nlohmann::json documents = nlohmann::json::array();
+  int exit_code = kExitOk;
+  std::size_t errors = 0;
+
+  void worsen(int code) { exit_code = std::max(exit_code, code); }
+};
+
+// A file that did not load (or could not run) is a row of its own; the
+// other files still run.
+void add_error_row(RunReport& report, const std::string& path, const Error& error) {
+  fmt::print(stderr, "rehearse: error: {}\n", error.describe());
+  report.rows.push_back(sim::error_row(path, error.describe()));
+  report.documents.push_back(
+      {{"path", path}, {"result", "ERROR"}, {"held", false}, {"error", error_object(error)}});
+  report.worsen(kExitUsage);
+  ++report.errors;
+}
+
+sim::RunOptions first_run_options(const sim::Scenario& scenario, const RunSettings& settings) {
+  sim::RunOptions options;
+  options.seed = settings.seed;
+  if (settings.show_progress) {
+    options.progress = [&scenario](const sim::RunProgress& p) {
+      const double span = static_cast<double>(std::max<TimeMs>(1, p.until_ms - p.start_ms));
+      const double done = 100.0 * static_cast<double>(p.now_ms - p.start_ms) / span;
+      fmt::print(stderr, "\r{}: {:5.1f}% of virtual time, {} events", scenario.name, done,
+                 p.events);
+      std::fflush(stderr);
+    };
+  }
+  return options;
+}
+
+// The same seed again: the traces must be byte-identical.
+std::optional<sim::Violation> second_run(const sim::Scenario& scenario,
+                                         const sim::ScenarioRunResult& first) {
+  sim::RunOptions again;
+  again.seed = first.seed;
+  auto second = sim::run_scenario(scenario, again);
+  if (!second) {
+    return sim::Violation{"deterministic", 0, scenario.start_ms,
+                          "the second run could not start: " + second.error().describe()};
+  }
+  return sim::compare_traces(first.trace, second->trace);
+}
+
+void run_one(const sim::Scenario& scenario, const RunSettings& settings, RunReport& report) {
+  for (const sim::ScenarioFlag& flag : scenario.flags) {
+    fmt::print(stderr, "{}\n", sim::describe(flag, settings.strict));
+  }
+  const auto started = std::chrono::steady_clock::now();
+  auto first = sim::run_scenario(scenario, first_run_options(scenario, settings));
+  const double wall_ms = elapsed_ms(started);
+  if (settings.show_progress) fmt::print(stderr, "\n");
+  if (!first) return add_error_row(report, scenario.path, first.error());
+  const std::optional<sim::Violation> determinism = second_run(scenario, *first);
+  if (settings.trace_path) {
+    if (Status s = write_output_file(*settings.trace_path, first->trace.to_jsonl()); !s.ok()) {
+      return add_error_row(report, scenario.path, s.error());
+    }
+  }
+  const sim::Verdict verdict = sim::judge_run(scenario, *first, determinism, settings.strict);
+  sim::SummaryRow row = sim::summarize(scenario, *first, wall_ms, verdict.held());
+  row.notes = sim::verdict_notes(verdict);
+  report.worsen(verdict.held() ? kExitOk : kExitFailed);
+  report.findings += sim::format_findings(*first, verdict);
+  if (settings.as_json) {
+    report.documents.push_back(sim::report_json(scenario, *first, verdict, row));
+  }
+  report.rows.push_back(std::move(row));
+}
+
+void print_report(const RunReport& report, const RunSettings& settings) {
+  if (!settings.as_json) {
+    fmt::print("{}", sim::format_table(report.rows));
+    if (!report.findings.empty()) fmt::print("\n{}", report.findings);
+    return;
+  }
+  nlohmann::json doc;
+  doc["ok"] = report.exit_code == kExitOk;
+  doc["exit_code"] = report.exit_code;
+  doc["strict"] = settings.strict;
+  doc["scenarios"] = report.documents;
+  if (report.errors > 0) {
+    doc["error"] = {{"code", "invalid_scenario"},
+                    {"exit_code", kExitUsage},
+                    {"message", fmt::format("{} of {} scenario file{} did not load or could not run",
+                                            report.errors, report.rows.size(),
+                                            report.rows.size() == 1 ? "" : "s")}};
+  }
+  fmt::print("{}\n", doc.dump(2));
+}
+
+Result<RunSettings> read_settings(const ParsedArgs& parsed) {
+  RunSettings settings;
+  if (auto text = parsed.value("--seed")) {
+    auto s = parse_seed(*text);
+    if (!s) return s.error();
+    settings.seed = *s;
+  }
+  settings.trace_path = parsed.value("--trace");
+  settings.as_json = parsed.has("--json");
+  settings.strict = parsed.has("--strict");
+  settings.show_progress = parsed.has("--progress") || isatty(fileno(stderr)) != 0;
+  if (settings.as_json && settings.trace_path == "-") {
+    return make_error(ErrorCode::invalid_argument,
+                      "--trace - and --json both want standard output: give --trace a file");
+  }
+  return settings;
 }
 
 }  // namespace
@@ -112,98 +223,32 @@ int cmd_run(const Args& args) {
   if (parsed->positionals.empty()) {
     return usage_error("run: missing SCENARIO file or directory", "see 'rehearse run --help'");
   }
-  std::optional<std::uint64_t> seed;
-  if (auto text = parsed->value("--seed")) {
-    auto s = parse_seed(*text);
-    if (!s) return usage_error(s.error().describe());
-    seed = *s;
-  }
-  const std::optional<std::string> trace_path = parsed->value("--trace");
-  const bool as_json = parsed->has("--json");
-  const bool show_progress = parsed->has("--progress") || isatty(fileno(stderr)) != 0;
-
+  auto settings = read_settings(*parsed);
+  if (!settings) return input_error(settings.error());
   auto files = expand_scenario_paths(parsed->positionals);
-  if (!files) return usage_error(files.error().describe());
-  if (trace_path && files->size() != 1) {
-    return usage_error(
-        fmt::format("--trace takes exactly one scenario ({} given): run them one at a time",
-                    files->size()));
+  if (!files) return input_error(files.error());
+  if (settings->trace_path) {
+    if (files->size() != 1) {
+      return usage_error(
+          fmt::format("--trace takes exactly one scenario ({} given): run them one at a time",
+                      files->size()));
+    }
+    if (Status s = check_output_path(*settings->trace_path, *files); !s.ok()) {
+      return input_error(s.error());
+    }
   }
 
-  // Load everything first: bad input is reported before anything runs.
-  std::vector<sim::Scenario> scenarios;
-  bool load_failed = false;
+  RunReport report;
   for (const std::string& file : *files) {
-    auto loaded = sim::load_scenario_file(file);
-    if (!loaded) {
-      fmt::print(stderr, "rehearse: error: {}\n", loaded.error().describe());
-      load_failed = true;
+    auto scenario = sim::load_scenario_file(file);
+    if (!scenario) {
+      add_error_row(report, file, scenario.error());
       continue;
     }
-    scenarios.push_back(std::move(loaded).value());
+    run_one(*scenario, *settings, report);
   }
-  if (load_failed) return kExitUsage;
-
-  std::vector<sim::SummaryRow> rows;
-  std::string findings;
-  nlohmann::json documents = nlohmann::json::array();
-  bool all_held = true;
-  for (const sim::Scenario& scenario : scenarios) {
-    sim::RunOptions options;
-    options.seed = seed;
-    if (show_progress) {
-      options.progress = [&scenario](const sim::RunProgress& p) {
-        const double span = static_cast<double>(std::max<TimeMs>(1, p.until_ms - p.start_ms));
-        const double done = 100.0 * static_cast<double>(p.now_ms - p.start_ms) / span;
-        fmt::print(stderr, "\r{}: {:5.1f}% of virtual time, {} events", scenario.name, done,
-                   p.events);
-        std::fflush(stderr);
-      };
-    }
-    const auto started = std::chrono::steady_clock::now();
-    auto first = sim::run_scenario(scenario, options);
-    const double wall_ms = elapsed_ms(started);
-    if (show_progress) fmt::print(stderr, "\n");
-    if (!first) {
-      fmt::print(stderr, "rehearse: error: {}\n", first.error().describe());
-      return kExitUsage;
-    }
-    // The same seed again: the traces must be byte-identical.
-    sim::RunOptions again;
-    again.seed = first->seed;
-    auto second = sim::run_scenario(scenario, again);
-    std::optional<sim::Violation> determinism;
-    if (!second) {
-      determinism = sim::Violation{"deterministic", 0, scenario.start_ms,
-                                   "the second run could not start: " + second.error().describe()};
-    } else {
-      determinism = sim::compare_traces(first->trace, second->trace);
-    }
-
-    if (trace_path) {
-      if (Status s = write_atomically(*trace_path, first->trace.to_jsonl()); !s.ok()) {
-        fmt::print(stderr, "rehearse: error: {}\n", s.error().describe());
-        return kExitUsage;
-      }
-    }
-    const sim::Verdict verdict = sim::judge_run(scenario, *first, determinism);
-    all_held = all_held && verdict.held();
-    const sim::SummaryRow row = sim::summarize(scenario, *first, wall_ms, verdict.held());
-    rows.push_back(row);
-    findings += sim::format_findings(*first, verdict);
-    if (as_json) documents.push_back(sim::report_json(scenario, *first, verdict, row));
-  }
-
-  if (as_json) {
-    nlohmann::json doc;
-    doc["ok"] = all_held;
-    doc["scenarios"] = std::move(documents);
-    fmt::print("{}\n", doc.dump(2));
-  } else {
-    fmt::print("{}", sim::format_table(rows));
-    if (!findings.empty()) fmt::print("\n{}", findings);
-  }
-  return all_held ? kExitOk : kExitFailed;
+  print_report(report, *settings);
+  return report.exit_code;
 }
 
 }  // namespace rehearse::cli

@@ -17,7 +17,9 @@
 
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/error_report.hpp"
 #include "sim/cli/scenario_files.hpp"
+#include "sim/report.hpp"
 #include "sim/scenario.hpp"
 
 namespace rehearse::cli {
@@ -48,6 +50,48 @@ nlohmann::json error_json(const Error& e) {
   return nlohmann::json{{"where", e.where}, {"code", to_string(e.code)}, {"message", e.message}};
 }
 
+// The file's errors (at most kPrintedErrorsMax) and flags, on stderr.
+void print_diagnostics(const std::string& file, const sim::ScenarioCheck& check, bool strict) {
+  const std::size_t error_total = check.errors.size() + check.errors_omitted;
+  for (std::size_t i = 0; i < check.errors.size() && i < kPrintedErrorsMax; ++i) {
+    fmt::print(stderr, "{}\n", check.errors[i].describe());
+  }
+  if (error_total > kPrintedErrorsMax) {
+    fmt::print(stderr, "{}: ... and {} more errors\n", file, error_total - kPrintedErrorsMax);
+  }
+  for (const auto& f : check.flags) fmt::print(stderr, "{}\n", sim::describe(f, strict));
+}
+
+nlohmann::json file_json(const std::string& file, const sim::ScenarioCheck& check, bool ok) {
+  nlohmann::json entry;
+  entry["path"] = file;
+  entry["ok"] = ok;
+  entry["valid"] = check.valid();
+  entry["errors"] = nlohmann::json::array();
+  for (const auto& e : check.errors) entry["errors"].push_back(error_json(e));
+  entry["errors_omitted"] = check.errors_omitted;
+  entry["flags"] = nlohmann::json::array();
+  for (const auto& f : check.flags) entry["flags"].push_back(sim::to_json(f));
+  if (check.scenario) entry["scenario"] = check.scenario->name;
+  return entry;
+}
+
+// One status line per file on stdout.
+void print_status(const std::string& file, const sim::ScenarioCheck& check, bool ok) {
+  const std::size_t error_total = check.errors.size() + check.errors_omitted;
+  if (ok && check.flags.empty()) {
+    fmt::print("ok  {}\n", file);
+  } else if (ok) {
+    fmt::print("ok  {} ({} flag{})\n", file, check.flags.size(),
+               check.flags.size() == 1 ? "" : "s");
+  } else if (!check.valid()) {
+    fmt::print("FAIL {} ({} error{})\n", file, error_total, error_total == 1 ? "" : "s");
+  } else {
+    fmt::print("FAIL {} ({} flag{} under --strict)\n", file, check.flags.size(),
+               check.flags.size() == 1 ? "" : "s");
+  }
+}
+
 }  // namespace
 
 int cmd_validate(const Args& args) {
@@ -63,55 +107,23 @@ int cmd_validate(const Args& args) {
   const bool strict = parsed->has("--strict");
   const bool as_json = parsed->has("--json");
   auto files = expand_scenario_paths(parsed->positionals);
-  if (!files) return usage_error(files.error().describe());
+  if (!files) return input_error(files.error());
 
   bool all_ok = true;
+  std::size_t failed_files = 0;
   nlohmann::json report = nlohmann::json::array();
   for (const auto& file : *files) {
     const sim::ScenarioCheck check = sim::check_scenario_file(file);
     const bool flagged_failure = strict && !check.flags.empty();
     const bool ok = check.valid() && !flagged_failure;
     all_ok = all_ok && ok;
+    if (!ok) ++failed_files;
 
-    const std::size_t error_total = check.errors.size() + check.errors_omitted;
-    for (std::size_t i = 0; i < check.errors.size() && i < kPrintedErrorsMax; ++i) {
-      fmt::print(stderr, "{}\n", check.errors[i].describe());
-    }
-    if (error_total > kPrintedErrorsMax) {
-      fmt::print(stderr, "{}: ... and {} more errors\n", file, error_total - kPrintedErrorsMax);
-    }
-    for (const auto& f : check.flags) {
-      fmt::print(stderr, "{}: {} [{}]: {}\n", f.where, strict ? "error" : "warning",
-                 sim::to_string(f.kind), f.message);
-    }
-
+    print_diagnostics(file, check, strict);
     if (as_json) {
-      nlohmann::json entry;
-      entry["path"] = file;
-      entry["ok"] = ok;
-      entry["valid"] = check.valid();
-      entry["errors"] = nlohmann::json::array();
-      for (const auto& e : check.errors) entry["errors"].push_back(error_json(e));
-      entry["errors_omitted"] = check.errors_omitted;
-      entry["flags"] = nlohmann::json::array();
-      for (const auto& f : check.flags) {
-        entry["flags"].push_back(
-            {{"kind", sim::to_string(f.kind)}, {"where", f.where}, {"message", f.message}});
-      }
-      if (check.scenario) entry["scenario"] = check.scenario->name;
-      report.push_back(std::move(entry));
-    } else if (ok) {
-      if (check.flags.empty()) {
-        fmt::print("ok  {}\n", file);
-      } else {
-        fmt::print("ok  {} ({} flag{})\n", file, check.flags.size(),
-                   check.flags.size() == 1 ? "" : "s");
-      }
-    } else if (!check.valid()) {
-      fmt::print("FAIL {} ({} error{})\n", file, error_total, error_total == 1 ? "" : "s");
+      report.push_back(file_json(file, check, ok));
     } else {
-      fmt::print("FAIL {} ({} flag{} under --strict)\n", file, check.flags.size(),
-                 check.flags.size() == 1 ? "" : "s");
+      print_status(file, check, ok);
     }
   }
   if (as_json) {
@@ -119,6 +131,13 @@ int cmd_validate(const Args& args) {
     doc["ok"] = all_ok;
     doc["strict"] = strict;
     doc["files"] = std::move(report);
+    if (!all_ok) {
+      doc["error"] = {{"code", "invalid_scenario"},
+                      {"exit_code", kExitUsage},
+                      {"message", fmt::format("{} of {} file{} invalid{}", failed_files,
+                                              files->size(), files->size() == 1 ? "" : "s",
+                                              strict ? " or flagged under --strict" : "")}};
+    }
     fmt::print("{}\n", doc.dump(2));
   }
   return all_ok ? kExitOk : kExitUsage;

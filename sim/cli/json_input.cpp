@@ -28,7 +28,7 @@ Result<JsonInput> read_json_argument(const std::string& arg,
     const std::string path = arg.substr(1);
     std::ifstream in(path, std::ios::binary);
     if (!in) {
-      return make_error(ErrorCode::not_found, fmt::format("cannot read policy file '{}'", path));
+      return make_error(ErrorCode::not_found, "cannot read the policy file", path);
     }
     std::ostringstream ss;
     ss << in.rdbuf();

@@ -10,14 +10,9 @@
 
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/error_report.hpp"
 
 namespace rehearse::cli {
-
-int usage_error(const std::string& message, const std::string& hint) {
-  fmt::print(stderr, "rehearse: error: {}\n", message);
-  if (!hint.empty()) fmt::print(stderr, "{}\n", hint);
-  return kExitUsage;
-}
 
 namespace {
 
@@ -34,8 +29,18 @@ constexpr std::string_view kTopHelp =
     "  validate FILE|DIR...  check scenario files (--strict: flags fail too)\n"
     "  run SCENARIO|DIR...   run scenarios in the simulated world, check invariants\n"
     "\n"
-    "Every command has --help; --json prints one JSON document on stdout.\n"
+    "Every command has --help; --json prints one JSON document on stdout, also\n"
+    "for bad input ({\"error\": {...}}). 'rehearse --version' prints the version.\n"
     "Exit codes: 0 all held, 1 an invariant or expectation failed, 2 bad input.\n";
+
+int print_version(bool as_json) {
+  if (as_json) {
+    fmt::print("{{\n  \"version\": \"{}\"\n}}\n", REHEARSE_VERSION);
+  } else {
+    fmt::print("rehearse {}\n", REHEARSE_VERSION);
+  }
+  return kExitOk;
+}
 
 }  // namespace
 }  // namespace rehearse::cli
@@ -50,6 +55,8 @@ int main(int argc, char** argv) {
     }
     const std::string command = args.front();
     const Args rest(args.begin() + 1, args.end());
+    set_json_errors(wants_json(rest));
+    if (command == "--version" || command == "version") return print_version(wants_json(rest));
     if (command == "--help" || command == "-h" || command == "help") {
       fmt::print("{}", kTopHelp);
       return kExitOk;

@@ -115,5 +115,92 @@ if [ ! -e "$work/many.jsonl" ]; then ok; else bad "trace-many: wrote a file"; fi
 expect_rc help 0 run --help
 contains help-usage "$work/out" "usage: rehearse run"
 
+# jsonq NAME FILE PYTHON-EXPR: the expression over the parsed document `d` is true.
+jsonq() {
+  if python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$2" "$3" 2>/dev/null
+  then ok; else bad "$1: $3 is not true of $(head -c 600 "$2")"; fi
+}
+
+# --json numbers are numbers: expectation values, the trace's attempts.
+"$R" run --json "$work/wrong.json" >"$work/out" 2>/dev/null
+jsonq json-numbers "$work/out" 'd["scenarios"][0]["expect_failures"][0]["expected"] == 1 and d["scenarios"][0]["expect_failures"][0]["got"] == 3'
+if python3 - "$work/t.jsonl" <<'PY'
+import json, sys
+replies = [json.loads(l) for l in open(sys.argv[1]) if '"service_reply"' in l]
+assert replies, "no service_reply"
+assert all(type(e["attempt"]) is int for e in replies), replies[0]
+PY
+then ok; else bad "trace: service_reply.attempt is not a number"; fi
+
+# Exit 2 under --json: one JSON error object on stdout, naming the file.
+expect_rc json-missing 2 run --json "$work/nope.json"
+jsonq json-missing-doc "$work/out" 'd["error"]["code"] == "not_found" and d["error"]["file"].endswith("nope.json") and d["error"]["exit_code"] == 2'
+expect_rc json-broken 2 run --json "$work/broken.json"
+jsonq json-broken-doc "$work/out" 'd["error"]["exit_code"] == 2 and d["scenarios"][0]["error"]["pointer"] == "/untill" and d["scenarios"][0]["error"]["file"].endswith("broken.json")'
+expect_rc json-usage 2 run --json
+jsonq json-usage-doc "$work/out" '"missing SCENARIO" in d["error"]["message"]'
+
+# Flags and unchecked invariants: `run` says so (stderr, "ok*" with a
+# footnote, --json); --strict makes them failures (exit 1).
+# (No expectations: a job that is never retried fails its slot in the outage.)
+sed -e 's/"retry_policy": "auto"/"retry_policy": {"attempts": "5"}/' -e 's/"expect": .*/"expect": {}/' \
+  "$work/good/weekly.json" >"$work/badpol.json"
+sed -e 's/, "retry_policy": "auto"//' -e 's/"expect": .*/"expect": {}/' "$work/good/weekly.json" >"$work/nopol.json"
+sed -e 's/"0 17 \* \* 5"/"0 17 * * 1"/' -e 's/"expect": .*/"expect": {}/' "$work/good/weekly.json" >"$work/idle.json"
+for f in badpol nopol idle; do
+  expect_rc "flag-$f" 0 run "$work/$f.json"
+  contains "flag-$f-stderr" "$work/err" "warning ["
+  contains "flag-$f-star" "$work/out" "ok*"
+  contains "flag-$f-footnote" "$work/out" "* weekly-cli: flag ["
+  expect_rc "flag-$f-json" 0 run --json "$work/$f.json"
+  jsonq "flag-$f-json-doc" "$work/out" 'len(d["scenarios"][0]["flags"]) == 1 and d["scenarios"][0]["result"] == "ok*"'
+  expect_rc "flag-$f-strict" 1 run --strict "$work/$f.json"
+  contains "flag-$f-strict-line" "$work/out" "--strict: flag ["
+done
+# "5L" (the last Friday): the monitors cannot judge the schedule.
+sed -e 's/"0 17 \* \* 5"/"0 17 * * 5L"/' -e 's/2026-12-04T16/2026-12-25T16/' -e 's/2026-12-05T00/2026-12-26T00/' \
+  -e 's/"expect": .*/"expect": {"jobs": {"weekly": {"delivered_slots": 1}}}/' "$work/good/weekly.json" >"$work/last.json"
+expect_rc unchecked 0 run "$work/last.json"
+contains unchecked-star "$work/out" "ok*"
+contains unchecked-footnote "$work/out" "* weekly-cli: invariant schedule_kept not checked for weekly"
+expect_rc unchecked-json 0 run --json "$work/last.json"
+jsonq unchecked-json-doc "$work/out" 'sorted(u["invariant"] for u in d["scenarios"][0]["unchecked"]) == ["retries_bounded", "schedule_kept"]'
+expect_rc unchecked-strict 1 run --strict "$work/last.json"
+contains unchecked-strict-line "$work/out" "--strict: invariant schedule_kept not checked"
+
+# expect.services.messenger.calls counts sends (delivered or refused). One
+# clean Friday slot: one delivery to one target, no notification: 1 call.
+sed -e 's/"faults": .*/"faults": [],/' \
+  -e 's/"expect": .*/"expect": {"services": {"messenger": {"calls": 1}}}/' "$work/good/weekly.json" >"$work/msg1.json"
+sed 's/"calls": 1/"calls": 0/' "$work/msg1.json" >"$work/msg0.json"
+expect_rc messenger-one 0 run "$work/msg1.json"
+expect_rc messenger-zero 1 run "$work/msg0.json"
+contains messenger-zero-msg "$work/out" "expect /expect/services/messenger/calls: expected 0, got 1"
+# The quota outage: 3 failed runs, each a failure notice and a
+# retry_scheduled notification; then the delivery and `recovered`: 8 calls.
+sed 's/"expect": .*/"expect": {"services": {"messenger": {"calls": 8}}}/' "$work/good/weekly.json" >"$work/msg8.json"
+expect_rc messenger-eight 0 run "$work/msg8.json"
+
+# A directory is not all-or-nothing: a file that does not load (here an
+# earlier --json report saved into the folder) is an ERROR row with its
+# error; the others still run; the exit code is the worst of all.
+mkdir -p "$work/partly"
+cp "$work/good/weekly.json" "$work/partly/a.json"
+cp "$work/broken.json" "$work/partly/b.json"
+"$R" run --json "$work/good" >"$work/partly/out.json" 2>/dev/null
+expect_rc partly 2 run "$work/partly"
+contains partly-ran "$work/out" "weekly-cli"
+if grep -Eq "^$work/partly/b.json +ERROR" "$work/out"; then ok; else bad "partly-error-row: $(cat "$work/out")"; fi
+if grep -Eq "^$work/partly/out.json +ERROR" "$work/out"; then ok; else bad "partly-error-row2"; fi
+contains partly-error-msg "$work/err" "$work/partly/b.json:/untill"
+expect_rc partly-json 2 run --json "$work/partly"
+jsonq partly-json-doc "$work/out" '[s["result"] for s in d["scenarios"]] == ["ok", "ERROR", "ERROR"] and d["exit_code"] == 2'
+# A failure and a load error: 2 wins; two rows sharing a name show their paths.
+cp "$work/wrong.json" "$work/partly/c.json"
+sed 's/"weekly-cli-wrong"/"weekly-cli"/' "$work/wrong.json" >"$work/partly/d.json"
+expect_rc partly-worst 2 run "$work/partly"
+contains shared-name-a "$work/out" "weekly-cli ($work/partly/a.json)"
+contains shared-name-d "$work/out" "weekly-cli ($work/partly/d.json)"
+
 echo "cli run: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

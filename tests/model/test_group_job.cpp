@@ -579,7 +579,7 @@ TEST(GroupJob, RequestsCarryJobSlotAttemptAndRequestId) {
     EXPECT_EQ(calls[i].slot, kSlot);
     EXPECT_EQ(calls[i].str("operation"), "generate");
     EXPECT_EQ(calls[i].str("target"), "weekly-summary");
-    EXPECT_EQ(calls[i].str("attempt"), "3");
+    EXPECT_EQ(calls[i].num("attempt"), 3);  // a number in the trace
     EXPECT_EQ(calls[i].str("request_id"),
               fmt::format("weekly/2026-12-04T17:00:00Z/a3/weekly-summary/{}", i + 1));
   }

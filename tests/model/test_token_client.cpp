@@ -753,7 +753,7 @@ TEST(FetchJob, ParallelRequestsShareOneIssuanceAndOneReissue) {
   for (const TraceEvent* e : events(jw.world.trace, "service_call")) {
     EXPECT_EQ(e->job, "quote-fetch");
     EXPECT_TRUE(e->slot.has_value());
-    EXPECT_EQ(e->str("attempt"), "1");
+    EXPECT_EQ(e->num("attempt"), 1);  // a number in the trace
     EXPECT_FALSE(e->str("request_id").empty());
   }
 }

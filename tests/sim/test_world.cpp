@@ -4,8 +4,9 @@
 // outage, determinism of the trace under one seed (and independence from the
 // seed when no fault is random), counters that survive a restart in the
 // middle of a retry chain, the event bound, expectation failures named by
-// their JSON pointer, expected violations, and a runner swapped through the
-// factory hook that a named invariant catches.
+// their JSON pointer, expected violations, a runner swapped through the
+// factory hook that a named invariant catches, the messenger's calls, and
+// invariants left unchecked (reported; failures under strict).
 // Method: small scenario JSON documents written here, loaded through the
 // real loader, run with run_scenario(); assertions read the monitors'
 // tallies, the violations, the trace (events and hash) and the durable
@@ -426,6 +427,52 @@ TEST(World, SummaryTableIsAlignedAndNamesTheHash) {
   // Columns line up: the trace hash starts where its header does.
   EXPECT_EQ(header.find("trace"), line.find(r.trace_hash));
   EXPECT_EQ(r.trace_hash.size(), 16u);
+}
+
+// The messenger records no service_call: its calls are its sends, delivered or
+// refused. In weekly_scenario: 17:00, 17:30 and 18:30 fail, each sending a
+// failure notice and a retry_scheduled notification to "team"; 20:30 delivers
+// and sends `recovered`: 3 * 2 + 2 = 8. Counted as 0 before, so 0 passed.
+TEST(World, MessengerCallsAreItsSends) {
+  json doc = weekly_scenario();
+  doc["expect"]["services"]["messenger"] = {{"calls", 8}};
+  const Scenario scenario = load(doc);
+  const ScenarioRunResult r = run(scenario);
+  EXPECT_EQ(messenger_calls(r), 8);
+  EXPECT_TRUE(check_expectations(scenario, r).empty())
+      << format_findings(r, judge_run(scenario, r, std::nullopt));
+  doc["expect"]["services"]["messenger"] = {{"calls", 0}};
+  const Scenario zero = load(doc);
+  const std::vector<ExpectFailure> failures = check_expectations(zero, run(zero));
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].describe(), "expect /expect/services/messenger/calls: expected 0, got 8");
+  EXPECT_EQ(failures[0].expected_value, json(0));  // numbers for --json
+  EXPECT_EQ(failures[0].got_value, json(8));
+}
+
+// A cron the monitors cannot read leaves invariants unchecked: reported in the
+// verdict (not a failure), a failure under strict, and the row reads "ok*".
+TEST(World, UncheckedInvariantsAreReportedAndFailUnderStrict) {
+  json doc = weekly_scenario();
+  doc["start"] = "2026-12-25T16:00:00Z";
+  doc["until"] = "2026-12-26T00:00:00Z";
+  doc["jobs"][0]["schedule"] = "0 17 * * 5L";
+  doc["faults"] = json::array();
+  doc["expect"] = {{"jobs", {{"weekly", {{"delivered_slots", 1}}}}}};
+  const Scenario scenario = load(doc);
+  const ScenarioRunResult r = run(scenario);
+  const Verdict lenient = judge_run(scenario, r, std::nullopt);
+  EXPECT_TRUE(lenient.held()) << format_findings(r, lenient);
+  ASSERT_EQ(lenient.unchecked.size(), 2u);
+  SummaryRow row = summarize(scenario, r, 1.0, lenient.held());
+  row.notes = verdict_notes(lenient);
+  EXPECT_EQ(row.result(), "ok*");
+  EXPECT_NE(format_table({row}).find("* weekly-quota-2h-test: invariant schedule_kept not checked"),
+            std::string::npos);
+  const Verdict strict = judge_run(scenario, r, std::nullopt, /*strict=*/true);
+  EXPECT_FALSE(strict.held());
+  EXPECT_NE(format_findings(r, strict).find("--strict: invariant schedule_kept not checked"),
+            std::string::npos);
 }
 
 }  // namespace
