@@ -1069,7 +1069,7 @@ TEST(ScenarioSchema, EnumsEqualTheLoadersVocabulary) {
   }
   EXPECT_EQ(defs.at("state_file").at("enum").get<std::vector<std::string>>(), files);
   std::vector<std::string> modes;
-  for (int i = 0; i <= static_cast<int>(CorruptionMode::schema); ++i) {
+  for (int i = 0; i <= static_cast<int>(CorruptionMode::flip); ++i) {
     modes.push_back(to_string(static_cast<CorruptionMode>(i)));
   }
   EXPECT_EQ(defs.at("fault_state_corrupted").at("properties").at("mode").at("enum")
