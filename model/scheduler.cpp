@@ -318,8 +318,11 @@ void Scheduler::load_states() {
 // past the state's last slot proves the state lost acknowledged records (a
 // journal cut at a record boundary looks whole). The counters cannot be
 // trusted then: fail closed, as for a corrupt file, from fresh states.
+// (The ledger's slots are ascending, so its last record is its latest.)
 void Scheduler::check_against_ledger() {
-  if (ledger_ == nullptr) return;
+  // A fresh start (no state files at all) is a first boot or an operator's
+  // explicit reset, not a loss: the ledger then guards deliveries alone.
+  if (ledger_ == nullptr || store_.health().fresh_start) return;
   for (const ScheduledJob& job : jobs_) {
     auto records = ledger_->read_job(job.id);
     if (!records.ok() || records->empty()) continue;  // a bad ledger fails its runs visibly
@@ -649,7 +652,9 @@ Task<void> Scheduler::execute(QueueEntry entry) {
     if (!(t.state == before)) {
       if (Status s = persist(job.id, t.state); !s.ok()) {
         if (!corrupt_) co_return;  // halted
-        states_[job.id] = t.state;  // fail closed from here: memory only
+        // Fail closed from here, in memory only. A retry does not start (it
+        // is dropped below, its pending record with it).
+        if (ref.kind == RunKind::regular) states_[job.id] = t.state;
       }
     }
     for (const RetryRef& r : t.cancelled_retries) {

@@ -234,6 +234,7 @@ Status StateStore::full_load() {
     remember_last_record(last_offset, bytes.substr(last_offset, journal_end_ - last_offset));
     tail = std::move(scan->torn_tail);
   }
+  fresh_start_ = !have_snapshot && !journal->has_value();
   if (sync() && (have_snapshot || journal->has_value())) {
     // What a load reads may exist only in the page cache: a process that
     // died between a write and its fsync, or between a rename and the
@@ -470,6 +471,7 @@ StoreHealth StateStore::health() const {
   h.error = corrupt_;
   h.torn_tail = torn_tail_;
   h.damaged_copy = damaged_copy_;
+  h.fresh_start = fresh_start_;
   h.torn_tails_dropped = torn_tails_dropped_;
   h.compaction_error = compaction_error_;
   return h;

@@ -78,6 +78,9 @@ struct StoreHealth {
   // The copy of the damaged journal kept beside it when a torn tail was
   // found (written before anything can replace the journal), or empty.
   std::string damaged_copy;
+  // The last full load found neither file: a fresh start (first use, or an
+  // operator who moved the files away), not a state that lost records.
+  bool fresh_start = false;
   // Distinct torn tails this store object has noticed (each one reported).
   std::uint64_t torn_tails_dropped = 0;
   // A compaction that failed after its update had been made durable (the
@@ -172,6 +175,7 @@ class StateStore {
   };
   std::optional<JournalEnd> seen_end_;
   std::string damaged_copy_;
+  bool fresh_start_ = false;
   std::optional<TornTail> torn_tail_;
   std::optional<std::pair<std::uint64_t, std::uint64_t>> last_torn_seen_;  // (base, offset)
   std::uint64_t torn_tails_dropped_ = 0;

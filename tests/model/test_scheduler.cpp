@@ -702,6 +702,80 @@ TEST(Scheduler, CorruptStoreFailsClosed) {
   for (const Started& r : starts(w, "digest")) EXPECT_EQ(r.kind, "regular");
 }
 
+// Issue 8, item 1: the store is damaged while the worker runs and the next
+// slot's hand-out is the write that finds it corrupt. The slot is handed out
+// once (next_run_at moves on in memory; before the fix the loop handed it out
+// again), its failure is not retried, state_corrupt is notified once, and
+// later slots run on schedule.
+TEST(Scheduler, AHandOutThatFindsTheStoreCorruptHandsTheSlotOutOnce) {
+  World w(at("2026-03-02T09:30:00Z"), {{"digest", "0 * * * *", per_job_max2()}});
+  w.api().add_outage(at("2026-03-02T10:59:30Z"), at("2026-03-02T11:10:00Z"), 503);
+  w.start();
+  w.run_until(at("2026-03-02T10:30:00Z"));
+  const std::string journal = std::string(kStateDir) + "/" + StateStore::kJournalName;
+  ASSERT_TRUE(w.disk().put_durable(journal, "garbage\n").ok());
+  w.run_until(at("2026-03-02T13:30:00Z"));
+  ASSERT_NE(w.scheduler(), nullptr);
+  EXPECT_TRUE(w.scheduler()->state_corrupt());
+  std::vector<TimeMs> handed;
+  for (const TraceEvent& e : w.events("slot_due", "digest")) handed.push_back(*e.slot);
+  EXPECT_EQ(handed, (std::vector<TimeMs>{at("2026-03-02T10:00:00Z"), at("2026-03-02T11:00:00Z"),
+                                         at("2026-03-02T12:00:00Z"), at("2026-03-02T13:00:00Z")}));
+  EXPECT_EQ(w.scheduler()->states().at("digest").next_run_at, at("2026-03-02T14:00:00Z"));
+  std::vector<std::string> kinds;
+  for (const Started& r : starts(w, "digest")) kinds.push_back(r.kind);
+  EXPECT_EQ(kinds, (std::vector<std::string>(4, "regular")));
+  std::vector<std::string> events;
+  for (const AcceptedMessage& m : w.messenger().accepted()) {
+    events.push_back(m.message.value("event", ""));
+  }
+  EXPECT_EQ(events, (std::vector<std::string>{"state_corrupt", "failed_permanent", "recovered"}));
+  EXPECT_EQ(w.disk().live_content(journal), std::optional<std::string>("garbage\n"));
+}
+
+// Issue 8, item 2: a retry queued before the damage. It passes the check
+// when taken (nothing has read the store since), and the write of its start
+// is what finds the store corrupt: it is checked again and dropped, visibly
+// (retry_dropped, the status view), never run against the untrusted counter.
+TEST(Scheduler, ARetryQueuedBeforeTheStoreIsDamagedIsDroppedVisibly) {
+  World w(at("2026-03-02T09:30:00Z"), {{"digest", "0 * * * *", per_job_max2()}});
+  w.api().add_outage(at("2026-03-02T10:59:00Z"), at("2026-03-02T11:10:00Z"), 503);
+  w.start();
+  w.run_until(at("2026-03-02T11:02:00Z"));  // 11:00 failed, a retry waits for 11:05:30
+  ASSERT_EQ(w.note_events("digest"), (std::vector<std::string>{"retry_scheduled"}));
+  const std::string journal = std::string(kStateDir) + "/" + StateStore::kJournalName;
+  ASSERT_TRUE(w.disk().put_durable(journal, "garbage\n").ok());
+  w.run_until(at("2026-03-02T12:30:00Z"));
+  ASSERT_NE(w.scheduler(), nullptr);
+  std::vector<std::string> kinds;
+  for (const Started& r : starts(w, "digest")) kinds.push_back(r.kind);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"regular", "regular", "regular"}));
+  const auto dropped = w.events("retry_dropped", "digest");
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_EQ(dropped[0].slot, at("2026-03-02T11:00:00Z"));
+  EXPECT_EQ(dropped[0].num("attempt"), 2);
+  const StatusNotices& notices = w.scheduler()->notices();
+  ASSERT_EQ(notices.dropped_retries.size(), 1u);
+  EXPECT_EQ(notices.dropped_retries[0].job_id, "digest");
+  EXPECT_EQ(notices.dropped_retries[0].slot, at("2026-03-02T11:00:00Z"));
+  // The in-memory state no longer shows the retry pending.
+  const JobState& s = w.scheduler()->states().at("digest");
+  for (const auto& [slot, record] : s.slots) EXPECT_NE(record.next_action, NextAction::retry);
+  std::vector<StatusJob> jobs{{s, policy_of({"digest", "0 * * * *", per_job_max2()},
+                                            *CronSchedule::parse("0 * * * *"))}};
+  const StatusReport report = build_status(jobs, std::string("corrupt"), notices);
+  const std::string text = render_text(report);
+  EXPECT_NE(text.find("retries dropped (1):\n  digest  slot 2026-03-02T11:00:00Z  attempt 2"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(to_json(report).at("dropped_retries").size(), 1u);
+  std::int64_t corrupt_notes = 0;
+  for (const AcceptedMessage& m : w.messenger().accepted()) {
+    corrupt_notes += m.message.value("event", "") == "state_corrupt" ? 1 : 0;
+  }
+  EXPECT_EQ(corrupt_notes, 1);
+}
+
 // An invalid policy: the job runs on its schedule, is never retried, and
 // policy_invalid is notified once (not again after a restart).
 TEST(Scheduler, InvalidPolicyRunsOnScheduleNeverRetried) {
