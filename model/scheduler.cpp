@@ -642,43 +642,47 @@ bool Scheduler::drop_entry(const QueueEntry& entry, const std::string& why) {
   return true;
 }
 
+bool Scheduler::begin_run(const ScheduledJob& job, const QueueEntry& entry, TimeMs now) {
+  const RunRef ref{entry.spec.slot, entry.spec.kind};
+  const JobState before = state_of(job.id);
+  Transition t = on_run_started(effective_policy(job), before, ref, now);
+  if (!(t.state == before)) {
+    if (Status s = persist(job.id, t.state); !s.ok()) {
+      if (!corrupt_) return false;  // halted
+      // Fail closed from here, in memory only. A retry does not start (it
+      // is dropped below, its pending record with it).
+      if (ref.kind == RunKind::regular) states_[job.id] = t.state;
+    }
+  }
+  for (const RetryRef& r : t.cancelled_retries) {
+    auto dropped = queue_.cancel_retries(job.id, r.slot);
+    if (!dropped.ok()) {
+      halt(std::move(dropped).error());
+      return false;
+    }
+    log_.info("retry_superseded", {{"job_id", job.id},
+                                   {"slot", format_instant(r.slot)},
+                                   {"next_retry_at", format_instant(r.at)},
+                                   {"superseded_by", format_instant(ref.slot)}});
+  }
+  // Checked again after the write: it may be what found the store corrupt,
+  // and a retry never runs against counters that cannot be trusted.
+  std::string why;
+  if (!entry_is_current(entry, why)) {
+    if (drop_entry(entry, why)) {
+      busy_.erase(job.id);
+      alarm_.notify();
+    }
+    return false;
+  }
+  return true;
+}
+
 Task<void> Scheduler::execute(QueueEntry entry) {
   const ScheduledJob& job = *find_job(entry.spec.job_id);
   const RunRef ref{entry.spec.slot, entry.spec.kind};
   const TimeMs started_at = clock_.now();
-  {
-    const JobState before = state_of(job.id);
-    Transition t = on_run_started(effective_policy(job), before, ref, started_at);
-    if (!(t.state == before)) {
-      if (Status s = persist(job.id, t.state); !s.ok()) {
-        if (!corrupt_) co_return;  // halted
-        // Fail closed from here, in memory only. A retry does not start (it
-        // is dropped below, its pending record with it).
-        if (ref.kind == RunKind::regular) states_[job.id] = t.state;
-      }
-    }
-    for (const RetryRef& r : t.cancelled_retries) {
-      auto dropped = queue_.cancel_retries(job.id, r.slot);
-      if (!dropped.ok()) {
-        halt(std::move(dropped).error());
-        co_return;
-      }
-      log_.info("retry_superseded", {{"job_id", job.id},
-                                     {"slot", format_instant(r.slot)},
-                                     {"next_retry_at", format_instant(r.at)},
-                                     {"superseded_by", format_instant(ref.slot)}});
-    }
-    // Checked again after the write: it may be what found the store
-    // corrupt, and a retry never runs against counters that cannot be trusted.
-    std::string why;
-    if (!entry_is_current(entry, why)) {
-      if (drop_entry(entry, why)) {
-        busy_.erase(job.id);
-        alarm_.notify();
-      }
-      co_return;
-    }
-  }
+  if (!begin_run(job, entry, started_at)) co_return;
   ++runs_started_;
   // The start delay against the entry's ready time (for a regular run, its
   // slot): how long it queued behind other runs (concurrency) or downtime.

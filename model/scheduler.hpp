@@ -198,6 +198,10 @@ class Scheduler {
   std::optional<TimeMs> next_deadline();
   void collect_finished_runs();
   void spawn_task(std::string job_id, Task<void> task);
+  // A run's start: on_run_started written, superseded retries cancelled,
+  // the entry checked again. False: the run does not go on (halted, or a
+  // retry dropped because that write found the store corrupt).
+  bool begin_run(const ScheduledJob& job, const QueueEntry& entry, TimeMs now);
   Task<void> execute(QueueEntry entry);
 
   // Durable plumbing.
