@@ -147,6 +147,7 @@ Scheduler::Scheduler(SchedulerPorts ports, std::vector<ScheduledJob> jobs, Sched
       corrupt_policy_(make_error(ErrorCode::corrupt,
                                  "state store corrupt: no retries are scheduled until an operator "
                                  "repairs it")),
+      ledger_(ports.ledger),
       alarm_(ports.clock) {
   REHEARSE_ASSERT(options_.concurrency >= 1);
   std::set<std::string> ids;
@@ -288,6 +289,7 @@ Task<void> Scheduler::boot() {
 }
 
 void Scheduler::load_states() {
+  report_store_damage();
   const StoreHealth health = store_.health();
   if (!health.ok()) {
     enter_corrupt_mode(health.error ? *health.error
@@ -305,9 +307,62 @@ void Scheduler::load_states() {
         const auto it = all->find(job.id);
         states_[job.id] = it != all->end() ? it->second : fresh_state(job.id);
       }
+      check_against_ledger();
     }
   }
   for (const ScheduledJob& job : jobs_) state_of(job.id);
+}
+
+// The ledger records a slot only after its hand-out was written to the state
+// (docs/scheduler.md, "Order of durable steps"), so a slot the ledger knows
+// past the state's last slot proves the state lost acknowledged records (a
+// journal cut at a record boundary looks whole). The counters cannot be
+// trusted then: fail closed, as for a corrupt file, from fresh states.
+// (The ledger's slots are ascending, so its last record is its latest.)
+void Scheduler::check_against_ledger() {
+  // A fresh start (no state files at all) is a first boot or an operator's
+  // explicit reset, not a loss: the ledger then guards deliveries alone.
+  if (ledger_ == nullptr || store_.health().fresh_start) return;
+  for (const ScheduledJob& job : jobs_) {
+    auto records = ledger_->read_job(job.id);
+    if (!records.ok() || records->empty()) continue;  // a bad ledger fails its runs visibly
+    const TimeMs known = records->back().slot;       // ascending by slot
+    const JobState& s = state_of(job.id);
+    if (s.last_slot && *s.last_slot >= known) continue;
+    const std::string last = s.last_slot ? format_instant(*s.last_slot) : "none";
+    log_.error("state_records_lost", {{"job_id", job.id},
+                                      {"ledger_slot", format_instant(known)},
+                                      {"state_last_slot", last}});
+    const Error why = make_error(
+        ErrorCode::corrupt,
+        fmt::format("the retry state lost acknowledged records: the delivery ledger has slot {} of "
+                    "job {}, the state's last slot is {}",
+                    format_instant(known), job.id, last),
+        store_.journal_path());
+    for (const ScheduledJob& j : jobs_) states_[j.id] = fresh_state(j.id);
+    enter_corrupt_mode(why);
+    return;
+  }
+}
+
+// A torn journal tail the store dropped (at the load, or found while
+// following the journal): reported once each, with the copy the store kept.
+void Scheduler::report_store_damage() {
+  const StoreHealth health = store_.health();
+  if (health.torn_tails_dropped <= torn_tails_reported_ || !health.torn_tail) return;
+  torn_tails_reported_ = health.torn_tails_dropped;
+  const TornTail& tail = *health.torn_tail;
+  log_.warning("state_tail_dropped", {{"file", store_.journal_path()},
+                                      {"offset", tail.offset},
+                                      {"length", tail.length},
+                                      {"line", tail.line},
+                                      {"reason", tail.reason},
+                                      {"kept_as", health.damaged_copy}});
+  notices_.store_notices.push_back(
+      fmt::format("{}: a damaged tail of {} bytes at offset {} (line {}) was dropped: {}; the "
+                  "damaged file is kept as {}",
+                  store_.journal_path(), tail.length, tail.offset, tail.line, tail.reason,
+                  health.damaged_copy));
 }
 
 void Scheduler::replay_intents() {
@@ -477,7 +532,13 @@ void Scheduler::hand_out_due_slots() {
     spec.ready_at = h.slot;
     auto added = queue_.add(spec);
     if (!added.ok()) return halt(std::move(added).error());
-    if (Status s = persist(job.id, t.state); !s.ok() && !corrupt_) return;
+    if (Status s = persist(job.id, t.state); !s.ok()) {
+      if (!corrupt_) return;  // halted
+      // The write found the store corrupt: the slot is handed out all the
+      // same (in memory, fail closed), or the loop would hand it out again.
+      t = on_slot_due(effective_policy(job), step->state, h.slot, now);
+      states_[job.id] = t.state;
+    }
     for (const RetryRef& r : t.cancelled_retries) {
       auto dropped = queue_.cancel_retries(job.id, r.slot);
       if (!dropped.ok()) return halt(std::move(dropped).error());
@@ -543,15 +604,7 @@ void Scheduler::dispatch() {
     QueueEntry entry = std::move(**taken);
     std::string why;
     if (!entry_is_current(entry, why)) {
-      // The state is the truth; a queue entry it no longer backs (a retry a
-      // regular slot superseded, whose cancel a crash cut off) is dropped.
-      auto gone = queue_.finish(entry.id, {});
-      if (!gone.ok()) return halt(std::move(gone).error());
-      log_.warning("queue_stale_dropped", {{"job_id", entry.spec.job_id},
-                                           {"slot", format_instant(entry.spec.slot)},
-                                           {"kind", to_string(entry.spec.kind)},
-                                           {"attempt", entry.spec.attempt},
-                                           {"reason", why}});
+      if (!drop_entry(entry, why)) return;
       continue;
     }
     busy_.insert(entry.spec.job_id);
@@ -560,28 +613,76 @@ void Scheduler::dispatch() {
   }
 }
 
+bool Scheduler::drop_entry(const QueueEntry& entry, const std::string& why) {
+  // The state is the truth; a queue entry it no longer backs (a retry a
+  // regular slot superseded, whose cancel a crash cut off) is dropped.
+  auto gone = queue_.finish(entry.id, {});
+  if (!gone.ok()) {
+    halt(std::move(gone).error());
+    return false;
+  }
+  LogFields fields{{"job_id", entry.spec.job_id},
+                   {"slot", format_instant(entry.spec.slot)},
+                   {"kind", to_string(entry.spec.kind)},
+                   {"attempt", entry.spec.attempt},
+                   {"reason", why}};
+  if (!corrupt_ || entry.spec.kind != RunKind::retry || find_job(entry.spec.job_id) == nullptr) {
+    log_.warning("queue_stale_dropped", fields);
+    return true;
+  }
+  // A retry the untrusted store cannot back: dropped visibly (trace, status
+  // view), and the in-memory state no longer shows it pending.
+  const TimeMs now = clock_.now();
+  fields.push_back({"queue_id", entry.id});
+  log_.warning("retry_dropped", fields);
+  notices_.dropped_retries.push_back(
+      DroppedRetry{entry.spec.job_id, entry.spec.slot, entry.spec.attempt, now, why});
+  Transition t = apply_policy(corrupt_policy_, state_of(entry.spec.job_id), now);
+  states_[entry.spec.job_id] = t.state;  // its policy_invalid note: state_corrupt says it all
+  return true;
+}
+
+bool Scheduler::begin_run(const ScheduledJob& job, const QueueEntry& entry, TimeMs now) {
+  const RunRef ref{entry.spec.slot, entry.spec.kind};
+  const JobState before = state_of(job.id);
+  Transition t = on_run_started(effective_policy(job), before, ref, now);
+  if (!(t.state == before)) {
+    if (Status s = persist(job.id, t.state); !s.ok()) {
+      if (!corrupt_) return false;  // halted
+      // Fail closed from here, in memory only. A retry does not start (it
+      // is dropped below, its pending record with it).
+      if (ref.kind == RunKind::regular) states_[job.id] = t.state;
+    }
+  }
+  for (const RetryRef& r : t.cancelled_retries) {
+    auto dropped = queue_.cancel_retries(job.id, r.slot);
+    if (!dropped.ok()) {
+      halt(std::move(dropped).error());
+      return false;
+    }
+    log_.info("retry_superseded", {{"job_id", job.id},
+                                   {"slot", format_instant(r.slot)},
+                                   {"next_retry_at", format_instant(r.at)},
+                                   {"superseded_by", format_instant(ref.slot)}});
+  }
+  // Checked again after the write: it may be what found the store corrupt,
+  // and a retry never runs against counters that cannot be trusted.
+  std::string why;
+  if (!entry_is_current(entry, why)) {
+    if (drop_entry(entry, why)) {
+      busy_.erase(job.id);
+      alarm_.notify();
+    }
+    return false;
+  }
+  return true;
+}
+
 Task<void> Scheduler::execute(QueueEntry entry) {
   const ScheduledJob& job = *find_job(entry.spec.job_id);
   const RunRef ref{entry.spec.slot, entry.spec.kind};
   const TimeMs started_at = clock_.now();
-  {
-    const JobState before = state_of(job.id);
-    Transition t = on_run_started(effective_policy(job), before, ref, started_at);
-    if (!(t.state == before)) {
-      if (Status s = persist(job.id, t.state); !s.ok() && !corrupt_) co_return;
-    }
-    for (const RetryRef& r : t.cancelled_retries) {
-      auto dropped = queue_.cancel_retries(job.id, r.slot);
-      if (!dropped.ok()) {
-        halt(std::move(dropped).error());
-        co_return;
-      }
-      log_.info("retry_superseded", {{"job_id", job.id},
-                                     {"slot", format_instant(r.slot)},
-                                     {"next_retry_at", format_instant(r.at)},
-                                     {"superseded_by", format_instant(ref.slot)}});
-    }
-  }
+  if (!begin_run(job, entry, started_at)) co_return;
   ++runs_started_;
   // The start delay against the entry's ready time (for a regular run, its
   // slot): how long it queued behind other runs (concurrency) or downtime.
@@ -663,6 +764,7 @@ Status Scheduler::persist(const std::string& job_id, const JobState& next) {
     return {};
   }
   Status s = store_.update(job_id, [&next](JobState& stored) { stored = next; });
+  report_store_damage();
   if (s.ok()) {
     states_[job_id] = next;
     return s;

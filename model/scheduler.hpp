@@ -26,10 +26,14 @@
 // owned by the Scheduler (a crash destroys it with the process's memory).
 //
 // Fail-closed modes:
-//  - a corrupt state store (health corrupt at boot or a write refused as
-//    corrupt): regular runs continue from in-memory state, no retry is
-//    scheduled or run, nothing is written to the store, `state_corrupt` is
-//    notified once per boot;
+//  - a corrupt state store (health corrupt at boot, a write refused as
+//    corrupt, or records the delivery ledger proves lost at boot): regular
+//    runs continue from in-memory state, no retry is scheduled or run (a
+//    queued retry is dropped, `retry_dropped`, even when the write of its
+//    own start is what found the damage), nothing is written to the store,
+//    `state_corrupt` is notified once per boot;
+//  - a torn journal tail the store dropped: reported (`state_tail_dropped`
+//    with the copy the store kept) and shown in notices();
 //  - an invalid policy: runs on its schedule, never retried, `policy_invalid`
 //    once (when the recorded error changes);
 //  - any other failure of the store or the queue (an io_error) halts the
@@ -47,6 +51,7 @@
 #include <vector>
 
 #include "model/cron.hpp"
+#include "model/delivery_ledger.hpp"
 #include "model/job_queue.hpp"
 #include "model/job_runner.hpp"
 #include "model/job_state.hpp"
@@ -56,6 +61,7 @@
 #include "model/result.hpp"
 #include "model/retry_machine.hpp"
 #include "model/state_store.hpp"
+#include "model/status_view.hpp"
 #include "model/task.hpp"
 #include "model/time.hpp"
 
@@ -91,6 +97,10 @@ struct SchedulerPorts {
   Notifier& notifier;
   Log& log;
   RandomSource& random;
+  // The group jobs' delivery ledger, when the process has one: at boot, a
+  // slot it knows that the retry state does not proves the state lost
+  // acknowledged records (then the store is treated as corrupt).
+  DeliveryLedger* ledger = nullptr;
 };
 
 namespace scheduler_detail {
@@ -145,6 +155,9 @@ class Scheduler {
   // corrupt mode what this boot knows).
   const std::map<std::string, JobState>& states() const noexcept { return states_; }
   std::uint64_t runs_started() const noexcept { return runs_started_; }
+  // What the status view shows besides the states: retries dropped because
+  // the store could not be trusted, and the store's damage reports.
+  const StatusNotices& notices() const noexcept { return notices_; }
 
  private:
   struct RunTask {
@@ -168,6 +181,8 @@ class Scheduler {
   // Boot steps.
   Task<void> boot();
   void load_states();
+  void check_against_ledger();
+  void report_store_damage();
   void replay_intents();
   void apply_policies();
   void start_schedules();
@@ -178,9 +193,15 @@ class Scheduler {
   void hand_out_due_slots();
   void dispatch();
   bool entry_is_current(const QueueEntry& entry, std::string& why) const;
+  // Finishes an entry the state no longer backs; false when halted.
+  bool drop_entry(const QueueEntry& entry, const std::string& why);
   std::optional<TimeMs> next_deadline();
   void collect_finished_runs();
   void spawn_task(std::string job_id, Task<void> task);
+  // A run's start: on_run_started written, superseded retries cancelled,
+  // the entry checked again. False: the run does not go on (halted, or a
+  // retry dropped because that write found the store corrupt).
+  bool begin_run(const ScheduledJob& job, const QueueEntry& entry, TimeMs now);
   Task<void> execute(QueueEntry entry);
 
   // Durable plumbing.
@@ -220,6 +241,9 @@ class Scheduler {
   std::optional<Error> halt_error_;
   std::vector<OutboxMessage> deferred_outbox_;
   std::uint64_t runs_started_ = 0;
+  DeliveryLedger* ledger_ = nullptr;
+  StatusNotices notices_;
+  std::uint64_t torn_tails_reported_ = 0;
 
   // Declared last: destroyed first (the run tasks may refer to the rest).
   scheduler_detail::Alarm alarm_;

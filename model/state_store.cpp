@@ -31,6 +31,37 @@ std::string locate(const std::string& path, const std::string& where) {
   return path + ":" + where;
 }
 
+// Rule 4 of docs/state-file.md, and the cut it can see: a journal that
+// continues an older snapshot must reach at least the snapshot's sequence
+// (the snapshot was folded from it), or records were cut from its end.
+Status check_journal_against_snapshot(const JournalScan& scan, bool have_snapshot,
+                                      std::uint64_t snapshot_seq) {
+  if (!have_snapshot && scan.base_seq != 0) {
+    return make_error(ErrorCode::corrupt,
+                      fmt::format("the journal continues a snapshot at sequence {}, but {} is "
+                                  "missing",
+                                  scan.base_seq, StateStore::kSnapshotName),
+                      "line 1");
+  }
+  if (scan.base_seq > snapshot_seq) {
+    return make_error(ErrorCode::corrupt,
+                      fmt::format("the journal continues a snapshot at sequence {}, but {} is at "
+                                  "sequence {} (older)",
+                                  scan.base_seq, StateStore::kSnapshotName, snapshot_seq),
+                      "line 1");
+  }
+  const std::uint64_t last = scan.records.empty() ? scan.base_seq : scan.records.back().seq;
+  if (have_snapshot && scan.base_seq < snapshot_seq && last < snapshot_seq) {
+    return make_error(ErrorCode::corrupt,
+                      fmt::format("the journal ends at record {}, but {} folded in its records up "
+                                  "to {}: acknowledged records were cut from the journal (and any "
+                                  "after them are lost)",
+                                  last, StateStore::kSnapshotName, snapshot_seq),
+                      fmt::format("line {}", 2 + scan.records.size()));
+  }
+  return {};
+}
+
 }  // namespace
 
 const char* to_string(Durability d) noexcept {
@@ -102,6 +133,47 @@ void StateStore::note_torn_tail(const std::optional<TornTail>& tail) {
   }
 }
 
+void StateStore::remember_last_record(std::uint64_t offset, std::string_view bytes) {
+  seen_end_ = JournalEnd{journal_base_.value_or(0), offset, offset + bytes.size(), crc32c(bytes)};
+}
+
+std::optional<Error> StateStore::journal_moved_back(std::string_view from_last,
+                                                    std::uint64_t file_size) const {
+  REHEARSE_ASSERT(seen_end_.has_value());
+  const JournalEnd& seen = *seen_end_;
+  const std::uint64_t length = seen.end - seen.last_offset;
+  const std::string where = fmt::format("line {}", journal_line_ > 2 ? journal_line_ - 1 : 1);
+  if (from_last.size() < length) {
+    return make_error(ErrorCode::corrupt,
+                      fmt::format("the journal is {} bytes long, but this store last saw it end at "
+                                  "byte {} (record {}): it was cut behind the store, and an append "
+                                  "now would follow a hole",
+                                  file_size, seen.end, journal_last_seq_),
+                      where);
+  }
+  if (crc32c(from_last.substr(0, length)) != seen.crc) {
+    return make_error(ErrorCode::corrupt,
+                      fmt::format("the journal's last record as this store saw it (bytes {}..{}, "
+                                  "record {}) changed behind the store",
+                                  seen.last_offset, seen.end, journal_last_seq_),
+                      where);
+  }
+  return std::nullopt;
+}
+
+Status StateStore::keep_damaged_copy(std::string_view journal, std::uint64_t base,
+                                     const TornTail& tail) {
+  const std::string copy =
+      fmt::format("{}{}{}-{}", journal_path(), kDamagedInfix, base, tail.offset);
+  auto present = disk_->read_range(copy, 0, 0);
+  if (!present.ok()) return present.error();
+  if (!present->has_value()) {
+    if (auto s = write_atomically(copy, journal); !s.ok()) return s;
+  }
+  damaged_copy_ = copy;
+  return {};
+}
+
 Status StateStore::full_load() {
   loaded_ = false;
   auto snapshot = disk_->read_file(snapshot_path());
@@ -123,25 +195,26 @@ Status StateStore::full_load() {
   journal_records_ = 0;
   journal_last_seq_ = 0;
   std::optional<TornTail> tail;
+  if (!journal->has_value()) seen_end_.reset();  // removed: an operator's repair
   if (journal->has_value()) {
-    auto scan = decode_journal(**journal);
+    const std::string_view bytes = **journal;
+    auto scan = decode_journal(bytes);
     if (!scan.ok()) return mark_corrupt(journal_path(), std::move(scan).error());
-    if (!have_snapshot && scan->base_seq != 0) {
-      return mark_corrupt(journal_path(),
-                          make_error(ErrorCode::corrupt,
-                                     fmt::format("the journal continues a snapshot at sequence "
-                                                 "{}, but {} is missing",
-                                                 scan->base_seq, kSnapshotName),
-                                     "line 1"));
+    if (seen_end_ && seen_end_->base == scan->base_seq) {
+      // The journal this store followed: it must still hold what we saw.
+      const std::string_view from_last =
+          bytes.size() > seen_end_->last_offset ? bytes.substr(seen_end_->last_offset) : "";
+      if (auto moved = journal_moved_back(from_last, bytes.size())) {
+        return mark_corrupt(journal_path(), *moved);
+      }
     }
-    if (scan->base_seq > document.journal_seq) {
-      return mark_corrupt(journal_path(),
-                          make_error(ErrorCode::corrupt,
-                                     fmt::format("the journal continues a snapshot at sequence "
-                                                 "{}, but {} is at sequence {} (older)",
-                                                 scan->base_seq, kSnapshotName,
-                                                 document.journal_seq),
-                                     "line 1"));
+    if (auto s = check_journal_against_snapshot(*scan, have_snapshot, document.journal_seq);
+        !s.ok()) {
+      return mark_corrupt(journal_path(), s.error());
+    }
+    if (scan->torn_tail) {
+      // Keep the evidence before anything can replace the journal.
+      if (auto s = keep_damaged_copy(bytes, scan->base_seq, *scan->torn_tail); !s.ok()) return s;
     }
     // Records the snapshot already holds (a crash between writing a new
     // snapshot and starting a new journal) are skipped, not applied twice.
@@ -156,8 +229,12 @@ Status StateStore::full_load() {
     journal_records_ = scan->records.size();
     journal_last_seq_ = scan->records.empty() ? scan->base_seq : scan->records.back().seq;
     seq = std::max(seq, journal_last_seq_);
+    const std::uint64_t last_offset =
+        scan->records.empty() ? 0 : scan->records.back().offset;
+    remember_last_record(last_offset, bytes.substr(last_offset, journal_end_ - last_offset));
     tail = std::move(scan->torn_tail);
   }
+  fresh_start_ = !have_snapshot && !journal->has_value();
   if (sync() && (have_snapshot || journal->has_value())) {
     // What a load reads may exist only in the page cache: a process that
     // died between a write and its fsync, or between a rename and the
@@ -198,22 +275,36 @@ Status StateStore::refresh() {
   auto header = decode_journal_header(**head);
   if (!header.ok() || header->base_seq != *journal_base_) return full_load();
   // Same base: the same journal file, or one a compaction at the same
-  // sequence started afresh; either way its records continue ours.
-  auto rest = disk_->read_range(journal_path(), journal_end_, kReadToEnd);
+  // sequence started afresh; either way its records continue ours. Read from
+  // our last record: it must still be there, whole, before anything follows.
+  REHEARSE_ASSERT(seen_end_ && seen_end_->end == journal_end_);
+  const std::uint64_t from = seen_end_->last_offset;
+  auto rest = disk_->read_range(journal_path(), from, kReadToEnd);
   if (!rest.ok()) return rest.error();
   if (!rest->has_value()) return full_load();
-  if ((*rest)->empty()) {
+  if (auto moved = journal_moved_back(**rest, from + (*rest)->size())) {
+    return mark_corrupt(journal_path(), *moved);
+  }
+  const std::string_view after = std::string_view(**rest).substr(journal_end_ - from);
+  if (after.empty()) {
     note_torn_tail(std::nullopt);
     return {};
   }
-  auto scan = decode_journal_region(**rest, journal_end_, journal_line_, journal_last_seq_ + 1);
+  auto scan = decode_journal_region(after, journal_end_, journal_line_, journal_last_seq_ + 1);
   if (!scan.ok()) return full_load();
+  if (scan->torn_tail && (!torn_tail_ || torn_tail_->offset != scan->torn_tail->offset)) {
+    return full_load();  // a new torn tail: its copy is kept there
+  }
   for (auto& record : scan->records) {
     journal_last_seq_ = record.seq;
     if (record.seq <= seq_) continue;
     std::string id = record.state.job_id;
     jobs_.insert_or_assign(std::move(id), std::move(record.state));
     seq_ = record.seq;
+  }
+  if (!scan->records.empty()) {
+    const JournalRecord& last = scan->records.back();
+    remember_last_record(last.offset, after.substr(last.offset - journal_end_, last.end - last.offset));
   }
   journal_records_ += scan->records.size();
   journal_line_ += scan->records.size();
@@ -244,6 +335,7 @@ Status StateStore::start_journal(std::uint64_t base_seq) {
   journal_line_ = 2;
   journal_records_ = 0;
   journal_last_seq_ = base_seq;
+  remember_last_record(0, header);
   torn_tail_.reset();
   loaded_ = true;
   return {};
@@ -346,6 +438,7 @@ Status StateStore::update(const std::string& job_id,
   jobs_.insert_or_assign(job_id, std::move(stored));
   seq_ = seq;
   journal_last_seq_ = seq;
+  remember_last_record(journal_end_, record);
   journal_end_ += record.size();
   ++journal_line_;
   ++journal_records_;
@@ -377,6 +470,8 @@ StoreHealth StateStore::health() const {
   h.kind = corrupt_ ? HealthKind::corrupt : HealthKind::ok;
   h.error = corrupt_;
   h.torn_tail = torn_tail_;
+  h.damaged_copy = damaged_copy_;
+  h.fresh_start = fresh_start_;
   h.torn_tails_dropped = torn_tails_dropped_;
   h.compaction_error = compaction_error_;
   return h;

@@ -19,8 +19,14 @@
 //    and writes fail with ErrorCode::corrupt, nothing is written or replaced,
 //    and health() says why, until an operator repairs the files (every
 //    operation re-checks, so a repair is picked up without a restart);
-//  - a torn last journal record (a crash mid-append, never acknowledged) is
-//    dropped and reported in health(); the next write removes it.
+//  - a torn last journal record (a crash mid-append, or a journal cut short)
+//    is dropped and reported in health(); a copy of the damaged journal is
+//    kept beside it (health().damaged_copy) before the next write removes
+//    the tail;
+//  - before every operation the store checks that the journal still ends
+//    where it last saw it end (size, and the checksum of its last record): a
+//    journal that shrank or changed behind it makes the store CORRUPT, never
+//    a silent append after a cut.
 //
 // A StateStore object is not thread-safe (the core is single-threaded); use
 // one object per thread or process. The exact file formats and recovery
@@ -69,6 +75,12 @@ struct StoreHealth {
   std::optional<Error> error;
   // A torn last journal record seen at the last load and not yet removed.
   std::optional<TornTail> torn_tail;
+  // The copy of the damaged journal kept beside it when a torn tail was
+  // found (written before anything can replace the journal), or empty.
+  std::string damaged_copy;
+  // The last full load found neither file: a fresh start (first use, or an
+  // operator who moved the files away), not a state that lost records.
+  bool fresh_start = false;
   // Distinct torn tails this store object has noticed (each one reported).
   std::uint64_t torn_tails_dropped = 0;
   // A compaction that failed after its update had been made durable (the
@@ -84,6 +96,8 @@ class StateStore {
   static constexpr const char* kJournalName = "retry_state.journal";
   static constexpr const char* kLockName = "retry_state.lock";
   static constexpr const char* kTempSuffix = ".tmp";
+  // A damaged journal's copy: <journal>.damaged-<base>-<tail offset>.
+  static constexpr const char* kDamagedInfix = ".damaged-";
 
   // Creates the directory if missing, takes the lock and loads the state.
   // Succeeds on a corrupt store (health() reports it, every read and write
@@ -131,6 +145,10 @@ class StateStore {
   Status compact_locked();
   bool sync() const noexcept { return options_.durability == Durability::full; }
   void note_torn_tail(const std::optional<TornTail>& tail);
+  Status keep_damaged_copy(std::string_view journal, std::uint64_t base, const TornTail& tail);
+  void remember_last_record(std::uint64_t offset, std::string_view bytes);
+  std::optional<Error> journal_moved_back(std::string_view bytes_from_last_record,
+                                          std::uint64_t file_size_known) const;
 
   Disk* disk_;
   std::string dir_;
@@ -145,6 +163,19 @@ class StateStore {
   std::uint64_t journal_line_ = 0;             // line number of the next record
   std::uint64_t journal_records_ = 0;          // intact records in the journal file
   std::uint64_t journal_last_seq_ = 0;         // seq of its last record (base if none)
+  // Where this store last saw the journal end: the offset of its last record
+  // (0: the header) and the CRC-32C of that record's bytes (up to
+  // journal_end_). Checked before every operation; kept across a corrupt
+  // verdict, so a full load of a journal that shrank stays corrupt.
+  struct JournalEnd {
+    std::uint64_t base = 0;
+    std::uint64_t last_offset = 0;
+    std::uint64_t end = 0;
+    std::uint32_t crc = 0;
+  };
+  std::optional<JournalEnd> seen_end_;
+  std::string damaged_copy_;
+  bool fresh_start_ = false;
   std::optional<TornTail> torn_tail_;
   std::optional<std::pair<std::uint64_t, std::uint64_t>> last_torn_seen_;  // (base, offset)
   std::uint64_t torn_tails_dropped_ = 0;

@@ -104,9 +104,12 @@ void render_group(std::string& out, const char* title, const std::vector<StatusJ
 }  // namespace
 
 StatusReport build_status(const std::vector<StatusJob>& jobs,
-                          std::optional<std::string> state_corrupt) {
+                          std::optional<std::string> state_corrupt,
+                          const StatusNotices& notices) {
   StatusReport report;
   report.state_corrupt = std::move(state_corrupt);
+  report.store_notices = notices.store_notices;
+  report.dropped_retries = notices.dropped_retries;
   for (const StatusJob& job : jobs) {
     StatusJobView v = view_of(job);
     if (!v.policy_error.empty()) report.policy_errors.push_back({v.job_id, v.policy_error});
@@ -170,6 +173,16 @@ std::string render_text(const StatusReport& report) {
     out += "state_corrupt: the state store cannot be trusted (fail closed: no retries)\n";
     out += "  " + clip(*report.state_corrupt) + "\n";
   }
+  for (const std::string& notice : report.store_notices) {
+    out += "state_damage: " + clip(notice) + "\n";
+  }
+  if (!report.dropped_retries.empty()) {
+    out += fmt::format("retries dropped ({}):\n", report.dropped_retries.size());
+    for (const DroppedRetry& d : report.dropped_retries) {
+      out += fmt::format("  {}  slot {}  attempt {}  dropped at {}  {}\n", d.job_id,
+                         format_instant(d.slot), d.attempt, format_instant(d.at), clip(d.reason));
+    }
+  }
   out += fmt::format("jobs: {} (retrying {}, retry_exhausted {}, failed {}, ok {})\n",
                      report.job_count(), report.retrying.size(), report.exhausted.size(),
                      report.failed.size(), report.ok.size());
@@ -200,6 +213,16 @@ std::string render_text(const StatusReport& report) {
 json to_json(const StatusReport& report) {
   json j = json::object();
   j["state_corrupt"] = report.state_corrupt ? json(*report.state_corrupt) : json(nullptr);
+  j["store_notices"] = report.store_notices;
+  json dropped = json::array();
+  for (const DroppedRetry& d : report.dropped_retries) {
+    dropped.push_back({{"job_id", d.job_id},
+                       {"slot", format_instant(d.slot)},
+                       {"attempt", d.attempt},
+                       {"at", format_instant(d.at)},
+                       {"reason", d.reason}});
+  }
+  j["dropped_retries"] = std::move(dropped);
   j["counts"] = {{"jobs", report.job_count()},
                  {"retrying", report.retrying.size()},
                  {"retry_exhausted", report.exhausted.size()},

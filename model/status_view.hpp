@@ -64,8 +64,28 @@ struct StatusViewError {
   std::string error;
 };
 
+// A queued retry the scheduler dropped instead of running (the store could
+// not be trusted when it came due).
+struct DroppedRetry {
+  std::string job_id;
+  TimeMs slot = 0;
+  int attempt = 0;
+  TimeMs at = 0;
+  std::string reason;
+  bool operator==(const DroppedRetry&) const = default;
+};
+
+// What the view shows besides the job states (Scheduler::notices()).
+struct StatusNotices {
+  std::vector<DroppedRetry> dropped_retries;
+  // The store's damage reports: a dropped journal tail and the copy kept.
+  std::vector<std::string> store_notices;
+};
+
 struct StatusReport {
   std::optional<std::string> state_corrupt;  // why the state store cannot be trusted
+  std::vector<std::string> store_notices;    // damage reported and survived
+  std::vector<DroppedRetry> dropped_retries;
   std::vector<StatusJobView> retrying;       // retry_status retrying
   std::vector<StatusJobView> exhausted;      // retry_exhausted
   std::vector<StatusJobView> failed;         // failed (manual review)
@@ -82,14 +102,15 @@ struct StatusReport {
 // `state_corrupt`: the store's health error when it is corrupt (the view then
 // shows what is known, flagged, and never an empty "all ok").
 StatusReport build_status(const std::vector<StatusJob>& jobs,
-                          std::optional<std::string> state_corrupt = std::nullopt);
+                          std::optional<std::string> state_corrupt = std::nullopt,
+                          const StatusNotices& notices = {});
 
 // Merges each job's two runtime records (view_merge's rule), then builds.
 StatusReport build_status_from_stores(const std::vector<StatusSource>& sources,
                                       std::optional<std::string> state_corrupt = std::nullopt);
 
 // Fixed-width text, one line per job, groups in the order: state store,
-// counts, retrying, retry_exhausted, failed, ok, policy errors, limit
+// store notices, dropped retries, counts, retrying, retry_exhausted, failed, ok, policy errors, limit
 // overruns, view errors.
 std::string render_text(const StatusReport& report);
 nlohmann::json to_json(const StatusReport& report);

@@ -825,6 +825,11 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
   } else if (type == "failed_permanent") {
     set(slot_watch(e.job, *e.slot), "failed_permanent");
     j->final_status = "failed";
+  } else if (type == "retry_dropped") {
+    // A queued retry the scheduler dropped because the store could not be
+    // trusted: the slot ends failed, visibly (this event, state_corrupt).
+    set(slot_watch(e.job, *e.slot), "retry_dropped");
+    j->final_status = "failed";
   } else if (type == "retry_superseded") {
     SlotWatch& w = slot_watch(e.job, *e.slot);
     if (w.state == "retry_pending" || w.state == "failed") set(w, "superseded");
@@ -925,6 +930,17 @@ void MonitorSet::check_durable(const TraceEvent& e, std::size_t i, Found& out) {
   if (e.type == "state_corrupt") {
     corrupt_mode_ = true;
     corrupt_seen_by_core_ = true;
+    return;
+  }
+  if (e.type == "state_tail_dropped") {
+    // The core reported a damaged journal tail it dropped, and kept a copy
+    // of the damaged file (kept_as): the damage is visible and its evidence
+    // safe, so the store may replace that file from now on.
+    corrupt_seen_by_core_ = true;
+    if (e.str("kept_as").empty()) return;
+    const std::string file = e.str("file");
+    corrupt_paths_.erase(std::remove(corrupt_paths_.begin(), corrupt_paths_.end(), file),
+                         corrupt_paths_.end());
     return;
   }
   if (e.type == "disk_rename" || e.type == "disk_write" || e.type == "disk_append" ||
@@ -1174,7 +1190,7 @@ json MonitorSet::tallies() const {
         ++skipped;
       else if (s.state == "exhausted")
         ++failed, ++exhausted;
-      else if (s.state == "failed_permanent")
+      else if (s.state == "failed_permanent" || s.state == "retry_dropped")
         ++failed;
       else if (s.state == "superseded")
         ++superseded;

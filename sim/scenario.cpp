@@ -42,8 +42,8 @@ constexpr std::array<const char*, 13> kFaultKindNames{
     "state_corrupted", "torn_write",     "messenger_down"};
 constexpr std::array<const char*, 3> kStateFileNames{"retry_state.json", "jobs.json",
                                                      "jobs_state.json"};
-constexpr std::array<const char*, 4> kCorruptionModeNames{"garbage", "empty", "truncated",
-                                                          "schema"};
+constexpr std::array<const char*, 5> kCorruptionModeNames{"garbage", "empty", "truncated",
+                                                          "schema", "flip"};
 constexpr std::array<const char*, 4> kFlagKindNames{"policy_error", "side_effects",
                                                     "schedule_config", "schedule_idle"};
 // network_errors `error` values, in TransportErrorKind order (none excluded).
@@ -208,7 +208,7 @@ const std::map<std::string, std::vector<std::string>>& scenario_known_keys() {
       {"fault_agent_removed", {"agent"}},
       {"fault_agent_restored", {"agent"}},
       {"fault_restart", {"down_for"}},
-      {"fault_state_corrupted", {"file", "mode"}},
+      {"fault_state_corrupted", {"file", "mode", "cut", "flips"}},
       {"fault_torn_write", {"file", "down_for"}},
       {"fault_messenger_down", {"targets", "for"}},
       {"expect", {"jobs", "items", "services", "notifications", "violations"}},
@@ -619,6 +619,52 @@ class Loader {
       return std::nullopt;
     }
     return s;
+  }
+
+  // state_corrupted's exact damage: `cut` (mode truncated), `flips` (mode
+  // flip, unique byte offsets). Each key belongs to its mode only.
+  bool read_exact_damage(const json& v, const std::string& pointer, FaultSpec& fault) {
+    bool good = true;
+    if (const json* c = field(v, "cut")) {
+      if (fault.mode != CorruptionMode::truncated) {
+        value_error(child(pointer, "cut"), fmt::format("'cut' applies to mode 'truncated' only "
+                                                       "(the mode is '{}')",
+                                                       to_string(fault.mode)));
+        good = false;
+      } else if (auto n = read_int(*c, child(pointer, "cut"), 0, kMaxCount, "a byte count")) {
+        fault.cut = static_cast<std::uint64_t>(*n);
+      } else {
+        good = false;
+      }
+    }
+    if (const json* f = field(v, "flips")) {
+      const std::string at = child(pointer, "flips");
+      if (fault.mode != CorruptionMode::flip) {
+        value_error(at, fmt::format("'flips' applies to mode 'flip' only (the mode is '{}')",
+                                    to_string(fault.mode)));
+        return false;
+      }
+      if (!f->is_array() || f->empty()) {
+        error(at, "expected a non-empty array of byte offsets, got " + describe(*f));
+        return false;
+      }
+      for (std::size_t k = 0; k < f->size(); ++k) {
+        const std::string here = at + "/" + std::to_string(k);
+        auto n = read_int((*f)[k], here, 0, kMaxCount, "a byte offset");
+        if (!n) {
+          good = false;
+          continue;
+        }
+        const auto offset = static_cast<std::uint64_t>(*n);
+        if (std::find(fault.flips.begin(), fault.flips.end(), offset) != fault.flips.end()) {
+          value_error(here, fmt::format("byte offset {} is listed twice", offset));
+          good = false;
+          continue;
+        }
+        fault.flips.push_back(offset);
+      }
+    }
+    return good;
   }
 
   std::optional<std::int64_t> read_int(const json& v, const std::string& pointer, std::int64_t min,
@@ -1614,6 +1660,7 @@ void Loader::load_fault(const json& v, const std::string& pointer) {
           ok = false;
         }
       }
+      if (!read_exact_damage(v, pointer, fault)) ok = false;
       break;
     case FaultKind::torn_write:
       read_file();

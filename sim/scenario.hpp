@@ -180,7 +180,8 @@ bool fault_has_duration(FaultKind kind) noexcept;
 enum class StateFile : unsigned char { retry_state, jobs, jobs_state };
 const char* to_string(StateFile file) noexcept;  // "retry_state.json", ...
 
-enum class CorruptionMode : unsigned char { garbage, empty, truncated, schema };
+// flip: bytes XORed with 0x01 (at `flips`, or one drawn byte with a drawn mask).
+enum class CorruptionMode : unsigned char { garbage, empty, truncated, schema, flip };
 const char* to_string(CorruptionMode mode) noexcept;
 
 // One timeline entry. As with JobSpec, kind-specific fields are meaningful for
@@ -204,6 +205,11 @@ struct FaultSpec {
   DurationMs down_for_ms = 0;                      // restart, torn_write
   StateFile file = StateFile::retry_state;         // state_corrupted, torn_write
   CorruptionMode mode = CorruptionMode::garbage;   // state_corrupted
+  // state_corrupted, exact damage (seed-independent): `cut` keeps that many
+  // bytes (mode truncated); `flips` are byte offsets, each XORed with 0x01
+  // (mode flip). Absent: drawn from the disk's generator.
+  std::optional<std::uint64_t> cut;
+  std::vector<std::uint64_t> flips;
   std::vector<std::string> targets;                // messenger_down (empty: every target)
 
   std::string pointer;  // "/faults/2"

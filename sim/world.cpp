@@ -44,6 +44,7 @@ CorruptionKind to_corruption_kind(CorruptionMode mode) {
     case CorruptionMode::garbage: return CorruptionKind::garbage;
     case CorruptionMode::empty: return CorruptionKind::empty;
     case CorruptionMode::truncated: return CorruptionKind::truncate;
+    case CorruptionMode::flip: return CorruptionKind::flip_bytes;
     case CorruptionMode::schema: break;
   }
   return CorruptionKind::garbage;
@@ -129,6 +130,7 @@ class World {
   void boot(Simulator& sim, ProcessId process);
   void crash_worker(const std::string& cause, DurationMs down_for_ms);
   void corrupt_state(const FaultSpec& fault);
+  Status apply_corruption(const std::string& path, const FaultSpec& fault);
   void on_trace_event(const TraceEvent& event, std::size_t index);
   void on_violation(Violation violation);
   void sync_secrets();
@@ -328,7 +330,11 @@ Status World::add_fault(const FaultSpec& fault, std::size_t index) {
   if (fault.kind == FaultKind::state_corrupted || fault.kind == FaultKind::torn_write) {
     start_data["file"] = to_string(fault.file);
   }
-  if (fault.kind == FaultKind::state_corrupted) start_data["mode"] = to_string(fault.mode);
+  if (fault.kind == FaultKind::state_corrupted) {
+    start_data["mode"] = to_string(fault.mode);
+    if (fault.cut) start_data["cut"] = *fault.cut;
+    if (!fault.flips.empty()) start_data["flips"] = fault.flips;
+  }
   if (fault.kind == FaultKind::messenger_down) start_data["targets"] = fault.targets;
   if (fault.kind == FaultKind::http_errors) start_data["status"] = fault.http_status;
   if (fault.kind == FaultKind::http_errors || fault.kind == FaultKind::timeouts ||
@@ -406,11 +412,15 @@ void World::corrupt_state(const FaultSpec& fault) {
     if (disk_.live_content(journal).has_value()) path = journal;
   }
   const bool existed = disk_.live_content(path).has_value();
+  const bool exact = fault.cut.has_value() || !fault.flips.empty();
   bool applied = false;
+  std::string refused;  // why exact damage could not be done to this file
   if (existed && fault.mode != CorruptionMode::schema) {
-    applied = disk_.corrupt(path, to_corruption_kind(fault.mode)).ok();
+    Status s = apply_corruption(path, fault);
+    applied = s.ok();
+    if (!s.ok() && exact) refused = s.error().message;
   }
-  if (!applied) {
+  if (!applied && refused.empty()) {
     // A file that does not exist yet (the store keeps its snapshot only after
     // a compaction), a schema break, or damage the kind cannot do (truncating
     // an empty file): the file is put in place already damaged. Valid JSON of
@@ -420,15 +430,52 @@ void World::corrupt_state(const FaultSpec& fault) {
       case CorruptionMode::schema: bytes = "{\"format\":\"not-a-version\",\"jobs\":7}\n"; break;
       case CorruptionMode::empty: bytes = ""; break;
       case CorruptionMode::truncated: bytes = "{\"format\":1,\"journal_seq\":"; break;
-      case CorruptionMode::garbage: bytes = "\x7f\x01garbage\xff\xfe"; break;
+        case CorruptionMode::garbage:
+      case CorruptionMode::flip: bytes = "\x7f\x01garbage\xff\xfe"; break;
     }
     applied = disk_.put_durable(path, bytes).ok();
   }
-  record_world("store_corrupt_injected", json{{"file", to_string(fault.file)},
-                                              {"path", path},
-                                              {"mode", to_string(fault.mode)},
-                                              {"existed", existed},
-                                              {"applied", applied}});
+  json data{{"file", to_string(fault.file)},
+            {"path", path},
+            {"mode", to_string(fault.mode)},
+            {"existed", existed},
+            {"applied", applied}};
+  if (fault.cut) data["cut"] = *fault.cut;
+  if (!fault.flips.empty()) data["flips"] = fault.flips;
+  if (!refused.empty()) data["error"] = refused;
+  record_world("store_corrupt_injected", std::move(data));
+}
+
+// The damage a state_corrupted fault does to an existing file: exact when the
+// fault says where (`cut`, `flips`: each byte XORed with 0x01), drawn from
+// the disk's generator otherwise.
+Status World::apply_corruption(const std::string& path, const FaultSpec& fault) {
+  if (fault.mode == CorruptionMode::truncated && fault.cut) {
+    Corruption c;
+    c.kind = CorruptionKind::truncate;
+    c.offset = *fault.cut;
+    return disk_.corrupt(path, c);
+  }
+  if (fault.mode == CorruptionMode::flip && !fault.flips.empty()) {
+    const std::size_t size = disk_.live_content(path)->size();
+    for (const std::uint64_t offset : fault.flips) {
+      if (offset >= size) {
+        return make_error(ErrorCode::invalid_argument,
+                          fmt::format("flip offset {} is past the end of the file ({} bytes)",
+                                      offset, size),
+                          path);
+      }
+    }
+    for (const std::uint64_t offset : fault.flips) {
+      Corruption c;
+      c.kind = CorruptionKind::flip_bytes;
+      c.offset = offset;
+      c.xor_mask = 0x01;
+      if (Status s = disk_.corrupt(path, c); !s.ok()) return s;
+    }
+    return {};
+  }
+  return disk_.corrupt(path, to_corruption_kind(fault.mode));
 }
 
 // The job's state shows the config error, as docs/semantics.md §3 asks
@@ -513,7 +560,8 @@ void World::boot(Simulator& sim, ProcessId process) {
   options.ops_target = ops_target();
   options.start_ms = scenario_.start_ms;
   memory.scheduler = std::make_unique<Scheduler>(
-      SchedulerPorts{sim.clock(), queue_, *memory.store, messenger_, log_, sim.rng()},
+      SchedulerPorts{sim.clock(), queue_, *memory.store, messenger_, log_, sim.rng(),
+                     memory.ledger.get()},
       std::move(jobs), options);
   sim.spawn(process,
             run_scheduler(*memory.scheduler,

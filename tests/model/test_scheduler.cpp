@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/delivery_ledger.hpp"
 #include "model/failure.hpp"
 #include "model/job_runner.hpp"
 #include "model/retry_policy.hpp"
@@ -46,6 +47,7 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kStateDir = "/srv/state";
+constexpr const char* kLedgerDir = "/srv/ledger";
 constexpr const char* kOps = "ops-channel";
 
 TimeMs at(const char* iso) {
@@ -170,6 +172,12 @@ class World {
     auto store = StateStore::open(*disk_, kStateDir);
     if (!store.ok()) return;  // the disk killed the process during open
     StateStore& st = s.emplace_memory<StateStore>(p, std::move(*store));
+    DeliveryLedger* ledger = nullptr;
+    if (with_ledger_) {
+      auto opened = DeliveryLedger::open(*disk_, kLedgerDir);
+      REHEARSE_ASSERT(opened.ok());
+      ledger = &s.emplace_memory<DeliveryLedger>(p, std::move(*opened));
+    }
     std::vector<ScheduledJob> jobs;
     for (const JobSpec& spec : specs_) {
       ScheduledJob job;
@@ -183,12 +191,21 @@ class World {
       jobs.push_back(std::move(job));
     }
     Scheduler& scheduler = s.emplace_memory<Scheduler>(
-        p, SchedulerPorts{s.clock(), queue_, st, messenger_, log_, s.rng()}, std::move(jobs),
+        p, SchedulerPorts{s.clock(), queue_, st, messenger_, log_, s.rng(), ledger}, std::move(jobs),
         options_);
     scheduler_ = &scheduler;
     s.spawn(p, scheduler.run(), "scheduler");
   }
 
+  // The process gets the delivery ledger port (the boot's lost-record check).
+  void use_ledger() { with_ledger_ = true; }
+  // Records `slot` as delivered and complete in the ledger, as a group run would.
+  void ledger_delivered(const std::string& job, TimeMs slot) {
+    auto ledger = DeliveryLedger::open(*disk_, kLedgerDir);
+    REHEARSE_ASSERT(ledger.ok());
+    REHEARSE_ASSERT(ledger->consume_guard(job, slot, slot).ok());
+    REHEARSE_ASSERT(ledger->mark_complete(job, slot, SlotVerdict::delivered, slot).ok());
+  }
   void start() { sim_.boot(process_); }
   void run_until(TimeMs t) {
     const RunResult r = sim_.run_until(t);
@@ -253,6 +270,7 @@ class World {
   SchedulerOptions options_;
   ProcessId process_ = 0;
   Scheduler* scheduler_ = nullptr;
+  bool with_ledger_ = false;
 };
 
 // Regular and retry runs that started, as (slot, kind, attempt, start time).
@@ -700,6 +718,124 @@ TEST(Scheduler, CorruptStoreFailsClosed) {
   }
   EXPECT_EQ(corrupt_notes, 2);
   for (const Started& r : starts(w, "digest")) EXPECT_EQ(r.kind, "regular");
+}
+
+// Issue 8, item 1: the store is damaged while the worker runs and the next
+// slot's hand-out is the write that finds it corrupt. The slot is handed out
+// once (next_run_at moves on in memory; before the fix the loop handed it out
+// again), its failure is not retried, state_corrupt is notified once, and
+// later slots run on schedule.
+TEST(Scheduler, AHandOutThatFindsTheStoreCorruptHandsTheSlotOutOnce) {
+  World w(at("2026-03-02T09:30:00Z"), {{"digest", "0 * * * *", per_job_max2()}});
+  w.api().add_outage(at("2026-03-02T10:59:30Z"), at("2026-03-02T11:10:00Z"), 503);
+  w.start();
+  w.run_until(at("2026-03-02T10:30:00Z"));
+  const std::string journal = std::string(kStateDir) + "/" + StateStore::kJournalName;
+  ASSERT_TRUE(w.disk().put_durable(journal, "garbage\n").ok());
+  w.run_until(at("2026-03-02T13:30:00Z"));
+  ASSERT_NE(w.scheduler(), nullptr);
+  EXPECT_TRUE(w.scheduler()->state_corrupt());
+  std::vector<TimeMs> handed;
+  for (const TraceEvent& e : w.events("slot_due", "digest")) handed.push_back(*e.slot);
+  EXPECT_EQ(handed, (std::vector<TimeMs>{at("2026-03-02T10:00:00Z"), at("2026-03-02T11:00:00Z"),
+                                         at("2026-03-02T12:00:00Z"), at("2026-03-02T13:00:00Z")}));
+  EXPECT_EQ(w.scheduler()->states().at("digest").next_run_at, at("2026-03-02T14:00:00Z"));
+  std::vector<std::string> kinds;
+  for (const Started& r : starts(w, "digest")) kinds.push_back(r.kind);
+  EXPECT_EQ(kinds, (std::vector<std::string>(4, "regular")));
+  std::vector<std::string> events;
+  for (const AcceptedMessage& m : w.messenger().accepted()) {
+    events.push_back(m.message.value("event", ""));
+  }
+  EXPECT_EQ(events, (std::vector<std::string>{"state_corrupt", "failed_permanent", "recovered"}));
+  EXPECT_EQ(w.disk().live_content(journal), std::optional<std::string>("garbage\n"));
+}
+
+// Issue 8, item 2: a retry queued before the damage. It passes the check
+// when taken (nothing has read the store since), and the write of its start
+// is what finds the store corrupt: it is checked again and dropped, visibly
+// (retry_dropped, the status view), never run against the untrusted counter.
+TEST(Scheduler, ARetryQueuedBeforeTheStoreIsDamagedIsDroppedVisibly) {
+  World w(at("2026-03-02T09:30:00Z"), {{"digest", "0 * * * *", per_job_max2()}});
+  w.api().add_outage(at("2026-03-02T10:59:00Z"), at("2026-03-02T11:10:00Z"), 503);
+  w.start();
+  w.run_until(at("2026-03-02T11:02:00Z"));  // 11:00 failed, a retry waits for 11:05:30
+  ASSERT_EQ(w.note_events("digest"), (std::vector<std::string>{"retry_scheduled"}));
+  const std::string journal = std::string(kStateDir) + "/" + StateStore::kJournalName;
+  ASSERT_TRUE(w.disk().put_durable(journal, "garbage\n").ok());
+  w.run_until(at("2026-03-02T12:30:00Z"));
+  ASSERT_NE(w.scheduler(), nullptr);
+  std::vector<std::string> kinds;
+  for (const Started& r : starts(w, "digest")) kinds.push_back(r.kind);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"regular", "regular", "regular"}));
+  const auto dropped = w.events("retry_dropped", "digest");
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_EQ(dropped[0].slot, at("2026-03-02T11:00:00Z"));
+  EXPECT_EQ(dropped[0].num("attempt"), 2);
+  const StatusNotices& notices = w.scheduler()->notices();
+  ASSERT_EQ(notices.dropped_retries.size(), 1u);
+  EXPECT_EQ(notices.dropped_retries[0].job_id, "digest");
+  EXPECT_EQ(notices.dropped_retries[0].slot, at("2026-03-02T11:00:00Z"));
+  // The in-memory state no longer shows the retry pending.
+  const JobState& s = w.scheduler()->states().at("digest");
+  for (const auto& [slot, record] : s.slots) EXPECT_NE(record.next_action, NextAction::retry);
+  std::vector<StatusJob> jobs{{s, policy_of({"digest", "0 * * * *", per_job_max2()},
+                                            *CronSchedule::parse("0 * * * *"))}};
+  const StatusReport report = build_status(jobs, std::string("corrupt"), notices);
+  const std::string text = render_text(report);
+  EXPECT_NE(text.find("retries dropped (1):\n  digest  slot 2026-03-02T11:00:00Z  attempt 2"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(to_json(report).at("dropped_retries").size(), 1u);
+  std::int64_t corrupt_notes = 0;
+  for (const AcceptedMessage& m : w.messenger().accepted()) {
+    corrupt_notes += m.message.value("event", "") == "state_corrupt" ? 1 : 0;
+  }
+  EXPECT_EQ(corrupt_notes, 1);
+}
+
+// Issue 8, item 4: the delivery ledger records a slot only after its
+// hand-out was written to the state, so a ledger slot past the state's
+// last_slot proves lost records, even when the journal looks whole. The boot
+// then fails closed (state_records_lost, state_corrupt, schedules from now,
+// nothing written); a fresh start (no state files: an operator's reset) is
+// not compared.
+TEST(Scheduler, ALedgerSlotTheStateDoesNotKnowProvesLostRecordsAtBoot) {
+  World w(at("2026-03-02T09:30:00Z"), {{"digest", "0 * * * *", per_job_max2()}});
+  w.use_ledger();
+  w.restart(at("2026-03-02T10:30:00Z"), at("2026-03-02T11:30:00Z"));
+  w.start();
+  w.run_until(at("2026-03-02T10:45:00Z"));  // 10:00 ran; down until 11:30
+  ASSERT_EQ(w.stored("digest").last_slot, at("2026-03-02T10:00:00Z"));
+  // As if 11:00 had been handed out and delivered, and the record of its
+  // hand-out then cut from the end of the journal.
+  w.ledger_delivered("digest", at("2026-03-02T11:00:00Z"));
+  const std::string journal = std::string(kStateDir) + "/" + StateStore::kJournalName;
+  const auto before = w.disk().live_content(journal);
+  w.run_until(at("2026-03-02T12:30:00Z"));
+  ASSERT_NE(w.scheduler(), nullptr);
+  EXPECT_TRUE(w.scheduler()->state_corrupt());
+  const auto lost = w.events("state_records_lost", "digest");
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].str("ledger_slot"), "2026-03-02T11:00:00Z");
+  EXPECT_EQ(lost[0].str("state_last_slot"), "2026-03-02T10:00:00Z");
+  // From the boot: the missed 11:00 slot is not run late, 12:00 runs.
+  std::vector<TimeMs> handed;
+  for (const TraceEvent& e : w.events("slot_due", "digest")) handed.push_back(*e.slot);
+  EXPECT_EQ(handed, (std::vector<TimeMs>{at("2026-03-02T10:00:00Z"), at("2026-03-02T12:00:00Z")}));
+  EXPECT_EQ(w.disk().live_content(journal), before);  // nothing written
+}
+
+TEST(Scheduler, AFreshStartIsNotComparedWithTheLedger) {
+  World w(at("2026-03-02T09:30:00Z"), {{"digest", "0 * * * *", per_job_max2()}});
+  w.use_ledger();
+  w.ledger_delivered("digest", at("2026-03-02T09:00:00Z"));
+  w.start();
+  w.run_until(at("2026-03-02T10:30:00Z"));
+  ASSERT_NE(w.scheduler(), nullptr);
+  EXPECT_FALSE(w.scheduler()->state_corrupt());
+  EXPECT_TRUE(w.events("state_records_lost").empty());
+  EXPECT_EQ(w.stored("digest").last_slot, at("2026-03-02T10:00:00Z"));
 }
 
 // An invalid policy: the job runs on its schedule, is never retried, and

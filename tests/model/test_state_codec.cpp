@@ -497,6 +497,35 @@ TEST(JournalCodec, ChecksumMismatchInTheLastRecordIsATornTail) {
   EXPECT_NE(scan->torn_tail->reason.find("checksum mismatch"), std::string::npos);
 }
 
+// Regression (issue 8): the shape of the input that made the single-byte
+// damage property fail about once in 20 runs. The last record's length
+// "NNN" damaged into a smaller number leaves a record that holds more bytes
+// than it announces: corruption, never a torn tail (the record was written
+// whole). Damaged into a larger number, it is what a torn append can look
+// like (fewer bytes than announced): a torn tail.
+TEST(JournalCodec, ALastRecordAnnouncingFewerBytesThanItHoldsIsCorruption) {
+  const auto states = three_jobs();
+  const std::string two = journal_of(0, {states[0], states[1]});
+  const std::string whole = journal_of(0, states);
+  const std::size_t length_at = two.size() + 2;  // "3 " then the length's first digit
+  ASSERT_EQ(whole.substr(two.size(), 2), "3 ");
+  ASSERT_GE(whole[length_at], '2');
+  std::string smaller = whole;
+  smaller[length_at] = static_cast<char>(smaller[length_at] - 1);
+  auto scan = decode_journal(smaller);
+  ASSERT_FALSE(scan.ok());
+  EXPECT_EQ(scan.error().code, ErrorCode::corrupt);
+  EXPECT_NE(scan.error().message.find("more bytes than it announces"), std::string::npos)
+      << scan.error().message;
+  EXPECT_EQ(scan.error().where, "line 4");
+  std::string larger = whole;
+  larger[length_at] = static_cast<char>(larger[length_at] + 1);
+  auto torn = decode_journal(larger);
+  ASSERT_TRUE(torn.ok()) << torn.error().describe();
+  EXPECT_EQ(torn->records.size(), 2u);
+  EXPECT_TRUE(torn->torn_tail);
+}
+
 TEST(JournalCodec, ZeroFilledAndNewlineGarbageTailsAreTorn) {
   const std::string two = journal_of(0, {sample_job(), sample_job()});
   for (const std::string& garbage : {std::string(300, '\0'), std::string("\n\n\0\n12 9", 8),
@@ -657,6 +686,32 @@ REHEARSE_PROP(StateCodecProps, DamagedSnapshotIsNeverAnEmptyState, ()) {
   }
 }
 
+// The byte count a damaged last record announces, when its frame still
+// starts with a well-formed "<seq> <length> " (canonical decimals), counted
+// from the record's first byte through its newline; nullopt otherwise.
+std::optional<std::size_t> announced_record_size(std::string_view record) {
+  std::size_t pos = 0;
+  std::vector<std::size_t> numbers;
+  for (int field = 0; field < 2; ++field) {
+    const std::size_t start = pos;
+    while (pos < record.size() && record[pos] >= '0' && record[pos] <= '9') ++pos;
+    const std::size_t digits = pos - start;
+    if (digits == 0 || digits > 18 || (digits > 1 && record[start] == '0')) return std::nullopt;
+    if (pos >= record.size() || record[pos] != ' ') return std::nullopt;
+    numbers.push_back(std::stoull(std::string(record.substr(start, digits))));
+    ++pos;
+  }
+  return pos + numbers[1] + 10;  // payload, " ", 8 hex digits, "\n"
+}
+
+// Single-byte damage of a journal: corruption, or a torn last record. The one
+// exception inside the last record (issue 8: 16 of 77,010 damages, about one
+// property run in 20): a damaged length digit that makes the record announce
+// FEWER bytes than it holds. One interrupted append never leaves more bytes
+// than the record it announces, so the codec calls that corruption ("bad last
+// record followed by N more bytes than it announces") and the store fails
+// closed instead of dropping a record that was written whole, and so
+// acknowledged. The property used to expect a torn tail there.
 REHEARSE_PROP(JournalCodecProps, SingleByteDamageIsCorruptionOrATornLastRecord, ()) {
   const auto states = *gen_states(1);
   const auto base = *rc::gen::inRange<std::uint64_t>(0, 1000);
@@ -668,8 +723,11 @@ REHEARSE_PROP(JournalCodecProps, SingleByteDamageIsCorruptionOrATornLastRecord, 
   std::string damaged = bytes;
   damaged[at] = static_cast<char>(damaged[at] ^ *rc::gen::inRange(1, 256));
   auto scan = decode_journal(damaged);
-  if (at < all_but_last.size()) {
-    // In the header or a record that intact records follow: corruption.
+  const std::string_view last = std::string_view(damaged).substr(all_but_last.size());
+  const auto announced = announced_record_size(last);
+  if (at < all_but_last.size() || (announced && *announced < last.size())) {
+    // In the header, in a record that intact records follow, or a last
+    // record announcing fewer bytes than it holds: corruption.
     RC_ASSERT(!scan.ok());
     RC_ASSERT(scan.error().code == ErrorCode::corrupt ||
               scan.error().code == ErrorCode::schema_error);

@@ -451,6 +451,72 @@ std::size_t journal_records(PosixDisk& disk, const TempDir& dir) {
   return scan->records.size();
 }
 
+// Issue 8: the damaged journal is kept, as a copy beside it named in the
+// health report, before the next write replaces it.
+TEST(StateStoreJournal, ATornTailsJournalIsCopiedBeforeTheNextWriteReplacesIt) {
+  TempDir dir;
+  PosixDisk disk;
+  {
+    auto store = open_ok(disk, dir.path());
+    for (int i = 0; i < 2; ++i) ASSERT_TRUE(store.update("a", increment).ok());
+  }
+  const std::string journal_path = dir.file("retry_state.journal");
+  const std::string intact = **disk.read_file(journal_path);
+  ASSERT_TRUE(disk.append_file(journal_path, "3 120 {\"job_id\"").ok());
+  const std::string damaged = **disk.read_file(journal_path);
+
+  auto store = open_ok(disk, dir.path());
+  const StoreHealth health = store.health();
+  ASSERT_TRUE(health.torn_tail);
+  const std::string copy = journal_path + ".damaged-0-" + std::to_string(intact.size());
+  EXPECT_EQ(health.damaged_copy, copy);
+  EXPECT_EQ(**disk.read_file(copy), damaged);
+  ASSERT_TRUE(store.update("a", increment).ok());  // compacts: the journal is replaced
+  EXPECT_NE(**disk.read_file(journal_path), damaged);
+  EXPECT_EQ(**disk.read_file(copy), damaged);  // the evidence stays
+  // Opening again does not copy again (the copy is the first one).
+  auto reopened = open_ok(disk, dir.path());
+  EXPECT_EQ(reopened.read("a")->retry_count, 3);
+}
+
+// Issue 8, item 3: a journal cut behind a running store. The store used to
+// append at the end of the cut file, turning a truncation into corruption it
+// wrote itself; now it checks that the journal still ends where it last
+// wrote it, and fails closed, keeping the file, for as long as it does not.
+TEST(StateStoreJournal, AJournalCutBehindTheStoreMakesItCorruptAndKeepsTheFile) {
+  TempDir dir;
+  PosixDisk disk;
+  auto store = open_ok(disk, dir.path());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(store.update("a", increment).ok());
+  const std::string journal_path = dir.file("retry_state.journal");
+  const std::string whole = **disk.read_file(journal_path);
+  for (const std::size_t cut : {whole.size() - 1, whole.size() - 200, std::size_t{60}}) {
+    SCOPED_TRACE(cut);
+    ASSERT_TRUE(disk.write_file(journal_path, whole.substr(0, cut)).ok());
+    const Status s = store.update("a", increment);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().code, ErrorCode::corrupt);
+    EXPECT_NE(s.error().message.find("cut behind the store"), std::string::npos)
+        << s.error().message;
+    EXPECT_FALSE(store.health().ok());
+    // Later operations re-check the files and stay corrupt.
+    EXPECT_EQ(store.read("a").error().code, ErrorCode::corrupt);
+    EXPECT_EQ(store.update("a", increment).error().code, ErrorCode::corrupt);
+    EXPECT_EQ(**disk.read_file(journal_path), whole.substr(0, cut));
+  }
+  // A record changed in place (same size) is caught by the checksum.
+  std::string flipped = whole;
+  flipped[whole.size() - 3] = flipped[whole.size() - 3] == '0' ? '1' : '0';
+  ASSERT_TRUE(disk.write_file(journal_path, flipped).ok());
+  EXPECT_EQ(store.update("a", increment).error().code, ErrorCode::corrupt);
+  EXPECT_EQ(**disk.read_file(journal_path), flipped);
+  // The operator puts the journal back: picked up without a restart.
+  ASSERT_TRUE(disk.write_file(journal_path, whole).ok());
+  ASSERT_TRUE(store.update("a", increment).ok());
+  EXPECT_TRUE(store.health().ok());
+  EXPECT_EQ(store.read("a")->retry_count, 4);
+}
+
 TEST(StateStoreJournal, CompactsIntoASnapshotPastTheBound) {
   TempDir dir;
   PosixDisk disk;
@@ -526,7 +592,11 @@ TEST(StateStoreJournal, CrashBetweenSnapshotAndNewJournalAppliesNothingTwice) {
   EXPECT_EQ(reopened.sequence(), 4u);
 }
 
-TEST(StateStoreJournal, SnapshotAheadOfAShortJournalIsCompactedBeforeAppending) {
+// A snapshot at sequence 7 folded in the journal's records up to 7, so a
+// journal that continues an older snapshot and ends at record 1 was cut (issue
+// 8): acknowledged records are gone, and any after them too. It fails closed
+// (it used to be compacted over silently).
+TEST(StateStoreJournal, SnapshotAheadOfAShortJournalIsCorruptAndKept) {
   TempDir dir;
   PosixDisk disk;
   StateDocument d;
@@ -537,15 +607,35 @@ TEST(StateStoreJournal, SnapshotAheadOfAShortJournalIsCompactedBeforeAppending) 
   d.jobs["a"] = a;
   JobState stale = a;
   stale.retry_count = 1;
+  const std::string journal = encode_journal_header(0) + encode_journal_record(1, stale);
   ASSERT_TRUE(disk.write_file(dir.file("retry_state.json"), encode_state(d)).ok());
-  ASSERT_TRUE(disk.write_file(dir.file("retry_state.journal"),
-                              encode_journal_header(0) + encode_journal_record(1, stale))
-                  .ok());
+  ASSERT_TRUE(disk.write_file(dir.file("retry_state.journal"), journal).ok());
   auto store = open_ok(disk, dir.path());
-  EXPECT_EQ(store.read("a")->retry_count, 7);  // record 1 is older than the snapshot
+  ASSERT_FALSE(store.health().ok());
+  EXPECT_NE(store.health().error->message.find("cut from the journal"), std::string::npos)
+      << store.health().error->message;
+  EXPECT_EQ(store.update("a", increment).error().code, ErrorCode::corrupt);
+  EXPECT_EQ(**disk.read_file(dir.file("retry_state.journal")), journal);
+  EXPECT_EQ(**disk.read_file(dir.file("retry_state.json")), encode_state(d));
+}
+
+// A journal that starts at the snapshot's sequence (a compaction's new
+// journal) is not short: it may hold no record yet.
+TEST(StateStoreJournal, JournalStartingAtTheSnapshotsSequenceLoads) {
+  TempDir dir;
+  PosixDisk disk;
+  StateDocument d;
+  d.journal_seq = 7;
+  JobState a;
+  a.job_id = "a";
+  a.retry_count = 7;
+  d.jobs["a"] = a;
+  ASSERT_TRUE(disk.write_file(dir.file("retry_state.json"), encode_state(d)).ok());
+  ASSERT_TRUE(disk.write_file(dir.file("retry_state.journal"), encode_journal_header(7)).ok());
+  auto store = open_ok(disk, dir.path());
+  ASSERT_TRUE(store.health().ok());
   ASSERT_TRUE(store.update("a", increment).ok());
   auto reopened = open_ok(disk, dir.path());
-  EXPECT_TRUE(reopened.health().ok());
   EXPECT_EQ(reopened.read("a")->retry_count, 8);
   EXPECT_EQ(reopened.sequence(), 8u);
 }

@@ -25,6 +25,8 @@
 namespace rehearse {
 namespace {
 
+TimeMs at_instant(const char* text) { return *parse_instant(text); }
+
 using nlohmann::json;
 
 TimeMs at(const char* iso) {
@@ -138,6 +140,33 @@ TEST(StatusView, StateCorruptIsVisible) {
   EXPECT_NE(text.find("not valid JSON"), std::string::npos);
   EXPECT_EQ(to_json(report).at("state_corrupt"),
             "/srv/state/retry_state.json: not valid JSON at line 1");
+}
+
+// Issue 8: damage the store survived (a dropped journal tail, with the copy
+// kept) and retries dropped because the store could not be trusted are lines
+// of their own, right after the store's state, and in the JSON.
+TEST(StatusView, StoreDamageAndDroppedRetriesAreVisible) {
+  StatusNotices notices;
+  notices.store_notices.push_back(
+      "/srv/state/retry_state.journal: a damaged tail of 12 bytes at offset 50 (line 2) was "
+      "dropped: unterminated record; the damaged file is kept as "
+      "/srv/state/retry_state.journal.damaged-0-50");
+  notices.dropped_retries.push_back(DroppedRetry{"digest", at_instant("2026-12-07T12:00:00Z"), 2,
+                                                 at_instant("2026-12-07T12:05:00Z"),
+                                                 "state_corrupt"});
+  const StatusReport report = build_status(
+      {{state("digest", RetryStatus::failed, 1, 2), per_job_max2()}}, std::nullopt, notices);
+  const std::string text = render_text(report);
+  EXPECT_EQ(text.rfind("state_damage: /srv/state/retry_state.journal: a damaged tail", 0), 0u)
+      << text;
+  EXPECT_NE(text.find("retries dropped (1):\n  digest  slot 2026-12-07T12:00:00Z  attempt 2  "
+                      "dropped at 2026-12-07T12:05:00Z  state_corrupt\n"),
+            std::string::npos)
+      << text;
+  const auto j = to_json(report);
+  EXPECT_EQ(j.at("store_notices").size(), 1u);
+  EXPECT_EQ(j.at("dropped_retries").at(0).at("slot"), "2026-12-07T12:00:00Z");
+  EXPECT_EQ(j.at("dropped_retries").at(0).at("attempt"), 2);
 }
 
 // 004: a limit overrun (a count above the policy's max, e.g. after the max

@@ -7,11 +7,12 @@
 // process interleave with the others following the journal. The final count
 // must be exactly 4000. A CONTROL run in this test (not a production switch)
 // does the same read-modify-write of the same file format without the lock,
-// yielding between the read and the write to widen the race window, and must
-// lose updates (final < 4000): it shows the first run's result is due to the
+// in two processes whose reads and writes are sequenced by pipes (A reads, B
+// reads, A writes, B writes) in each of 100 rounds, and ends at exactly 100 of
+// 200 increments every run: it shows the first run's result is due to the
 // lock and not to luck in scheduling.
 #include <gtest/gtest.h>
-#include <sched.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -102,15 +103,18 @@ TEST(StoreContention, LockedIncrementsFromFourProcessesLoseNothing) {
 }
 
 // The same read-modify-write of retry_state.json with everything but the
-// lock: read, decode, increment, yield, encode, write a temp file, rename.
-bool unlocked_increments(const std::string& dir, int process) {
+// lock, split in its two halves: read + decode + increment, then encode +
+// write a temp file + rename.
+struct UnlockedIncrement {
   PosixDisk disk;
-  const std::string path = join_path(dir, StateStore::kSnapshotName);
-  const std::string temp = path + ".tmp." + std::to_string(process);
-  for (int i = 0; i < kIncrements; ++i) {
+  std::string path;
+  std::string temp;
+  StateDocument document;
+
+  bool read() {
     auto bytes = disk.read_file(path);
     if (!bytes.ok()) return false;
-    StateDocument document;
+    document = StateDocument{};
     if (bytes->has_value()) {
       auto decoded = decode_state(**bytes);
       if (!decoded.ok()) return false;
@@ -119,21 +123,81 @@ bool unlocked_increments(const std::string& dir, int process) {
     JobState& job = document.jobs[kJob];
     job.job_id = kJob;
     ++job.retry_count;
-    // Widen the window between read and write, as a slow disk or a busy
-    // scheduler would.
-    ::sched_yield();
-    ::usleep(50);
-    if (!disk.write_file(temp, encode_state(document)).ok()) return false;
-    if (!disk.rename_file(temp, path).ok()) return false;
+    return true;
+  }
+  bool write() {
+    return disk.write_file(temp, encode_state(document)).ok() && disk.rename_file(temp, path).ok();
+  }
+};
+
+bool send_token(int fd) {
+  const char token = 't';
+  for (;;) {
+    const ssize_t n = ::write(fd, &token, 1);
+    if (n == 1) return true;
+    if (n < 0 && errno != EINTR) return false;
+  }
+}
+
+bool await_token(int fd) {
+  char token = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, &token, 1);
+    if (n == 1) return true;
+    if (n == 0 || (n < 0 && errno != EINTR)) return false;  // the peer is gone
+  }
+}
+
+constexpr int kControlRounds = 100;
+
+// Two processes, sequenced by two pipes so that each round is the classic
+// lost update, every time: A reads, B reads, A writes, B writes (B's write
+// carries the value both read plus one, so A's increment is lost).
+//   A: read  -> tell B  -> wait  -> write -> tell B -> wait (round over)
+//   B: wait  -> read    -> tell A -> wait -> write  -> tell A
+bool sequenced_increments(const std::string& dir, bool first, int to_peer, int from_peer) {
+  UnlockedIncrement rmw;
+  rmw.path = join_path(dir, StateStore::kSnapshotName);
+  rmw.temp = rmw.path + (first ? ".tmp.a" : ".tmp.b");
+  for (int round = 0; round < kControlRounds; ++round) {
+    if (first) {
+      if (!rmw.read() || !send_token(to_peer) || !await_token(from_peer)) return false;
+      if (!rmw.write() || !send_token(to_peer) || !await_token(from_peer)) return false;
+    } else {
+      if (!await_token(from_peer) || !rmw.read() || !send_token(to_peer)) return false;
+      if (!await_token(from_peer) || !rmw.write() || !send_token(to_peer)) return false;
+    }
   }
   return true;
 }
 
+// The control of the locked run above: without the lock, an interleaving
+// that loses updates is not a matter of luck. The pipes force it in every
+// round, so exactly one increment of each round's two survives, every run.
 TEST(StoreContention, ControlWithoutTheLockLosesUpdates) {
   TempDir dir;
-  const int ok =
-      run_children([&](int process) { return unlocked_increments(dir.path(), process); });
-  ASSERT_EQ(ok, kProcesses);
+  int a_to_b[2];
+  int b_to_a[2];
+  ASSERT_EQ(::pipe(a_to_b), 0);
+  ASSERT_EQ(::pipe(b_to_a), 0);
+  std::vector<pid_t> children;
+  for (const bool first : {true, false}) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const bool ok = first ? sequenced_increments(dir.path(), true, a_to_b[1], b_to_a[0])
+                            : sequenced_increments(dir.path(), false, b_to_a[1], a_to_b[0]);
+      ::_exit(ok ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  for (const int fd : {a_to_b[0], a_to_b[1], b_to_a[0], b_to_a[1]}) ::close(fd);
+  for (const pid_t pid : children) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0) {
+    }
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
   PosixDisk disk;
   auto bytes = disk.read_file(join_path(dir.path(), StateStore::kSnapshotName));
   ASSERT_TRUE(bytes.ok());
@@ -141,11 +205,8 @@ TEST(StoreContention, ControlWithoutTheLockLosesUpdates) {
   auto document = decode_state(**bytes);
   ASSERT_TRUE(document.ok()) << document.error().describe();
   const int count = document->jobs.at(kJob).retry_count;
-  std::printf("unlocked control: %d of %d increments survived\n", count,
-              kProcesses * kIncrements);
-  EXPECT_GT(count, 0);
-  EXPECT_LT(count, kProcesses * kIncrements) << "the control run lost no update: the race "
-                                                "window is too narrow to show the lock matters";
+  std::printf("unlocked control: %d of %d increments survived\n", count, 2 * kControlRounds);
+  EXPECT_EQ(count, kControlRounds) << "each round's two unlocked increments must leave exactly one";
 }
 
 }  // namespace

@@ -756,6 +756,35 @@ TEST(StateDurable, FiresWhenTheCorruptStoreIsReplaced) {
   expect_first(run(s, base_scenario()), "state_durable", bad);
 }
 
+// Issue 8: a journal cut mid-record is dropped as a torn tail at the next
+// load. Reported (state_tail_dropped) with a copy of the damaged file kept
+// (kept_as), the store may then replace the journal; without the copy, it may
+// not, and the report alone counts as the core seeing the damage.
+TEST(StateDurable, ADroppedTailReportedWithItsCopyMayBeReplaced) {
+  const std::string journal = "/srv/state/retry_state.journal";
+  Script s;
+  s.add("store_corrupt_injected", "2026-03-02T10:00:00Z", {}, std::nullopt,
+        {{"file", "retry_state.json"}, {"path", journal}, {"mode", "truncated"}});
+  s.add("process_boot", "2026-03-02T10:01:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 2}});
+  Script kept = s;
+  kept.add("state_tail_dropped", "2026-03-02T10:01:00Z", {}, std::nullopt,
+           {{"file", journal}, {"offset", 50}, {"length", 12}, {"kept_as", journal + ".damaged-0-50"}});
+  kept.add("disk_rename", "2026-03-02T10:02:00Z", {}, std::nullopt,
+           {{"from", journal + ".tmp"}, {"to", journal}});
+  const Outcome o = run(kept, base_scenario(), at("2026-03-02T10:03:00Z"));
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+  EXPECT_TRUE(std::none_of(o.end.begin(), o.end.end(), [](const Violation& v) {
+    return v.invariant == "state_durable";
+  })) << describe(o.end);
+  Script lost = s;
+  lost.add("state_tail_dropped", "2026-03-02T10:01:00Z", {}, std::nullopt,
+           {{"file", journal}, {"offset", 50}, {"length", 12}, {"kept_as", ""}});
+  const auto bad = lost.add("disk_rename", "2026-03-02T10:02:00Z", {}, std::nullopt,
+                            {{"from", journal + ".tmp"}, {"to", journal}});
+  expect_first(run(lost, base_scenario()), "state_durable", bad);
+}
+
 TEST(StateDurable, FiresAtTheEndWhenCorruptionIsNeverReported) {
   Script s;
   s.add("store_corrupt_injected", "2026-03-02T10:00:00Z", {}, std::nullopt,

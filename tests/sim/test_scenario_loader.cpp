@@ -641,6 +641,46 @@ TEST(ScenarioLoader, EachRuleNamesPointerAndExpectation) {
   }
 }
 
+// Issue 8: state_corrupted takes exact damage, so a scenario replays the same
+// under every seed: `cut` for mode truncated, `flips` for mode flip; each key
+// belongs to its mode only.
+TEST(ScenarioLoader, StateCorruptedTakesAnExactCutOrExactFlips) {
+  {
+    json doc = base_scenario();
+    set(doc, "/faults/10/cut", 62);
+    const auto c = check(doc);
+    ASSERT_TRUE(c.valid()) << all_errors(c);
+    EXPECT_EQ(c.scenario->faults[10].cut, std::optional<std::uint64_t>(62));
+  }
+  {
+    json doc = base_scenario();
+    set(doc, "/faults/10/mode", "flip");
+    set(doc, "/faults/10/flips", json::array({7, 1}));
+    const auto c = check(doc);
+    ASSERT_TRUE(c.valid()) << all_errors(c);
+    EXPECT_EQ(c.scenario->faults[10].mode, CorruptionMode::flip);
+    EXPECT_EQ(c.scenario->faults[10].flips, (std::vector<std::uint64_t>{7, 1}));
+  }
+  json wrong_mode = base_scenario();
+  set(wrong_mode, "/faults/10/flips", json::array({1}));
+  EXPECT_TRUE(has_error(check(wrong_mode), "/faults/10/flips", "applies to mode 'flip' only"));
+  json cut_with_flip = base_scenario();
+  set(cut_with_flip, "/faults/10/mode", "flip");
+  set(cut_with_flip, "/faults/10/cut", 3);
+  EXPECT_TRUE(has_error(check(cut_with_flip), "/faults/10/cut", "applies to mode 'truncated'"));
+  json twice = base_scenario();
+  set(twice, "/faults/10/mode", "flip");
+  set(twice, "/faults/10/flips", json::array({3, 3}));
+  EXPECT_TRUE(has_error(check(twice), "/faults/10/flips/1", "listed twice"));
+  json empty = base_scenario();
+  set(empty, "/faults/10/mode", "flip");
+  set(empty, "/faults/10/flips", json::array());
+  EXPECT_TRUE(has_error(check(empty), "/faults/10/flips", "non-empty array of byte offsets"));
+  json negative = base_scenario();
+  set(negative, "/faults/10/cut", -1);
+  EXPECT_TRUE(has_error(check(negative), "/faults/10/cut", "a byte count"));
+}
+
 TEST(ScenarioLoader, ErrorCodesSayWhatKindOfProblem) {
   json doc = base_scenario();
   set(doc, "/jobs/0/schedule", "0 0 30 2 *");
@@ -1069,7 +1109,7 @@ TEST(ScenarioSchema, EnumsEqualTheLoadersVocabulary) {
   }
   EXPECT_EQ(defs.at("state_file").at("enum").get<std::vector<std::string>>(), files);
   std::vector<std::string> modes;
-  for (int i = 0; i <= static_cast<int>(CorruptionMode::schema); ++i) {
+  for (int i = 0; i <= static_cast<int>(CorruptionMode::flip); ++i) {
     modes.push_back(to_string(static_cast<CorruptionMode>(i)));
   }
   EXPECT_EQ(defs.at("fault_state_corrupted").at("properties").at("mode").at("enum")

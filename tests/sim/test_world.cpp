@@ -158,6 +158,51 @@ TEST(World, WithoutRandomFaultsTheSeedDoesNotChangeTheTrace) {
   EXPECT_FALSE(differ.has_value()) << (differ ? differ->message : "");
 }
 
+// Issue 8: state_corrupted with exact damage does the same to the same bytes
+// under every seed: `flips` XOR each listed byte with 0x01; a `cut` the file
+// cannot take (not shorter than it) is refused and reported, never replaced
+// by other damage.
+TEST(World, ExactStateDamageIsTheSameUnderEverySeed) {
+  json doc = weekly_scenario();
+  doc.erase("expect");
+  doc["faults"].push_back(json::parse(
+      R"({"at": "2026-12-04T16:30:00Z", "kind": "state_corrupted", "mode": "flip",
+          "flips": [0, 3]})"));
+  const Scenario scenario = load(doc);
+  RunOptions one;
+  one.seed = 1;
+  RunOptions two;
+  two.seed = 77;
+  const ScenarioRunResult a = run(scenario, one);
+  const ScenarioRunResult b = run(scenario, two);
+  EXPECT_EQ(a.trace_hash, b.trace_hash);
+  std::vector<std::int64_t> offsets;
+  for (const TraceEvent& e : a.trace.events()) {
+    if (e.type == "disk_corrupted") {
+      EXPECT_EQ(e.str("path"), "/srv/state/retry_state.journal");
+      offsets.push_back(e.num("offset"));
+    }
+  }
+  EXPECT_EQ(offsets, (std::vector<std::int64_t>{0, 3}));
+  EXPECT_TRUE(a.store_corrupt);  // the header's first byte is flipped
+
+  json too_long = weekly_scenario();
+  too_long.erase("expect");
+  too_long["faults"].push_back(json::parse(
+      R"({"at": "2026-12-04T16:30:00Z", "kind": "state_corrupted", "mode": "truncated",
+          "cut": 1000000})"));
+  const ScenarioRunResult c = run(load(too_long));
+  bool refused = false;
+  for (const TraceEvent& e : c.trace.events()) {
+    if (e.type != "store_corrupt_injected") continue;
+    refused = true;
+    EXPECT_FALSE(e.data.at("applied").get<bool>());
+    EXPECT_NE(e.str("error").find("not shorter than the file"), std::string::npos) << e.str("error");
+  }
+  EXPECT_TRUE(refused);
+  EXPECT_FALSE(c.store_corrupt);
+}
+
 TEST(World, RestartInTheMiddleOfARetryChainKeepsTheCounters) {
   json doc = weekly_scenario();
   // Down from 18:00 to 18:10: between the 17:30 retry and the 18:30 one.
