@@ -14,6 +14,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -23,6 +24,9 @@
 
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/output_file.hpp"
+#include "sim/html_report.hpp"
+#include "sim/timeline.hpp"
 #include "sim/cli/scenario_files.hpp"
 #include "sim/report.hpp"
 #include "sim/world.hpp"
@@ -34,6 +38,7 @@ namespace {
 
 constexpr const char* kRunHelp =
     "usage: rehearse run SCENARIO... [--seed N] [--trace FILE] [--json] [--progress]\n"
+    "                    [--timeline [--verbose]] [--report FILE.html]\n"
     "\n"
     "Runs scenario files (docs/scenario-format.md) in the simulated world: the real\n"
     "core against the scenario's services and faults, watched by the invariant\n"
@@ -47,6 +52,8 @@ constexpr const char* kRunHelp =
     "\n"
     "--trace FILE writes the first run's trace as JSON Lines (atomically: a temporary\n"
     "file renamed into place); it takes exactly one scenario.\n"
+    "--timeline prints each run as a timeline before the table (docs/report.md);\n"
+    "--report FILE.html writes one self-contained HTML report (one scenario only).\n"
     "\n"
     "Exit codes: 0 every invariant and expectation held, 1 one failed, 2 bad input.\n";
 
@@ -55,6 +62,9 @@ const std::vector<OptionSpec> kRunOptions{
     {"--trace", true, "FILE", "write the trace as JSON Lines (one scenario only)"},
     {"--json", false, "", "print one JSON document"},
     {"--progress", false, "", "progress on stderr even when it is not a terminal"},
+    {"--timeline", false, "", "print the run as a timeline (colour on a terminal)"},
+    {"--verbose", false, "", "with --timeline: show disk, queue and outbox detail too"},
+    {"--report", true, "FILE", "write a self-contained HTML report (one scenario only)"},
 };
 
 Result<std::uint64_t> parse_seed(const std::string& text) {
@@ -95,6 +105,15 @@ Status write_atomically(const std::string& path, const std::string& bytes) {
   return {};
 }
 
+// The timeline on stdout; colour only on a terminal and without NO_COLOR.
+void print_timeline(const sim::ScenarioRunResult& run, bool verbose) {
+  sim::TimelineOptions options;
+  options.verbose = verbose;
+  options.color = isatty(fileno(stdout)) != 0 && std::getenv("NO_COLOR") == nullptr;
+  fmt::print("{} (seed {})\n{}\n", run.path.empty() ? run.scenario : run.path, run.seed,
+             sim::render_timeline(run.trace.events(), options));
+}
+
 double elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since)
       .count();
@@ -124,6 +143,10 @@ int cmd_run(const Args& args) {
 
   auto files = expand_scenario_paths(parsed->positionals);
   if (!files) return usage_error(files.error().describe());
+  const std::optional<std::string> report_path = parsed->value("--report");
+  if (report_path && files->size() != 1) {
+    return usage_error(fmt::format("--report takes exactly one scenario ({} given)", files->size()));
+  }
   if (trace_path && files->size() != 1) {
     return usage_error(
         fmt::format("--trace takes exactly one scenario ({} given): run them one at a time",
@@ -187,6 +210,14 @@ int cmd_run(const Args& args) {
       }
     }
     const sim::Verdict verdict = sim::judge_run(scenario, *first, determinism);
+    if (parsed->has("--timeline") && !as_json) print_timeline(*first, parsed->has("--verbose"));
+    if (report_path) {
+      const std::string html = sim::render_html_report(scenario, *first, verdict);
+      if (Status s = write_output_file(*report_path, html, "the report file"); !s.ok()) {
+        fmt::print(stderr, "rehearse: error: {}\n", s.error().describe());
+        return kExitUsage;
+      }
+    }
     all_held = all_held && verdict.held();
     const sim::SummaryRow row = sim::summarize(scenario, *first, wall_ms, verdict.held());
     rows.push_back(row);

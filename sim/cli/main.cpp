@@ -33,6 +33,8 @@ constexpr std::string_view kTopHelp =
     "  policy explain POLICY the retry plan a policy gives after one failure\n"
     "  validate FILE|DIR...  check scenario files (--strict: flags fail too)\n"
     "  run SCENARIO|DIR...   run scenarios in the simulated world, check invariants\n"
+    "                        (--timeline, --report FILE.html: see the incident)\n"
+    "  status DIR [DIR]      status view of a state directory (two: merged)\n"
     "\n"
     "Every command has --help; --json prints one JSON document on stdout.\n"
     "Exit codes: 0 all held, 1 an invariant or expectation failed, 2 bad input.\n";
@@ -58,6 +60,7 @@ int main(int argc, char** argv) {
     if (command == "policy") return cmd_policy(rest);
     if (command == "validate") return cmd_validate(rest);
     if (command == "run") return cmd_run(rest);
+    if (command == "status") return cmd_status(rest);
     return usage_error(fmt::format("unknown command '{}'", command),
                        "run 'rehearse --help' for the list of commands");
   } catch (const std::exception& e) {
