@@ -216,7 +216,7 @@ Lanes make_lanes(const Scenario& scenario, const std::vector<TimelineEntry>& ent
     for (const std::string& item : items[job.id]) lanes.add(item);
   }
   for (const TimelineEntry& e : entries) lanes.add(e.lane);
-  lanes.height = lanes.names.size() <= 60 ? 22 : (lanes.names.size() <= 300 ? 14 : 9);
+  lanes.height = lanes.names.size() <= 8 ? 28 : lanes.names.size() <= 60 ? 22 : (lanes.names.size() <= 300 ? 14 : 9);
   return lanes;
 }
 
@@ -343,7 +343,9 @@ std::string spans_svg(const std::vector<TimelineEntry>& entries,
                       const Lanes& lanes, TimeMs end) {
   std::string out;
   std::map<std::string, const TimelineEntry*> open;
+  std::map<std::size_t, std::string> labels;  // entry index -> short label
   auto draw = [&](const char* cls, const TimelineEntry& from, TimeMs to, const std::string& what) {
+    const std::string label = labels[from.index];
     const double x0 = kLabelWidth + axis.x(from.t);
     const double x1 = std::max(x0 + 2, kLabelWidth + axis.x(to));
     out += fmt::format(
@@ -351,9 +353,13 @@ std::string spans_svg(const std::vector<TimelineEntry>& entries,
         "{}</title></rect>",
         cls, num(x0), num(kAxisHeight), num(x1 - x0), num(lanes.bottom() - kAxisHeight),
         timeline_time(from.t), timeline_time(to), esc(what));
+    if (x1 - x0 < 70) return;  // too narrow for a label: the hover text says it
+    out += fmt::format("<text class=\"spanlabel\" x=\"{}\" y=\"{}\">{}</text>", num(x0 + 3),
+                       num(kAxisHeight + 11), esc(label));
   };
   for (const TimelineEntry& e : entries) {
     const TraceEvent& ev = events[e.index];
+    labels[e.index] = ev.type == "fault_start" ? ev.str("kind") : ev.str("process") + " down";
     if (ev.type == "fault_start") {
       open["fault " + std::to_string(ev.num("fault"))] = &e;
     } else if (ev.type == "fault_end") {
@@ -369,8 +375,10 @@ std::string spans_svg(const std::vector<TimelineEntry>& entries,
     }
   }
   for (const auto& [key, from] : open) {
-    draw(key.rfind("fault", 0) == 0 ? "fault" : "down", *from, from->until.value_or(end),
-         from->text);
+    // A fault without an end (a restart, a corruption) is an instant unless
+    // it said how long it lasts; a process never booted again stays down.
+    const bool fault = key.rfind("fault", 0) == 0;
+    draw(fault ? "fault" : "down", *from, fault ? from->until.value_or(from->t) : end, from->text);
   }
   return out;
 }
@@ -538,7 +546,7 @@ svg{display:block;border:1px solid #e5e7eb;background:#fff;cursor:crosshair}
 .tick{stroke:#e5e7eb}.ticklabel{font-size:10px;fill:#6b7280;text-anchor:middle}
 .fold rect{fill:#f1f5f9}.fold text{font-size:11px;fill:#94a3b8}
 .span.fault{fill:#ef4444;fill-opacity:.10;stroke:#ef4444;stroke-opacity:.35}
-.span.down{fill:#64748b;fill-opacity:.18;stroke:#475569;stroke-opacity:.4;stroke-dasharray:3 2}
+.spanlabel{font-size:10px;fill:#9f1239;pointer-events:none}.span.down{fill:#64748b;fill-opacity:.18;stroke:#475569;stroke-opacity:.4;stroke-dasharray:3 2}
 .m{stroke:#fff;stroke-width:.8}.m.slot_due line{stroke:#94a3b8;stroke-width:1.5}
 .t-good{fill:#16a34a}.t-plain{fill:#9ca3af}.t-bad{fill:#b91c1c}.t-warn{fill:#d97706}
 .t-info{fill:#7c3aed}.t-fault{fill:#be123c}.t-detail{fill:#cbd5e1}
@@ -608,7 +616,7 @@ std::string legend_html() {
 std::string render_html_report(const Scenario& scenario, const ScenarioRunResult& run,
                                const Verdict& verdict, HtmlReportStats* stats) {
   const std::vector<TraceEvent>& events = run.trace.events();
-  const std::vector<TimelineEntry> entries = timeline_entries(events, /*verbose=*/false);
+  const std::vector<TimelineEntry> entries = timeline_entries(events, /*verbose=*/false, /*fold_notifications=*/false);
   std::vector<TimeMs> points;
   for (const TimelineEntry& e : entries) {
     points.push_back(e.t);

@@ -238,7 +238,8 @@ std::optional<TimelineEntry> classify_event(const TraceEvent& e, std::size_t ind
   return out;
 }
 
-std::vector<TimelineEntry> timeline_entries(const std::vector<TraceEvent>& events, bool verbose) {
+std::vector<TimelineEntry> timeline_entries(const std::vector<TraceEvent>& events, bool verbose,
+                                            bool fold_notifications) {
   std::vector<TimelineEntry> out;
   // (lane, event name) -> the status line a following notification belongs to.
   std::map<std::pair<std::string, std::string>, std::size_t> announced;
@@ -246,7 +247,8 @@ std::vector<TimelineEntry> timeline_entries(const std::vector<TraceEvent>& event
     auto entry = classify_event(events[i], i);
     if (!entry || (entry->mark == Mark::detail && !verbose)) continue;
     const TraceEvent& e = events[i];
-    if (entry->mark == Mark::notification && e.type == "message_delivered" && !verbose) {
+    if (entry->mark == Mark::notification && e.type == "message_delivered" &&
+        fold_notifications && !verbose) {
       const auto it = announced.find({entry->lane, e.str("event")});
       if (it != announced.end() && out[it->second].t == e.t) {
         out[it->second].text += " -> notified " + e.str("target");

@@ -65,10 +65,12 @@ struct TimelineEntry {
 std::optional<TimelineEntry> classify_event(const TraceEvent& e, std::size_t index);
 
 // Every entry of the trace, in trace order; detail entries only when verbose.
-// A notification sent right after the status event it announces is folded
-// into that event's line ("-> notified team-weekly") instead of a line of its
-// own.
-std::vector<TimelineEntry> timeline_entries(const std::vector<TraceEvent>& events, bool verbose);
+// With fold_notifications (the terminal), a notification sent at the instant
+// of the status event it announces is folded into that event's line ("->
+// notified team-weekly") instead of a line of its own; the HTML report keeps
+// them as marks.
+std::vector<TimelineEntry> timeline_entries(const std::vector<TraceEvent>& events, bool verbose,
+                                            bool fold_notifications = true);
 
 struct TimelineOptions {
   bool verbose = false;
