@@ -81,7 +81,9 @@ class TimeAxis {
     points.push_back(end);
     std::sort(points.begin(), points.end());
     points.erase(std::unique(points.begin(), points.end()), points.end());
-    const DurationMs gap = std::max<DurationMs>((end - start) / 30, 60'000);
+    // Only a stretch that is a large share of the run (a fifth) and longer
+    // than an hour is folded: regular hourly work never is.
+    const DurationMs gap = std::max<DurationMs>((end - start) / 5, 3'600'000);
     std::vector<std::pair<TimeMs, TimeMs>> busy;
     std::vector<bool> folded_after;
     for (TimeMs p : points) {
@@ -216,7 +218,7 @@ Lanes make_lanes(const Scenario& scenario, const std::vector<TimelineEntry>& ent
     for (const std::string& item : items[job.id]) lanes.add(item);
   }
   for (const TimelineEntry& e : entries) lanes.add(e.lane);
-  lanes.height = lanes.names.size() <= 8 ? 28 : lanes.names.size() <= 60 ? 22 : (lanes.names.size() <= 300 ? 14 : 9);
+  lanes.height = lanes.names.size() <= 8 ? 32 : lanes.names.size() <= 60 ? 22 : (lanes.names.size() <= 300 ? 14 : 9);
   return lanes;
 }
 
@@ -288,7 +290,7 @@ std::string shape(const Drawn& d, const Lanes& lanes) {
   const TimelineEntry& e = *d.entries.front();
   const double x = kLabelWidth + d.x;
   const double mid = lanes.y(d.lane) + lanes.height / 2;
-  const double r = std::min(5.0, lanes.height / 3.5);
+  const double r = std::min(6.0, lanes.height / 3.5);
   switch (e.mark) {
     case Mark::slot_due:
       return fmt::format("<line x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\"/>", num(x),
@@ -315,6 +317,12 @@ std::string shape(const Drawn& d, const Lanes& lanes) {
       return fmt::format("<path d=\"M{0} {1} L{2} {3} L{4} {3} Z\"/>", num(x),
                          num(lanes.y(d.lane) + lanes.height - 1), num(x + 3),
                          num(lanes.y(d.lane) + lanes.height - 6), num(x - 3));
+    case Mark::stage:  // upper half: a stage change
+      return fmt::format("<rect x=\"{}\" y=\"{}\" width=\"4\" height=\"{}\"/>", num(x - 2),
+                         num(mid - r - 1), num(r));
+    case Mark::item_problem:  // lower half, wider: the item failed / waits
+      return fmt::format("<rect x=\"{}\" y=\"{}\" width=\"7\" height=\"{}\"/>", num(x - 3.5),
+                         num(mid + 1), num(r));
     default:
       return fmt::format("<rect x=\"{}\" y=\"{}\" width=\"4\" height=\"{}\"/>", num(x - 2),
                          num(mid - r), num(2 * r));
@@ -464,7 +472,10 @@ json status_changes(const std::vector<TimelineEntry>& entries,
         set(e, 3, "");
         break;
       case Mark::stage: set(e, 5, ev.str("to")); break;
-      case Mark::item_problem: set(e, 0, e.text); break;
+      case Mark::item_problem:
+        set(e, 0, ev.type);
+        set(e, 1, e.failure_class);
+        break;
       default: break;
     }
   }
