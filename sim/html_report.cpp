@@ -22,6 +22,7 @@ constexpr double kLabelWidth = 210;  // lane names
 constexpr double kPlotWidth = 1000;  // the time axis
 constexpr double kBreakWidth = 22;   // a folded idle stretch
 constexpr double kAxisHeight = 34;
+constexpr std::size_t kMarkBudget = 12000;  // marks drawn at most (about 2 MB of SVG)
 
 std::string esc(std::string_view s) {
   std::string out;
@@ -242,13 +243,20 @@ struct Drawn {
   std::string cls;
   double x = 0;
   double x2 = 0;  // retries: where the arrow ends
+  const TimelineEntry* rep = nullptr;  // the entry the mark looks like
   std::vector<const TimelineEntry*> entries;
 };
 
 std::string hover(const std::vector<const TimelineEntry*>& entries, const std::string& lane) {
   std::string out;
-  if (entries.size() > 1) out += fmt::format("{} events on {}\n", entries.size(), lane);
-  const std::size_t shown = std::min<std::size_t>(entries.size(), 6);
+  if (entries.size() > 1) {
+    std::map<std::string, std::size_t> kinds;
+    for (const TimelineEntry* e : entries) ++kinds[to_string(e->mark)];
+    out += fmt::format("{} events on {}:", entries.size(), lane);
+    for (const auto& [kind, n] : kinds) out += fmt::format(" {} {}", n, kind);
+    out += "\n";
+  }
+  const std::size_t shown = std::min<std::size_t>(entries.size(), 4);
   for (std::size_t i = 0; i < shown; ++i) {
     const TimelineEntry& e = *entries[i];
     if (i > 0) out += "\n";
@@ -258,36 +266,70 @@ std::string hover(const std::vector<const TimelineEntry*>& entries, const std::s
   return out;
 }
 
-// The marks of the lanes, merged by (lane, class, bucket) when dense.
-std::vector<Drawn> merge_marks(const std::vector<TimelineEntry>& entries, const Lanes& lanes,
-                               const TimeAxis& axis, double& bucket_px) {
-  std::size_t drawable = 0;
-  for (const TimelineEntry& e : entries) {
-    if (e.mark != Mark::fault_end && e.mark != Mark::run_end) ++drawable;
+// How much an entry matters when several share one mark: failures first.
+int severity(const TimelineEntry& e) {
+  switch (e.tone) {
+    case Tone::bad: return 6;
+    case Tone::fault: return 5;
+    case Tone::warn: return 4;
+    case Tone::info: return 3;
+    case Tone::good: return e.mark == Mark::attempt ? 2 : 1;
+    default: return 0;
   }
-  bucket_px = 3.0 * std::max(1.0, std::ceil(double(drawable) / double(kMarkBudget)));
+}
+
+bool drawable(const TimelineEntry& e) { return e.mark != Mark::fault_end && e.mark != Mark::run_end; }
+
+// One merge pass: entries of one lane within one bucket become one mark;
+// with by_kind, only those of the same kind and colour. The mark looks like
+// its most severe entry.
+std::vector<Drawn> bucket_marks(const std::vector<TimelineEntry>& entries, const Lanes& lanes,
+                                const TimeAxis& axis, double bucket_px, bool by_kind) {
   std::vector<Drawn> out;
   std::map<std::tuple<std::size_t, std::string, long>, std::size_t> at;
   for (const TimelineEntry& e : entries) {
-    if (e.mark == Mark::fault_end || e.mark == Mark::run_end) continue;
+    if (!drawable(e)) continue;
     const std::size_t lane = lanes.index.at(e.lane);
     const std::string cls = mark_class(e);
     const double x = axis.x(e.t);
-    const auto key = std::make_tuple(lane, cls, static_cast<long>(x / bucket_px));
+    const auto key = std::make_tuple(lane, by_kind ? cls : std::string(), static_cast<long>(x / bucket_px));
     const auto it = at.find(key);
-    if (it != at.end()) {
-      out[it->second].entries.push_back(&e);
-      if (e.until) out[it->second].x2 = std::max(out[it->second].x2, axis.x(*e.until));
+    if (it == at.end()) {
+      at.emplace(key, out.size());
+      out.push_back({lane, cls, x, e.until ? axis.x(*e.until) : x, &e, {&e}});
       continue;
     }
-    at.emplace(key, out.size());
-    out.push_back({lane, cls, x, e.until ? axis.x(*e.until) : x, {&e}});
+    Drawn& d = out[it->second];
+    d.entries.push_back(&e);
+    if (severity(e) > severity(*d.rep)) {
+      d.rep = &e;
+      d.cls = cls;
+      d.x = x;
+      d.x2 = x;
+    }
+    if (e.until && d.rep->mark == e.mark) d.x2 = std::max(d.x2, axis.x(*e.until));
   }
   return out;
 }
 
+// Marks merged by kind within 3 px; when that still exceeds kMarkBudget,
+// merged per lane regardless of kind, doubling the bucket until it fits.
+std::vector<Drawn> merge_marks(const std::vector<TimelineEntry>& entries, const Lanes& lanes,
+                               const TimeAxis& axis, double& bucket_px, bool& by_kind) {
+  bucket_px = 3;
+  by_kind = true;
+  std::vector<Drawn> out = bucket_marks(entries, lanes, axis, bucket_px, true);
+  if (out.size() <= kMarkBudget) return out;
+  by_kind = false;
+  for (;;) {
+    out = bucket_marks(entries, lanes, axis, bucket_px, false);
+    if (out.size() <= kMarkBudget || bucket_px >= kPlotWidth) return out;
+    bucket_px *= 2;
+  }
+}
+
 std::string shape(const Drawn& d, const Lanes& lanes) {
-  const TimelineEntry& e = *d.entries.front();
+  const TimelineEntry& e = *d.rep;
   const double x = kLabelWidth + d.x;
   const double mid = lanes.y(d.lane) + lanes.height / 2;
   const double r = std::min(6.0, lanes.height / 3.5);
@@ -332,7 +374,7 @@ std::string shape(const Drawn& d, const Lanes& lanes) {
 std::string marks_svg(const std::vector<Drawn>& drawn, const Lanes& lanes) {
   std::string out;
   for (const Drawn& d : drawn) {
-    const TimelineEntry& e = *d.entries.front();
+    const TimelineEntry& e = *d.rep;
     out += fmt::format("<g class=\"{}{}\" data-mark=\"{}\" data-n=\"{}\" data-t=\"{}\">",
                        d.cls, d.entries.size() > 1 ? " merged" : "", to_string(e.mark),
                        d.entries.size(), e.t);
@@ -636,7 +678,8 @@ std::string render_html_report(const Scenario& scenario, const ScenarioRunResult
   const TimeAxis axis(points, run.start_ms, run.end_ms);
   const Lanes lanes = make_lanes(scenario, entries);
   double bucket_px = 3;
-  const std::vector<Drawn> drawn = merge_marks(entries, lanes, axis, bucket_px);
+  bool by_kind = true;
+  const std::vector<Drawn> drawn = merge_marks(entries, lanes, axis, bucket_px, by_kind);
 
   const double height = lanes.bottom() + 6;
   std::string svg = fmt::format(
@@ -660,7 +703,9 @@ std::string render_html_report(const Scenario& scenario, const ScenarioRunResult
 
   std::size_t merged = 0;
   for (const Drawn& d : drawn) merged += d.entries.size() > 1 ? 1 : 0;
-  if (stats != nullptr) *stats = {lanes.names.size(), drawn.size(), entries.size(), merged, bucket_px};
+  if (stats != nullptr) {
+    *stats = {lanes.names.size(), drawn.size(), entries.size(), merged, bucket_px, by_kind};
+  }
 
   const std::string where = run.path.empty() ? run.scenario : run.path;
   std::string page = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/>";
@@ -670,9 +715,9 @@ std::string render_html_report(const Scenario& scenario, const ScenarioRunResult
                       verdict.held() ? "ok" : "fail", verdict.held() ? "held" : "FAILED");
   page += fmt::format(
       "<div class=\"meta\"><span>{} .. {} (UTC)</span><span>seed {}</span><span>{} trace "
-      "events</span><span>{} marks ({} merged, bucket {} px)</span></div>\n",
+      "events</span><span>{} marks ({} merged, {} px buckets{})</span></div>\n",
       timeline_time(run.start_ms), timeline_time(run.end_ms), run.seed, events.size(),
-      drawn.size(), merged, num(bucket_px));
+      drawn.size(), merged, num(bucket_px), by_kind ? "" : ", all kinds per lane");
   page += "<p>Replay: <code>" + esc(replay_command(where, run.seed)) + "</code></p>\n";
   page += "<h2>Timeline</h2>" + legend_html() + svg + "\n";
   page += "<p>Click the timeline to see the status at that instant.</p>\n";

@@ -12,9 +12,11 @@
 //    core's own status view at the end (model/status_view.hpp);
 //  - the invariant results, the first violating event ringed on the timeline;
 //  - the replay command.
-// Dense marks are merged: marks of one kind and colour on one lane closer
-// than a bucket (3 px, widened so that at most kMarkBudget marks are drawn)
-// become one mark whose hover text counts them.
+// Dense marks are merged: marks of one kind and colour on one lane within
+// 3 px become one mark whose hover text counts them; when that still leaves
+// more than 12,000 marks (a 1,000-job week), every mark of a lane within a
+// bucket merges into one that looks like its most severe entry (failures
+// first), the bucket doubling until the budget holds.
 #pragma once
 
 #include <cstddef>
@@ -30,9 +32,9 @@ struct HtmlReportStats {
   std::size_t events_drawn = 0;  // timeline entries behind those marks
   std::size_t merged = 0;        // marks that stand for more than one entry
   double bucket_px = 0;          // merge bucket width used
+  bool by_kind = true;           // false: merged across kinds (over budget)
 };
 
-inline constexpr std::size_t kMarkBudget = 30000;
 
 std::string render_html_report(const Scenario& scenario, const ScenarioRunResult& run,
                                const Verdict& verdict, HtmlReportStats* stats = nullptr);

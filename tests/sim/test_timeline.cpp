@@ -9,6 +9,7 @@
 // marks within its budget.
 // Method: hand-made trace events with the fields docs/trace-events.md gives;
 // one real run of a small scenario for the report.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -183,6 +184,31 @@ TEST(HtmlReport, OneLanePerJobFoldsIdleTimeAndCountsMarks) {
   const auto data = page.find("id=\"report-data\">");
   ASSERT_NE(data, std::string::npos);
   EXPECT_EQ(page.substr(data, page.find("</script>", data) - data).find("</"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rehearse::sim
+
+namespace rehearse::sim {
+namespace {
+
+TEST(HtmlReport, FirstViolatingEventIsRingedAndListed) {
+  const Scenario scenario = small_scenario();
+  auto run = run_scenario(scenario);
+  ASSERT_TRUE(run.ok());
+  std::size_t exhausted = 0;
+  for (std::size_t i = 0; i < run->trace.size(); ++i) {
+    if (run->trace.events()[i].type == "retry_exhausted") exhausted = i;
+  }
+  ASSERT_GT(exhausted, 0u);
+  const Violation violation{"retries_bounded", exhausted, run->trace.events()[exhausted].t,
+                            "made-up violation for the report"};
+  const Verdict verdict = judge_run(scenario, *run, violation);
+  const std::string page = render_html_report(scenario, *run, verdict);
+  EXPECT_NE(page.find("id=\"violation-0\""), std::string::npos);
+  EXPECT_NE(page.find(fmt::format("violated at event {}", exhausted)), std::string::npos);
+  EXPECT_NE(page.find("<a href=\"#violation-0\""), std::string::npos);
+  EXPECT_NE(page.find("FAILED"), std::string::npos);
 }
 
 }  // namespace
