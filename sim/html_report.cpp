@@ -247,21 +247,27 @@ struct Drawn {
   std::vector<const TimelineEntry*> entries;
 };
 
-std::string hover(const std::vector<const TimelineEntry*>& entries, const std::string& lane) {
-  std::string out;
-  if (entries.size() > 1) {
-    std::map<std::string, std::size_t> kinds;
-    for (const TimelineEntry* e : entries) ++kinds[to_string(e->mark)];
-    out += fmt::format("{} events on {}:", entries.size(), lane);
-    for (const auto& [kind, n] : kinds) out += fmt::format(" {} {}", n, kind);
-    out += "\n";
+// Hover text: one line per entry (the first four); a merged mark starts with
+// its counts. Brief (merged across kinds, a fleet): the counts, the span and
+// the most severe entry only, so that a 1,000-job week stays a few MB.
+std::string hover(const std::vector<const TimelineEntry*>& entries, const TimelineEntry& rep,
+                  const std::string& lane, bool brief) {
+  auto line = [&lane](const TimelineEntry& e) {
+    return fmt::format("{}  {}: {} [event {}]", timeline_time(e.t), lane, e.text, e.index);
+  };
+  if (entries.size() == 1) return line(rep);
+  std::map<std::string, std::size_t> kinds;
+  for (const TimelineEntry* e : entries) ++kinds[to_string(e->mark)];
+  std::string out = fmt::format("{} events on {}:", entries.size(), lane);
+  if (brief) out = fmt::format("{} events:", entries.size());  // the lane is beside it
+  for (const auto& [kind, n] : kinds) out += fmt::format(" {} {}", n, kind);
+  if (brief) {
+    return out + fmt::format(", {} .. {}; worst: {} [event {}]",
+                             timeline_time(entries.front()->t).substr(5),
+                             timeline_time(entries.back()->t).substr(5), rep.text, rep.index);
   }
   const std::size_t shown = std::min<std::size_t>(entries.size(), 4);
-  for (std::size_t i = 0; i < shown; ++i) {
-    const TimelineEntry& e = *entries[i];
-    if (i > 0) out += "\n";
-    out += fmt::format("{}  {}: {} [event {}]", timeline_time(e.t), lane, e.text, e.index);
-  }
+  for (std::size_t i = 0; i < shown; ++i) out += "\n" + line(*entries[i]);
   if (entries.size() > shown) out += fmt::format("\n... and {} more", entries.size() - shown);
   return out;
 }
@@ -371,15 +377,14 @@ std::string shape(const Drawn& d, const Lanes& lanes) {
   }
 }
 
-std::string marks_svg(const std::vector<Drawn>& drawn, const Lanes& lanes) {
+std::string marks_svg(const std::vector<Drawn>& drawn, const Lanes& lanes, bool brief) {
   std::string out;
   for (const Drawn& d : drawn) {
     const TimelineEntry& e = *d.rep;
-    out += fmt::format("<g class=\"{}{}\" data-mark=\"{}\" data-n=\"{}\" data-t=\"{}\">",
-                       d.cls, d.entries.size() > 1 ? " merged" : "", to_string(e.mark),
-                       d.entries.size(), e.t);
+    out += fmt::format("<g class=\"{}{}\" data-mark=\"{}\" data-n=\"{}\">", d.cls,
+                       d.entries.size() > 1 ? " merged" : "", to_string(e.mark), d.entries.size());
     out += shape(d, lanes);
-    out += "<title>" + esc(hover(d.entries, lanes.names[d.lane])) + "</title></g>";
+    out += "<title>" + esc(hover(d.entries, e, lanes.names[d.lane], brief)) + "</title></g>";
   }
   return out;
 }
@@ -687,7 +692,7 @@ std::string render_html_report(const Scenario& scenario, const ScenarioRunResult
       "viewBox=\"0 0 {0} {1}\" data-lanes=\"{2}\" data-marks=\"{3}\">",
       num(kLabelWidth + kPlotWidth + 10), num(height), lanes.names.size(), drawn.size());
   svg += lanes_svg(lanes) + axis_svg(axis, height) +
-         spans_svg(entries, events, axis, lanes, run.end_ms) + marks_svg(drawn, lanes) +
+         spans_svg(entries, events, axis, lanes, run.end_ms) + marks_svg(drawn, lanes, !by_kind) +
          violations_svg(run, verdict, axis, lanes);
   svg += fmt::format("<line id=\"cursor\" x1=\"0\" x2=\"0\" y1=\"{}\" y2=\"{}\"/></svg>",
                      num(kAxisHeight - 4), num(lanes.bottom()));
