@@ -109,7 +109,8 @@ Status write_atomically(const std::string& path, const std::string& bytes) {
 void print_timeline(const sim::ScenarioRunResult& run, bool verbose) {
   sim::TimelineOptions options;
   options.verbose = verbose;
-  options.color = isatty(fileno(stdout)) != 0 && std::getenv("NO_COLOR") == nullptr;
+  const char* no_color = std::getenv("NO_COLOR");  // no-color.org: set and not empty
+  options.color = isatty(fileno(stdout)) != 0 && (no_color == nullptr || *no_color == '\0');
   fmt::print("{} (seed {})\n{}\n", run.path.empty() ? run.scenario : run.path, run.seed,
              sim::render_timeline(run.trace.events(), options));
 }

@@ -50,6 +50,13 @@ contains tl-next-week "$work/out" "2026-12-11 17:00:00.200  attempt 1 (regular) 
 contains tl-notified "$work/out" "-> notified team-weekly"
 if grep -q $'\x1b\[' "$work/out"; then bad "timeline: ANSI codes when piped"; else ok; fi
 lacks tl-no-disk "$work/out" "disk_write"
+# On a terminal (a pseudo-terminal from script(1)): colour, unless NO_COLOR.
+if command -v script >/dev/null 2>&1; then
+  env -u NO_COLOR script -qc "'$R' run '$SIX' --timeline" /dev/null >"$work/tty" 2>&1
+  if grep -q $'\x1b\[31m' "$work/tty"; then ok; else bad "timeline: no colour on a terminal"; fi
+  NO_COLOR=1 script -qc "'$R' run '$SIX' --timeline" /dev/null >"$work/tty" 2>&1
+  if grep -q $'\x1b\[3' "$work/tty"; then bad "timeline: colour despite NO_COLOR"; else ok; fi
+fi
 expect_rc timeline-verbose 0 run "$SIX" --timeline --verbose
 contains tl-verbose-disk "$work/out" "disk_write"
 contains tl-verbose-outbox "$work/out" "outbox_add"
