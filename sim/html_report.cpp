@@ -175,6 +175,7 @@ std::string axis_svg(const TimeAxis& axis, double height) {
       }
     }
     for (TimeMs t = (p.t0 + step - 1) / step * step; t <= p.t1; t += step) {
+      if (axis.x(t) > p.x1 - 30) break;  // no label cut off by a fold or the edge
       const double x = kLabelWidth + axis.x(t);
       const std::string label = timeline_time(t).substr(5, 11);  // "12-04 17:00"
       out += fmt::format("<line class=\"tick\" x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\"/>"
@@ -468,14 +469,15 @@ std::string violations_svg(const ScenarioRunResult& run, const Verdict& verdict,
 
 std::string lanes_svg(const Lanes& lanes) {
   std::string out;
+  const double font = std::min(11.0, lanes.height - 1);  // labels never overlap
   for (std::size_t i = 0; i < lanes.names.size(); ++i) {
     const std::string& name = lanes.names[i];
     const bool item = name.find(" / ") != std::string::npos;
     out += fmt::format(
         "<g class=\"lane{}\"><rect x=\"0\" y=\"{}\" width=\"{}\" height=\"{}\"/><text x=\"{}\" "
-        "y=\"{}\">{}</text></g>",
+        "y=\"{}\" font-size=\"{}\">{}</text></g>",
         i % 2 == 0 ? " even" : "", num(lanes.y(i)), num(kLabelWidth + kPlotWidth),
-        num(lanes.height), item ? 16 : 6, num(lanes.y(i) + lanes.height / 2 + 4),
+        num(lanes.height), item ? 16 : 6, num(lanes.y(i) + lanes.height / 2 + font / 2.8), num(font),
         esc(item ? "\xe2\x86\xb3 " + name.substr(name.find(" / ") + 3) : name));
   }
   return out;
@@ -600,7 +602,7 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:18px 0 6px}
 pre{background:#f8fafc;border:1px solid #e5e7eb;padding:8px;overflow:auto;max-height:420px}
 .meta span{margin-right:18px}
 svg{display:block;border:1px solid #e5e7eb;background:#fff;cursor:crosshair}
-.lane rect{fill:#fff}.lane.even rect{fill:#f8fafc}.lane text{font-size:11px;fill:#374151}
+.lane rect{fill:#fff}.lane.even rect{fill:#f8fafc}.lane text{fill:#374151}
 .tick{stroke:#e5e7eb}.ticklabel{font-size:10px;fill:#6b7280;text-anchor:middle}
 .fold rect{fill:#f1f5f9}.fold text{font-size:11px;fill:#94a3b8}
 .span.fault{fill:#ef4444;fill-opacity:.10;stroke:#ef4444;stroke-opacity:.35}
