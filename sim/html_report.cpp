@@ -540,15 +540,7 @@ std::string final_status_text(const Scenario& scenario, const ScenarioRunResult&
     StatusJob job;
     job.state = *f.state;
     for (const JobSpec& spec : scenario.jobs) {
-      if (spec.id != f.job_id) continue;
-      auto schedule = effective_schedule(spec.schedule, spec.schedule_env, scenario.env);
-      if (!spec.retry_policy) {
-        job.policy = make_error(ErrorCode::invalid_argument, "no retry_policy");
-      } else {
-        std::optional<ScheduleFacts> facts;
-        if (schedule.ok()) facts = schedule_facts(schedule->schedule);
-        job.policy = parse_retry_policy(*spec.retry_policy, facts);
-      }
+      if (spec.id == f.job_id) job.policy = scenario_job_policy(scenario, spec);
     }
     jobs.push_back(std::move(job));
   }
@@ -672,6 +664,16 @@ std::string legend_html() {
 }
 
 }  // namespace
+
+PolicyOrError scenario_job_policy(const Scenario& scenario, const JobSpec& job) {
+  if (!job.retry_policy) {
+    return make_error(ErrorCode::invalid_argument, fmt::format("job '{}' has no retry_policy", job.id));
+  }
+  std::optional<ScheduleFacts> facts;
+  auto schedule = effective_schedule(job.schedule, job.schedule_env, scenario.env);
+  if (schedule.ok()) facts = schedule_facts(schedule->schedule);
+  return parse_retry_policy(*job.retry_policy, facts);
+}
 
 std::string render_html_report(const Scenario& scenario, const ScenarioRunResult& run,
                                const Verdict& verdict, HtmlReportStats* stats) {

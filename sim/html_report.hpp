@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <string>
 
+#include "model/retry_machine.hpp"
 #include "sim/report.hpp"
 
 namespace rehearse::sim {
@@ -35,6 +36,10 @@ struct HtmlReportStats {
   bool by_kind = true;           // false: merged across kinds (over budget)
 };
 
+
+// A scenario job's policy as the run parses it ("auto" on the job's
+// effective schedule); an error when it has none. For the status views.
+PolicyOrError scenario_job_policy(const Scenario& scenario, const JobSpec& job);
 
 std::string render_html_report(const Scenario& scenario, const ScenarioRunResult& run,
                                const Verdict& verdict, HtmlReportStats* stats = nullptr);

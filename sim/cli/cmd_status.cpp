@@ -27,6 +27,7 @@
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/output_file.hpp"
+#include "sim/html_report.hpp"
 #include "sim/scenario.hpp"
 
 namespace rehearse::cli {
@@ -112,14 +113,7 @@ Result<std::map<std::string, PolicyOrError>> scenario_policies(const std::string
   if (!scenario) return std::move(scenario).error();
   std::map<std::string, PolicyOrError> out;
   for (const sim::JobSpec& job : scenario->jobs) {
-    if (!job.retry_policy) {
-      out.emplace(job.id, make_error(ErrorCode::invalid_argument, "no retry_policy"));
-      continue;
-    }
-    std::optional<ScheduleFacts> facts;
-    auto schedule = effective_schedule(job.schedule, job.schedule_env, scenario->env);
-    if (schedule.ok()) facts = schedule_facts(schedule->schedule);
-    out.emplace(job.id, parse_retry_policy(*job.retry_policy, facts));
+    out.emplace(job.id, sim::scenario_job_policy(*scenario, job));
   }
   return out;
 }
