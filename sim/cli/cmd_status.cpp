@@ -17,10 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/cron.hpp"
 #include "model/posix_disk.hpp"
 #include "model/retry_machine.hpp"
-#include "model/retry_policy.hpp"
 #include "model/state_codec.hpp"
 #include "model/state_store.hpp"
 #include "model/status_view.hpp"
