@@ -3,7 +3,8 @@
 # Sourced by .ci/scenarios and .ci/test; safe to run on its own.
 set -euo pipefail
 
-REHEARSE_PACKAGES=(g++ cmake make pkg-config python3
+# chromium: the HTML report's browser test (tests/cli/test_report_browser.sh).
+REHEARSE_PACKAGES=(g++ cmake make pkg-config python3 chromium
   libgtest-dev libgmock-dev librapidcheck-dev
   nlohmann-json3-dev libfmt-dev libbenchmark-dev)
 

@@ -18,6 +18,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -28,6 +29,8 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
 #include "sim/cli/output_file.hpp"
+#include "sim/html_report.hpp"
+#include "sim/timeline.hpp"
 #include "sim/cli/scenario_files.hpp"
 #include "sim/report.hpp"
 #include "sim/world.hpp"
@@ -39,7 +42,8 @@ namespace {
 
 constexpr const char* kRunHelp =
     "usage: rehearse run SCENARIO... [--seed N] [--trace FILE] [--json] [--strict]\n"
-    "                                [--progress]\n"
+    "                                [--progress] [--timeline [--verbose]]\n"
+    "                                [--report FILE.html]\n"
     "\n"
     "Runs scenario files (docs/scenario-format.md) in the simulated world: the real\n"
     "core against the scenario's services and faults, watched by the invariant\n"
@@ -58,6 +62,9 @@ constexpr const char* kRunHelp =
     "scenario. '-' is standard output; a device or FIFO is written through; a\n"
     "symlink is followed; a regular file is replaced atomically; an input file is\n"
     "never overwritten (exit 2). See docs/cli.md.\n"
+    "--timeline prints each run as a timeline before the table (docs/report.md);\n"
+    "--report FILE.html writes one self-contained HTML report (one scenario only;\n"
+    "the same output-file rule as --trace).\n"
     "\n"
     "Exit codes (the worst over all files): 0 every invariant and expectation held,\n"
     "1 one failed (or, with --strict, a flag or unchecked invariant), 2 bad input.\n";
@@ -68,6 +75,9 @@ const std::vector<OptionSpec> kRunOptions{
     {"--json", false, "", "print one JSON document"},
     {"--strict", false, "", "flags and unchecked invariants are failures (exit 1)"},
     {"--progress", false, "", "progress on stderr even when it is not a terminal"},
+    {"--timeline", false, "", "print the run as a timeline (colour on a terminal)"},
+    {"--verbose", false, "", "with --timeline: show disk, queue and outbox detail too"},
+    {"--report", true, "FILE", "write a self-contained HTML report (one scenario only)"},
 };
 
 Result<std::uint64_t> parse_seed(const std::string& text) {
@@ -82,6 +92,17 @@ Result<std::uint64_t> parse_seed(const std::string& text) {
   return v;
 }
 
+// The timeline on stdout; colour only on a terminal and without NO_COLOR
+// (no-color.org: set and not empty).
+void print_timeline(const sim::ScenarioRunResult& run, bool verbose) {
+  sim::TimelineOptions options;
+  options.verbose = verbose;
+  const char* no_color = std::getenv("NO_COLOR");
+  options.color = isatty(fileno(stdout)) != 0 && (no_color == nullptr || *no_color == '\0');
+  fmt::print("{} (seed {})\n{}\n", run.path.empty() ? run.scenario : run.path, run.seed,
+             sim::render_timeline(run.trace.events(), options));
+}
+
 double elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since)
       .count();
@@ -90,6 +111,9 @@ double elapsed_ms(std::chrono::steady_clock::time_point since) {
 struct RunSettings {
   std::optional<std::uint64_t> seed;
   std::optional<std::string> trace_path;
+  std::optional<std::string> report_path;
+  bool timeline = false;
+  bool verbose = false;
   bool as_json = false;
   bool strict = false;
   bool show_progress = false;
@@ -162,6 +186,13 @@ void run_one(const sim::Scenario& scenario, const RunSettings& settings, RunRepo
     }
   }
   const sim::Verdict verdict = sim::judge_run(scenario, *first, determinism, settings.strict);
+  if (settings.timeline && !settings.as_json) print_timeline(*first, settings.verbose);
+  if (settings.report_path) {
+    const std::string html = sim::render_html_report(scenario, *first, verdict);
+    if (Status s = write_output_file(*settings.report_path, html); !s.ok()) {
+      return add_error_row(report, scenario.path, s.error());
+    }
+  }
   sim::SummaryRow row = sim::summarize(scenario, *first, wall_ms, verdict.held());
   row.notes = sim::verdict_notes(verdict);
   report.worsen(verdict.held() ? kExitOk : kExitFailed);
@@ -201,12 +232,23 @@ Result<RunSettings> read_settings(const ParsedArgs& parsed) {
     settings.seed = *s;
   }
   settings.trace_path = parsed.value("--trace");
+  settings.report_path = parsed.value("--report");
+  settings.timeline = parsed.has("--timeline");
+  settings.verbose = parsed.has("--verbose");
   settings.as_json = parsed.has("--json");
   settings.strict = parsed.has("--strict");
   settings.show_progress = parsed.has("--progress") || isatty(fileno(stderr)) != 0;
-  if (settings.as_json && settings.trace_path == "-") {
+  for (const auto& [flag, path] : {std::pair{"--trace", settings.trace_path},
+                                    std::pair{"--report", settings.report_path}}) {
+    if (settings.as_json && path == "-") {
+      return make_error(ErrorCode::invalid_argument,
+                        fmt::format("{} - and --json both want standard output: give {} a file",
+                                    flag, flag));
+    }
+  }
+  if (settings.trace_path == "-" && settings.report_path == "-") {
     return make_error(ErrorCode::invalid_argument,
-                      "--trace - and --json both want standard output: give --trace a file");
+                      "--trace - and --report - both want standard output: give one a file");
   }
   return settings;
 }
@@ -227,15 +269,19 @@ int cmd_run(const Args& args) {
   if (!settings) return input_error(settings.error());
   auto files = expand_scenario_paths(parsed->positionals);
   if (!files) return input_error(files.error());
-  if (settings->trace_path) {
+  for (const auto& [flag, path] : {std::pair{"--trace", settings->trace_path},
+                                    std::pair{"--report", settings->report_path}}) {
+    if (!path) continue;
     if (files->size() != 1) {
       return usage_error(
-          fmt::format("--trace takes exactly one scenario ({} given): run them one at a time",
+          fmt::format("{} takes exactly one scenario ({} given): run them one at a time", flag,
                       files->size()));
     }
-    if (Status s = check_output_path(*settings->trace_path, *files); !s.ok()) {
-      return input_error(s.error());
-    }
+    if (Status s = check_output_path(*path, *files); !s.ok()) return input_error(s.error());
+  }
+  if (settings->trace_path && settings->trace_path == settings->report_path &&
+      settings->trace_path != "-") {
+    return usage_error("--trace and --report name the same file: give each its own");
   }
 
   RunReport report;

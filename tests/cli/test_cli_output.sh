@@ -133,5 +133,23 @@ assert "input file" in doc["error"]["message"], doc
 PY
 then ok; else bad "input --json: $(cat "$work/stdout")"; fi
 
+# The same rule for every file the command writes: --report onto the input
+# scenario is refused; --report onto a symlink writes the link's target;
+# status --html onto a state file is refused and leaves it as it was.
+"$R" run "$work/s.json" --report "$work/s.json" >/dev/null 2>"$work/err"
+rc=$?
+if [ "$rc" = 2 ] && cmp -s "$work/s.json" "$work/s.orig"; then ok; else bad "report onto input: exit $rc"; fi
+ln -s sub/page.html "$work/page-link.html"
+"$R" run "$work/s.json" --report "$work/page-link.html" >/dev/null 2>&1
+if [ -L "$work/page-link.html" ] && grep -q "<html" "$work/sub/page.html"; then ok; else bad "report via symlink"; fi
+mkdir -p "$work/state"
+echo 'kept by the operator' >"$work/state/notes.txt"
+"$R" status "$work/state" --html "$work/state/page.html" >/dev/null 2>&1
+rc=$?
+if [ "$rc" = 0 ] && grep -q "<html" "$work/state/page.html"; then ok; else bad "status --html: exit $rc"; fi
+"$R" status "$work/state" --html "$work/state/notes.txt" >/dev/null 2>"$work/err"
+rc=$?
+if [ "$rc" = 2 ] && [ "$(cat "$work/state/notes.txt")" = 'kept by the operator' ]; then ok; else bad "status --html onto a file in the state directory: exit $rc $(cat "$work/err")"; fi
+
 echo "cli output: $pass passed, $fail failed"
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

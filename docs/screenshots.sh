@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Regenerates the report screenshots in docs/ (docs/report.md):
+#   docs/screenshots.sh [REHEARSE_BINARY]
+# Runs two bundled scenarios with --report and photographs each page with
+# headless Chromium (Debian package `chromium`, installed by .ci/deps.sh).
+# Default binary: build/release/sim/cli/rehearse (cmake --preset release &&
+# cmake --build --preset release --target rehearse).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+R="${1:-build/release/sim/cli/rehearse}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+shoot() {  # shoot SCENARIO HEIGHT
+  local name
+  name=$(basename "$1" .json)
+  "$R" run "$1" --report "$work/$name.html" >/dev/null
+  chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync \
+    --user-data-dir="$work/profile" --hide-scrollbars --window-size=1260,"$2" \
+    --screenshot="docs/report-$name.png" "file://$work/$name.html" >/dev/null 2>&1
+  echo "docs/report-$name.png"
+}
+shoot scenarios/weekly-quota-6h.json 700
+shoot scenarios/restart-mid-retry-chain.json 700

@@ -1,0 +1,215 @@
+// Goal: the timeline renderer (sim/timeline.hpp) says what each meaningful
+// trace event is, once, for the terminal and the HTML report alike: attempts
+// with outcome and failure class, retries with their delay, exhaustion,
+// recovery, faults, restarts, stages, token reissues; notifications folded
+// into the status line they announce on the terminal; disk/queue/outbox
+// detail only when verbose; lanes grouped world first, then jobs and items in
+// order of appearance; colour only when asked. The HTML report of a real run
+// holds one lane per job and item, folds idle stretches, and merges dense
+// marks within its budget.
+// Method: hand-made trace events with the fields docs/trace-events.md gives;
+// one real run of a small scenario for the report.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/time.hpp"
+#include "sim/html_report.hpp"
+#include "sim/timeline.hpp"
+
+namespace rehearse::sim {
+namespace {
+
+using nlohmann::json;
+
+TimeMs at(const char* iso) { return *parse_instant(iso); }
+
+TraceEvent ev(const char* t, const char* type, const char* job, json data, const char* item = "") {
+  TraceEvent e;
+  e.t = at(t);
+  e.type = type;
+  e.job = job;
+  e.item = item;
+  e.data = std::move(data);
+  return e;
+}
+
+std::vector<TraceEvent> outage() {
+  return {
+      ev("2026-12-04T12:00:00Z", "process_boot", "", {{"process", "worker"}, {"boots", 1}}),
+      ev("2026-12-04T16:59:30Z", "fault_start", "",
+         {{"fault", 0}, {"kind", "quota_exhausted"}, {"until", "2026-12-04T22:59:30Z"}}),
+      ev("2026-12-04T17:00:00Z", "run_started", "weekly", {{"attempt", 1}, {"kind", "regular"}}),
+      ev("2026-12-04T17:00:00Z", "disk_write", "", {{"path", "/state/x"}, {"bytes", 10}}),
+      ev("2026-12-04T17:00:00.200Z", "run_finished", "weekly",
+         {{"attempt", 1}, {"kind", "regular"}, {"outcome", "failure"},
+          {"failure_class", "rate_limit"}, {"duration_ms", 200}}),
+      ev("2026-12-04T17:00:00.200Z", "retry_scheduled", "weekly",
+         {{"attempt", 1}, {"failure_class", "rate_limit"},
+          {"next_retry_at", "2026-12-04T17:30:00.200Z"}, {"next_action", "retry"}}),
+      ev("2026-12-04T17:00:00.200Z", "message_delivered", "weekly",
+         {{"kind", "notification"}, {"event", "retry_scheduled"}, {"target", "team"}}),
+      ev("2026-12-04T17:10:00Z", "stage_changed", "reconcile", {{"from", "open"}, {"to", "triage"}},
+         "ISS-1"),
+      ev("2026-12-04T17:20:00Z", "token_issued", "fetch", {{"reason", "after_401"}, {"generation", 2}}),
+      ev("2026-12-04T17:30:00.400Z", "retry_exhausted", "weekly",
+         {{"attempt", 3}, {"failure_class", "rate_limit"}, {"next_action", "wait_next_run"}}),
+      ev("2026-12-04T22:59:30Z", "fault_end", "", {{"fault", 0}, {"kind", "quota_exhausted"}}),
+  };
+}
+
+TEST(Timeline, ClassifiesAttemptsByOutcomeAndClass) {
+  const auto events = outage();
+  const auto entry = classify_event(events[4], 4);
+  ASSERT_TRUE(entry.has_value());
+  EXPECT_EQ(entry->mark, Mark::attempt);
+  EXPECT_EQ(entry->tone, Tone::bad);
+  EXPECT_EQ(entry->failure_class, "rate_limit");
+  EXPECT_EQ(entry->text, "attempt 1 (regular) failure rate_limit in 200ms");
+  EXPECT_EQ(entry->lane, "weekly");
+}
+
+TEST(Timeline, RetryCarriesItsDelayAndInstant) {
+  const auto entry = classify_event(outage()[5], 5);
+  ASSERT_TRUE(entry.has_value());
+  EXPECT_EQ(entry->mark, Mark::retry);
+  ASSERT_TRUE(entry->until.has_value());
+  EXPECT_EQ(*entry->until, at("2026-12-04T17:30:00.200Z"));
+  EXPECT_NE(entry->text.find("retry 1 scheduled in 30m at 2026-12-04 17:30:00.200"),
+            std::string::npos)
+      << entry->text;
+}
+
+TEST(Timeline, BookkeepingIsSilentAndDiskIsDetail) {
+  const auto events = outage();
+  EXPECT_FALSE(classify_event(events[2], 2).has_value());  // run_started
+  const auto disk = classify_event(events[3], 3);
+  ASSERT_TRUE(disk.has_value());
+  EXPECT_EQ(disk->mark, Mark::detail);
+}
+
+TEST(Timeline, ItemsTokensAndFaultsHaveTheirMarks) {
+  const auto events = outage();
+  EXPECT_EQ(classify_event(events[7], 7)->lane, "reconcile / ISS-1");
+  EXPECT_EQ(classify_event(events[7], 7)->text, "stage open -> triage");
+  EXPECT_EQ(classify_event(events[8], 8)->mark, Mark::token);
+  EXPECT_EQ(classify_event(events[1], 1)->mark, Mark::fault_start);
+  EXPECT_EQ(classify_event(events[10], 10)->mark, Mark::fault_end);
+  // An initial token is no reissue: not shown.
+  auto initial = events[8];
+  initial.data["reason"] = "initial";
+  EXPECT_EQ(classify_event(initial, 8)->mark, Mark::detail);
+}
+
+TEST(Timeline, NotificationFoldsIntoItsStatusLineOnTheTerminalOnly) {
+  const auto events = outage();
+  const auto folded = timeline_entries(events, false);
+  for (const auto& e : folded) EXPECT_NE(e.mark, Mark::notification);
+  bool annotated = false;
+  for (const auto& e : folded) {
+    if (e.mark == Mark::retry) annotated = e.text.find("-> notified team") != std::string::npos;
+  }
+  EXPECT_TRUE(annotated);
+  const auto kept = timeline_entries(events, false, /*fold_notifications=*/false);
+  EXPECT_EQ(kept.size(), folded.size() + 1);
+}
+
+TEST(Timeline, RendersLanesWorldFirstAndDetailOnlyWhenVerbose) {
+  const auto events = outage();
+  const std::string text = render_timeline(events, {});
+  const auto world = text.find("world\n");
+  const auto weekly = text.find("weekly\n");
+  const auto item = text.find("reconcile / ISS-1\n");
+  ASSERT_NE(world, std::string::npos);
+  ASSERT_NE(weekly, std::string::npos);
+  ASSERT_NE(item, std::string::npos);
+  EXPECT_LT(world, weekly);
+  EXPECT_LT(weekly, item);
+  EXPECT_EQ(text.find("disk_write"), std::string::npos);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  EXPECT_NE(text.find("  2026-12-04 17:00:00.200  attempt 1 (regular) failure"), std::string::npos)
+      << text;
+
+  TimelineOptions verbose;
+  verbose.verbose = true;
+  EXPECT_NE(render_timeline(events, verbose).find("disk_write"), std::string::npos);
+  TimelineOptions color;
+  color.color = true;
+  EXPECT_NE(render_timeline(events, color).find("\x1b[31m"), std::string::npos);
+}
+
+Scenario small_scenario() {
+  const json doc = {
+      {"format", 1},
+      {"scenario", "timeline-unit"},
+      {"start", "2026-12-04T12:00:00Z"},
+      {"until", "2026-12-11T18:00:00Z"},
+      {"services", {{"model-api", json::object()}, {"messenger", {{"targets", {"team"}}}}}},
+      {"jobs",
+       {{{"id", "weekly"},
+         {"kind", "group"},
+         {"schedule", "0 17 * * 5"},
+         {"retry_policy", "auto"},
+         {"tasks", {{{"id", "summary"}, {"produces", "summary"}}}},
+         {"targets", {"team"}}}}},
+      {"faults",
+       {{{"at", "2026-12-04T16:59:30Z"}, {"for", "6h"}, {"kind", "quota_exhausted"}}}}};
+  auto loaded = load_scenario_json(doc.dump(), "timeline-unit.json");
+  EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : loaded.error().describe());
+  return std::move(loaded).value();
+}
+
+TEST(HtmlReport, OneLanePerJobFoldsIdleTimeAndCountsMarks) {
+  const Scenario scenario = small_scenario();
+  auto run = run_scenario(scenario);
+  ASSERT_TRUE(run.ok());
+  const Verdict verdict = judge_run(scenario, *run, std::nullopt);
+  HtmlReportStats stats;
+  const std::string page = render_html_report(scenario, *run, verdict, &stats);
+  EXPECT_EQ(stats.lanes, 2u);  // world, weekly
+  EXPECT_EQ(stats.merged, 0u);
+  EXPECT_DOUBLE_EQ(stats.bucket_px, 3.0);
+  EXPECT_NE(page.find("data-lanes=\"2\""), std::string::npos);
+  // The six idle days between the two Fridays are folded.
+  EXPECT_NE(page.find("folded: nothing happened"), std::string::npos);
+  // Self-contained: no external script, stylesheet or font.
+  EXPECT_EQ(page.find("<script src"), std::string::npos);
+  EXPECT_EQ(page.find("<link"), std::string::npos);
+  EXPECT_EQ(page.find("https://"), std::string::npos);
+  // Embedded JSON cannot end its <script> element early.
+  const auto data = page.find("id=\"report-data\">");
+  ASSERT_NE(data, std::string::npos);
+  EXPECT_EQ(page.substr(data, page.find("</script>", data) - data).find("</"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rehearse::sim
+
+namespace rehearse::sim {
+namespace {
+
+TEST(HtmlReport, FirstViolatingEventIsRingedAndListed) {
+  const Scenario scenario = small_scenario();
+  auto run = run_scenario(scenario);
+  ASSERT_TRUE(run.ok());
+  std::size_t exhausted = 0;
+  for (std::size_t i = 0; i < run->trace.size(); ++i) {
+    if (run->trace.events()[i].type == "retry_exhausted") exhausted = i;
+  }
+  ASSERT_GT(exhausted, 0u);
+  const Violation violation{"retries_bounded", exhausted, run->trace.events()[exhausted].t,
+                            "made-up violation for the report"};
+  const Verdict verdict = judge_run(scenario, *run, violation);
+  const std::string page = render_html_report(scenario, *run, verdict);
+  EXPECT_NE(page.find("id=\"violation-0\""), std::string::npos);
+  EXPECT_NE(page.find(fmt::format("violated at event {}", exhausted)), std::string::npos);
+  EXPECT_NE(page.find("<a href=\"#violation-0\""), std::string::npos);
+  EXPECT_NE(page.find("FAILED"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rehearse::sim
