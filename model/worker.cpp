@@ -116,6 +116,7 @@ void Worker::add_job(const JobConfig& job, const RunnerOverride& override_runner
   entry.notify_target = job.targets.empty() ? options_.ops_target : job.targets.front();
   runners_.push_back(std::move(runner));
   scheduled.push_back(std::move(entry));
+  scheduled_.push_back(job.id);
 }
 
 }  // namespace rehearse

@@ -96,6 +96,8 @@ class Worker {
   Scheduler& scheduler() noexcept { return *scheduler_; }
   StateStore& store() noexcept { return *store_; }
   DeliveryLedger& ledger() noexcept { return *ledger_; }
+  // The jobs scheduled, in configuration order.
+  const std::vector<std::string>& scheduled() const noexcept { return scheduled_; }
   // The jobs that could not be scheduled, with why (configuration order).
   const std::vector<std::pair<std::string, std::string>>& config_errors() const noexcept {
     return config_errors_;
@@ -116,6 +118,7 @@ class Worker {
   std::unique_ptr<JobPorts> job_ports_;
   std::vector<std::unique_ptr<JobRunner>> runners_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::vector<std::string> scheduled_;
   std::vector<std::pair<std::string, std::string>> config_errors_;
 };
 
