@@ -17,12 +17,17 @@
 // opens the directory, and its content is compared with the model; then the
 // rest of the workload runs and, after one more power loss, the content must
 // be exact. The number of crash points is printed, recorded and asserted.
+// A property drives both queues with random operation sequences (with power
+// losses and reopens among them) and requires the same answers and contents.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <iostream>
+#include <cstdlib>
 #include <map>
+#include <set>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <utility>
@@ -34,6 +39,7 @@
 #include "model/posix_disk.hpp"
 #include "sim/sim_disk.hpp"
 #include "sim/sim_queue.hpp"
+#include "tests/support/property.hpp"
 
 namespace rehearse::sim {
 namespace {
@@ -326,6 +332,94 @@ TEST(DiskQueueCrash, ABrokenQueueRefusesEveryLaterOperation) {
   auto later = queue->list();
   ASSERT_FALSE(later.ok());
   EXPECT_EQ(later.error().code, ErrorCode::io_error);
+}
+
+
+// --- the same answers as SimQueue, for any sequence -------------------------
+
+// One generated operation: what, and two small numbers it uses.
+struct Op {
+  int what = 0;
+  int a = 0;
+  int b = 0;
+};
+
+// Applies op to a queue; the answer as text (compared between the queues).
+std::string apply(JobQueue& q, const Op& op) {
+  const std::string job = fmt::format("job-{}", op.a % 3);
+  const TimeMs slot = TimeMs{op.b % 4} * kHourMs;
+  const auto pick = [&](bool active) -> std::uint64_t {
+    auto all = active ? q.list_active() : q.list();
+    if (!all.ok() || all->empty()) return 1000 + static_cast<std::uint64_t>(op.b);  // none: not_found
+    return (*all)[static_cast<std::size_t>(op.b) % all->size()].id;
+  };
+  const auto status = [](const Status& s) { return s.ok() ? std::string("ok") : std::string(to_string(s.error().code)); };
+  switch (op.what % 11) {
+    case 0:
+    case 1: {
+      auto r = q.add({job, slot, op.what % 2 == 0 ? RunKind::regular : RunKind::retry,
+                      1 + op.b % 3, TimeMs{op.a % 4} * 1000});
+      return r.ok() ? fmt::format("{} {}", r->id, r->added) : status(r.error());
+    }
+    case 2: {
+      std::set<std::string> busy;
+      if (op.b % 2 == 1) busy.insert(job);
+      auto r = q.take_next(TimeMs{op.b % 6} * 1000, busy);
+      return r.ok() ? (r->has_value() ? std::to_string((*r)->id) : "none") : status(r.error());
+    }
+    case 3: {
+      auto r = q.next_ready_at(op.b % 2 == 1 ? std::set<std::string>{job} : std::set<std::string>{});
+      return r.ok() ? (r->has_value() ? std::to_string(**r) : "none") : status(r.error());
+    }
+    case 4: return status(q.set_intent(pick(op.a % 2 == 0), fmt::format("intent {}", op.b)));
+    case 5: {
+      QueueFinish finish;
+      if (op.a % 2 == 0) finish.adds.push_back({job, slot, RunKind::retry, 2, TimeMs{op.b % 4} * 1000});
+      if (op.a % 3 == 0) finish.cancels.push_back({job, slot});
+      if (op.b % 2 == 0) finish.outbox.push_back({0, "ops", fmt::format("m{}", op.a)});
+      auto r = q.finish(pick(op.a % 2 == 1), std::move(finish));
+      return r.ok() ? fmt::format("{}", r->size()) : status(r.error());
+    }
+    case 6: return status(q.requeue(pick(true)));
+    case 7: {
+      auto r = q.cancel_retries(job, slot);
+      return r.ok() ? std::to_string(*r) : status(r.error());
+    }
+    case 8: {
+      auto r = q.outbox_add("team", fmt::format("p{}", op.b));
+      return r.ok() ? std::to_string(*r) : status(r.error());
+    }
+    case 9: {
+      auto all = q.outbox_list();
+      const std::uint64_t id = all.ok() && !all->empty() ? all->front().id + static_cast<std::uint64_t>(op.b % 2) : 7;
+      auto r = q.outbox_remove(id);
+      return r.ok() ? (*r ? "removed" : "absent") : status(r.error());
+    }
+    default: return "reopen";  // 10: handled by the caller for the disk queue
+  }
+}
+
+REHEARSE_PROP(DiskQueueModel, AnswersAndContentsEqualSimQueueAcrossPowerLosses,
+              (const std::vector<std::tuple<int, int, int>>& ops)) {
+  SimQueue model;
+  auto disk = fresh_disk();
+  auto opened = DiskJobQueue::open(*disk, kDir);
+  RC_ASSERT(opened.ok());
+  auto queue = std::make_unique<DiskJobQueue>(std::move(opened).value());
+  for (const auto& [what, a, b] : ops) {
+    const auto small = [](int v) { return static_cast<int>(static_cast<unsigned>(v) % 1024u); };
+    const Op op{small(what), small(a), small(b)};
+    if (op.what % 11 == 10) {
+      queue.reset();
+      disk->crash();
+      auto reopened = DiskJobQueue::open(*disk, kDir);
+      RC_ASSERT(reopened.ok());
+      queue = std::make_unique<DiskJobQueue>(std::move(reopened).value());
+    } else {
+      RC_ASSERT(apply(*queue, op) == apply(model, op));
+    }
+    RC_ASSERT(content_of(*queue) == content_of(model));
+  }
 }
 
 class TempDir {
