@@ -120,9 +120,9 @@ Result<std::unique_ptr<JobRunner>> make_reconcile(const JobConfig& job, const Po
 
 }  // namespace
 
-const std::vector<JobKindEntry>& job_kinds() {
+const JobKinds& job_kinds() {
   // One line per kind: its name in a job's configuration, its runner factory.
-  static const std::vector<JobKindEntry> kinds{
+  static const JobKinds kinds{
       {"group", make_group},
       {"fetch", make_fetch},
       {"reconcile", make_reconcile},
@@ -131,16 +131,17 @@ const std::vector<JobKindEntry>& job_kinds() {
   return kinds;
 }
 
-const JobKindEntry* find_job_kind(std::string_view name) {
-  for (const JobKindEntry& entry : job_kinds()) {
+const JobKindEntry* find_job_kind(std::string_view name, const JobKinds& kinds) {
+  for (const JobKindEntry& entry : kinds) {
     if (entry.name == name) return &entry;
   }
   return nullptr;
 }
 
 Result<std::unique_ptr<JobRunner>> make_job_runner(const JobConfig& job,
-                                                   const PolicyOrError& policy, JobPorts& ports) {
-  const JobKindEntry* kind = find_job_kind(job.kind);
+                                                   const PolicyOrError& policy, JobPorts& ports,
+                                                   const JobKinds& kinds) {
+  const JobKindEntry* kind = find_job_kind(job.kind, kinds);
   if (kind == nullptr) {
     return make_error(ErrorCode::invalid_argument,
                       fmt::format("config error: job '{}' has kind '{}', which this build "

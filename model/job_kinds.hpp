@@ -64,14 +64,17 @@ struct JobKindEntry {
   JobRunnerFactory make;
 };
 
-// Every job kind this build can run, in a fixed order.
-const std::vector<JobKindEntry>& job_kinds();
-// The entry named `name`, or nullptr.
-const JobKindEntry* find_job_kind(std::string_view name);
+using JobKinds = std::vector<JobKindEntry>;
 
-// The runner of `job` from the registry (invalid_argument: unknown kind, or
-// the kind's params are not usable).
+// Every job kind this build can run, in a fixed order.
+const JobKinds& job_kinds();
+// The entry named `name` in `kinds`, or nullptr.
+const JobKindEntry* find_job_kind(std::string_view name, const JobKinds& kinds = job_kinds());
+
+// The runner of `job` from `kinds` (invalid_argument: unknown kind, or the
+// kind's params are not usable).
 Result<std::unique_ptr<JobRunner>> make_job_runner(const JobConfig& job,
-                                                   const PolicyOrError& policy, JobPorts& ports);
+                                                   const PolicyOrError& policy, JobPorts& ports,
+                                                   const JobKinds& kinds = job_kinds());
 
 }  // namespace rehearse

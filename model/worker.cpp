@@ -52,7 +52,7 @@ Worker::~Worker() {
 
 Result<std::unique_ptr<Worker>> Worker::open(WorkerPorts ports, std::vector<JobConfig> jobs,
                                              WorkerOptions options,
-                                             RunnerOverride override_runner) {
+                                             const JobKinds& kinds) {
   auto store = StateStore::open(ports.disk, options.state_dir);
   if (!store.ok()) return std::move(store).error();
   auto ledger = DeliveryLedger::open(ports.disk, options.ledger_dir);
@@ -67,7 +67,7 @@ Result<std::unique_ptr<Worker>> Worker::open(WorkerPorts ports, std::vector<JobC
                                                      ports.log, ports.disk, *w.ledger_,
                                                      *w.token_client_, ports.env});
   std::vector<ScheduledJob> scheduled;
-  for (const JobConfig& job : w.jobs_) w.add_job(job, override_runner, scheduled);
+  for (const JobConfig& job : w.jobs_) w.add_job(job, kinds, scheduled);
 
   SchedulerOptions scheduler_options;
   scheduler_options.concurrency = w.options_.concurrency;
@@ -91,23 +91,19 @@ void Worker::refuse_job(const JobConfig& job, const char* event, const Error& er
   config_errors_.emplace_back(job.id, error.describe());
 }
 
-void Worker::add_job(const JobConfig& job, const RunnerOverride& override_runner,
+void Worker::add_job(const JobConfig& job, const JobKinds& kinds,
                      std::vector<ScheduledJob>& scheduled) {
   JobPlan plan = plan_job(job, ports_.env);
   if (!plan.schedule.ok()) {
     refuse_job(job, "schedule_config_error", plan.schedule.error());
     return;
   }
-  std::unique_ptr<JobRunner> runner;
-  if (override_runner) runner = override_runner(job, *job_ports_);
-  if (!runner) {
-    auto made = make_job_runner(job, plan.policy, *job_ports_);
-    if (!made.ok()) {
-      refuse_job(job, "job_config_error", made.error());
-      return;
-    }
-    runner = std::move(made).value();
+  auto made = make_job_runner(job, plan.policy, *job_ports_, kinds);
+  if (!made.ok()) {
+    refuse_job(job, "job_config_error", made.error());
+    return;
   }
+  std::unique_ptr<JobRunner> runner = std::move(made).value();
   ScheduledJob entry;
   entry.id = job.id;
   entry.schedule = plan.schedule->schedule;

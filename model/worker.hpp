@@ -9,8 +9,9 @@
 //      non-empty; set-but-empty or unparsable is a config error, never a
 //      fallback: cron.hpp effective_schedule); its policy, handed to the
 //      core's parser exactly as written (absent: "has no retry_policy");
-//      its runner from the job-kind registry (model/job_kinds.hpp) or from
-//      the caller's override;
+//      its runner from the job-kind registry (model/job_kinds.hpp; the
+//      caller may pass its own table, e.g. the simulated world's, whose
+//      entries wrap the core's factories);
 //   3. a job that cannot be scheduled (schedule error, unknown kind, unusable
 //      params) is logged (`schedule_config_error` / `job_config_error`) and
 //      its state records the config error (failed / config / manual_review,
@@ -63,10 +64,6 @@ struct WorkerOptions {
   std::optional<TimeMs> start_ms;  // the schedules' origin (empty: now at boot)
 };
 
-// Replaces the registry's runner of a job (a test's deliberately faulty
-// variant); nullptr: the registry's.
-using RunnerOverride = std::function<std::unique_ptr<JobRunner>(const JobConfig&, JobPorts&)>;
-
 // The job's state shows a config error (docs/semantics.md §3): failed, class
 // config, manual_review, last_error = error. Never over a corrupt store, and
 // not again when the state already says exactly that.
@@ -84,7 +81,7 @@ class Worker {
  public:
   static Result<std::unique_ptr<Worker>> open(WorkerPorts ports, std::vector<JobConfig> jobs,
                                               WorkerOptions options,
-                                              RunnerOverride override_runner = {});
+                                              const JobKinds& kinds = job_kinds());
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
   ~Worker();
@@ -105,7 +102,7 @@ class Worker {
 
  private:
   Worker(WorkerPorts ports, std::vector<JobConfig> jobs, WorkerOptions options);
-  void add_job(const JobConfig& job, const RunnerOverride& override_runner,
+  void add_job(const JobConfig& job, const JobKinds& kinds,
                std::vector<ScheduledJob>& scheduled);
   void refuse_job(const JobConfig& job, const char* event, const Error& error);
 

@@ -472,21 +472,27 @@ void World::boot(Simulator& sim, ProcessId process) {
   options.ops_target = ops_target();
   options.concurrency = scenario_.queue.concurrency;
   options.start_ms = scenario_.start_ms;
-  RunnerOverride override_runner;
+  // The core's job kinds; a test's factory goes first where it gives a
+  // runner (a deliberately faulty variant), the core's factory otherwise.
+  JobKinds kinds = job_kinds();
   if (options_.runner_factory) {
-    override_runner = [this, &sim, process](const JobConfig& config, JobPorts& ports) {
-      const JobSpec* spec = find_job(config.id);
-      REHEARSE_ASSERT(spec != nullptr);
-      RunnerPorts runner_ports{sim,        process,    ports.clock,  ports.services,
-                               ports.notifier, ports.log, ports.disk, ports.ledger,
-                               ports.token_client, scenario_};
-      return options_.runner_factory(*spec, runner_ports);
-    };
+    for (JobKindEntry& kind : kinds) {
+      kind.make = [this, &sim, process, core = kind.make](
+                      const JobConfig& config, const PolicyOrError& policy,
+                      JobPorts& ports) -> Result<std::unique_ptr<JobRunner>> {
+        const JobSpec* spec = find_job(config.id);
+        REHEARSE_ASSERT(spec != nullptr);
+        RunnerPorts runner_ports{sim,       process,   ports.clock,        ports.services,
+                                 ports.notifier, ports.log, ports.disk, ports.ledger,
+                                 ports.token_client, scenario_};
+        if (auto runner = options_.runner_factory(*spec, runner_ports)) return runner;
+        return core(config, policy, ports);
+      };
+    }
   }
   auto worker = Worker::open(WorkerPorts{sim.clock(), queue_, disk_, services_, messenger_, log_,
                                          sim.rng(), scenario_.env},
-                             job_configs_of(scenario_.jobs), std::move(options),
-                             std::move(override_runner));
+                             job_configs_of(scenario_.jobs), std::move(options), kinds);
   if (!worker.ok()) {
     log_.error("worker_boot_failed", {{"error", worker.error().describe()}});
     return;  // a disk fault killed the process here; the world reboots it

@@ -5,7 +5,7 @@
 // as written (none: "has no retry_policy"), config errors recorded in the
 // job's state (failed / config / manual_review, once, never over a corrupt
 // store), runners from the job-kind registry (unknown kind or unusable
-// params: a config error of that job only), a test's runner override. And
+// params: a config error of that job only), a caller's kinds table. And
 // the simulated world no longer assembles any of it (a source check).
 // Method: Worker::open over a SimDisk, a SimQueue and the simulator's ports;
 // the state is read back from the store.
@@ -56,13 +56,14 @@ struct Fixture {
 
   Fixture() { REHEARSE_ASSERT(disk.make_dirs("/srv").ok()); }
 
-  Result<std::unique_ptr<Worker>> open(std::vector<JobConfig> jobs, RunnerOverride o = {}) {
+  Result<std::unique_ptr<Worker>> open(std::vector<JobConfig> jobs,
+                                       const JobKinds& kinds = job_kinds()) {
     WorkerOptions options;
     options.state_dir = "/srv/state";
     options.ledger_dir = "/srv/ledger";
     return Worker::open(WorkerPorts{sim.clock(), queue, disk, services, messenger, log,
                                     sim.rng(), env},
-                        std::move(jobs), options, std::move(o));
+                        std::move(jobs), options, kinds);
   }
   bool logged(const std::string& event) const {
     for (const std::string& line : log.lines()) {
@@ -140,23 +141,29 @@ TEST(Worker, AJobWithoutAPolicyIsScheduledWithThePolicyError) {
   EXPECT_NE(plan.policy.error().message.find("has no retry_policy"), std::string::npos);
 }
 
-TEST(Worker, TheRegistryHasOneEntryPerKindAndAnOverrideReplacesARunner) {
+TEST(Worker, TheRegistryHasOneEntryPerKindAndACallersTableIsUsed) {
   std::vector<std::string> names;
   for (const JobKindEntry& kind : job_kinds()) names.emplace_back(kind.name);
   EXPECT_EQ(names, (std::vector<std::string>{"group", "fetch", "reconcile", "publish"}));
   EXPECT_EQ(find_job_kind("shell"), nullptr);
 
+  // A caller's table (the world's wraps the core's factories): a kind it
+  // lacks is a config error; its factory builds the runners of its kind.
   Fixture f;
-  int overridden = 0;
-  auto worker = f.open({group_job("a"), group_job("b")},
-                       [&overridden](const JobConfig& job, JobPorts&) -> std::unique_ptr<JobRunner> {
-                         if (job.id != "b") return nullptr;  // the registry's
-                         ++overridden;
-                         return nullptr;
-                       });
+  int built = 0;
+  JobKinds only_group{{"group", [&built](const JobConfig& job, const PolicyOrError& policy,
+                                         JobPorts& ports) {
+                         ++built;
+                         return find_job_kind("group")->make(job, policy, ports);
+                       }}};
+  JobConfig fetch = group_job("f");
+  fetch.kind = "fetch";
+  auto worker = f.open({group_job("a"), group_job("b"), fetch}, only_group);
   ASSERT_TRUE(worker.ok());
-  EXPECT_EQ(overridden, 1);
-  EXPECT_TRUE((*worker)->config_errors().empty());
+  EXPECT_EQ(built, 2);
+  EXPECT_EQ((*worker)->scheduled(), (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ((*worker)->config_errors().size(), 1u);
+  EXPECT_NE((*worker)->config_errors()[0].second.find("kind 'fetch'"), std::string::npos);
 }
 
 TEST(Worker, AConfigErrorIsNotWrittenOverACorruptStore) {
