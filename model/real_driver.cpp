@@ -21,6 +21,27 @@ bool RealDriver::cancel_timer(TimerId id) {
   return true;
 }
 
+Result<bool> RealDriver::run_until(Task<void>& task, TimeMs deadline_ms) {
+  task.start_handle().resume();
+  while (!task.done()) {
+    if (timers_.empty()) {
+      return make_error(ErrorCode::internal,
+                        "task is suspended but no timer is pending: it waits on something "
+                        "the real driver cannot resume");
+    }
+    if (timers_.begin()->first.first > deadline_ms) {
+      for (TimeMs left = deadline_ms - SystemClock::wall_now_ms(); left > 0;
+           left = deadline_ms - SystemClock::wall_now_ms()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(left));
+      }
+      return false;
+    }
+    resume_next_timer();
+  }
+  task.take_result();
+  return true;
+}
+
 bool RealDriver::resume_next_timer() {
   if (timers_.empty()) return false;
   const auto [key, handle] = *timers_.begin();

@@ -52,6 +52,12 @@ class RealDriver {
     return {};
   }
 
+  // Runs `task` until it is done or the wall clock reaches `deadline_ms`,
+  // whichever comes first: true when it finished. A task that never finishes
+  // by itself (a worker's scheduler loop) is left suspended at the deadline;
+  // the caller destroys it (its sleeps cancel their timers).
+  Result<bool> run_until(Task<void>& task, TimeMs deadline_ms);
+
   // For the SystemClock: resume `handle` once the wall clock reaches at_ms.
   TimerId add_timer(TimeMs at_ms, std::coroutine_handle<> handle);
   bool cancel_timer(TimerId id);

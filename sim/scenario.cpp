@@ -34,6 +34,9 @@ namespace {
 
 constexpr std::array<const char*, 4> kServiceNames{"model-api", "orchestrator", "brokerage",
                                                    "messenger"};
+// The services a service fault (http_errors, timeouts, network_errors) may
+// target: the first three of kServiceNames, in the same order.
+constexpr std::array<const char*, 3> kFaultServiceNames{"model-api", "orchestrator", "brokerage"};
 constexpr std::array<const char*, 4> kJobKindNames{"group", "fetch", "reconcile", "publish"};
 constexpr std::array<const char*, 3> kTaskOutputNames{"summary", "preview", "skip"};
 constexpr std::array<const char*, 13> kFaultKindNames{
@@ -1474,15 +1477,24 @@ void Loader::load_fault(const json& v, const std::string& pointer) {
     if (s == nullptr) {
       if (!only) {
         error(pointer, "missing required key 'service' (one of: model-api, orchestrator, "
-                       "brokerage, messenger)");
+                       "brokerage)");
         ok = false;
         return;
       }
       fault.service = *only;
     } else {
       const std::string at = child(pointer, "service");
+      // The messenger has its own fault kind; the run could not apply a
+      // service fault to it, so the loader (and so `validate`) refuses it.
+      if (!only && s->is_string() && s->get<std::string>() == to_string(ServiceKind::messenger)) {
+        value_error(at, fmt::format("fault kind '{}' cannot target the messenger (use "
+                                    "messenger_down for the messenger)",
+                                    to_string(*kind)));
+        ok = false;
+        return;
+      }
       const std::vector<std::string> names =
-          only ? std::vector<std::string>{to_string(*only)} : to_vector(kServiceNames);
+          only ? std::vector<std::string>{to_string(*only)} : to_vector(kFaultServiceNames);
       auto i = read_name(*s, at, names, fmt::format("service for '{}'", to_string(*kind)));
       if (!i) {
         ok = false;

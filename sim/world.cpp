@@ -6,12 +6,11 @@
 #include <set>
 #include <utility>
 
-#include "model/cron.hpp"
 #include "model/pipeline_store.hpp"
 #include "model/reconcile.hpp"
-#include "model/retry_policy.hpp"
 #include "model/scheduler.hpp"
 #include "model/state_store.hpp"
+#include "model/worker.hpp"
 #include "sim/brokerage.hpp"
 #include "sim/messenger.hpp"
 #include "sim/model_api.hpp"
@@ -26,9 +25,6 @@ namespace rehearse::sim {
 namespace {
 
 using nlohmann::json;
-
-// The model-api task a publish job's one call names.
-constexpr const char* kPublishTask = "publish";
 
 ModelOutput to_model_output(TaskOutput output) {
   switch (output) {
@@ -54,27 +50,16 @@ std::string state_file_path(StateFile file) {
   return fmt::format("{}/{}", kWorldStateDir, to_string(file));
 }
 
-// What one worker process owns; destroyed by a crash. The scheduler goes
-// first (its runs refer to the runners), then the runners, then the token
-// cache they use, then the store and the ledger.
+// What one worker process owns; destroyed by a crash: the worker model/
+// assembles (model/worker.hpp).
 struct WorkerMemory {
-  std::optional<StateStore> store;
-  std::shared_ptr<DeliveryLedger> ledger;
-  std::unique_ptr<TokenClient> token_client;
-  std::vector<std::unique_ptr<JobRunner>> runners;
-  std::unique_ptr<Scheduler> scheduler;
-
-  ~WorkerMemory() {
-    scheduler.reset();
-    runners.clear();
-    token_client.reset();
-  }
+  std::unique_ptr<Worker> worker;
 };
 
 // The worker's root task: the scheduler loop, and what to do once it halts
 // (an I/O error of the store or the queue: the process must be restarted).
-Task<void> run_scheduler(Scheduler& scheduler, std::function<void()> on_halt) {
-  co_await scheduler.run();
+Task<void> run_scheduler(Worker& worker, std::function<void()> on_halt) {
+  co_await worker.run();
   on_halt();
 }
 
@@ -128,6 +113,7 @@ class World {
   Status add_fault(const FaultSpec& fault, std::size_t index);
   void record_world(std::string type, json data, std::string service = {});
   void boot(Simulator& sim, ProcessId process);
+  const JobSpec* find_job(const std::string& id) const;
   void crash_worker(const std::string& cause, DurationMs down_for_ms);
   void corrupt_state(const FaultSpec& fault);
   Status apply_corruption(const std::string& path, const FaultSpec& fault);
@@ -153,7 +139,6 @@ class World {
   std::unique_ptr<MonitorSet> monitors_;
 
   ProcessId process_ = kWorld;
-  WorkerMemory* memory_ = nullptr;
   std::string crash_cause_ = "unknown";
   std::optional<DurationMs> torn_down_for_;  // an armed torn_write's down time
   std::size_t secrets_synced_ = 0;
@@ -189,11 +174,13 @@ Status World::prepare() {
                                     to_string(fault.kind)),
                         scenario_.path + ":" + fault.pointer + "/kind");
     }
+    // The loader refuses a service fault on the messenger (so `validate`
+    // and `run` accept the same files); a scenario built in code may not.
     if (fault.service == ServiceKind::messenger) {
       return make_error(ErrorCode::unsupported,
-                        fmt::format("fault kind '{}' on service '{}' is not available in this "
-                                    "build (use messenger_down for the messenger)",
-                                    to_string(fault.kind), to_string(*fault.service)),
+                        fmt::format("fault kind '{}' cannot target the messenger (use "
+                                    "messenger_down for the messenger)",
+                                    to_string(fault.kind)),
                         scenario_.path + ":" + fault.pointer + "/service");
     }
   }
@@ -478,93 +465,42 @@ Status World::apply_corruption(const std::string& path, const FaultSpec& fault) 
   return disk_.corrupt(path, to_corruption_kind(fault.mode));
 }
 
-// The job's state shows the config error, as docs/semantics.md §3 asks
-// ("a config error for that job, visible in its state"): failed, class
-// config, manual_review, through the real store (never over a corrupt one,
-// and only when the state does not already say so). The scheduler has no
-// slot for a job without a schedule, so its boot is where this is recorded.
-void record_config_error(StateStore& store, const std::string& job_id, const std::string& error,
-                         TimeMs now) {
-  if (!store.health().ok()) return;
-  auto current = store.read(job_id);
-  if (!current.ok()) return;
-  if (current->retry_status == RetryStatus::failed &&
-      current->failure_class == FailureClass::config && current->last_error == error) {
-    return;
-  }
-  (void)store.update(job_id, [&](JobState& state) {
-    state.retry_status = RetryStatus::failed;
-    state.failure_class = FailureClass::config;
-    state.next_action = NextAction::manual_review;
-    state.next_retry_at.reset();
-    state.last_error = error;
-    state.updated_at = now;
-  });
-}
-
 void World::boot(Simulator& sim, ProcessId process) {
-  auto store = StateStore::open(disk_, kWorldStateDir);
-  if (!store.ok()) {
-    log_.error("worker_boot_failed", {{"error", store.error().describe()}});
+  WorkerOptions options;
+  options.state_dir = kWorldStateDir;
+  options.ledger_dir = kWorldLedgerDir;
+  options.ops_target = ops_target();
+  options.concurrency = scenario_.queue.concurrency;
+  options.start_ms = scenario_.start_ms;
+  // The core's job kinds; a test's factory goes first where it gives a
+  // runner (a deliberately faulty variant), the core's factory otherwise.
+  JobKinds kinds = job_kinds();
+  if (options_.runner_factory) {
+    for (JobKindEntry& kind : kinds) {
+      kind.make = [this, &sim, process, core = kind.make](
+                      const JobConfig& config, const PolicyOrError& policy,
+                      JobPorts& ports) -> Result<std::unique_ptr<JobRunner>> {
+        const JobSpec* spec = find_job(config.id);
+        REHEARSE_ASSERT(spec != nullptr);
+        RunnerPorts runner_ports{sim,       process,   ports.clock,        ports.services,
+                                 ports.notifier, ports.log, ports.disk, ports.ledger,
+                                 ports.token_client, scenario_};
+        if (auto runner = options_.runner_factory(*spec, runner_ports)) return runner;
+        return core(config, policy, ports);
+      };
+    }
+  }
+  auto worker = Worker::open(WorkerPorts{sim.clock(), queue_, disk_, services_, messenger_, log_,
+                                         sim.rng(), scenario_.env},
+                             job_configs_of(scenario_.jobs), std::move(options), kinds);
+  if (!worker.ok()) {
+    log_.error("worker_boot_failed", {{"error", worker.error().describe()}});
     return;  // a disk fault killed the process here; the world reboots it
   }
-  auto ledger = open_world_ledger(disk_, kWorldLedgerDir);
-  if (!ledger.ok()) {
-    log_.error("worker_boot_failed", {{"error", ledger.error().describe()}});
-    return;
-  }
   WorkerMemory& memory = sim.emplace_memory<WorkerMemory>(process);
-  memory_ = &memory;
-  memory.store.emplace(std::move(store).value());
-  memory.ledger = std::move(ledger).value();
-  memory.token_client = std::make_unique<TokenClient>(sim.clock(), services_, log_);
-  RunnerPorts ports{sim,    process, sim.clock(),     services_,           messenger_, log_,
-                    disk_, *memory.ledger, *memory.token_client, scenario_};
-
-  std::vector<ScheduledJob> jobs;
-  for (const JobSpec& spec : scenario_.jobs) {
-    auto schedule = effective_schedule(spec.schedule, spec.schedule_env, scenario_.env);
-    if (!schedule.ok()) {
-      // No silent fallback to the default schedule: the job cannot be
-      // scheduled, and says so at every boot (a `config` failure).
-      log_.error("schedule_config_error", {{"job_id", spec.id},
-                                           {"failure_class", to_string(FailureClass::config)},
-                                           {"error", schedule.error().describe()}});
-      record_config_error(*memory.store, spec.id, schedule.error().describe(), sim.now());
-      continue;
-    }
-    std::unique_ptr<JobRunner> runner;
-    if (options_.runner_factory) runner = options_.runner_factory(spec, ports);
-    if (!runner) {
-      auto made = make_default_runner(spec, ports);
-      REHEARSE_ASSERT(made.ok());  // prepare() refused kinds this build cannot run
-      runner = std::move(made).value();
-    }
-    ScheduledJob job;
-    job.id = spec.id;
-    job.schedule = schedule->schedule;
-    if (spec.retry_policy) {
-      // Exactly as written: the core's parser decides, and fails closed.
-      job.policy = parse_retry_policy(*spec.retry_policy, schedule_facts(schedule->schedule));
-    } else {
-      job.policy = make_error(ErrorCode::invalid_argument,
-                              fmt::format("job '{}' has no retry_policy", spec.id));
-    }
-    job.runner = runner.get();
-    job.notify_target = spec.targets.empty() ? ops_target() : spec.targets.front();
-    memory.runners.push_back(std::move(runner));
-    jobs.push_back(std::move(job));
-  }
-  SchedulerOptions options;
-  options.concurrency = scenario_.queue.concurrency;
-  options.ops_target = ops_target();
-  options.start_ms = scenario_.start_ms;
-  memory.scheduler = std::make_unique<Scheduler>(
-      SchedulerPorts{sim.clock(), queue_, *memory.store, messenger_, log_, sim.rng(),
-                     memory.ledger.get()},
-      std::move(jobs), options);
+  memory.worker = std::move(worker).value();
   sim.spawn(process,
-            run_scheduler(*memory.scheduler,
+            run_scheduler(*memory.worker,
                           [this] {
                             // The scheduler halted on an I/O error: a
                             // supervisor restarts the worker.
@@ -574,6 +510,13 @@ void World::boot(Simulator& sim, ProcessId process) {
                                 "crash");
                           }),
             "scheduler");
+}
+
+const JobSpec* World::find_job(const std::string& id) const {
+  for (const JobSpec& job : scenario_.jobs) {
+    if (job.id == id) return &job;
+  }
+  return nullptr;
 }
 
 void World::sync_secrets() {
@@ -725,15 +668,7 @@ ScenarioRunResult World::run() {
 
 }  // namespace
 
-bool world_supports(JobKind kind) noexcept {
-  switch (kind) {
-    case JobKind::group:
-    case JobKind::fetch:
-    case JobKind::publish: return true;
-    case JobKind::reconcile: return true;
-  }
-  return false;
-}
+bool world_supports(JobKind kind) noexcept { return find_job_kind(to_string(kind)) != nullptr; }
 
 bool world_supports(FaultKind kind) noexcept {
   (void)kind;  // every kind of scenario format 1
@@ -741,42 +676,11 @@ bool world_supports(FaultKind kind) noexcept {
 }
 
 Result<std::unique_ptr<JobRunner>> make_default_runner(const JobSpec& job, RunnerPorts& ports) {
-  CoreRunnerSpec spec;
-  spec.job_id = job.id;
-  switch (job.kind) {
-    case JobKind::group: {
-      spec.kind = CoreRunnerKind::group;
-      for (const GroupTask& task : job.tasks) spec.tasks.emplace_back(task.id, task.model_calls);
-      spec.targets = job.targets;
-      if (job.retry_policy) {
-        // Which task failure names a failed run follows the job's own policy
-        // ("auto" is judged on the effective schedule, as the core does).
-        std::optional<ScheduleFacts> facts;
-        auto schedule = effective_schedule(job.schedule, job.schedule_env, ports.scenario.env);
-        if (schedule.ok()) facts = schedule_facts(schedule->schedule);
-        auto policy = parse_retry_policy(*job.retry_policy, facts);
-        if (policy.ok()) spec.retryable_classes = policy->retryable_classes;
-      }
-      break;
-    }
-    case JobKind::fetch:
-      spec.kind = CoreRunnerKind::fetch;
-      spec.requests = job.requests;
-      spec.parallel = job.parallel;
-      break;
-    case JobKind::publish:
-      spec.kind = CoreRunnerKind::publish;
-      spec.targets = job.targets;
-      spec.publish_task = kPublishTask;
-      break;
-    case JobKind::reconcile:
-      // Its pipeline store is process memory over the durable disk.
-      return std::unique_ptr<JobRunner>(
-          std::make_unique<ReconcileJob>(ports.clock, ports.services, ports.log, ports.disk,
-                                         ports.scenario.env, reconcile_config_from(job)));
-  }
-  return make_core_runner(spec, ports.clock, ports.services, ports.notifier, ports.log,
-                          ports.ledger, ports.token_client);
+  const JobConfig config = job_config_of(job);
+  const JobPlan plan = plan_job(config, ports.scenario.env);
+  JobPorts job_ports{ports.clock, ports.services,     ports.notifier,      ports.log,
+                     ports.disk,  ports.ledger,       ports.token_client,  ports.scenario.env};
+  return make_job_runner(config, plan.policy, job_ports);
 }
 
 Result<ScenarioRunResult> run_scenario(const Scenario& scenario, RunOptions options) {

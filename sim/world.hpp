@@ -5,9 +5,11 @@
 // REAL StateStore and DeliveryLedger over it, the durable SimQueue, the
 // simulated services (model-api, brokerage) behind SimServices, the
 // Messenger, the SimLog, the Trace, and one worker process whose boot
-// function builds the REAL Scheduler with every job's runner and policy. The
-// policy is handed to the core's parser exactly as written, so a missing or
-// invalid policy fails closed inside the core, never in the harness.
+// function opens the REAL worker (model/worker.hpp) with the scenario's jobs
+// as job configurations (sim/world_runners.hpp): schedules, policies, config
+// errors and runners are the worker's, as in production. The policy is handed
+// to the core's parser exactly as written, so a missing or invalid policy
+// fails closed inside the core, never in the harness.
 //
 // Faults from the timeline are injected only into the simulated
 // implementations, at their instant (ordered by time, then file order):
@@ -53,7 +55,6 @@
 #include "sim/trace.hpp"
 
 namespace rehearse {
-// Named only: the runners and the ledger live in sim/world_runners.cpp.
 class DeliveryLedger;
 }  // namespace rehearse
 
@@ -82,18 +83,18 @@ struct RunnerPorts {
 };
 
 // Builds the runner of one job. Returning nullptr means "the core's own
-// runner" (make_default_runner). A TEST target uses this to swap in a
+// runner" (the job-kind registry, model/job_kinds.hpp; make_default_runner). A TEST target uses this to swap in a
 // deliberately faulty variant of a core component (the seed bugs) without any
 // switch in model/. Called at every boot of the worker, since runners are
 // process memory.
 using RunnerFactory =
     std::function<std::unique_ptr<JobRunner>(const JobSpec& job, RunnerPorts& ports)>;
 
-// The core's runner for a job kind (group, fetch, publish; reconcile when this
-// build has the orchestrator). An error for a kind this build cannot run.
+// The core's runner for a job, from the job-kind registry (model/job_kinds.hpp)
+// exactly as the worker builds it. An error for a kind this build cannot run.
 Result<std::unique_ptr<JobRunner>> make_default_runner(const JobSpec& job, RunnerPorts& ports);
 
-// Whether this build can run a job kind / a fault kind.
+// Whether this build can run a job kind (the registry has it) / a fault kind.
 bool world_supports(JobKind kind) noexcept;
 bool world_supports(FaultKind kind) noexcept;
 

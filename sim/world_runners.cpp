@@ -1,51 +1,53 @@
 #include "sim/world_runners.hpp"
 
-#include <fmt/format.h>
-
-#include "model/delivery_ledger.hpp"
-#include "model/fetch_job.hpp"
-#include "model/group_job.hpp"
-#include "model/publish_job.hpp"
+#include "sim/orchestrator.hpp"
 
 namespace rehearse::sim {
 
-Result<std::shared_ptr<DeliveryLedger>> open_world_ledger(Disk& disk, std::string dir) {
-  auto ledger = DeliveryLedger::open(disk, std::move(dir));
-  if (!ledger.ok()) return std::move(ledger).error();
-  return std::make_shared<DeliveryLedger>(std::move(ledger).value());
-}
-
-std::unique_ptr<JobRunner> make_core_runner(const CoreRunnerSpec& spec, Clock& clock,
-                                            rehearse::Services& services, Notifier& notifier, Log& log,
-                                            DeliveryLedger& ledger, TokenClient& token_client) {
-  switch (spec.kind) {
-    case CoreRunnerKind::group: {
-      GroupJobConfig config;
-      config.job_id = spec.job_id;
-      for (const auto& [id, calls] : spec.tasks) config.tasks.push_back({id, calls});
-      config.targets = spec.targets;
-      config.retryable_classes = spec.retryable_classes;
-      return std::make_unique<GroupJob>(clock, services, notifier, log, ledger, std::move(config));
-    }
-    case CoreRunnerKind::fetch: {
-      FetchJobConfig config;
-      config.parallel = spec.parallel;
-      for (int i = 0; i < spec.requests; ++i) {
-        config.requests.push_back(
-            FetchRequestSpec{"quote", fmt::format("{}-{}", spec.job_id, i + 1), nullptr});
+JobConfig job_config_of(const JobSpec& job) {
+  using nlohmann::json;
+  JobConfig config;
+  config.id = job.id;
+  config.kind = to_string(job.kind);
+  config.schedule = job.schedule;
+  config.schedule_env = job.schedule_env;
+  config.retry_policy = job.retry_policy;
+  config.targets = job.targets;
+  json& params = config.params;
+  switch (job.kind) {
+    case JobKind::group:
+      params["tasks"] = json::array();
+      for (const GroupTask& task : job.tasks) {
+        params["tasks"].push_back({{"id", task.id}, {"model_calls", task.model_calls}});
       }
-      return std::make_unique<FetchJob>(clock, token_client, log, std::move(config));
-    }
-    case CoreRunnerKind::publish: {
-      PublishJobConfig config;
-      config.job_id = spec.job_id;
-      config.targets = spec.targets;
-      config.task = spec.publish_task;
-      return std::make_unique<PublishJob>(clock, services, notifier, log, ledger,
-                                          std::move(config));
+      break;
+    case JobKind::fetch:
+      params["requests"] = job.requests;
+      params["parallel"] = job.parallel;
+      break;
+    case JobKind::publish:
+      params["task"] = kPublishTask;
+      break;
+    case JobKind::reconcile: {
+      const ReconcileConfig reconcile = reconcile_config_from(job);
+      params["service"] = reconcile.service;
+      params["store_dir"] = reconcile.store_dir;
+      params["items"] = json::array();
+      for (const ReconcileSeed& item : reconcile.items) {
+        params["items"].push_back({{"issue", item.issue}, {"stage", item.stage}});
+      }
+      if (reconcile.batch_size) params["batch_size"] = *reconcile.batch_size;
+      break;
     }
   }
-  REHEARSE_UNREACHABLE();
+  return config;
+}
+
+std::vector<JobConfig> job_configs_of(const std::vector<JobSpec>& jobs) {
+  std::vector<JobConfig> out;
+  out.reserve(jobs.size());
+  for (const JobSpec& job : jobs) out.push_back(job_config_of(job));
+  return out;
 }
 
 }  // namespace rehearse::sim

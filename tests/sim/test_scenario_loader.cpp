@@ -529,14 +529,10 @@ const std::vector<Mutation>& mutations() {
        "expected a rate from 0 to 1, got string \"50%\""},
       {"network error unknown", [](json& d) { set(d, "/faults/3/error", "reset"); },
        "/faults/3/error", "unknown network error \"reset\""},
-      {"fault on undeclared service", [](json& d) {
-         erase(d, "/services/messenger");
-         erase(d, "/jobs/3");
-         erase(d, "/jobs/0");
-         d["faults"].erase(12);
-         set(d, "/faults/1/service", "messenger");
-       },
-       "/faults/1/service", "fault 'http_errors' uses the 'messenger' service, which is not declared"},
+      {"service fault on the messenger", [](json& d) { set(d, "/faults/1/service", "messenger"); },
+       "/faults/1/service",
+       "fault kind 'http_errors' cannot target the messenger (use messenger_down for the "
+       "messenger)"},
       {"deleted unknown issue", [](json& d) { set(d, "/faults/5/issues/0", "ISS-3"); },
        "/faults/5/issues/0", "unknown issue 'ISS-3' (not declared in /services/orchestrator/issues)"},
       {"deleted empty list", [](json& d) { set(d, "/faults/5/issues", json::array()); },
@@ -973,6 +969,9 @@ TEST(ScenarioFiles, BadFilesFailWithTheExpectedError) {
       {"duplicate-key.json", {":/jobs/0/schedule", "duplicate key 'schedule'"}},
       {"fault-outside-span.json", {":/faults/0/at", "outside the scenario's time span"}},
       {"never-fires.json", {":/jobs/0/schedule", "invalid cron \"0 0 30 2 *\": "}},
+      {"messenger-service-fault.json",
+       {":/faults/0/service", "fault kind 'http_errors' cannot target the messenger (use "
+                              "messenger_down for the messenger)"}},
       {"syntax-error.json", {":7:1", "syntax error while parsing object key"}},
       {"unknown-job-reference.json",
        {":/expect/jobs/posts", "unknown job 'posts' (not declared in /jobs); did you mean 'post'?"}},

@@ -442,19 +442,32 @@ TEST(World, APublishJobWhoseModelCallFailsSendsNothing) {
 
 TEST(World, WhatThisBuildCannotRunIsABadInputError) {
   // Every job kind of format 1 runs; an HTTP error window on the messenger is
-  // not a fault this world can inject (messenger_down is), and it says so
-  // with the fault's pointer instead of running something else.
+  // not a fault this world can inject (messenger_down is). The loader refuses
+  // it with the fault's pointer (so `validate` does too), and a scenario built
+  // in code with it is refused by the run instead of running something else.
   EXPECT_TRUE(world_supports(JobKind::reconcile));
   json doc = weekly_scenario();
   doc["faults"].push_back(json::parse(
       R"({"at": "2026-12-04T18:00:00Z", "for": "1h", "kind": "http_errors",
           "service": "messenger", "status": 503})"));
-  const Scenario scenario = load(doc);
+  auto loaded = load_scenario_json(doc.dump(), "test.json");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.error().where, "test.json:/faults/1/service");
+  EXPECT_NE(loaded.error().message.find("cannot target the messenger"), std::string::npos)
+      << loaded.error().message;
+
+  Scenario scenario = load(weekly_scenario());
+  FaultSpec fault = scenario.faults.front();
+  fault.kind = FaultKind::http_errors;
+  fault.service = ServiceKind::messenger;
+  fault.http_status = 503;
+  fault.pointer = "/faults/1";
+  scenario.faults.push_back(fault);
   auto result = run_scenario(scenario);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.error().code, ErrorCode::unsupported);
   EXPECT_EQ(result.error().where, "test.json:/faults/1/service");
-  EXPECT_NE(result.error().message.find("not available in this build"), std::string::npos);
+  EXPECT_NE(result.error().message.find("cannot target the messenger"), std::string::npos);
 }
 
 TEST(World, SummaryTableIsAlignedAndNamesTheHash) {

@@ -1,0 +1,118 @@
+#include "model/worker.hpp"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "model/cron.hpp"
+#include "model/retry_policy.hpp"
+
+namespace rehearse {
+
+void record_config_error(StateStore& store, const std::string& job_id, const std::string& error,
+                         TimeMs now) {
+  if (!store.health().ok()) return;
+  auto current = store.read(job_id);
+  if (!current.ok()) return;
+  if (current->retry_status == RetryStatus::failed &&
+      current->failure_class == FailureClass::config && current->last_error == error) {
+    return;
+  }
+  (void)store.update(job_id, [&](JobState& state) {
+    state.retry_status = RetryStatus::failed;
+    state.failure_class = FailureClass::config;
+    state.next_action = NextAction::manual_review;
+    state.next_retry_at.reset();
+    state.last_error = error;
+    state.updated_at = now;
+  });
+}
+
+JobPlan plan_job(const JobConfig& job, const Environment& env) {
+  JobPlan plan{effective_schedule(job.schedule, job.schedule_env, env),
+               make_error(ErrorCode::invalid_argument,
+                          fmt::format("job '{}' has no retry_policy", job.id))};
+  if (plan.schedule.ok() && job.retry_policy) {
+    // Exactly as written: the core's parser decides, and fails closed.
+    plan.policy = parse_retry_policy(*job.retry_policy, schedule_facts(plan.schedule->schedule));
+  }
+  return plan;
+}
+
+Worker::Worker(WorkerPorts ports, std::vector<JobConfig> jobs, WorkerOptions options)
+    : ports_(ports), jobs_(std::move(jobs)), options_(std::move(options)) {}
+
+Worker::~Worker() {
+  // Runs refer to the runners, runners to the token cache and the ledger.
+  scheduler_.reset();
+  runners_.clear();
+  job_ports_.reset();
+  token_client_.reset();
+}
+
+Result<std::unique_ptr<Worker>> Worker::open(WorkerPorts ports, std::vector<JobConfig> jobs,
+                                             WorkerOptions options,
+                                             const JobKinds& kinds) {
+  auto store = StateStore::open(ports.disk, options.state_dir);
+  if (!store.ok()) return std::move(store).error();
+  auto ledger = DeliveryLedger::open(ports.disk, options.ledger_dir);
+  if (!ledger.ok()) return std::move(ledger).error();
+
+  std::unique_ptr<Worker> worker(new Worker(ports, std::move(jobs), std::move(options)));
+  Worker& w = *worker;
+  w.store_.emplace(std::move(store).value());
+  w.ledger_.emplace(std::move(ledger).value());
+  w.token_client_ = std::make_unique<TokenClient>(ports.clock, ports.services, ports.log);
+  w.job_ports_ = std::make_unique<JobPorts>(JobPorts{ports.clock, ports.services, ports.notifier,
+                                                     ports.log, ports.disk, *w.ledger_,
+                                                     *w.token_client_, ports.env});
+  std::vector<ScheduledJob> scheduled;
+  for (const JobConfig& job : w.jobs_) w.add_job(job, kinds, scheduled);
+
+  SchedulerOptions scheduler_options;
+  scheduler_options.concurrency = w.options_.concurrency;
+  scheduler_options.misfire_grace_ms = w.options_.misfire_grace_ms;
+  scheduler_options.ops_target = w.options_.ops_target;
+  scheduler_options.start_ms = w.options_.start_ms;
+  w.scheduler_ = std::make_unique<Scheduler>(
+      SchedulerPorts{ports.clock, ports.queue, *w.store_, ports.notifier, ports.log, ports.random,
+                     &*w.ledger_},
+      std::move(scheduled), scheduler_options);
+  return worker;
+}
+
+void Worker::refuse_job(const JobConfig& job, const char* event, const Error& error) {
+  // No silent fallback: the job cannot be scheduled, and says so at every
+  // boot (a `config` failure, in the log and in its state).
+  ports_.log.error(event, {{"job_id", job.id},
+                           {"failure_class", to_string(FailureClass::config)},
+                           {"error", error.describe()}});
+  record_config_error(*store_, job.id, error.describe(), ports_.clock.now());
+  config_errors_.emplace_back(job.id, error.describe());
+}
+
+void Worker::add_job(const JobConfig& job, const JobKinds& kinds,
+                     std::vector<ScheduledJob>& scheduled) {
+  JobPlan plan = plan_job(job, ports_.env);
+  if (!plan.schedule.ok()) {
+    refuse_job(job, "schedule_config_error", plan.schedule.error());
+    return;
+  }
+  auto made = make_job_runner(job, plan.policy, *job_ports_, kinds);
+  if (!made.ok()) {
+    refuse_job(job, "job_config_error", made.error());
+    return;
+  }
+  std::unique_ptr<JobRunner> runner = std::move(made).value();
+  ScheduledJob entry;
+  entry.id = job.id;
+  entry.schedule = plan.schedule->schedule;
+  entry.policy = std::move(plan.policy);
+  entry.runner = runner.get();
+  entry.notify_target = job.targets.empty() ? options_.ops_target : job.targets.front();
+  runners_.push_back(std::move(runner));
+  scheduled.push_back(std::move(entry));
+  scheduled_.push_back(job.id);
+}
+
+}  // namespace rehearse
