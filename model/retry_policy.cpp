@@ -742,9 +742,13 @@ json to_json(const RetryPlan& plan) {
   out["delays_ms"] = plan.delays_ms;
   out["offsets_ms"] = plan.offsets_ms;
   out["recovery_window_ms"] = plan.recovery_window_ms;
-  out["shortest_window_ms"] = plan.shortest_window_ms;
-  out["longest_window_ms"] = plan.longest_window_ms;
-  out["capped_from"] = plan.capped_from;
+  // Present only when they say something (jitter; a cap that bites).
+  if (plan.shortest_window_ms != plan.recovery_window_ms ||
+      plan.longest_window_ms != plan.recovery_window_ms) {
+    out["shortest_window_ms"] = plan.shortest_window_ms;
+    out["longest_window_ms"] = plan.longest_window_ms;
+  }
+  if (plan.capped_from > 0) out["capped_from"] = plan.capped_from;
   out["retryable_classes"] = class_names(plan.retryable_classes);
   out["budget"] = to_string(plan.budget);
   out["backoff"] = backoff_json(plan.backoff);

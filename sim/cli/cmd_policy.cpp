@@ -199,7 +199,7 @@ int policy_explain(const Args& args) {
       doc["defaults"] = explained->converted->defaults;
       doc["ignored"] = explained->converted->ignored;
     }
-    doc["notes"] = surprises;
+    if (!surprises.empty()) doc["notes"] = surprises;
     if (!gap.is_null()) doc["next_slot"] = gap;
     fmt::print("{}\n", doc.dump(2));
     return kExitOk;
