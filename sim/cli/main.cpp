@@ -28,6 +28,7 @@ constexpr std::string_view kTopHelp =
     "  policy explain POLICY the retry plan a policy gives after one failure\n"
     "  validate FILE|DIR...  check scenario files (--strict: flags fail too)\n"
     "  run SCENARIO|DIR...   run scenarios in the simulated world, check invariants\n"
+    "  tune SCENARIO --job ID  sweep retry policies for one job against outages\n"
     "\n"
     "Every command has --help; --json prints one JSON document on stdout, also\n"
     "for bad input ({\"error\": {...}}). 'rehearse --version' prints the version.\n"
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
     if (command == "policy") return cmd_policy(rest);
     if (command == "validate") return cmd_validate(rest);
     if (command == "run") return cmd_run(rest);
+    if (command == "tune") return cmd_tune(rest);
     return usage_error(fmt::format("unknown command '{}'", command),
                        "run 'rehearse --help' for the list of commands");
   } catch (const std::exception& e) {
