@@ -218,8 +218,10 @@ void wilson_interval(int k, int n, double& low, double& high) {
   const double denom = 1.0 + z * z / nn;
   const double centre = (p + z * z / (2.0 * nn)) / denom;
   const double half = z * std::sqrt(p * (1.0 - p) / nn + z * z / (4.0 * nn * nn)) / denom;
-  low = std::max(0.0, centre - half);
-  high = std::min(1.0, centre + half);
+  // Mathematically low <= p <= high, with 0 and 1 exact at k = 0 and k = n;
+  // rounding must not break that.
+  low = k == 0 ? 0.0 : std::clamp(centre - half, 0.0, p);
+  high = k == n ? 1.0 : std::clamp(centre + half, p, 1.0);
 }
 
 namespace {
@@ -403,8 +405,10 @@ Scenario run_scenario_for(const Scenario& base, const JobFacts& job, const TuneP
   }
   FaultSpec f;
   f.kind = job.fault;
-  f.at_ms = s.start_ms;
-  f.for_ms = s.length_ms;
+  // An outage begun before the scenario's start is in progress at the start:
+  // it ends at the same instant.
+  f.at_ms = std::max(s.start_ms, base.start_ms);
+  f.for_ms = s.start_ms + s.length_ms - f.at_ms;
   f.service = job.provider;
   f.http_status = 503;
   f.note = "rehearse tune outage";
@@ -479,9 +483,15 @@ TuneRow aggregate(const TunePolicy& policy, const std::vector<RunMetrics>& runs)
   return row;
 }
 
+// p95 time to recovery; a policy that never recovered waits forever.
+DurationMs ttr_p95_or_never(const TuneRow& r) { return r.ttr_p95_ms.value_or(kMaxInstantMs); }
+
+// Recovery against cost: a recovers at least as often, with no more extra
+// calls and no later p95 time to recovery, and is better in one of them.
 bool dominates(const TuneRow& a, const TuneRow& b) {
-  return a.recovered >= b.recovered && a.extra_calls <= b.extra_calls &&
-         (a.recovered > b.recovered || a.extra_calls < b.extra_calls);
+  const DurationMs ta = ttr_p95_or_never(a), tb = ttr_p95_or_never(b);
+  return a.recovered >= b.recovered && a.extra_calls <= b.extra_calls && ta <= tb &&
+         (a.recovered > b.recovered || a.extra_calls < b.extra_calls || ta < tb);
 }
 
 void mark_front(TuneResult& result) {
@@ -491,7 +501,10 @@ void mark_front(TuneResult& result) {
   }
   const TuneRow& current = result.rows[result.current];
   for (std::size_t i = 0; i < result.rows.size(); ++i) {
-    if (result.rows[i].pareto && dominates(result.rows[i], current)) result.dominating.push_back(i);
+    const TuneRow& row = result.rows[i];
+    if (!row.pareto) continue;
+    if (dominates(row, current)) result.dominating.push_back(i);
+    if (row.recovered > current.recovered) result.front_above.push_back(i);
   }
 }
 

@@ -3,7 +3,8 @@
 // outages in the simulated world, and per policy the recovery probability
 // (with a Wilson 95% interval), time to recovery, extra calls to the failing
 // provider, delay caused on the serial queue, and how often the retry chain
-// runs into the next regular slot; the Pareto front of recovery against cost.
+// runs into the next regular slot; the Pareto front of recovery against cost
+// (extra calls and the p95 time to recovery).
 //
 // Every run is an ordinary world run (sim/world.hpp): the scenario with the
 // job's retry_policy replaced and its fault timeline replaced by one outage
@@ -62,7 +63,7 @@ struct TuneOptions {
   std::string job_id;
   TuneGrid grid;
   OutageDistribution outages;
-  int runs = 40;               // Monte Carlo runs per policy (--seeds)
+  int runs = 100;              // Monte Carlo runs per policy (--seeds)
   std::uint64_t seed = 1;      // base seed of the outage sample
   int threads = 1;
   // quota_exhausted (model-api only) or http_errors (503); default:
@@ -91,7 +92,10 @@ struct TuneRow {
   double queue_delay_ms = 0.0;      // mean of each run's longest start delay of another job
   DurationMs queue_delay_max_ms = 0;
   double next_slot_overrun = 0.0;   // share of runs whose retry chain reaches the next slot
-  bool pareto = false;              // no other row recovers as often for fewer extra calls
+  // On the Pareto front of recovery against cost: no other row recovers at
+  // least as often with no more extra calls and no later p95 time to
+  // recovery, being better in one of the three.
+  bool pareto = false;
 };
 
 struct TuneResult {
@@ -106,6 +110,8 @@ struct TuneResult {
   std::vector<TuneRow> rows;  // grid order, then the current policy if it is not in the grid
   std::size_t current = 0;    // index of the job's own policy in rows
   std::vector<std::size_t> dominating;  // rows on the front that dominate the current policy
+  // Rows on the front that recover more often than the current policy.
+  std::vector<std::size_t> front_above;
 };
 
 // Errors: an unknown job, a job kind without a provider, a schedule that

@@ -29,7 +29,8 @@ constexpr const char* kTuneHelp =
     "policy: recovery probability with a Wilson 95% interval, time to recovery\n"
     "(p50, p95), extra calls to the provider, the longest start delay of another\n"
     "job on the serial queue, how often the retry chain reaches the next slot;\n"
-    "the Pareto front (recovery against extra calls) and the job's own policy.\n"
+    "the Pareto front (recovery against extra calls and p95 time to recovery)\n"
+    "and where the job's own policy sits.\n"
     "\n"
     "  --grid 'attempts=2-6;delay=1m,5m,15m,30m,1h,2h;backoff=exponential,fixed,linear;cap=none;jitter=0'\n"
     "         (the default; keys left out keep theirs)\n"
@@ -41,7 +42,7 @@ const std::vector<OptionSpec> kTuneOptions{
     {"--job", true, "ID", "the job whose policy is tuned (required)"},
     {"--grid", true, "SPEC", "the policies swept (see above)"},
     {"--outages", true, "SPEC", "outage lengths: a list, uniform:LO-HI, lognormal:LO-HI or @FILE"},
-    {"--seeds", true, "N", "runs per policy (1-100000, default 40)"},
+    {"--seeds", true, "N", "runs per policy (1-100000, default 100)"},
     {"--seed", true, "N", "base seed of the outage sample (default: the scenario's seed)"},
     {"--threads", true, "T", "worker threads (1-256, default: every core)"},
     {"--fault", true, "KIND", "quota_exhausted (model-api) or http_errors (503)"},

@@ -37,29 +37,44 @@ std::string xml_escape(std::string_view text) {
 }
 
 std::string row_summary(const TuneRow& row) {
-  return fmt::format("{}: recovery {:.3f} [{:.3f}, {:.3f}], {:.2f} extra calls", row.policy.label,
-                     row.recovery, row.recovery_low, row.recovery_high, row.extra_calls);
+  return fmt::format("{}: recovery {:.3f} [{:.3f}, {:.3f}], {:.2f} extra calls, p95 time to "
+                     "recovery {}",
+                     row.policy.label, row.recovery, row.recovery_low, row.recovery_high,
+                     row.extra_calls, optional_duration(row.ttr_p95_ms));
 }
 
 }  // namespace
 
 std::string tune_verdict(const TuneResult& result) {
   const TuneRow& current = result.rows[result.current];
-  std::string text = fmt::format("the job's own policy, {}", row_summary(current));
-  if (current.pareto) return text + "; on the Pareto front (recovery against extra calls)";
-  // The front policy that recovers most often among those dominating it.
-  std::size_t best = result.dominating.front();
-  for (const std::size_t i : result.dominating) {
-    if (result.rows[i].recovered > result.rows[best].recovered) best = i;
+  const std::string text = fmt::format("the job's own policy, {}", row_summary(current));
+  // Among front rows, the one recovering most often; ties: fewer calls first.
+  const auto best_of = [&](const std::vector<std::size_t>& rows) {
+    std::size_t best = rows.front();
+    for (const std::size_t i : rows) {
+      if (result.rows[i].recovered > result.rows[best].recovered) best = i;
+    }
+    return best;
+  };
+  if (current.pareto) {
+    if (result.front_above.empty()) {
+      return text + "; on the Pareto front, and no policy of the grid recovers more often";
+    }
+    // The next step up the front: the least recovery above the current.
+    std::size_t next = result.front_above.front();
+    for (const std::size_t i : result.front_above) {
+      if (result.rows[i].recovered < result.rows[next].recovered) next = i;
+    }
+    return text + fmt::format("; on the Pareto front; {} front polic{} recover more often at a "
+                              "higher cost, the next step up: {}",
+                              result.front_above.size(),
+                              result.front_above.size() == 1 ? "y" : "ies",
+                              row_summary(result.rows[next]));
   }
-  const int recovers_more = static_cast<int>(std::count_if(
-      result.dominating.begin(), result.dominating.end(),
-      [&](std::size_t i) { return result.rows[i].recovered > current.recovered; }));
-  return text + fmt::format("; off the Pareto front: {} front polic{} dominate{} it ({} recover{} "
-                            "more often), e.g. {}",
+  return text + fmt::format("; off the Pareto front: {} front polic{} dominate{} it, e.g. {}",
                             result.dominating.size(), result.dominating.size() == 1 ? "y" : "ies",
-                            result.dominating.size() == 1 ? "s" : "", recovers_more,
-                            recovers_more == 1 ? "s" : "", row_summary(result.rows[best]));
+                            result.dominating.size() == 1 ? "s" : "",
+                            row_summary(result.rows[best_of(result.dominating)]));
 }
 
 std::string tune_table(const TuneResult& r) {
@@ -82,7 +97,8 @@ std::string tune_table(const TuneResult& r) {
                        percent(row.next_slot_overrun), row.pareto ? "*" : " ",
                        row.policy.current ? "  <- current" : "");
   }
-  out += "\n* on the Pareto front: no other policy recovers as often with fewer extra calls\n";
+  out += "\n* on the Pareto front: no other policy recovers at least as often with no more extra "
+         "calls and no later p95 time to recovery\n";
   out += tune_verdict(r) + "\n";
   return out;
 }
@@ -115,6 +131,8 @@ json tune_json(const TuneResult& r) {
   }
   json dominated_by = json::array();
   for (const std::size_t i : r.dominating) dominated_by.push_back(r.rows[i].policy.label);
+  json front_above = json::array();
+  for (const std::size_t i : r.front_above) front_above.push_back(r.rows[i].policy.label);
   return {{"scenario", r.scenario},
           {"job", r.job},
           {"schedule", r.schedule},
@@ -128,6 +146,7 @@ json tune_json(const TuneResult& r) {
                        {"label", r.rows[r.current].policy.label},
                        {"pareto", r.rows[r.current].pareto},
                        {"dominated_by", dominated_by},
+                       {"front_recovering_more", front_above},
                        {"verdict", tune_verdict(r)}}}};
 }
 
@@ -172,12 +191,15 @@ std::string tune_svg(const TuneResult& r) {
   std::vector<int> attempts;
   std::vector<DurationMs> delays;
   std::map<PanelKey, std::map<std::pair<int, DurationMs>, const TuneRow*>> panels;
+  std::vector<PanelKey> order;  // panels in grid order
   for (const auto& row : r.rows) {
     if (!row.policy.in_grid) continue;
     const Backoff& b = row.policy.backoff;
     attempts.push_back(row.policy.attempts);
     delays.push_back(b.delay_ms);
-    panels[{static_cast<int>(b.kind), b.max_delay_ms, b.jitter}][{row.policy.attempts, b.delay_ms}] = &row;
+    const PanelKey key{static_cast<int>(b.kind), b.max_delay_ms, b.jitter};
+    if (panels.count(key) == 0) order.push_back(key);
+    panels[key][{row.policy.attempts, b.delay_ms}] = &row;
   }
   std::sort(attempts.begin(), attempts.end());
   attempts.erase(std::unique(attempts.begin(), attempts.end()), attempts.end());
@@ -199,7 +221,8 @@ std::string tune_svg(const TuneResult& r) {
       xml_escape(fmt::format("recovery probability, job {} ({}), outages {}, {} runs per policy",
                              r.job, r.schedule, r.outages, r.runs_per_policy)));
   int x0 = kGap;
-  for (const auto& [key, cells] : panels) {
+  for (const PanelKey& key : order) {
+    const auto& cells = panels.at(key);
     const auto& [kind, cap, jitter] = key;
     std::string title = to_string(static_cast<BackoffKind>(kind));
     if (cap > 0) title += " cap " + format_duration(cap);
@@ -239,8 +262,8 @@ std::string tune_svg(const TuneResult& r) {
     x0 += panel_w + kGap;
   }
   svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", kGap, height - 40,
-                     xml_escape("* on the Pareto front (recovery against extra calls); black "
-                                "border: the job's own policy"));
+                     xml_escape("* on the Pareto front (recovery against extra calls and p95 time "
+                                "to recovery); black border: the job's own policy"));
   svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", kGap, height - 20,
                      xml_escape(tune_verdict(r)));
   svg += "</svg>\n";
