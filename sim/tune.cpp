@@ -524,11 +524,16 @@ void run_parallel(std::size_t total, int threads, const std::function<void(std::
   if (!progress) {
     worker();
   } else {
-    // The calling thread works too, reporting between its runs.
+    // The calling thread works too, reporting between its runs at most once
+    // per percent.
+    std::size_t reported = total + 1;
     for (std::size_t i = next++; i < total; i = next++) {
       one(i);
-      ++done;
-      progress(done.load(), total);
+      const std::size_t d = ++done;
+      if (d < total && d * 100 / total != reported) {
+        reported = d * 100 / total;
+        progress(d, total);
+      }
     }
   }
   for (auto& t : pool) t.join();
