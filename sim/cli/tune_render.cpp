@@ -182,92 +182,113 @@ std::string heat_colour(double p) {
   return fmt::format("#{:02x}{:02x}{:02x}", red, green, blue);
 }
 
-// One panel per (kind, cap, jitter) of the grid.
+// One panel per (kind, cap, jitter) of the grid: cells by (attempts, delay).
 using PanelKey = std::tuple<int, DurationMs, double>;
+using PanelCells = std::map<std::pair<int, DurationMs>, const TuneRow*>;
+
+struct HeatLayout {
+  static constexpr int kCell = 56, kLeft = 80, kTop = 70, kGap = 40;
+  std::vector<int> attempts;        // rows, ascending
+  std::vector<DurationMs> delays;   // columns, ascending
+  std::vector<PanelKey> order;      // panels in grid order
+  std::map<PanelKey, PanelCells> panels;
+  int panel_width() const { return kLeft + kCell * static_cast<int>(delays.size()); }
+  int width() const { return static_cast<int>(order.size()) * (panel_width() + kGap) + kGap; }
+  int height() const { return kTop + kCell * static_cast<int>(attempts.size()) + 90; }
+};
+
+template <typename T>
+void sort_unique(std::vector<T>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+HeatLayout heat_layout(const TuneResult& r) {
+  HeatLayout l;
+  for (const auto& row : r.rows) {
+    if (!row.policy.in_grid) continue;
+    const Backoff& b = row.policy.backoff;
+    l.attempts.push_back(row.policy.attempts);
+    l.delays.push_back(b.delay_ms);
+    const PanelKey key{static_cast<int>(b.kind), b.max_delay_ms, b.jitter};
+    if (l.panels.count(key) == 0) l.order.push_back(key);
+    l.panels[key][{row.policy.attempts, b.delay_ms}] = &row;
+  }
+  sort_unique(l.attempts);
+  sort_unique(l.delays);
+  return l;
+}
+
+std::string svg_cell(const TuneRow& row, int x, int y) {
+  constexpr int kCell = HeatLayout::kCell;
+  const bool current = row.policy.current;
+  return fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"{}\" "
+      "stroke-width=\"{}\"><title>{}</title></rect>\n"
+      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}{}</text>\n",
+      x, y, kCell, kCell, heat_colour(row.recovery), current ? "black" : "white", current ? 4 : 1,
+      xml_escape(row_summary(row)), x + kCell / 2, y + kCell / 2 + 4, percent(row.recovery),
+      row.pareto ? "*" : "");
+}
+
+std::string svg_panel(const HeatLayout& l, const PanelKey& key, int x0) {
+  constexpr int kCell = HeatLayout::kCell, kLeft = HeatLayout::kLeft, kTop = HeatLayout::kTop;
+  const auto& [kind, cap, jitter] = key;
+  std::string title = to_string(static_cast<BackoffKind>(kind));
+  if (cap > 0) title += " cap " + format_duration(cap);
+  if (jitter > 0) title += fmt::format(" jitter {}", jitter);
+  std::string svg = fmt::format(
+      "<g class=\"panel\">\n<text x=\"{}\" y=\"{}\" font-weight=\"bold\">{}</text>\n"
+      "<text x=\"{}\" y=\"{}\">base delay</text>\n"
+      "<text x=\"{}\" y=\"{}\" transform=\"rotate(-90 {} {})\">attempts</text>\n",
+      x0 + kLeft, kTop - 28, xml_escape(title), x0 + kLeft, kTop - 12, x0 + 14, kTop + 40,
+      x0 + 14, kTop + 40);
+  for (std::size_t c = 0; c < l.delays.size(); ++c) {
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                       x0 + kLeft + static_cast<int>(c) * kCell + kCell / 2,
+                       kTop + kCell * static_cast<int>(l.attempts.size()) + 16,
+                       xml_escape(format_duration(l.delays[c])));
+  }
+  const PanelCells& cells = l.panels.at(key);
+  for (std::size_t a = 0; a < l.attempts.size(); ++a) {
+    const int y = kTop + static_cast<int>(a) * kCell;
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n",
+                       x0 + kLeft - 8, y + kCell / 2 + 4, l.attempts[a]);
+    for (std::size_t c = 0; c < l.delays.size(); ++c) {
+      const auto it = cells.find({l.attempts[a], l.delays[c]});
+      if (it != cells.end()) svg += svg_cell(*it->second, x0 + kLeft + static_cast<int>(c) * kCell, y);
+    }
+  }
+  return svg + "</g>\n";
+}
 
 }  // namespace
 
 std::string tune_svg(const TuneResult& r) {
-  std::vector<int> attempts;
-  std::vector<DurationMs> delays;
-  std::map<PanelKey, std::map<std::pair<int, DurationMs>, const TuneRow*>> panels;
-  std::vector<PanelKey> order;  // panels in grid order
-  for (const auto& row : r.rows) {
-    if (!row.policy.in_grid) continue;
-    const Backoff& b = row.policy.backoff;
-    attempts.push_back(row.policy.attempts);
-    delays.push_back(b.delay_ms);
-    const PanelKey key{static_cast<int>(b.kind), b.max_delay_ms, b.jitter};
-    if (panels.count(key) == 0) order.push_back(key);
-    panels[key][{row.policy.attempts, b.delay_ms}] = &row;
-  }
-  std::sort(attempts.begin(), attempts.end());
-  attempts.erase(std::unique(attempts.begin(), attempts.end()), attempts.end());
-  std::sort(delays.begin(), delays.end());
-  delays.erase(std::unique(delays.begin(), delays.end()), delays.end());
-  constexpr int kCell = 56, kLeft = 80, kTop = 70, kGap = 40;
-  const int panel_w = kLeft + kCell * static_cast<int>(delays.size());
-  const int width = static_cast<int>(panels.size()) * (panel_w + kGap) + kGap;
-  const int height = kTop + kCell * static_cast<int>(attempts.size()) + 90;
+  const HeatLayout l = heat_layout(r);
+  constexpr int kGap = HeatLayout::kGap;
   std::string svg = fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n"
       "<title>{}</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{}\" y=\"20\" font-size=\"14\">{}</text>\n",
-      width, height, width, height,
+      l.width(), l.height(), l.width(), l.height(),
       xml_escape(fmt::format("rehearse tune: recovery probability of {} in {}", r.job, r.scenario)),
       kGap,
       xml_escape(fmt::format("recovery probability, job {} ({}), outages {}, {} runs per policy",
                              r.job, r.schedule, r.outages, r.runs_per_policy)));
   int x0 = kGap;
-  for (const PanelKey& key : order) {
-    const auto& cells = panels.at(key);
-    const auto& [kind, cap, jitter] = key;
-    std::string title = to_string(static_cast<BackoffKind>(kind));
-    if (cap > 0) title += " cap " + format_duration(cap);
-    if (jitter > 0) title += fmt::format(" jitter {}", jitter);
-    svg += fmt::format("<g class=\"panel\">\n<text x=\"{}\" y=\"{}\" font-weight=\"bold\">{}</text>\n",
-                       x0 + kLeft, kTop - 28, xml_escape(title));
-    svg += fmt::format("<text x=\"{}\" y=\"{}\">base delay</text>\n", x0 + kLeft, kTop - 12);
-    svg += fmt::format("<text x=\"{}\" y=\"{}\" transform=\"rotate(-90 {} {})\">attempts</text>\n",
-                       x0 + 14, kTop + 40, x0 + 14, kTop + 40);
-    for (std::size_t c = 0; c < delays.size(); ++c) {
-      svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-                         x0 + kLeft + static_cast<int>(c) * kCell + kCell / 2,
-                         kTop + kCell * static_cast<int>(attempts.size()) + 16,
-                         xml_escape(format_duration(delays[c])));
-    }
-    for (std::size_t a = 0; a < attempts.size(); ++a) {
-      const int y = kTop + static_cast<int>(a) * kCell;
-      svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", x0 + kLeft - 8,
-                         y + kCell / 2 + 4, attempts[a]);
-      for (std::size_t c = 0; c < delays.size(); ++c) {
-        const int x = x0 + kLeft + static_cast<int>(c) * kCell;
-        const auto it = cells.find({attempts[a], delays[c]});
-        if (it == cells.end()) continue;
-        const TuneRow& row = *it->second;
-        const bool current = row.policy.current;
-        svg += fmt::format(
-            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"{}\" "
-            "stroke-width=\"{}\"><title>{}</title></rect>\n",
-            x, y, kCell, kCell, heat_colour(row.recovery), current ? "black" : "white",
-            current ? 4 : 1, xml_escape(row_summary(row)));
-        svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}{}</text>\n",
-                           x + kCell / 2, y + kCell / 2 + 4, percent(row.recovery),
-                           row.pareto ? "*" : "");
-      }
-    }
-    svg += "</g>\n";
-    x0 += panel_w + kGap;
+  for (const PanelKey& key : l.order) {
+    svg += svg_panel(l, key, x0);
+    x0 += l.panel_width() + kGap;
   }
-  svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", kGap, height - 40,
+  svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", kGap, l.height() - 40,
                      xml_escape("* on the Pareto front (recovery against extra calls and p95 time "
                                 "to recovery); black border: the job's own policy"));
-  svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", kGap, height - 20,
+  svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", kGap, l.height() - 20,
                      xml_escape(tune_verdict(r)));
-  svg += "</svg>\n";
-  return svg;
+  return svg + "</svg>\n";
 }
 
 }  // namespace rehearse::cli
