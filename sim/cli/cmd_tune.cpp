@@ -122,6 +122,9 @@ int cmd_tune(const Args& args) {
   }
   const std::string& path = parsed->positionals.front();
   const auto svg = parsed->value("--svg");
+  if (svg == std::optional<std::string>("-") && (parsed->has("--json") || parsed->has("--csv"))) {
+    return usage_error("tune: --svg - and --json/--csv would share standard output");
+  }
   if (svg) {
     std::vector<std::string> inputs{path};
     if (auto o = parsed->value("--outages"); o && !o->empty() && o->front() == '@') {

@@ -83,6 +83,7 @@ expect_2 bad-outage-file "$tmp/bad_outages.txt:2" tune "$S" --job weekly-summary
 expect_2 json-and-csv "exclusive" tune "$S" --job weekly-summary --json --csv
 expect_2 svg-onto-input "" tune "$S" --job weekly-summary --svg "$S"
 expect_2 bad-fault "quota_exhausted or http_errors" tune "$S" --job weekly-summary --fault restart
+expect_2 svg-and-json-on-stdout "share standard output" tune "$S" --job weekly-summary --svg - --json
 expect_2 bad-threads "--threads" tune "$S" --job weekly-summary --threads 0
 
 echo "cli tune: $pass passed, $fail failed"

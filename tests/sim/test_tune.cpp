@@ -150,6 +150,22 @@ TEST(Tune, SameResultForAnyThreadCount) {
   }
 }
 
+// BullMQ without a backoff retries at once (docs/policies.md): both retries
+// land inside any outage of a minute or more, each one extra call.
+TEST(Tune, RetriesAtOnceNeverOutlastAnOutage) {
+  Scenario sc = weekly();
+  sc.jobs[0].retry_policy = nlohmann::json::parse(R"({"attempts": 3})");
+  auto r = run_tune(sc, options("attempts=2;delay=1h;backoff=fixed", "10m", 5));
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  ASSERT_EQ(r->rows.size(), 2u);
+  const auto& own = r->rows[1];
+  EXPECT_TRUE(own.policy.current);
+  EXPECT_EQ(own.policy.label, "3 x 0ms fixed (own)");
+  EXPECT_EQ(own.recovered, 0);
+  EXPECT_EQ(own.extra_calls, 2.0);
+  EXPECT_EQ(r->rows[0].recovered, 5);  // 1h after the failure, a 10m outage is over
+}
+
 TEST(Tune, BadJobsAreErrors) {
   auto o = options("attempts=2", "1h", 1);
   o.job_id = "nope";
