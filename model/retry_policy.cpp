@@ -23,6 +23,9 @@
 // a * b + c into an FMA, so the result is bit-for-bit what V8 computes.
 #include "model/retry_policy.hpp"
 
+#include "model/policy_json.hpp"
+#include "model/policy_forms.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -39,12 +42,23 @@ const char* to_string(PolicyForm form) noexcept {
     case PolicyForm::per_job: return "per_job";
     case PolicyForm::bullmq: return "bullmq";
     case PolicyForm::auto_schedule: return "auto";
+    case PolicyForm::temporal: return "temporal";
+    case PolicyForm::stepfunctions: return "stepfunctions";
+    case PolicyForm::sidekiq: return "sidekiq";
+    case PolicyForm::celery: return "celery";
+    case PolicyForm::k8s: return "k8s";
   }
   return "per_job";
 }
 
 const char* to_string(BackoffKind kind) noexcept {
-  return kind == BackoffKind::fixed ? "fixed" : "exponential";
+  switch (kind) {
+    case BackoffKind::fixed: return "fixed";
+    case BackoffKind::exponential: return "exponential";
+    case BackoffKind::linear: return "linear";
+    case BackoffKind::polynomial: return "polynomial";
+  }
+  return "fixed";
 }
 
 const char* to_string(BudgetScope scope) noexcept {
@@ -54,6 +68,7 @@ const char* to_string(BudgetScope scope) noexcept {
 std::optional<BackoffKind> parse_backoff_kind(std::string_view name) noexcept {
   if (name == "fixed") return BackoffKind::fixed;
   if (name == "exponential") return BackoffKind::exponential;
+  if (name == "linear") return BackoffKind::linear;
   return std::nullopt;
 }
 
@@ -80,10 +95,14 @@ std::optional<SideEffectKind> parse_side_effect_kind(std::string_view name) noex
 }
 
 namespace {
-
 constexpr std::string_view kFormsHint =
     "expected \"auto\", a per-job policy {\"max\", \"backoff_sec\" | \"backoff\", "
-    "\"retryable_classes\", \"reason\"} or a BullMQ policy {\"attempts\", \"backoff\"}";
+    "\"retryable_classes\", \"reason\"}, a BullMQ policy {\"attempts\", \"backoff\"} or "
+    "another system's policy {\"bullmq\" | \"temporal\" | \"stepfunctions\" | \"sidekiq\" | "
+    "\"celery\" | \"k8s\": {...}} (docs/policies.md)";
+}  // namespace
+
+namespace policy_json {
 
 // RFC 6901 escaping of one reference token.
 std::string pointer_token(std::string_view key) {
@@ -252,34 +271,43 @@ Status check_keys(const json& object, const std::string& where,
   return {};
 }
 
-// {"type", "delay"[, "jitter"]}.
+}  // namespace policy_json
+
+using namespace policy_json;
+
+namespace {
+
+constexpr std::string_view kTypesHint = "expected \"exponential\", \"fixed\" or \"linear\"";
+
+// {"type", "delay"[, "max_delay"][, "jitter"]}. "linear" and "max_delay" are
+// rehearse's own (BullMQ has neither built in; see docs/retry.md).
 Result<Backoff> read_backoff_object(const json& value, const std::string& where,
                                     bool jitter_allowed, std::string_view form) {
   if (jitter_allowed) {
-    if (auto s = check_keys(value, where, {"type", "delay", "jitter"}, form); !s.ok()) {
+    if (auto s = check_keys(value, where, {"type", "delay", "max_delay", "jitter"}, form);
+        !s.ok()) {
       return std::move(s).error();
     }
   } else {
-    if (auto s = check_keys(value, where, {"type", "delay"}, form); !s.ok()) {
+    if (auto s = check_keys(value, where, {"type", "delay", "max_delay"}, form); !s.ok()) {
       return std::move(s).error();
     }
   }
   Backoff backoff;
   const std::string type_where = child(where, "type");
   if (!value.contains("type")) {
-    return schema(type_where, "missing backoff type: expected \"exponential\" or \"fixed\"");
+    return schema(type_where, fmt::format("missing backoff type: {}", kTypesHint));
   }
   const json& type = value.at("type");
   if (!type.is_string()) {
-    return schema(type_where, fmt::format("expected \"exponential\" or \"fixed\", got {}",
-                                          describe_value(type)));
+    return schema(type_where, fmt::format("{}, got {}", kTypesHint, describe_value(type)));
   }
   const auto kind = parse_backoff_kind(type.get_ref<const std::string&>());
   if (!kind) {
     return invalid(type_where,
-                   fmt::format("unknown backoff type {}: expected \"exponential\" or \"fixed\" "
-                               "(custom strategies are not supported)",
-                               safe_dump(type)));
+                   fmt::format("unknown backoff type {}: {} (custom strategies are code, "
+                               "not data, and are not supported)",
+                               safe_dump(type), kTypesHint));
   }
   backoff.kind = *kind;
   const std::string delay_where = child(where, "delay");
@@ -290,6 +318,13 @@ Result<Backoff> read_backoff_object(const json& value, const std::string& where,
   auto delay = read_duration(value.at("delay"), delay_where);
   if (!delay.ok()) return std::move(delay).error();
   backoff.delay_ms = *delay;
+  if (value.contains("max_delay")) {
+    const std::string cap_where = child(where, "max_delay");
+    auto cap = read_duration(value.at("max_delay"), cap_where);
+    if (!cap.ok()) return std::move(cap).error();
+    if (*cap <= 0) return invalid(cap_where, "expected a maximum delay above 0");
+    backoff.max_delay_ms = *cap;
+  }
   if (value.contains("jitter")) {
     const json& jitter = value.at("jitter");
     const std::string jitter_where = child(where, "jitter");
@@ -411,10 +446,9 @@ Result<RetryPolicy> parse_bullmq(const json& policy) {
                                 "\"jitter\"?}}, got {}",
                                 describe_value(backoff)));
     }
-  } else if (out.max_retries > 0) {
-    return schema("/backoff",
-                  "missing backoff: a BullMQ policy with attempts > 1 needs \"backoff\" (a fixed "
-                  "delay or {\"type\", \"delay\"}); we do not assume BullMQ's immediate retry");
+  } else {
+    // BullMQ without a backoff retries at once.
+    out.backoff = Backoff{BackoffKind::fixed, 0, 0.0};
   }
 
   if (policy.contains("retryable_classes")) {
@@ -435,6 +469,53 @@ Result<RetryPolicy> parse_bullmq(const json& policy) {
     out.budget = *budget;
   }
   return out;
+}
+
+// {"<system>": {...}} with rehearse's own keys beside it (retryable_classes,
+// budget, reason); nullopt when no key names a system.
+std::optional<Result<RetryPolicy>> parse_wrapped_system(const json& policy) {
+  std::string name;
+  for (const auto& [key, unused] : policy.items()) {
+    (void)unused;
+    if (find_policy_system(key) == nullptr) continue;
+    if (!name.empty()) {
+      return Result<RetryPolicy>(schema(child("", key), fmt::format(
+          "two systems' policies (\"{}\" and \"{}\"): give one", name, key)));
+    }
+    name = key;
+  }
+  if (name.empty()) return std::nullopt;
+  for (const auto& [key, unused] : policy.items()) {
+    (void)unused;
+    if (key != name && key != "retryable_classes" && key != "budget" && key != "reason") {
+      return Result<RetryPolicy>(schema(child("", key), fmt::format(
+          "unknown key \"{}\" beside \"{}\": expected retryable_classes, budget or reason",
+          key, name)));
+    }
+  }
+  auto converted = convert_system_policy(name, policy.at(name));
+  if (!converted.ok()) {
+    Error e = std::move(converted).error();
+    e.where = child("", name) + e.where;
+    return Result<RetryPolicy>(std::move(e));
+  }
+  RetryPolicy out = converted->policy;
+  if (policy.contains("retryable_classes")) {
+    auto classes = read_classes(policy.at("retryable_classes"), "/retryable_classes");
+    if (!classes.ok()) return Result<RetryPolicy>(std::move(classes).error());
+    out.retryable_classes = *classes;
+  }
+  if (policy.contains("reason")) {
+    auto reason = read_non_empty_string(policy.at("reason"), "/reason", "a reason");
+    if (!reason.ok()) return Result<RetryPolicy>(std::move(reason).error());
+    out.reason = *reason;
+  }
+  if (policy.contains("budget")) {
+    auto budget = read_budget(policy.at("budget"), "/budget");
+    if (!budget.ok()) return Result<RetryPolicy>(std::move(budget).error());
+    out.budget = *budget;
+  }
+  return Result<RetryPolicy>(std::move(out));
 }
 
 }  // namespace
@@ -483,6 +564,7 @@ Result<RetryPolicy> parse_retry_policy(const json& policy,
   if (policy.empty()) {
     return schema("", fmt::format("empty retry policy: {}; there is no default", kFormsHint));
   }
+  if (auto wrapped = parse_wrapped_system(policy)) return std::move(*wrapped);
   const bool per_job = policy.contains("max") || policy.contains("backoff_sec");
   const bool bullmq = policy.contains("attempts");
   if (per_job && bullmq) {
@@ -510,30 +592,86 @@ double js_math_round(double x) noexcept {
   return (x - floor_x >= 0.5) ? floor_x + 1.0 : floor_x;
 }
 
-DurationMs backoff_delay_ms(const Backoff& backoff, int n) {
+namespace {
+// A non-negative double delay as whole ms, saturating (NaN and inf saturate too).
+DurationMs saturate(double ms) {
+  if (!(ms < static_cast<double>(kBackoffSaturationMs))) return kBackoffSaturationMs;
+  return static_cast<DurationMs>(js_math_round(ms));
+}
+}  // namespace
+
+DurationMs formula_delay_ms(const Backoff& backoff, int n) {
   REHEARSE_ASSERT(n >= 1);
   REHEARSE_ASSERT(backoff.delay_ms >= 0);
-  if (backoff.kind == BackoffKind::fixed) return std::min(backoff.delay_ms, kBackoffSaturationMs);
+  const double delay = static_cast<double>(backoff.delay_ms);
+  switch (backoff.kind) {
+    case BackoffKind::fixed: return std::min(backoff.delay_ms, kBackoffSaturationMs);
+    case BackoffKind::linear: return saturate(delay * n);
+    case BackoffKind::polynomial:
+      return saturate(delay + static_cast<double>(backoff.unit_ms) *
+                                  std::pow(static_cast<double>(n - 1), backoff.exponent));
+    case BackoffKind::exponential: break;
+  }
   if (backoff.delay_ms == 0) return 0;
-  // 2^62 exceeds the saturation point for any delay >= 1 ms.
-  if (n - 1 >= 62) return kBackoffSaturationMs;
-  // Exact: a power-of-two scaling of an integer below 2^53 (delays are capped).
-  const double scaled = std::ldexp(static_cast<double>(backoff.delay_ms), n - 1);
-  if (scaled >= static_cast<double>(kBackoffSaturationMs)) return kBackoffSaturationMs;
-  return static_cast<DurationMs>(js_math_round(scaled));
+  if (backoff.factor == 2.0) {
+    // 2^62 exceeds the saturation point for any delay >= 1 ms.
+    if (n - 1 >= 62) return kBackoffSaturationMs;
+    // Exact: a power-of-two scaling of an integer below 2^53 (delays are capped).
+    return saturate(std::ldexp(delay, n - 1));
+  }
+  return saturate(delay * std::pow(backoff.factor, n - 1));
 }
+
+DurationMs backoff_delay_ms(const Backoff& backoff, int n) {
+  const DurationMs d = formula_delay_ms(backoff, n);
+  return backoff.max_delay_ms > 0 ? std::min(d, backoff.max_delay_ms) : d;
+}
+
+bool has_jitter(const Backoff& backoff) noexcept {
+  return backoff.jitter > 0.0 || backoff.full_jitter || backoff.additive_steps > 0;
+}
+
+namespace {
+DurationMs additive_step_ms(const Backoff& backoff, int n) {
+  return static_cast<DurationMs>(n) * backoff.unit_ms;
+}
+}  // namespace
 
 DurationMs backoff_delay_ms(const Backoff& backoff, int n, RandomSource* random) {
   const DurationMs max_delay = backoff_delay_ms(backoff, n);
-  if (!(backoff.jitter > 0.0)) return max_delay;
+  if (!has_jitter(backoff)) return max_delay;
   REHEARSE_ASSERT(random != nullptr);
   const double rand = random->next_unit();
   const double max_d = static_cast<double>(max_delay);
+  if (backoff.full_jitter) {
+    return std::clamp(static_cast<DurationMs>(std::floor(rand * (max_d + 1.0))), DurationMs{0},
+                      max_delay);
+  }
+  if (backoff.additive_steps > 0) {
+    const auto steps = static_cast<DurationMs>(rand * backoff.additive_steps);
+    return std::min(max_delay + steps * additive_step_ms(backoff, n), kBackoffSaturationMs);
+  }
   const double min_delay = max_d * (1.0 - backoff.jitter);
   const double jittered = std::floor(rand * max_d * backoff.jitter + min_delay);
   // Double rounding can make this exactly max_delay (rand close to 1), as it
   // does in JS; the clamp only guards against anything outside [0, max].
   return std::clamp(static_cast<DurationMs>(jittered), DurationMs{0}, max_delay);
+}
+
+DurationMs min_backoff_delay_ms(const Backoff& backoff, int n) {
+  const DurationMs d = backoff_delay_ms(backoff, n);
+  if (backoff.full_jitter) return 0;
+  if (backoff.jitter > 0.0) {
+    return static_cast<DurationMs>(std::floor(static_cast<double>(d) * (1.0 - backoff.jitter)));
+  }
+  return d;
+}
+
+DurationMs max_backoff_delay_ms(const Backoff& backoff, int n) {
+  const DurationMs d = backoff_delay_ms(backoff, n);
+  if (backoff.additive_steps <= 0) return d;
+  return std::min(d + (backoff.additive_steps - 1) * additive_step_ms(backoff, n),
+                  kBackoffSaturationMs);
 }
 
 RetryPlan plan_retries(const RetryPolicy& policy) {
@@ -543,14 +681,20 @@ RetryPlan plan_retries(const RetryPolicy& policy) {
   plan.retryable_classes = policy.retryable_classes;
   plan.budget = policy.budget;
   plan.backoff = policy.backoff;
-  DurationMs offset = 0;
+  DurationMs offset = 0, shortest = 0, longest = 0;
+  // All three stay <= kBackoffSaturationMs (2.5e14): sums cannot overflow.
   for (int n = 1; n <= policy.max_retries; ++n) {
     const DurationMs delay = backoff_delay_ms(policy.backoff, n);
-    offset = std::min(offset + delay, kBackoffSaturationMs);  // both <= 2.5e14: no overflow
+    if (plan.capped_from == 0 && delay < formula_delay_ms(policy.backoff, n)) plan.capped_from = n;
+    offset = std::min(offset + delay, kBackoffSaturationMs);
+    shortest = std::min(shortest + min_backoff_delay_ms(policy.backoff, n), kBackoffSaturationMs);
+    longest = std::min(longest + max_backoff_delay_ms(policy.backoff, n), kBackoffSaturationMs);
     plan.delays_ms.push_back(delay);
     plan.offsets_ms.push_back(offset);
   }
   plan.recovery_window_ms = offset;
+  plan.shortest_window_ms = shortest;
+  plan.longest_window_ms = longest;
   return plan;
 }
 
@@ -561,6 +705,17 @@ json backoff_json(const Backoff& backoff) {
   out["delay_ms"] = backoff.delay_ms;
   out["delay"] = format_duration(backoff.delay_ms);
   out["jitter"] = backoff.jitter;
+  if (backoff.kind == BackoffKind::exponential) out["factor"] = backoff.factor;
+  if (backoff.kind == BackoffKind::polynomial) {
+    out["exponent"] = backoff.exponent;
+    out["unit_ms"] = backoff.unit_ms;
+  }
+  if (backoff.max_delay_ms > 0) {
+    out["max_delay_ms"] = backoff.max_delay_ms;
+    out["max_delay"] = format_duration(backoff.max_delay_ms);
+  }
+  if (backoff.full_jitter) out["full_jitter"] = true;
+  if (backoff.additive_steps > 0) out["additive_steps"] = backoff.additive_steps;
   return out;
 }
 }  // namespace
@@ -587,6 +742,13 @@ json to_json(const RetryPlan& plan) {
   out["delays_ms"] = plan.delays_ms;
   out["offsets_ms"] = plan.offsets_ms;
   out["recovery_window_ms"] = plan.recovery_window_ms;
+  // Present only when they say something (jitter; a cap that bites).
+  if (plan.shortest_window_ms != plan.recovery_window_ms ||
+      plan.longest_window_ms != plan.recovery_window_ms) {
+    out["shortest_window_ms"] = plan.shortest_window_ms;
+    out["longest_window_ms"] = plan.longest_window_ms;
+  }
+  if (plan.capped_from > 0) out["capped_from"] = plan.capped_from;
   out["retryable_classes"] = class_names(plan.retryable_classes);
   out["budget"] = to_string(plan.budget);
   out["backoff"] = backoff_json(plan.backoff);
@@ -603,7 +765,15 @@ std::string describe(const RetryPolicy& policy) {
   std::string text =
       fmt::format("{} max={} backoff={} {}", to_string(policy.form), policy.max_retries,
                   to_string(policy.backoff.kind), format_duration(policy.backoff.delay_ms));
-  if (policy.backoff.jitter > 0.0) text += fmt::format(" jitter={}", policy.backoff.jitter);
+  const Backoff& b = policy.backoff;
+  if (b.kind == BackoffKind::exponential && b.factor != 2.0) text += fmt::format(" factor={}", b.factor);
+  if (b.kind == BackoffKind::polynomial) {
+    text += fmt::format(" +{}*(n-1)^{}", format_duration(b.unit_ms), b.exponent);
+  }
+  if (b.max_delay_ms > 0) text += fmt::format(" cap={}", format_duration(b.max_delay_ms));
+  if (b.jitter > 0.0) text += fmt::format(" jitter={}", b.jitter);
+  if (b.full_jitter) text += " jitter=full";
+  if (b.additive_steps > 0) text += fmt::format(" jitter=+rand({})*n*{}", b.additive_steps, format_duration(b.unit_ms));
   text += fmt::format(" classes={} budget={}", classes, to_string(policy.budget));
   return text;
 }

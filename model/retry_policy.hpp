@@ -28,11 +28,17 @@
 
 namespace rehearse {
 
-enum class PolicyForm : unsigned char { per_job, bullmq, auto_schedule };
-enum class BackoffKind : unsigned char { fixed, exponential };
+// per_job, bullmq and auto are rehearse's own forms; the others are a policy as
+// another retry system writes it, converted by model/policy_forms.hpp.
+enum class PolicyForm : unsigned char {
+  per_job, bullmq, auto_schedule, temporal, stepfunctions, sidekiq, celery, k8s
+};
+// fixed: d; exponential: d * factor^(n-1); linear: d * n;
+// polynomial: d + unit * (n-1)^exponent (Sidekiq's count ** 4 + 15).
+enum class BackoffKind : unsigned char { fixed, exponential, linear, polynomial };
 enum class BudgetScope : unsigned char { per_slot, per_episode };
 
-// "per_job", "bullmq", "auto".
+// "per_job", "bullmq", "auto", "temporal", "stepfunctions", "sidekiq", "celery", "k8s".
 const char* to_string(PolicyForm form) noexcept;
 const char* to_string(BackoffKind kind) noexcept;
 const char* to_string(BudgetScope scope) noexcept;
@@ -47,10 +53,22 @@ inline constexpr DurationMs kBackoffDelayMaxMs = 366 * kDayMs;
 // adding it to any supported instant cannot overflow int64.
 inline constexpr DurationMs kBackoffSaturationMs = kMaxInstantMs;
 
+// A delay of 0 (any kind) retries at once (BullMQ without a backoff).
+// Jitter is one of three shapes (at most one is set):
+//   jitter in (0, 1]    BullMQ: a draw from [d * (1 - jitter), d]
+//   full_jitter         Step Functions FULL, Celery retry_jitter: a draw from [0, d]
+//   additive_steps > 0  Sidekiq: d + rand(additive_steps) * n * unit
+// where d is the capped delay before retry n.
 struct Backoff {
   BackoffKind kind = BackoffKind::fixed;
   DurationMs delay_ms = 0;
   double jitter = 0.0;  // BullMQ's jitter, in [0, 1]; 0 = none
+  double factor = 2.0;  // exponential: growth per retry (BullMQ 2; Temporal backoffCoefficient)
+  DurationMs max_delay_ms = 0;  // cap on each delay before jitter; 0 = none
+  int exponent = 4;             // polynomial
+  DurationMs unit_ms = kSecondMs;  // polynomial and additive jitter
+  bool full_jitter = false;
+  int additive_steps = 0;
 
   bool operator==(const Backoff&) const = default;
 };
@@ -98,16 +116,26 @@ bool policy_retries(const RetryPolicy& policy) noexcept;
 // JavaScript's Math.round: halves round towards +infinity (-2.5 -> -2).
 double js_math_round(double x) noexcept;
 
-// BullMQ 5's delay before retry n (n >= 1: the n-th consecutive failure of
-// this budget), without jitter:
+// The delay before retry n (n >= 1: the n-th consecutive failure of this
+// budget) by the formula alone, without cap or jitter:
 //   fixed        delay
-//   exponential  Math.round(2^(n-1) * delay)
+//   exponential  Math.round(factor^(n-1) * delay)   (BullMQ 5 exactly for factor 2)
+//   linear       delay * n
+//   polynomial   delay + unit * (n-1)^exponent
 // saturating at kBackoffSaturationMs.
+DurationMs formula_delay_ms(const Backoff& backoff, int n);
+// The formula's delay, capped at max_delay_ms when one is set (no jitter).
 DurationMs backoff_delay_ms(const Backoff& backoff, int n);
-// With BullMQ's jitter when backoff.jitter > 0 (one draw from `random`):
-//   Math.floor(rand * max * jitter + max * (1 - jitter)), max = the delay above.
+// With the backoff's jitter, one draw from `random` (see Backoff):
+//   BullMQ    Math.floor(rand * d * jitter + d * (1 - jitter))
+//   full      Math.floor(rand * (d + 1))
+//   additive  d + Math.floor(rand * steps) * n * unit
 // `random` may be null only when the backoff has no jitter.
 DurationMs backoff_delay_ms(const Backoff& backoff, int n, RandomSource* random);
+// The least and the greatest delay jitter can give before retry n.
+DurationMs min_backoff_delay_ms(const Backoff& backoff, int n);
+DurationMs max_backoff_delay_ms(const Backoff& backoff, int n);
+bool has_jitter(const Backoff& backoff) noexcept;
 
 // The plan after one failure, without jitter (`rehearse policy explain`).
 struct RetryPlan {
@@ -116,6 +144,10 @@ struct RetryPlan {
   std::vector<DurationMs> delays_ms;   // delay before retry 1..max
   std::vector<DurationMs> offsets_ms;  // cumulative: retry k runs offsets_ms[k-1] after the failure
   DurationMs recovery_window_ms = 0;   // the last offset (0 without retries)
+  // With jitter, the window's range (both equal recovery_window_ms without).
+  DurationMs shortest_window_ms = 0;
+  DurationMs longest_window_ms = 0;
+  int capped_from = 0;  // the first retry whose delay the cap shortened (0: none)
   FailureClassSet retryable_classes;
   BudgetScope budget = BudgetScope::per_episode;
   Backoff backoff;

@@ -1,13 +1,16 @@
-// rehearse policy explain POLICY [--schedule EXPR] [--json]
+// rehearse policy explain POLICY [--from SYSTEM] [--schedule EXPR] [--json]
 #include <fmt/core.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "model/cron.hpp"
+#include "model/js_literal.hpp"
+#include "model/policy_forms.hpp"
 #include "model/retry_policy.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/cli/cron_explain.hpp"
 #include "sim/cli/error_report.hpp"
 #include "sim/cli/json_input.hpp"
 
@@ -15,22 +18,147 @@ namespace rehearse::cli {
 namespace {
 
 constexpr const char* kPolicyHelp =
-    "usage: rehearse policy explain POLICY [--schedule EXPR] [--json]\n"
+    "usage: rehearse policy explain POLICY [--from SYSTEM] [--schedule EXPR] [--json]\n"
     "\n"
     "Prints the retry plan a policy gives after one failure: how many retries, the\n"
     "delay before each, the cumulative offset from the failure, and the recovery\n"
-    "window (delays without jitter).\n"
+    "window (delays without jitter; jitter's range is noted).\n"
     "\n"
     "POLICY is inline JSON or @FILE.json, in any accepted form:\n"
     "  per-job  '{\"max\": 2, \"backoff_sec\": 300, \"retryable_classes\": [\"timeout\"], \"reason\": \"...\"}'\n"
     "  BullMQ   '{\"attempts\": 4, \"backoff\": {\"type\": \"exponential\", \"delay\": 1800000}}'\n"
     "  auto     '\"auto\"' (or auto) with --schedule EXPR, the job's effective schedule\n"
-    "See docs/retry.md.\n";
+    "  system   '{\"temporal\": {...}}' (bullmq, temporal, stepfunctions, sidekiq, celery, k8s)\n"
+    "\n"
+    "With --from SYSTEM, POLICY is that system's own policy, as JSON or as a\n"
+    "JavaScript object literal ({attempts: 4, backoff: {type: 'exponential', delay: 1_800_000}}),\n"
+    "converted with the system's meaning of attempts and its delay formula; keys\n"
+    "that do not bear on retries (BullMQ's removeOnFail) are listed as ignored.\n"
+    "With --schedule, the plan is set against the schedule's shortest gap between\n"
+    "slots: how long the recovery window leaves before the next regular slot.\n"
+    "See docs/retry.md and docs/policies.md.\n";
 
 const std::vector<OptionSpec> kExplainOptions{
-    {"--schedule", true, "EXPR", "the job's effective cron schedule (required for \"auto\")"},
+    {"--from", true, "SYSTEM",
+     "read POLICY as that system writes it: bullmq, temporal, stepfunctions, sidekiq, celery, k8s"},
+    {"--schedule", true, "EXPR",
+     "the job's effective cron schedule (required for \"auto\"; shows the gap to the next slot)"},
     {"--json", false, "", "print one JSON document"},
 };
+
+// What the command explains: the policy, and when it came from a system, the conversion.
+struct Explained {
+  RetryPolicy policy;
+  std::optional<SystemPolicy> converted;
+};
+
+Error located(const Error& e, const std::string& origin) {
+  return make_error(e.code, e.message, origin + (e.where.empty() ? "" : ":" + e.where));
+}
+
+Result<Explained> read_from_system(const std::string& system, const std::string& arg) {
+  if (find_policy_system(system) == nullptr) {
+    return make_error(ErrorCode::invalid_argument,
+                      fmt::format("--from \"{}\": expected one of {}", system,
+                                  policy_system_names()));
+  }
+  auto input = read_argument_text(arg);
+  if (!input) return std::move(input).error();
+  auto value = parse_js_literal(input->text);
+  if (!value) {
+    const Error& e = value.error();
+    return make_error(e.code, fmt::format("invalid {} policy: {}", system, e.message),
+                      input->origin + ":" + e.where);
+  }
+  auto converted = convert_system_policy(system, *value);
+  if (!converted) return located(converted.error(), input->origin);
+  return Explained{converted->policy, *converted};
+}
+
+Result<Explained> read_policy(const std::string& arg, const std::optional<ScheduleFacts>& facts) {
+  auto input = read_json_argument(arg, /*bare_words=*/{"auto"});
+  if (!input) return std::move(input).error();
+  auto policy = parse_retry_policy(input->value, facts);
+  if (!policy) return located(policy.error(), input->origin);
+  Explained out{*policy, std::nullopt};
+  // A wrapped system form ({"temporal": {...}}) gets the same notes as --from.
+  if (input->value.is_object()) {
+    for (const auto& [key, v] : input->value.items()) {
+      if (find_policy_system(key) == nullptr) continue;
+      if (auto c = convert_system_policy(key, v)) {
+        out.converted = *c;
+        out.converted->policy = *policy;
+      }
+    }
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += fmt::format("{}{}", out.empty() ? "" : ", ", i);
+  return out;
+}
+
+// The plan against the schedule's shortest gap between slots (null without --schedule).
+nlohmann::json slot_gap(const std::optional<CronSchedule>& schedule, const RetryPlan& plan) {
+  if (!schedule) return nullptr;
+  const ScheduleRhythm r = schedule_rhythm(*schedule);
+  if (!r.has_gap) return nullptr;
+  const DurationMs window = plan.longest_window_ms;
+  return {{"shortest_slot_gap_ms", r.shortest_gap_ms},
+          {"shortest_slot_gap", format_duration(r.shortest_gap_ms)},
+          {"shortest_slot_gap_from", format_instant(r.shortest_gap_from_ms)},
+          {"recovery_window_ms", window},
+          {"runs_into_next_slot", window >= r.shortest_gap_ms},
+          {"gap_ms", r.shortest_gap_ms - window}};
+}
+
+void print_text(const Explained& e, const RetryPlan& plan, const std::vector<std::string>& surprises,
+                const nlohmann::json& gap) {
+  if (e.converted) {
+    const PolicySystem& s = *e.converted->system;
+    fmt::print("system:            {} ({})\n", s.title, s.attempts_meaning);
+    fmt::print("formula:           {}\n", s.formula);
+    if (!e.converted->defaults.empty()) {
+      fmt::print("defaults used:     {}\n", join(e.converted->defaults));
+    }
+    if (!e.converted->ignored.empty()) {
+      fmt::print("ignored keys:      {}\n", join(e.converted->ignored));
+    }
+  }
+  fmt::print("policy:            {}\n", describe(e.policy));
+  if (!e.policy.reason.empty()) fmt::print("reason:            {}\n", e.policy.reason);
+  fmt::print("retries:           {} after one failure\n", plan.max_retries);
+  for (std::size_t i = 0; i < plan.delays_ms.size(); ++i) {
+    fmt::print("  retry {:<3} after {:<10} at +{} from the failure\n", i + 1,
+               format_duration(plan.delays_ms[i]), format_duration(plan.offsets_ms[i]));
+  }
+  fmt::print("recovery window:   {}\n", format_duration(plan.recovery_window_ms));
+  if (plan.shortest_window_ms != plan.recovery_window_ms ||
+      plan.longest_window_ms != plan.recovery_window_ms) {
+    fmt::print("  with jitter:     {} to {}\n", format_duration(plan.shortest_window_ms),
+               format_duration(plan.longest_window_ms));
+  }
+  const std::string classes = join(class_names(plan.retryable_classes));
+  fmt::print("retryable classes: {}\n", classes.empty() ? "none" : classes);
+  fmt::print("budget:            {}\n", to_string(plan.budget));
+  if (e.policy.backoff.jitter > 0.0) {
+    fmt::print("jitter:            {} (each delay drawn from [{}*d, d])\n", e.policy.backoff.jitter,
+               1.0 - e.policy.backoff.jitter);
+  }
+  if (!gap.is_null()) {
+    const DurationMs g = gap["gap_ms"].get<DurationMs>();
+    fmt::print("next slot:         slots can be {} apart (from {}); {}\n",
+               gap["shortest_slot_gap"].get<std::string>(),
+               gap["shortest_slot_gap_from"].get<std::string>(),
+               g > 0 ? fmt::format("the recovery window leaves {} before the next slot",
+                                   format_duration(g))
+                     : fmt::format("the retry chain runs {} into the next slot",
+                                   format_duration(-g)));
+  }
+  for (const auto& s : surprises) fmt::print("note:              {}\n", s);
+}
 
 int policy_explain(const Args& args) {
   auto parsed = parse_args(args, kExplainOptions);
@@ -40,52 +168,43 @@ int policy_explain(const Args& args) {
     return kExitOk;
   }
   if (parsed->positionals.size() != 1) {
-    return usage_error("policy explain: expected exactly one POLICY argument (quote the JSON)");
+    return usage_error("policy explain: expected exactly one POLICY argument (quote it)");
   }
-  const std::string& arg = parsed->positionals.front();
-  auto input = read_json_argument(arg, /*bare_words=*/{"auto"});
-  if (!input) return input_error(input.error());
-
+  std::optional<CronSchedule> schedule;
   std::optional<ScheduleFacts> facts;
   if (auto expr = parsed->value("--schedule")) {
-    auto schedule = CronSchedule::parse(*expr);
-    if (!schedule) {
-      return usage_error(fmt::format("--schedule \"{}\": {}", *expr, schedule.error().describe()));
-    }
-    facts = schedule_facts(*schedule);
+    auto s = CronSchedule::parse(*expr);
+    if (!s) return usage_error(fmt::format("--schedule \"{}\": {}", *expr, s.error().describe()));
+    facts = schedule_facts(*s);
+    schedule = std::move(*s);
   }
-  auto policy = parse_retry_policy(input->value, facts);
-  if (!policy) {
-    const Error& e = policy.error();
-    return input_error(make_error(e.code, e.message,
-                                  input->origin + (e.where.empty() ? "" : ":" + e.where)));
+  const std::string& arg = parsed->positionals.front();
+  auto from = parsed->value("--from");
+  if (from && find_policy_system(*from) == nullptr) {
+    return usage_error(fmt::format("--from \"{}\": expected one of {}", *from,
+                                   policy_system_names()));
   }
-  const RetryPlan plan = plan_retries(*policy);
+  auto explained = from ? read_from_system(*from, arg) : read_policy(arg, facts);
+  if (!explained) return input_error(explained.error());
+  const RetryPlan plan = plan_retries(explained->policy);
+  SystemPolicy for_notes = explained->converted.value_or(SystemPolicy{});
+  for_notes.policy = explained->policy;
+  const auto surprises = policy_surprises(for_notes, plan);
+  const nlohmann::json gap = slot_gap(schedule, plan);
   if (parsed->has("--json")) {
     nlohmann::json doc = to_json(plan);
-    doc["policy"] = to_json(*policy);
+    doc["policy"] = to_json(explained->policy);
+    if (explained->converted) {
+      doc["system"] = std::string(explained->converted->system->name);
+      doc["defaults"] = explained->converted->defaults;
+      doc["ignored"] = explained->converted->ignored;
+    }
+    if (!surprises.empty()) doc["notes"] = surprises;
+    if (!gap.is_null()) doc["next_slot"] = gap;
     fmt::print("{}\n", doc.dump(2));
     return kExitOk;
   }
-  fmt::print("policy:            {}\n", describe(*policy));
-  if (!policy->reason.empty()) fmt::print("reason:            {}\n", policy->reason);
-  fmt::print("retries:           {} after one failure\n", plan.max_retries);
-  for (std::size_t i = 0; i < plan.delays_ms.size(); ++i) {
-    fmt::print("  retry {:<3} after {:<10} at +{} from the failure\n", i + 1,
-               format_duration(plan.delays_ms[i]), format_duration(plan.offsets_ms[i]));
-  }
-  fmt::print("recovery window:   {}\n", format_duration(plan.recovery_window_ms));
-  std::string classes;
-  for (const auto& c : class_names(plan.retryable_classes)) {
-    classes += classes.empty() ? "" : ", ";
-    classes += c;
-  }
-  fmt::print("retryable classes: {}\n", classes.empty() ? "none" : classes);
-  fmt::print("budget:            {}\n", to_string(plan.budget));
-  if (policy->backoff.jitter > 0.0) {
-    fmt::print("jitter:            {} (each delay drawn from [{}*d, d])\n", policy->backoff.jitter,
-               1.0 - policy->backoff.jitter);
-  }
+  print_text(*explained, plan, surprises, gap);
   return kExitOk;
 }
 

@@ -18,6 +18,50 @@ std::string low_frequency_reason(const CronSchedule& schedule) {
 }
 }  // namespace
 
+ScheduleRhythm schedule_rhythm(const CronSchedule& schedule) {
+  ScheduleRhythm r;
+  const TimeMs end = kRhythmStartMs + kRhythmWindowMs;
+  auto previous = schedule.next_after(kRhythmStartMs - 1);
+  int seen = 0;  // firings looked at, also past the window
+  while (previous) {
+    if (*previous < end) {
+      if (r.firings == kRhythmCountMax) {
+        r.count_capped = true;
+        break;
+      }
+      ++r.firings;
+    }
+    auto next = schedule.next_after(*previous);
+    if (!next) break;
+    if (!r.has_gap || *next - *previous < r.shortest_gap_ms) {
+      r.shortest_gap_ms = *next - *previous;
+      r.shortest_gap_from_ms = *previous;
+      r.has_gap = true;
+    }
+    ++seen;
+    if (*next >= end && seen >= 2) break;
+    previous = next;
+  }
+  return r;
+}
+
+std::optional<std::string> rhythm_warning(const CronSchedule& schedule, const ScheduleRhythm& r) {
+  const bool low = schedule.is_low_frequency();
+  const bool often = r.count_capped || r.firings > kRhythmLowFrequencyMax;
+  const std::string count = fmt::format("{}{} times", r.count_capped ? "more than " : "", r.firings);
+  if (low && often) {
+    return fmt::format("the low-frequency verdict (yes) disagrees with the firings: it fires {} "
+                       "in 28 days, more often than weekly, yet gets the long retry plan",
+                       count);
+  }
+  if (!low && !often) {
+    return fmt::format("the low-frequency verdict (no) disagrees with the firings: it fires only "
+                       "{} in 28 days, at most weekly, yet gets the short retry plan",
+                       count);
+  }
+  return std::nullopt;
+}
+
 Result<CronExplanation> explain_cron(const CronSchedule& schedule) {
   CronExplanation out;
   nlohmann::json fields = nlohmann::json::array();
@@ -43,7 +87,13 @@ Result<CronExplanation> explain_cron(const CronSchedule& schedule) {
   text += fmt::format("low-frequency: {}\n",
                       low ? fmt::format("yes ({})", low_frequency_reason(schedule))
                           : std::string("no"));
-  for (const auto& w : warnings) text += fmt::format("warning:       {}\n", w);
+  const ScheduleRhythm rhythm = schedule_rhythm(schedule);
+  text += fmt::format("firings:       {}{} in the 28 days from {}\n",
+                      rhythm.count_capped ? "more than " : "", rhythm.firings,
+                      format_instant(kRhythmStartMs));
+  std::vector<std::string> all_warnings = warnings;
+  if (auto w = rhythm_warning(schedule, rhythm)) all_warnings.push_back(*w);
+  for (const auto& w : all_warnings) text += fmt::format("warning:       {}\n", w);
 
   const RetryPolicy policy = auto_retry_policy(schedule_facts(schedule));
   const RetryPlan plan = plan_retries(policy);
@@ -65,7 +115,9 @@ Result<CronExplanation> explain_cron(const CronSchedule& schedule) {
               {"fields", fields},
               {"day_rule", day_rule},
               {"low_frequency", low},
-              {"warnings", warnings},
+              {"firings_28d", rhythm.firings},
+              {"firings_28d_capped", rhythm.count_capped},
+              {"warnings", all_warnings},
               {"auto_policy", to_json(policy)},
               {"auto_plan", to_json(plan)}};
   return out;

@@ -20,31 +20,32 @@ std::string line_column(const std::string& text, std::size_t byte_offset) {
   return fmt::format("{}:{}", line, column);
 }
 
+Result<TextInput> read_argument_text(const std::string& arg) {
+  if (arg.empty() || arg.front() != '@') return TextInput{arg, "POLICY"};
+  const std::string path = arg.substr(1);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return make_error(ErrorCode::not_found, "cannot read the policy file", path);
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return TextInput{ss.str(), path};
+}
+
 Result<JsonInput> read_json_argument(const std::string& arg,
                                      const std::vector<std::string>& bare_words) {
   JsonInput out;
-  std::string text;
-  if (!arg.empty() && arg.front() == '@') {
-    const std::string path = arg.substr(1);
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      return make_error(ErrorCode::not_found, "cannot read the policy file", path);
+  for (const auto& w : bare_words) {
+    if (arg == w) {
+      out.value = w;
+      out.origin = "POLICY";
+      return out;
     }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-    out.origin = path;
-  } else {
-    for (const auto& w : bare_words) {
-      if (arg == w) {
-        out.value = w;
-        out.origin = "POLICY";
-        return out;
-      }
-    }
-    text = arg;
-    out.origin = "POLICY";
   }
+  auto input = read_argument_text(arg);
+  if (!input) return std::move(input).error();
+  const std::string& text = input->text;
+  out.origin = input->origin;
   try {
     out.value = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {

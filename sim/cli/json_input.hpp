@@ -15,6 +15,13 @@ struct JsonInput {
   std::string origin;  // "FILE" or "POLICY" (inline)
 };
 
+struct TextInput {
+  std::string text;
+  std::string origin;  // "FILE" or "POLICY" (inline)
+};
+// The text of an argument given inline or as @FILE.
+Result<TextInput> read_argument_text(const std::string& arg);
+
 // `bare_words` are accepted unquoted as JSON strings (e.g. auto).
 Result<JsonInput> read_json_argument(const std::string& arg,
                                      const std::vector<std::string>& bare_words);

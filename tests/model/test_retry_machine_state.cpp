@@ -702,7 +702,7 @@ rc::Gen<GeneratedPolicy> policy_gen() {
       }
       default: {  // invalid: fail closed
         j = *rc::gen::element(json::parse(R"({"max": 2, "backoff_sec": -1})"),
-                              json::parse(R"({"attempts": 3, "backoff": {"type": "linear",
+                              json::parse(R"({"attempts": 3, "backoff": {"type": "quadratic",
                                               "delay": 1000}})"),
                               json::parse(R"({"max": 0})"), json(nullptr), json::object(),
                               json::parse(R"({"max": 1, "backoff_sec": 5, "retry": true})"));

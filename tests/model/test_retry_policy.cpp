@@ -198,10 +198,12 @@ TEST(RetryPolicyParse, MalformedPoliciesNameThePointerAndTheExpectation) {
        "failure class name"},
       {R"({"max": 2, "backoff_sec": 300, "retryable_classes": "timeout"})", "/retryable_classes",
        "array of failure class names"},
-      {R"({"max": 2, "backoff": {"type": "linear", "delay": "1m"}})", "/backoff/type",
-       "unknown backoff type \"linear\""},
+      {R"({"max": 2, "backoff": {"type": "quadratic", "delay": "1m"}})", "/backoff/type",
+       "unknown backoff type \"quadratic\""},
       {R"({"max": 2, "backoff": {"type": 1, "delay": "1m"}})", "/backoff/type",
-       "\"exponential\" or \"fixed\""},
+       "\"exponential\", \"fixed\" or \"linear\""},
+      {R"({"max": 2, "backoff": {"type": "fixed", "delay": "1m", "max_delay": 0}})",
+       "/backoff/max_delay", "above 0"},
       {R"({"max": 2, "backoff": {"delay": "1m"}})", "/backoff/type", "missing backoff type"},
       {R"({"max": 2, "backoff": {"type": "fixed"}})", "/backoff/delay", "missing backoff delay"},
       {R"({"max": 2, "backoff": {"type": "fixed", "delay": "soon"}})", "/backoff/delay",
@@ -228,7 +230,6 @@ TEST(RetryPolicyParse, MalformedPoliciesNameThePointerAndTheExpectation) {
       {R"({"backoff_sec": 30})", "/max", "missing max"},
       {R"({"attempts": 0})", "/attempts", "integer from 1 to 1001"},
       {R"({"attempts": -2, "backoff": 1})", "/attempts", "integer from 1"},
-      {R"({"attempts": 3})", "/backoff", "missing backoff"},
       {R"({"attempts": 3, "backoff": true})", "/backoff", "fixed delay"},
       {R"({"attempts": 3, "backoff": -1})", "/backoff", "duration in milliseconds"},
       {R"({"attempts": 3, "backoff": {"type": "exponential", "delay": 1000, "jitter": 1.5}})",
@@ -561,7 +562,8 @@ rc::Gen<json> scalar_json() {
 
 const std::vector<std::string> kPolicyKeys{
     "max", "backoff_sec", "backoff", "retryable_classes", "reason", "budget", "attempts",
-    "type", "delay", "jitter", "extra"};
+    "type", "delay", "jitter", "extra", "max_delay", "bullmq", "temporal", "stepfunctions",
+    "sidekiq", "celery", "k8s", "maximumAttempts", "retry", "backoffLimit", "max_retries"};
 
 rc::Gen<json> random_json(int depth) {
   if (depth <= 0) return scalar_json();
@@ -591,6 +593,15 @@ rc::Gen<json> mutated_valid_policy() {
       json::parse(R"({"attempts": 4, "backoff": {"type": "exponential", "delay": 1800000,
                       "jitter": 0.5}, "retryable_classes": ["rate_limit", "auth"]})"),
       json::parse(R"({"attempts": 2, "backoff": 60000, "budget": "per_episode"})"),
+      json::parse(R"({"attempts": 3, "backoff": {"type": "linear", "delay": "1m",
+                      "max_delay": "90s"}})"),
+      json::parse(R"({"temporal": {"initialInterval": "30m", "maximumAttempts": 4,
+                      "maximumInterval": "1h"}, "reason": "r"})"),
+      json::parse(R"({"stepfunctions": {"IntervalSeconds": 5, "JitterStrategy": "FULL"}})"),
+      json::parse(R"({"celery": {"max_retries": 2, "retry_backoff": true}})"),
+      json::parse(R"({"sidekiq": {"retry": 5}, "retryable_classes": ["timeout"]})"),
+      json::parse(R"({"k8s": {"backoffLimit": 2}, "budget": "per_episode"})"),
+      json::parse(R"({"bullmq": {"attempts": 3, "removeOnFail": true}})"),
       json("auto")};
   return rc::gen::exec([templates] {
     json j = *rc::gen::elementOf(templates);
@@ -613,6 +624,15 @@ rc::Gen<json> mutated_valid_policy() {
       j[*rc::gen::elementOf(kPolicyKeys)] = *rc::gen::scale(0.1, random_json(1));
     } else if (j.contains("backoff") && j["backoff"].is_object()) {
       j["backoff"][*rc::gen::elementOf(kPolicyKeys)] = *scalar_json();
+    } else {
+      // A system's own policy: one of its keys replaced (or added).
+      for (auto& [k, inner] : j.items()) {
+        if (!inner.is_object()) continue;
+        std::vector<std::string> inner_keys{"extra"};
+        for (const auto& [ik, iv] : inner.items()) inner_keys.push_back(ik);
+        inner[*rc::gen::elementOf(inner_keys)] = *scalar_json();
+        break;
+      }
     }
     return j;
   });

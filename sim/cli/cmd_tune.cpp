@@ -1,0 +1,155 @@
+// rehearse tune SCENARIO --job ID [--grid SPEC] [--outages SPEC|@FILE] [--seeds N]
+//               [--seed N] [--threads T] [--fault KIND] [--json|--csv] [--svg FILE]
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "sim/cli/args.hpp"
+#include "sim/cli/commands.hpp"
+#include "sim/cli/error_report.hpp"
+#include "sim/cli/output_file.hpp"
+#include "sim/cli/tune_render.hpp"
+#include "sim/scenario.hpp"
+#include "sim/tune.hpp"
+
+namespace rehearse::cli {
+namespace {
+
+constexpr const char* kTuneHelp =
+    "usage: rehearse tune SCENARIO --job ID [--grid SPEC] [--outages SPEC|@FILE] [--seeds N]\n"
+    "                     [--seed N] [--threads T] [--fault KIND] [--json|--csv] [--svg FILE]\n"
+    "\n"
+    "Sweeps a grid of retry policies for one job of SCENARIO against an outage of\n"
+    "its provider (model-api for group and publish jobs, brokerage for fetch jobs),\n"
+    "N simulated runs per policy, every policy meeting the same N outages. Per\n"
+    "policy: recovery probability with a Wilson 95% interval, time to recovery\n"
+    "(p50, p95), extra calls to the provider, the longest start delay of another\n"
+    "job on the serial queue, how often the retry chain reaches the next slot;\n"
+    "the Pareto front (recovery against extra calls and p95 time to recovery)\n"
+    "and where the job's own policy sits.\n"
+    "\n"
+    "  --grid 'attempts=2-6;delay=1m,5m,15m,30m,1h,2h;backoff=exponential,fixed,linear;cap=none;jitter=0'\n"
+    "         (the default; keys left out keep theirs)\n"
+    "  --outages 30m,2h,6h | uniform:30m-12h (default) | lognormal:30m-12h | @FILE\n"
+    "         (FILE: one duration per line, drawn at random)\n"
+    "See docs/tune.md.\n";
+
+const std::vector<OptionSpec> kTuneOptions{
+    {"--job", true, "ID", "the job whose policy is tuned (required)"},
+    {"--grid", true, "SPEC", "the policies swept (see above)"},
+    {"--outages", true, "SPEC", "outage lengths: a list, uniform:LO-HI, lognormal:LO-HI or @FILE"},
+    {"--seeds", true, "N", "runs per policy (1-100000, default 100)"},
+    {"--seed", true, "N", "base seed of the outage sample (default: the scenario's seed)"},
+    {"--threads", true, "T", "worker threads (1-256, default: every core)"},
+    {"--fault", true, "KIND", "quota_exhausted (model-api) or http_errors (503)"},
+    {"--json", false, "", "print one JSON document"},
+    {"--csv", false, "", "print one CSV row per policy"},
+    {"--svg", true, "FILE", "write the heat map (attempts x base delay) as SVG"},
+};
+
+Result<sim::OutageDistribution> read_outages(const std::string& spec) {
+  if (spec.empty() || spec.front() != '@') return sim::parse_outages(spec);
+  const std::string path = spec.substr(1);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCode::not_found, "cannot read the outage file", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return sim::empirical_outages(ss.str(), path);
+}
+
+Result<sim::TuneOptions> read_options(const ParsedArgs& args, const sim::Scenario& scenario) {
+  sim::TuneOptions o;
+  o.job_id = *args.value("--job");
+  o.seed = scenario.seed;
+  o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (auto g = args.value("--grid")) {
+    auto grid = sim::parse_tune_grid(*g);
+    if (!grid) return std::move(grid).error();
+    o.grid = *grid;
+  }
+  auto outages = read_outages(args.value("--outages").value_or("uniform:30m-12h"));
+  if (!outages) return std::move(outages).error();
+  o.outages = *outages;
+  if (auto n = args.value("--seeds")) {
+    auto c = parse_count("--seeds", *n, 1, 100000);
+    if (!c) return std::move(c).error();
+    o.runs = static_cast<int>(*c);
+  }
+  if (auto n = args.value("--seed")) {
+    auto c = parse_count("--seed", *n, 0, (1LL << 53));
+    if (!c) return std::move(c).error();
+    o.seed = static_cast<std::uint64_t>(*c);
+  }
+  if (auto n = args.value("--threads")) {
+    auto c = parse_count("--threads", *n, 1, 256);
+    if (!c) return std::move(c).error();
+    o.threads = static_cast<int>(*c);
+  }
+  if (auto f = args.value("--fault")) {
+    auto kind = sim::parse_fault_kind(*f);
+    if (!kind || (*kind != sim::FaultKind::quota_exhausted && *kind != sim::FaultKind::http_errors)) {
+      return make_error(ErrorCode::invalid_argument,
+                        fmt::format("--fault \"{}\": expected quota_exhausted or http_errors", *f));
+    }
+    o.fault = *kind;
+  }
+  return o;
+}
+
+void show_progress(std::size_t done, std::size_t total) {
+  fmt::print(stderr, "\rtune: {}/{} runs", done, total);
+  if (done == total) fmt::print(stderr, "\n");
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+int cmd_tune(const Args& args) {
+  auto parsed = parse_args(args, kTuneOptions);
+  if (!parsed) return usage_error(parsed.error().describe(), "see 'rehearse tune --help'");
+  if (parsed->has("--help")) {
+    fmt::print("{}\noptions:\n{}", kTuneHelp, format_options_help(kTuneOptions));
+    return kExitOk;
+  }
+  if (parsed->positionals.size() != 1) return usage_error("tune: expected exactly one SCENARIO");
+  if (!parsed->value("--job")) return usage_error("tune: --job ID is required");
+  if (parsed->has("--json") && parsed->has("--csv")) {
+    return usage_error("tune: --json and --csv are exclusive");
+  }
+  const std::string& path = parsed->positionals.front();
+  const auto svg = parsed->value("--svg");
+  if (svg == std::optional<std::string>("-") && (parsed->has("--json") || parsed->has("--csv"))) {
+    return usage_error("tune: --svg - and --json/--csv would share standard output");
+  }
+  if (svg) {
+    std::vector<std::string> inputs{path};
+    if (auto o = parsed->value("--outages"); o && !o->empty() && o->front() == '@') {
+      inputs.push_back(o->substr(1));
+    }
+    if (Status s = check_output_path(*svg, inputs); !s.ok()) return input_error(s.error());
+  }
+  auto scenario = sim::load_scenario_file(path);
+  if (!scenario) return input_error(scenario.error());
+  auto options = read_options(*parsed, *scenario);
+  if (!options) return input_error(options.error());
+  if (isatty(STDERR_FILENO) == 1) options->progress = show_progress;
+  auto result = sim::run_tune(*scenario, *options);
+  if (!result) return input_error(result.error());
+  if (svg) {
+    if (Status s = write_output_file(*svg, tune_svg(*result)); !s.ok()) return input_error(s.error());
+  }
+  if (parsed->has("--json")) {
+    fmt::print("{}\n", tune_json(*result).dump(2));
+  } else if (parsed->has("--csv")) {
+    fmt::print("{}", tune_csv(*result));
+  } else if (svg != std::optional<std::string>("-")) {
+    fmt::print("{}", tune_table(*result));
+  }
+  return kExitOk;
+}
+
+}  // namespace rehearse::cli
