@@ -133,6 +133,7 @@ class World {
   Status apply_corruption(const std::string& path, const FaultSpec& fault);
   void on_trace_event(const TraceEvent& event, std::size_t index);
   void on_violation(Violation violation);
+  void drain_monitor_violations();
   void sync_secrets();
   void read_final_state(ScenarioRunResult& result);
 
@@ -159,7 +160,11 @@ class World {
   std::size_t secrets_synced_ = 0;
   std::set<std::string> expected_violations_;
   std::set<std::string> fired_;
-  std::vector<Violation> violations_;
+  std::vector<Violation> violations_;      // first of each invariant
+  std::vector<Violation> all_violations_;  // every one, bounded by options_.max_violations
+  std::map<std::string, std::size_t> violation_counts_;
+  std::size_t violations_dropped_ = 0;
+  std::size_t monitor_violations_seen_ = 0;  // how many of monitors_->violations() were taken
   std::uint64_t events_seen_ = 0;
   bool finished_ = false;
 };
@@ -583,6 +588,12 @@ void World::sync_secrets() {
 }
 
 void World::on_violation(Violation violation) {
+  ++violation_counts_[violation.invariant];
+  if (all_violations_.size() < options_.max_violations) {
+    all_violations_.push_back(violation);
+  } else {
+    ++violations_dropped_;
+  }
   if (fired_.count(violation.invariant) != 0) return;  // the first occurrence is the one reported
   fired_.insert(violation.invariant);
   const bool expected = expected_violations_.count(violation.invariant) != 0;
@@ -597,7 +608,15 @@ void World::on_trace_event(const TraceEvent& event, std::size_t index) {
   if (options_.trace_sink) options_.trace_sink(event, index);
   // A token issued by the brokerage is a secret from the moment it exists.
   sync_secrets();
-  if (auto v = monitors_->observe(event, index)) on_violation(std::move(*v));
+  monitors_->observe(event, index);
+  drain_monitor_violations();
+}
+
+// Every violation the monitors found since the last call (an event may show
+// several), in the order they found them.
+void World::drain_monitor_violations() {
+  const std::vector<Violation>& found = monitors_->violations();
+  while (monitor_violations_seen_ < found.size()) on_violation(found[monitor_violations_seen_++]);
 }
 
 void World::read_final_state(ScenarioRunResult& result) {
@@ -701,18 +720,23 @@ ScenarioRunResult World::run() {
                                {"events", run.events_executed}});
   // Log lines are text the secrets monitor reads too.
   for (const std::string& line : log_.lines()) {
-    if (auto v = monitors_->observe_text(line, trace_.size(), sim_.now())) on_violation(std::move(*v));
+    monitors_->observe_text(line, trace_.size(), sim_.now());
+    drain_monitor_violations();
   }
   // End-of-run invariants judge a run that reached `until` only: a stopped
   // or bounded run has already failed, and its end state is not an end.
   if (run.outcome == RunOutcome::completed) {
-    for (Violation& v : monitors_->finish(scenario_.until_ms)) on_violation(std::move(v));
+    monitors_->finish(scenario_.until_ms);
+    drain_monitor_violations();
   }
   result.tallies = monitors_->tallies();
   finished_ = true;
 
   read_final_state(result);
   result.violations = violations_;
+  result.all_violations = all_violations_;
+  result.violation_counts = violation_counts_;
+  result.violations_dropped = violations_dropped_;
   // Hand the events over in a fresh Trace without the world's listeners.
   for (const TraceEvent& e : trace_.events()) result.trace.record(e);
   REHEARSE_ASSERT(result.trace.hash() == trace_.hash());
