@@ -411,18 +411,25 @@ bool WitnessPolicy::retries_class(const std::string& failure_class) const {
   return all_classes || classes.count(failure_class) != 0;
 }
 
-DurationMs WitnessPolicy::min_delay_ms(int n) const {
+DurationMs WitnessPolicy::base_delay_ms(int n) const {
   double base = static_cast<double>(delay_ms);
-  if (exponential) base *= std::pow(2.0, std::min(n - 1, 40));
-  const double low = std::floor(base * (1.0 - jitter));
+  if (exponential) base = std::round(base * std::pow(2.0, std::min(n - 1, 40)));
+  return static_cast<DurationMs>(base);
+}
+
+DurationMs WitnessPolicy::min_delay_ms(int n) const {
+  const double low = std::floor(static_cast<double>(base_delay_ms(n)) * (1.0 - jitter));
   // 1 ms of slack for rounding on either side.
   return std::max<DurationMs>(0, static_cast<DurationMs>(low) - 1);
 }
+
+DurationMs WitnessPolicy::max_delay_ms(int n) const { return base_delay_ms(n) + 1; }
 
 // ---------------------------------------------------------------- MonitorSet
 
 MonitorSet::MonitorSet(const Scenario& scenario)
     : start_ms_(scenario.start_ms), max_events_(scenario.queue.max_events) {
+  notifications_seen_ = scenario.services.messenger.has_value();
   for (const JobSpec& spec : scenario.jobs) {
     JobWatch w;
     w.id = spec.id;
@@ -432,10 +439,8 @@ MonitorSet::MonitorSet(const Scenario& scenario)
     if (spec.schedule_env) {
       const auto v = env_lookup(scenario.env, *spec.schedule_env);
       if (v && v->empty()) {
-        schedule_known = false;
-        unchecked("schedule_kept", spec.id,
-                  fmt::format("env {} is set but empty: the job has no usable schedule",
-                              *spec.schedule_env));
+        schedule_known = false;  // no schedule: asserted never to run (check_never_runs)
+        w.never_runs = true;
       } else if (v) {
         expr = std::string(*v);
       }
@@ -528,6 +533,9 @@ std::optional<Violation> MonitorSet::observe(const TraceEvent& e, std::size_t i)
   check_durable(e, i, out);
   check_tokens(e, i, out);
   check_items(e, i, out);
+  check_retry_window(e, i, out);
+  check_never_runs(e, i, out);
+  track_recovery(e, i);
   track_slots(e, i);
   if (!secrets_.empty()) check_secrets(to_json_line(e), i, e.t, "the trace", out);
   if (out.empty()) return std::nullopt;
@@ -552,6 +560,9 @@ std::optional<Violation> MonitorSet::observe_text(std::string_view text, std::si
 }
 
 void MonitorSet::on_boot_or_crash(const TraceEvent& e, std::size_t, Found&, bool boot) {
+  if (!boot) {
+    for (auto& [id, j] : jobs_) j.success_unannounced.reset();
+  }
   // A send whose ledger record had not been written when the process went
   // down is the at-least-once window: one more delivery of it is allowed.
   for (auto& [key, s] : sends_) {
@@ -984,14 +995,22 @@ void MonitorSet::check_durable(const TraceEvent& e, std::size_t i, Found& out) {
                                 : fresh_failure_.erase(e.job) != 0;
     if (!fresh) return;  // a replayed intent announces the same retry again
     int& count = per_slot ? s.scheduled : j->episode_scheduled;
+    // The monitor's own count is the truth; the core's announced attempt is
+    // only compared with it, never adopted (a counter not reset after a
+    // success announces a higher attempt, a reset one a lower).
     const std::int64_t attempt = e.num("attempt");
     if (attempt < count + 1 && j->policy.valid) {
       out.push_back({"state_durable", i, e.t,
                      fmt::format("job {} slot {}: retry counter went back to {} after {} retries "
                                  "of the same budget (lost across a restart?)",
                                  e.job, slot_text(e.slot), attempt, count)});
+    } else if (attempt > count + 1 && j->policy.valid) {
+      out.push_back({"state_durable", i, e.t,
+                     fmt::format("job {} slot {}: retry {} announced after only {} retries of the "
+                                 "budget (a counter not reset after a success?)",
+                                 e.job, slot_text(e.slot), attempt, count)});
     }
-    count = static_cast<int>(std::max<std::int64_t>(attempt, count + 1));
+    ++count;
     return;
   }
   if ((e.type == "retry_exhausted" || e.type == "failed_permanent") && e.slot) {
@@ -1121,6 +1140,75 @@ void MonitorSet::check_items(const TraceEvent& e, std::size_t i, Found& out) {
   }
 }
 
+// retries_bounded, the exact window: a retry the queue receives at the
+// instant of a fresh failure is due within the policy's window for the n-th
+// retry of the budget (n from the monitor's own count): no earlier than the
+// jitter's floor, no later than the base delay. Read from the queue's own
+// record (`queue_add`, kind retry: `ready_at`), not from the core's notice.
+void MonitorSet::check_retry_window(const TraceEvent& e, std::size_t i, Found& out) {
+  if (e.type != "queue_add" || e.str("kind") != "retry" || !e.flag("added") || !e.slot) return;
+  JobWatch* j = job_watch(e.job);
+  if (j == nullptr || !j->policy.valid) return;
+  SlotWatch& s = slot_watch(e.job, *e.slot);
+  const bool per_slot = j->policy.per_slot;
+  const bool fresh = per_slot ? fresh_slot_failure_.count({e.job, *e.slot}) != 0
+                              : fresh_failure_.count(e.job) != 0;
+  const auto& failed_t = per_slot ? s.last_failure_t : j->last_failure_t;
+  // A replayed or restored retry (after a boot) keeps its old due time.
+  if (!fresh || !failed_t || *failed_t != e.t) return;
+  const auto ready = parse_instant(e.str("ready_at"));
+  if (!ready.ok()) return;
+  const int n = (per_slot ? s.scheduled : j->episode_scheduled) + 1;
+  const DurationMs delay = *ready - e.t;
+  const DurationMs lo = j->policy.min_delay_ms(n);
+  const DurationMs hi = j->policy.max_delay_ms(n);
+  if (delay < lo || delay > hi) {
+    out.push_back({"retries_bounded", i, e.t,
+                   fmt::format("job {} slot {}: retry {} queued {} after the failure, outside its "
+                               "policy's window [{}, {}]",
+                               e.job, slot_text(e.slot), n, format_duration(delay),
+                               format_duration(lo + 1), format_duration(hi - 1))});
+  }
+}
+
+// schedule_kept: a job whose environment override is set but empty has no
+// schedule at all; any queue entry for it (the queue's own record) fires.
+void MonitorSet::check_never_runs(const TraceEvent& e, std::size_t i, Found& out) {
+  if (e.type != "queue_add" || !e.flag("added")) return;
+  const JobWatch* j = job_watch(e.job);
+  if (j == nullptr || !j->never_runs) return;
+  out.push_back({"schedule_kept", i, e.t,
+                 fmt::format("job {}: its schedule override is set but empty, so it must never "
+                             "run, yet slot {} was queued",
+                             e.job, slot_text(e.slot))});
+}
+
+// nothing_lost, the recovery notice (docs/semantics.md §4): after a failure
+// notification reached the messenger (delivered or refused), a success owes
+// a `recovered` notification. Judged at the end; a crash forgives it (the
+// notification may be lost with the process).
+void MonitorSet::track_recovery(const TraceEvent& e, std::size_t i) {
+  if (!notifications_seen_) return;
+  JobWatch* j = job_watch(e.job);
+  if (j == nullptr) return;
+  if ((e.type == "message_delivered" || e.type == "message_refused") &&
+      e.str("kind") == "notification") {
+    const std::string event = e.str("event");
+    if (event == "retry_scheduled" || event == "retry_exhausted" || event == "failed_permanent") {
+      j->showed_failure = true;
+    } else if (event == "recovered") {
+      j->showed_failure = false;
+      j->success_unannounced.reset();
+    }
+    return;
+  }
+  if (e.type == "run_finished" && e.str("outcome") == "success" && j->showed_failure &&
+      !j->success_unannounced) {
+    j->success_unannounced = i;
+    j->success_unannounced_t = e.t;
+  }
+}
+
 void MonitorSet::check_secrets(std::string_view text, std::size_t i, TimeMs t, const char* what,
                                Found& out) {
   for (const std::string& s : secrets_) {
@@ -1165,6 +1253,14 @@ std::vector<Violation> MonitorSet::finish(TimeMs until_ms) {
                      fmt::format("job {} slot {}: the run failed and nothing followed: no retry, "
                                  "no retry_exhausted or failed_permanent notice (swallowed)",
                                  s.job, format_instant(s.slot))});
+    }
+  }
+  for (const auto& [key, j] : jobs_) {
+    if (j.success_unannounced && up_) {
+      out.push_back({"nothing_lost", *j.success_unannounced, j.success_unannounced_t,
+                     fmt::format("job {}: succeeded after a failed episode it had announced, but "
+                                 "no `recovered` notification followed",
+                                 j.id)});
     }
   }
   if (corrupt_index_ && boot_after_corruption_ && !corrupt_seen_by_core_) {

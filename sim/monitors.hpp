@@ -74,8 +74,14 @@ struct WitnessPolicy {
   double jitter = 0.0;
 
   bool retries_class(const std::string& failure_class) const;
-  // The least delay before retry n (>= 1) the policy allows (jitter included).
+  // The delay the policy gives retry n (>= 1) before jitter: `delay`, or
+  // round(2^(n-1) * delay) when exponential (docs/semantics.md §2).
+  DurationMs base_delay_ms(int n) const;
+  // The least delay before retry n (>= 1) the policy allows (jitter included, 1 ms slack).
   DurationMs min_delay_ms(int n) const;
+  // The largest delay before retry n (>= 1): the base delay (jitter only
+  // lowers it), 1 ms slack.
+  DurationMs max_delay_ms(int n) const;
 };
 
 class MonitorSet {
@@ -116,6 +122,9 @@ class MonitorSet {
   void check_durable(const TraceEvent& e, std::size_t i, Found& out);
   void check_tokens(const TraceEvent& e, std::size_t i, Found& out);
   void check_items(const TraceEvent& e, std::size_t i, Found& out);
+  void check_retry_window(const TraceEvent& e, std::size_t i, Found& out);
+  void check_never_runs(const TraceEvent& e, std::size_t i, Found& out);
+  void track_recovery(const TraceEvent& e, std::size_t i);
   void check_secrets(std::string_view text, std::size_t i, TimeMs t, const char* what, Found& out);
   void unchecked(std::string invariant, std::string subject, std::string why);
   JobWatch* job_watch(const std::string& id);
@@ -128,6 +137,15 @@ class MonitorSet {
     bool delivers = false;
     WitnessPolicy policy;
     std::optional<WitnessCron> cron;
+    // An environment override set but empty: the job has no schedule and
+    // must never run (schedule_kept fires on any queue entry for it).
+    bool never_runs = false;
+    // nothing_lost, the recovery notice: a failure notification (retry_scheduled,
+    // retry_exhausted, failed_permanent) went to the messenger; a success after
+    // it must be followed by a `recovered` notification.
+    bool showed_failure = false;
+    std::optional<std::size_t> success_unannounced;  // the success still owing `recovered`
+    TimeMs success_unannounced_t = 0;
     // schedule_kept
     std::optional<TimeMs> last_slot;    // last slot handed out or coalesced
     std::optional<TimeMs> last_handed;  // the slot of the last slot_due
@@ -205,6 +223,7 @@ class MonitorSet {
   bool corrupt_mode_ = false;  // a state_corrupt was seen since the last boot
   // A failure not yet answered by a retry / exhausted / permanent notice
   // (a notice without one is a replayed intent, not a new decision).
+  bool notifications_seen_ = false;  // the scenario declares a messenger (notifications go there)
   std::set<std::string> fresh_failure_;
   std::set<std::pair<std::string, TimeMs>> fresh_slot_failure_;
 

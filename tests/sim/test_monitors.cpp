@@ -333,6 +333,37 @@ TEST(RetriesBounded, FiresWhenARetryRunsBeforeItsBackoff) {
   expect_first(run(s, base_scenario()), "retries_bounded", bad);
 }
 
+// The exact window (issue 9): the queue's record of a retry, at the instant
+// of the failure, is due within [floor(d * (1 - jitter)), d] of it, d the
+// n-th delay of the policy; a later due time (an exponent off by one) fires.
+TEST(RetriesBounded, FiresWhenARetryIsQueuedOutsideItsExactWindow) {
+  Script s;
+  const char* slot = "2026-03-02T17:00:00Z";
+  regular(s, "weekly", slot, slot, "2026-03-09T17:00:00Z", "failure", "timeout");
+  // "auto", low frequency: exponential 30 min; retry 1 is due 30 min after.
+  const auto bad = s.add("queue_add", slot, "weekly", slot,
+                         {{"added", true}, {"kind", "retry"}, {"ready_at", "2026-03-02T18:00:00Z"}});
+  expect_first(run(s, only({"weekly"}), at("2026-03-02T17:01:00Z")), "retries_bounded", bad);
+}
+
+TEST(RetriesBounded, NearMissRetriesQueuedAtTheirExactDelays) {
+  Script s;
+  const char* slot = "2026-03-02T17:00:00Z";
+  regular(s, "weekly", slot, slot, "2026-03-09T17:00:00Z", "failure", "timeout");
+  s.add("queue_add", slot, "weekly", slot,
+        {{"added", true}, {"kind", "retry"}, {"ready_at", "2026-03-02T17:30:00Z"}});
+  note(s, "retry_scheduled", "weekly", slot, slot, 1, "timeout");
+  retry_run(s, "weekly", slot, "2026-03-02T17:30:00Z", 2, "failure", "timeout");
+  s.add("queue_add", "2026-03-02T17:30:00Z", "weekly", slot,
+        {{"added", true}, {"kind", "retry"}, {"ready_at", "2026-03-02T18:30:00Z"}});
+  note(s, "retry_scheduled", "weekly", slot, "2026-03-02T17:30:00Z", 2, "timeout");
+  // A retry restored at a boot keeps its old due time: not a fresh decision.
+  s.add("queue_add", "2026-03-02T17:40:00Z", "weekly", slot,
+        {{"added", true}, {"kind", "retry"}, {"ready_at", "2026-03-02T18:30:00Z"}});
+  const Outcome o = run(s, only({"weekly"}), at("2026-03-02T17:45:00Z"));
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+}
+
 TEST(RetriesBounded, AutoOnALowFrequencyOverrideAllowsThreeRetries) {
   Script s;
   // WEEKLY_CRON = "0 17 * * MON": 2026-03-02 is a Monday.
@@ -527,10 +558,28 @@ TEST(ScheduleKept, UnknownSyntaxIsSkippedLoudlyNotPassedSilently) {
   sc.jobs[1].schedule_env = "EMPTY";
   MonitorSet set(sc);
   const json unchecked = set.tallies()["unchecked"];
-  ASSERT_EQ(unchecked.size(), 2u) << unchecked.dump();
+  // The empty override is no longer skipped: it is asserted never to run.
+  ASSERT_EQ(unchecked.size(), 1u) << unchecked.dump();
   EXPECT_EQ(unchecked[0]["invariant"], "schedule_kept");
   EXPECT_EQ(unchecked[0]["subject"], "hourly");
-  EXPECT_EQ(unchecked[1]["subject"], "slotty");
+}
+
+// A job whose override is set but empty has no schedule: the queue receiving
+// any entry for it fires schedule_kept (issue 9: it used to be listed as
+// unchecked, so a core falling back to the default schedule passed).
+TEST(ScheduleKept, FiresWhenAJobWithAnEmptyOverrideIsQueued) {
+  Scenario sc = base_scenario();
+  sc.env["EMPTY"] = "";
+  sc.jobs[1].schedule_env = "EMPTY";
+  Script s;
+  s.add("queue_add", "2026-03-02T09:35:00Z", "hourly", "2026-03-02T09:35:00Z",
+        {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T09:35:00Z"}});
+  const auto bad = s.add("queue_add", "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
+                         {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T10:30:00Z"}});
+  const Outcome o = run(s, sc, at("2026-03-02T10:31:00Z"));
+  ASSERT_FALSE(o.seen.empty());
+  EXPECT_EQ(o.seen.front().invariant, "schedule_kept");
+  EXPECT_EQ(o.seen.front().event_index, bad) << describe(o.seen);
 }
 
 // ------------------------------------------------------------ 4 nothing_lost
@@ -579,6 +628,47 @@ TEST(NothingLost, FiresWhenARetryableFailureIsDeclaredPermanent) {
   const auto bad = note(s, "failed_permanent", "hourly", "2026-03-02T10:00:00Z",
                         "2026-03-02T10:00:00Z", 0, "rate_limit");
   expect_first(run(s, base_scenario()), "nothing_lost", bad);
+}
+
+// A failed episode that was announced and ends in success owes a
+// `recovered` notification (docs/semantics.md §4), read from the messenger.
+Script announced_failure_then_success(bool recovered) {
+  Script s;
+  const char* slot = "2026-03-02T10:00:00Z";
+  s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 1}});
+  regular(s, "hourly", slot, slot, "2026-03-02T11:00:00Z", "failure", "timeout");
+  note(s, "retry_scheduled", "hourly", slot, slot, 1, "timeout");
+  s.add("message_delivered", slot, "hourly", slot,
+        {{"kind", "notification"}, {"event", "retry_scheduled"}, {"target", "ops"}});
+  retry_run(s, "hourly", slot, "2026-03-02T10:05:00Z", 2, "success");
+  if (recovered) {
+    s.add("message_delivered", "2026-03-02T10:05:00Z", "hourly", slot,
+          {{"kind", "notification"}, {"event", "recovered"}, {"target", "ops"}});
+  }
+  return s;
+}
+
+Scenario hourly_with_messenger() {
+  Scenario sc = only({"hourly"});
+  sc.services.messenger = MessengerService{};
+  return sc;
+}
+
+TEST(NothingLost, FiresAtTheEndWhenARecoveryIsNeverAnnounced) {
+  const Outcome o = run(announced_failure_then_success(false), hourly_with_messenger(),
+                        at("2026-03-02T10:30:00Z"));
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+  ASSERT_FALSE(o.end.empty());
+  EXPECT_EQ(o.end.front().invariant, "nothing_lost") << describe(o.end);
+  EXPECT_NE(o.end.front().message.find("recovered"), std::string::npos);
+}
+
+TEST(NothingLost, NearMissARecoveryAnnounced) {
+  const Outcome o = run(announced_failure_then_success(true), hourly_with_messenger(),
+                        at("2026-03-02T10:30:00Z"));
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+  EXPECT_TRUE(o.end.empty()) << describe(o.end);
 }
 
 TEST(NothingLost, NearMissRetryPendingAtTheEndIsInFlight) {
@@ -725,6 +815,20 @@ TEST(StateDurable, FiresWhenARetryCounterResetsAcrossARestart) {
   retry_run(s, "slotty", slot, "2026-03-02T10:40:00Z", 2, "failure", "timeout");
   const auto bad = note(s, "retry_scheduled", "slotty", slot, "2026-03-02T10:40:00Z", 1, "timeout");
   expect_first(run(s, base_scenario()), "state_durable", bad);
+}
+
+// A counter not reset after a success (004's family) announces a higher
+// attempt than the witness counted: the witness never adopts it.
+TEST(StateDurable, FiresWhenARetryAnnouncesAHigherAttemptThanCounted) {
+  Script s;
+  const char* slot = "2026-03-02T10:00:00Z";
+  regular(s, "hourly", slot, slot, "2026-03-02T11:00:00Z", "failure", "timeout");
+  note(s, "retry_scheduled", "hourly", slot, slot, 1, "timeout");
+  retry_run(s, "hourly", slot, "2026-03-02T10:05:00Z", 2, "success");
+  const char* next = "2026-03-02T11:00:00Z";
+  regular(s, "hourly", next, next, "2026-03-02T12:00:00Z", "failure", "timeout");
+  const auto bad = note(s, "retry_scheduled", "hourly", next, next, 2, "timeout");
+  expect_first(run(s, only({"hourly"}), at("2026-03-02T11:01:00Z")), "state_durable", bad);
 }
 
 TEST(StateDurable, NearMissAReplayedIntentRepeatsTheSameNotice) {
