@@ -38,6 +38,24 @@ struct Violation {
   std::string message;      // what was seen, in words a user can act on (job/slot/item named)
 };
 
+// The invariants, in docs/semantics.md §10's order plus bounded_run: one
+// table, the only list of their names (invariant_names(), the loader's
+// `expect.violations` check and the JSON Schema's enum follow it; a test holds
+// the schema equal). `reads` is what the invariant's monitor subscribes to:
+// the trace event types it reads ("*": every event's JSON line as text, as
+// no_secret_leak and bounded_run do; deterministic compares whole traces).
+// MonitorSet::observe hands a monitor no event outside the union of these
+// lists and kSharedReads, so a check cannot read an event it does not declare;
+// tests/sim/test_monitor_sources.cpp checks each declared type against the
+// source the trace records for it (world or core).
+struct InvariantSpec {
+  std::string name;
+  std::vector<std::string> reads;
+};
+const std::vector<InvariantSpec>& invariant_specs();
+// What the shared trackers read (process up/down, the slot tracker, tallies).
+const std::vector<std::string>& shared_reads();
+
 // The monitors' own cron matcher (brute force, minute by minute; 6 fields:
 // the seconds of each matching minute). Supports `*`, `?`, numbers, ranges,
 // lists, steps, month and weekday names, weekday 7, and the macros; refuses
@@ -113,6 +131,7 @@ class MonitorSet {
   struct SlotWatch;
   using Found = std::vector<Violation>;
 
+  std::optional<Violation> report(Found out);
   void on_boot_or_crash(const TraceEvent& e, std::size_t i, Found& out, bool boot);
   void check_stage(const TraceEvent& e, std::size_t i, Found& out);
   void check_retries(const TraceEvent& e, std::size_t i, Found& out);

@@ -20,6 +20,13 @@
 
 namespace rehearse::sim {
 
+// Who recorded an event: the simulated world itself (its services, queue,
+// disk, messenger, brokerage, the world runner), or the core through its Log
+// port (SimLog). Kept in memory with each event (not in the JSON line, so a
+// trace's bytes and hash do not change); the monitors' subscriptions are held
+// to it (tests/sim/test_monitor_sources.cpp).
+enum class EventSource { world, core };
+
 struct TraceEvent {
   TimeMs t = 0;
   std::uint64_t seq = 0;  // assigned by Trace::record, strictly increasing
@@ -29,6 +36,7 @@ struct TraceEvent {
   std::string item;              // reconcile item (external issue id)
   std::string service;           // simulated service concerned
   nlohmann::json data = nlohmann::json::object();  // event-specific fields
+  EventSource source = EventSource::world;          // SimLog marks the core's
 
   // Convenience accessors for data fields (absent -> fallback).
   std::string str(std::string_view key, std::string fallback = {}) const;
