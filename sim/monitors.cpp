@@ -425,6 +425,9 @@ DurationMs WitnessPolicy::min_delay_ms(int n) const {
 
 DurationMs WitnessPolicy::max_delay_ms(int n) const { return base_delay_ms(n) + 1; }
 
+// The token client's reuse margin (docs/semantics.md §7), the monitors' own copy.
+constexpr DurationMs kTokenReuseMarginMs = 60 * 1000;
+
 // ---------------------------------------------------------------- the table
 
 const std::vector<InvariantSpec>& invariant_specs() {
@@ -445,7 +448,8 @@ const std::vector<InvariantSpec>& invariant_specs() {
         "disk_write", "disk_append", "disk_remove", "disk_rename", "run_started", "run_finished",
         "retry_scheduled", "retry_exhausted", "failed_permanent"}},
       {"token_reissue_bounded",
-       {"service_call", "service_reply", "auth_rejected", "token_issued", "token_issue_failed"}},
+       {"service_call", "service_reply", "auth_rejected", "token_issued", "token_issue_failed",
+        "token_presented"}},
       {"item_queries_bounded",
        {"service_call", "service_reply", "item_failed", "item_backoff", "item_deferred",
         "stage_changed"}},
@@ -1116,6 +1120,7 @@ void MonitorSet::check_durable(const TraceEvent& e, std::size_t i, Found& out) {
 }
 
 void MonitorSet::check_tokens(const TraceEvent& e, std::size_t i, Found& out) {
+  check_token_reuse(e, i, out);
   const std::string rid = e.str("request_id");
   if (e.service == "brokerage" && !rid.empty()) {
     if (e.type == "service_call" && e.str("operation") != "issue_token") {
@@ -1216,6 +1221,22 @@ void MonitorSet::check_items(const TraceEvent& e, std::size_t i, Found& out) {
     }
     w.config_deferred_at = e.t;
   }
+}
+
+// token_reissue_bounded, the reuse rule (docs/semantics.md §7): a cached token
+// is reused only until 60 s before its expiry. The brokerage records the token
+// every accepted request presented and its expiry (which is the client's known
+// expiry at the latest: it counts from the issuance's send), so a request
+// presented 60 s or less before that expiry breaks the rule.
+void MonitorSet::check_token_reuse(const TraceEvent& e, std::size_t i, Found& out) {
+  if (e.type != "token_presented") return;
+  const auto expires = parse_instant(e.str("expires_at"));
+  if (!expires.ok() || e.t < *expires - kTokenReuseMarginMs) return;
+  out.push_back({"token_reissue_bounded", i, e.t,
+                 fmt::format("request {} ({}) presented token generation {} {} before its expiry "
+                             "at {}: a token is reused only until 60 s before it expires",
+                             e.str("request_id", "?"), e.str("operation"), e.num("generation"),
+                             format_duration(*expires - e.t), format_instant(*expires))});
 }
 
 // retries_bounded, the exact window: a retry the queue receives at the

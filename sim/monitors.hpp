@@ -141,6 +141,7 @@ class MonitorSet {
   void check_durable(const TraceEvent& e, std::size_t i, Found& out);
   void check_tokens(const TraceEvent& e, std::size_t i, Found& out);
   void check_items(const TraceEvent& e, std::size_t i, Found& out);
+  void check_token_reuse(const TraceEvent& e, std::size_t i, Found& out);
   void check_retry_window(const TraceEvent& e, std::size_t i, Found& out);
   void check_never_runs(const TraceEvent& e, std::size_t i, Found& out);
   void track_recovery(const TraceEvent& e, std::size_t i);

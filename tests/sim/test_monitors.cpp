@@ -961,6 +961,18 @@ TEST(TokenReissueBounded, NearMissParallelRequestSentBeforeThe401Arrived) {
       << describe(o.seen);
 }
 
+// The reuse rule (docs/semantics.md §7), from the brokerage's record of the
+// token each accepted request presented: reused only until 60 s before its
+// expiry. 61 s before is fine; 59 s before fires.
+TEST(TokenReissueBounded, FiresWhenATokenIsReusedWithin60sOfItsExpiry) {
+  Script s;
+  const json token = {{"generation", 1}, {"operation", "list"},
+                      {"expires_at", "2026-03-02T11:00:00Z"}};
+  s.broker("token_presented", "2026-03-02T10:58:59Z", "r-1", token);
+  const auto bad = s.broker("token_presented", "2026-03-02T10:59:01Z", "r-2", token);
+  expect_first(run(s, base_scenario()), "token_reissue_bounded", bad);
+}
+
 TEST(TokenReissueBounded, FiresOnAReissueAfter403) {
   Script s;
   s.broker("service_reply", "2026-03-02T10:00:00Z", "r1",
