@@ -445,7 +445,8 @@ const std::vector<InvariantSpec>& invariant_specs() {
         "group_run_failed", "run_finished"}},
       {"state_durable",
        {"store_corrupt_injected", "disk_corrupted", "state_corrupt", "state_tail_dropped",
-        "disk_write", "disk_append", "disk_remove", "disk_rename", "run_started", "run_finished",
+        "disk_write", "disk_append", "disk_remove", "disk_rename", "disk_lock", "disk_unlock",
+        "run_started", "run_finished",
         "retry_scheduled", "retry_exhausted", "failed_permanent"}},
       {"token_reissue_bounded",
        {"service_call", "service_reply", "auth_rejected", "token_issued", "token_issue_failed",
@@ -557,6 +558,11 @@ const WitnessPolicy* MonitorSet::policy_of(const std::string& job) const {
   return it == jobs_.end() ? nullptr : &it->second.policy;
 }
 
+void MonitorSet::add_locked_store(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  lock_dirs_.insert(std::move(dir));
+}
+
 void MonitorSet::unchecked(std::string invariant, std::string subject, std::string why) {
   unchecked_.push_back({{"invariant", std::move(invariant)},
                         {"subject", std::move(subject)},
@@ -644,6 +650,7 @@ std::optional<Violation> MonitorSet::observe_text(std::string_view text, std::si
 void MonitorSet::on_boot_or_crash(const TraceEvent& e, std::size_t, Found&, bool boot) {
   if (!boot) {
     for (auto& [id, j] : jobs_) j.success_unannounced.reset();
+    lock_holders_.clear();  // a crash releases every lock
   }
   // A send whose ledger record had not been written when the process went
   // down is the at-least-once window: one more delivery of it is allowed.
@@ -1001,7 +1008,44 @@ void MonitorSet::check_delivery(const TraceEvent& e, std::size_t i, Found& out) 
   }
 }
 
+// state_durable, the lock (docs/semantics.md §5): a store's files change only
+// under its lock. From the disk's own records: a directory in which a lock
+// file was ever taken is a locked store; any write, append, rename or removal
+// there by a process that holds none of its locks fires. A crash releases
+// every lock.
+void MonitorSet::check_locked_writes(const TraceEvent& e, std::size_t i, Found& out) {
+  const auto dir_of = [](const std::string& path) {
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+  };
+  if (e.type == "disk_lock") {
+    lock_holders_[e.str("path")] = e.num("process");
+    lock_dirs_.insert(dir_of(e.str("path")));
+    return;
+  }
+  if (e.type == "disk_unlock") {
+    lock_holders_.erase(e.str("path"));
+    return;
+  }
+  if (e.type != "disk_write" && e.type != "disk_append" && e.type != "disk_rename" &&
+      e.type != "disk_remove") {
+    return;
+  }
+  const std::string path = e.type == "disk_rename" ? e.str("to") : e.str("path");
+  const std::string dir = dir_of(path);
+  if (lock_dirs_.count(dir) == 0 || lock_holders_.count(path) != 0) return;  // the lock file itself
+  const std::int64_t process = e.num("process");
+  for (const auto& [lock, holder] : lock_holders_) {
+    if (dir_of(lock) == dir && holder == process) return;
+  }
+  out.push_back({"state_durable", i, e.t,
+                 fmt::format("{} of {} by process {} without the store's lock (held: {})",
+                             e.type, path, process,
+                             lock_holders_.empty() ? std::string("none") : "by another")});
+}
+
 void MonitorSet::check_durable(const TraceEvent& e, std::size_t i, Found& out) {
+  check_locked_writes(e, i, out);
   if (e.type == "store_corrupt_injected" || e.type == "disk_corrupted") {
     const std::string path = e.str("path", e.str("file"));
     const bool state_file = e.type == "store_corrupt_injected" ||

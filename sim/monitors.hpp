@@ -108,6 +108,11 @@ class MonitorSet {
   explicit MonitorSet(const Scenario& scenario);
   // Token values as issued; full agent ids are added from the scenario.
   void add_secret(std::string value);
+  // A directory the world keeps a locked store in (the state store, the
+  // delivery ledger, a pipeline store): its files change only under a lock
+  // taken in it (state_durable). Directories where a lock is taken are added
+  // on their own.
+  void add_locked_store(std::string dir);
   // Per event (call for every recorded event, in order). Returns the first
   // violation this event shows.
   std::optional<Violation> observe(const TraceEvent& event, std::size_t index);
@@ -141,6 +146,7 @@ class MonitorSet {
   void check_durable(const TraceEvent& e, std::size_t i, Found& out);
   void check_tokens(const TraceEvent& e, std::size_t i, Found& out);
   void check_items(const TraceEvent& e, std::size_t i, Found& out);
+  void check_locked_writes(const TraceEvent& e, std::size_t i, Found& out);
   void check_token_reuse(const TraceEvent& e, std::size_t i, Found& out);
   void check_retry_window(const TraceEvent& e, std::size_t i, Found& out);
   void check_never_runs(const TraceEvent& e, std::size_t i, Found& out);
@@ -235,6 +241,8 @@ class MonitorSet {
   std::int64_t failure_notices_ = 0;
 
   // state_durable
+  std::map<std::string, std::int64_t> lock_holders_;  // lock file -> process holding it
+  std::set<std::string> lock_dirs_;                   // directories of locked stores
   std::vector<std::string> corrupt_paths_;
   std::optional<std::size_t> corrupt_index_;
   bool corrupt_seen_by_core_ = false;  // a state_corrupt event since the injection

@@ -665,6 +665,14 @@ ScenarioRunResult World::run() {
   result.until_ms = scenario_.until_ms;
 
   monitors_ = std::make_unique<MonitorSet>(scenario_);
+  // The world's own layout: its stores change only under their locks.
+  monitors_->add_locked_store(kWorldStateDir);
+  monitors_->add_locked_store(kWorldLedgerDir);
+  for (const JobSpec& spec : scenario_.jobs) {
+    if (spec.kind == JobKind::reconcile) {
+      monitors_->add_locked_store(reconcile_config_from(spec).store_dir);
+    }
+  }
   // Full agent ids are secrets the monitors take from the scenario itself.
   trace_.add_listener(
       [this](const TraceEvent& event, std::size_t index) { on_trace_event(event, index); });

@@ -23,6 +23,7 @@
 #include "sim/world.hpp"
 #include "sim/orchestrator.hpp"
 #include "sim/report.hpp"
+#include "tests/variants/lying_cores.hpp"
 #include "tests/variants/seed_bugs.hpp"
 
 namespace rehearse::sim {
@@ -138,6 +139,24 @@ TEST(BugVariants, StickyTokenBreaksTokenReissueBounded) {
   EXPECT_TRUE(has_expect_failure(verdict, "/expect/jobs/quote-fetch/delivered_slots"));
   EXPECT_TRUE(has_expect_failure(verdict, "/expect/jobs/quote-fetch/final_status"));
   EXPECT_TRUE(has_expect_failure(verdict, "/expect/services/brokerage/token_issues"));
+}
+
+// Issue 9 item 3, lying cores: the log says the rule was kept, the world's
+// own records say otherwise. A pipeline store that writes without its lock
+// (the core believes it holds it, its log is unchanged) is caught by
+// state_durable from the disk's lock records.
+TEST(LyingCores, LocklessPipelineStoreBreaksStateDurable) {
+  Pair r = run_both("reconcile-out-of-order", [](const JobSpec& job, RunnerPorts& ports)
+                                                  -> std::unique_ptr<JobRunner> {
+    if (job.kind != JobKind::reconcile) return nullptr;
+    return variants::make_lockless_reconcile_job(ports.clock, ports.services, ports.log,
+                                                 ports.disk, ports.scenario.env,
+                                                 reconcile_config_from(job));
+  });
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(fired(r.variant), std::set<std::string>{"state_durable"})
+      << "a store written without its lock passed; variant run:\n"
+      << describe(r.variant);
 }
 
 }  // namespace

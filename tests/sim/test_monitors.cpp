@@ -889,6 +889,33 @@ TEST(StateDurable, ADroppedTailReportedWithItsCopyMayBeReplaced) {
   expect_first(run(lost, base_scenario()), "state_durable", bad);
 }
 
+// A store's files change only under its lock, read from the disk's own
+// records (disk_lock / disk_unlock with the holding process): a write after
+// the lock was released, or by a process that does not hold it, fires; one
+// under the lock does not. A store whose writer never locks at all is caught
+// too, since the world names its store directories (add_locked_store).
+TEST(StateDurable, FiresWhenAStoreIsWrittenWithoutItsLock) {
+  const std::string lock = "/srv/state/retry_state.lock";
+  const std::string journal = "/srv/state/retry_state.journal";
+  Script s;
+  s.add("disk_lock", "2026-03-02T10:00:00Z", {}, std::nullopt, {{"path", lock}, {"process", 1}});
+  s.add("disk_append", "2026-03-02T10:00:00Z", {}, std::nullopt,
+        {{"path", journal}, {"process", 1}});
+  s.add("disk_unlock", "2026-03-02T10:00:00Z", {}, std::nullopt, {{"path", lock}, {"process", 1}});
+  const auto bad = s.add("disk_append", "2026-03-02T10:01:00Z", {}, std::nullopt,
+                         {{"path", journal}, {"process", 1}});
+  expect_first(run(s, base_scenario()), "state_durable", bad);
+
+  Script never;
+  const auto unlocked = never.add("disk_write", "2026-03-02T10:00:00Z", {}, std::nullopt,
+                                  {{"path", "/srv/ledger/job.ledger.json.tmp"}, {"process", 1}});
+  MonitorSet set(base_scenario());
+  set.add_locked_store("/srv/ledger/");
+  const auto v = set.observe(never.events()[unlocked], unlocked);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->invariant, "state_durable");
+}
+
 TEST(StateDurable, FiresAtTheEndWhenCorruptionIsNeverReported) {
   Script s;
   s.add("store_corrupt_injected", "2026-03-02T10:00:00Z", {}, std::nullopt,

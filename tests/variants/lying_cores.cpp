@@ -1,0 +1,73 @@
+// Test-only lying variants of core components (issue 9 item 3).
+#include "tests/variants/lying_cores.hpp"
+
+#include <utility>
+
+#include "model/disk.hpp"
+
+namespace rehearse::variants {
+namespace {
+
+// Every operation goes to the real disk, except the lock, which is a handle
+// that holds nothing.
+class LocklessDisk final : public Disk {
+ public:
+  explicit LocklessDisk(Disk& inner) : inner_(inner) {}
+
+  Result<std::optional<std::string>> read_file(const std::string& path) override {
+    return inner_.read_file(path);
+  }
+  Result<std::optional<std::string>> read_range(const std::string& path, std::uint64_t offset,
+                                                std::uint64_t length) override {
+    return inner_.read_range(path, offset, length);
+  }
+  Status write_file(const std::string& path, std::string_view bytes) override {
+    return inner_.write_file(path, bytes);
+  }
+  Status append_file(const std::string& path, std::string_view bytes) override {
+    return inner_.append_file(path, bytes);
+  }
+  Status fsync_file(const std::string& path) override { return inner_.fsync_file(path); }
+  Status rename_file(const std::string& from, const std::string& to) override {
+    return inner_.rename_file(from, to);
+  }
+  Status fsync_dir(const std::string& dir) override { return inner_.fsync_dir(dir); }
+  Result<bool> remove_file(const std::string& path) override { return inner_.remove_file(path); }
+  Status create_dir(const std::string& dir) override { return inner_.create_dir(dir); }
+  Result<std::vector<std::string>> list_dir(const std::string& dir) override {
+    return inner_.list_dir(dir);
+  }
+  Result<DiskLockHandle> lock_exclusive(const std::string&) override {
+    return DiskLockHandle(std::make_unique<DiskLock>());
+  }
+
+ private:
+  Disk& inner_;
+};
+
+class LocklessReconcileJob final : public JobRunner {
+ public:
+  LocklessReconcileJob(Clock& clock, Services& services, Log& log, Disk& disk, Environment env,
+                       ReconcileConfig config)
+      : disk_(disk), job_(clock, services, log, disk_, std::move(env), std::move(config)) {}
+
+  Task<RunOutcome> run(RunContext context) override {
+    RunOutcome outcome = co_await job_.run(std::move(context));
+    co_return outcome;
+  }
+
+ private:
+  LocklessDisk disk_;  // declared before job_, which keeps a reference to it
+  ReconcileJob job_;
+};
+
+}  // namespace
+
+std::unique_ptr<JobRunner> make_lockless_reconcile_job(Clock& clock, Services& services, Log& log,
+                                                       Disk& disk, Environment env,
+                                                       ReconcileConfig config) {
+  return std::make_unique<LocklessReconcileJob>(clock, services, log, disk, std::move(env),
+                                                std::move(config));
+}
+
+}  // namespace rehearse::variants
