@@ -782,7 +782,7 @@ void MonitorSet::check_schedule(const TraceEvent& e, std::size_t i, Found& out) 
         if (slots_.count({e.job, *t}) != 0) continue;
         SlotWatch& w = slot_watch(e.job, *t);
         w.carried_by = s;
-        w.state = "coalesced";
+        w.state = SlotState::coalesced;
         w.handed_index = i;
       }
     }
@@ -860,7 +860,7 @@ void MonitorSet::check_schedule(const TraceEvent& e, std::size_t i, Found& out) 
 void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
   JobWatch* j = job_watch(e.job);
   if (j == nullptr || !e.slot) return;
-  auto set = [&](SlotWatch& w, const char* state) {
+  auto set = [&](SlotWatch& w, SlotState state) {
     w.state = state;
     w.state_index = i;
     w.state_t = e.t;
@@ -868,9 +868,9 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
   const std::string& type = e.type;
   if (type == "slot_due") {
     SlotWatch& w = slot_watch(e.job, *e.slot);
-    if (w.state == "handed" && w.state_index == 0) {
+    if (w.state == SlotState::handed && w.state_index == 0) {
       w.handed_index = i;
-      set(w, "handed");
+      set(w, SlotState::handed);
     }
     return;
   }
@@ -884,7 +884,7 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
     }
     w.run_index = i;
     w.guard_in_run = false;
-    set(w, "running");
+    set(w, SlotState::running);
     return;
   }
   if (type == "run_finished") {
@@ -896,14 +896,14 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
       w.last_failure_t = e.t;
       j->last_failure_class = cls;
       j->last_failure_t = e.t;
-      set(w, "failed");
+      set(w, SlotState::failed);
     } else {
       if (outcome == "success")
-        set(w, "delivered");
+        set(w, SlotState::delivered);
       else if (outcome == "skipped")
-        set(w, "skipped");
+        set(w, SlotState::skipped);
       else
-        set(w, w.state == "marked_skipped" ? "skipped" : "delivered");
+        set(w, w.state == SlotState::marked_skipped ? SlotState::skipped : SlotState::delivered);
       j->episode_attempts.clear();
       j->episode_scheduled = 0;
       j->last_failure_class.reset();
@@ -913,26 +913,26 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
   }
   if (type == "slot_marked") {
     SlotWatch& w = slot_watch(e.job, *e.slot);
-    if (e.str("verdict") == "skipped") set(w, "marked_skipped");
+    if (e.str("verdict") == "skipped") set(w, SlotState::marked_skipped);
     return;
   }
   if (type == "retry_scheduled") {
-    set(slot_watch(e.job, *e.slot), "retry_pending");
+    set(slot_watch(e.job, *e.slot), SlotState::retry_pending);
     j->final_status = "retrying";
   } else if (type == "retry_exhausted") {
-    set(slot_watch(e.job, *e.slot), "exhausted");
+    set(slot_watch(e.job, *e.slot), SlotState::exhausted);
     j->final_status = "retry_exhausted";
   } else if (type == "failed_permanent") {
-    set(slot_watch(e.job, *e.slot), "failed_permanent");
+    set(slot_watch(e.job, *e.slot), SlotState::failed_permanent);
     j->final_status = "failed";
   } else if (type == "retry_dropped") {
     // A queued retry the scheduler dropped because the store could not be
     // trusted: the slot ends failed, visibly (this event, state_corrupt).
-    set(slot_watch(e.job, *e.slot), "retry_dropped");
+    set(slot_watch(e.job, *e.slot), SlotState::retry_dropped);
     j->final_status = "failed";
   } else if (type == "retry_superseded") {
     SlotWatch& w = slot_watch(e.job, *e.slot);
-    if (w.state == "retry_pending" || w.state == "failed") set(w, "superseded");
+    if (w.state == SlotState::retry_pending || w.state == SlotState::failed) set(w, SlotState::superseded);
   } else if (type == "run_stalled") {
     SlotWatch& w = slot_watch(e.job, *e.slot);
     if (e.str("decision") == "fail") w.last_failure_class = "stalled";
@@ -969,7 +969,7 @@ void MonitorSet::check_delivery(const TraceEvent& e, std::size_t i, Found& out) 
   if (e.type == "run_finished" && e.str("outcome") == "success" && e.slot) {
     const JobWatch* j = job_watch(e.job);
     const auto slot_it = slots_.find({e.job, *e.slot});
-    const bool skipped = slot_it != slots_.end() && slot_it->second.state == "marked_skipped";
+    const bool skipped = slot_it != slots_.end() && slot_it->second.state == SlotState::marked_skipped;
     if (j != nullptr && j->delivers && !skipped) {
       bool delivered = false;
       for (auto it = sends_.lower_bound({e.job, *e.slot, std::string()});
@@ -1391,7 +1391,7 @@ std::vector<Violation> MonitorSet::finish(TimeMs until_ms) {
     }
   }
   for (const auto& [key, s] : slots_) {
-    if (s.state == "failed" && up_) {
+    if (s.state == SlotState::failed && up_) {
       out.push_back({"nothing_lost", s.state_index, s.state_t,
                      fmt::format("job {} slot {}: the run failed and nothing followed: no retry, "
                                  "no retry_exhausted or failed_permanent notice (swallowed)",
@@ -1423,19 +1423,19 @@ json MonitorSet::tallies() const {
                  coalesced = 0, exhausted = 0;
     for (const auto& [key, s] : slots_) {
       if (s.job != id) continue;
-      if (s.state == "delivered")
+      if (s.state == SlotState::delivered)
         ++delivered;
-      else if (s.state == "skipped")
+      else if (s.state == SlotState::skipped)
         ++skipped;
-      else if (s.state == "exhausted")
+      else if (s.state == SlotState::exhausted)
         ++failed, ++exhausted;
-      else if (s.state == "failed_permanent" || s.state == "retry_dropped")
+      else if (s.state == SlotState::failed_permanent || s.state == SlotState::retry_dropped)
         ++failed;
-      else if (s.state == "superseded")
+      else if (s.state == SlotState::superseded)
         ++superseded;
-      else if (s.state == "coalesced")
+      else if (s.state == SlotState::coalesced)
         ++coalesced;
-      else if (s.state == "failed")
+      else if (s.state == SlotState::failed)
         ++failed;
       else
         ++in_flight;

@@ -80,6 +80,23 @@ class WitnessCron {
 };
 
 // What the monitors believe a job's policy allows (their own table).
+// A slot's fate as the shared slot tracker sees it (the last one seen wins;
+// docs/monitors.md "Tallies").
+enum class SlotState {
+  handed,            // handed out, not yet run
+  running,           // a run started
+  failed,            // the last run failed, nothing followed yet
+  retry_pending,     // a retry was scheduled
+  marked_skipped,    // the run marked the slot skipped, not yet finished
+  delivered,         // success (or already complete after a delivery)
+  skipped,           // the slot was skipped
+  exhausted,         // retry_exhausted
+  failed_permanent,  // failed_permanent
+  retry_dropped,     // a queued retry dropped because the store could not be trusted
+  superseded,        // per_episode: a newer slot dropped its pending retry
+  coalesced,         // folded into a late run
+};
+
 struct WitnessPolicy {
   bool valid = false;
   std::string why_invalid;
@@ -198,8 +215,7 @@ class MonitorSet {
     TimeMs slot = 0;
     std::size_t handed_index = 0;
     std::optional<TimeMs> carried_by;  // a coalesced slot: the run that carried it
-    std::string state = "handed";      // handed, running, failed, retry_pending, delivered,
-                                       // skipped, complete, exhausted, failed_permanent, superseded
+    SlotState state = SlotState::handed;
     std::size_t state_index = 0;
     TimeMs state_t = 0;
     std::set<int> retry_attempts;  // per_slot: retries run
