@@ -434,7 +434,7 @@ const std::vector<InvariantSpec>& invariant_specs() {
   // Event types each monitor reads (docs/monitors.md lists them with their
   // source; docs/trace-events.md the fields).
   static const std::vector<InvariantSpec> kSpecs{
-      {"stage_monotonic", {"stage_changed"}},
+      {"stage_monotonic", {"durable_stage"}},
       {"retries_bounded", {"run_started", "run_finished", "retry_scheduled", "queue_add"}},
       {"schedule_kept", {"slot_due", "slot_misfire", "queue_add"}},
       {"nothing_lost",
@@ -676,12 +676,18 @@ void MonitorSet::on_boot_or_crash(const TraceEvent& e, std::size_t, Found&, bool
   }
 }
 
+// stage_monotonic, from the world's reading of the durable pipeline file
+// (`durable_stage`), never the core's stage_changed: against the monitor's own
+// record of the item's stage (initially the scenario's).
 void MonitorSet::check_stage(const TraceEvent& e, std::size_t i, Found& out) {
-  if (e.type != "stage_changed") return;
-  const std::string from = e.str("from");
-  const std::string to = e.str("to");
+  if (e.type != "durable_stage") return;
+  const std::string to = e.str("stage");
   const auto it = stages_.find(e.item);
-  const std::string prev = it != stages_.end() ? it->second : from;
+  if (it == stages_.end()) {
+    stages_[e.item] = to;
+    return;
+  }
+  const std::string prev = it->second;
   if (terminal_stage(prev) && to != prev) {
     out.push_back({"stage_monotonic", i, e.t,
                    fmt::format("item {} left terminal stage {} for {}", e.item, prev, to)});

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <string>
@@ -56,7 +57,9 @@ class Trace {
   using Listener = std::function<void(const TraceEvent&, std::size_t index)>;
 
   // Appends an event (assigning seq) and hands it to every listener, in the
-  // order listeners were added. Returns the event's index. A decimal text
+  // order listeners were added. Returns the event's index. A listener may
+  // record an event itself (it then must not use its own event after that):
+  // the new one reaches the listeners after the current one, in order. A decimal text
   // `attempt` (a request header's value) is stored as the number it is.
   std::size_t record(TraceEvent e);
 
@@ -72,6 +75,8 @@ class Trace {
  private:
   std::vector<TraceEvent> events_;
   std::vector<Listener> listeners_;
+  std::deque<std::size_t> pending_;  // recorded, not yet handed to the listeners
+  bool dispatching_ = false;
   std::uint64_t next_seq_ = 0;
   std::uint64_t hash_ = 14695981039346656037ull;
 };

@@ -134,6 +134,7 @@ class World {
   void on_trace_event(const TraceEvent& event, std::size_t index);
   void on_violation(Violation violation);
   void drain_monitor_violations();
+  void record_durable_stages();
   void sync_secrets();
   void read_final_state(ScenarioRunResult& result);
 
@@ -164,7 +165,8 @@ class World {
   std::vector<Violation> all_violations_;  // every one, bounded by options_.max_violations
   std::map<std::string, std::size_t> violation_counts_;
   std::size_t violations_dropped_ = 0;
-  std::size_t monitor_violations_seen_ = 0;  // how many of monitors_->violations() were taken
+  std::size_t monitor_violations_seen_ = 0;
+  std::map<std::pair<std::string, std::string>, std::string> durable_stages_;  // (job, issue)  // how many of monitors_->violations() were taken
   std::uint64_t events_seen_ = 0;
   bool finished_ = false;
 };
@@ -610,6 +612,49 @@ void World::on_trace_event(const TraceEvent& event, std::size_t index) {
   sync_secrets();
   monitors_->observe(event, index);
   drain_monitor_violations();
+  // Last: it may record events of its own (and `event` is not used after).
+  if (event.type == "disk_rename" || event.type == "disk_fsync" ||
+      event.type == "disk_fsync_dir") {
+    record_durable_stages();
+  }
+}
+
+// The world's own reading of each pipeline store's durable bytes (docs/
+// monitors.md: stage_monotonic reads it, never the core's stage_changed):
+// after every rename or fsync, the durable pipeline file is read with a
+// minimal reader of the world's own (items[].issue and .stage only), and
+// every item whose durable stage differs from the last one recorded gets a
+// `durable_stage` event. Not the core's codec: a codec that misread a stage
+// would otherwise hide its own bug. Bytes that do not parse record nothing
+// (the core fails such a cycle closed; state_durable is about the state store).
+void World::record_durable_stages() {
+  for (const JobSpec& spec : scenario_.jobs) {
+    if (spec.kind != JobKind::reconcile) continue;
+    const std::string path = fmt::format("{}/{}", reconcile_config_from(spec).store_dir,
+                                         PipelineStore::kFileName);
+    const std::optional<std::string> bytes = disk_.durable_content(path);
+    if (!bytes) continue;
+    const json doc = json::parse(*bytes, nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_object() || !doc.contains("items") || !doc.at("items").is_array()) continue;
+    for (const json& item : doc.at("items")) {
+      if (!item.is_object() || !item.contains("issue") || !item.contains("stage") ||
+          !item.at("issue").is_string() || !item.at("stage").is_string()) {
+        continue;
+      }
+      const std::string issue = item.at("issue").get<std::string>();
+      const std::string stage = item.at("stage").get<std::string>();
+      std::string& last = durable_stages_[{spec.id, issue}];
+      if (last == stage) continue;
+      last = stage;
+      TraceEvent e;
+      e.t = sim_.now();
+      e.type = "durable_stage";
+      e.job = spec.id;
+      e.item = issue;
+      e.data = json{{"stage", stage}, {"path", path}};
+      trace_.record(std::move(e));
+    }
+  }
 }
 
 // Every violation the monitors found since the last call (an event may show

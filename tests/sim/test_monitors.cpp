@@ -223,33 +223,43 @@ std::size_t note(Script& s, const std::string& event, const std::string& job, co
 
 TEST(StageMonotonic, FiresWhenAStageMovesBack) {
   Script s;
-  s.item("stage_changed", "2026-03-02T10:00:00Z", "ISS-1",
-         {{"from", "DESIGNING"}, {"to", "REVIEWING"}});
-  const auto bad = s.item("stage_changed", "2026-03-02T10:10:00Z", "ISS-1",
-                          {{"from", "REVIEWING"}, {"to", "BUILDING"}});
+  s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "REVIEWING"}});
+  const auto bad = s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "BUILDING"}});
   expect_first(run(s, base_scenario()), "stage_monotonic", bad);
 }
 
 TEST(StageMonotonic, FiresWhenATerminalStageChanges) {
   Script s;
-  s.item("stage_changed", "2026-03-02T10:00:00Z", "ISS-2",
-         {{"from", "BUILDING"}, {"to", "DESIGN_FAILED"}});
-  const auto bad = s.item("stage_changed", "2026-03-02T10:10:00Z", "ISS-2",
-                          {{"from", "DESIGN_FAILED"}, {"to", "REVIEWING"}});
+  s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-2", {{"stage", "DESIGN_FAILED"}});
+  const auto bad = s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-2", {{"stage", "REVIEWING"}});
   expect_first(run(s, base_scenario()), "stage_monotonic", bad);
 }
 
 TEST(StageMonotonic, NearMissForwardMovesAndTerminalEnd) {
   Script s;
-  s.item("stage_changed", "2026-03-02T10:00:00Z", "ISS-1",
-         {{"from", "DESIGNING"}, {"to", "BUILDING"}});
-  s.item("stage_changed", "2026-03-02T10:10:00Z", "ISS-1",
-         {{"from", "BUILDING"}, {"to", "REVIEWING"}});
-  s.item("stage_changed", "2026-03-02T10:20:00Z", "ISS-1", {{"from", "REVIEWING"}, {"to", "DONE"}});
+  s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "BUILDING"}});
+  s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "REVIEWING"}});
+  s.item("durable_stage", "2026-03-02T10:20:00Z", "ISS-1", {{"stage", "DONE"}});
   const Outcome o = run(s, base_scenario());
   expect_clean(o);
   EXPECT_EQ(o.tallies["items"]["ISS-1"]["stage"], "DONE");
   EXPECT_EQ(o.tallies["items"]["ISS-2"]["stage"], "BUILDING");  // from the scenario
+}
+
+// The witness reads the world's decoding of the durable pipeline file, not the
+// core's log: a core whose log says the stage moved forward while the file
+// moved back is caught; a log line alone (stage_changed) is no evidence.
+TEST(StageMonotonic, JudgesTheDurableFileNotTheCoresLog) {
+  Script s;
+  s.item("stage_changed", "2026-03-02T10:00:00Z", "ISS-2",
+         {{"from", "BUILDING"}, {"to", "DESIGNING"}});  // a log line: not read
+  const Outcome quiet = run(s, base_scenario());
+  EXPECT_TRUE(quiet.seen.empty()) << describe(quiet.seen);
+  s.item("stage_changed", "2026-03-02T10:05:00Z", "ISS-2",
+         {{"from", "BUILDING"}, {"to", "REVIEWING"}});  // what the core says
+  const auto bad = s.item("durable_stage", "2026-03-02T10:05:00Z", "ISS-2",
+                          {{"stage", "DESIGNING"}});  // what the disk holds
+  expect_first(run(s, base_scenario()), "stage_monotonic", bad);
 }
 
 // ------------------------------------------------------------ 2 retries_bounded
@@ -1227,8 +1237,7 @@ Script legal_trace(const std::vector<int>& failures, const std::vector<bool>& cr
   for (int step : stage_steps) {
     // A step forward or an out-of-order observation that must not move it.
     if (step > 0 && rank + 1 < order.size()) {
-      s.item("stage_changed", "2026-03-02T16:00:00Z", "ISS-1",
-             {{"from", order[rank]}, {"to", order[rank + 1]}});
+      s.item("durable_stage", "2026-03-02T16:00:00Z", "ISS-1", {{"stage", order[rank + 1]}});
       ++rank;
     }
   }
