@@ -141,6 +141,23 @@ TEST(BugVariants, StickyTokenBreaksTokenReissueBounded) {
   EXPECT_TRUE(has_expect_failure(verdict, "/expect/services/brokerage/token_issues"));
 }
 
+// A pipeline store that writes a stale snapshot (stages go back) while the
+// core logs forward moves: caught by stage_monotonic, which reads the durable
+// file as the world decodes it.
+TEST(LyingCores, StaleSnapshotPipelineStoreBreaksStageMonotonic) {
+  Pair r = run_both("reconcile-out-of-order", [](const JobSpec& job, RunnerPorts& ports)
+                                                  -> std::unique_ptr<JobRunner> {
+    if (job.kind != JobKind::reconcile) return nullptr;
+    return variants::make_stale_pipeline_reconcile_job(ports.clock, ports.services, ports.log,
+                                                       ports.disk, ports.scenario.env,
+                                                       reconcile_config_from(job));
+  });
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(fired(r.variant).count("stage_monotonic"), 1u)
+      << "a stage that went back on disk passed; variant run:\n"
+      << describe(r.variant);
+}
+
 // Issue 9 item 3, lying cores: the log says the rule was kept, the world's
 // own records say otherwise. A pipeline store that writes without its lock
 // (the core believes it holds it, its log is unchanged) is caught by

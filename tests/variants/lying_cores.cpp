@@ -1,6 +1,8 @@
 // Test-only lying variants of core components (issue 9 item 3).
 #include "tests/variants/lying_cores.hpp"
 
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "model/disk.hpp"
@@ -8,11 +10,10 @@
 namespace rehearse::variants {
 namespace {
 
-// Every operation goes to the real disk, except the lock, which is a handle
-// that holds nothing.
-class LocklessDisk final : public Disk {
+// Every operation goes to the real disk; a lie overrides one of them.
+class ForwardingDisk : public Disk {
  public:
-  explicit LocklessDisk(Disk& inner) : inner_(inner) {}
+  explicit ForwardingDisk(Disk& inner) : inner_(inner) {}
 
   Result<std::optional<std::string>> read_file(const std::string& path) override {
     return inner_.read_file(path);
@@ -37,18 +38,48 @@ class LocklessDisk final : public Disk {
   Result<std::vector<std::string>> list_dir(const std::string& dir) override {
     return inner_.list_dir(dir);
   }
-  Result<DiskLockHandle> lock_exclusive(const std::string&) override {
-    return DiskLockHandle(std::make_unique<DiskLock>());
+  Result<DiskLockHandle> lock_exclusive(const std::string& path) override {
+    return inner_.lock_exclusive(path);
   }
 
  private:
   Disk& inner_;
 };
 
-class LocklessReconcileJob final : public JobRunner {
+// The lock is a handle that holds nothing.
+class LocklessDisk final : public ForwardingDisk {
  public:
-  LocklessReconcileJob(Clock& clock, Services& services, Log& log, Disk& disk, Environment env,
-                       ReconcileConfig config)
+  using ForwardingDisk::ForwardingDisk;
+  Result<DiskLockHandle> lock_exclusive(const std::string&) override {
+    return DiskLockHandle(std::make_unique<DiskLock>());
+  }
+};
+
+// From the third write of a pipeline file's temporary on, the first write's
+// bytes are written again.
+class StaleSnapshotDisk final : public ForwardingDisk {
+ public:
+  using ForwardingDisk::ForwardingDisk;
+  Status write_file(const std::string& path, std::string_view bytes) override {
+    if (path.find("pipeline.json") == std::string::npos) {
+      return ForwardingDisk::write_file(path, bytes);
+    }
+    if (++writes_ == 1) first_ = std::string(bytes);
+    return ForwardingDisk::write_file(path, writes_ >= 3 ? std::string_view(first_) : bytes);
+  }
+
+ private:
+  int writes_ = 0;
+  std::string first_;
+};
+
+// The core's ReconcileJob over a lying disk (a process-memory decorator: a
+// new one at every boot, like the job).
+template <typename LyingDisk>
+class ReconcileOverLyingDisk final : public JobRunner {
+ public:
+  ReconcileOverLyingDisk(Clock& clock, Services& services, Log& log, Disk& disk, Environment env,
+                         ReconcileConfig config)
       : disk_(disk), job_(clock, services, log, disk_, std::move(env), std::move(config)) {}
 
   Task<RunOutcome> run(RunContext context) override {
@@ -57,7 +88,7 @@ class LocklessReconcileJob final : public JobRunner {
   }
 
  private:
-  LocklessDisk disk_;  // declared before job_, which keeps a reference to it
+  LyingDisk disk_;  // declared before job_, which keeps a reference to it
   ReconcileJob job_;
 };
 
@@ -66,8 +97,15 @@ class LocklessReconcileJob final : public JobRunner {
 std::unique_ptr<JobRunner> make_lockless_reconcile_job(Clock& clock, Services& services, Log& log,
                                                        Disk& disk, Environment env,
                                                        ReconcileConfig config) {
-  return std::make_unique<LocklessReconcileJob>(clock, services, log, disk, std::move(env),
-                                                std::move(config));
+  return std::make_unique<ReconcileOverLyingDisk<LocklessDisk>>(
+      clock, services, log, disk, std::move(env), std::move(config));
+}
+
+std::unique_ptr<JobRunner> make_stale_pipeline_reconcile_job(Clock& clock, Services& services,
+                                                             Log& log, Disk& disk, Environment env,
+                                                             ReconcileConfig config) {
+  return std::make_unique<ReconcileOverLyingDisk<StaleSnapshotDisk>>(
+      clock, services, log, disk, std::move(env), std::move(config));
 }
 
 }  // namespace rehearse::variants

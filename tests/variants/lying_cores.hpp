@@ -27,4 +27,13 @@ std::unique_ptr<JobRunner> make_lockless_reconcile_job(Clock& clock, Services& s
                                                        Disk& disk, Environment env,
                                                        ReconcileConfig config);
 
+// A reconcile job whose pipeline store, from its third write on, writes the
+// bytes of its first write again (a stale snapshot: stages go back) while the
+// core goes on logging the stage moves it believes it made. stage_monotonic
+// reads the durable file as the world decodes it, so it catches this; a
+// witness reading the core's stage_changed would not.
+std::unique_ptr<JobRunner> make_stale_pipeline_reconcile_job(Clock& clock, Services& services,
+                                                             Log& log, Disk& disk, Environment env,
+                                                             ReconcileConfig config);
+
 }  // namespace rehearse::variants
