@@ -439,7 +439,7 @@ const std::vector<InvariantSpec>& invariant_specs() {
       {"schedule_kept", {"slot_due", "slot_misfire", "queue_add"}},
       {"nothing_lost",
        {"run_finished", "retry_exhausted", "failed_permanent", "slot_marked", "message_delivered",
-        "message_refused"}},
+        "message_refused", "queue_take", "queue_add", "service_reply"}},
       {"no_duplicate_delivery",
        {"message_delivered", "delivery_recorded", "guard_set", "slot_marked", "group_run_started",
         "group_run_failed", "run_finished"}},
@@ -507,6 +507,11 @@ MonitorSet::MonitorSet(const Scenario& scenario)
     JobWatch w;
     w.id = spec.id;
     w.delivers = spec.kind == JobKind::group || spec.kind == JobKind::publish;
+    if (spec.kind == JobKind::group) {
+      for (const GroupTask& t : spec.tasks) {
+        w.tasks.push_back({t.id, std::string(to_string(t.produces)), t.model_calls});
+      }
+    }
     std::string expr = spec.schedule;
     bool schedule_known = true;
     if (spec.schedule_env) {
@@ -618,6 +623,7 @@ std::optional<Violation> MonitorSet::observe(const TraceEvent& e, std::size_t i)
   check_items(e, i, out);
   check_retry_window(e, i, out);
   check_never_runs(e, i, out);
+  check_group_verdict(e, i, out);
   track_recovery(e, i);
   track_slots(e, i);
   if (!secrets_.empty()) check_secrets(to_json_line(e), i, e.t, "the trace", out);
@@ -649,7 +655,10 @@ std::optional<Violation> MonitorSet::observe_text(std::string_view text, std::si
 
 void MonitorSet::on_boot_or_crash(const TraceEvent& e, std::size_t, Found&, bool boot) {
   if (!boot) {
-    for (auto& [id, j] : jobs_) j.success_unannounced.reset();
+    for (auto& [id, j] : jobs_) {
+      j.success_unannounced.reset();
+      j.group_run.reset();  // a run cut by the crash is not judged
+    }
     lock_holders_.clear();  // a crash releases every lock
   }
   // A send whose ledger record had not been written when the process went
@@ -1320,6 +1329,77 @@ void MonitorSet::check_retry_window(const TraceEvent& e, std::size_t i, Found& o
   }
 }
 
+// nothing_lost, the group verdict (docs/semantics.md §6) from world facts: a
+// group run begins when the queue hands its slot out (`queue_take`); each
+// task's result is its model-api reply (200 with body class summary/preview:
+// a deliverable; 200 skip: a skip; anything else: a failure), or, for a task
+// that makes no call, what the scenario scripts. The expected verdict (any
+// deliverable: deliver; else any failure: failed; else skipped) is compared
+// with what the world then saw for the slot: a skipped run that sent a
+// failure notice or a failure notification, or queued a retry, or a failed one that sent a delivery,
+// fires. Judged when the next run of the job is taken (a retry is queued, and
+// notices sent, after the run returns) or at the end; a run without every
+// task's reply is not judged.
+void MonitorSet::check_group_verdict(const TraceEvent& e, std::size_t i, Found& out) {
+  JobWatch* j = job_watch(e.job);
+  if (j == nullptr || j->tasks.empty() || !e.slot) return;
+  if (e.type == "queue_take") {
+    judge_group_run(e.job, i, e.t, out);
+    j->group_run = JobWatch::GroupRun{*e.slot, {}, false, false};
+    return;
+  }
+  if (!j->group_run || j->group_run->slot != *e.slot) return;
+  JobWatch::GroupRun& run = *j->group_run;
+  if (e.type == "service_reply" && e.service == "model-api") {
+    const std::string cls = e.str("body_class");
+    const bool ok = e.num("status") == 200 && !cls.empty();
+    run.results[e.str("target")] = !ok ? "failed" : (cls == "skip" ? "skip" : "deliverable");
+  } else if (e.type == "message_delivered" || e.type == "message_refused") {
+    const std::string kind = e.str("kind");
+    const std::string event = e.str("event");
+    if (kind == "failure_notice" ||
+        (kind == "notification" && (event == "retry_scheduled" || event == "retry_exhausted" ||
+                                    event == "failed_permanent"))) {
+      run.failure_seen = true;
+    }
+    if (kind == "delivery") run.delivery_seen = true;
+  } else if (e.type == "queue_add" && e.str("kind") == "retry") {
+    run.failure_seen = true;
+  }
+}
+
+void MonitorSet::judge_group_run(const std::string& job, std::size_t i, TimeMs t, Found& out) {
+  JobWatch* j = job_watch(job);
+  if (j == nullptr || !j->group_run) return;
+  const JobWatch::GroupRun run = *j->group_run;
+  j->group_run.reset();
+  bool deliverable = false, failed = false;
+  for (const JobWatch::Task& task : j->tasks) {
+    std::string result;
+    if (task.model_calls == 0) {
+      result = task.produces == "skip" ? "skip" : "deliverable";
+    } else if (const auto it = run.results.find(task.id); it != run.results.end()) {
+      result = it->second;
+    } else {
+      return;  // not every task answered (a crash, a resumed delivery): not judged
+    }
+    deliverable = deliverable || result == "deliverable";
+    failed = failed || result == "failed";
+  }
+  if (!deliverable && !failed && run.failure_seen) {
+    out.push_back({"nothing_lost", i, t,
+                   fmt::format("job {} slot {}: every task skipped (nothing failed, nothing to "
+                               "deliver), yet the run was treated as failed (failure notice or "
+                               "retry)",
+                               job, format_instant(run.slot))});
+  } else if (!deliverable && failed && run.delivery_seen) {
+    out.push_back({"nothing_lost", i, t,
+                   fmt::format("job {} slot {}: no task produced a deliverable and one failed, "
+                               "yet a delivery was sent",
+                               job, format_instant(run.slot))});
+  }
+}
+
 // schedule_kept: a job whose environment override is set but empty has no
 // schedule at all; any queue entry for it (the queue's own record) fires.
 void MonitorSet::check_never_runs(const TraceEvent& e, std::size_t i, Found& out) {
@@ -1404,6 +1484,7 @@ std::vector<Violation> MonitorSet::finish(TimeMs until_ms) {
                                  s.job, format_instant(s.slot))});
     }
   }
+  for (auto& [key, j] : jobs_) judge_group_run(key, end, until_ms, out);
   for (const auto& [key, j] : jobs_) {
     if (j.success_unannounced && up_) {
       out.push_back({"nothing_lost", *j.success_unannounced, j.success_unannounced_t,

@@ -164,6 +164,8 @@ class MonitorSet {
   void check_tokens(const TraceEvent& e, std::size_t i, Found& out);
   void check_items(const TraceEvent& e, std::size_t i, Found& out);
   void check_locked_writes(const TraceEvent& e, std::size_t i, Found& out);
+  void check_group_verdict(const TraceEvent& e, std::size_t i, Found& out);
+  void judge_group_run(const std::string& job, std::size_t i, TimeMs t, Found& out);
   void check_token_reuse(const TraceEvent& e, std::size_t i, Found& out);
   void check_retry_window(const TraceEvent& e, std::size_t i, Found& out);
   void check_never_runs(const TraceEvent& e, std::size_t i, Found& out);
@@ -183,6 +185,21 @@ class MonitorSet {
     // An environment override set but empty: the job has no schedule and
     // must never run (schedule_kept fires on any queue entry for it).
     bool never_runs = false;
+    // nothing_lost, the group verdict: the job's tasks (scenario) and the run
+    // in progress as the world sees it (queue take, model-api replies, sends).
+    struct Task {
+      std::string id;
+      std::string produces;  // summary, preview, skip
+      int model_calls = 1;
+    };
+    std::vector<Task> tasks;
+    struct GroupRun {
+      TimeMs slot = 0;
+      std::map<std::string, std::string> results;  // task -> deliverable / skip / failed
+      bool failure_seen = false;   // a failure notice or a retry for the slot
+      bool delivery_seen = false;  // a delivery for the slot
+    };
+    std::optional<GroupRun> group_run;
     // nothing_lost, the recovery notice: a failure notification (retry_scheduled,
     // retry_exhausted, failed_permanent) went to the messenger; a success after
     // it must be followed by a `recovered` notification.

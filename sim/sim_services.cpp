@@ -89,7 +89,14 @@ Task<ServiceResult> SimServices::call(ServiceRequest request) {
   if (!request.target.empty()) received.data["target"] = request.target;
   attribute_from_headers(received, request.headers);
   if (reply.result.has_response()) {
-    received.data["status"] = reply.result.response().status;
+    const ServiceResponse& response = reply.result.response();
+    received.data["status"] = response.status;
+    // The class of the answer's body, where the service gives one (the model
+    // API's `output`: summary, preview, skip): a world fact the witnesses read.
+    if (response.body.is_object() && response.body.contains("output") &&
+        response.body.at("output").is_string()) {
+      received.data["body_class"] = response.body.at("output");
+    }
   } else {
     received.data["transport_error"] = to_string(reply.result.transport_error().kind);
   }

@@ -158,6 +158,23 @@ TEST(LyingCores, StaleSnapshotPipelineStoreBreaksStageMonotonic) {
       << describe(r.variant);
 }
 
+// A group job that counts a skip as a failure (the core's log still says
+// skipped): caught by nothing_lost from the model-api replies (every task
+// skipped) and the retry the queue then received.
+TEST(LyingCores, SkipCountedAsFailureBreaksNothingLost) {
+  Pair r = run_both("group-run-verdicts", [](const JobSpec& job, RunnerPorts& ports)
+                                              -> std::unique_ptr<JobRunner> {
+    if (job.id != "all-skip") return nullptr;
+    auto core = make_default_runner(job, ports);
+    if (!core.ok()) return nullptr;
+    return variants::make_skip_as_failure_group_job(std::move(core).value());
+  });
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(fired(r.variant).count("nothing_lost"), 1u)
+      << "a skip counted as a failure passed; variant run:\n"
+      << describe(r.variant);
+}
+
 // Issue 9 item 3, lying cores: the log says the rule was kept, the world's
 // own records say otherwise. A pipeline store that writes without its lock
 // (the core believes it holds it, its log is unchanged) is caught by

@@ -92,7 +92,27 @@ class ReconcileOverLyingDisk final : public JobRunner {
   ReconcileJob job_;
 };
 
+class SkipAsFailureGroupJob final : public JobRunner {
+ public:
+  explicit SkipAsFailureGroupJob(std::unique_ptr<JobRunner> core) : core_(std::move(core)) {}
+
+  Task<RunOutcome> run(RunContext context) override {
+    RunOutcome outcome = co_await core_->run(std::move(context));
+    if (outcome.kind == RunOutcomeKind::skipped) {
+      outcome = RunOutcome::failure(FailureClass::unknown, "nothing to deliver");
+    }
+    co_return outcome;
+  }
+
+ private:
+  std::unique_ptr<JobRunner> core_;
+};
+
 }  // namespace
+
+std::unique_ptr<JobRunner> make_skip_as_failure_group_job(std::unique_ptr<JobRunner> core) {
+  return std::make_unique<SkipAsFailureGroupJob>(std::move(core));
+}
 
 std::unique_ptr<JobRunner> make_lockless_reconcile_job(Clock& clock, Services& services, Log& log,
                                                        Disk& disk, Environment env,

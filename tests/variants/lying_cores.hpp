@@ -36,4 +36,11 @@ std::unique_ptr<JobRunner> make_stale_pipeline_reconcile_job(Clock& clock, Servi
                                                              Log& log, Disk& disk, Environment env,
                                                              ReconcileConfig config);
 
+// A group job that counts a skip as a failure: the core's runner, whose
+// skipped outcome (nothing failed, nothing to deliver) is reported to the
+// scheduler as a failure (class unknown), so the slot is retried. The core's
+// own log still says the group judged the run skipped. nothing_lost catches
+// it from the model-api replies and what the world saw next (a retry queued).
+std::unique_ptr<JobRunner> make_skip_as_failure_group_job(std::unique_ptr<JobRunner> core);
+
 }  // namespace rehearse::variants
