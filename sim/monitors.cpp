@@ -453,7 +453,8 @@ const std::vector<InvariantSpec>& invariant_specs() {
         "token_presented"}},
       {"item_queries_bounded",
        {"service_call", "service_reply", "item_failed", "item_backoff", "item_deferred",
-        "stage_changed"}},
+        "stage_changed", "durable_stage", "agent_removed", "agent_restored",
+        "instance_changed"}},
       {"no_secret_leak", {"*"}},
       {"deterministic", {}},
       {"bounded_run", {"*"}},
@@ -503,6 +504,15 @@ const std::set<std::string>& subscribed_types() {
 MonitorSet::MonitorSet(const Scenario& scenario)
     : start_ms_(scenario.start_ms), max_events_(scenario.queue.max_events) {
   notifications_seen_ = scenario.services.messenger.has_value();
+  if (const auto lead = env_lookup(scenario.env, "AGENT_LEAD_ID"); lead && !lead->empty()) {
+    const std::string id(*lead);
+    lead_prefix_ = id.substr(0, kAgentPrefixChars);
+    if (scenario.services.orchestrator) {
+      for (const OrchestratorAgent& a : scenario.services.orchestrator->agents) {
+        if (a.id == id && a.present) lead_present_ = true;
+      }
+    }
+  }
   for (const JobSpec& spec : scenario.jobs) {
     JobWatch w;
     w.id = spec.id;
@@ -1240,7 +1250,58 @@ void MonitorSet::check_tokens(const TraceEvent& e, std::size_t i, Found& out) {
   }
 }
 
+// item_queries_bounded, config attempts at most hourly (docs/semantics.md §8),
+// from the orchestrator's own answers and request times: a reply refusing a
+// request about an item (400, 401, 403, 422: deferred 1 h like a config
+// error), or a get_issue answer whose status needs a handoff to a later stage
+// (own table: in_progress -> BUILDING, in_review -> REVIEWING, above the
+// item's durable stage) while the lead agent is missing from the
+// orchestrator's list, is a config error; the item's next get_issue less than
+// 1 h after it fires (one validation query after an instance change is not an
+// attempt).
+void MonitorSet::check_config_attempts(const TraceEvent& e, std::size_t i, Found& out) {
+  if (e.type == "agent_removed" || e.type == "agent_restored") {
+    if (!lead_prefix_.empty() && e.str("agent") == lead_prefix_) {
+      lead_present_ = e.type == "agent_restored";
+    }
+    return;
+  }
+  if (e.type == "instance_changed") {
+    for (auto& [id, w] : items_) w.validation_allowed = true;
+    return;
+  }
+  if (e.item.empty() || e.service != "orchestrator") return;
+  ItemWatch& w = items_[e.item];
+  if (e.type == "service_call" && e.str("operation") == "get_issue") {
+    if (w.config_error_at && e.t < *w.config_error_at + kConfigDeferralMs) {
+      if (w.validation_allowed) {
+        w.validation_allowed = false;
+        return;
+      }
+      out.push_back({"item_queries_bounded", i, e.t,
+                     fmt::format("issue {} queried {} after a config error the orchestrator "
+                                 "showed at {} (config attempts at most hourly)",
+                                 e.item, format_duration(e.t - *w.config_error_at),
+                                 format_instant(*w.config_error_at))});
+    }
+    return;
+  }
+  if (e.type != "service_reply") return;
+  const std::int64_t status = e.num("status");
+  if (status == 400 || status == 401 || status == 403 || status == 422) {
+    w.config_error_at = e.t;
+    return;
+  }
+  if (e.str("operation") != "get_issue" || status != 200) return;
+  const std::string incoming = e.str("body_class");
+  const int wanted = incoming == "in_progress" ? 1 : incoming == "in_review" ? 2 : -1;
+  const auto st = stages_.find(e.item);
+  const int current = st == stages_.end() ? -1 : stage_rank(st->second);
+  if (wanted > current && current >= 0 && !lead_present_) w.config_error_at = e.t;
+}
+
 void MonitorSet::check_items(const TraceEvent& e, std::size_t i, Found& out) {
+  check_config_attempts(e, i, out);
   if (e.item.empty()) return;
   ItemWatch& w = items_[e.item];
   const bool orchestrator = e.service == "orchestrator" || e.service.empty();

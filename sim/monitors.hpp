@@ -163,6 +163,7 @@ class MonitorSet {
   void check_durable(const TraceEvent& e, std::size_t i, Found& out);
   void check_tokens(const TraceEvent& e, std::size_t i, Found& out);
   void check_items(const TraceEvent& e, std::size_t i, Found& out);
+  void check_config_attempts(const TraceEvent& e, std::size_t i, Found& out);
   void check_locked_writes(const TraceEvent& e, std::size_t i, Found& out);
   void check_group_verdict(const TraceEvent& e, std::size_t i, Found& out);
   void judge_group_run(const std::string& job, std::size_t i, TimeMs t, Found& out);
@@ -307,10 +308,16 @@ class MonitorSet {
   struct ItemWatch {
     std::optional<TimeMs> not_found_at;
     std::optional<TimeMs> config_deferred_at;
+    // From the orchestrator's own answers: the reply that showed a config
+    // error (a refusal, or a handoff needed while the lead agent is missing).
+    std::optional<TimeMs> config_error_at;
+    bool validation_allowed = false;  // an instance change since: one validation query
     std::int64_t queries = 0;
     std::string reason;  // the latest reconcile error (item_failed / _deferred / _backoff)
   };
   std::map<std::string, ItemWatch> items_;
+  std::string lead_prefix_;   // AGENT_LEAD_ID's first 8 characters (events carry those)
+  bool lead_present_ = false;  // the lead agent is in the orchestrator's list now
 
   std::map<std::string, std::int64_t> service_calls_;
   std::map<std::string, std::int64_t> notifications_total_;

@@ -93,9 +93,13 @@ Task<ServiceResult> SimServices::call(ServiceRequest request) {
     received.data["status"] = response.status;
     // The class of the answer's body, where the service gives one (the model
     // API's `output`: summary, preview, skip): a world fact the witnesses read.
-    if (response.body.is_object() && response.body.contains("output") &&
-        response.body.at("output").is_string()) {
-      received.data["body_class"] = response.body.at("output");
+    // The orchestrator's get_issue answer: the issue's `status`.
+    for (const char* key : {"output", "status"}) {
+      if (response.body.is_object() && response.body.contains(key) &&
+          response.body.at(key).is_string()) {
+        received.data["body_class"] = response.body.at(key);
+        break;
+      }
     }
   } else {
     received.data["transport_error"] = to_string(reply.result.transport_error().kind);

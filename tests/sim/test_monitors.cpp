@@ -1076,6 +1076,42 @@ TEST(ItemQueriesBounded, FiresOnAnyOrchestratorCallAfterA404OnAssign) {
   EXPECT_EQ(o.tallies["items"]["ISS-2"]["reason"], "issue ISS-2 is gone (404)");
 }
 
+// Config attempts judged from the orchestrator's own answers and request
+// times, not from item_deferred (a config failure logged as a backoff would
+// hide there): the lead agent is gone, ISS-2 (BUILDING) is reported in_review,
+// so its handoff cannot be made: querying it again within the hour fires.
+Script lead_missing_then_queried(const char* again) {
+  Script s;
+  TraceEvent removed;
+  removed.t = at("2026-03-02T10:00:00Z");
+  removed.type = "agent_removed";
+  removed.service = "orchestrator";
+  removed.data = {{"agent", kAgentId.substr(0, 8)}, {"role", "lead"}};
+  s.add_event(removed);
+  s.item("service_call", "2026-03-02T10:10:00Z", "ISS-2", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:10:00Z", "ISS-2",
+         {{"operation", "get_issue"}, {"status", 200}, {"body_class", "in_review"}});
+  s.item("service_call", again, "ISS-2", {{"operation", "get_issue"}});
+  return s;
+}
+
+TEST(ItemQueriesBounded, FiresWhenAConfigErrorShownByTheOrchestratorIsRetriedWithinTheHour) {
+  const Script s = lead_missing_then_queried("2026-03-02T10:20:00Z");
+  expect_first(run(s, base_scenario()), "item_queries_bounded", s.events().size() - 1);
+  const Outcome later = run(lead_missing_then_queried("2026-03-02T11:10:00Z"), base_scenario());
+  EXPECT_TRUE(later.seen.empty()) << describe(later.seen);
+}
+
+TEST(ItemQueriesBounded, NearMissLeadPresentItemDueEveryCycle) {
+  Script s;
+  s.item("service_call", "2026-03-02T10:10:00Z", "ISS-2", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:10:00Z", "ISS-2",
+         {{"operation", "get_issue"}, {"status", 200}, {"body_class", "in_review"}});
+  s.item("service_call", "2026-03-02T10:20:00Z", "ISS-2", {{"operation", "get_issue"}});
+  const Outcome o = run(s, base_scenario());
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+}
+
 TEST(ItemQueriesBounded, NearMissHourlyConfigAttemptsAndOtherItems) {
   Script s;
   s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
