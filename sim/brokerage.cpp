@@ -204,6 +204,14 @@ SimReply SimBrokerage::serve(const ServiceRequest& request, TimeMs now_ms) {
   const BrokerageToken& token = tokens_[found->second];
   if (token.revoked_at_ms) return reject(request, now_ms, "revoked", &token);
   if (now_ms >= token.expires_at_ms) return reject(request, now_ms, "expired", &token);
+  // The world's own record of which token a request presented (the witness
+  // of the client's reuse rule reads it; docs/trace-events.md).
+  TraceEvent e = event(request, now_ms, "token_presented");
+  e.data["operation"] = request.operation;
+  e.data["generation"] = token.generation;
+  e.data["fingerprint"] = token_fingerprint(token.value);
+  e.data["expires_at"] = format_instant(token.expires_at_ms);
+  trace_.record(std::move(e));
 
   ServiceResponse response;
   response.status = 200;

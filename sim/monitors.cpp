@@ -411,31 +411,124 @@ bool WitnessPolicy::retries_class(const std::string& failure_class) const {
   return all_classes || classes.count(failure_class) != 0;
 }
 
-DurationMs WitnessPolicy::min_delay_ms(int n) const {
+DurationMs WitnessPolicy::base_delay_ms(int n) const {
   double base = static_cast<double>(delay_ms);
-  if (exponential) base *= std::pow(2.0, std::min(n - 1, 40));
-  const double low = std::floor(base * (1.0 - jitter));
+  if (exponential) base = std::round(base * std::pow(2.0, std::min(n - 1, 40)));
+  return static_cast<DurationMs>(base);
+}
+
+DurationMs WitnessPolicy::min_delay_ms(int n) const {
+  const double low = std::floor(static_cast<double>(base_delay_ms(n)) * (1.0 - jitter));
   // 1 ms of slack for rounding on either side.
   return std::max<DurationMs>(0, static_cast<DurationMs>(low) - 1);
 }
+
+DurationMs WitnessPolicy::max_delay_ms(int n) const { return base_delay_ms(n) + 1; }
+
+// The token client's reuse margin (docs/semantics.md §7), the monitors' own copy.
+constexpr DurationMs kTokenReuseMarginMs = 60 * 1000;
+
+// ---------------------------------------------------------------- the table
+
+const std::vector<InvariantSpec>& invariant_specs() {
+  // Event types each monitor reads (docs/monitors.md lists them with their
+  // source; docs/trace-events.md the fields).
+  static const std::vector<InvariantSpec> kSpecs{
+      {"stage_monotonic", {"durable_stage"}},
+      {"retries_bounded", {"run_started", "run_finished", "retry_scheduled", "queue_add"}},
+      {"schedule_kept", {"slot_due", "slot_misfire", "queue_add"}},
+      {"nothing_lost",
+       {"run_finished", "retry_exhausted", "failed_permanent", "slot_marked", "message_delivered",
+        "message_refused", "queue_take", "queue_add", "service_reply"}},
+      {"no_duplicate_delivery",
+       {"message_delivered", "delivery_recorded", "guard_set", "slot_marked", "group_run_started",
+        "group_run_failed", "run_finished"}},
+      {"state_durable",
+       {"store_corrupt_injected", "disk_corrupted", "state_corrupt", "state_tail_dropped",
+        "disk_write", "disk_append", "disk_remove", "disk_rename", "disk_lock", "disk_unlock",
+        "run_started", "run_finished",
+        "retry_scheduled", "retry_exhausted", "failed_permanent"}},
+      {"token_reissue_bounded",
+       {"service_call", "service_reply", "auth_rejected", "token_issued", "token_issue_failed",
+        "token_presented"}},
+      {"item_queries_bounded",
+       {"service_call", "service_reply", "item_failed", "item_backoff", "item_deferred",
+        "stage_changed", "durable_stage", "agent_removed", "agent_restored",
+        "instance_changed"}},
+      {"no_secret_leak", {"*"}},
+      {"deterministic", {}},
+      {"bounded_run", {"*"}},
+  };
+  return kSpecs;
+}
+
+const std::vector<std::string>& shared_reads() {
+  static const std::vector<std::string> kReads{
+      "process_boot",      "scheduler_boot",  "process_crash",   "disk_process_crashed",
+      "disk_crash",        "service_call",    "slot_due",        "run_started",
+      "run_finished",      "slot_marked",     "retry_scheduled", "retry_exhausted",
+      "failed_permanent",  "retry_dropped",   "retry_superseded", "run_stalled",
+      "recovered",         "policy_invalid",  "state_corrupt"};
+  return kReads;
+}
+
+const std::vector<std::string>& invariant_names() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names;
+    for (const InvariantSpec& spec : invariant_specs()) names.push_back(spec.name);
+    return names;
+  }();
+  return kNames;
+}
+
+namespace {
+
+// The union of every declared subscription: MonitorSet::observe drops the rest.
+const std::set<std::string>& subscribed_types() {
+  static const std::set<std::string> kTypes = [] {
+    std::set<std::string> types(shared_reads().begin(), shared_reads().end());
+    for (const InvariantSpec& spec : invariant_specs()) {
+      for (const std::string& t : spec.reads) {
+        if (t != "*") types.insert(t);
+      }
+    }
+    return types;
+  }();
+  return kTypes;
+}
+
+}  // namespace
 
 // ---------------------------------------------------------------- MonitorSet
 
 MonitorSet::MonitorSet(const Scenario& scenario)
     : start_ms_(scenario.start_ms), max_events_(scenario.queue.max_events) {
+  notifications_seen_ = scenario.services.messenger.has_value();
+  if (const auto lead = env_lookup(scenario.env, "AGENT_LEAD_ID"); lead && !lead->empty()) {
+    const std::string id(*lead);
+    lead_prefix_ = id.substr(0, kAgentPrefixChars);
+    if (scenario.services.orchestrator) {
+      for (const OrchestratorAgent& a : scenario.services.orchestrator->agents) {
+        if (a.id == id && a.present) lead_present_ = true;
+      }
+    }
+  }
   for (const JobSpec& spec : scenario.jobs) {
     JobWatch w;
     w.id = spec.id;
     w.delivers = spec.kind == JobKind::group || spec.kind == JobKind::publish;
+    if (spec.kind == JobKind::group) {
+      for (const GroupTask& t : spec.tasks) {
+        w.tasks.push_back({t.id, std::string(to_string(t.produces)), t.model_calls});
+      }
+    }
     std::string expr = spec.schedule;
     bool schedule_known = true;
     if (spec.schedule_env) {
       const auto v = env_lookup(scenario.env, *spec.schedule_env);
       if (v && v->empty()) {
-        schedule_known = false;
-        unchecked("schedule_kept", spec.id,
-                  fmt::format("env {} is set but empty: the job has no usable schedule",
-                              *spec.schedule_env));
+        schedule_known = false;  // no schedule: asserted never to run (check_never_runs)
+        w.never_runs = true;
       } else if (v) {
         expr = std::string(*v);
       }
@@ -480,6 +573,11 @@ const WitnessPolicy* MonitorSet::policy_of(const std::string& job) const {
   return it == jobs_.end() ? nullptr : &it->second.policy;
 }
 
+void MonitorSet::add_locked_store(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  lock_dirs_.insert(std::move(dir));
+}
+
 void MonitorSet::unchecked(std::string invariant, std::string subject, std::string why) {
   unchecked_.push_back({{"invariant", std::move(invariant)},
                         {"subject", std::move(subject)},
@@ -511,6 +609,11 @@ std::optional<Violation> MonitorSet::observe(const TraceEvent& e, std::size_t i)
     out.push_back(
         {"bounded_run", i, e.t, fmt::format("the run passed its bound of {} events", max_events_)});
   }
+  if (subscribed_types().count(e.type) == 0) {
+    // Not read by any monitor: only its text is searched for secrets.
+    if (!secrets_.empty()) check_secrets(to_json_line(e), i, e.t, "the trace", out);
+    return report(std::move(out));
+  }
   if (is_boot(e.type)) on_boot_or_crash(e, i, out, true);
   if (is_crash(e.type)) on_boot_or_crash(e, i, out, false);
   if (is_notification(e.type)) {
@@ -528,8 +631,17 @@ std::optional<Violation> MonitorSet::observe(const TraceEvent& e, std::size_t i)
   check_durable(e, i, out);
   check_tokens(e, i, out);
   check_items(e, i, out);
+  check_retry_window(e, i, out);
+  check_never_runs(e, i, out);
+  check_group_verdict(e, i, out);
+  track_recovery(e, i);
   track_slots(e, i);
   if (!secrets_.empty()) check_secrets(to_json_line(e), i, e.t, "the trace", out);
+  return report(std::move(out));
+}
+
+// Keeps what one event showed; returns the first in the order of invariant_names().
+std::optional<Violation> MonitorSet::report(Found out) {
   if (out.empty()) return std::nullopt;
   // The first in the order of invariant_names(), so the answer does not depend
   // on the order the checks ran in.
@@ -552,6 +664,13 @@ std::optional<Violation> MonitorSet::observe_text(std::string_view text, std::si
 }
 
 void MonitorSet::on_boot_or_crash(const TraceEvent& e, std::size_t, Found&, bool boot) {
+  if (!boot) {
+    for (auto& [id, j] : jobs_) {
+      j.success_unannounced.reset();
+      j.group_run.reset();  // a run cut by the crash is not judged
+    }
+    lock_holders_.clear();  // a crash releases every lock
+  }
   // A send whose ledger record had not been written when the process went
   // down is the at-least-once window: one more delivery of it is allowed.
   for (auto& [key, s] : sends_) {
@@ -576,12 +695,18 @@ void MonitorSet::on_boot_or_crash(const TraceEvent& e, std::size_t, Found&, bool
   }
 }
 
+// stage_monotonic, from the world's reading of the durable pipeline file
+// (`durable_stage`), never the core's stage_changed: against the monitor's own
+// record of the item's stage (initially the scenario's).
 void MonitorSet::check_stage(const TraceEvent& e, std::size_t i, Found& out) {
-  if (e.type != "stage_changed") return;
-  const std::string from = e.str("from");
-  const std::string to = e.str("to");
+  if (e.type != "durable_stage") return;
+  const std::string to = e.str("stage");
   const auto it = stages_.find(e.item);
-  const std::string prev = it != stages_.end() ? it->second : from;
+  if (it == stages_.end()) {
+    stages_[e.item] = to;
+    return;
+  }
+  const std::string prev = it->second;
   if (terminal_stage(prev) && to != prev) {
     out.push_back({"stage_monotonic", i, e.t,
                    fmt::format("item {} left terminal stage {} for {}", e.item, prev, to)});
@@ -682,7 +807,7 @@ void MonitorSet::check_schedule(const TraceEvent& e, std::size_t i, Found& out) 
         if (slots_.count({e.job, *t}) != 0) continue;
         SlotWatch& w = slot_watch(e.job, *t);
         w.carried_by = s;
-        w.state = "coalesced";
+        w.state = SlotState::coalesced;
         w.handed_index = i;
       }
     }
@@ -760,7 +885,7 @@ void MonitorSet::check_schedule(const TraceEvent& e, std::size_t i, Found& out) 
 void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
   JobWatch* j = job_watch(e.job);
   if (j == nullptr || !e.slot) return;
-  auto set = [&](SlotWatch& w, const char* state) {
+  auto set = [&](SlotWatch& w, SlotState state) {
     w.state = state;
     w.state_index = i;
     w.state_t = e.t;
@@ -768,9 +893,9 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
   const std::string& type = e.type;
   if (type == "slot_due") {
     SlotWatch& w = slot_watch(e.job, *e.slot);
-    if (w.state == "handed" && w.state_index == 0) {
+    if (w.state == SlotState::handed && w.state_index == 0) {
       w.handed_index = i;
-      set(w, "handed");
+      set(w, SlotState::handed);
     }
     return;
   }
@@ -784,7 +909,7 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
     }
     w.run_index = i;
     w.guard_in_run = false;
-    set(w, "running");
+    set(w, SlotState::running);
     return;
   }
   if (type == "run_finished") {
@@ -796,14 +921,14 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
       w.last_failure_t = e.t;
       j->last_failure_class = cls;
       j->last_failure_t = e.t;
-      set(w, "failed");
+      set(w, SlotState::failed);
     } else {
       if (outcome == "success")
-        set(w, "delivered");
+        set(w, SlotState::delivered);
       else if (outcome == "skipped")
-        set(w, "skipped");
+        set(w, SlotState::skipped);
       else
-        set(w, w.state == "marked_skipped" ? "skipped" : "delivered");
+        set(w, w.state == SlotState::marked_skipped ? SlotState::skipped : SlotState::delivered);
       j->episode_attempts.clear();
       j->episode_scheduled = 0;
       j->last_failure_class.reset();
@@ -813,26 +938,26 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
   }
   if (type == "slot_marked") {
     SlotWatch& w = slot_watch(e.job, *e.slot);
-    if (e.str("verdict") == "skipped") set(w, "marked_skipped");
+    if (e.str("verdict") == "skipped") set(w, SlotState::marked_skipped);
     return;
   }
   if (type == "retry_scheduled") {
-    set(slot_watch(e.job, *e.slot), "retry_pending");
+    set(slot_watch(e.job, *e.slot), SlotState::retry_pending);
     j->final_status = "retrying";
   } else if (type == "retry_exhausted") {
-    set(slot_watch(e.job, *e.slot), "exhausted");
+    set(slot_watch(e.job, *e.slot), SlotState::exhausted);
     j->final_status = "retry_exhausted";
   } else if (type == "failed_permanent") {
-    set(slot_watch(e.job, *e.slot), "failed_permanent");
+    set(slot_watch(e.job, *e.slot), SlotState::failed_permanent);
     j->final_status = "failed";
   } else if (type == "retry_dropped") {
     // A queued retry the scheduler dropped because the store could not be
     // trusted: the slot ends failed, visibly (this event, state_corrupt).
-    set(slot_watch(e.job, *e.slot), "retry_dropped");
+    set(slot_watch(e.job, *e.slot), SlotState::retry_dropped);
     j->final_status = "failed";
   } else if (type == "retry_superseded") {
     SlotWatch& w = slot_watch(e.job, *e.slot);
-    if (w.state == "retry_pending" || w.state == "failed") set(w, "superseded");
+    if (w.state == SlotState::retry_pending || w.state == SlotState::failed) set(w, SlotState::superseded);
   } else if (type == "run_stalled") {
     SlotWatch& w = slot_watch(e.job, *e.slot);
     if (e.str("decision") == "fail") w.last_failure_class = "stalled";
@@ -869,7 +994,7 @@ void MonitorSet::check_delivery(const TraceEvent& e, std::size_t i, Found& out) 
   if (e.type == "run_finished" && e.str("outcome") == "success" && e.slot) {
     const JobWatch* j = job_watch(e.job);
     const auto slot_it = slots_.find({e.job, *e.slot});
-    const bool skipped = slot_it != slots_.end() && slot_it->second.state == "marked_skipped";
+    const bool skipped = slot_it != slots_.end() && slot_it->second.state == SlotState::marked_skipped;
     if (j != nullptr && j->delivers && !skipped) {
       bool delivered = false;
       for (auto it = sends_.lower_bound({e.job, *e.slot, std::string()});
@@ -908,7 +1033,44 @@ void MonitorSet::check_delivery(const TraceEvent& e, std::size_t i, Found& out) 
   }
 }
 
+// state_durable, the lock (docs/semantics.md §5): a store's files change only
+// under its lock. From the disk's own records: a directory in which a lock
+// file was ever taken is a locked store; any write, append, rename or removal
+// there by a process that holds none of its locks fires. A crash releases
+// every lock.
+void MonitorSet::check_locked_writes(const TraceEvent& e, std::size_t i, Found& out) {
+  const auto dir_of = [](const std::string& path) {
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+  };
+  if (e.type == "disk_lock") {
+    lock_holders_[e.str("path")] = e.num("process");
+    lock_dirs_.insert(dir_of(e.str("path")));
+    return;
+  }
+  if (e.type == "disk_unlock") {
+    lock_holders_.erase(e.str("path"));
+    return;
+  }
+  if (e.type != "disk_write" && e.type != "disk_append" && e.type != "disk_rename" &&
+      e.type != "disk_remove") {
+    return;
+  }
+  const std::string path = e.type == "disk_rename" ? e.str("to") : e.str("path");
+  const std::string dir = dir_of(path);
+  if (lock_dirs_.count(dir) == 0 || lock_holders_.count(path) != 0) return;  // the lock file itself
+  const std::int64_t process = e.num("process");
+  for (const auto& [lock, holder] : lock_holders_) {
+    if (dir_of(lock) == dir && holder == process) return;
+  }
+  out.push_back({"state_durable", i, e.t,
+                 fmt::format("{} of {} by process {} without the store's lock (held: {})",
+                             e.type, path, process,
+                             lock_holders_.empty() ? std::string("none") : "by another")});
+}
+
 void MonitorSet::check_durable(const TraceEvent& e, std::size_t i, Found& out) {
+  check_locked_writes(e, i, out);
   if (e.type == "store_corrupt_injected" || e.type == "disk_corrupted") {
     const std::string path = e.str("path", e.str("file"));
     const bool state_file = e.type == "store_corrupt_injected" ||
@@ -984,14 +1146,22 @@ void MonitorSet::check_durable(const TraceEvent& e, std::size_t i, Found& out) {
                                 : fresh_failure_.erase(e.job) != 0;
     if (!fresh) return;  // a replayed intent announces the same retry again
     int& count = per_slot ? s.scheduled : j->episode_scheduled;
+    // The monitor's own count is the truth; the core's announced attempt is
+    // only compared with it, never adopted (a counter not reset after a
+    // success announces a higher attempt, a reset one a lower).
     const std::int64_t attempt = e.num("attempt");
     if (attempt < count + 1 && j->policy.valid) {
       out.push_back({"state_durable", i, e.t,
                      fmt::format("job {} slot {}: retry counter went back to {} after {} retries "
                                  "of the same budget (lost across a restart?)",
                                  e.job, slot_text(e.slot), attempt, count)});
+    } else if (attempt > count + 1 && j->policy.valid) {
+      out.push_back({"state_durable", i, e.t,
+                     fmt::format("job {} slot {}: retry {} announced after only {} retries of the "
+                                 "budget (a counter not reset after a success?)",
+                                 e.job, slot_text(e.slot), attempt, count)});
     }
-    count = static_cast<int>(std::max<std::int64_t>(attempt, count + 1));
+    ++count;
     return;
   }
   if ((e.type == "retry_exhausted" || e.type == "failed_permanent") && e.slot) {
@@ -1019,6 +1189,7 @@ void MonitorSet::check_durable(const TraceEvent& e, std::size_t i, Found& out) {
 }
 
 void MonitorSet::check_tokens(const TraceEvent& e, std::size_t i, Found& out) {
+  check_token_reuse(e, i, out);
   const std::string rid = e.str("request_id");
   if (e.service == "brokerage" && !rid.empty()) {
     if (e.type == "service_call" && e.str("operation") != "issue_token") {
@@ -1079,7 +1250,58 @@ void MonitorSet::check_tokens(const TraceEvent& e, std::size_t i, Found& out) {
   }
 }
 
+// item_queries_bounded, config attempts at most hourly (docs/semantics.md §8),
+// from the orchestrator's own answers and request times: a reply refusing a
+// request about an item (400, 401, 403, 422: deferred 1 h like a config
+// error), or a get_issue answer whose status needs a handoff to a later stage
+// (own table: in_progress -> BUILDING, in_review -> REVIEWING, above the
+// item's durable stage) while the lead agent is missing from the
+// orchestrator's list, is a config error; the item's next get_issue less than
+// 1 h after it fires (one validation query after an instance change is not an
+// attempt).
+void MonitorSet::check_config_attempts(const TraceEvent& e, std::size_t i, Found& out) {
+  if (e.type == "agent_removed" || e.type == "agent_restored") {
+    if (!lead_prefix_.empty() && e.str("agent") == lead_prefix_) {
+      lead_present_ = e.type == "agent_restored";
+    }
+    return;
+  }
+  if (e.type == "instance_changed") {
+    for (auto& [id, w] : items_) w.validation_allowed = true;
+    return;
+  }
+  if (e.item.empty() || e.service != "orchestrator") return;
+  ItemWatch& w = items_[e.item];
+  if (e.type == "service_call" && e.str("operation") == "get_issue") {
+    if (w.config_error_at && e.t < *w.config_error_at + kConfigDeferralMs) {
+      if (w.validation_allowed) {
+        w.validation_allowed = false;
+        return;
+      }
+      out.push_back({"item_queries_bounded", i, e.t,
+                     fmt::format("issue {} queried {} after a config error the orchestrator "
+                                 "showed at {} (config attempts at most hourly)",
+                                 e.item, format_duration(e.t - *w.config_error_at),
+                                 format_instant(*w.config_error_at))});
+    }
+    return;
+  }
+  if (e.type != "service_reply") return;
+  const std::int64_t status = e.num("status");
+  if (status == 400 || status == 401 || status == 403 || status == 422) {
+    w.config_error_at = e.t;
+    return;
+  }
+  if (e.str("operation") != "get_issue" || status != 200) return;
+  const std::string incoming = e.str("body_class");
+  const int wanted = incoming == "in_progress" ? 1 : incoming == "in_review" ? 2 : -1;
+  const auto st = stages_.find(e.item);
+  const int current = st == stages_.end() ? -1 : stage_rank(st->second);
+  if (wanted > current && current >= 0 && !lead_present_) w.config_error_at = e.t;
+}
+
 void MonitorSet::check_items(const TraceEvent& e, std::size_t i, Found& out) {
+  check_config_attempts(e, i, out);
   if (e.item.empty()) return;
   ItemWatch& w = items_[e.item];
   const bool orchestrator = e.service == "orchestrator" || e.service.empty();
@@ -1118,6 +1340,162 @@ void MonitorSet::check_items(const TraceEvent& e, std::size_t i, Found& out) {
                                  e.item, format_duration(e.t - *w.config_deferred_at))});
     }
     w.config_deferred_at = e.t;
+  }
+}
+
+// token_reissue_bounded, the reuse rule (docs/semantics.md §7): a cached token
+// is reused only until 60 s before its expiry. The brokerage records the token
+// every accepted request presented and its expiry (which is the client's known
+// expiry at the latest: it counts from the issuance's send), so a request
+// presented 60 s or less before that expiry breaks the rule.
+void MonitorSet::check_token_reuse(const TraceEvent& e, std::size_t i, Found& out) {
+  if (e.type != "token_presented") return;
+  const auto expires = parse_instant(e.str("expires_at"));
+  if (!expires.ok() || e.t < *expires - kTokenReuseMarginMs) return;
+  out.push_back({"token_reissue_bounded", i, e.t,
+                 fmt::format("request {} ({}) presented token generation {} {} before its expiry "
+                             "at {}: a token is reused only until 60 s before it expires",
+                             e.str("request_id", "?"), e.str("operation"), e.num("generation"),
+                             format_duration(*expires - e.t), format_instant(*expires))});
+}
+
+// retries_bounded, the exact window: a retry the queue receives at the
+// instant of a fresh failure is due within the policy's window for the n-th
+// retry of the budget (n from the monitor's own count): no earlier than the
+// jitter's floor, no later than the base delay. Read from the queue's own
+// record (`queue_add`, kind retry: `ready_at`), not from the core's notice.
+void MonitorSet::check_retry_window(const TraceEvent& e, std::size_t i, Found& out) {
+  if (e.type != "queue_add" || e.str("kind") != "retry" || !e.flag("added") || !e.slot) return;
+  JobWatch* j = job_watch(e.job);
+  if (j == nullptr || !j->policy.valid) return;
+  SlotWatch& s = slot_watch(e.job, *e.slot);
+  const bool per_slot = j->policy.per_slot;
+  const bool fresh = per_slot ? fresh_slot_failure_.count({e.job, *e.slot}) != 0
+                              : fresh_failure_.count(e.job) != 0;
+  const auto& failed_t = per_slot ? s.last_failure_t : j->last_failure_t;
+  // A replayed or restored retry (after a boot) keeps its old due time.
+  if (!fresh || !failed_t || *failed_t != e.t) return;
+  const auto ready = parse_instant(e.str("ready_at"));
+  if (!ready.ok()) return;
+  const int n = (per_slot ? s.scheduled : j->episode_scheduled) + 1;
+  const DurationMs delay = *ready - e.t;
+  const DurationMs lo = j->policy.min_delay_ms(n);
+  const DurationMs hi = j->policy.max_delay_ms(n);
+  if (delay < lo || delay > hi) {
+    out.push_back({"retries_bounded", i, e.t,
+                   fmt::format("job {} slot {}: retry {} queued {} after the failure, outside its "
+                               "policy's window [{}, {}]",
+                               e.job, slot_text(e.slot), n, format_duration(delay),
+                               format_duration(lo + 1), format_duration(hi - 1))});
+  }
+}
+
+// nothing_lost, the group verdict (docs/semantics.md §6) from world facts: a
+// group run begins when the queue hands its slot out (`queue_take`); each
+// task's result is its model-api reply (200 with body class summary/preview:
+// a deliverable; 200 skip: a skip; anything else: a failure), or, for a task
+// that makes no call, what the scenario scripts. The expected verdict (any
+// deliverable: deliver; else any failure: failed; else skipped) is compared
+// with what the world then saw for the slot: a skipped run that sent a
+// failure notice or a failure notification, or queued a retry, or a failed one that sent a delivery,
+// fires. Judged when the next run of the job is taken (a retry is queued, and
+// notices sent, after the run returns) or at the end; a run without every
+// task's reply is not judged.
+void MonitorSet::check_group_verdict(const TraceEvent& e, std::size_t i, Found& out) {
+  JobWatch* j = job_watch(e.job);
+  if (j == nullptr || j->tasks.empty() || !e.slot) return;
+  if (e.type == "queue_take") {
+    judge_group_run(e.job, i, e.t, out);
+    j->group_run = JobWatch::GroupRun{*e.slot, {}, false, false};
+    return;
+  }
+  if (!j->group_run || j->group_run->slot != *e.slot) return;
+  JobWatch::GroupRun& run = *j->group_run;
+  if (e.type == "service_reply" && e.service == "model-api") {
+    const std::string cls = e.str("body_class");
+    const bool ok = e.num("status") == 200 && !cls.empty();
+    run.results[e.str("target")] = !ok ? "failed" : (cls == "skip" ? "skip" : "deliverable");
+  } else if (e.type == "message_delivered" || e.type == "message_refused") {
+    const std::string kind = e.str("kind");
+    const std::string event = e.str("event");
+    if (kind == "failure_notice" ||
+        (kind == "notification" && (event == "retry_scheduled" || event == "retry_exhausted" ||
+                                    event == "failed_permanent"))) {
+      run.failure_seen = true;
+    }
+    if (kind == "delivery") run.delivery_seen = true;
+  } else if (e.type == "queue_add" && e.str("kind") == "retry") {
+    run.failure_seen = true;
+  }
+}
+
+void MonitorSet::judge_group_run(const std::string& job, std::size_t i, TimeMs t, Found& out) {
+  JobWatch* j = job_watch(job);
+  if (j == nullptr || !j->group_run) return;
+  const JobWatch::GroupRun run = *j->group_run;
+  j->group_run.reset();
+  bool deliverable = false, failed = false;
+  for (const JobWatch::Task& task : j->tasks) {
+    std::string result;
+    if (task.model_calls == 0) {
+      result = task.produces == "skip" ? "skip" : "deliverable";
+    } else if (const auto it = run.results.find(task.id); it != run.results.end()) {
+      result = it->second;
+    } else {
+      return;  // not every task answered (a crash, a resumed delivery): not judged
+    }
+    deliverable = deliverable || result == "deliverable";
+    failed = failed || result == "failed";
+  }
+  if (!deliverable && !failed && run.failure_seen) {
+    out.push_back({"nothing_lost", i, t,
+                   fmt::format("job {} slot {}: every task skipped (nothing failed, nothing to "
+                               "deliver), yet the run was treated as failed (failure notice or "
+                               "retry)",
+                               job, format_instant(run.slot))});
+  } else if (!deliverable && failed && run.delivery_seen) {
+    out.push_back({"nothing_lost", i, t,
+                   fmt::format("job {} slot {}: no task produced a deliverable and one failed, "
+                               "yet a delivery was sent",
+                               job, format_instant(run.slot))});
+  }
+}
+
+// schedule_kept: a job whose environment override is set but empty has no
+// schedule at all; any queue entry for it (the queue's own record) fires.
+void MonitorSet::check_never_runs(const TraceEvent& e, std::size_t i, Found& out) {
+  if (e.type != "queue_add" || !e.flag("added")) return;
+  const JobWatch* j = job_watch(e.job);
+  if (j == nullptr || !j->never_runs) return;
+  out.push_back({"schedule_kept", i, e.t,
+                 fmt::format("job {}: its schedule override is set but empty, so it must never "
+                             "run, yet slot {} was queued",
+                             e.job, slot_text(e.slot))});
+}
+
+// nothing_lost, the recovery notice (docs/semantics.md §4): after a failure
+// notification reached the messenger (delivered or refused), a success owes
+// a `recovered` notification. Judged at the end; a crash forgives it (the
+// notification may be lost with the process).
+void MonitorSet::track_recovery(const TraceEvent& e, std::size_t i) {
+  if (!notifications_seen_) return;
+  JobWatch* j = job_watch(e.job);
+  if (j == nullptr) return;
+  if ((e.type == "message_delivered" || e.type == "message_refused") &&
+      e.str("kind") == "notification") {
+    const std::string event = e.str("event");
+    if (event == "retry_scheduled" || event == "retry_exhausted" || event == "failed_permanent") {
+      j->showed_failure = true;
+    } else if (event == "recovered") {
+      j->showed_failure = false;
+      j->success_unannounced.reset();
+    }
+    return;
+  }
+  if (e.type == "run_finished" && e.str("outcome") == "success" && j->showed_failure &&
+      !j->success_unannounced) {
+    j->success_unannounced = i;
+    j->success_unannounced_t = e.t;
   }
 }
 
@@ -1160,11 +1538,20 @@ std::vector<Violation> MonitorSet::finish(TimeMs until_ms) {
     }
   }
   for (const auto& [key, s] : slots_) {
-    if (s.state == "failed" && up_) {
+    if (s.state == SlotState::failed && up_) {
       out.push_back({"nothing_lost", s.state_index, s.state_t,
                      fmt::format("job {} slot {}: the run failed and nothing followed: no retry, "
                                  "no retry_exhausted or failed_permanent notice (swallowed)",
                                  s.job, format_instant(s.slot))});
+    }
+  }
+  for (auto& [key, j] : jobs_) judge_group_run(key, end, until_ms, out);
+  for (const auto& [key, j] : jobs_) {
+    if (j.success_unannounced && up_) {
+      out.push_back({"nothing_lost", *j.success_unannounced, j.success_unannounced_t,
+                     fmt::format("job {}: succeeded after a failed episode it had announced, but "
+                                 "no `recovered` notification followed",
+                                 j.id)});
     }
   }
   if (corrupt_index_ && boot_after_corruption_ && !corrupt_seen_by_core_) {
@@ -1184,19 +1571,19 @@ json MonitorSet::tallies() const {
                  coalesced = 0, exhausted = 0;
     for (const auto& [key, s] : slots_) {
       if (s.job != id) continue;
-      if (s.state == "delivered")
+      if (s.state == SlotState::delivered)
         ++delivered;
-      else if (s.state == "skipped")
+      else if (s.state == SlotState::skipped)
         ++skipped;
-      else if (s.state == "exhausted")
+      else if (s.state == SlotState::exhausted)
         ++failed, ++exhausted;
-      else if (s.state == "failed_permanent" || s.state == "retry_dropped")
+      else if (s.state == SlotState::failed_permanent || s.state == SlotState::retry_dropped)
         ++failed;
-      else if (s.state == "superseded")
+      else if (s.state == SlotState::superseded)
         ++superseded;
-      else if (s.state == "coalesced")
+      else if (s.state == SlotState::coalesced)
         ++coalesced;
-      else if (s.state == "failed")
+      else if (s.state == SlotState::failed)
         ++failed;
       else
         ++in_flight;

@@ -38,6 +38,24 @@ struct Violation {
   std::string message;      // what was seen, in words a user can act on (job/slot/item named)
 };
 
+// The invariants, in docs/semantics.md §10's order plus bounded_run: one
+// table, the only list of their names (invariant_names(), the loader's
+// `expect.violations` check and the JSON Schema's enum follow it; a test holds
+// the schema equal). `reads` is what the invariant's monitor subscribes to:
+// the trace event types it reads ("*": every event's JSON line as text, as
+// no_secret_leak and bounded_run do; deterministic compares whole traces).
+// MonitorSet::observe hands a monitor no event outside the union of these
+// lists and kSharedReads, so a check cannot read an event it does not declare;
+// tests/sim/test_monitor_sources.cpp checks each declared type against the
+// source the trace records for it (world or core).
+struct InvariantSpec {
+  std::string name;
+  std::vector<std::string> reads;
+};
+const std::vector<InvariantSpec>& invariant_specs();
+// What the shared trackers read (process up/down, the slot tracker, tallies).
+const std::vector<std::string>& shared_reads();
+
 // The monitors' own cron matcher (brute force, minute by minute; 6 fields:
 // the seconds of each matching minute). Supports `*`, `?`, numbers, ranges,
 // lists, steps, month and weekday names, weekday 7, and the macros; refuses
@@ -62,6 +80,23 @@ class WitnessCron {
 };
 
 // What the monitors believe a job's policy allows (their own table).
+// A slot's fate as the shared slot tracker sees it (the last one seen wins;
+// docs/monitors.md "Tallies").
+enum class SlotState {
+  handed,            // handed out, not yet run
+  running,           // a run started
+  failed,            // the last run failed, nothing followed yet
+  retry_pending,     // a retry was scheduled
+  marked_skipped,    // the run marked the slot skipped, not yet finished
+  delivered,         // success (or already complete after a delivery)
+  skipped,           // the slot was skipped
+  exhausted,         // retry_exhausted
+  failed_permanent,  // failed_permanent
+  retry_dropped,     // a queued retry dropped because the store could not be trusted
+  superseded,        // per_episode: a newer slot dropped its pending retry
+  coalesced,         // folded into a late run
+};
+
 struct WitnessPolicy {
   bool valid = false;
   std::string why_invalid;
@@ -74,8 +109,14 @@ struct WitnessPolicy {
   double jitter = 0.0;
 
   bool retries_class(const std::string& failure_class) const;
-  // The least delay before retry n (>= 1) the policy allows (jitter included).
+  // The delay the policy gives retry n (>= 1) before jitter: `delay`, or
+  // round(2^(n-1) * delay) when exponential (docs/semantics.md §2).
+  DurationMs base_delay_ms(int n) const;
+  // The least delay before retry n (>= 1) the policy allows (jitter included, 1 ms slack).
   DurationMs min_delay_ms(int n) const;
+  // The largest delay before retry n (>= 1): the base delay (jitter only
+  // lowers it), 1 ms slack.
+  DurationMs max_delay_ms(int n) const;
 };
 
 class MonitorSet {
@@ -84,6 +125,11 @@ class MonitorSet {
   explicit MonitorSet(const Scenario& scenario);
   // Token values as issued; full agent ids are added from the scenario.
   void add_secret(std::string value);
+  // A directory the world keeps a locked store in (the state store, the
+  // delivery ledger, a pipeline store): its files change only under a lock
+  // taken in it (state_durable). Directories where a lock is taken are added
+  // on their own.
+  void add_locked_store(std::string dir);
   // Per event (call for every recorded event, in order). Returns the first
   // violation this event shows.
   std::optional<Violation> observe(const TraceEvent& event, std::size_t index);
@@ -107,6 +153,7 @@ class MonitorSet {
   struct SlotWatch;
   using Found = std::vector<Violation>;
 
+  std::optional<Violation> report(Found out);
   void on_boot_or_crash(const TraceEvent& e, std::size_t i, Found& out, bool boot);
   void check_stage(const TraceEvent& e, std::size_t i, Found& out);
   void check_retries(const TraceEvent& e, std::size_t i, Found& out);
@@ -116,6 +163,14 @@ class MonitorSet {
   void check_durable(const TraceEvent& e, std::size_t i, Found& out);
   void check_tokens(const TraceEvent& e, std::size_t i, Found& out);
   void check_items(const TraceEvent& e, std::size_t i, Found& out);
+  void check_config_attempts(const TraceEvent& e, std::size_t i, Found& out);
+  void check_locked_writes(const TraceEvent& e, std::size_t i, Found& out);
+  void check_group_verdict(const TraceEvent& e, std::size_t i, Found& out);
+  void judge_group_run(const std::string& job, std::size_t i, TimeMs t, Found& out);
+  void check_token_reuse(const TraceEvent& e, std::size_t i, Found& out);
+  void check_retry_window(const TraceEvent& e, std::size_t i, Found& out);
+  void check_never_runs(const TraceEvent& e, std::size_t i, Found& out);
+  void track_recovery(const TraceEvent& e, std::size_t i);
   void check_secrets(std::string_view text, std::size_t i, TimeMs t, const char* what, Found& out);
   void unchecked(std::string invariant, std::string subject, std::string why);
   JobWatch* job_watch(const std::string& id);
@@ -128,6 +183,30 @@ class MonitorSet {
     bool delivers = false;
     WitnessPolicy policy;
     std::optional<WitnessCron> cron;
+    // An environment override set but empty: the job has no schedule and
+    // must never run (schedule_kept fires on any queue entry for it).
+    bool never_runs = false;
+    // nothing_lost, the group verdict: the job's tasks (scenario) and the run
+    // in progress as the world sees it (queue take, model-api replies, sends).
+    struct Task {
+      std::string id;
+      std::string produces;  // summary, preview, skip
+      int model_calls = 1;
+    };
+    std::vector<Task> tasks;
+    struct GroupRun {
+      TimeMs slot = 0;
+      std::map<std::string, std::string> results;  // task -> deliverable / skip / failed
+      bool failure_seen = false;   // a failure notice or a retry for the slot
+      bool delivery_seen = false;  // a delivery for the slot
+    };
+    std::optional<GroupRun> group_run;
+    // nothing_lost, the recovery notice: a failure notification (retry_scheduled,
+    // retry_exhausted, failed_permanent) went to the messenger; a success after
+    // it must be followed by a `recovered` notification.
+    bool showed_failure = false;
+    std::optional<std::size_t> success_unannounced;  // the success still owing `recovered`
+    TimeMs success_unannounced_t = 0;
     // schedule_kept
     std::optional<TimeMs> last_slot;    // last slot handed out or coalesced
     std::optional<TimeMs> last_handed;  // the slot of the last slot_due
@@ -154,8 +233,7 @@ class MonitorSet {
     TimeMs slot = 0;
     std::size_t handed_index = 0;
     std::optional<TimeMs> carried_by;  // a coalesced slot: the run that carried it
-    std::string state = "handed";      // handed, running, failed, retry_pending, delivered,
-                                       // skipped, complete, exhausted, failed_permanent, superseded
+    SlotState state = SlotState::handed;
     std::size_t state_index = 0;
     TimeMs state_t = 0;
     std::set<int> retry_attempts;  // per_slot: retries run
@@ -197,6 +275,8 @@ class MonitorSet {
   std::int64_t failure_notices_ = 0;
 
   // state_durable
+  std::map<std::string, std::int64_t> lock_holders_;  // lock file -> process holding it
+  std::set<std::string> lock_dirs_;                   // directories of locked stores
   std::vector<std::string> corrupt_paths_;
   std::optional<std::size_t> corrupt_index_;
   bool corrupt_seen_by_core_ = false;  // a state_corrupt event since the injection
@@ -205,6 +285,7 @@ class MonitorSet {
   bool corrupt_mode_ = false;  // a state_corrupt was seen since the last boot
   // A failure not yet answered by a retry / exhausted / permanent notice
   // (a notice without one is a replayed intent, not a new decision).
+  bool notifications_seen_ = false;  // the scenario declares a messenger (notifications go there)
   std::set<std::string> fresh_failure_;
   std::set<std::pair<std::string, TimeMs>> fresh_slot_failure_;
 
@@ -227,10 +308,16 @@ class MonitorSet {
   struct ItemWatch {
     std::optional<TimeMs> not_found_at;
     std::optional<TimeMs> config_deferred_at;
+    // From the orchestrator's own answers: the reply that showed a config
+    // error (a refusal, or a handoff needed while the lead agent is missing).
+    std::optional<TimeMs> config_error_at;
+    bool validation_allowed = false;  // an instance change since: one validation query
     std::int64_t queries = 0;
     std::string reason;  // the latest reconcile error (item_failed / _deferred / _backoff)
   };
   std::map<std::string, ItemWatch> items_;
+  std::string lead_prefix_;   // AGENT_LEAD_ID's first 8 characters (events carry those)
+  bool lead_present_ = false;  // the lead agent is in the orchestrator's list now
 
   std::map<std::string, std::int64_t> service_calls_;
   std::map<std::string, std::int64_t> notifications_total_;

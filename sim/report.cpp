@@ -372,13 +372,33 @@ std::string format_table(const std::vector<SummaryRow>& rows) {
   return out;
 }
 
+namespace {
+
+// " (first of N)" when the invariant fired more than once in the run.
+std::string times_in_all(const ScenarioRunResult& run, const std::string& invariant) {
+  const auto it = run.violation_counts.find(invariant);
+  if (it == run.violation_counts.end() || it->second < 2) return {};
+  return fmt::format(" (first of {})", it->second);
+}
+
+// A reported violation with how often its invariant fired in all.
+json counted(const ScenarioRunResult& run, const Violation& v) {
+  json j = to_json(v);
+  const auto it = run.violation_counts.find(v.invariant);
+  j["count"] = it == run.violation_counts.end() ? std::size_t{1} : it->second;
+  return j;
+}
+
+}  // namespace
+
 std::string format_findings(const ScenarioRunResult& run, const Verdict& verdict) {
   if (verdict.held()) return {};
   std::string out;
   const std::string where = run.path.empty() ? run.scenario : run.path;
   for (const Violation& v : verdict.violations) {
-    out += fmt::format("{}: invariant {} violated at event {} ({}), seed {}: {}\n", where,
-                       v.invariant, v.event_index, format_instant(v.t), run.seed, v.message);
+    out += fmt::format("{}: invariant {} violated at event {} ({}), seed {}: {}{}\n", where,
+                       v.invariant, v.event_index, format_instant(v.t), run.seed, v.message,
+                       times_in_all(run, v.invariant));
   }
   for (const std::string& name : verdict.expected_missing) {
     out += fmt::format("{}: expected invariant {} to be violated (expect.violations), but it "
@@ -434,10 +454,14 @@ json report_json(const Scenario& scenario, const ScenarioRunResult& run, const V
   doc["outcome"] = to_string(run.outcome);
   doc["trace_events"] = run.trace.size();
   doc["violations"] = json::array();
-  for (const Violation& v : verdict.violations) doc["violations"].push_back(to_json(v));
+  for (const Violation& v : verdict.violations) doc["violations"].push_back(counted(run, v));
+  doc["violation_counts"] = run.violation_counts;
+  doc["violations_recorded"] = json::array();
+  for (const Violation& v : run.all_violations) doc["violations_recorded"].push_back(to_json(v));
+  doc["violations_dropped"] = run.violations_dropped;
   doc["expected_violations"] = scenario.expect.violations;
   doc["expected_seen"] = json::array();
-  for (const Violation& v : verdict.expected_seen) doc["expected_seen"].push_back(to_json(v));
+  for (const Violation& v : verdict.expected_seen) doc["expected_seen"].push_back(counted(run, v));
   doc["expected_missing"] = verdict.expected_missing;
   doc["expect_failures"] = json::array();
   for (const ExpectFailure& f : verdict.expect_failures) {

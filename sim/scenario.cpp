@@ -168,16 +168,6 @@ const std::vector<std::string>& notification_event_names() {
   return kNames;
 }
 
-const std::vector<std::string>& invariant_names() {
-  // docs/semantics.md §10, in its order, plus bounded_run.
-  static const std::vector<std::string> kNames{
-      "stage_monotonic",      "retries_bounded",       "schedule_kept",
-      "nothing_lost",         "no_duplicate_delivery", "state_durable",
-      "token_reissue_bounded", "item_queries_bounded", "no_secret_leak",
-      "deterministic",        "bounded_run"};
-  return kNames;
-}
-
 const std::map<std::string, std::vector<std::string>>& scenario_known_keys() {
   static const std::map<std::string, std::vector<std::string>> kKeys{
       {"scenario",

@@ -326,7 +326,9 @@ Result<Scenario> load_scenario_file(const std::string& path);
 const std::vector<std::string>& issue_status_names();   // todo, in_progress, ...
 const std::vector<std::string>& stage_names();          // DESIGNING, BUILDING, ...
 const std::vector<std::string>& notification_event_names();
-const std::vector<std::string>& invariant_names();      // for expect.violations
+// For expect.violations: defined by the monitors' one table (invariant_specs(),
+// sim/monitors.cpp), in its order.
+const std::vector<std::string>& invariant_names();
 
 // The keys the loader accepts, per object kind, named like the schema's $defs
 // ("scenario" is the top level; "job" holds the keys common to all jobs and

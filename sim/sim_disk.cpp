@@ -1,5 +1,7 @@
 #include "sim/sim_disk.hpp"
 
+#include <functional>
+
 #include <algorithm>
 #include <utility>
 
@@ -94,6 +96,9 @@ struct SimDisk::LockTable {
   };
   std::map<std::string, Held, std::less<>> held;
   std::uint64_t next_token = 1;
+  // Records the release of a lock (disk_unlock); emptied when the disk goes,
+  // so a handle that outlives it records nothing.
+  std::function<void(const std::string& path, DiskOwner owner)> on_release;
 
   std::size_t release_owner(DiskOwner owner) {
     return std::erase_if(held, [owner](const auto& kv) { return kv.second.owner == owner; });
@@ -108,7 +113,10 @@ class SimDisk::Lock final : public DiskLock {
     const auto table = table_.lock();
     if (!table) return;
     const auto it = table->held.find(path_);
-    if (it != table->held.end() && it->second.token == token_) table->held.erase(it);
+    if (it == table->held.end() || it->second.token != token_) return;
+    const DiskOwner owner = it->second.owner;
+    table->held.erase(it);
+    if (table->on_release) table->on_release(path_, owner);
   }
 
  private:
@@ -128,9 +136,12 @@ SimDisk::SimDisk(Trace* trace, Rng rng, SimDiskHooks hooks)
       locks_(std::make_shared<LockTable>()) {
   dirs_.emplace("/", Directory{});
   dirs_.emplace(".", Directory{});
+  locks_->on_release = [this](const std::string& path, DiskOwner holder) {
+    record("disk_unlock", {{"path", path}, {"process", holder}});
+  };
 }
 
-SimDisk::~SimDisk() = default;
+SimDisk::~SimDisk() { locks_->on_release = nullptr; }
 
 DiskOwner SimDisk::owner() const { return hooks_.current_owner ? hooks_.current_owner() : 0; }
 TimeMs SimDisk::now() const { return hooks_.now ? hooks_.now() : 0; }
@@ -583,6 +594,7 @@ Result<DiskLockHandle> SimDisk::lock_exclusive(const std::string& path) {
   }
   const std::uint64_t token = locks_->next_token++;
   locks_->held.emplace(at->path, LockTable::Held{who, token});
+  record("disk_lock", {{"path", at->path}, {"process", who}});
   return DiskLockHandle(std::make_unique<Lock>(locks_, at->path, token));
 }
 

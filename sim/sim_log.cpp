@@ -6,6 +6,7 @@ namespace rehearse::sim {
 
 void SimLog::write(LogLevel level, std::string_view event, const LogFields& fields) {
   TraceEvent e;
+  e.source = EventSource::core;  // the core's own words: for people, never a witness
   e.t = simulator_.now();
   e.type = std::string(event);
   e.data["level"] = to_string(level);

@@ -89,7 +89,18 @@ Task<ServiceResult> SimServices::call(ServiceRequest request) {
   if (!request.target.empty()) received.data["target"] = request.target;
   attribute_from_headers(received, request.headers);
   if (reply.result.has_response()) {
-    received.data["status"] = reply.result.response().status;
+    const ServiceResponse& response = reply.result.response();
+    received.data["status"] = response.status;
+    // The class of the answer's body, where the service gives one (the model
+    // API's `output`: summary, preview, skip): a world fact the witnesses read.
+    // The orchestrator's get_issue answer: the issue's `status`.
+    for (const char* key : {"output", "status"}) {
+      if (response.body.is_object() && response.body.contains(key) &&
+          response.body.at(key).is_string()) {
+        received.data["body_class"] = response.body.at(key);
+        break;
+      }
+    }
   } else {
     received.data["transport_error"] = to_string(reply.result.transport_error().kind);
   }

@@ -74,7 +74,20 @@ std::size_t Trace::record(TraceEvent e) {
   hash_ = fnv1a64("\n", hash_);
   events_.push_back(std::move(e));
   const std::size_t index = events_.size() - 1;
-  for (const auto& listener : listeners_) listener(events_[index], index);
+  // A listener may record an event of its own (the world decoding the disk
+  // after an fsync): it is appended now and handed to the listeners after
+  // the current one has been seen by all of them, in order.
+  pending_.push_back(index);
+  if (dispatching_) return index;
+  dispatching_ = true;
+  while (!pending_.empty()) {
+    const std::size_t next = pending_.front();
+    pending_.pop_front();
+    // Looked up per listener: events_ may have grown under the previous one
+    // (a listener that records must not use its event after recording).
+    for (const auto& listener : listeners_) listener(events_[next], next);
+  }
+  dispatching_ = false;
   return index;
 }
 

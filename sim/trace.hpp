@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <string>
@@ -20,6 +21,13 @@
 
 namespace rehearse::sim {
 
+// Who recorded an event: the simulated world itself (its services, queue,
+// disk, messenger, brokerage, the world runner), or the core through its Log
+// port (SimLog). Kept in memory with each event (not in the JSON line, so a
+// trace's bytes and hash do not change); the monitors' subscriptions are held
+// to it (tests/sim/test_monitor_sources.cpp).
+enum class EventSource { world, core };
+
 struct TraceEvent {
   TimeMs t = 0;
   std::uint64_t seq = 0;  // assigned by Trace::record, strictly increasing
@@ -29,6 +37,7 @@ struct TraceEvent {
   std::string item;              // reconcile item (external issue id)
   std::string service;           // simulated service concerned
   nlohmann::json data = nlohmann::json::object();  // event-specific fields
+  EventSource source = EventSource::world;          // SimLog marks the core's
 
   // Convenience accessors for data fields (absent -> fallback).
   std::string str(std::string_view key, std::string fallback = {}) const;
@@ -48,7 +57,9 @@ class Trace {
   using Listener = std::function<void(const TraceEvent&, std::size_t index)>;
 
   // Appends an event (assigning seq) and hands it to every listener, in the
-  // order listeners were added. Returns the event's index. A decimal text
+  // order listeners were added. Returns the event's index. A listener may
+  // record an event itself (it then must not use its own event after that):
+  // the new one reaches the listeners after the current one, in order. A decimal text
   // `attempt` (a request header's value) is stored as the number it is.
   std::size_t record(TraceEvent e);
 
@@ -64,6 +75,8 @@ class Trace {
  private:
   std::vector<TraceEvent> events_;
   std::vector<Listener> listeners_;
+  std::deque<std::size_t> pending_;  // recorded, not yet handed to the listeners
+  bool dispatching_ = false;
   std::uint64_t next_seq_ = 0;
   std::uint64_t hash_ = 14695981039346656037ull;
 };

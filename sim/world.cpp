@@ -119,6 +119,8 @@ class World {
   Status apply_corruption(const std::string& path, const FaultSpec& fault);
   void on_trace_event(const TraceEvent& event, std::size_t index);
   void on_violation(Violation violation);
+  void drain_monitor_violations();
+  void record_durable_stages();
   void sync_secrets();
   void read_final_state(ScenarioRunResult& result);
 
@@ -144,7 +146,12 @@ class World {
   std::size_t secrets_synced_ = 0;
   std::set<std::string> expected_violations_;
   std::set<std::string> fired_;
-  std::vector<Violation> violations_;
+  std::vector<Violation> violations_;      // first of each invariant
+  std::vector<Violation> all_violations_;  // every one, bounded by options_.max_violations
+  std::map<std::string, std::size_t> violation_counts_;
+  std::size_t violations_dropped_ = 0;
+  std::size_t monitor_violations_seen_ = 0;
+  std::map<std::pair<std::string, std::string>, std::string> durable_stages_;  // (job, issue)  // how many of monitors_->violations() were taken
   std::uint64_t events_seen_ = 0;
   bool finished_ = false;
 };
@@ -526,6 +533,12 @@ void World::sync_secrets() {
 }
 
 void World::on_violation(Violation violation) {
+  ++violation_counts_[violation.invariant];
+  if (all_violations_.size() < options_.max_violations) {
+    all_violations_.push_back(violation);
+  } else {
+    ++violations_dropped_;
+  }
   if (fired_.count(violation.invariant) != 0) return;  // the first occurrence is the one reported
   fired_.insert(violation.invariant);
   const bool expected = expected_violations_.count(violation.invariant) != 0;
@@ -540,7 +553,58 @@ void World::on_trace_event(const TraceEvent& event, std::size_t index) {
   if (options_.trace_sink) options_.trace_sink(event, index);
   // A token issued by the brokerage is a secret from the moment it exists.
   sync_secrets();
-  if (auto v = monitors_->observe(event, index)) on_violation(std::move(*v));
+  monitors_->observe(event, index);
+  drain_monitor_violations();
+  // Last: it may record events of its own (and `event` is not used after).
+  if (event.type == "disk_rename" || event.type == "disk_fsync" ||
+      event.type == "disk_fsync_dir") {
+    record_durable_stages();
+  }
+}
+
+// The world's own reading of each pipeline store's durable bytes (docs/
+// monitors.md: stage_monotonic reads it, never the core's stage_changed):
+// after every rename or fsync, the durable pipeline file is read with a
+// minimal reader of the world's own (items[].issue and .stage only), and
+// every item whose durable stage differs from the last one recorded gets a
+// `durable_stage` event. Not the core's codec: a codec that misread a stage
+// would otherwise hide its own bug. Bytes that do not parse record nothing
+// (the core fails such a cycle closed; state_durable is about the state store).
+void World::record_durable_stages() {
+  for (const JobSpec& spec : scenario_.jobs) {
+    if (spec.kind != JobKind::reconcile) continue;
+    const std::string path = fmt::format("{}/{}", reconcile_config_from(spec).store_dir,
+                                         PipelineStore::kFileName);
+    const std::optional<std::string> bytes = disk_.durable_content(path);
+    if (!bytes) continue;
+    const json doc = json::parse(*bytes, nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_object() || !doc.contains("items") || !doc.at("items").is_array()) continue;
+    for (const json& item : doc.at("items")) {
+      if (!item.is_object() || !item.contains("issue") || !item.contains("stage") ||
+          !item.at("issue").is_string() || !item.at("stage").is_string()) {
+        continue;
+      }
+      const std::string issue = item.at("issue").get<std::string>();
+      const std::string stage = item.at("stage").get<std::string>();
+      std::string& last = durable_stages_[{spec.id, issue}];
+      if (last == stage) continue;
+      last = stage;
+      TraceEvent e;
+      e.t = sim_.now();
+      e.type = "durable_stage";
+      e.job = spec.id;
+      e.item = issue;
+      e.data = json{{"stage", stage}, {"path", path}};
+      trace_.record(std::move(e));
+    }
+  }
+}
+
+// Every violation the monitors found since the last call (an event may show
+// several), in the order they found them.
+void World::drain_monitor_violations() {
+  const std::vector<Violation>& found = monitors_->violations();
+  while (monitor_violations_seen_ < found.size()) on_violation(found[monitor_violations_seen_++]);
 }
 
 void World::read_final_state(ScenarioRunResult& result) {
@@ -589,6 +653,14 @@ ScenarioRunResult World::run() {
   result.until_ms = scenario_.until_ms;
 
   monitors_ = std::make_unique<MonitorSet>(scenario_);
+  // The world's own layout: its stores change only under their locks.
+  monitors_->add_locked_store(kWorldStateDir);
+  monitors_->add_locked_store(kWorldLedgerDir);
+  for (const JobSpec& spec : scenario_.jobs) {
+    if (spec.kind == JobKind::reconcile) {
+      monitors_->add_locked_store(reconcile_config_from(spec).store_dir);
+    }
+  }
   // Full agent ids are secrets the monitors take from the scenario itself.
   trace_.add_listener(
       [this](const TraceEvent& event, std::size_t index) { on_trace_event(event, index); });
@@ -644,18 +716,23 @@ ScenarioRunResult World::run() {
                                {"events", run.events_executed}});
   // Log lines are text the secrets monitor reads too.
   for (const std::string& line : log_.lines()) {
-    if (auto v = monitors_->observe_text(line, trace_.size(), sim_.now())) on_violation(std::move(*v));
+    monitors_->observe_text(line, trace_.size(), sim_.now());
+    drain_monitor_violations();
   }
   // End-of-run invariants judge a run that reached `until` only: a stopped
   // or bounded run has already failed, and its end state is not an end.
   if (run.outcome == RunOutcome::completed) {
-    for (Violation& v : monitors_->finish(scenario_.until_ms)) on_violation(std::move(v));
+    monitors_->finish(scenario_.until_ms);
+    drain_monitor_violations();
   }
   result.tallies = monitors_->tallies();
   finished_ = true;
 
   read_final_state(result);
   result.violations = violations_;
+  result.all_violations = all_violations_;
+  result.violation_counts = violation_counts_;
+  result.violations_dropped = violations_dropped_;
   // Hand the events over in a fresh Trace without the world's listeners.
   for (const TraceEvent& e : trace_.events()) result.trace.record(e);
   REHEARSE_ASSERT(result.trace.hash() == trace_.hash());

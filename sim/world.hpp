@@ -20,7 +20,8 @@
 // store_corrupt_injected, run_end; docs/trace-events.md).
 //
 // Every trace event goes to the invariant monitors (sim/monitors.hpp) as it is
-// recorded; the first violation stops the run. A run that reaches
+// recorded; a violation does not stop the run (every one is recorded, up to
+// RunOptions::max_violations, and the first of each invariant reported). A run that reaches
 // `queue.max_events` fails with the invariant `bounded_run`.
 //
 // Nothing here reads a wall clock or the process environment: the same
@@ -113,10 +114,14 @@ struct RunOptions {
   std::function<void(const RunProgress&)> progress;
   std::uint64_t progress_every_events = 200'000;
   RunnerFactory runner_factory;
-  // Stop at the first violation (default). Invariants listed in
-  // scenario.expect.violations never stop the run: it goes on so that every
-  // expected invariant can fire.
-  bool stop_on_violation = true;
+  // Stop at the first unexpected violation. Off by default: a run goes on to
+  // `until` and records every violation (up to max_violations), so that one
+  // run shows everything that went wrong. Invariants listed in
+  // scenario.expect.violations never stop the run.
+  bool stop_on_violation = false;
+  // At most this many violations are kept in ScenarioRunResult::all_violations;
+  // the rest are only counted (violation_counts, violations_dropped).
+  std::size_t max_violations = 1000;
 };
 
 // The end state of one job, read back from the durable store after the run.
@@ -151,6 +156,10 @@ struct ScenarioRunResult {
 
   // Every distinct invariant that fired, first occurrence each, in firing order.
   std::vector<Violation> violations;
+  // Every violation, in firing order, up to RunOptions::max_violations.
+  std::vector<Violation> all_violations;
+  std::map<std::string, std::size_t> violation_counts;  // per invariant, all of them
+  std::size_t violations_dropped = 0;  // seen beyond max_violations (counted, not kept)
   nlohmann::json tallies;  // MonitorSet::tallies() at the end
 
   // Durable end state: one entry per scenario job, in scenario order.

@@ -23,6 +23,7 @@
 #include "sim/world.hpp"
 #include "sim/orchestrator.hpp"
 #include "sim/report.hpp"
+#include "tests/variants/lying_cores.hpp"
 #include "tests/variants/seed_bugs.hpp"
 
 namespace rehearse::sim {
@@ -138,6 +139,58 @@ TEST(BugVariants, StickyTokenBreaksTokenReissueBounded) {
   EXPECT_TRUE(has_expect_failure(verdict, "/expect/jobs/quote-fetch/delivered_slots"));
   EXPECT_TRUE(has_expect_failure(verdict, "/expect/jobs/quote-fetch/final_status"));
   EXPECT_TRUE(has_expect_failure(verdict, "/expect/services/brokerage/token_issues"));
+}
+
+// A pipeline store that writes a stale snapshot (stages go back) while the
+// core logs forward moves: caught by stage_monotonic, which reads the durable
+// file as the world decodes it.
+TEST(LyingCores, StaleSnapshotPipelineStoreBreaksStageMonotonic) {
+  Pair r = run_both("reconcile-out-of-order", [](const JobSpec& job, RunnerPorts& ports)
+                                                  -> std::unique_ptr<JobRunner> {
+    if (job.kind != JobKind::reconcile) return nullptr;
+    return variants::make_stale_pipeline_reconcile_job(ports.clock, ports.services, ports.log,
+                                                       ports.disk, ports.scenario.env,
+                                                       reconcile_config_from(job));
+  });
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(fired(r.variant).count("stage_monotonic"), 1u)
+      << "a stage that went back on disk passed; variant run:\n"
+      << describe(r.variant);
+}
+
+// A group job that counts a skip as a failure (the core's log still says
+// skipped): caught by nothing_lost from the model-api replies (every task
+// skipped) and the retry the queue then received.
+TEST(LyingCores, SkipCountedAsFailureBreaksNothingLost) {
+  Pair r = run_both("group-run-verdicts", [](const JobSpec& job, RunnerPorts& ports)
+                                              -> std::unique_ptr<JobRunner> {
+    if (job.id != "all-skip") return nullptr;
+    auto core = make_default_runner(job, ports);
+    if (!core.ok()) return nullptr;
+    return variants::make_skip_as_failure_group_job(std::move(core).value());
+  });
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(fired(r.variant).count("nothing_lost"), 1u)
+      << "a skip counted as a failure passed; variant run:\n"
+      << describe(r.variant);
+}
+
+// Issue 9 item 3, lying cores: the log says the rule was kept, the world's
+// own records say otherwise. A pipeline store that writes without its lock
+// (the core believes it holds it, its log is unchanged) is caught by
+// state_durable from the disk's lock records.
+TEST(LyingCores, LocklessPipelineStoreBreaksStateDurable) {
+  Pair r = run_both("reconcile-out-of-order", [](const JobSpec& job, RunnerPorts& ports)
+                                                  -> std::unique_ptr<JobRunner> {
+    if (job.kind != JobKind::reconcile) return nullptr;
+    return variants::make_lockless_reconcile_job(ports.clock, ports.services, ports.log,
+                                                 ports.disk, ports.scenario.env,
+                                                 reconcile_config_from(job));
+  });
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(fired(r.variant), std::set<std::string>{"state_durable"})
+      << "a store written without its lock passed; variant run:\n"
+      << describe(r.variant);
 }
 
 }  // namespace

@@ -223,33 +223,43 @@ std::size_t note(Script& s, const std::string& event, const std::string& job, co
 
 TEST(StageMonotonic, FiresWhenAStageMovesBack) {
   Script s;
-  s.item("stage_changed", "2026-03-02T10:00:00Z", "ISS-1",
-         {{"from", "DESIGNING"}, {"to", "REVIEWING"}});
-  const auto bad = s.item("stage_changed", "2026-03-02T10:10:00Z", "ISS-1",
-                          {{"from", "REVIEWING"}, {"to", "BUILDING"}});
+  s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "REVIEWING"}});
+  const auto bad = s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "BUILDING"}});
   expect_first(run(s, base_scenario()), "stage_monotonic", bad);
 }
 
 TEST(StageMonotonic, FiresWhenATerminalStageChanges) {
   Script s;
-  s.item("stage_changed", "2026-03-02T10:00:00Z", "ISS-2",
-         {{"from", "BUILDING"}, {"to", "DESIGN_FAILED"}});
-  const auto bad = s.item("stage_changed", "2026-03-02T10:10:00Z", "ISS-2",
-                          {{"from", "DESIGN_FAILED"}, {"to", "REVIEWING"}});
+  s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-2", {{"stage", "DESIGN_FAILED"}});
+  const auto bad = s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-2", {{"stage", "REVIEWING"}});
   expect_first(run(s, base_scenario()), "stage_monotonic", bad);
 }
 
 TEST(StageMonotonic, NearMissForwardMovesAndTerminalEnd) {
   Script s;
-  s.item("stage_changed", "2026-03-02T10:00:00Z", "ISS-1",
-         {{"from", "DESIGNING"}, {"to", "BUILDING"}});
-  s.item("stage_changed", "2026-03-02T10:10:00Z", "ISS-1",
-         {{"from", "BUILDING"}, {"to", "REVIEWING"}});
-  s.item("stage_changed", "2026-03-02T10:20:00Z", "ISS-1", {{"from", "REVIEWING"}, {"to", "DONE"}});
+  s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "BUILDING"}});
+  s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "REVIEWING"}});
+  s.item("durable_stage", "2026-03-02T10:20:00Z", "ISS-1", {{"stage", "DONE"}});
   const Outcome o = run(s, base_scenario());
   expect_clean(o);
   EXPECT_EQ(o.tallies["items"]["ISS-1"]["stage"], "DONE");
   EXPECT_EQ(o.tallies["items"]["ISS-2"]["stage"], "BUILDING");  // from the scenario
+}
+
+// The witness reads the world's decoding of the durable pipeline file, not the
+// core's log: a core whose log says the stage moved forward while the file
+// moved back is caught; a log line alone (stage_changed) is no evidence.
+TEST(StageMonotonic, JudgesTheDurableFileNotTheCoresLog) {
+  Script s;
+  s.item("stage_changed", "2026-03-02T10:00:00Z", "ISS-2",
+         {{"from", "BUILDING"}, {"to", "DESIGNING"}});  // a log line: not read
+  const Outcome quiet = run(s, base_scenario());
+  EXPECT_TRUE(quiet.seen.empty()) << describe(quiet.seen);
+  s.item("stage_changed", "2026-03-02T10:05:00Z", "ISS-2",
+         {{"from", "BUILDING"}, {"to", "REVIEWING"}});  // what the core says
+  const auto bad = s.item("durable_stage", "2026-03-02T10:05:00Z", "ISS-2",
+                          {{"stage", "DESIGNING"}});  // what the disk holds
+  expect_first(run(s, base_scenario()), "stage_monotonic", bad);
 }
 
 // ------------------------------------------------------------ 2 retries_bounded
@@ -331,6 +341,37 @@ TEST(RetriesBounded, FiresWhenARetryRunsBeforeItsBackoff) {
   const auto bad =
       retry_run(s, "slotty", "2026-03-02T10:30:00Z", "2026-03-02T10:31:00Z", 2, "success");
   expect_first(run(s, base_scenario()), "retries_bounded", bad);
+}
+
+// The exact window (issue 9): the queue's record of a retry, at the instant
+// of the failure, is due within [floor(d * (1 - jitter)), d] of it, d the
+// n-th delay of the policy; a later due time (an exponent off by one) fires.
+TEST(RetriesBounded, FiresWhenARetryIsQueuedOutsideItsExactWindow) {
+  Script s;
+  const char* slot = "2026-03-02T17:00:00Z";
+  regular(s, "weekly", slot, slot, "2026-03-09T17:00:00Z", "failure", "timeout");
+  // "auto", low frequency: exponential 30 min; retry 1 is due 30 min after.
+  const auto bad = s.add("queue_add", slot, "weekly", slot,
+                         {{"added", true}, {"kind", "retry"}, {"ready_at", "2026-03-02T18:00:00Z"}});
+  expect_first(run(s, only({"weekly"}), at("2026-03-02T17:01:00Z")), "retries_bounded", bad);
+}
+
+TEST(RetriesBounded, NearMissRetriesQueuedAtTheirExactDelays) {
+  Script s;
+  const char* slot = "2026-03-02T17:00:00Z";
+  regular(s, "weekly", slot, slot, "2026-03-09T17:00:00Z", "failure", "timeout");
+  s.add("queue_add", slot, "weekly", slot,
+        {{"added", true}, {"kind", "retry"}, {"ready_at", "2026-03-02T17:30:00Z"}});
+  note(s, "retry_scheduled", "weekly", slot, slot, 1, "timeout");
+  retry_run(s, "weekly", slot, "2026-03-02T17:30:00Z", 2, "failure", "timeout");
+  s.add("queue_add", "2026-03-02T17:30:00Z", "weekly", slot,
+        {{"added", true}, {"kind", "retry"}, {"ready_at", "2026-03-02T18:30:00Z"}});
+  note(s, "retry_scheduled", "weekly", slot, "2026-03-02T17:30:00Z", 2, "timeout");
+  // A retry restored at a boot keeps its old due time: not a fresh decision.
+  s.add("queue_add", "2026-03-02T17:40:00Z", "weekly", slot,
+        {{"added", true}, {"kind", "retry"}, {"ready_at", "2026-03-02T18:30:00Z"}});
+  const Outcome o = run(s, only({"weekly"}), at("2026-03-02T17:45:00Z"));
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
 }
 
 TEST(RetriesBounded, AutoOnALowFrequencyOverrideAllowsThreeRetries) {
@@ -527,10 +568,28 @@ TEST(ScheduleKept, UnknownSyntaxIsSkippedLoudlyNotPassedSilently) {
   sc.jobs[1].schedule_env = "EMPTY";
   MonitorSet set(sc);
   const json unchecked = set.tallies()["unchecked"];
-  ASSERT_EQ(unchecked.size(), 2u) << unchecked.dump();
+  // The empty override is no longer skipped: it is asserted never to run.
+  ASSERT_EQ(unchecked.size(), 1u) << unchecked.dump();
   EXPECT_EQ(unchecked[0]["invariant"], "schedule_kept");
   EXPECT_EQ(unchecked[0]["subject"], "hourly");
-  EXPECT_EQ(unchecked[1]["subject"], "slotty");
+}
+
+// A job whose override is set but empty has no schedule: the queue receiving
+// any entry for it fires schedule_kept (issue 9: it used to be listed as
+// unchecked, so a core falling back to the default schedule passed).
+TEST(ScheduleKept, FiresWhenAJobWithAnEmptyOverrideIsQueued) {
+  Scenario sc = base_scenario();
+  sc.env["EMPTY"] = "";
+  sc.jobs[1].schedule_env = "EMPTY";
+  Script s;
+  s.add("queue_add", "2026-03-02T09:35:00Z", "hourly", "2026-03-02T09:35:00Z",
+        {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T09:35:00Z"}});
+  const auto bad = s.add("queue_add", "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
+                         {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T10:30:00Z"}});
+  const Outcome o = run(s, sc, at("2026-03-02T10:31:00Z"));
+  ASSERT_FALSE(o.seen.empty());
+  EXPECT_EQ(o.seen.front().invariant, "schedule_kept");
+  EXPECT_EQ(o.seen.front().event_index, bad) << describe(o.seen);
 }
 
 // ------------------------------------------------------------ 4 nothing_lost
@@ -579,6 +638,47 @@ TEST(NothingLost, FiresWhenARetryableFailureIsDeclaredPermanent) {
   const auto bad = note(s, "failed_permanent", "hourly", "2026-03-02T10:00:00Z",
                         "2026-03-02T10:00:00Z", 0, "rate_limit");
   expect_first(run(s, base_scenario()), "nothing_lost", bad);
+}
+
+// A failed episode that was announced and ends in success owes a
+// `recovered` notification (docs/semantics.md §4), read from the messenger.
+Script announced_failure_then_success(bool recovered) {
+  Script s;
+  const char* slot = "2026-03-02T10:00:00Z";
+  s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 1}});
+  regular(s, "hourly", slot, slot, "2026-03-02T11:00:00Z", "failure", "timeout");
+  note(s, "retry_scheduled", "hourly", slot, slot, 1, "timeout");
+  s.add("message_delivered", slot, "hourly", slot,
+        {{"kind", "notification"}, {"event", "retry_scheduled"}, {"target", "ops"}});
+  retry_run(s, "hourly", slot, "2026-03-02T10:05:00Z", 2, "success");
+  if (recovered) {
+    s.add("message_delivered", "2026-03-02T10:05:00Z", "hourly", slot,
+          {{"kind", "notification"}, {"event", "recovered"}, {"target", "ops"}});
+  }
+  return s;
+}
+
+Scenario hourly_with_messenger() {
+  Scenario sc = only({"hourly"});
+  sc.services.messenger = MessengerService{};
+  return sc;
+}
+
+TEST(NothingLost, FiresAtTheEndWhenARecoveryIsNeverAnnounced) {
+  const Outcome o = run(announced_failure_then_success(false), hourly_with_messenger(),
+                        at("2026-03-02T10:30:00Z"));
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+  ASSERT_FALSE(o.end.empty());
+  EXPECT_EQ(o.end.front().invariant, "nothing_lost") << describe(o.end);
+  EXPECT_NE(o.end.front().message.find("recovered"), std::string::npos);
+}
+
+TEST(NothingLost, NearMissARecoveryAnnounced) {
+  const Outcome o = run(announced_failure_then_success(true), hourly_with_messenger(),
+                        at("2026-03-02T10:30:00Z"));
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+  EXPECT_TRUE(o.end.empty()) << describe(o.end);
 }
 
 TEST(NothingLost, NearMissRetryPendingAtTheEndIsInFlight) {
@@ -727,6 +827,20 @@ TEST(StateDurable, FiresWhenARetryCounterResetsAcrossARestart) {
   expect_first(run(s, base_scenario()), "state_durable", bad);
 }
 
+// A counter not reset after a success (004's family) announces a higher
+// attempt than the witness counted: the witness never adopts it.
+TEST(StateDurable, FiresWhenARetryAnnouncesAHigherAttemptThanCounted) {
+  Script s;
+  const char* slot = "2026-03-02T10:00:00Z";
+  regular(s, "hourly", slot, slot, "2026-03-02T11:00:00Z", "failure", "timeout");
+  note(s, "retry_scheduled", "hourly", slot, slot, 1, "timeout");
+  retry_run(s, "hourly", slot, "2026-03-02T10:05:00Z", 2, "success");
+  const char* next = "2026-03-02T11:00:00Z";
+  regular(s, "hourly", next, next, "2026-03-02T12:00:00Z", "failure", "timeout");
+  const auto bad = note(s, "retry_scheduled", "hourly", next, next, 2, "timeout");
+  expect_first(run(s, only({"hourly"}), at("2026-03-02T11:01:00Z")), "state_durable", bad);
+}
+
 TEST(StateDurable, NearMissAReplayedIntentRepeatsTheSameNotice) {
   Script s;
   const char* slot = "2026-03-02T10:30:00Z";
@@ -783,6 +897,33 @@ TEST(StateDurable, ADroppedTailReportedWithItsCopyMayBeReplaced) {
   const auto bad = lost.add("disk_rename", "2026-03-02T10:02:00Z", {}, std::nullopt,
                             {{"from", journal + ".tmp"}, {"to", journal}});
   expect_first(run(lost, base_scenario()), "state_durable", bad);
+}
+
+// A store's files change only under its lock, read from the disk's own
+// records (disk_lock / disk_unlock with the holding process): a write after
+// the lock was released, or by a process that does not hold it, fires; one
+// under the lock does not. A store whose writer never locks at all is caught
+// too, since the world names its store directories (add_locked_store).
+TEST(StateDurable, FiresWhenAStoreIsWrittenWithoutItsLock) {
+  const std::string lock = "/srv/state/retry_state.lock";
+  const std::string journal = "/srv/state/retry_state.journal";
+  Script s;
+  s.add("disk_lock", "2026-03-02T10:00:00Z", {}, std::nullopt, {{"path", lock}, {"process", 1}});
+  s.add("disk_append", "2026-03-02T10:00:00Z", {}, std::nullopt,
+        {{"path", journal}, {"process", 1}});
+  s.add("disk_unlock", "2026-03-02T10:00:00Z", {}, std::nullopt, {{"path", lock}, {"process", 1}});
+  const auto bad = s.add("disk_append", "2026-03-02T10:01:00Z", {}, std::nullopt,
+                         {{"path", journal}, {"process", 1}});
+  expect_first(run(s, base_scenario()), "state_durable", bad);
+
+  Script never;
+  const auto unlocked = never.add("disk_write", "2026-03-02T10:00:00Z", {}, std::nullopt,
+                                  {{"path", "/srv/ledger/job.ledger.json.tmp"}, {"process", 1}});
+  MonitorSet set(base_scenario());
+  set.add_locked_store("/srv/ledger/");
+  const auto v = set.observe(never.events()[unlocked], unlocked);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->invariant, "state_durable");
 }
 
 TEST(StateDurable, FiresAtTheEndWhenCorruptionIsNeverReported) {
@@ -857,6 +998,18 @@ TEST(TokenReissueBounded, NearMissParallelRequestSentBeforeThe401Arrived) {
       << describe(o.seen);
 }
 
+// The reuse rule (docs/semantics.md §7), from the brokerage's record of the
+// token each accepted request presented: reused only until 60 s before its
+// expiry. 61 s before is fine; 59 s before fires.
+TEST(TokenReissueBounded, FiresWhenATokenIsReusedWithin60sOfItsExpiry) {
+  Script s;
+  const json token = {{"generation", 1}, {"operation", "list"},
+                      {"expires_at", "2026-03-02T11:00:00Z"}};
+  s.broker("token_presented", "2026-03-02T10:58:59Z", "r-1", token);
+  const auto bad = s.broker("token_presented", "2026-03-02T10:59:01Z", "r-2", token);
+  expect_first(run(s, base_scenario()), "token_reissue_bounded", bad);
+}
+
 TEST(TokenReissueBounded, FiresOnAReissueAfter403) {
   Script s;
   s.broker("service_reply", "2026-03-02T10:00:00Z", "r1",
@@ -921,6 +1074,42 @@ TEST(ItemQueriesBounded, FiresOnAnyOrchestratorCallAfterA404OnAssign) {
   const Outcome o = run(s, base_scenario());
   expect_first(o, "item_queries_bounded", bad);
   EXPECT_EQ(o.tallies["items"]["ISS-2"]["reason"], "issue ISS-2 is gone (404)");
+}
+
+// Config attempts judged from the orchestrator's own answers and request
+// times, not from item_deferred (a config failure logged as a backoff would
+// hide there): the lead agent is gone, ISS-2 (BUILDING) is reported in_review,
+// so its handoff cannot be made: querying it again within the hour fires.
+Script lead_missing_then_queried(const char* again) {
+  Script s;
+  TraceEvent removed;
+  removed.t = at("2026-03-02T10:00:00Z");
+  removed.type = "agent_removed";
+  removed.service = "orchestrator";
+  removed.data = {{"agent", kAgentId.substr(0, 8)}, {"role", "lead"}};
+  s.add_event(removed);
+  s.item("service_call", "2026-03-02T10:10:00Z", "ISS-2", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:10:00Z", "ISS-2",
+         {{"operation", "get_issue"}, {"status", 200}, {"body_class", "in_review"}});
+  s.item("service_call", again, "ISS-2", {{"operation", "get_issue"}});
+  return s;
+}
+
+TEST(ItemQueriesBounded, FiresWhenAConfigErrorShownByTheOrchestratorIsRetriedWithinTheHour) {
+  const Script s = lead_missing_then_queried("2026-03-02T10:20:00Z");
+  expect_first(run(s, base_scenario()), "item_queries_bounded", s.events().size() - 1);
+  const Outcome later = run(lead_missing_then_queried("2026-03-02T11:10:00Z"), base_scenario());
+  EXPECT_TRUE(later.seen.empty()) << describe(later.seen);
+}
+
+TEST(ItemQueriesBounded, NearMissLeadPresentItemDueEveryCycle) {
+  Script s;
+  s.item("service_call", "2026-03-02T10:10:00Z", "ISS-2", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:10:00Z", "ISS-2",
+         {{"operation", "get_issue"}, {"status", 200}, {"body_class", "in_review"}});
+  s.item("service_call", "2026-03-02T10:20:00Z", "ISS-2", {{"operation", "get_issue"}});
+  const Outcome o = run(s, base_scenario());
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
 }
 
 TEST(ItemQueriesBounded, NearMissHourlyConfigAttemptsAndOtherItems) {
@@ -1084,8 +1273,7 @@ Script legal_trace(const std::vector<int>& failures, const std::vector<bool>& cr
   for (int step : stage_steps) {
     // A step forward or an out-of-order observation that must not move it.
     if (step > 0 && rank + 1 < order.size()) {
-      s.item("stage_changed", "2026-03-02T16:00:00Z", "ISS-1",
-             {{"from", order[rank]}, {"to", order[rank + 1]}});
+      s.item("durable_stage", "2026-03-02T16:00:00Z", "ISS-1", {{"stage", order[rank + 1]}});
       ++rank;
     }
   }

@@ -307,6 +307,7 @@ RunnerFactory double_delivery_factory(int* built) {
 TEST(World, AFaultyRunnerFromTheFactoryMakesItsInvariantFire) {
   json doc = weekly_scenario();
   doc.erase("expect");
+  doc["until"] = "2026-12-19T00:00:00Z";  // three weekly slots, a double delivery in each
   const Scenario scenario = load(doc);
   int built = 0;
   RunOptions options;
@@ -315,11 +316,34 @@ TEST(World, AFaultyRunnerFromTheFactoryMakesItsInvariantFire) {
   EXPECT_GE(built, 1);
   ASSERT_FALSE(r.violations.empty());
   EXPECT_EQ(r.violations[0].invariant, "no_duplicate_delivery") << violations_text(r);
-  // The first violation stops the run, at the event that showed it.
-  EXPECT_EQ(r.outcome, RunOutcome::stopped);
-  EXPECT_LT(r.end_ms, scenario.until_ms);
+  // The run does not stop at the first violation (issue 9 item 7): it goes on
+  // to `until` and records every one; the first of each is reported with the
+  // event that showed it.
+  EXPECT_EQ(r.outcome, RunOutcome::completed);
+  EXPECT_EQ(r.end_ms, scenario.until_ms);
   EXPECT_LT(r.violations[0].event_index, r.trace.size());
-  EXPECT_FALSE(judge_run(scenario, r, std::nullopt).held());
+  EXPECT_GE(r.violation_counts.at("no_duplicate_delivery"), 2u) << violations_text(r);
+  EXPECT_EQ(r.all_violations.size(), r.violation_counts.at("no_duplicate_delivery"));
+  EXPECT_EQ(r.all_violations.front().event_index, r.violations[0].event_index);
+  EXPECT_LT(r.all_violations.front().event_index, r.all_violations.back().event_index);
+  EXPECT_EQ(r.violations_dropped, 0u);
+  const Verdict verdict = judge_run(scenario, r, std::nullopt);
+  EXPECT_FALSE(verdict.held());
+  EXPECT_NE(format_findings(r, verdict).find("(first of "), std::string::npos);
+
+  // Bounded: beyond max_violations they are counted, not kept.
+  RunOptions bounded = options;
+  bounded.max_violations = 1;
+  const ScenarioRunResult b = run(scenario, bounded);
+  EXPECT_EQ(b.all_violations.size(), 1u);
+  EXPECT_EQ(b.violations_dropped + 1, b.violation_counts.at("no_duplicate_delivery"));
+
+  // On request, the first unexpected violation still stops the run.
+  RunOptions stopping = options;
+  stopping.stop_on_violation = true;
+  const ScenarioRunResult s = run(scenario, stopping);
+  EXPECT_EQ(s.outcome, RunOutcome::stopped);
+  EXPECT_LT(s.end_ms, scenario.until_ms);
 
   // The same run with the core's runner holds: the alarm is about the bug.
   const ScenarioRunResult clean = run(scenario);

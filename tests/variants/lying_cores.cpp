@@ -1,0 +1,131 @@
+// Test-only lying variants of core components (issue 9 item 3).
+#include "tests/variants/lying_cores.hpp"
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "model/disk.hpp"
+
+namespace rehearse::variants {
+namespace {
+
+// Every operation goes to the real disk; a lie overrides one of them.
+class ForwardingDisk : public Disk {
+ public:
+  explicit ForwardingDisk(Disk& inner) : inner_(inner) {}
+
+  Result<std::optional<std::string>> read_file(const std::string& path) override {
+    return inner_.read_file(path);
+  }
+  Result<std::optional<std::string>> read_range(const std::string& path, std::uint64_t offset,
+                                                std::uint64_t length) override {
+    return inner_.read_range(path, offset, length);
+  }
+  Status write_file(const std::string& path, std::string_view bytes) override {
+    return inner_.write_file(path, bytes);
+  }
+  Status append_file(const std::string& path, std::string_view bytes) override {
+    return inner_.append_file(path, bytes);
+  }
+  Status fsync_file(const std::string& path) override { return inner_.fsync_file(path); }
+  Status rename_file(const std::string& from, const std::string& to) override {
+    return inner_.rename_file(from, to);
+  }
+  Status fsync_dir(const std::string& dir) override { return inner_.fsync_dir(dir); }
+  Result<bool> remove_file(const std::string& path) override { return inner_.remove_file(path); }
+  Status create_dir(const std::string& dir) override { return inner_.create_dir(dir); }
+  Result<std::vector<std::string>> list_dir(const std::string& dir) override {
+    return inner_.list_dir(dir);
+  }
+  Result<DiskLockHandle> lock_exclusive(const std::string& path) override {
+    return inner_.lock_exclusive(path);
+  }
+
+ private:
+  Disk& inner_;
+};
+
+// The lock is a handle that holds nothing.
+class LocklessDisk final : public ForwardingDisk {
+ public:
+  using ForwardingDisk::ForwardingDisk;
+  Result<DiskLockHandle> lock_exclusive(const std::string&) override {
+    return DiskLockHandle(std::make_unique<DiskLock>());
+  }
+};
+
+// From the third write of a pipeline file's temporary on, the first write's
+// bytes are written again.
+class StaleSnapshotDisk final : public ForwardingDisk {
+ public:
+  using ForwardingDisk::ForwardingDisk;
+  Status write_file(const std::string& path, std::string_view bytes) override {
+    if (path.find("pipeline.json") == std::string::npos) {
+      return ForwardingDisk::write_file(path, bytes);
+    }
+    if (++writes_ == 1) first_ = std::string(bytes);
+    return ForwardingDisk::write_file(path, writes_ >= 3 ? std::string_view(first_) : bytes);
+  }
+
+ private:
+  int writes_ = 0;
+  std::string first_;
+};
+
+// The core's ReconcileJob over a lying disk (a process-memory decorator: a
+// new one at every boot, like the job).
+template <typename LyingDisk>
+class ReconcileOverLyingDisk final : public JobRunner {
+ public:
+  ReconcileOverLyingDisk(Clock& clock, Services& services, Log& log, Disk& disk, Environment env,
+                         ReconcileConfig config)
+      : disk_(disk), job_(clock, services, log, disk_, std::move(env), std::move(config)) {}
+
+  Task<RunOutcome> run(RunContext context) override {
+    RunOutcome outcome = co_await job_.run(std::move(context));
+    co_return outcome;
+  }
+
+ private:
+  LyingDisk disk_;  // declared before job_, which keeps a reference to it
+  ReconcileJob job_;
+};
+
+class SkipAsFailureGroupJob final : public JobRunner {
+ public:
+  explicit SkipAsFailureGroupJob(std::unique_ptr<JobRunner> core) : core_(std::move(core)) {}
+
+  Task<RunOutcome> run(RunContext context) override {
+    RunOutcome outcome = co_await core_->run(std::move(context));
+    if (outcome.kind == RunOutcomeKind::skipped) {
+      outcome = RunOutcome::failure(FailureClass::unknown, "nothing to deliver");
+    }
+    co_return outcome;
+  }
+
+ private:
+  std::unique_ptr<JobRunner> core_;
+};
+
+}  // namespace
+
+std::unique_ptr<JobRunner> make_skip_as_failure_group_job(std::unique_ptr<JobRunner> core) {
+  return std::make_unique<SkipAsFailureGroupJob>(std::move(core));
+}
+
+std::unique_ptr<JobRunner> make_lockless_reconcile_job(Clock& clock, Services& services, Log& log,
+                                                       Disk& disk, Environment env,
+                                                       ReconcileConfig config) {
+  return std::make_unique<ReconcileOverLyingDisk<LocklessDisk>>(
+      clock, services, log, disk, std::move(env), std::move(config));
+}
+
+std::unique_ptr<JobRunner> make_stale_pipeline_reconcile_job(Clock& clock, Services& services,
+                                                             Log& log, Disk& disk, Environment env,
+                                                             ReconcileConfig config) {
+  return std::make_unique<ReconcileOverLyingDisk<StaleSnapshotDisk>>(
+      clock, services, log, disk, std::move(env), std::move(config));
+}
+
+}  // namespace rehearse::variants

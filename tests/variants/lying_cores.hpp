@@ -1,0 +1,46 @@
+// Test-only lying variants of core components for issue 9 item 3: each logs
+// what the rule wants and does something else, so only a witness that reads
+// the world's own facts (not the core's log) catches it. Like seed_bugs.hpp,
+// linked into test binaries only and plugged in through
+// RunOptions::runner_factory (sim/world.hpp); model/ has no switch for them.
+#pragma once
+
+#include <memory>
+
+#include "model/environment.hpp"
+#include "model/job_runner.hpp"
+#include "model/ports.hpp"
+#include "model/reconcile.hpp"
+
+namespace rehearse {
+class Disk;
+}  // namespace rehearse
+
+namespace rehearse::variants {
+
+// A reconcile job whose pipeline store "takes" its lock without taking it:
+// the core's ReconcileJob over a Disk decorator whose lock_exclusive hands
+// back a handle that holds nothing. The core's log is unchanged (it believes
+// it holds the lock); the disk records writes without a disk_lock, which
+// state_durable catches.
+std::unique_ptr<JobRunner> make_lockless_reconcile_job(Clock& clock, Services& services, Log& log,
+                                                       Disk& disk, Environment env,
+                                                       ReconcileConfig config);
+
+// A reconcile job whose pipeline store, from its third write on, writes the
+// bytes of its first write again (a stale snapshot: stages go back) while the
+// core goes on logging the stage moves it believes it made. stage_monotonic
+// reads the durable file as the world decodes it, so it catches this; a
+// witness reading the core's stage_changed would not.
+std::unique_ptr<JobRunner> make_stale_pipeline_reconcile_job(Clock& clock, Services& services,
+                                                             Log& log, Disk& disk, Environment env,
+                                                             ReconcileConfig config);
+
+// A group job that counts a skip as a failure: the core's runner, whose
+// skipped outcome (nothing failed, nothing to deliver) is reported to the
+// scheduler as a failure (class unknown), so the slot is retried. The core's
+// own log still says the group judged the run skipped. nothing_lost catches
+// it from the model-api replies and what the world saw next (a retry queued).
+std::unique_ptr<JobRunner> make_skip_as_failure_group_job(std::unique_ptr<JobRunner> core);
+
+}  // namespace rehearse::variants
