@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "model/call_job.hpp"
 #include "model/fetch_job.hpp"
 #include "model/group_job.hpp"
 #include "model/publish_job.hpp"
@@ -118,6 +119,27 @@ Result<std::unique_ptr<JobRunner>> make_reconcile(const JobConfig& job, const Po
       ports.clock, ports.services, ports.log, ports.disk, ports.env, std::move(config)));
 }
 
+// --- call: params.calls = [{"service": "...", "method": "GET", "path": "/"}]
+Result<std::unique_ptr<JobRunner>> make_call(const JobConfig& job, const PolicyOrError&,
+                                             JobPorts& ports) {
+  constexpr std::string_view kShape = "an array of {service: string, method?: string, path?: string}";
+  const json calls = job.params.is_object() ? job.params.value("calls", json::array()) : json();
+  if (!calls.is_array()) return params_error(job, "calls", kShape);
+  CallJobConfig config;
+  for (const json& call : calls) {
+    if (!call.is_object() || !call.contains("service") || !call.at("service").is_string() ||
+        !call.value("method", json("GET")).is_string() ||
+        !call.value("path", json("/")).is_string()) {
+      return params_error(job, "calls", kShape);
+    }
+    config.calls.push_back(CallSpec{call.at("service").get<std::string>(),
+                                    call.value("method", std::string("GET")),
+                                    call.value("path", std::string("/"))});
+  }
+  return std::unique_ptr<JobRunner>(
+      std::make_unique<CallJob>(ports.services, ports.log, std::move(config)));
+}
+
 }  // namespace
 
 const JobKinds& job_kinds() {
@@ -127,6 +149,7 @@ const JobKinds& job_kinds() {
       {"fetch", make_fetch},
       {"reconcile", make_reconcile},
       {"publish", make_publish},
+      {"call", make_call},
   };
   return kinds;
 }

@@ -167,12 +167,12 @@ void check_item(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
   check_count(out, p + "/queries", x.queries, tally(t, {"items", item, "queries"}));
 }
 
+// `name`: a built-in service's name or a user service's.
 void check_service(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
-                   ServiceKind kind, const ServiceExpectation& x) {
+                   const std::string& name, const ServiceExpectation& x) {
   const json& t = run.tallies;
-  const std::string name = to_string(kind);
   const std::string p = "/expect/services/" + pointer_token(name);
-  const std::int64_t calls = kind == ServiceKind::messenger
+  const std::int64_t calls = name == to_string(ServiceKind::messenger)
                                  ? messenger_calls(run)
                                  : tally(t, {"services", name, "calls"});
   check_count(out, p + "/calls", x.calls, calls);
@@ -188,7 +188,8 @@ std::vector<ExpectFailure> check_expectations(const Scenario& scenario,
   const Expectations& e = scenario.expect;
   for (const auto& [job, x] : e.jobs) check_job(out, run, job, x);
   for (const auto& [item, x] : e.items) check_item(out, run, item, x);
-  for (const auto& [kind, x] : e.services) check_service(out, run, kind, x);
+  for (const auto& [kind, x] : e.services) check_service(out, run, to_string(kind), x);
+  for (const auto& [name, x] : e.user_services) check_service(out, run, name, x);
   check_notifications(out, "/expect/notifications", e.notifications, run.tallies,
                       {"notifications"});
   return out;

@@ -37,7 +37,8 @@ constexpr std::array<const char*, 4> kServiceNames{"model-api", "orchestrator", 
 // The services a service fault (http_errors, timeouts, network_errors) may
 // target: the first three of kServiceNames, in the same order.
 constexpr std::array<const char*, 3> kFaultServiceNames{"model-api", "orchestrator", "brokerage"};
-constexpr std::array<const char*, 4> kJobKindNames{"group", "fetch", "reconcile", "publish"};
+constexpr std::array<const char*, 5> kJobKindNames{"group", "fetch", "reconcile", "publish",
+                                                   "call"};
 constexpr std::array<const char*, 3> kTaskOutputNames{"summary", "preview", "skip"};
 constexpr std::array<const char*, 13> kFaultKindNames{
     "quota_exhausted", "http_errors",    "timeouts",       "network_errors", "token_revoked",
@@ -110,6 +111,7 @@ SideEffectKind default_side_effects(JobKind kind) noexcept {
     case JobKind::fetch: return SideEffectKind::none;
     case JobKind::reconcile: return SideEffectKind::none;
     case JobKind::publish: return SideEffectKind::publish;
+    case JobKind::call: return SideEffectKind::none;
   }
   return SideEffectKind::publish;  // unreachable; the most cautious answer
 }
@@ -181,6 +183,7 @@ const std::map<std::string, std::vector<std::string>>& scenario_known_keys() {
       {"agent", {"id", "role", "present"}},
       {"brokerage", {"token_lifetime", "latency", "timeout"}},
       {"messenger", {"targets", "latency", "timeout"}},
+      {"user_service", {"latency", "timeout"}},
       {"job",
        {"id", "kind", "schedule", "schedule_env", "retry_policy", "side_effects",
         "idempotency_key", "note"}},
@@ -190,6 +193,8 @@ const std::map<std::string, std::vector<std::string>>& scenario_known_keys() {
       {"job_reconcile", {"items", "batch_size"}},
       {"item", {"issue", "stage", "lost"}},
       {"job_publish", {"targets"}},
+      {"job_call", {"calls"}},
+      {"call", {"service", "method", "path"}},
       {"fault", {"at", "kind", "note"}},
       {"fault_quota_exhausted", {"service", "for"}},
       {"fault_http_errors", {"service", "status", "rate", "for"}},
@@ -224,6 +229,7 @@ namespace {
 // almost certainly generated wrongly, and the run would be unbounded anyway.
 constexpr std::size_t kMaxFileBytes = 16u << 20;
 constexpr std::size_t kMaxJobs = 1000;
+constexpr std::size_t kMaxCalls = 100;  // calls per call job
 constexpr std::size_t kMaxFaults = 100'000;
 constexpr std::size_t kMaxListItems = 10'000;
 constexpr std::size_t kMaxIdLength = 128;
@@ -800,6 +806,8 @@ class Loader {
 
   // ---- sections
   void load_services(const json& v, const std::string& pointer);
+  void load_user_service(const std::string& name, const json& body, const std::string& pointer);
+  void load_calls(const json& v, const std::string& pointer, JobSpec& job);
   ServiceTiming load_timing(const json& obj, const std::string& pointer);
   void load_orchestrator(const json& v, const std::string& pointer);
   void load_jobs(const json& v, const std::string& pointer);
@@ -824,6 +832,7 @@ class Loader {
   bool until_ok_ = false;
   // Declared names, as far as they parsed (references check against these).
   std::set<ServiceKind> declared_services_;
+  std::set<std::string> user_services_;  // declared user service names
   std::vector<std::string> issue_ids_;
   std::vector<std::string> agent_ids_;
   std::vector<std::string> target_names_;
@@ -935,11 +944,13 @@ ServiceTiming Loader::load_timing(const json& obj, const std::string& pointer) {
 
 void Loader::load_services(const json& v, const std::string& pointer) {
   if (!expect_object(v, pointer, "the simulated services")) return;
-  check_keys(v, pointer, keys_of("services"));
   for (const auto& [name, body] : v.items()) {
     const auto kind = parse_service_kind(name);
-    if (!kind) continue;  // reported by check_keys
     const std::string at = child(pointer, name);
+    if (!kind) {
+      load_user_service(name, body, at);
+      continue;
+    }
     // Declared even if its body has errors, so references to it do not
     // cascade into "not declared" errors.
     declared_services_.insert(*kind);
@@ -976,6 +987,72 @@ void Loader::load_services(const json& v, const std::string& pointer) {
         break;
       }
     }
+  }
+}
+
+// A key of /services that is no built-in name declares a user service, unless
+// it is so close to a built-in name that it is more likely a typo of it.
+void Loader::load_user_service(const std::string& name, const json& body,
+                               const std::string& pointer) {
+  if (const auto near = closest(name, keys_of("services"))) {
+    error(pointer, fmt::format("unknown key '{}' (did you mean '{}'? a service of your own needs "
+                               "a name not this close to a built-in one)",
+                               name, *near));
+    return;
+  }
+  if (!is_identifier(name)) {
+    value_error(pointer, fmt::format("invalid service name \"{}\": expected {}", name,
+                                     kIdentifierRule));
+    return;
+  }
+  user_services_.insert(name);
+  if (!expect_object(body, pointer, fmt::format("the '{}' service settings", name))) return;
+  check_keys(body, pointer, keys_of("user_service"));
+  scenario_.services.user[name] = UserService{load_timing(body, pointer)};
+}
+
+// A call job's `calls`: a non-empty list of {service, method?, path?}, each
+// service a user service declared in /services.
+void Loader::load_calls(const json& v, const std::string& pointer, JobSpec& job) {
+  if (!expect_array(v, pointer, "a list of calls {service, method, path}", true, kMaxCalls)) return;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string at = child(pointer, i);
+    if (!expect_object(v[i], at, "a call {service, method, path}")) continue;
+    check_keys(v[i], at, keys_of("call"));
+    JobSpec::Call call;
+    if (const json* s = require(v[i], at, "service", "a service declared in /services")) {
+      const std::string sp = child(at, "service");
+      if (auto name = read_identifier(*s, sp, "service name")) {
+        if (parse_service_kind(*name)) {
+          value_error(sp, fmt::format("a call job calls services of your own; '{}' is a built-in "
+                                      "service with its own job kind",
+                                      *name));
+        } else if (user_services_.count(*name) == 0) {
+          reference_error(sp, fmt::format("job '{}' calls the '{}' service, which is not declared "
+                                          "in /services",
+                                          job.id, *name));
+        }
+        call.service = *name;
+      }
+    }
+    if (const json* m = field(v[i], "method")) {
+      const std::vector<std::string> methods{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"};
+      if (auto k = read_name(*m, child(at, "method"), methods, "HTTP method")) {
+        call.method = methods[*k];
+      }
+    }
+    if (const json* p = field(v[i], "path")) {
+      const std::string pp = child(at, "path");
+      if (auto text = read_string(*p, pp, "a path starting with '/'")) {
+        if (text->empty() || text->front() != '/') {
+          value_error(pp, fmt::format("invalid path \"{}\": expected a path starting with '/'",
+                                      *text));
+        } else {
+          call.path = *text;
+        }
+      }
+    }
+    job.calls.push_back(std::move(call));
   }
 }
 
@@ -1110,7 +1187,7 @@ void Loader::load_job(const json& v, const std::string& pointer) {
 
   // The kind decides which keys are allowed, so it is read first.
   std::optional<JobKind> kind;
-  if (const json* k = require(v, pointer, "kind", "one of: group, fetch, reconcile, publish")) {
+  if (const json* k = require(v, pointer, "kind", "one of: group, fetch, reconcile, publish, call")) {
     if (auto i = read_name(*k, child(pointer, "kind"), to_vector(kJobKindNames), "job kind")) {
       kind = static_cast<JobKind>(*i);
     }
@@ -1224,6 +1301,11 @@ void Loader::load_job(const json& v, const std::string& pointer) {
     case JobKind::publish:
       if (const json* t = require(v, pointer, "targets", "a non-empty array of messenger targets")) {
         job.targets = load_targets(*t, child(pointer, "targets"), true);
+      }
+      break;
+    case JobKind::call:
+      if (const json* c = require(v, pointer, "calls", "a non-empty list of calls")) {
+        load_calls(*c, child(pointer, "calls"), job);
       }
       break;
   }
@@ -1467,7 +1549,7 @@ void Loader::load_fault(const json& v, const std::string& pointer) {
     if (s == nullptr) {
       if (!only) {
         error(pointer, "missing required key 'service' (one of: model-api, orchestrator, "
-                       "brokerage)");
+                       "brokerage, or a service of your own declared in /services)");
         ok = false;
         return;
       }
@@ -1481,6 +1563,12 @@ void Loader::load_fault(const json& v, const std::string& pointer) {
                                     "messenger_down for the messenger)",
                                     to_string(*kind)));
         ok = false;
+        return;
+      }
+      // A user service takes every service fault kind but token_revoked.
+      if (*kind != FaultKind::token_revoked && s->is_string() &&
+          user_services_.count(s->get<std::string>()) != 0) {
+        fault.user_service = s->get<std::string>();
         return;
       }
       const std::vector<std::string> names =
@@ -1771,11 +1859,20 @@ void Loader::load_expect(const json& v, const std::string& pointer) {
   if (const json* services = field(v, "services")) {
     const std::string at = child(pointer, "services");
     if (expect_object(*services, at, "expectations by service")) {
-      check_keys(*services, at, keys_of("expect_services"));
+      std::vector<std::string> names = keys_of("expect_services");
+      names.insert(names.end(), user_services_.begin(), user_services_.end());
+      check_keys(*services, at, names);
       for (const auto& [name, body] : services->items()) {
         const auto kind = parse_service_kind(name);
-        if (!kind) continue;
         const std::string sp = child(at, name);
+        if (!kind && user_services_.count(name) != 0 &&
+            expect_object(body, sp, "a service expectation")) {
+          check_keys(body, sp, keys_of("service_expectation"),
+                     {{"token_issues", "applies to the 'brokerage' service only"}});
+          ServiceExpectation& service = expect.user_services[name];
+          if (const json* c = field(body, "calls")) service.calls = read_count(*c, child(sp, "calls"));
+        }
+        if (!kind) continue;
         if (!require_service(*kind, sp, "this expectation")) continue;
         if (!expect_object(body, sp, "a service expectation")) continue;
         const bool brokerage = *kind == ServiceKind::brokerage;

@@ -88,20 +88,28 @@ struct MessengerService {
   ServiceTiming timing;
 };
 
+// A service the user names ("billing-api"): only `call` jobs call it; it
+// takes the service fault kinds (quota_exhausted, http_errors, timeouts,
+// network_errors) like the built-in ones.
+struct UserService {
+  ServiceTiming timing;
+};
+
 // A service is declared when its key is present; jobs and faults may only use
-// declared services.
+// declared services. A key that is not a built-in name declares a user service.
 struct Services {
   std::optional<ModelApiService> model_api;
   std::optional<OrchestratorService> orchestrator;
   std::optional<BrokerageService> brokerage;
   std::optional<MessengerService> messenger;
+  std::map<std::string, UserService> user;  // by name, in name order
 
   bool has(ServiceKind kind) const noexcept;
 };
 
 // -------------------------------------------------------------------- jobs
 
-enum class JobKind : unsigned char { group, fetch, reconcile, publish };
+enum class JobKind : unsigned char { group, fetch, reconcile, publish, call };
 enum class TaskOutput : unsigned char { summary, preview, skip };
 
 const char* to_string(JobKind kind) noexcept;
@@ -150,6 +158,13 @@ struct JobSpec {
   // reconcile
   std::vector<ReconcileItem> items;
   std::optional<int> batch_size;  // at most this many due items per cycle; absent: all
+  // call: the user services it calls, in order (method and path: trace only)
+  struct Call {
+    std::string service;
+    std::string method = "GET";
+    std::string path = "/";
+  };
+  std::vector<Call> calls;
 
   std::string pointer;  // "/jobs/3": where the job is in the file, for messages
 };
@@ -194,6 +209,7 @@ struct FaultSpec {
 
   std::optional<ServiceKind> service;  // quota_exhausted, http_errors, timeouts,
                                        // network_errors, token_revoked
+  std::string user_service;            // instead of `service`: a user service's name
   int http_status = 0;                 // http_errors
   double rate = 1.0;                   // http_errors, timeouts, network_errors: share of calls hit
   TransportErrorKind transport = TransportErrorKind::none;  // network_errors
@@ -251,6 +267,7 @@ struct Expectations {
   std::map<std::string, JobExpectation> jobs;    // by job id
   std::map<std::string, ItemExpectation> items;  // by issue id
   std::map<ServiceKind, ServiceExpectation> services;
+  std::map<std::string, ServiceExpectation> user_services;  // by user service name
   std::map<NotificationEvent, std::int64_t> notifications;  // totals over all jobs
   // Invariants the run is expected to violate (test-only faulty variants);
   // empty: every invariant must hold.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -12,6 +13,7 @@
 #include "model/state_store.hpp"
 #include "model/worker.hpp"
 #include "sim/brokerage.hpp"
+#include "sim/generic_service.hpp"
 #include "sim/messenger.hpp"
 #include "sim/model_api.hpp"
 #include "sim/orchestrator.hpp"
@@ -33,6 +35,29 @@ ModelOutput to_model_output(TaskOutput output) {
     case TaskOutput::skip: return ModelOutput::skip;
   }
   return ModelOutput::skip;
+}
+
+// A service fault on a user service becomes a window inside it.
+void add_user_service_fault(GenericService& service, const FaultSpec& fault, TimeMs from,
+                            TimeMs until) {
+  ModelFault window;
+  window.from_ms = from;
+  window.until_ms = until;
+  window.rate = fault.rate;
+  switch (fault.kind) {
+    case FaultKind::quota_exhausted: window.kind = ModelFaultKind::quota; break;
+    case FaultKind::http_errors:
+      window.kind = ModelFaultKind::http_error;
+      window.http_status = fault.http_status;
+      break;
+    case FaultKind::timeouts: window.kind = ModelFaultKind::timeout; break;
+    case FaultKind::network_errors:
+      window.kind = ModelFaultKind::network;
+      window.transport = fault.transport;
+      break;
+    default: return;
+  }
+  service.add_fault(window);
 }
 
 CorruptionKind to_corruption_kind(CorruptionMode mode) {
@@ -136,6 +161,7 @@ class World {
   std::unique_ptr<ModelApi> model_api_;
   std::unique_ptr<SimBrokerage> brokerage_;
   std::unique_ptr<SimOrchestrator> orchestrator_;
+  std::map<std::string, std::unique_ptr<GenericService>> user_services_;  // by name
   Messenger messenger_;
   SimLog log_;
   std::unique_ptr<MonitorSet> monitors_;
@@ -227,6 +253,14 @@ Status World::prepare() {
     }
     services_.add(*orchestrator_);
   }
+  for (const auto& [name, user] : scenario_.services.user) {
+    auto service = std::make_unique<GenericService>(
+        name, sim_.rng(),
+        GenericServiceOptions{.latency_ms = user.timing.latency_ms,
+                              .timeout_ms = user.timing.timeout_ms});
+    services_.add(*service);
+    user_services_.emplace(name, std::move(service));
+  }
 
   // --- the disk and the queue: one worker process, a crash is a power loss
   // of its machine (unsynced bytes are lost; a correct core loses nothing).
@@ -267,7 +301,7 @@ Status World::prepare() {
 Status World::add_fault(const FaultSpec& fault, std::size_t index) {
   const TimeMs from = fault.at_ms;
   const TimeMs until = fault.end_ms(scenario_.until_ms);
-  const std::string service = fault.service ? to_string(*fault.service) : std::string();
+  const std::string service = fault.service ? to_string(*fault.service) : fault.user_service;
   const bool lasting = fault_has_duration(fault.kind);
 
   // Window faults live inside the simulated service from the start; the
@@ -311,6 +345,9 @@ Status World::add_fault(const FaultSpec& fault, std::size_t index) {
         break;
       default: break;
     }
+  }
+  if (auto user = user_services_.find(fault.user_service); user != user_services_.end()) {
+    add_user_service_fault(*user->second, fault, from, until);
   }
   if (fault.kind == FaultKind::messenger_down) messenger_.add_outage(from, until, fault.targets);
 

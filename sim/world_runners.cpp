@@ -39,6 +39,13 @@ JobConfig job_config_of(const JobSpec& job) {
       if (reconcile.batch_size) params["batch_size"] = *reconcile.batch_size;
       break;
     }
+    case JobKind::call:
+      params["calls"] = json::array();
+      for (const JobSpec::Call& call : job.calls) {
+        params["calls"].push_back(
+            {{"service", call.service}, {"method", call.method}, {"path", call.path}});
+      }
+      break;
   }
   return config;
 }

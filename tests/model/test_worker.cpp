@@ -124,12 +124,24 @@ TEST(Worker, AnUnknownKindOrUnusableParamsIsAConfigErrorOfThatJobOnly) {
   shell.kind = "shell";
   JobConfig broken = group_job("broken");
   broken.params = json{{"tasks", "report"}};
-  auto worker = f.open({shell, broken, group_job("fine")});
+  // A call job whose call lacks its service, and one whose calls are no list.
+  JobConfig no_service = group_job("no-service");
+  no_service.kind = "call";
+  no_service.params = json{{"calls", json::array({{{"method", "GET"}}})}};
+  JobConfig not_a_list = group_job("not-a-list");
+  not_a_list.kind = "call";
+  not_a_list.params = json{{"calls", "billing-api"}};
+  JobConfig calls = group_job("calls");
+  calls.kind = "call";
+  calls.params = json{{"calls", json::array({{{"service", "billing-api"}}})}};
+  auto worker = f.open({shell, broken, no_service, not_a_list, calls, group_job("fine")});
   ASSERT_TRUE(worker.ok());
   expect_config_error(**worker, "shell", "kind 'shell'");
   expect_config_error(**worker, "broken", "params.tasks");
+  expect_config_error(**worker, "no-service", "params.calls");
+  expect_config_error(**worker, "not-a-list", "params.calls");
   EXPECT_TRUE(f.logged("job_config_error"));
-  EXPECT_EQ((*worker)->scheduled(), std::vector<std::string>{"fine"});
+  EXPECT_EQ((*worker)->scheduled(), (std::vector<std::string>{"calls", "fine"}));
 }
 
 TEST(Worker, AJobWithoutAPolicyIsScheduledWithThePolicyError) {
@@ -144,7 +156,7 @@ TEST(Worker, AJobWithoutAPolicyIsScheduledWithThePolicyError) {
 TEST(Worker, TheRegistryHasOneEntryPerKindAndACallersTableIsUsed) {
   std::vector<std::string> names;
   for (const JobKindEntry& kind : job_kinds()) names.emplace_back(kind.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"group", "fetch", "reconcile", "publish"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"group", "fetch", "reconcile", "publish", "call"}));
   EXPECT_EQ(find_job_kind("shell"), nullptr);
 
   // A caller's table (the world's wraps the core's factories): a kind it

@@ -63,7 +63,8 @@ json base_scenario() {
         "agents": [ { "id": "agent-lead-1", "role": "ceo" }, { "id": "agent-dev-1", "role": "dev", "present": false } ]
       },
       "brokerage": { "token_lifetime": "24h", "latency": 150 },
-      "messenger": { "targets": ["team", "ops"] }
+      "messenger": { "targets": ["team", "ops"] },
+      "billing-api": { "latency": "50ms" }
     },
     "jobs": [
       { "id": "weekly-summary", "kind": "group", "schedule": "0 9 * * 1",
@@ -81,7 +82,11 @@ json base_scenario() {
         "batch_size": 5 },
       { "id": "post", "kind": "publish", "schedule": "30 * * * *",
         "retry_policy": { "attempts": 2, "backoff": { "type": "exponential", "delay": "1m" } },
-        "idempotency_key": "{job}:{slot}", "targets": ["team", "ops"], "note": "live posts" }
+        "idempotency_key": "{job}:{slot}", "targets": ["team", "ops"], "note": "live posts" },
+      { "id": "invoices", "kind": "call", "schedule": "15 * * * *",
+        "retry_policy": { "max": 2, "backoff_sec": 300 },
+        "calls": [ { "service": "billing-api", "method": "POST", "path": "/invoices/sync" },
+                   { "service": "billing-api" } ] }
     ],
     "faults": [
       { "at": "2026-12-04T16:30:00Z", "for": "2h", "kind": "quota_exhausted" },
@@ -106,7 +111,8 @@ json base_scenario() {
                             "max_delay": "1h" }
       },
       "items": { "ISS-1": { "stage": "DESIGN_FAILED", "reason_contains": "not found", "queries": 1 } },
-      "services": { "brokerage": { "calls": 48, "token_issues": 2 }, "model-api": { "calls": 6 } },
+      "services": { "brokerage": { "calls": 48, "token_issues": 2 }, "model-api": { "calls": 6 },
+                    "billing-api": { "calls": 24 } },
       "notifications": { "retry_exhausted": 0 },
       "violations": ["nothing_lost"]
     }
@@ -142,7 +148,44 @@ TEST(ScenarioLoader, BaseScenarioIsValidWithoutFlags) {
   EXPECT_TRUE(c.flags.empty()) << c.flags.front().where << " " << c.flags.front().message;
   ASSERT_TRUE(c.scenario.has_value());
   EXPECT_EQ(c.scenario->faults.size(), 13u);  // one per kind: none silently dropped
-  EXPECT_EQ(c.scenario->jobs.size(), 4u);
+  EXPECT_EQ(c.scenario->jobs.size(), 5u);
+}
+
+TEST(ScenarioLoader, CallJobCallsUserNamedServicesInOrder) {
+  auto loaded = load_scenario_json(base_scenario().dump(), kPath);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().describe();
+  const Scenario& s = *loaded;
+  ASSERT_EQ(s.services.user.count("billing-api"), 1u);
+  EXPECT_EQ(s.services.user.at("billing-api").timing.latency_ms, 50);
+  EXPECT_EQ(s.services.user.at("billing-api").timing.timeout_ms, kDefaultServiceTimeoutMs);
+  const JobSpec* job = s.find_job("invoices");
+  ASSERT_NE(job, nullptr);
+  EXPECT_EQ(job->kind, JobKind::call);
+  EXPECT_EQ(job->side_effects, SideEffectKind::none);
+  ASSERT_EQ(job->calls.size(), 2u);
+  EXPECT_EQ(job->calls[0].service, "billing-api");
+  EXPECT_EQ(job->calls[0].method, "POST");
+  EXPECT_EQ(job->calls[0].path, "/invoices/sync");
+  EXPECT_EQ(job->calls[1].method, "GET");  // defaults
+  EXPECT_EQ(job->calls[1].path, "/");
+  EXPECT_EQ(s.expect.user_services.at("billing-api").calls, 24);
+
+  // Every service fault kind but token_revoked takes a user service.
+  json doc = base_scenario();
+  doc["faults"].push_back(json::parse(
+      R"({"at": "+1h", "for": "1h", "kind": "quota_exhausted", "service": "billing-api"})"));
+  doc["faults"].push_back(json::parse(
+      R"({"at": "+2h", "kind": "http_errors", "service": "billing-api", "status": 503})"));
+  doc["faults"].push_back(
+      json::parse(R"({"at": "+3h", "kind": "timeouts", "service": "billing-api"})"));
+  doc["faults"].push_back(
+      json::parse(R"({"at": "+4h", "kind": "network_errors", "service": "billing-api"})"));
+  const auto c = check(doc);
+  ASSERT_TRUE(c.valid()) << all_errors(c);
+  for (std::size_t i = 13; i < 17; ++i) {
+    EXPECT_EQ(c.scenario->faults[i].user_service, "billing-api");
+    EXPECT_FALSE(c.scenario->faults[i].service.has_value());
+  }
 }
 
 TEST(ScenarioLoader, FillsTypedValuesAndDefaults) {
@@ -337,8 +380,48 @@ const std::vector<Mutation>& mutations() {
       {"queue max_events 0", [](json& d) { set(d, "/queue/max_events", 0); }, "/queue/max_events",
        "expected an integer from 1 to 100000000"},
       // services
-      {"unknown service", [](json& d) { set(d, "/services/slack", json::object()); },
-       "/services/slack", "unknown key 'slack' (expected one of: 'model-api'"},
+      {"service near a built-in name", [](json& d) { set(d, "/services/brokrage", json::object()); },
+       "/services/brokrage", "unknown key 'brokrage' (did you mean 'brokerage'?"},
+      {"user service not object", [](json& d) { set(d, "/services/slack", true); },
+       "/services/slack", "expected the 'slack' service settings (an object), got true"},
+      {"user service unknown key", [](json& d) { set(d, "/services/billing-api/quota", 5); },
+       "/services/billing-api/quota", "unknown key 'quota' (expected one of: 'latency'"},
+      {"user service bad latency", [](json& d) { set(d, "/services/billing-api/latency", "x"); },
+       "/services/billing-api/latency", "invalid duration \"x\""},
+      {"user service bad name", [](json& d) { set(d, "/services/billing api", json::object()); },
+       "/services/billing api", "invalid service name \"billing api\""},
+      {"call job without calls", [](json& d) { erase(d, "/jobs/4/calls"); }, "/jobs/4",
+       "missing required key 'calls'"},
+      {"call job empty calls", [](json& d) { set(d, "/jobs/4/calls", json::array()); },
+       "/jobs/4/calls", "expected a list of calls"},
+      {"call unknown key", [](json& d) { set(d, "/jobs/4/calls/0/verb", "POST"); },
+       "/jobs/4/calls/0/verb", "unknown key 'verb'"},
+      {"call without service", [](json& d) { erase(d, "/jobs/4/calls/0/service"); },
+       "/jobs/4/calls/0", "missing required key 'service'"},
+      {"call undeclared service", [](json& d) { set(d, "/jobs/4/calls/1/service", "ledger-api"); },
+       "/jobs/4/calls/1/service", "calls the 'ledger-api' service, which is not declared"},
+      {"call built-in service", [](json& d) { set(d, "/jobs/4/calls/0/service", "brokerage"); },
+       "/jobs/4/calls/0/service", "'brokerage' is a built-in service with its own job kind"},
+      {"call bad method", [](json& d) { set(d, "/jobs/4/calls/0/method", "FETCH"); },
+       "/jobs/4/calls/0/method", "unknown HTTP method \"FETCH\""},
+      {"call relative path", [](json& d) { set(d, "/jobs/4/calls/0/path", "sync"); },
+       "/jobs/4/calls/0/path", "expected a path starting with '/'"},
+      {"requests on a call job", [](json& d) { set(d, "/jobs/4/requests", 2); },
+       "/jobs/4/requests", "key 'requests' does not apply to a 'call' job"},
+      {"calls on a fetch job", [](json& d) { set(d, "/jobs/1/calls", json::array()); },
+       "/jobs/1/calls", "key 'calls' does not apply to a 'fetch' job"},
+      {"token_revoked on a user service",
+       [](json& d) { set(d, "/faults/4/service", "billing-api"); }, "/faults/4/service",
+       "unknown service for 'token_revoked' \"billing-api\""},
+      {"fault on an undeclared user service",
+       [](json& d) { set(d, "/faults/1/service", "ledger-api"); }, "/faults/1/service",
+       "unknown service for 'http_errors' \"ledger-api\""},
+      {"expectation for an undeclared user service",
+       [](json& d) { set(d, "/expect/services/ledger-api/calls", 1); },
+       "/expect/services/ledger-api", "unknown key 'ledger-api'"},
+      {"token_issues on a user service",
+       [](json& d) { set(d, "/expect/services/billing-api/token_issues", 1); },
+       "/expect/services/billing-api/token_issues", "applies to the 'brokerage' service only"},
       {"service typo", [](json& d) { set(d, "/services/model_api", json::object()); },
        "/services/model_api", "did you mean 'model-api'?"},
       {"service not object", [](json& d) { set(d, "/services/model-api", true); },
@@ -389,7 +472,7 @@ const std::vector<Mutation>& mutations() {
       {"job not object", [](json& d) { set(d, "/jobs/0", "weekly"); }, "/jobs/0",
        "expected a job (an object), got string \"weekly\""},
       {"job kind unknown", [](json& d) { set(d, "/jobs/0/kind", "batch"); }, "/jobs/0/kind",
-       "unknown job kind \"batch\" (expected one of: group, fetch, reconcile, publish)"},
+       "unknown job kind \"batch\" (expected one of: group, fetch, reconcile, publish, call)"},
       {"job missing id", [](json& d) { erase(d, "/jobs/1/id"); }, "/jobs/1",
        "missing required key 'id'"},
       {"duplicate job id", [](json& d) { set(d, "/jobs/1/id", "weekly-summary"); }, "/jobs/1/id",
@@ -1059,6 +1142,10 @@ TEST(ScenarioSchema, ObjectsAreClosedEverywhere) {
       EXPECT_FALSE(node.contains("additionalProperties"));  // would break the merge
     } else if (name == "job" || name == "fault") {
       EXPECT_EQ(node.at("unevaluatedProperties"), false);
+    } else if (name == "services" || name == "expect_services") {
+      // Any other key names a service of the user's own, described exactly.
+      EXPECT_EQ(node.at("additionalProperties").at("$ref"),
+                name == "services" ? "#/$defs/user_service" : "#/$defs/service_expectation");
     } else {
       EXPECT_EQ(node.at("additionalProperties"), false);
     }
@@ -1084,7 +1171,7 @@ TEST(ScenarioSchema, KindBranchesCoverEveryKind) {
   EXPECT_EQ(branch_kinds("fault"), sorted(fault_kinds));
   EXPECT_EQ(sorted(defs.at("fault").at("properties").at("kind").at("enum")), sorted(fault_kinds));
   std::vector<std::string> job_kinds;
-  for (int i = 0; i <= static_cast<int>(JobKind::publish); ++i) {
+  for (int i = 0; i <= static_cast<int>(JobKind::call); ++i) {
     job_kinds.push_back(to_string(static_cast<JobKind>(i)));
   }
   EXPECT_EQ(branch_kinds("job"), sorted(job_kinds));
@@ -1133,6 +1220,7 @@ TEST(ScenarioVocabulary, EventNamesAreTheCoresNotificationEvents) {
   EXPECT_FALSE(parse_service_kind("model_api").has_value());
   EXPECT_EQ(default_side_effects(JobKind::publish), SideEffectKind::publish);
   EXPECT_EQ(default_side_effects(JobKind::fetch), SideEffectKind::none);
+  EXPECT_EQ(default_side_effects(JobKind::call), SideEffectKind::none);
   EXPECT_TRUE(fault_has_duration(FaultKind::messenger_down));
   EXPECT_FALSE(fault_has_duration(FaultKind::restart));
 }
@@ -1149,8 +1237,9 @@ std::vector<std::string> fixed_key_objects() {
     if (node.is_object()) {
       const bool notifications =
           at.size() >= 14 && at.compare(at.size() - 14, 14, "/notifications") == 0;
-      const bool free_form =
-          at == "/env" || at == "/expect/jobs" || at == "/expect/items" || notifications;
+      // /services: any key not near a built-in name declares a user service.
+      const bool free_form = at == "/env" || at == "/services" || at == "/expect/jobs" ||
+                             at == "/expect/items" || notifications;
       if (!free_form) out.push_back(at);
       for (const auto& [key, value] : node.items()) walk(value, at + "/" + key);
     } else if (node.is_array()) {

@@ -464,6 +464,92 @@ TEST(World, APublishJobWhoseModelCallFailsSendsNothing) {
   EXPECT_EQ(r.final_states[0].state->failure_class, FailureClass::rate_limit);
 }
 
+// A daily `call` job calling two services of the user's own, "billing-api"
+// then "ledger-api", once at 10:00; a fault on one of them covers 10:00-11:00
+// and so every run (10:00 and its retries 5 and 10 minutes later).
+json call_scenario(const json& fault) {
+  json doc = json::parse(R"({
+    "format": 1,
+    "scenario": "call-test",
+    "start": "2026-12-07T09:30:00Z",
+    "until": "2026-12-07T11:30:00Z",
+    "services": {"billing-api": {}, "ledger-api": {}},
+    "jobs": [{
+      "id": "sync", "kind": "call", "schedule": "0 10 * * *",
+      "retry_policy": {"max": 2, "backoff_sec": 300},
+      "calls": [{"service": "billing-api", "method": "GET", "path": "/invoices"},
+                {"service": "ledger-api", "method": "POST", "path": "/entries"}]
+    }]
+  })");
+  doc["faults"] = json::array({fault});
+  return doc;
+}
+
+TEST(World, ACallJobsFailureClassFollowsTheReply) {
+  struct Case {
+    const char* name;
+    const char* fault;  // at 09:59:30 for 1h
+    FailureClass failure_class;
+    RetryStatus status;
+    std::int64_t runs;
+    std::int64_t billing_calls;
+    std::int64_t ledger_calls;
+  };
+  const std::vector<Case> cases{
+      // 503: provider_5xx, retried until the budget (2) is spent.
+      {"503", R"({"kind": "http_errors", "service": "ledger-api", "status": 503})",
+       FailureClass::provider_5xx, RetryStatus::retry_exhausted, 3, 3, 3},
+      // 404: not_found, not retryable: one run, no retry.
+      {"404", R"({"kind": "http_errors", "service": "ledger-api", "status": 404})",
+       FailureClass::not_found, RetryStatus::failed, 1, 1, 1},
+      // The first failing call ends the run: ledger-api is never called.
+      {"first call fails", R"({"kind": "http_errors", "service": "billing-api", "status": 404})",
+       FailureClass::not_found, RetryStatus::failed, 1, 1, 0},
+      {"quota", R"({"kind": "quota_exhausted", "service": "ledger-api"})",
+       FailureClass::rate_limit, RetryStatus::retry_exhausted, 3, 3, 3},
+      {"timeouts", R"({"kind": "timeouts", "service": "ledger-api"})", FailureClass::timeout,
+       RetryStatus::retry_exhausted, 3, 3, 3},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    json fault = json::parse(c.fault);
+    fault["at"] = "2026-12-07T09:59:30Z";
+    fault["for"] = "1h";
+    const Scenario scenario = load(call_scenario(fault));
+    const ScenarioRunResult r = run(scenario);
+    EXPECT_TRUE(r.violations.empty()) << violations_text(r);
+    EXPECT_EQ(job_tally(r, "sync", "runs"), c.runs);
+    EXPECT_EQ(job_tally(r, "sync", "failed_slots"), 1);
+    ASSERT_EQ(r.final_states.size(), 1u);
+    ASSERT_TRUE(r.final_states[0].state.has_value());
+    EXPECT_EQ(r.final_states[0].state->failure_class, c.failure_class);
+    EXPECT_EQ(r.final_states[0].state->retry_status, c.status);
+    const json& services = r.tallies.at("services");
+    EXPECT_EQ(services.at("billing-api").at("calls").get<std::int64_t>(), c.billing_calls);
+    EXPECT_EQ(services.value("ledger-api", json::object()).value("calls", std::int64_t{0}),
+              c.ledger_calls);
+  }
+}
+
+TEST(World, ACallJobRoutesByServiceNameAndLabelsItsCalls) {
+  // Healthy: both calls answer 200, in the order declared, each labelled with
+  // its method and path and attributed to the job.
+  json doc = call_scenario(json::object());
+  doc.erase("faults");
+  const ScenarioRunResult r = run(load(doc));
+  EXPECT_TRUE(r.violations.empty()) << violations_text(r);
+  EXPECT_EQ(job_tally(r, "sync", "delivered_slots"), 1);
+  std::vector<std::string> calls;
+  for (const TraceEvent& e : r.trace.events()) {
+    if (e.type != "service_reply" || e.job != "sync") continue;
+    calls.push_back(e.service + " " + e.data.at("operation").get<std::string>() + " " +
+                    e.data.at("target").get<std::string>() + " " +
+                    std::to_string(e.data.at("status").get<int>()));
+  }
+  EXPECT_EQ(calls, (std::vector<std::string>{"billing-api GET /invoices 200",
+                                             "ledger-api POST /entries 200"}));
+}
+
 TEST(World, WhatThisBuildCannotRunIsABadInputError) {
   // Every job kind of format 1 runs; an HTTP error window on the messenger is
   // not a fault this world can inject (messenger_down is). The loader refuses
