@@ -156,15 +156,23 @@ std::optional<DurationMs> read_delay(const json& v) {
 bool read_backoff(const json& b, WitnessPolicy& p, bool allow_jitter) {
   if (b.is_object()) {
     for (const auto& [k, v] : b.items()) {
-      if (k != "type" && k != "delay" && !(allow_jitter && k == "jitter")) return false;
+      if (k != "type" && k != "delay" && k != "max_delay" && !(allow_jitter && k == "jitter")) {
+        return false;
+      }
     }
     if (!b.contains("type") || !b.at("type").is_string() || !b.contains("delay")) return false;
     const std::string type = b.at("type").get<std::string>();
-    if (type != "fixed" && type != "exponential") return false;
+    if (type != "fixed" && type != "exponential" && type != "linear") return false;
     p.exponential = type == "exponential";
+    p.linear = type == "linear";
     auto d = read_delay(b.at("delay"));
     if (!d) return false;
     p.delay_ms = *d;
+    if (b.contains("max_delay")) {
+      auto cap = read_delay(b.at("max_delay"));
+      if (!cap) return false;
+      p.cap_ms = *cap;
+    }
     if (b.contains("jitter")) {
       if (!b.at("jitter").is_number()) return false;
       p.jitter = b.at("jitter").get<double>();
@@ -180,8 +188,39 @@ bool read_backoff(const json& b, WitnessPolicy& p, bool allow_jitter) {
   return true;
 }
 
+// The name of the system when `j` is another system's policy form: one key
+// naming the system, maybe with retryable_classes, budget or reason beside it.
+std::optional<std::string> other_system_form(const json& j) {
+  static const std::vector<std::string> kSystems{"bullmq", "temporal", "stepfunctions",
+                                                 "sidekiq", "celery",  "k8s"};
+  for (const std::string& name : kSystems) {
+    if (j.contains(name)) return name;
+  }
+  return std::nullopt;
+}
+
+// {"bullmq": {attempts, backoff}} with its siblings is the native BullMQ
+// form; BullMQ job options beyond those two keys are not read here.
+std::optional<json> bullmq_as_native(const json& j) {
+  if (!j.contains("bullmq") || !j.at("bullmq").is_object()) return std::nullopt;
+  json native = j;
+  native.erase("bullmq");
+  for (const auto& [k, v] : j.at("bullmq").items()) {
+    if (k != "attempts" && k != "backoff") return std::nullopt;
+    native[k] = v;
+  }
+  return native;
+}
+
 // The monitors' own reading of a retry policy (docs/monitors.md has the table).
 // `low_frequency` is empty when the effective schedule is unknown.
+WitnessPolicy read_policy(const std::optional<json>& written, std::optional<bool> low_frequency,
+                          bool* judged);
+
+WitnessPolicy read_policy(const json& written, std::optional<bool> low_frequency, bool* judged) {
+  return read_policy(std::optional<json>(written), low_frequency, judged);
+}
+
 WitnessPolicy read_policy(const std::optional<json>& written, std::optional<bool> low_frequency,
                           bool* judged) {
   WitnessPolicy p;
@@ -207,6 +246,14 @@ WitnessPolicy read_policy(const std::optional<json>& written, std::optional<bool
     return p;
   }
   if (!j.is_object()) return invalid("not an object nor \"auto\"");
+  if (const auto native = bullmq_as_native(j)) return read_policy(*native, low_frequency, judged);
+  if (const auto system = other_system_form(j)) {
+    // Another system's form ({"temporal": {...}}, ...): the monitors keep no
+    // second copy of six systems' conversions (docs/policies.md), so they do
+    // not judge this job's retries; the run shows it as unchecked (ok*).
+    *judged = false;
+    return invalid("a " + *system + " policy, which the monitors do not read");
+  }
   const bool bullmq = j.contains("attempts");
   const std::vector<std::string> keys =
       bullmq
@@ -259,7 +306,8 @@ WitnessPolicy read_policy(const std::optional<json>& written, std::optional<bool
     if (!read_backoff(j.at("backoff"), p, bullmq)) return invalid("backoff");
     has_backoff = true;
   }
-  if (p.retries_max > 0 && !has_backoff) return invalid("no backoff");
+  // BullMQ without a backoff retries at once; the per-job form needs one.
+  if (p.retries_max > 0 && !has_backoff && !bullmq) return invalid("no backoff");
   p.valid = true;
   return p;
 }
@@ -414,6 +462,8 @@ bool WitnessPolicy::retries_class(const std::string& failure_class) const {
 DurationMs WitnessPolicy::base_delay_ms(int n) const {
   double base = static_cast<double>(delay_ms);
   if (exponential) base = std::round(base * std::pow(2.0, std::min(n - 1, 40)));
+  if (linear) base *= static_cast<double>(n);
+  if (cap_ms) base = std::min(base, static_cast<double>(*cap_ms));
   return static_cast<DurationMs>(base);
 }
 

@@ -105,12 +105,15 @@ struct WitnessPolicy {
   bool all_classes = false;
   std::set<std::string> classes;
   bool exponential = false;
+  bool linear = false;                 // delay * n
+  std::optional<DurationMs> cap_ms;    // max_delay: a cap on each delay, before jitter
   DurationMs delay_ms = 0;
   double jitter = 0.0;
 
   bool retries_class(const std::string& failure_class) const;
-  // The delay the policy gives retry n (>= 1) before jitter: `delay`, or
-  // round(2^(n-1) * delay) when exponential (docs/semantics.md §2).
+  // The delay the policy gives retry n (>= 1) before jitter: `delay`,
+  // round(2^(n-1) * delay) when exponential (docs/semantics.md §2), or
+  // delay * n when linear; never above the cap when one is given.
   DurationMs base_delay_ms(int n) const;
   // The least delay before retry n (>= 1) the policy allows (jitter included, 1 ms slack).
   DurationMs min_delay_ms(int n) const;

@@ -356,6 +356,44 @@ TEST(RetriesBounded, FiresWhenARetryIsQueuedOutsideItsExactWindow) {
   expect_first(run(s, only({"weekly"}), at("2026-03-02T17:01:00Z")), "retries_bounded", bad);
 }
 
+// The weekly job with a linear backoff capped at 45 min: retry n waits
+// min(30 min * n, 45 min). Retry 2 queued at 60 min (the uncapped linear
+// delay) is outside the window; at 45 min it is exact.
+Scenario weekly_linear_capped() {
+  Scenario s = only({"weekly"});
+  s.jobs[0].retry_policy =
+      json{{"attempts", 4},
+           {"backoff", {{"type", "linear"}, {"delay", "30m"}, {"max_delay", "45m"}}}};
+  return s;
+}
+
+Script weekly_linear_first_retry(const char* slot) {
+  Script s;
+  regular(s, "weekly", slot, slot, "2026-03-09T17:00:00Z", "failure", "timeout");
+  s.add("queue_add", slot, "weekly", slot,
+        {{"added", true}, {"kind", "retry"}, {"ready_at", "2026-03-02T17:30:00Z"}});
+  note(s, "retry_scheduled", "weekly", slot, slot, 1, "timeout");
+  retry_run(s, "weekly", slot, "2026-03-02T17:30:00Z", 2, "failure", "timeout");
+  return s;
+}
+
+TEST(RetriesBounded, FiresWhenALinearRetryIgnoresItsCap) {
+  const char* slot = "2026-03-02T17:00:00Z";
+  Script s = weekly_linear_first_retry(slot);
+  const auto bad = s.add("queue_add", "2026-03-02T17:30:00Z", "weekly", slot,
+                         {{"added", true}, {"kind", "retry"}, {"ready_at", "2026-03-02T18:30:00Z"}});
+  expect_first(run(s, weekly_linear_capped(), at("2026-03-02T17:40:00Z")), "retries_bounded", bad);
+}
+
+TEST(RetriesBounded, NearMissALinearRetryAtItsCap) {
+  const char* slot = "2026-03-02T17:00:00Z";
+  Script s = weekly_linear_first_retry(slot);
+  s.add("queue_add", "2026-03-02T17:30:00Z", "weekly", slot,
+        {{"added", true}, {"kind", "retry"}, {"ready_at", "2026-03-02T18:15:00Z"}});
+  const Outcome o = run(s, weekly_linear_capped(), at("2026-03-02T17:40:00Z"));
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+}
+
 TEST(RetriesBounded, NearMissRetriesQueuedAtTheirExactDelays) {
   Script s;
   const char* slot = "2026-03-02T17:00:00Z";
