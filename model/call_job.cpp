@@ -22,10 +22,7 @@ ServiceRequest CallJob::make_request(const RunContext& context, std::size_t inde
   request.service = spec.service;
   request.operation = spec.method;
   request.target = spec.path;
-  request.headers[kRequestHeaderJob] = context.job_id;
-  request.headers[kRequestHeaderSlot] = format_instant(context.slot);
-  request.headers[kRequestHeaderAttempt] = std::to_string(context.attempt);
-  request.headers[kRequestHeaderId] = call_request_id(context, index);
+  stamp_run_headers(request, context, call_request_id(context, index));
   return request;
 }
 

@@ -54,10 +54,7 @@ ServiceRequest FetchJob::make_request(const RunContext& context, std::size_t ind
   request.operation = spec.operation;
   request.target = spec.target;
   request.body = spec.body;
-  request.headers[kRequestHeaderJob] = context.job_id;
-  request.headers[kRequestHeaderSlot] = format_instant(context.slot);
-  request.headers[kRequestHeaderAttempt] = std::to_string(context.attempt);
-  request.headers[kRequestHeaderId] = fetch_request_id(context, index);
+  stamp_run_headers(request, context, fetch_request_id(context, index));
   return request;
 }
 

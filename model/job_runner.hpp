@@ -13,6 +13,7 @@
 #include "model/failure.hpp"
 #include "model/ports.hpp"
 #include "model/task.hpp"
+#include "model/token_client.hpp"
 #include "model/time.hpp"
 
 namespace rehearse {
@@ -64,6 +65,16 @@ inline LogFields run_log_fields(const RunContext& context) {
   return LogFields{{"job_id", context.job_id},
                    {"slot", format_instant(context.slot)},
                    {"attempt", context.attempt}};
+}
+
+// Attributes a request to its run: the job, slot and attempt headers, and
+// the request's own id (kRequestHeader* in model/token_client.hpp).
+inline void stamp_run_headers(ServiceRequest& request, const RunContext& context,
+                              std::string request_id) {
+  request.headers[kRequestHeaderJob] = context.job_id;
+  request.headers[kRequestHeaderSlot] = format_instant(context.slot);
+  request.headers[kRequestHeaderAttempt] = std::to_string(context.attempt);
+  request.headers[kRequestHeaderId] = std::move(request_id);
 }
 
 class JobRunner {

@@ -210,14 +210,11 @@ ServiceRequest Reconciler::make_request(const RunContext& context, const char* o
   request.service = config_.service;
   request.operation = operation;
   request.target = issue;
-  request.headers[kRequestHeaderJob] = context.job_id;
-  request.headers[kRequestHeaderSlot] = format_instant(context.slot);
-  request.headers[kRequestHeaderAttempt] = std::to_string(context.attempt);
   if (!issue.empty()) request.headers[kRequestHeaderItem] = issue;
   std::string id = fmt::format("{}/{}/a{}/{}", context.job_id, format_instant(context.slot),
                                context.attempt, operation);
   if (!issue.empty()) id += "/" + issue;
-  request.headers[kRequestHeaderId] = std::move(id);
+  stamp_run_headers(request, context, std::move(id));
   return request;
 }
 
