@@ -812,6 +812,13 @@ class Loader {
   void load_orchestrator(const json& v, const std::string& pointer);
   void load_jobs(const json& v, const std::string& pointer);
   void load_job(const json& v, const std::string& pointer);
+  std::optional<JobKind> load_job_kind(const json& v, const std::string& pointer);
+  void load_job_id(const json& v, const std::string& pointer, JobSpec& job);
+  void load_job_schedule(const json& v, const std::string& pointer, JobSpec& job);
+  void load_job_common(const json& v, const std::string& pointer, std::optional<JobKind> kind,
+                       JobSpec& job);
+  void load_job_params(const json& v, const std::string& pointer, JobSpec& job);
+  void load_fetch(const json& v, const std::string& pointer, JobSpec& job, const std::string& who);
   void load_group(const json& v, const std::string& pointer, JobSpec& job);
   void load_reconcile(const json& v, const std::string& pointer, JobSpec& job);
   std::vector<std::string> load_targets(const json& v, const std::string& pointer, bool non_empty);
@@ -1184,8 +1191,19 @@ void Loader::load_job(const json& v, const std::string& pointer) {
   if (!expect_object(v, pointer, "a job")) return;
   JobSpec job;
   job.pointer = pointer;
+  const std::optional<JobKind> kind = load_job_kind(v, pointer);
+  load_job_id(v, pointer, job);
+  load_job_schedule(v, pointer, job);
+  load_job_common(v, pointer, kind, job);
+  if (!kind) return;
+  job.kind = *kind;
+  load_job_params(v, pointer, job);
+  scenario_.jobs.push_back(std::move(job));
+}
 
-  // The kind decides which keys are allowed, so it is read first.
+// The kind decides which keys are allowed, so it is read first; keys of
+// another kind are refused with what they belong to.
+std::optional<JobKind> Loader::load_job_kind(const json& v, const std::string& pointer) {
   std::optional<JobKind> kind;
   if (const json* k = require(v, pointer, "kind", "one of: group, fetch, reconcile, publish, call")) {
     if (auto i = read_name(*k, child(pointer, "kind"), to_vector(kJobKindNames), "job kind")) {
@@ -1207,7 +1225,10 @@ void Loader::load_job(const json& v, const std::string& pointer) {
   }
   for (const auto& key : allowed) elsewhere.erase(key);
   check_keys(v, pointer, allowed, elsewhere);
+  return kind;
+}
 
+void Loader::load_job_id(const json& v, const std::string& pointer, JobSpec& job) {
   if (const json* id = require(v, pointer, "id", "the job id")) {
     if (auto s = read_identifier(*id, child(pointer, "id"), "job id")) {
       if (std::find(job_ids_.begin(), job_ids_.end(), *s) != job_ids_.end()) {
@@ -1218,6 +1239,9 @@ void Loader::load_job(const json& v, const std::string& pointer) {
       }
     }
   }
+}
+
+void Loader::load_job_schedule(const json& v, const std::string& pointer, JobSpec& job) {
   if (const json* s = require(v, pointer, "schedule", "a cron expression")) {
     const std::string at = child(pointer, "schedule");
     if (auto text = read_string(*s, at, "a cron expression")) {
@@ -1247,6 +1271,11 @@ void Loader::load_job(const json& v, const std::string& pointer) {
       }
     }
   }
+}
+
+// The keys every kind shares: policy, side effects, idempotency key, note.
+void Loader::load_job_common(const json& v, const std::string& pointer,
+                             std::optional<JobKind> kind, JobSpec& job) {
   if (const json* p = field(v, "retry_policy")) job.retry_policy = *p;
   if (kind) job.side_effects = default_side_effects(*kind);
   if (const json* s = field(v, "side_effects")) {
@@ -1268,33 +1297,18 @@ void Loader::load_job(const json& v, const std::string& pointer) {
   if (const json* n = field(v, "note")) {
     if (auto s = read_string(*n, child(pointer, "note"))) job.note = *s;
   }
+}
 
-  if (!kind) return;
-  job.kind = *kind;
+// The kind's own keys.
+void Loader::load_job_params(const json& v, const std::string& pointer, JobSpec& job) {
   const std::string who = fmt::format("job '{}'", job.id.empty() ? pointer : job.id);
-  switch (*kind) {
+  switch (job.kind) {
     case JobKind::group:
       load_group(v, pointer, job);
       break;
-    case JobKind::fetch: {
-      if (const json* s = field(v, "service")) {
-        const std::string at = child(pointer, "service");
-        if (read_name(*s, at, {"brokerage"}, "fetch service")) {
-          require_service(ServiceKind::brokerage, at, who);
-        }
-      } else {
-        require_service(ServiceKind::brokerage, pointer, who);
-      }
-      if (const json* r = field(v, "requests")) {
-        if (auto n = read_int(*r, child(pointer, "requests"), 1, 1000)) {
-          job.requests = static_cast<int>(*n);
-        }
-      }
-      if (const json* p = field(v, "parallel")) {
-        if (auto b = read_bool(*p, child(pointer, "parallel"))) job.parallel = *b;
-      }
+    case JobKind::fetch:
+      load_fetch(v, pointer, job, who);
       break;
-    }
     case JobKind::reconcile:
       load_reconcile(v, pointer, job);
       break;
@@ -1309,7 +1323,26 @@ void Loader::load_job(const json& v, const std::string& pointer) {
       }
       break;
   }
-  scenario_.jobs.push_back(std::move(job));
+}
+
+void Loader::load_fetch(const json& v, const std::string& pointer, JobSpec& job,
+                        const std::string& who) {
+  if (const json* s = field(v, "service")) {
+    const std::string at = child(pointer, "service");
+    if (read_name(*s, at, {"brokerage"}, "fetch service")) {
+      require_service(ServiceKind::brokerage, at, who);
+    }
+  } else {
+    require_service(ServiceKind::brokerage, pointer, who);
+  }
+  if (const json* r = field(v, "requests")) {
+    if (auto n = read_int(*r, child(pointer, "requests"), 1, 1000)) {
+      job.requests = static_cast<int>(*n);
+    }
+  }
+  if (const json* p = field(v, "parallel")) {
+    if (auto b = read_bool(*p, child(pointer, "parallel"))) job.parallel = *b;
+  }
 }
 
 void Loader::load_group(const json& v, const std::string& pointer, JobSpec& job) {
