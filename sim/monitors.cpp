@@ -683,6 +683,7 @@ std::optional<Violation> MonitorSet::observe(const TraceEvent& e, std::size_t i)
   check_items(e, i, out);
   check_retry_window(e, i, out);
   check_never_runs(e, i, out);
+  check_slot_due_at_firing(e, i, out);
   check_group_verdict(e, i, out);
   track_recovery(e, i);
   track_slots(e, i);
@@ -1521,6 +1522,18 @@ void MonitorSet::check_never_runs(const TraceEvent& e, std::size_t i, Found& out
                  fmt::format("job {}: its schedule override is set but empty, so it must never "
                              "run, yet slot {} was queued",
                              e.job, slot_text(e.slot))});
+}
+
+// schedule_kept, from the queue's own record: a regular slot is queued due
+// at its firing (its `slot`), whatever the core logs about it; a slot queued
+// due at another instant is not the schedule's.
+void MonitorSet::check_slot_due_at_firing(const TraceEvent& e, std::size_t i, Found& out) {
+  if (e.type != "queue_add" || e.str("kind") != "regular" || !e.flag("added") || !e.slot) return;
+  const auto ready = parse_instant(e.str("ready_at"));
+  if (!ready.ok() || *ready == *e.slot) return;
+  out.push_back({"schedule_kept", i, e.t,
+                 fmt::format("job {}: slot {} was queued due at {}, not at its firing", e.job,
+                             slot_text(e.slot), format_instant(*ready))});
 }
 
 // nothing_lost, the recovery notice (docs/semantics.md §4): after a failure

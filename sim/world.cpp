@@ -78,6 +78,7 @@ std::string state_file_path(StateFile file) {
 // What one worker process owns; destroyed by a crash: the worker model/
 // assembles (model/worker.hpp).
 struct WorkerMemory {
+  WorkerPortWrappers wrappers;  // declared first: the worker refers to them
   std::unique_ptr<Worker> worker;
 };
 
@@ -534,7 +535,12 @@ void World::boot(Simulator& sim, ProcessId process) {
       };
     }
   }
-  auto worker = Worker::open(WorkerPorts{sim.clock(), queue_, disk_, services_, messenger_, log_,
+  WorkerPortWrappers wrappers;
+  if (options_.worker_ports) wrappers = options_.worker_ports(queue_, messenger_, disk_);
+  JobQueue& queue = wrappers.queue ? *wrappers.queue : static_cast<JobQueue&>(queue_);
+  Notifier& notifier = wrappers.notifier ? *wrappers.notifier : static_cast<Notifier&>(messenger_);
+  Disk& disk = wrappers.disk ? *wrappers.disk : static_cast<Disk&>(disk_);
+  auto worker = Worker::open(WorkerPorts{sim.clock(), queue, disk, services_, notifier, log_,
                                          sim.rng(), scenario_.env},
                              job_configs_of(scenario_.jobs), std::move(options), kinds);
   if (!worker.ok()) {
@@ -542,6 +548,7 @@ void World::boot(Simulator& sim, ProcessId process) {
     return;  // a disk fault killed the process here; the world reboots it
   }
   WorkerMemory& memory = sim.emplace_memory<WorkerMemory>(process);
+  memory.wrappers = std::move(wrappers);
   memory.worker = std::move(worker).value();
   sim.spawn(process,
             run_scheduler(*memory.worker,

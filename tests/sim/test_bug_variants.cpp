@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include "model/time.hpp"
 #include "sim/world.hpp"
 #include "sim/orchestrator.hpp"
 #include "sim/report.hpp"
@@ -190,6 +191,90 @@ TEST(LyingCores, LocklessPipelineStoreBreaksStateDurable) {
   EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
   EXPECT_EQ(fired(r.variant), std::set<std::string>{"state_durable"})
       << "a store written without its lock passed; variant run:\n"
+      << describe(r.variant);
+}
+
+// --- Lying ports: the scheduler logs what the rule wants, the worker's queue
+// or notifier port does something else (tests/variants/lying_cores.hpp). Each
+// runs on a small scenario written here, with exact timings.
+
+// One daily group job at 10:00 (one task, one target), BullMQ attempts 3 with
+// a fixed 10 min backoff, and `faults` (a JSON array).
+Scenario digest_scenario(const std::string& faults) {
+  const std::string text = R"({
+    "format": 1, "scenario": "lying-port",
+    "start": "2026-12-07T09:30:00Z", "until": "2026-12-07T11:00:00Z",
+    "services": {"model-api": {}, "messenger": {"targets": ["team"]}},
+    "jobs": [{"id": "digest", "kind": "group", "schedule": "0 10 * * *",
+              "retry_policy": {"attempts": 3, "backoff": {"type": "fixed", "delay": "10m"}},
+              "tasks": [{"id": "t", "produces": "summary"}], "targets": ["team"]}],
+    "faults": )" + faults + "}";
+  auto loaded = load_scenario_json(text, "lying-port.json");
+  EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : loaded.error().message);
+  return loaded.ok() ? std::move(loaded).value() : Scenario{};
+}
+
+Pair run_both(Scenario scenario, WorkerPortsDecorator decorator) {
+  Pair out{std::move(scenario), {}, {}};
+  auto core = run_scenario(out.scenario, RunOptions{});
+  EXPECT_TRUE(core.ok()) << (core.ok() ? "" : core.error().message);
+  if (core.ok()) out.core = std::move(core).value();
+  RunOptions options;
+  options.worker_ports = std::move(decorator);
+  auto variant = run_scenario(out.scenario, options);
+  EXPECT_TRUE(variant.ok()) << (variant.ok() ? "" : variant.error().message);
+  if (variant.ok()) out.variant = std::move(variant).value();
+  return out;
+}
+
+WorkerPortsDecorator lying_queue(variants::QueueLie lie, DurationMs shift_ms) {
+  return [lie, shift_ms](JobQueue& queue, Notifier&, Disk&) {
+    WorkerPortWrappers w;
+    w.queue = variants::make_lying_queue(queue, lie, shift_ms);
+    return w;
+  };
+}
+
+// Quota exhausted 09:59:30 to 10:14:30: the 10:00 run fails, the policy's
+// retry is due 10:10 (fails again), the next 10:20 (succeeds). The lying
+// queue receives them due 10:08 and 10:16 while retry_scheduled still says
+// 10:10: retries_bounded reads the queue's ready_at (8 min, outside [10 min,
+// 10 min]).
+TEST(LyingCores, RetryQueuedEarlierThanLoggedBreaksRetriesBounded) {
+  Pair r = run_both(
+      digest_scenario(R"([{"at": "2026-12-07T09:59:30Z", "for": "15m", "kind": "quota_exhausted"}])"),
+      lying_queue(variants::QueueLie::shorter_retries, 2 * kMinuteMs));
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(r.core.tallies["jobs"]["digest"]["retries"], 2) << r.core.tallies.dump();
+  EXPECT_EQ(fired(r.variant), std::set<std::string>{"retries_bounded"})
+      << "a retry queued earlier than its logged delay passed; variant run:\n"
+      << describe(r.variant);
+}
+
+// No fault: the 10:00 slot is queued due 10:05 while the core logs slot_due
+// 10:00 and next_run_at tomorrow 10:00: schedule_kept reads the queue's own
+// record (a regular slot is due at its firing).
+TEST(LyingCores, SlotQueuedAtAnotherTimeBreaksScheduleKept) {
+  Pair r = run_both(digest_scenario("[]"),
+                    lying_queue(variants::QueueLie::late_slots, 5 * kMinuteMs));
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(fired(r.variant), std::set<std::string>{"schedule_kept"})
+      << "a slot queued off its firing passed; variant run:\n"
+      << describe(r.variant);
+}
+
+// No fault: the 10:00 slot's delivery reaches the messenger twice, with no
+// crash in between, while the core logs and records one delivery:
+// no_duplicate_delivery counts the messenger's message_delivered.
+TEST(LyingCores, DeliverySentTwiceBreaksNoDuplicateDelivery) {
+  Pair r = run_both(digest_scenario("[]"), [](JobQueue&, Notifier& notifier, Disk&) {
+    WorkerPortWrappers w;
+    w.notifier = variants::make_double_delivery_notifier(notifier);
+    return w;
+  });
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(fired(r.variant), std::set<std::string>{"no_duplicate_delivery"})
+      << "a delivery sent twice passed; variant run:\n"
       << describe(r.variant);
 }
 
