@@ -517,6 +517,7 @@ void World::boot(Simulator& sim, ProcessId process) {
   options.ops_target = ops_target();
   options.concurrency = scenario_.queue.concurrency;
   options.start_ms = scenario_.start_ms;
+  options.store_decorator = options_.store_decorator;
   // The core's job kinds; a test's factory goes first where it gives a
   // runner (a deliberately faulty variant), the core's factory otherwise.
   JobKinds kinds = job_kinds();

@@ -49,6 +49,7 @@
 #include "model/job_state.hpp"
 #include "model/ports.hpp"
 #include "model/result.hpp"
+#include "model/state_store.hpp"
 #include "model/time.hpp"
 #include "model/token_client.hpp"
 #include "sim/monitors.hpp"
@@ -130,6 +131,9 @@ struct RunOptions {
   std::uint64_t progress_every_events = 200'000;
   RunnerFactory runner_factory;
   WorkerPortsDecorator worker_ports;  // empty: the worker uses the world's own ports
+  // Passed to the worker as WorkerOptions::store_decorator (model/worker.hpp):
+  // what stands between the worker and its state store. Empty: nothing.
+  std::function<std::unique_ptr<JobStateStore>(StateStore& store, Disk& disk)> store_decorator;
   // Stop at the first unexpected violation. Off by default: a run goes on to
   // `until` and records every violation (up to max_violations), so that one
   // run shows everything that went wrong. Invariants listed in
