@@ -265,6 +265,20 @@ TEST(LyingCores, RetryQueuedEarlierThanLoggedBreaksRetriesBounded) {
   EXPECT_TRUE(fired_on(r.variant, "retries_bounded", "queue_add")) << describe(r.variant);
 }
 
+// Quota exhausted 09:59:30 to 10:59:30: 10:00, 10:10 and 10:20 fail and the
+// budget (2 retries) is spent at 10:20 (retry_exhausted). The lying queue
+// then receives a third retry, due 10:30, that the core never logs:
+// retries_bounded reads the queue's own record.
+TEST(LyingCores, RetryQueuedButNeverLoggedBreaksRetriesBounded) {
+  Pair r = run_both(
+      digest_scenario(R"([{"at": "2026-12-07T09:59:30Z", "for": "1h", "kind": "quota_exhausted"}])"),
+      lying_queue(variants::QueueLie::unlogged_retry, 10 * kMinuteMs));
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(r.core.tallies["jobs"]["digest"]["retries"], 2) << r.core.tallies.dump();
+  EXPECT_EQ(fired(r.variant), std::set<std::string>{"retries_bounded"}) << describe(r.variant);
+  EXPECT_TRUE(fired_on(r.variant, "retries_bounded", "queue_add")) << describe(r.variant);
+}
+
 // No fault: the 10:00 slot is queued due 10:05 while the core logs slot_due
 // 10:00 and next_run_at tomorrow 10:00: schedule_kept reads the queue's own
 // record (a regular slot is due at its firing).

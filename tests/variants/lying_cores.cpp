@@ -1,6 +1,7 @@
 // Test-only lying variants of core components (issue 9 item 3).
 #include "tests/variants/lying_cores.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -127,6 +128,9 @@ class LyingQueue final : public JobQueue {
   }
   Result<std::vector<std::uint64_t>> finish(std::uint64_t id, QueueFinish finish) override {
     for (QueueEntrySpec& spec : finish.adds) spec = bend(spec);
+    if (lie_ == QueueLie::unlogged_retry && finish.adds.empty() && exhausts(finish)) {
+      if (auto extra = one_more_retry(id)) finish.adds.push_back(*extra);
+    }
     return inner_.finish(id, std::move(finish));
   }
   Status requeue(std::uint64_t id) override { return inner_.requeue(id); }
@@ -142,6 +146,27 @@ class LyingQueue final : public JobQueue {
   Result<bool> outbox_remove(std::uint64_t id) override { return inner_.outbox_remove(id); }
 
  private:
+  static bool exhausts(const QueueFinish& finish) {
+    for (const OutboxMessage& m : finish.outbox) {
+      if (m.payload.find("retry_exhausted") != std::string::npos) return true;
+    }
+    return false;
+  }
+  // The retry after the active entry `id`, `shift_ms` after its due time.
+  std::optional<QueueEntrySpec> one_more_retry(std::uint64_t id) {
+    auto active = inner_.list_active();
+    if (!active.ok()) return std::nullopt;
+    for (const QueueEntry& e : active.value()) {
+      if (e.id != id) continue;
+      QueueEntrySpec spec = e.spec;
+      spec.kind = RunKind::retry;
+      spec.attempt += 1;
+      spec.ready_at += shift_ms_;
+      return spec;
+    }
+    return std::nullopt;
+  }
+
   QueueEntrySpec bend(QueueEntrySpec spec) const {
     if (lie_ == QueueLie::shorter_retries && spec.kind == RunKind::retry) {
       spec.ready_at -= shift_ms_;

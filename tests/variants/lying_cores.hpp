@@ -52,8 +52,12 @@ std::unique_ptr<JobRunner> make_skip_as_failure_group_job(std::unique_ptr<JobRun
 //    scheduler chose (the log keeps the policy's delay): retries_bounded;
 //  - late_slots: every regular slot is queued due `shift_ms` after its
 //    firing (the log keeps the firing as the slot and next_run_at):
-//    schedule_kept.
-enum class QueueLie : unsigned char { shorter_retries, late_slots };
+//    schedule_kept;
+//  - unlogged_retry: when a run ends its budget (the finish carries a
+//    retry_exhausted notification and no retry), one more retry is queued,
+//    due `shift_ms` after the exhausted entry's due time; the core logs the
+//    exhaustion and never this retry: retries_bounded.
+enum class QueueLie : unsigned char { shorter_retries, late_slots, unlogged_retry };
 std::unique_ptr<JobQueue> make_lying_queue(JobQueue& inner, QueueLie lie, DurationMs shift_ms);
 
 // The worker's notifier port that sends every delivery message (kind
