@@ -93,7 +93,7 @@ struct SchedulerOptions {
 struct SchedulerPorts {
   Clock& clock;
   JobQueue& queue;
-  StateStore& store;
+  JobStateStore& store;
   Notifier& notifier;
   Log& log;
   RandomSource& random;
@@ -224,7 +224,7 @@ class Scheduler {
 
   Clock& clock_;
   JobQueue& queue_;
-  StateStore& store_;
+  JobStateStore& store_;
   Notifier& notifier_;
   Log& log_;
   RandomSource& random_;

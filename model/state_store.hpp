@@ -90,7 +90,22 @@ struct StoreHealth {
   bool ok() const noexcept { return kind == HealthKind::ok; }
 };
 
-class StateStore {
+// What the scheduler and the worker use of a retry state store: a port, so
+// that a decorator can stand between them and the store that owns the files
+// (WorkerOptions::store_decorator). StateStore below is the implementation.
+class JobStateStore {
+ public:
+  virtual ~JobStateStore() = default;
+  virtual Result<JobState> read(const std::string& job_id) = 0;
+  virtual Result<std::map<std::string, JobState>> read_all() = 0;
+  virtual Status update(const std::string& job_id,
+                        const std::function<void(JobState&)>& mutate) = 0;
+  virtual StoreHealth health() const = 0;
+  virtual const std::string& dir() const noexcept = 0;
+  virtual std::string journal_path() const = 0;
+};
+
+class StateStore final : public JobStateStore {
  public:
   static constexpr const char* kSnapshotName = "retry_state.json";
   static constexpr const char* kJournalName = "retry_state.journal";
@@ -105,9 +120,9 @@ class StateStore {
   static Result<StateStore> open(Disk& disk, std::string dir, StoreOptions options = {});
 
   // The job's state; a job never written yet is a fresh JobState with that id.
-  Result<JobState> read(const std::string& job_id);
+  Result<JobState> read(const std::string& job_id) override;
   // Every stored job, keyed by id.
-  Result<std::map<std::string, JobState>> read_all();
+  Result<std::map<std::string, JobState>> read_all() override;
 
   // Locked read-modify-write of one job: mutate sees the current state (fresh
   // if none) and changes it in place. The result is validated (ids cannot
@@ -118,18 +133,19 @@ class StateStore {
   // storage system): re-read before deciding to repeat it. mutate must not
   // call back into a store on the same directory (the lock is not
   // re-entrant).
-  Status update(const std::string& job_id, const std::function<void(JobState&)>& mutate);
+  Status update(const std::string& job_id,
+                const std::function<void(JobState&)>& mutate) override;
 
   // Folds the journal into a new snapshot now.
   Status compact();
 
-  StoreHealth health() const;
+  StoreHealth health() const override;
 
   // The sequence number of the last update this object has seen.
   std::uint64_t sequence() const noexcept { return seq_; }
-  const std::string& dir() const noexcept { return dir_; }
+  const std::string& dir() const noexcept override { return dir_; }
   std::string snapshot_path() const;
-  std::string journal_path() const;
+  std::string journal_path() const override;
   std::string lock_path() const;
 
  private:

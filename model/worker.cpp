@@ -9,7 +9,7 @@
 
 namespace rehearse {
 
-void record_config_error(StateStore& store, const std::string& job_id, const std::string& error,
+void record_config_error(JobStateStore& store, const std::string& job_id, const std::string& error,
                          TimeMs now) {
   if (!store.health().ok()) return;
   auto current = store.read(job_id);
@@ -61,6 +61,9 @@ Result<std::unique_ptr<Worker>> Worker::open(WorkerPorts ports, std::vector<JobC
   std::unique_ptr<Worker> worker(new Worker(ports, std::move(jobs), std::move(options)));
   Worker& w = *worker;
   w.store_.emplace(std::move(store).value());
+  if (w.options_.store_decorator) {
+    w.decorated_store_ = w.options_.store_decorator(*w.store_, ports.disk);
+  }
   w.ledger_.emplace(std::move(ledger).value());
   w.token_client_ = std::make_unique<TokenClient>(ports.clock, ports.services, ports.log);
   w.job_ports_ = std::make_unique<JobPorts>(JobPorts{ports.clock, ports.services, ports.notifier,
@@ -75,7 +78,7 @@ Result<std::unique_ptr<Worker>> Worker::open(WorkerPorts ports, std::vector<JobC
   scheduler_options.ops_target = w.options_.ops_target;
   scheduler_options.start_ms = w.options_.start_ms;
   w.scheduler_ = std::make_unique<Scheduler>(
-      SchedulerPorts{ports.clock, ports.queue, *w.store_, ports.notifier, ports.log, ports.random,
+      SchedulerPorts{ports.clock, ports.queue, w.states(), ports.notifier, ports.log, ports.random,
                      &*w.ledger_},
       std::move(scheduled), scheduler_options);
   return worker;
@@ -87,7 +90,7 @@ void Worker::refuse_job(const JobConfig& job, const char* event, const Error& er
   ports_.log.error(event, {{"job_id", job.id},
                            {"failure_class", to_string(FailureClass::config)},
                            {"error", error.describe()}});
-  record_config_error(*store_, job.id, error.describe(), ports_.clock.now());
+  record_config_error(states(), job.id, error.describe(), ports_.clock.now());
   config_errors_.emplace_back(job.id, error.describe());
 }
 

@@ -62,12 +62,18 @@ struct WorkerOptions {
   int concurrency = 1;
   DurationMs misfire_grace_ms = 0;
   std::optional<TimeMs> start_ms;  // the schedules' origin (empty: now at boot)
+  // Stands between the worker (scheduler, config errors) and the state store
+  // it opened: called once per open with that store and the process's disk,
+  // its result is what the worker uses (it must outlive nothing but the
+  // Worker, which owns it). Empty: the store itself. A port for a decorator
+  // (e.g. a store with extra duties, or a test's faulty variant).
+  std::function<std::unique_ptr<JobStateStore>(StateStore& store, Disk& disk)> store_decorator;
 };
 
 // The job's state shows a config error (docs/semantics.md §3): failed, class
 // config, manual_review, last_error = error. Never over a corrupt store, and
 // not again when the state already says exactly that.
-void record_config_error(StateStore& store, const std::string& job_id, const std::string& error,
+void record_config_error(JobStateStore& store, const std::string& job_id, const std::string& error,
                          TimeMs now);
 
 // A job's schedule and policy as the worker derives them (no I/O).
@@ -110,6 +116,10 @@ class Worker {
   std::vector<JobConfig> jobs_;
   WorkerOptions options_;
   std::optional<StateStore> store_;
+  std::unique_ptr<JobStateStore> decorated_store_;  // store_decorator's, if any
+  JobStateStore& states() noexcept {
+    return decorated_store_ ? *decorated_store_ : static_cast<JobStateStore&>(*store_);
+  }
   std::optional<DeliveryLedger> ledger_;
   std::unique_ptr<TokenClient> token_client_;
   std::unique_ptr<JobPorts> job_ports_;

@@ -683,6 +683,7 @@ std::optional<Violation> MonitorSet::observe(const TraceEvent& e, std::size_t i)
   check_items(e, i, out);
   check_retry_window(e, i, out);
   check_never_runs(e, i, out);
+  check_slot_due_at_firing(e, i, out);
   check_group_verdict(e, i, out);
   track_recovery(e, i);
   track_slots(e, i);
@@ -1428,6 +1429,13 @@ void MonitorSet::check_retry_window(const TraceEvent& e, std::size_t i, Found& o
   const auto ready = parse_instant(e.str("ready_at"));
   if (!ready.ok()) return;
   const int n = (per_slot ? s.scheduled : j->episode_scheduled) + 1;
+  if (n > j->policy.retries_max) {
+    out.push_back({"retries_bounded", i, e.t,
+                   fmt::format("job {} slot {}: retry {} queued, beyond the policy's {} ({})",
+                               e.job, slot_text(e.slot), n, j->policy.retries_max,
+                               per_slot ? "per_slot" : "per_episode")});
+    return;
+  }
   const DurationMs delay = *ready - e.t;
   const DurationMs lo = j->policy.min_delay_ms(n);
   const DurationMs hi = j->policy.max_delay_ms(n);
@@ -1521,6 +1529,25 @@ void MonitorSet::check_never_runs(const TraceEvent& e, std::size_t i, Found& out
                  fmt::format("job {}: its schedule override is set but empty, so it must never "
                              "run, yet slot {} was queued",
                              e.job, slot_text(e.slot))});
+}
+
+// schedule_kept, from the queue's own record, whatever the core logs about
+// the slot: a regular slot is a firing of the effective schedule (the
+// monitor's own matcher), queued due at that firing.
+void MonitorSet::check_slot_due_at_firing(const TraceEvent& e, std::size_t i, Found& out) {
+  if (e.type != "queue_add" || e.str("kind") != "regular" || !e.flag("added") || !e.slot) return;
+  const JobWatch* j = job_watch(e.job);
+  if (j != nullptr && j->cron && j->cron->between(*e.slot - 1, *e.slot, 1).empty()) {
+    out.push_back({"schedule_kept", i, e.t,
+                   fmt::format("job {}: slot {} was queued, but the schedule does not fire then",
+                               e.job, slot_text(e.slot))});
+    return;
+  }
+  const auto ready = parse_instant(e.str("ready_at"));
+  if (!ready.ok() || *ready == *e.slot) return;
+  out.push_back({"schedule_kept", i, e.t,
+                 fmt::format("job {}: slot {} was queued due at {}, not at its firing", e.job,
+                             slot_text(e.slot), format_instant(*ready))});
 }
 
 // nothing_lost, the recovery notice (docs/semantics.md §4): after a failure

@@ -173,6 +173,7 @@ class MonitorSet {
   void check_token_reuse(const TraceEvent& e, std::size_t i, Found& out);
   void check_retry_window(const TraceEvent& e, std::size_t i, Found& out);
   void check_never_runs(const TraceEvent& e, std::size_t i, Found& out);
+  void check_slot_due_at_firing(const TraceEvent& e, std::size_t i, Found& out);
   void track_recovery(const TraceEvent& e, std::size_t i);
   void check_secrets(std::string_view text, std::size_t i, TimeMs t, const char* what, Found& out);
   void unchecked(std::string invariant, std::string subject, std::string why);

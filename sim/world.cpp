@@ -78,6 +78,7 @@ std::string state_file_path(StateFile file) {
 // What one worker process owns; destroyed by a crash: the worker model/
 // assembles (model/worker.hpp).
 struct WorkerMemory {
+  WorkerPortWrappers wrappers;  // declared first: the worker refers to them
   std::unique_ptr<Worker> worker;
 };
 
@@ -516,6 +517,7 @@ void World::boot(Simulator& sim, ProcessId process) {
   options.ops_target = ops_target();
   options.concurrency = scenario_.queue.concurrency;
   options.start_ms = scenario_.start_ms;
+  options.store_decorator = options_.store_decorator;
   // The core's job kinds; a test's factory goes first where it gives a
   // runner (a deliberately faulty variant), the core's factory otherwise.
   JobKinds kinds = job_kinds();
@@ -534,7 +536,12 @@ void World::boot(Simulator& sim, ProcessId process) {
       };
     }
   }
-  auto worker = Worker::open(WorkerPorts{sim.clock(), queue_, disk_, services_, messenger_, log_,
+  WorkerPortWrappers wrappers;
+  if (options_.worker_ports) wrappers = options_.worker_ports(queue_, messenger_, disk_);
+  JobQueue& queue = wrappers.queue ? *wrappers.queue : static_cast<JobQueue&>(queue_);
+  Notifier& notifier = wrappers.notifier ? *wrappers.notifier : static_cast<Notifier&>(messenger_);
+  Disk& disk = wrappers.disk ? *wrappers.disk : static_cast<Disk&>(disk_);
+  auto worker = Worker::open(WorkerPorts{sim.clock(), queue, disk, services_, notifier, log_,
                                          sim.rng(), scenario_.env},
                              job_configs_of(scenario_.jobs), std::move(options), kinds);
   if (!worker.ok()) {
@@ -542,6 +549,7 @@ void World::boot(Simulator& sim, ProcessId process) {
     return;  // a disk fault killed the process here; the world reboots it
   }
   WorkerMemory& memory = sim.emplace_memory<WorkerMemory>(process);
+  memory.wrappers = std::move(wrappers);
   memory.worker = std::move(worker).value();
   sim.spawn(process,
             run_scheduler(*memory.worker,

@@ -44,10 +44,12 @@
 #include "sim/sim_services.hpp"
 // (then the rest, in order)
 #include "model/disk.hpp"
+#include "model/job_queue.hpp"
 #include "model/job_runner.hpp"
 #include "model/job_state.hpp"
 #include "model/ports.hpp"
 #include "model/result.hpp"
+#include "model/state_store.hpp"
 #include "model/time.hpp"
 #include "model/token_client.hpp"
 #include "sim/monitors.hpp"
@@ -99,6 +101,20 @@ Result<std::unique_ptr<JobRunner>> make_default_runner(const JobSpec& job, Runne
 bool world_supports(JobKind kind) noexcept;
 bool world_supports(FaultKind kind) noexcept;
 
+// What a test may put between the worker process and the world's queue,
+// messenger and disk: decorators over those ports (each null: the world's own
+// object). Built at every boot, before the worker opens, and kept in the
+// process's memory (a crash destroys them with the worker). A TEST target
+// uses this to plug in a core component that lies (tests/variants/): the
+// world's own objects still record what really reached them.
+struct WorkerPortWrappers {
+  std::unique_ptr<JobQueue> queue;
+  std::unique_ptr<Notifier> notifier;
+  std::unique_ptr<Disk> disk;
+};
+using WorkerPortsDecorator =
+    std::function<WorkerPortWrappers(JobQueue& queue, Notifier& notifier, Disk& disk)>;
+
 struct RunProgress {
   TimeMs now_ms = 0;
   TimeMs start_ms = 0;
@@ -114,6 +130,10 @@ struct RunOptions {
   std::function<void(const RunProgress&)> progress;
   std::uint64_t progress_every_events = 200'000;
   RunnerFactory runner_factory;
+  WorkerPortsDecorator worker_ports;  // empty: the worker uses the world's own ports
+  // Passed to the worker as WorkerOptions::store_decorator (model/worker.hpp):
+  // what stands between the worker and its state store. Empty: nothing.
+  std::function<std::unique_ptr<JobStateStore>(StateStore& store, Disk& disk)> store_decorator;
   // Stop at the first unexpected violation. Off by default: a run goes on to
   // `until` and records every violation (up to max_violations), so that one
   // run shows everything that went wrong. Invariants listed in

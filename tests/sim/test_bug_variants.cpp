@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include "model/time.hpp"
 #include "sim/world.hpp"
 #include "sim/orchestrator.hpp"
 #include "sim/report.hpp"
@@ -37,6 +38,19 @@ std::set<std::string> fired(const ScenarioRunResult& run) {
   std::set<std::string> names;
   for (const Violation& v : run.violations) names.insert(v.invariant);
   return names;
+}
+
+// Whether `invariant` fired on an event of type `type` (a world fact such as
+// the queue's queue_add or the messenger's message_delivered), not only on
+// one the core logged.
+bool fired_on(const ScenarioRunResult& run, const std::string& invariant, const std::string& type) {
+  for (const Violation& v : run.all_violations) {
+    if (v.invariant == invariant && v.event_index < run.trace.events().size() &&
+        run.trace.events()[v.event_index].type == type) {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::string describe(const ScenarioRunResult& run) {
@@ -191,6 +205,225 @@ TEST(LyingCores, LocklessPipelineStoreBreaksStateDurable) {
   EXPECT_EQ(fired(r.variant), std::set<std::string>{"state_durable"})
       << "a store written without its lock passed; variant run:\n"
       << describe(r.variant);
+}
+
+// --- Lying ports: the scheduler logs what the rule wants, the worker's queue
+// or notifier port does something else (tests/variants/lying_cores.hpp). Each
+// runs on a small scenario written here, with exact timings.
+
+// One daily group job at 10:00 (one task, one target), BullMQ attempts 3 with
+// a fixed 10 min backoff, and `faults` (a JSON array).
+Scenario digest_scenario(const std::string& faults) {
+  const std::string text = R"({
+    "format": 1, "scenario": "lying-port",
+    "start": "2026-12-07T09:30:00Z", "until": "2026-12-07T11:00:00Z",
+    "services": {"model-api": {}, "messenger": {"targets": ["team"]}},
+    "jobs": [{"id": "digest", "kind": "group", "schedule": "0 10 * * *",
+              "retry_policy": {"attempts": 3, "backoff": {"type": "fixed", "delay": "10m"}},
+              "tasks": [{"id": "t", "produces": "summary"}], "targets": ["team"]}],
+    "faults": )" + faults + "}";
+  auto loaded = load_scenario_json(text, "lying-port.json");
+  EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : loaded.error().message);
+  return loaded.ok() ? std::move(loaded).value() : Scenario{};
+}
+
+Pair run_both(Scenario scenario, WorkerPortsDecorator decorator) {
+  Pair out{std::move(scenario), {}, {}};
+  auto core = run_scenario(out.scenario, RunOptions{});
+  EXPECT_TRUE(core.ok()) << (core.ok() ? "" : core.error().message);
+  if (core.ok()) out.core = std::move(core).value();
+  RunOptions options;
+  options.worker_ports = std::move(decorator);
+  auto variant = run_scenario(out.scenario, options);
+  EXPECT_TRUE(variant.ok()) << (variant.ok() ? "" : variant.error().message);
+  if (variant.ok()) out.variant = std::move(variant).value();
+  return out;
+}
+
+WorkerPortsDecorator lying_queue(variants::QueueLie lie, DurationMs shift_ms) {
+  return [lie, shift_ms](JobQueue& queue, Notifier&, Disk&) {
+    WorkerPortWrappers w;
+    w.queue = variants::make_lying_queue(queue, lie, shift_ms);
+    return w;
+  };
+}
+
+// Quota exhausted 09:59:30 to 10:14:30: the 10:00 run fails, the policy's
+// retry is due 10:10 (fails again), the next 10:20 (succeeds). The lying
+// queue receives them due 10:08 and 10:16 while retry_scheduled still says
+// 10:10: retries_bounded reads the queue's ready_at (8 min, outside [10 min,
+// 10 min]).
+TEST(LyingCores, RetryQueuedEarlierThanLoggedBreaksRetriesBounded) {
+  Pair r = run_both(
+      digest_scenario(R"([{"at": "2026-12-07T09:59:30Z", "for": "15m", "kind": "quota_exhausted"}])"),
+      lying_queue(variants::QueueLie::shorter_retries, 2 * kMinuteMs));
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(r.core.tallies["jobs"]["digest"]["retries"], 2) << r.core.tallies.dump();
+  EXPECT_EQ(fired(r.variant), std::set<std::string>{"retries_bounded"})
+      << "a retry queued earlier than its logged delay passed; variant run:\n"
+      << describe(r.variant);
+  EXPECT_TRUE(fired_on(r.variant, "retries_bounded", "queue_add")) << describe(r.variant);
+}
+
+// Quota exhausted 09:59:30 to 10:59:30: 10:00, 10:10 and 10:20 fail and the
+// budget (2 retries) is spent at 10:20 (retry_exhausted). The lying queue
+// then receives a third retry, due 10:30, that the core never logs:
+// retries_bounded reads the queue's own record.
+TEST(LyingCores, RetryQueuedButNeverLoggedBreaksRetriesBounded) {
+  Pair r = run_both(
+      digest_scenario(R"([{"at": "2026-12-07T09:59:30Z", "for": "1h", "kind": "quota_exhausted"}])"),
+      lying_queue(variants::QueueLie::unlogged_retry, 10 * kMinuteMs));
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(r.core.tallies["jobs"]["digest"]["retries"], 2) << r.core.tallies.dump();
+  EXPECT_EQ(fired(r.variant), std::set<std::string>{"retries_bounded"}) << describe(r.variant);
+  EXPECT_TRUE(fired_on(r.variant, "retries_bounded", "queue_add")) << describe(r.variant);
+}
+
+// No fault: the 10:00 slot is queued due 10:05 while the core logs slot_due
+// 10:00 and next_run_at tomorrow 10:00: schedule_kept reads the queue's own
+// record (a regular slot is due at its firing).
+TEST(LyingCores, SlotQueuedAtAnotherTimeBreaksScheduleKept) {
+  Pair r = run_both(digest_scenario("[]"),
+                    lying_queue(variants::QueueLie::late_slots, 5 * kMinuteMs));
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(fired(r.variant), std::set<std::string>{"schedule_kept"})
+      << "a slot queued off its firing passed; variant run:\n"
+      << describe(r.variant);
+  EXPECT_TRUE(fired_on(r.variant, "schedule_kept", "queue_add")) << describe(r.variant);
+}
+
+// No fault: the 10:00 slot's delivery reaches the messenger twice, with no
+// crash in between, while the core logs and records one delivery:
+// no_duplicate_delivery counts the messenger's message_delivered.
+TEST(LyingCores, DeliverySentTwiceBreaksNoDuplicateDelivery) {
+  Pair r = run_both(digest_scenario("[]"), [](JobQueue&, Notifier& notifier, Disk&) {
+    WorkerPortWrappers w;
+    w.notifier = variants::make_double_delivery_notifier(notifier);
+    return w;
+  });
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(fired(r.variant), std::set<std::string>{"no_duplicate_delivery"})
+      << "a delivery sent twice passed; variant run:\n"
+      << describe(r.variant);
+  EXPECT_TRUE(fired_on(r.variant, "no_duplicate_delivery", "message_delivered"))
+      << describe(r.variant);
+}
+
+// --- The seed 004 family: a store or scheduler that loses or bends the retry
+// bookkeeping (tests/variants/seed_bugs.hpp), between the core's scheduler and
+// the core's store through RunOptions::store_decorator.
+
+// One group job "job" (one task, one target) with `schedule`, `policy` and
+// `faults` (JSON), from 09:30 to `until`.
+Scenario store_scenario(const std::string& schedule, const std::string& policy,
+                        const std::string& faults, const std::string& until) {
+  const std::string text = R"({
+    "format": 1, "scenario": "seed-004",
+    "start": "2026-12-07T09:30:00Z", "until": ")" + until + R"(",
+    "services": {"model-api": {}, "messenger": {"targets": ["team"]}},
+    "jobs": [{"id": "job", "kind": "group", "schedule": ")" + schedule + R"(",
+              "retry_policy": )" + policy + R"(,
+              "tasks": [{"id": "t", "produces": "summary"}], "targets": ["team"]}],
+    "faults": )" + faults + "}";
+  auto loaded = load_scenario_json(text, "seed-004.json");
+  EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : loaded.error().message);
+  return loaded.ok() ? std::move(loaded).value() : Scenario{};
+}
+
+Pair run_with_store_bug(Scenario scenario, variants::StoreBug bug) {
+  Pair out{std::move(scenario), {}, {}};
+  auto core = run_scenario(out.scenario, RunOptions{});
+  EXPECT_TRUE(core.ok()) << (core.ok() ? "" : core.error().message);
+  if (core.ok()) out.core = std::move(core).value();
+  RunOptions options;
+  options.store_decorator = [bug](StateStore& store, Disk& disk) {
+    return variants::make_buggy_store(store, disk, bug);
+  };
+  auto variant = run_scenario(out.scenario, options);
+  EXPECT_TRUE(variant.ok()) << (variant.ok() ? "" : variant.error().message);
+  if (variant.ok()) out.variant = std::move(variant).value();
+  return out;
+}
+
+// (a) Daily 10:00, 2 retries 10 min apart, quota exhausted 09:59:30 to
+// 10:59:30, restart 10:15 (back 10:17). Core: 10:00 fails, retry 1 at 10:10
+// fails, retry 2 at 10:20 (from the durable queue) fails: exhausted. The
+// variant's scheduler boots with the counter at 0 and retries 10:30 and
+// 10:40 as well: 4 retries of a budget of 2.
+TEST(SeedBug004, StoreResettingCountersAtBootBreaksRetriesBounded) {
+  Pair r = run_with_store_bug(
+      store_scenario("0 10 * * *", R"({"max": 2, "backoff_sec": 600})",
+                     R"([{"at": "2026-12-07T09:59:30Z", "for": "1h", "kind": "quota_exhausted"},
+                         {"at": "2026-12-07T10:15:00Z", "kind": "restart", "down_for": "2m"}])",
+                     "2026-12-07T11:30:00Z"),
+      variants::StoreBug::reset_counters_at_boot);
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(r.core.tallies["jobs"]["job"]["retries"], 2) << r.core.tallies.dump();
+  EXPECT_EQ(fired(r.variant), (std::set<std::string>{"retries_bounded", "state_durable"}))
+      << describe(r.variant) << r.variant.tallies.dump();
+  // From the queue's own record: the third retry queued for a budget of 2
+  // (state_durable also fires, from the attempt the core announces).
+  EXPECT_TRUE(fired_on(r.variant, "retries_bounded", "queue_add")) << describe(r.variant);
+}
+
+// (b) Hourly, the state file overwritten with garbage at 10:30, restart at
+// 10:40 (back 10:42). The core's store fails closed and reports
+// state_corrupt; the variant removes the corrupt files at open and starts
+// empty.
+TEST(SeedBug004, StoreResettingItselfWhenCorruptBreaksStateDurable) {
+  Pair r = run_with_store_bug(
+      store_scenario("0 * * * *", R"({"max": 2, "backoff_sec": 300})",
+                     R"([{"at": "2026-12-07T10:30:00Z", "kind": "state_corrupted"},
+                         {"at": "2026-12-07T10:40:00Z", "kind": "restart", "down_for": "2m"}])",
+                     "2026-12-07T11:30:00Z"),
+      variants::StoreBug::reset_when_corrupt);
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(fired(r.variant), std::set<std::string>{"state_durable"})
+      << describe(r.variant) << r.variant.tallies.dump();
+  // From the disk's own records: the corrupt journal removed, then written.
+  EXPECT_TRUE(fired_on(r.variant, "state_durable", "disk_remove")) << describe(r.variant);
+}
+
+// (c) Hourly, a retry 10 min after a failure, quota exhausted 09:59:30 to
+// 10:04:30, restart 10:05 (back 10:07). The 10:00 run fails and its retry is
+// due 10:10; the variant also writes next_run_at = 10:10 (the core keeps
+// 11:00), so the booted scheduler hands out a slot at 10:10, which is no
+// firing of "0 * * * *".
+TEST(SeedBug004, RetryMovingNextRunAtBreaksScheduleKept) {
+  Pair r = run_with_store_bug(
+      store_scenario("0 * * * *", R"({"max": 2, "backoff_sec": 600})",
+                     R"([{"at": "2026-12-07T09:59:30Z", "for": "5m", "kind": "quota_exhausted"},
+                         {"at": "2026-12-07T10:05:00Z", "kind": "restart", "down_for": "2m"}])",
+                     "2026-12-07T11:30:00Z"),
+      variants::StoreBug::retry_moves_next_run_at);
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(fired(r.variant), std::set<std::string>{"schedule_kept"})
+      << describe(r.variant) << r.variant.tallies.dump();
+  // From the queue's own record: a regular slot at no firing.
+  EXPECT_TRUE(fired_on(r.variant, "schedule_kept", "queue_add")) << describe(r.variant);
+}
+
+// (d) Hourly, exponential backoff from 5 min, quota exhausted 09:59:30 to
+// 10:02:30 and 10:59:30 to 11:02:30, restart 10:30 (back 10:32). 10:00 fails,
+// retry 1 at 10:05 succeeds (the counter must go back to 0; the variant keeps
+// 1 on disk), so after the restart the 11:00 failure's retry is the variant's
+// second (due 11:10) instead of a first (due 11:05).
+TEST(SeedBug004, SuccessKeepingTheCounterBreaksRetriesBounded) {
+  Pair r = run_with_store_bug(
+      store_scenario("0 * * * *", R"({"max": 3, "backoff": {"type": "exponential", "delay": "5m"}})",
+                     R"([{"at": "2026-12-07T09:59:30Z", "for": "3m", "kind": "quota_exhausted"},
+                         {"at": "2026-12-07T10:30:00Z", "kind": "restart", "down_for": "2m"},
+                         {"at": "2026-12-07T10:59:30Z", "for": "3m", "kind": "quota_exhausted"}])",
+                     "2026-12-07T11:30:00Z"),
+      variants::StoreBug::success_keeps_counter);
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(r.core.tallies["jobs"]["job"]["retries"], 2) << r.core.tallies.dump();
+  EXPECT_EQ(fired(r.variant), (std::set<std::string>{"retries_bounded", "state_durable"}))
+      << describe(r.variant) << r.variant.tallies.dump();
+  // From the queue's own record: the first retry of the new episode queued
+  // 10 min after its failure, outside the policy's window for a first retry
+  // (state_durable also fires, from the attempt the core announces).
+  EXPECT_TRUE(fired_on(r.variant, "retries_bounded", "queue_add")) << describe(r.variant);
 }
 
 }  // namespace

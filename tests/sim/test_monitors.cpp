@@ -620,14 +620,35 @@ TEST(ScheduleKept, FiresWhenAJobWithAnEmptyOverrideIsQueued) {
   sc.env["EMPTY"] = "";
   sc.jobs[1].schedule_env = "EMPTY";
   Script s;
-  s.add("queue_add", "2026-03-02T09:35:00Z", "hourly", "2026-03-02T09:35:00Z",
-        {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T09:35:00Z"}});
+  s.add("queue_add", "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
+        {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T10:00:00Z"}});
   const auto bad = s.add("queue_add", "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
                          {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T10:30:00Z"}});
   const Outcome o = run(s, sc, at("2026-03-02T10:31:00Z"));
   ASSERT_FALSE(o.seen.empty());
   EXPECT_EQ(o.seen.front().invariant, "schedule_kept");
   EXPECT_EQ(o.seen.front().event_index, bad) << describe(o.seen);
+}
+
+// From the queue's own record (issue 9 item 3): a regular entry whose slot is
+// no firing of the schedule, or which is due at another instant than its
+// slot, fires schedule_kept whatever the core logged; one at its firing does
+// not.
+TEST(ScheduleKept, FiresWhenTheQueueReceivesARegularEntryOffItsFiring) {
+  Scenario sc = base_scenario();
+  Script s;
+  s.add("queue_add", "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
+        {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T10:00:00Z"}});
+  const auto late = s.add("queue_add", "2026-03-02T11:00:00Z", "hourly", "2026-03-02T11:00:00Z",
+                          {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T11:05:00Z"}});
+  const auto off = s.add("queue_add", "2026-03-02T11:10:00Z", "hourly", "2026-03-02T11:10:00Z",
+                         {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T11:10:00Z"}});
+  const Outcome o = run(s, sc, at("2026-03-02T11:11:00Z"));
+  std::vector<std::size_t> fired_at;
+  for (const Violation& v : o.seen) {
+    if (v.invariant == "schedule_kept") fired_at.push_back(v.event_index);
+  }
+  EXPECT_EQ(fired_at, (std::vector<std::size_t>{late, off})) << describe(o.seen);
 }
 
 // ------------------------------------------------------------ 4 nothing_lost

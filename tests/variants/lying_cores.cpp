@@ -1,6 +1,7 @@
 // Test-only lying variants of core components (issue 9 item 3).
 #include "tests/variants/lying_cores.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -108,7 +109,102 @@ class SkipAsFailureGroupJob final : public JobRunner {
   std::unique_ptr<JobRunner> core_;
 };
 
+// Every operation goes to the real queue; the lie moves ready_at.
+class LyingQueue final : public JobQueue {
+ public:
+  LyingQueue(JobQueue& inner, QueueLie lie, DurationMs shift_ms)
+      : inner_(inner), lie_(lie), shift_ms_(shift_ms) {}
+
+  Result<QueueAddResult> add(QueueEntrySpec spec) override { return inner_.add(bend(spec)); }
+  Result<std::optional<QueueEntry>> take_next(TimeMs now,
+                                              const std::set<std::string>& busy) override {
+    return inner_.take_next(now, busy);
+  }
+  Result<std::optional<TimeMs>> next_ready_at(const std::set<std::string>& busy) override {
+    return inner_.next_ready_at(busy);
+  }
+  Status set_intent(std::uint64_t id, std::string intent) override {
+    return inner_.set_intent(id, std::move(intent));
+  }
+  Result<std::vector<std::uint64_t>> finish(std::uint64_t id, QueueFinish finish) override {
+    for (QueueEntrySpec& spec : finish.adds) spec = bend(spec);
+    if (lie_ == QueueLie::unlogged_retry && finish.adds.empty() && exhausts(finish)) {
+      if (auto extra = one_more_retry(id)) finish.adds.push_back(*extra);
+    }
+    return inner_.finish(id, std::move(finish));
+  }
+  Status requeue(std::uint64_t id) override { return inner_.requeue(id); }
+  Result<std::vector<QueueEntry>> list() override { return inner_.list(); }
+  Result<std::vector<QueueEntry>> list_active() override { return inner_.list_active(); }
+  Result<std::size_t> cancel_retries(const std::string& job_id, TimeMs slot) override {
+    return inner_.cancel_retries(job_id, slot);
+  }
+  Result<std::uint64_t> outbox_add(std::string target, std::string payload) override {
+    return inner_.outbox_add(std::move(target), std::move(payload));
+  }
+  Result<std::vector<OutboxMessage>> outbox_list() override { return inner_.outbox_list(); }
+  Result<bool> outbox_remove(std::uint64_t id) override { return inner_.outbox_remove(id); }
+
+ private:
+  static bool exhausts(const QueueFinish& finish) {
+    for (const OutboxMessage& m : finish.outbox) {
+      if (m.payload.find("retry_exhausted") != std::string::npos) return true;
+    }
+    return false;
+  }
+  // The retry after the active entry `id`, `shift_ms` after its due time.
+  std::optional<QueueEntrySpec> one_more_retry(std::uint64_t id) {
+    auto active = inner_.list_active();
+    if (!active.ok()) return std::nullopt;
+    for (const QueueEntry& e : active.value()) {
+      if (e.id != id) continue;
+      QueueEntrySpec spec = e.spec;
+      spec.kind = RunKind::retry;
+      spec.attempt += 1;
+      spec.ready_at += shift_ms_;
+      return spec;
+    }
+    return std::nullopt;
+  }
+
+  QueueEntrySpec bend(QueueEntrySpec spec) const {
+    if (lie_ == QueueLie::shorter_retries && spec.kind == RunKind::retry) {
+      spec.ready_at -= shift_ms_;
+    } else if (lie_ == QueueLie::late_slots && spec.kind == RunKind::regular) {
+      spec.ready_at += shift_ms_;
+    }
+    return spec;
+  }
+
+  JobQueue& inner_;
+  QueueLie lie_;
+  DurationMs shift_ms_;
+};
+
+class DoubleDeliveryNotifier final : public Notifier {
+ public:
+  explicit DoubleDeliveryNotifier(Notifier& inner) : inner_(inner) {}
+
+  Task<Status> send(std::string target, nlohmann::json message) override {
+    const bool delivery = message.value("kind", std::string()) == "delivery";
+    Status first = co_await inner_.send(target, message);
+    if (!delivery || !first.ok()) co_return first;
+    co_return co_await inner_.send(std::move(target), std::move(message));
+  }
+
+ private:
+  Notifier& inner_;
+};
+
 }  // namespace
+
+std::unique_ptr<JobQueue> make_lying_queue(JobQueue& inner, QueueLie lie, DurationMs shift_ms) {
+  return std::make_unique<LyingQueue>(inner, lie, shift_ms);
+}
+
+std::unique_ptr<Notifier> make_double_delivery_notifier(Notifier& inner) {
+  return std::make_unique<DoubleDeliveryNotifier>(inner);
+}
 
 std::unique_ptr<JobRunner> make_skip_as_failure_group_job(std::unique_ptr<JobRunner> core) {
   return std::make_unique<SkipAsFailureGroupJob>(std::move(core));

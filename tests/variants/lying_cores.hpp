@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "model/environment.hpp"
+#include "model/job_queue.hpp"
 #include "model/job_runner.hpp"
 #include "model/ports.hpp"
 #include "model/reconcile.hpp"
@@ -42,5 +43,26 @@ std::unique_ptr<JobRunner> make_stale_pipeline_reconcile_job(Clock& clock, Servi
 // own log still says the group judged the run skipped. nothing_lost catches
 // it from the model-api replies and what the world saw next (a retry queued).
 std::unique_ptr<JobRunner> make_skip_as_failure_group_job(std::unique_ptr<JobRunner> core);
+
+// The worker's queue port with a lie about time: the scheduler logs the
+// instants the rule wants (retry_scheduled's next_retry_at, slot_due), the
+// queue receives others. Plugged in through RunOptions::worker_ports
+// (sim/world.hpp); the world's own queue records what it really received.
+//  - shorter_retries: every retry is queued `shift_ms` earlier than the
+//    scheduler chose (the log keeps the policy's delay): retries_bounded;
+//  - late_slots: every regular slot is queued due `shift_ms` after its
+//    firing (the log keeps the firing as the slot and next_run_at):
+//    schedule_kept;
+//  - unlogged_retry: when a run ends its budget (the finish carries a
+//    retry_exhausted notification and no retry), one more retry is queued,
+//    due `shift_ms` after the exhausted entry's due time; the core logs the
+//    exhaustion and never this retry: retries_bounded.
+enum class QueueLie : unsigned char { shorter_retries, late_slots, unlogged_retry };
+std::unique_ptr<JobQueue> make_lying_queue(JobQueue& inner, QueueLie lie, DurationMs shift_ms);
+
+// The worker's notifier port that sends every delivery message (kind
+// "delivery") twice while the core logs, and records in its ledger, one
+// delivery: no_duplicate_delivery, from the messenger's own records.
+std::unique_ptr<Notifier> make_double_delivery_notifier(Notifier& inner);
 
 }  // namespace rehearse::variants

@@ -8,6 +8,8 @@
 
 #include "model/failure.hpp"
 #include "model/delivery_ledger.hpp"
+#include "model/disk.hpp"
+#include "model/job_state.hpp"
 #include "model/reconcile.hpp"
 #include "model/time.hpp"
 #include "model/token_client.hpp"
@@ -170,7 +172,75 @@ class StickyTokenFetchJob final : public JobRunner {
   std::optional<std::string> token_;  // process memory: gone only with the process
 };
 
+// What the scheduler sees of the store, with the bug's bend.
+class BuggyStore final : public JobStateStore {
+ public:
+  BuggyStore(JobStateStore& inner, StoreBug bug) : inner_(&inner), bug_(bug) {}
+  BuggyStore(std::unique_ptr<StateStore> fresh, StoreBug bug)
+      : inner_(fresh.get()), fresh_(std::move(fresh)), bug_(bug) {}
+
+  Result<JobState> read(const std::string& job_id) override { return inner_->read(job_id); }
+  Result<std::map<std::string, JobState>> read_all() override {
+    auto all = inner_->read_all();
+    if (!all.ok() || bug_ != StoreBug::reset_counters_at_boot || booted_) return all;
+    booted_ = true;  // the scheduler reads everything once, at its boot
+    for (auto& [id, state] : all.value()) {
+      state.retry_count = 0;
+      for (auto& [slot, record] : state.slots) record.retry_count = 0;
+    }
+    return all;
+  }
+  Status update(const std::string& job_id,
+                const std::function<void(JobState&)>& mutate) override {
+    return inner_->update(job_id, [&](JobState& state) {
+      const int before = state.retry_count;
+      mutate(state);
+      bend(state, before);
+    });
+  }
+  StoreHealth health() const override { return inner_->health(); }
+  const std::string& dir() const noexcept override { return inner_->dir(); }
+  std::string journal_path() const override { return inner_->journal_path(); }
+
+ private:
+  void bend(JobState& state, int count_before) const {
+    if (bug_ == StoreBug::retry_moves_next_run_at && state.next_retry_at) {
+      state.next_run_at = state.next_retry_at;
+    } else if (bug_ == StoreBug::success_keeps_counter &&
+               state.retry_status == RetryStatus::ok && state.retry_count == 0) {
+      state.retry_count = count_before;
+    }
+  }
+
+  JobStateStore* inner_;
+  std::unique_ptr<StateStore> fresh_;  // reset_when_corrupt: the store it started over
+  StoreBug bug_;
+  bool booted_ = false;
+};
+
+// (b): the corrupt files are removed under the store's lock and a new,
+// empty store is opened over the directory.
+std::unique_ptr<JobStateStore> start_over(StateStore& store, Disk& disk) {
+  {
+    auto lock = disk.lock_exclusive(store.lock_path());
+    if (!lock.ok()) return nullptr;
+    (void)disk.remove_file(store.journal_path());
+    (void)disk.remove_file(store.snapshot_path());
+  }  // the lock is released before the new store takes it
+  auto fresh = StateStore::open(disk, store.dir());
+  if (!fresh.ok()) return nullptr;
+  return std::make_unique<BuggyStore>(std::make_unique<StateStore>(std::move(fresh).value()),
+                                      StoreBug::reset_when_corrupt);
+}
+
 }  // namespace
+
+std::unique_ptr<JobStateStore> make_buggy_store(StateStore& store, Disk& disk, StoreBug bug) {
+  if (bug == StoreBug::reset_when_corrupt && !store.health().ok()) {
+    if (auto fresh = start_over(store, disk)) return fresh;
+  }
+  return std::make_unique<BuggyStore>(store, bug);
+}
 
 std::unique_ptr<JobRunner> make_swallowing_group_job(std::unique_ptr<JobRunner> core,
                                                      Clock& clock, Log& log,

@@ -21,6 +21,7 @@
 #include "model/job_runner.hpp"
 #include "model/ports.hpp"
 #include "model/reconcile.hpp"
+#include "model/state_store.hpp"
 
 namespace rehearse {
 class DeliveryLedger;
@@ -61,5 +62,27 @@ std::unique_ptr<JobRunner> make_transient_404_reconcile_job(Clock& clock, Servic
 // headers and request ids as the core's FetchJob.
 std::unique_ptr<JobRunner> make_sticky_token_fetch_job(Clock& clock, Services& services, Log& log,
                                                        std::string job_id, int requests);
+
+// The seed 004 family (docs/semantics.md §0, incident 004): a state store or
+// scheduler that loses or bends the retry bookkeeping. Each is a decorator
+// over the core's StateStore, plugged in through RunOptions::store_decorator
+// (sim/world.hpp -> WorkerOptions::store_decorator, model/worker.hpp), built
+// at every open of the worker; the scheduler above it is the core's, the
+// store below it writes the files.
+enum class StoreBug : unsigned char {
+  // (a) every counter reads as 0 at boot (job row and per-slot records): the
+  //     scheduler goes on from a reset budget.
+  reset_counters_at_boot,
+  // (b) a store that finds its files corrupt at open removes them and starts
+  //     empty (under its lock) instead of failing closed.
+  reset_when_corrupt,
+  // (c) a retry that moves next_run_at: whenever a state with a retry pending
+  //     is written, next_run_at becomes that retry's instant.
+  retry_moves_next_run_at,
+  // (d) success that does not reset the counter: a write that takes the job
+  //     row's retry_count back to 0 with status ok keeps the old count.
+  success_keeps_counter,
+};
+std::unique_ptr<JobStateStore> make_buggy_store(StateStore& store, Disk& disk, StoreBug bug);
 
 }  // namespace rehearse::variants
