@@ -117,6 +117,10 @@ class World {
   }
 
   Status prepare();
+  Status check_supported() const;
+  void add_services();
+  void attach_disk_and_queue();
+  Status schedule_faults();
   ScenarioRunResult run();
 
  private:
@@ -137,6 +141,10 @@ class World {
   }
 
   Status add_fault(const FaultSpec& fault, std::size_t index);
+  void add_window_fault(const FaultSpec& fault, std::size_t index, TimeMs from, TimeMs until);
+  json fault_start_data(const FaultSpec& fault, std::size_t index, bool lasting,
+                        TimeMs until) const;
+  void apply_instant_fault(const FaultSpec& fault);
   void record_world(std::string type, json data, std::string service = {});
   void boot(Simulator& sim, ProcessId process);
   const JobSpec* find_job(const std::string& id) const;
@@ -193,6 +201,15 @@ void World::record_world(std::string type, json data, std::string service) {
 }
 
 Status World::prepare() {
+  if (Status s = check_supported(); !s.ok()) return s;
+  for (const std::string& name : scenario_.expect.violations) expected_violations_.insert(name);
+  add_services();
+  attach_disk_and_queue();
+  return schedule_faults();
+}
+
+// Every job and fault kind of the scenario is one this build can run.
+Status World::check_supported() const {
   for (const JobSpec& job : scenario_.jobs) {
     if (!world_supports(job.kind)) {
       return make_error(ErrorCode::unsupported,
@@ -218,9 +235,11 @@ Status World::prepare() {
                         scenario_.path + ":" + fault.pointer + "/service");
     }
   }
-  for (const std::string& name : scenario_.expect.violations) expected_violations_.insert(name);
+  return {};
+}
 
-  // --- services ---
+// The simulated services the scenario declares, with their scripted outputs.
+void World::add_services() {
   if (scenario_.services.model_api) {
     const ServiceTiming& timing = scenario_.services.model_api->timing;
     model_api_ = std::make_unique<ModelApi>(
@@ -262,9 +281,11 @@ Status World::prepare() {
     services_.add(*service);
     user_services_.emplace(name, std::move(service));
   }
+}
 
-  // --- the disk and the queue: one worker process, a crash is a power loss
-  // of its machine (unsynced bytes are lost; a correct core loses nothing).
+// The disk and the queue: one worker process, a crash is a power loss of its
+// machine (unsynced bytes are lost; a correct core loses nothing).
+void World::attach_disk_and_queue() {
   REHEARSE_ASSERT(disk_.make_dirs("/srv").ok());
   disk_.set_hooks(SimDiskHooks{
       .current_owner = [this] { return static_cast<DiskOwner>(sim_.current_process()); },
@@ -286,8 +307,10 @@ Status World::prepare() {
           },
   });
   bind_to_simulator(queue_, sim_, SimQueueBinding{kWorldSupervisorRestartMs, &disk_});
+}
 
-  // --- faults, in time order then file order (stable sort) ---
+// Faults in time order, then file order (a stable sort).
+Status World::schedule_faults() {
   std::vector<std::size_t> order(scenario_.faults.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [this](std::size_t a, std::size_t b) {
@@ -299,14 +322,10 @@ Status World::prepare() {
   return {};
 }
 
-Status World::add_fault(const FaultSpec& fault, std::size_t index) {
-  const TimeMs from = fault.at_ms;
-  const TimeMs until = fault.end_ms(scenario_.until_ms);
-  const std::string service = fault.service ? to_string(*fault.service) : fault.user_service;
-  const bool lasting = fault_has_duration(fault.kind);
-
-  // Window faults live inside the simulated service from the start; the
-  // service checks the window on every call.
+// Window faults live inside the simulated service from the start; the
+// service checks the window on every call.
+void World::add_window_fault(const FaultSpec& fault, std::size_t index, TimeMs from,
+                             TimeMs until) {
   if (fault.service == ServiceKind::model_api && model_api_) {
     switch (fault.kind) {
       case FaultKind::quota_exhausted: model_api_->add_quota_outage(from, until); break;
@@ -351,8 +370,11 @@ Status World::add_fault(const FaultSpec& fault, std::size_t index) {
     add_user_service_fault(*user->second, fault, from, until);
   }
   if (fault.kind == FaultKind::messenger_down) messenger_.add_outage(from, until, fault.targets);
+}
 
-  // The instant's own event: recorded, and the instant faults applied then.
+// The fields of a fault's `fault_start` event (docs/trace-events.md).
+json World::fault_start_data(const FaultSpec& fault, std::size_t index, bool lasting,
+                             TimeMs until) const {
   json start_data{{"fault", index}, {"kind", to_string(fault.kind)}};
   if (lasting) start_data["until"] = format_instant(until);
   if (!fault.note.empty()) start_data["note"] = fault.note;
@@ -373,28 +395,47 @@ Status World::add_fault(const FaultSpec& fault, std::size_t index) {
       fault.kind == FaultKind::network_errors) {
     start_data["rate"] = fault.rate;
   }
+  return start_data;
+}
+
+// What an instant fault does at its instant (lasting ones act through their
+// service's window).
+void World::apply_instant_fault(const FaultSpec& fault) {
+  switch (fault.kind) {
+    case FaultKind::token_revoked:
+      if (brokerage_) brokerage_->revoke_all();
+      break;
+    case FaultKind::restart: crash_worker("restart", fault.down_for_ms); break;
+    case FaultKind::state_corrupted: corrupt_state(fault); break;
+    case FaultKind::torn_write:
+      // Every write of the state store's files starts with this
+      // prefix (the journal, the snapshot and its temp file).
+      disk_.arm_torn_write(fault.file == StateFile::retry_state
+                               ? fmt::format("{}/retry_state", kWorldStateDir)
+                               : state_file_path(fault.file));
+      torn_down_for_ = fault.down_for_ms;
+      break;
+    default: break;
+  }
+}
+
+Status World::add_fault(const FaultSpec& fault, std::size_t index) {
+  const TimeMs from = fault.at_ms;
+  const TimeMs until = fault.end_ms(scenario_.until_ms);
+  const std::string service = fault.service ? to_string(*fault.service) : fault.user_service;
+  const bool lasting = fault_has_duration(fault.kind);
+
+  add_window_fault(fault, index, from, until);
+
+  // The instant's own event: recorded, and the instant faults applied then.
+  const json start_data = fault_start_data(fault, index, lasting, until);
   const std::string event_service =
       fault.kind == FaultKind::messenger_down ? std::string(Messenger::kServiceName) : service;
   sim_.schedule_call(
       from,
       [this, &fault, start_data, event_service] {
         record_world("fault_start", start_data, event_service);
-        switch (fault.kind) {
-          case FaultKind::token_revoked:
-            if (brokerage_) brokerage_->revoke_all();
-            break;
-          case FaultKind::restart: crash_worker("restart", fault.down_for_ms); break;
-          case FaultKind::state_corrupted: corrupt_state(fault); break;
-          case FaultKind::torn_write:
-            // Every write of the state store's files starts with this
-            // prefix (the journal, the snapshot and its temp file).
-            disk_.arm_torn_write(fault.file == StateFile::retry_state
-                                     ? fmt::format("{}/retry_state", kWorldStateDir)
-                                     : state_file_path(fault.file));
-            torn_down_for_ = fault.down_for_ms;
-            break;
-          default: break;
-        }
+        apply_instant_fault(fault);
       },
       "fault");
   const bool for_orchestrator = fault.service == ServiceKind::orchestrator ||
