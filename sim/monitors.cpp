@@ -1122,40 +1122,66 @@ void MonitorSet::check_locked_writes(const TraceEvent& e, std::size_t i, Found& 
 
 void MonitorSet::check_durable(const TraceEvent& e, std::size_t i, Found& out) {
   check_locked_writes(e, i, out);
+  if (note_state_damage(e, i)) return;
+  if (check_corrupt_file_kept(e, i, out)) return;
+  // Counters survive restarts: the n-th retry of a budget announces attempt n.
+  if (e.type == "run_finished" && e.str("outcome") == "failure" && e.slot) {
+    if (JobWatch* j = job_watch(e.job)) {
+      (void)j;
+      fresh_failure_.insert(e.job);
+      fresh_slot_failure_.insert({e.job, *e.slot});
+    }
+    return;
+  }
+  if (e.type == "retry_scheduled" && e.slot) return check_retry_counter(e, i, out);
+  if ((e.type == "retry_exhausted" || e.type == "failed_permanent") && e.slot) {
+    check_budget_spent(e, i, out);
+  }
+}
+
+// Damage the world did to a state file, and what the core said of it.
+// True when `e` was one of those events.
+bool MonitorSet::note_state_damage(const TraceEvent& e, std::size_t i) {
   if (e.type == "store_corrupt_injected" || e.type == "disk_corrupted") {
     const std::string path = e.str("path", e.str("file"));
     const bool state_file = e.type == "store_corrupt_injected" ||
                             path.find("retry_state.json") != std::string::npos ||
                             path.find("jobs.json") != std::string::npos ||
                             path.find("jobs_state.json") != std::string::npos;
-    if (!state_file || path.empty()) return;
+    if (!state_file || path.empty()) return true;
     if (const json* applied = field(e, "applied");
         applied != nullptr && applied->is_boolean() && !applied->get<bool>()) {
-      return;  // the world could not damage the file: nothing to report
+      return true;  // the world could not damage the file: nothing to report
     }
     corrupt_paths_.push_back(path);
     if (!corrupt_index_) corrupt_index_ = i;
     corrupt_seen_by_core_ = false;
     boot_after_corruption_ = false;
     boot_after_corruption_index_.reset();
-    return;
+    return true;
   }
   if (e.type == "state_corrupt") {
     corrupt_mode_ = true;
     corrupt_seen_by_core_ = true;
-    return;
+    return true;
   }
   if (e.type == "state_tail_dropped") {
     // The core reported a damaged journal tail it dropped, and kept a copy
     // of the damaged file (kept_as): the damage is visible and its evidence
     // safe, so the store may replace that file from now on.
     corrupt_seen_by_core_ = true;
-    if (e.str("kept_as").empty()) return;
+    if (e.str("kept_as").empty()) return true;
     const std::string file = e.str("file");
     corrupt_paths_.erase(std::remove(corrupt_paths_.begin(), corrupt_paths_.end(), file),
                          corrupt_paths_.end());
-    return;
+    return true;
   }
+  return false;
+}
+
+// A corrupt state file is kept until an operator repairs it. True when `e`
+// was a disk write, rename or removal.
+bool MonitorSet::check_corrupt_file_kept(const TraceEvent& e, std::size_t i, Found& out) {
   if (e.type == "disk_rename" || e.type == "disk_write" || e.type == "disk_append" ||
       e.type == "disk_remove") {
     const std::string path = e.type == "disk_rename" ? e.str("to") : e.str("path");
@@ -1171,71 +1197,67 @@ void MonitorSet::check_durable(const TraceEvent& e, std::size_t i, Found& out) {
                                    path, e.type)});
       }
     }
-    return;
+    return true;
   }
-  // Counters survive restarts: the n-th retry of a budget announces attempt n.
-  if (e.type == "run_finished" && e.str("outcome") == "failure" && e.slot) {
-    if (JobWatch* j = job_watch(e.job)) {
-      (void)j;
-      fresh_failure_.insert(e.job);
-      fresh_slot_failure_.insert({e.job, *e.slot});
-    }
-    return;
+  return false;
+}
+
+// Counters survive restarts: the n-th retry of a budget announces attempt n,
+// by the monitor's own count.
+void MonitorSet::check_retry_counter(const TraceEvent& e, std::size_t i, Found& out) {
+  JobWatch* j = job_watch(e.job);
+  if (j == nullptr) return;
+  if (corrupt_mode_) {
+    out.push_back({"state_durable", i, e.t,
+                   fmt::format("job {} slot {}: a retry was scheduled while the state store is "
+                               "corrupt (its counters cannot be trusted)",
+                               e.job, slot_text(e.slot))});
   }
-  if (e.type == "retry_scheduled" && e.slot) {
-    JobWatch* j = job_watch(e.job);
-    if (j == nullptr) return;
-    if (corrupt_mode_) {
-      out.push_back({"state_durable", i, e.t,
-                     fmt::format("job {} slot {}: a retry was scheduled while the state store is "
-                                 "corrupt (its counters cannot be trusted)",
-                                 e.job, slot_text(e.slot))});
-    }
-    SlotWatch& s = slot_watch(e.job, *e.slot);
-    const bool per_slot = j->policy.per_slot;
-    const bool fresh = per_slot ? fresh_slot_failure_.erase({e.job, *e.slot}) != 0
-                                : fresh_failure_.erase(e.job) != 0;
-    if (!fresh) return;  // a replayed intent announces the same retry again
-    int& count = per_slot ? s.scheduled : j->episode_scheduled;
-    // The monitor's own count is the truth; the core's announced attempt is
-    // only compared with it, never adopted (a counter not reset after a
-    // success announces a higher attempt, a reset one a lower).
-    const std::int64_t attempt = e.num("attempt");
-    if (attempt < count + 1 && j->policy.valid) {
-      out.push_back({"state_durable", i, e.t,
-                     fmt::format("job {} slot {}: retry counter went back to {} after {} retries "
-                                 "of the same budget (lost across a restart?)",
-                                 e.job, slot_text(e.slot), attempt, count)});
-    } else if (attempt > count + 1 && j->policy.valid) {
-      out.push_back({"state_durable", i, e.t,
-                     fmt::format("job {} slot {}: retry {} announced after only {} retries of the "
-                                 "budget (a counter not reset after a success?)",
-                                 e.job, slot_text(e.slot), attempt, count)});
-    }
-    ++count;
-    return;
+  SlotWatch& s = slot_watch(e.job, *e.slot);
+  const bool per_slot = j->policy.per_slot;
+  const bool fresh = per_slot ? fresh_slot_failure_.erase({e.job, *e.slot}) != 0
+                              : fresh_failure_.erase(e.job) != 0;
+  if (!fresh) return;  // a replayed intent announces the same retry again
+  int& count = per_slot ? s.scheduled : j->episode_scheduled;
+  // The monitor's own count is the truth; the core's announced attempt is
+  // only compared with it, never adopted (a counter not reset after a
+  // success announces a higher attempt, a reset one a lower).
+  const std::int64_t attempt = e.num("attempt");
+  if (attempt < count + 1 && j->policy.valid) {
+    out.push_back({"state_durable", i, e.t,
+                   fmt::format("job {} slot {}: retry counter went back to {} after {} retries "
+                               "of the same budget (lost across a restart?)",
+                               e.job, slot_text(e.slot), attempt, count)});
+  } else if (attempt > count + 1 && j->policy.valid) {
+    out.push_back({"state_durable", i, e.t,
+                   fmt::format("job {} slot {}: retry {} announced after only {} retries of the "
+                               "budget (a counter not reset after a success?)",
+                               e.job, slot_text(e.slot), attempt, count)});
   }
-  if ((e.type == "retry_exhausted" || e.type == "failed_permanent") && e.slot) {
-    JobWatch* j = job_watch(e.job);
-    if (j == nullptr) return;
-    fresh_failure_.erase(e.job);
-    fresh_slot_failure_.erase({e.job, *e.slot});
-    if (!j->policy.valid || corrupt_mode_) return;
-    SlotWatch& s = slot_watch(e.job, *e.slot);
-    const int spent = j->policy.per_slot ? s.scheduled : j->episode_scheduled;
-    const std::string cls = e.str("failure_class");
-    if (e.type == "retry_exhausted" && spent < j->policy.retries_max) {
-      out.push_back({"nothing_lost", i, e.t,
-                     fmt::format("job {} slot {}: declared retry_exhausted after {} of {} retries",
-                                 e.job, slot_text(e.slot), spent, j->policy.retries_max)});
-    } else if (e.type == "failed_permanent" && s.last_failure_class != "stalled" &&
-               j->policy.retries_class(cls) && spent < j->policy.retries_max) {
-      out.push_back({"nothing_lost", i, e.t,
-                     fmt::format("job {} slot {}: failed permanently on {}, a class its policy "
-                                 "retries, with {} of {} retries left",
-                                 e.job, slot_text(e.slot), cls, j->policy.retries_max - spent,
-                                 j->policy.retries_max)});
-    }
+  ++count;
+}
+
+// retry_exhausted and failed_permanent only once the budget allows them.
+void MonitorSet::check_budget_spent(const TraceEvent& e, std::size_t i, Found& out) {
+  JobWatch* j = job_watch(e.job);
+  if (j == nullptr) return;
+  fresh_failure_.erase(e.job);
+  fresh_slot_failure_.erase({e.job, *e.slot});
+  if (!j->policy.valid || corrupt_mode_) return;
+  SlotWatch& s = slot_watch(e.job, *e.slot);
+  const int spent = j->policy.per_slot ? s.scheduled : j->episode_scheduled;
+  const std::string cls = e.str("failure_class");
+  if (e.type == "retry_exhausted" && spent < j->policy.retries_max) {
+    out.push_back({"nothing_lost", i, e.t,
+                   fmt::format("job {} slot {}: declared retry_exhausted after {} of {} retries",
+                               e.job, slot_text(e.slot), spent, j->policy.retries_max)});
+  } else if (e.type == "failed_permanent" && s.last_failure_class != "stalled" &&
+             j->policy.retries_class(cls) && spent < j->policy.retries_max) {
+    out.push_back({"nothing_lost", i, e.t,
+                   fmt::format("job {} slot {}: failed permanently on {}, a class its policy "
+                               "retries, with {} of {} retries left",
+                               e.job, slot_text(e.slot), cls, j->policy.retries_max - spent,
+                               j->policy.retries_max)});
   }
 }
 

@@ -164,6 +164,10 @@ class MonitorSet {
   void track_slots(const TraceEvent& e, std::size_t i);
   void check_delivery(const TraceEvent& e, std::size_t i, Found& out);
   void check_durable(const TraceEvent& e, std::size_t i, Found& out);
+  bool note_state_damage(const TraceEvent& e, std::size_t i);
+  bool check_corrupt_file_kept(const TraceEvent& e, std::size_t i, Found& out);
+  void check_retry_counter(const TraceEvent& e, std::size_t i, Found& out);
+  void check_budget_spent(const TraceEvent& e, std::size_t i, Found& out);
   void check_tokens(const TraceEvent& e, std::size_t i, Found& out);
   void check_items(const TraceEvent& e, std::size_t i, Found& out);
   void check_config_attempts(const TraceEvent& e, std::size_t i, Found& out);
