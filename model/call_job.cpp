@@ -39,12 +39,7 @@ RunOutcome CallJob::judge(const RunContext& context, std::size_t index,
                    {"method", spec.method},
                    {"path", spec.path},
                    {"failure_class", to_string(failure_class)}};
-  if (info.http_status) {
-    fields.push_back({"status", *info.http_status});
-  } else {
-    fields.push_back({"transport_error", to_string(info.transport)});
-  }
-  fields.push_back({"message", info.message});
+  append_failure_fields(fields, info);
   log_.warning("call_failed", fields);
   // The class comes from the structured status, never from the text.
   return RunOutcome::failure(failure_class, info.message);

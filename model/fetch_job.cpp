@@ -69,12 +69,7 @@ RunOutcome FetchJob::judge(const RunContext& context, std::size_t index,
                    {"request_id", fetch_request_id(context, index)},
                    {"operation", config_.requests.at(index).operation},
                    {"failure_class", to_string(failure_class)}};
-  if (info.http_status) {
-    fields.push_back({"status", *info.http_status});
-  } else {
-    fields.push_back({"transport_error", to_string(info.transport)});
-  }
-  fields.push_back({"message", info.message});
+  append_failure_fields(fields, info);
   log_.warning("fetch_request_failed", fields);
   // The message travels verbatim (docs/semantics.md §1); the class comes
   // from the structured status, never from the text.

@@ -67,6 +67,17 @@ inline LogFields run_log_fields(const RunContext& context) {
                    {"attempt", context.attempt}};
 }
 
+// What a failed request's log line says of the failure: the status or the
+// transport error, then the message as it came (docs/semantics.md §1).
+inline void append_failure_fields(LogFields& fields, const FailureInfo& info) {
+  if (info.http_status) {
+    fields.push_back({"status", *info.http_status});
+  } else {
+    fields.push_back({"transport_error", to_string(info.transport)});
+  }
+  fields.push_back({"message", info.message});
+}
+
 // Attributes a request to its run: the job, slot and attempt headers, and
 // the request's own id (kRequestHeader* in model/token_client.hpp).
 inline void stamp_run_headers(ServiceRequest& request, const RunContext& context,

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "model/job_runner.hpp"
+
 namespace rehearse {
 namespace {
 
@@ -45,12 +47,7 @@ LogFields fields_from(const Headers& context) {
 void add_failure_fields(LogFields& fields, const ServiceResult& result) {
   const FailureInfo info = to_failure_info(result);
   fields.push_back({"failure_class", to_string(classify(info))});
-  if (info.http_status) {
-    fields.push_back({"status", *info.http_status});
-  } else {
-    fields.push_back({"transport_error", to_string(info.transport)});
-  }
-  fields.push_back({"message", info.message});
+  append_failure_fields(fields, info);
 }
 
 // A failure answer made up by the client itself (no service said it). 5xx
