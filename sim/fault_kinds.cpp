@@ -110,7 +110,7 @@ FaultKeySpec state_file_key(std::string_view doc) {
 
 FaultKeySpec down_for_key(bool required, std::string_view doc) {
   return FaultKeySpec{.name = "down_for",
-                      .type = FaultKeyType::duration,
+                      .type = FaultKeyType::down_time,
                       .required = required,
                       .schema_ref = "duration",
                       .doc = doc,

@@ -58,7 +58,7 @@ const char* to_string(FaultTarget target) noexcept;
 // described in the schema.
 enum class FaultKeyType : unsigned char {
   service,       // a service name: `names` (built-ins) or, with `user_services`, one of the user's own
-  duration,      // DURATION >= 0 that keeps the process down: must end by `until`
+  down_time,     // DURATION >= 0 the worker process stays down: it must be back by `until`
   integer,       // an integer from `min` to `max`
   rate,          // a number from 0 to 1
   name,          // one of `names`
@@ -123,7 +123,7 @@ struct FaultWorld {
 };
 
 struct FaultKindSpec {
-  std::string_view name;
+  std::string_view name;  // a string literal (to_string(FaultKind) returns its data())
   bool lasting = false;  // takes `for`; its window is [at, at + for) or [at, until]
   FaultTarget applies_to = FaultTarget::service;
   std::vector<FaultKeySpec> keys;  // besides at, kind, note, for; in reading order

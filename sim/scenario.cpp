@@ -1585,6 +1585,19 @@ void Loader::read_fault_key(FaultReading& r, const FaultKeySpec& key) {
   }
 }
 
+// What a missing required fault key's message says is expected.
+std::string expected_value(const FaultKeySpec& key) {
+  if (!key.expected.empty()) return std::string(key.expected);
+  switch (key.type) {
+    case FaultKeyType::integer: return fmt::format("{} from {} to {}", key.what, key.min, key.max);
+    case FaultKeyType::down_time: return kDurationRule;
+    case FaultKeyType::issue_list: return "a non-empty array of issue ids";
+    case FaultKeyType::issue: return "an issue id from /services/orchestrator/issues";
+    case FaultKeyType::agent: return "an agent id from /services/orchestrator/agents";
+    default: return fmt::format("{} (one of: {})", key.what, join(key.names));
+  }
+}
+
 // A key that is not there: an error when required, else its default.
 void Loader::read_absent_fault_key(FaultReading& r, const FaultKeySpec& key) {
   if (key.type == FaultKeyType::targets) {  // every target: the messenger must exist
@@ -1599,21 +1612,7 @@ void Loader::read_absent_fault_key(FaultReading& r, const FaultKeySpec& key) {
                                    join(key.names)));
       return;
     }
-    std::string expected(key.expected);
-    if (expected.empty() && key.type == FaultKeyType::integer) {
-      expected = fmt::format("{} from {} to {}", key.what, key.min, key.max);
-    } else if (expected.empty() && key.type == FaultKeyType::duration) {
-      expected = kDurationRule;
-    } else if (expected.empty() && key.type == FaultKeyType::issue_list) {
-      expected = "a non-empty array of issue ids";
-    } else if (expected.empty() && key.type == FaultKeyType::issue) {
-      expected = "an issue id from /services/orchestrator/issues";
-    } else if (expected.empty() && key.type == FaultKeyType::agent) {
-      expected = "an agent id from /services/orchestrator/agents";
-    } else if (expected.empty()) {
-      expected = fmt::format("{} (one of: {})", key.what, join(key.names));
-    }
-    require(r.v, r.pointer, key.name, expected);
+    require(r.v, r.pointer, key.name, expected_value(key));
     return;
   }
   if (key.default_value.is_null()) return;
@@ -1634,7 +1633,7 @@ std::optional<FaultValue> Loader::read_fault_value(FaultReading& r, const FaultK
                                                    const json& value, const std::string& at) {
   switch (key.type) {
     case FaultKeyType::service: return read_fault_service(r, key, value, at);
-    case FaultKeyType::duration: return read_fault_down_for(r, value, at);
+    case FaultKeyType::down_time: return read_fault_down_for(r, value, at);
     case FaultKeyType::integer:
       if (auto n = read_int(value, at, key.min, key.max, key.what)) return FaultValue{*n};
       return std::nullopt;

@@ -155,7 +155,7 @@ json scenario_with(const std::string& kind, const json& keys) {
 json valid_value(const FaultKindSpec& kind, const FaultKeySpec& key) {
   switch (key.type) {
     case FaultKeyType::service: return key.names.front();
-    case FaultKeyType::duration: return "5m";
+    case FaultKeyType::down_time: return "5m";
     case FaultKeyType::integer: return key.min;
     case FaultKeyType::rate: return 0.5;
     case FaultKeyType::name: return key.names.front();
@@ -313,6 +313,26 @@ TEST(FaultKindsWorkedExample, TheLoaderTakesTheNewKindFromTheTableAlone) {
             "missing required key 'status' (an HTTP status from 400 to 599)");
   // And the table without it does not know it.
   EXPECT_FALSE(check_scenario_json(example_scenario(fault).dump(), "t.json").valid());
+}
+
+TEST(FaultKindsWorkedExample, AKeyWithoutAFieldLandsInParams) {
+  // A new kind's key that no FaultSpec field holds (its entry gives no
+  // `store`) reaches the hooks through FaultSpec::params.
+  FaultKinds kinds = table_with_example();
+  FaultKeySpec requests{.name = "requests", .type = FaultKeyType::integer, .min = 1, .max = 10,
+                        .what = "a request count", .doc = "`requests` (1..10)"};
+  kinds.back().keys.push_back(requests);
+  const json fault{{"at", "+1h"}, {"kind", "token_endpoint_errors"}, {"status", 503},
+                   {"requests", 3}};
+  const ScenarioCheck c = check_scenario_json(example_scenario(fault).dump(), "t.json", kinds);
+  ASSERT_TRUE(c.valid()) << c.errors.front().describe();
+  EXPECT_EQ(c.scenario->faults.at(0).params, json({{"requests", 3}}));
+  json wrong = fault;
+  wrong["requests"] = 11;
+  const ScenarioCheck bad = check_scenario_json(example_scenario(wrong).dump(), "t.json", kinds);
+  ASSERT_EQ(bad.errors.size(), 1u);
+  EXPECT_EQ(bad.errors[0].where, "t.json:/faults/0/requests");
+  EXPECT_EQ(bad.errors[0].message, "expected a request count from 1 to 10, got 11");
 }
 
 TEST(FaultKindsWorkedExample, SchemaAndDocsRowsFollowFromTheEntry) {
