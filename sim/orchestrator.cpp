@@ -151,57 +151,6 @@ void SimOrchestrator::schedule_restore_agent(TimeMs at_ms, std::string agent) {
       kWorld, at_ms, [this, agent = std::move(agent)] { restore_agent(agent); }, "agent_restored");
 }
 
-Status SimOrchestrator::schedule_fault(const FaultSpec& fault, TimeMs until_ms) {
-  const auto label = fault.pointer.empty() ? std::string() : fault.pointer;
-  switch (fault.kind) {
-    case FaultKind::issues_deleted:
-      schedule_delete_issues(fault.at_ms, fault.issues, fault.new_instance);
-      return {};
-    case FaultKind::issue_status:
-      schedule_issue_status(fault.at_ms, fault.issue, fault.status);
-      return {};
-    case FaultKind::agent_removed:
-      schedule_remove_agent(fault.at_ms, fault.agent);
-      return {};
-    case FaultKind::agent_restored:
-      schedule_restore_agent(fault.at_ms, fault.agent);
-      return {};
-    case FaultKind::http_errors:
-    case FaultKind::network_errors:
-    case FaultKind::timeouts: {
-      if (fault.service != ServiceKind::orchestrator) {
-        return make_error(ErrorCode::invalid_argument,
-                          "fault is not aimed at the orchestrator", fault.pointer);
-      }
-      OrchestratorFault window;
-      window.from_ms = fault.at_ms;
-      window.until_ms = fault.end_ms(until_ms);
-      window.rate = fault.rate;
-      window.label = label.empty() ? std::string(to_string(fault.kind)) : label;
-      if (fault.kind == FaultKind::http_errors) {
-        window.http_status = fault.http_status;
-      } else if (fault.kind == FaultKind::timeouts) {
-        window.transport = TransportErrorKind::timeout;
-      } else {
-        window.transport = fault.transport == TransportErrorKind::none
-                               ? TransportErrorKind::connection_refused
-                               : fault.transport;
-      }
-      if (window.http_status == 0 && window.transport == TransportErrorKind::none) {
-        return make_error(ErrorCode::invalid_argument, "http_errors fault without a status",
-                          fault.pointer);
-      }
-      add_fault(std::move(window));
-      return {};
-    }
-    default:
-      return make_error(ErrorCode::invalid_argument,
-                        fmt::format("fault kind {} does not concern the orchestrator",
-                                    to_string(fault.kind)),
-                        fault.pointer);
-  }
-}
-
 // --- requests -----------------------------------------------------------------
 
 SimReply SimOrchestrator::reply(int status, json body) const {

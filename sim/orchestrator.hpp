@@ -6,12 +6,10 @@
 //   SimOrchestrator orch(sim, trace, *scenario.services.orchestrator);
 //     // instance, issues {id, status}, agents {id, role, present}, timing
 //   orch.apply_job_items(job.items);    // `lost` items: gone at start
-//   for (const FaultSpec& f : scenario.faults) orch.schedule_fault(f, scenario.until_ms);
-//     // issues_deleted {issues, new_instance}, issue_status {issue, status},
-//     // agent_removed / agent_restored {agent}, and http_errors (status, rate),
-//     // network_errors (error, rate), timeouts (rate) with service
-//     // orchestrator, for [at, at + for) or until the end of the run.
-//     // Faults of other kinds or services are refused (invalid_argument).
+//   // Faults reach it through their kinds' hooks (sim/fault_kinds.cpp):
+//   // issues_deleted, issue_status, agent_removed / agent_restored as the
+//   // schedule_* world events below; http_errors, network_errors, timeouts
+//   // with service orchestrator as add_fault windows.
 //   ReconcileJob job(clock, services, log, disk, scenario.env,
 //                    reconcile_config_from(job_spec));  // items, batch_size
 //
@@ -108,9 +106,6 @@ class SimOrchestrator final : public SimService {
   void schedule_issue_status(TimeMs at_ms, std::string issue, std::string status);
   void schedule_remove_agent(TimeMs at_ms, std::string agent);
   void schedule_restore_agent(TimeMs at_ms, std::string agent);
-  // A scenario fault aimed at this orchestrator (see the header comment);
-  // `until_ms` ends a lasting fault without `for`.
-  Status schedule_fault(const FaultSpec& fault, TimeMs until_ms);
 
   // --- observations ---
   const std::string& instance() const noexcept { return instance_; }

@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "model/cron.hpp"
+#include "sim/fault_kinds.hpp"
 
 namespace rehearse::sim {
 
@@ -34,28 +35,13 @@ namespace {
 
 constexpr std::array<const char*, 4> kServiceNames{"model-api", "orchestrator", "brokerage",
                                                    "messenger"};
-// The services a service fault (http_errors, timeouts, network_errors) may
-// target: the first three of kServiceNames, in the same order.
-constexpr std::array<const char*, 3> kFaultServiceNames{"model-api", "orchestrator", "brokerage"};
-constexpr std::array<const char*, 5> kJobKindNames{"group", "fetch", "reconcile", "publish",
-                                                   "call"};
 constexpr std::array<const char*, 3> kTaskOutputNames{"summary", "preview", "skip"};
-constexpr std::array<const char*, 13> kFaultKindNames{
-    "quota_exhausted", "http_errors",    "timeouts",       "network_errors", "token_revoked",
-    "issues_deleted",  "issue_status",   "agent_removed",  "agent_restored", "restart",
-    "state_corrupted", "torn_write",     "messenger_down"};
 constexpr std::array<const char*, 3> kStateFileNames{"retry_state.json", "jobs.json",
                                                      "jobs_state.json"};
 constexpr std::array<const char*, 5> kCorruptionModeNames{"garbage", "empty", "truncated",
                                                           "schema", "flip"};
 constexpr std::array<const char*, 4> kFlagKindNames{"policy_error", "side_effects",
                                                     "schedule_config", "schedule_idle"};
-// network_errors `error` values, in TransportErrorKind order (none excluded).
-constexpr std::array<const char*, 4> kTransportNames{"connection_refused", "connection_reset",
-                                                     "dns", "broken_pipe"};
-constexpr std::array<TransportErrorKind, 4> kTransportKinds{
-    TransportErrorKind::connection_refused, TransportErrorKind::connection_reset,
-    TransportErrorKind::dns, TransportErrorKind::broken_pipe};
 
 template <std::size_t N>
 std::vector<std::string> to_vector(const std::array<const char*, N>& names) {
@@ -81,19 +67,18 @@ std::optional<ServiceKind> parse_service_kind(std::string_view name) noexcept {
   if (!i) return std::nullopt;
   return static_cast<ServiceKind>(*i);
 }
-const char* to_string(JobKind kind) noexcept {
-  return kJobKindNames[static_cast<std::size_t>(kind)];
-}
 const char* to_string(TaskOutput output) noexcept {
   return kTaskOutputNames[static_cast<std::size_t>(output)];
 }
 const char* to_string(FaultKind kind) noexcept {
-  return kFaultKindNames[static_cast<std::size_t>(kind)];
+  const auto i = static_cast<std::size_t>(kind);
+  // Names in the table are literals, so data() is a C string.
+  return i < fault_kinds().size() ? fault_kinds()[i].name.data() : "unknown";
 }
 std::optional<FaultKind> parse_fault_kind(std::string_view name) noexcept {
-  const auto i = index_of(kFaultKindNames, name);
-  if (!i) return std::nullopt;
-  return static_cast<FaultKind>(*i);
+  const FaultKindSpec* spec = find_fault_kind(name);
+  if (spec == nullptr) return std::nullopt;
+  return static_cast<FaultKind>(spec - fault_kinds().data());
 }
 const char* to_string(StateFile file) noexcept {
   return kStateFileNames[static_cast<std::size_t>(file)];
@@ -105,28 +90,9 @@ const char* to_string(FlagKind kind) noexcept {
   return kFlagKindNames[static_cast<std::size_t>(kind)];
 }
 
-SideEffectKind default_side_effects(JobKind kind) noexcept {
-  switch (kind) {
-    case JobKind::group: return SideEffectKind::draft;
-    case JobKind::fetch: return SideEffectKind::none;
-    case JobKind::reconcile: return SideEffectKind::none;
-    case JobKind::publish: return SideEffectKind::publish;
-    case JobKind::call: return SideEffectKind::none;
-  }
-  return SideEffectKind::publish;  // unreachable; the most cautious answer
-}
-
 bool fault_has_duration(FaultKind kind) noexcept {
-  switch (kind) {
-    case FaultKind::quota_exhausted:
-    case FaultKind::http_errors:
-    case FaultKind::timeouts:
-    case FaultKind::network_errors:
-    case FaultKind::messenger_down:
-      return true;
-    default:
-      return false;
-  }
+  const auto i = static_cast<std::size_t>(kind);
+  return i < fault_kinds().size() && fault_kinds()[i].lasting;
 }
 
 bool Services::has(ServiceKind kind) const noexcept {
@@ -170,8 +136,22 @@ const std::vector<std::string>& notification_event_names() {
   return kNames;
 }
 
+namespace {
+
+void add_job_kind_keys(std::map<std::string, std::vector<std::string>>& keys);
+
+// Every fault kind's keys, from the table: "fault_<kind>" -> its keys.
+void add_fault_kind_keys(std::map<std::string, std::vector<std::string>>& keys) {
+  for (const FaultKindSpec& kind : fault_kinds()) {
+    keys["fault_" + std::string(kind.name)] = fault_key_names(kind);
+  }
+}
+
+}  // namespace
+
 const std::map<std::string, std::vector<std::string>>& scenario_known_keys() {
-  static const std::map<std::string, std::vector<std::string>> kKeys{
+  static const std::map<std::string, std::vector<std::string>> kKeys = [] {
+    std::map<std::string, std::vector<std::string>> keys{
       {"scenario",
        {"format", "scenario", "description", "start", "until", "seed", "env", "queue", "services",
         "jobs", "faults", "expect"}},
@@ -187,28 +167,10 @@ const std::map<std::string, std::vector<std::string>>& scenario_known_keys() {
       {"job",
        {"id", "kind", "schedule", "schedule_env", "retry_policy", "side_effects",
         "idempotency_key", "note"}},
-      {"job_group", {"tasks", "targets"}},
       {"task", {"id", "produces", "model_calls"}},
-      {"job_fetch", {"service", "requests", "parallel"}},
-      {"job_reconcile", {"items", "batch_size"}},
       {"item", {"issue", "stage", "lost"}},
-      {"job_publish", {"targets"}},
-      {"job_call", {"calls"}},
       {"call", {"service", "method", "path"}},
       {"fault", {"at", "kind", "note"}},
-      {"fault_quota_exhausted", {"service", "for"}},
-      {"fault_http_errors", {"service", "status", "rate", "for"}},
-      {"fault_timeouts", {"service", "rate", "for"}},
-      {"fault_network_errors", {"service", "rate", "error", "for"}},
-      {"fault_token_revoked", {"service"}},
-      {"fault_issues_deleted", {"issues", "new_instance"}},
-      {"fault_issue_status", {"issue", "status"}},
-      {"fault_agent_removed", {"agent"}},
-      {"fault_agent_restored", {"agent"}},
-      {"fault_restart", {"down_for"}},
-      {"fault_state_corrupted", {"file", "mode", "cut", "flips"}},
-      {"fault_torn_write", {"file", "down_for"}},
-      {"fault_messenger_down", {"targets", "for"}},
       {"expect", {"jobs", "items", "services", "notifications", "violations"}},
       {"job_expectation",
        {"delivered_slots", "skipped_slots", "failed_slots", "in_flight_slots", "final_status",
@@ -217,7 +179,11 @@ const std::map<std::string, std::vector<std::string>>& scenario_known_keys() {
       {"expect_services", {"model-api", "orchestrator", "brokerage", "messenger"}},
       {"service_expectation", {"calls"}},
       {"brokerage_expectation", {"calls", "token_issues"}},
-  };
+    };
+    add_job_kind_keys(keys);
+    add_fault_kind_keys(keys);
+    return keys;
+  }();
   return kKeys;
 }
 
@@ -481,9 +447,28 @@ class DuplicateKeyFinder {
 
 // ------------------------------------------------------------------- loader
 
+class Loader;
+
+// One job kind of the scenario format: its name, its own keys (besides the
+// keys every job has), what a re-run does outside when the job declares
+// nothing, and the loader's reader of its keys. The core's runner of the
+// kind comes from its own registry by name (model/job_kinds.hpp).
+struct ScenarioJobKind {
+  JobKind kind;
+  const char* name;
+  std::vector<std::string> keys;
+  SideEffectKind side_effects;
+  void (Loader::*load)(const json& v, const std::string& pointer, JobSpec& job);
+};
+
 class Loader {
  public:
-  explicit Loader(std::string path) : path_(std::move(path)) { scenario_.path = path_; }
+  // The job kinds, in JobKind order.
+  static const std::vector<ScenarioJobKind>& job_kinds();
+
+  Loader(std::string path, const FaultKinds& kinds) : path_(std::move(path)), fault_kinds_(kinds) {
+    scenario_.path = path_;
+  }
 
   void syntax_error(std::string where_suffix, std::string message) {
     add(ErrorCode::parse_error, std::move(where_suffix), std::move(message), /*is_pointer=*/false);
@@ -618,52 +603,6 @@ class Loader {
       return std::nullopt;
     }
     return s;
-  }
-
-  // state_corrupted's exact damage: `cut` (mode truncated), `flips` (mode
-  // flip, unique byte offsets). Each key belongs to its mode only.
-  bool read_exact_damage(const json& v, const std::string& pointer, FaultSpec& fault) {
-    bool good = true;
-    if (const json* c = field(v, "cut")) {
-      if (fault.mode != CorruptionMode::truncated) {
-        value_error(child(pointer, "cut"), fmt::format("'cut' applies to mode 'truncated' only "
-                                                       "(the mode is '{}')",
-                                                       to_string(fault.mode)));
-        good = false;
-      } else if (auto n = read_int(*c, child(pointer, "cut"), 0, kMaxCount, "a byte count")) {
-        fault.cut = static_cast<std::uint64_t>(*n);
-      } else {
-        good = false;
-      }
-    }
-    if (const json* f = field(v, "flips")) {
-      const std::string at = child(pointer, "flips");
-      if (fault.mode != CorruptionMode::flip) {
-        value_error(at, fmt::format("'flips' applies to mode 'flip' only (the mode is '{}')",
-                                    to_string(fault.mode)));
-        return false;
-      }
-      if (!f->is_array() || f->empty()) {
-        error(at, "expected a non-empty array of byte offsets, got " + describe(*f));
-        return false;
-      }
-      for (std::size_t k = 0; k < f->size(); ++k) {
-        const std::string here = at + "/" + std::to_string(k);
-        auto n = read_int((*f)[k], here, 0, kMaxCount, "a byte offset");
-        if (!n) {
-          good = false;
-          continue;
-        }
-        const auto offset = static_cast<std::uint64_t>(*n);
-        if (std::find(fault.flips.begin(), fault.flips.end(), offset) != fault.flips.end()) {
-          value_error(here, fmt::format("byte offset {} is listed twice", offset));
-          good = false;
-          continue;
-        }
-        fault.flips.push_back(offset);
-      }
-    }
-    return good;
   }
 
   std::optional<std::int64_t> read_int(const json& v, const std::string& pointer, std::int64_t min,
@@ -817,8 +756,9 @@ class Loader {
   void load_job_schedule(const json& v, const std::string& pointer, JobSpec& job);
   void load_job_common(const json& v, const std::string& pointer, std::optional<JobKind> kind,
                        JobSpec& job);
-  void load_job_params(const json& v, const std::string& pointer, JobSpec& job);
-  void load_fetch(const json& v, const std::string& pointer, JobSpec& job, const std::string& who);
+  void load_fetch(const json& v, const std::string& pointer, JobSpec& job);
+  void load_publish(const json& v, const std::string& pointer, JobSpec& job);
+  void load_call_job(const json& v, const std::string& pointer, JobSpec& job);
   void load_group(const json& v, const std::string& pointer, JobSpec& job);
   void load_reconcile(const json& v, const std::string& pointer, JobSpec& job);
   std::vector<std::string> load_targets(const json& v, const std::string& pointer, bool non_empty);
@@ -826,11 +766,40 @@ class Loader {
   void load_faults(const json& v, const std::string& pointer);
   void load_fault(const json& v, const std::string& pointer);
   std::optional<TimeMs> read_fault_at(const json& v, const std::string& pointer);
+  // ---- one fault, from its kind's table entry (sim/fault_kinds.hpp)
+  struct FaultReading {
+    const json& v;
+    const std::string& pointer;
+    const FaultKindSpec& kind;
+    FaultSpec& fault;
+    std::string who;  // "fault '<kind>'", for reference messages
+    bool ok = true;   // everything so far was read (else the fault is dropped)
+  };
+  const FaultKindSpec* load_fault_kind(const json& v, const std::string& pointer);
+  bool load_fault_when(const json& v, const std::string& pointer, FaultSpec& fault);
+  void read_fault_for(FaultReading& r);
+  bool require_fault_target(FaultReading& r);
+  void read_fault_key(FaultReading& r, const FaultKeySpec& key);
+  void read_absent_fault_key(FaultReading& r, const FaultKeySpec& key);
+  std::optional<FaultValue> read_fault_value(FaultReading& r, const FaultKeySpec& key,
+                                             const json& value, const std::string& at);
+  std::optional<FaultValue> read_fault_service(FaultReading& r, const FaultKeySpec& key,
+                                               const json& value, const std::string& at);
+  std::optional<FaultValue> read_fault_down_for(FaultReading& r, const json& value,
+                                                const std::string& at);
+  std::optional<FaultValue> read_fault_reference(const json& value, const std::string& at,
+                                                 const std::vector<std::string>& declared,
+                                                 std::string_view what, std::string_view where);
+  std::optional<FaultValue> read_fault_new_instance(const json& value, const std::string& at);
+  std::optional<FaultValue> read_fault_cut(FaultReading& r, const json& value, const std::string& at);
+  std::optional<FaultValue> read_fault_flips(FaultReading& r, const json& value,
+                                             const std::string& at);
   void load_expect(const json& v, const std::string& pointer);
   void load_job_expectation(const json& v, const std::string& pointer, JobExpectation& out);
   std::map<NotificationEvent, std::int64_t> load_event_counts(const json& v, const std::string& pointer);
 
   std::string path_;
+  const FaultKinds& fault_kinds_;  // fault_kinds(), or a test's table
   Scenario scenario_;
   std::vector<Error> errors_;
   std::size_t omitted_ = 0;
@@ -1197,7 +1166,7 @@ void Loader::load_job(const json& v, const std::string& pointer) {
   load_job_common(v, pointer, kind, job);
   if (!kind) return;
   job.kind = *kind;
-  load_job_params(v, pointer, job);
+  (this->*job_kinds()[static_cast<std::size_t>(*kind)].load)(v, pointer, job);
   scenario_.jobs.push_back(std::move(job));
 }
 
@@ -1205,15 +1174,17 @@ void Loader::load_job(const json& v, const std::string& pointer) {
 // another kind are refused with what they belong to.
 std::optional<JobKind> Loader::load_job_kind(const json& v, const std::string& pointer) {
   std::optional<JobKind> kind;
-  if (const json* k = require(v, pointer, "kind", "one of: group, fetch, reconcile, publish, call")) {
-    if (auto i = read_name(*k, child(pointer, "kind"), to_vector(kJobKindNames), "job kind")) {
+  std::vector<std::string> names;
+  for (const ScenarioJobKind& spec : job_kinds()) names.emplace_back(spec.name);
+  if (const json* k = require(v, pointer, "kind", "one of: " + join(names))) {
+    if (auto i = read_name(*k, child(pointer, "kind"), names, "job kind")) {
       kind = static_cast<JobKind>(*i);
     }
   }
   std::vector<std::string> allowed = keys_of("job");
   std::map<std::string, std::string> elsewhere;
-  for (std::size_t k = 0; k < kJobKindNames.size(); ++k) {
-    const auto& specific = keys_of(std::string("job_") + kJobKindNames[k]);
+  for (std::size_t k = 0; k < job_kinds().size(); ++k) {
+    const auto& specific = job_kinds()[k].keys;
     const bool mine = !kind || static_cast<std::size_t>(*kind) == k;
     for (const auto& key : specific) {
       if (mine) {
@@ -1299,34 +1270,22 @@ void Loader::load_job_common(const json& v, const std::string& pointer,
   }
 }
 
-// The kind's own keys.
-void Loader::load_job_params(const json& v, const std::string& pointer, JobSpec& job) {
-  const std::string who = fmt::format("job '{}'", job.id.empty() ? pointer : job.id);
-  switch (job.kind) {
-    case JobKind::group:
-      load_group(v, pointer, job);
-      break;
-    case JobKind::fetch:
-      load_fetch(v, pointer, job, who);
-      break;
-    case JobKind::reconcile:
-      load_reconcile(v, pointer, job);
-      break;
-    case JobKind::publish:
-      if (const json* t = require(v, pointer, "targets", "a non-empty array of messenger targets")) {
-        job.targets = load_targets(*t, child(pointer, "targets"), true);
-      }
-      break;
-    case JobKind::call:
-      if (const json* c = require(v, pointer, "calls", "a non-empty list of calls")) {
-        load_calls(*c, child(pointer, "calls"), job);
-      }
-      break;
+// A publish job's own key: where its posts go.
+void Loader::load_publish(const json& v, const std::string& pointer, JobSpec& job) {
+  if (const json* t = require(v, pointer, "targets", "a non-empty array of messenger targets")) {
+    job.targets = load_targets(*t, child(pointer, "targets"), true);
   }
 }
 
-void Loader::load_fetch(const json& v, const std::string& pointer, JobSpec& job,
-                        const std::string& who) {
+// A call job's own key: the calls of one run.
+void Loader::load_call_job(const json& v, const std::string& pointer, JobSpec& job) {
+  if (const json* c = require(v, pointer, "calls", "a non-empty list of calls")) {
+    load_calls(*c, child(pointer, "calls"), job);
+  }
+}
+
+void Loader::load_fetch(const json& v, const std::string& pointer, JobSpec& job) {
+  const std::string who = fmt::format("job '{}'", job.id.empty() ? pointer : job.id);
   if (const json* s = field(v, "service")) {
     const std::string at = child(pointer, "service");
     if (read_name(*s, at, {"brokerage"}, "fetch service")) {
@@ -1512,36 +1471,57 @@ void Loader::load_faults(const json& v, const std::string& pointer) {
   for (std::size_t i = 0; i < v.size(); ++i) load_fault(v[i], child(pointer, i));
 }
 
+// A fault: its kind first (it decides the keys), then the instant, then the
+// kind's keys in the table's order, each by the reader of its type.
 void Loader::load_fault(const json& v, const std::string& pointer) {
   if (!expect_object(v, pointer, "a fault")) return;
   FaultSpec fault;
   fault.pointer = pointer;
-  std::optional<FaultKind> kind;
+  const FaultKindSpec* kind = load_fault_kind(v, pointer);
+  const bool when_ok = load_fault_when(v, pointer, fault);
+  if (kind == nullptr) return;
+  fault.kind = static_cast<FaultKind>(kind - fault_kinds_.data());
+  FaultReading r{v, pointer, *kind, fault, fmt::format("fault '{}'", kind->name), when_ok};
+  if (kind->lasting) read_fault_for(r);
+  if (!require_fault_target(r)) return;
+  for (const FaultKeySpec& key : kind->keys) read_fault_key(r, key);
+  if (r.ok) scenario_.faults.push_back(std::move(fault));
+}
+
+// The kind, and every key checked against it: a key of another kind is
+// refused with what it belongs to.
+const FaultKindSpec* Loader::load_fault_kind(const json& v, const std::string& pointer) {
+  const FaultKindSpec* kind = nullptr;
   if (const json* k = require(v, pointer, "kind", "a fault kind")) {
-    if (auto i = read_name(*k, child(pointer, "kind"), to_vector(kFaultKindNames), "fault kind")) {
-      kind = static_cast<FaultKind>(*i);
+    std::vector<std::string> names;
+    for (const FaultKindSpec& spec : fault_kinds_) names.emplace_back(spec.name);
+    if (auto i = read_name(*k, child(pointer, "kind"), names, "fault kind")) {
+      kind = &fault_kinds_[*i];
     }
   }
   std::vector<std::string> allowed = keys_of("fault");
   std::map<std::string, std::string> elsewhere;
-  for (std::size_t k = 0; k < kFaultKindNames.size(); ++k) {
-    const auto& specific = keys_of(std::string("fault_") + kFaultKindNames[k]);
-    const bool mine = !kind || static_cast<std::size_t>(*kind) == k;
-    for (const auto& key : specific) {
+  for (const FaultKindSpec& spec : fault_kinds_) {
+    const bool mine = kind == nullptr || kind == &spec;
+    for (const std::string& key : fault_key_names(spec)) {
       if (mine) {
         allowed.push_back(key);
       } else if (elsewhere.count(key) == 0) {
         elsewhere[key] = key == "for"
                              ? fmt::format("does not apply to '{}': it happens at one instant",
-                                           to_string(*kind))
-                             : fmt::format("does not apply to a '{}' fault", to_string(*kind));
+                                           kind->name)
+                             : fmt::format("does not apply to a '{}' fault", kind->name);
       }
     }
   }
   for (const auto& key : allowed) elsewhere.erase(key);
   check_keys(v, pointer, allowed, elsewhere);
+  return kind;
+}
 
-  bool ok = kind.has_value();
+// `at` (inside the span) and `note`; false when `at` is missing or wrong.
+bool Loader::load_fault_when(const json& v, const std::string& pointer, FaultSpec& fault) {
+  bool ok = true;
   if (const json* a = require(v, pointer, "at", "an instant or an offset from start such as \"+16h\"")) {
     if (auto t = read_fault_at(*a, child(pointer, "at"))) {
       fault.at_ms = *t;
@@ -1554,252 +1534,235 @@ void Loader::load_fault(const json& v, const std::string& pointer) {
   if (const json* n = field(v, "note")) {
     if (auto s = read_string(*n, child(pointer, "note"))) fault.note = *s;
   }
-  if (!kind) return;
-  fault.kind = *kind;
-  const std::string who = fmt::format("fault '{}'", to_string(*kind));
+  return ok;
+}
 
-  if (fault_has_duration(*kind)) {
-    if (const json* f = field(v, "for")) {
-      const std::string at = child(pointer, "for");
-      if (auto d = read_duration(*f, at, 1)) {
-        fault.for_ms = *d;
-        if (ok && until_ok_ && *d > scenario_.until_ms - fault.at_ms) {
-          value_error(at, fmt::format("the fault would end at {}, after until {} (omit 'for' to "
-                                      "last until the end)",
-                                      format_instant(fault.at_ms + *d),
-                                      format_instant(scenario_.until_ms)));
-          ok = false;
-        }
-      } else {
-        ok = false;
-      }
-    }
+// A lasting kind's `for`: positive, and the fault ends by `until`.
+void Loader::read_fault_for(FaultReading& r) {
+  const json* f = field(r.v, "for");
+  if (f == nullptr) return;
+  const std::string at = child(r.pointer, "for");
+  auto d = read_duration(*f, at, 1);
+  if (!d) {
+    r.ok = false;
+    return;
   }
+  r.fault.for_ms = *d;
+  if (r.ok && until_ok_ && *d > scenario_.until_ms - r.fault.at_ms) {
+    value_error(at, fmt::format("the fault would end at {}, after until {} (omit 'for' to "
+                                "last until the end)",
+                                format_instant(r.fault.at_ms + *d),
+                                format_instant(scenario_.until_ms)));
+    r.ok = false;
+  }
+}
 
-  // `service`: required where any service makes sense, fixed where only one does.
-  const auto read_service = [&](std::optional<ServiceKind> only) {
-    const json* s = field(v, "service");
-    if (s == nullptr) {
-      if (!only) {
-        error(pointer, "missing required key 'service' (one of: model-api, orchestrator, "
-                       "brokerage, or a service of your own declared in /services)");
-        ok = false;
-        return;
-      }
-      fault.service = *only;
-    } else {
-      const std::string at = child(pointer, "service");
-      // The messenger has its own fault kind; the run could not apply a
-      // service fault to it, so the loader (and so `validate`) refuses it.
-      if (!only && s->is_string() && s->get<std::string>() == to_string(ServiceKind::messenger)) {
-        value_error(at, fmt::format("fault kind '{}' cannot target the messenger (use "
-                                    "messenger_down for the messenger)",
-                                    to_string(*kind)));
-        ok = false;
-        return;
-      }
-      // A user service takes every service fault kind but token_revoked.
-      if (*kind != FaultKind::token_revoked && s->is_string() &&
-          user_services_.count(s->get<std::string>()) != 0) {
-        fault.user_service = s->get<std::string>();
-        return;
-      }
+// An orchestrator kind needs the orchestrator before any of its keys mean
+// anything. (A service kind's service is checked with its `service` key, the
+// messenger with `targets`.)
+bool Loader::require_fault_target(FaultReading& r) {
+  if (r.kind.applies_to != FaultTarget::orchestrator) return true;
+  if (require_service(ServiceKind::orchestrator, r.pointer, r.who)) return true;
+  r.ok = false;
+  return false;
+}
+
+void Loader::read_fault_key(FaultReading& r, const FaultKeySpec& key) {
+  const json* value = field(r.v, key.name);
+  if (value == nullptr) {
+    read_absent_fault_key(r, key);
+    return;
+  }
+  auto got = read_fault_value(r, key, *value, child(r.pointer, key.name));
+  if (!got) {
+    r.ok = false;
+    return;
+  }
+  if (key.store) {
+    key.store(r.fault, *got);
+  } else {
+    r.fault.params[std::string(key.name)] = got->value;
+  }
+}
+
+// What a missing required fault key's message says is expected.
+std::string expected_value(const FaultKeySpec& key) {
+  if (!key.expected.empty()) return std::string(key.expected);
+  switch (key.type) {
+    case FaultKeyType::integer: return fmt::format("{} from {} to {}", key.what, key.min, key.max);
+    case FaultKeyType::down_time: return kDurationRule;
+    case FaultKeyType::issue_list: return "a non-empty array of issue ids";
+    case FaultKeyType::issue: return "an issue id from /services/orchestrator/issues";
+    case FaultKeyType::agent: return "an agent id from /services/orchestrator/agents";
+    default: return fmt::format("{} (one of: {})", key.what, join(key.names));
+  }
+}
+
+// A key that is not there: an error when required, else its default.
+void Loader::read_absent_fault_key(FaultReading& r, const FaultKeySpec& key) {
+  if (key.type == FaultKeyType::targets) {  // every target: the messenger must exist
+    if (!require_service(ServiceKind::messenger, r.pointer, r.who)) r.ok = false;
+    return;
+  }
+  if (key.required) {
+    r.ok = false;
+    if (key.type == FaultKeyType::service) {
+      error(r.pointer, fmt::format("missing required key 'service' (one of: {}, or a service of "
+                                   "your own declared in /services)",
+                                   join(key.names)));
+      return;
+    }
+    require(r.v, r.pointer, key.name, expected_value(key));
+    return;
+  }
+  if (key.default_value.is_null()) return;
+  FaultValue value{key.default_value};
+  if (key.default_value.is_string()) {
+    const auto it = std::find(key.names.begin(), key.names.end(), key.default_value.get<std::string>());
+    value.index = static_cast<std::size_t>(it - key.names.begin());
+  }
+  if (key.type == FaultKeyType::service &&
+      !require_service(*parse_service_kind(key.names[value.index]), r.pointer, r.who)) {
+    r.ok = false;
+  }
+  if (key.store) key.store(r.fault, value);
+}
+
+// One present value, by the reader of its type.
+std::optional<FaultValue> Loader::read_fault_value(FaultReading& r, const FaultKeySpec& key,
+                                                   const json& value, const std::string& at) {
+  switch (key.type) {
+    case FaultKeyType::service: return read_fault_service(r, key, value, at);
+    case FaultKeyType::down_time: return read_fault_down_for(r, value, at);
+    case FaultKeyType::integer:
+      if (auto n = read_int(value, at, key.min, key.max, key.what)) return FaultValue{*n};
+      return std::nullopt;
+    case FaultKeyType::rate:
+      if (auto x = read_rate(value, at)) return FaultValue{*x};
+      return std::nullopt;
+    case FaultKeyType::name:
+      if (auto i = read_name(value, at, key.names, key.what)) return FaultValue{key.names[*i], *i};
+      return std::nullopt;
+    case FaultKeyType::issue:
+      return read_fault_reference(value, at, issue_ids_, "issue", "/services/orchestrator/issues");
+    case FaultKeyType::agent:
+      return read_fault_reference(value, at, agent_ids_, "agent", "/services/orchestrator/agents");
+    case FaultKeyType::new_instance: return read_fault_new_instance(value, at);
+    case FaultKeyType::cut: return read_fault_cut(r, value, at);
+    case FaultKeyType::flips: return read_fault_flips(r, value, at);
+    case FaultKeyType::issue_list:
+    case FaultKeyType::targets: {
+      const std::size_t before = errors_.size() + omitted_;
       const std::vector<std::string> names =
-          only ? std::vector<std::string>{to_string(*only)} : to_vector(kFaultServiceNames);
-      auto i = read_name(*s, at, names, fmt::format("service for '{}'", to_string(*kind)));
-      if (!i) {
-        ok = false;
-        return;
-      }
-      fault.service = only ? *only : static_cast<ServiceKind>(*i);
+          key.type == FaultKeyType::targets
+              ? load_targets(value, at, true)
+              : read_name_list(value, at, "issue", true, &issue_ids_, "/services/orchestrator/issues");
+      if (errors_.size() + omitted_ != before) return std::nullopt;
+      return FaultValue{names};
     }
-    if (!require_service(*fault.service, s ? child(pointer, "service") : pointer, who)) ok = false;
-  };
-  const auto read_rate_field = [&]() {
-    if (const json* r = field(v, "rate")) {
-      if (auto x = read_rate(*r, child(pointer, "rate"))) {
-        fault.rate = *x;
-      } else {
-        ok = false;
-      }
-    }
-  };
-  const auto read_agent = [&]() {
-    if (!require_service(ServiceKind::orchestrator, pointer, who)) {
-      ok = false;
-      return;
-    }
-    if (const json* a = require(v, pointer, "agent", "an agent id from /services/orchestrator/agents")) {
-      const std::string at = child(pointer, "agent");
-      auto s = read_identifier(*a, at, "agent id");
-      if (s && check_reference(*s, at, agent_ids_, "agent", "/services/orchestrator/agents")) {
-        fault.agent = *s;
-      } else {
-        ok = false;
-      }
-    } else {
-      ok = false;
-    }
-  };
-  const auto read_file = [&]() {
-    if (const json* f = field(v, "file")) {
-      if (auto i = read_name(*f, child(pointer, "file"), to_vector(kStateFileNames), "state file")) {
-        fault.file = static_cast<StateFile>(*i);
-      } else {
-        ok = false;
-      }
-    }
-  };
-  const auto read_down_for = [&](bool required) {
-    const json* d = required ? require(v, pointer, "down_for", kDurationRule) : field(v, "down_for");
-    if (d == nullptr) {
-      if (required) ok = false;
-      return;
-    }
-    const std::string at = child(pointer, "down_for");
-    if (auto ms = read_duration(*d, at, 0)) {
-      fault.down_for_ms = *ms;
-      if (ok && until_ok_ && *ms > scenario_.until_ms - fault.at_ms) {
-        value_error(at, fmt::format("the process would be down until {}, after until {}",
-                                    format_instant(fault.at_ms + *ms),
-                                    format_instant(scenario_.until_ms)));
-        ok = false;
-      }
-    } else {
-      ok = false;
-    }
-  };
-
-  switch (*kind) {
-    case FaultKind::quota_exhausted:
-      read_service(ServiceKind::model_api);
-      break;
-    case FaultKind::http_errors: {
-      read_service(std::nullopt);
-      if (const json* s = require(v, pointer, "status", "an HTTP status from 400 to 599")) {
-        if (auto n = read_int(*s, child(pointer, "status"), 400, 599, "an HTTP status")) {
-          fault.http_status = static_cast<int>(*n);
-        } else {
-          ok = false;
-        }
-      } else {
-        ok = false;
-      }
-      read_rate_field();
-      break;
-    }
-    case FaultKind::timeouts:
-      read_service(std::nullopt);
-      read_rate_field();
-      break;
-    case FaultKind::network_errors: {
-      read_service(std::nullopt);
-      read_rate_field();
-      fault.transport = TransportErrorKind::connection_reset;
-      if (const json* e = field(v, "error")) {
-        if (auto i = read_name(*e, child(pointer, "error"), to_vector(kTransportNames),
-                               "network error")) {
-          fault.transport = kTransportKinds[*i];
-        } else {
-          ok = false;
-        }
-      }
-      break;
-    }
-    case FaultKind::token_revoked:
-      read_service(ServiceKind::brokerage);
-      break;
-    case FaultKind::issues_deleted: {
-      if (!require_service(ServiceKind::orchestrator, pointer, who)) {
-        ok = false;
-        break;
-      }
-      if (const json* list = require(v, pointer, "issues", "a non-empty array of issue ids")) {
-        const std::size_t before = errors_.size() + omitted_;
-        fault.issues = read_name_list(*list, child(pointer, "issues"), "issue", true, &issue_ids_,
-                                      "/services/orchestrator/issues");
-        if (errors_.size() + omitted_ != before) ok = false;
-      } else {
-        ok = false;
-      }
-      if (const json* n = field(v, "new_instance")) {
-        const std::string at = child(pointer, "new_instance");
-        auto s = read_identifier(*n, at, "instance id");
-        const auto& orchestrator = scenario_.services.orchestrator;
-        if (s && orchestrator && *s == orchestrator->instance) {
-          value_error(at, fmt::format("new_instance '{}' is the instance the orchestrator already "
-                                      "runs (see /services/orchestrator/instance)", *s));
-          s.reset();
-        }
-        if (s) {
-          fault.new_instance = *s;
-        } else {
-          ok = false;
-        }
-      }
-      break;
-    }
-    case FaultKind::issue_status: {
-      if (!require_service(ServiceKind::orchestrator, pointer, who)) {
-        ok = false;
-        break;
-      }
-      if (const json* i = require(v, pointer, "issue", "an issue id from /services/orchestrator/issues")) {
-        const std::string at = child(pointer, "issue");
-        auto s = read_identifier(*i, at, "issue id");
-        if (s && check_reference(*s, at, issue_ids_, "issue", "/services/orchestrator/issues")) {
-          fault.issue = *s;
-        } else {
-          ok = false;
-        }
-      } else {
-        ok = false;
-      }
-      if (const json* s = require(v, pointer, "status", "the new external status")) {
-        if (auto k = read_name(*s, child(pointer, "status"), issue_status_names(), "issue status")) {
-          fault.status = issue_status_names()[*k];
-        } else {
-          ok = false;
-        }
-      } else {
-        ok = false;
-      }
-      break;
-    }
-    case FaultKind::agent_removed:
-    case FaultKind::agent_restored:
-      read_agent();
-      break;
-    case FaultKind::restart:
-      read_down_for(true);
-      break;
-    case FaultKind::state_corrupted:
-      read_file();
-      if (const json* m = field(v, "mode")) {
-        if (auto i = read_name(*m, child(pointer, "mode"), to_vector(kCorruptionModeNames),
-                               "corruption mode")) {
-          fault.mode = static_cast<CorruptionMode>(*i);
-        } else {
-          ok = false;
-        }
-      }
-      if (!read_exact_damage(v, pointer, fault)) ok = false;
-      break;
-    case FaultKind::torn_write:
-      read_file();
-      read_down_for(false);
-      break;
-    case FaultKind::messenger_down:
-      if (const json* t = field(v, "targets")) {
-        const std::size_t before = errors_.size() + omitted_;
-        fault.targets = load_targets(*t, child(pointer, "targets"), true);
-        if (errors_.size() + omitted_ != before) ok = false;
-      } else if (!require_service(ServiceKind::messenger, pointer, who)) {
-        ok = false;
-      }
-      break;
   }
-  if (ok) scenario_.faults.push_back(std::move(fault));
+  return std::nullopt;
+}
+
+// `service`: a built-in the kind allows, or (where allowed) a service of the
+// user's own; never the messenger, which has its own kind.
+std::optional<FaultValue> Loader::read_fault_service(FaultReading& r, const FaultKeySpec& key,
+                                                     const json& value, const std::string& at) {
+  const std::string name = value.is_string() ? value.get<std::string>() : std::string();
+  // The run could not apply a service fault to the messenger, so the loader
+  // (and so `validate`) refuses it.
+  if (key.names.size() > 1 && name == to_string(ServiceKind::messenger)) {
+    value_error(at, fmt::format("fault kind '{}' cannot target the messenger (use "
+                                "messenger_down for the messenger)",
+                                r.kind.name));
+    return std::nullopt;
+  }
+  if (key.user_services && user_services_.count(name) != 0) return FaultValue{name, 0, true};
+  auto i = read_name(value, at, key.names, fmt::format("service for '{}'", r.kind.name));
+  if (!i) return std::nullopt;
+  if (!require_service(*parse_service_kind(key.names[*i]), at, r.who)) return std::nullopt;
+  return FaultValue{key.names[*i], *i};
+}
+
+// How long the process stays down: it must come back by `until`.
+std::optional<FaultValue> Loader::read_fault_down_for(FaultReading& r, const json& value,
+                                                      const std::string& at) {
+  auto ms = read_duration(value, at, 0);
+  if (!ms) return std::nullopt;
+  if (r.ok && until_ok_ && *ms > scenario_.until_ms - r.fault.at_ms) {
+    value_error(at, fmt::format("the process would be down until {}, after until {}",
+                                format_instant(r.fault.at_ms + *ms),
+                                format_instant(scenario_.until_ms)));
+    return std::nullopt;
+  }
+  return FaultValue{*ms};
+}
+
+std::optional<FaultValue> Loader::read_fault_reference(const json& value, const std::string& at,
+                                                       const std::vector<std::string>& declared,
+                                                       std::string_view what,
+                                                       std::string_view where) {
+  auto s = read_identifier(value, at, fmt::format("{} id", what));
+  if (!s || !check_reference(*s, at, declared, what, where)) return std::nullopt;
+  return FaultValue{*s};
+}
+
+std::optional<FaultValue> Loader::read_fault_new_instance(const json& value, const std::string& at) {
+  auto s = read_identifier(value, at, "instance id");
+  if (!s) return std::nullopt;
+  const auto& orchestrator = scenario_.services.orchestrator;
+  if (orchestrator && *s == orchestrator->instance) {
+    value_error(at, fmt::format("new_instance '{}' is the instance the orchestrator already "
+                                "runs (see /services/orchestrator/instance)", *s));
+    return std::nullopt;
+  }
+  return FaultValue{*s};
+}
+
+// state_corrupted's exact damage: `cut` belongs to mode truncated only.
+std::optional<FaultValue> Loader::read_fault_cut(FaultReading& r, const json& value,
+                                                 const std::string& at) {
+  if (r.fault.mode != CorruptionMode::truncated) {
+    value_error(at, fmt::format("'cut' applies to mode 'truncated' only (the mode is '{}')",
+                                to_string(r.fault.mode)));
+    return std::nullopt;
+  }
+  auto n = read_int(value, at, 0, kMaxCount, "a byte count");
+  if (!n) return std::nullopt;
+  return FaultValue{static_cast<std::uint64_t>(*n)};
+}
+
+// `flips` belongs to mode flip only: unique byte offsets.
+std::optional<FaultValue> Loader::read_fault_flips(FaultReading& r, const json& value,
+                                                   const std::string& at) {
+  if (r.fault.mode != CorruptionMode::flip) {
+    value_error(at, fmt::format("'flips' applies to mode 'flip' only (the mode is '{}')",
+                                to_string(r.fault.mode)));
+    return std::nullopt;
+  }
+  if (!value.is_array() || value.empty()) {
+    error(at, "expected a non-empty array of byte offsets, got " + describe(value));
+    return std::nullopt;
+  }
+  std::vector<std::uint64_t> flips;
+  bool good = true;
+  for (std::size_t k = 0; k < value.size(); ++k) {
+    const std::string here = at + "/" + std::to_string(k);
+    auto n = read_int(value[k], here, 0, kMaxCount, "a byte offset");
+    if (!n) {
+      good = false;
+      continue;
+    }
+    const auto offset = static_cast<std::uint64_t>(*n);
+    if (std::find(flips.begin(), flips.end(), offset) != flips.end()) {
+      value_error(here, fmt::format("byte offset {} is listed twice", offset));
+      good = false;
+      continue;
+    }
+    flips.push_back(offset);
+  }
+  if (!good) return std::nullopt;
+  return FaultValue{flips};
 }
 
 std::map<NotificationEvent, std::int64_t> Loader::load_event_counts(const json& v,
@@ -2006,12 +1969,57 @@ void Loader::compute_flags() {
   }
 }
 
+// The table of job kinds (the loader's keys and readers follow from it).
+const std::vector<ScenarioJobKind>& Loader::job_kinds() {
+  static const std::vector<ScenarioJobKind> kKinds = [] {
+    std::vector<ScenarioJobKind> kinds{
+      {JobKind::group, "group", {"tasks", "targets"}, SideEffectKind::draft, &Loader::load_group},
+      {JobKind::fetch, "fetch", {"service", "requests", "parallel"}, SideEffectKind::none,
+       &Loader::load_fetch},
+      {JobKind::reconcile, "reconcile", {"items", "batch_size"}, SideEffectKind::none,
+       &Loader::load_reconcile},
+      {JobKind::publish, "publish", {"targets"}, SideEffectKind::publish, &Loader::load_publish},
+      {JobKind::call, "call", {"calls"}, SideEffectKind::none, &Loader::load_call_job},
+    };
+    for (std::size_t i = 0; i < kinds.size(); ++i) {
+      REHEARSE_ASSERT(static_cast<std::size_t>(kinds[i].kind) == i);  // in JobKind order
+    }
+    return kinds;
+  }();
+  return kKinds;
+}
+
+// Every job kind's own keys, from the table: "job_<kind>" -> its keys.
+void add_job_kind_keys(std::map<std::string, std::vector<std::string>>& keys) {
+  for (const ScenarioJobKind& kind : Loader::job_kinds()) {
+    keys[std::string("job_") + kind.name] = kind.keys;
+  }
+}
+
 }  // namespace
+
+const char* to_string(JobKind kind) noexcept {
+  const auto i = static_cast<std::size_t>(kind);
+  return i < Loader::job_kinds().size() ? Loader::job_kinds()[i].name : "unknown";
+}
+
+// What a re-run does outside when a job declares nothing (the table's
+// side_effects; the most cautious answer for a kind it does not know).
+SideEffectKind default_side_effects(JobKind kind) noexcept {
+  const auto i = static_cast<std::size_t>(kind);
+  return i < Loader::job_kinds().size() ? Loader::job_kinds()[i].side_effects
+                                        : SideEffectKind::publish;
+}
 
 // ------------------------------------------------------------ entry points
 
 ScenarioCheck check_scenario_json(std::string_view text, const std::string& path) {
-  Loader loader(path);
+  return check_scenario_json(text, path, fault_kinds());
+}
+
+ScenarioCheck check_scenario_json(std::string_view text, const std::string& path,
+                                  const FaultKinds& kinds) {
+  Loader loader(path, kinds);
   if (text.size() > kMaxFileBytes) {
     loader.syntax_error("1:1", fmt::format("file is {} bytes; scenarios are limited to {} bytes",
                                            text.size(), kMaxFileBytes));

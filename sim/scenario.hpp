@@ -171,6 +171,12 @@ struct JobSpec {
 
 // ------------------------------------------------------------------ faults
 
+// A fault kind is a position in the table of fault kinds (fault_kinds(),
+// sim/fault_kinds.hpp), which describes each kind once: keys, instant or
+// lasting, what it applies to, trace fields, how it is applied. The
+// enumerators name the kinds that code refers to directly; a kind added to
+// the table needs none (tests/sim/test_fault_kinds.cpp checks these against
+// the table).
 enum class FaultKind : unsigned char {
   quota_exhausted,
   http_errors,
@@ -186,9 +192,10 @@ enum class FaultKind : unsigned char {
   torn_write,
   messenger_down,
 };
+// The kind's name in the table / the kind named `name` there.
 const char* to_string(FaultKind kind) noexcept;
 std::optional<FaultKind> parse_fault_kind(std::string_view name) noexcept;
-// Kinds that last (`for`); the others happen at one instant.
+// Kinds that last (`for`); the others happen at one instant (the table's `lasting`).
 bool fault_has_duration(FaultKind kind) noexcept;
 
 // The state files of docs/semantics.md §5.
@@ -200,7 +207,8 @@ enum class CorruptionMode : unsigned char { garbage, empty, truncated, schema, f
 const char* to_string(CorruptionMode mode) noexcept;
 
 // One timeline entry. As with JobSpec, kind-specific fields are meaningful for
-// their kinds only (listed beside each).
+// their kinds only (listed beside each); the loader fills them through the
+// table's keys (FaultKeySpec::store).
 struct FaultSpec {
   FaultKind kind = FaultKind::restart;
   TimeMs at_ms = 0;                   // absolute; an offset "+16h" is resolved against start
@@ -227,6 +235,9 @@ struct FaultSpec {
   std::optional<std::uint64_t> cut;
   std::vector<std::uint64_t> flips;
   std::vector<std::string> targets;                // messenger_down (empty: every target)
+  // The keys of a kind whose table entry gives them no field above, by name,
+  // as the loader read them (FaultValue::value).
+  nlohmann::json params = nlohmann::json::object();
 
   std::string pointer;  // "/faults/2"
 

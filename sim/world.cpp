@@ -13,6 +13,7 @@
 #include "model/state_store.hpp"
 #include "model/worker.hpp"
 #include "sim/brokerage.hpp"
+#include "sim/fault_kinds.hpp"
 #include "sim/generic_service.hpp"
 #include "sim/messenger.hpp"
 #include "sim/model_api.hpp"
@@ -35,29 +36,6 @@ ModelOutput to_model_output(TaskOutput output) {
     case TaskOutput::skip: return ModelOutput::skip;
   }
   return ModelOutput::skip;
-}
-
-// A service fault on a user service becomes a window inside it.
-void add_user_service_fault(GenericService& service, const FaultSpec& fault, TimeMs from,
-                            TimeMs until) {
-  ModelFault window;
-  window.from_ms = from;
-  window.until_ms = until;
-  window.rate = fault.rate;
-  switch (fault.kind) {
-    case FaultKind::quota_exhausted: window.kind = ModelFaultKind::quota; break;
-    case FaultKind::http_errors:
-      window.kind = ModelFaultKind::http_error;
-      window.http_status = fault.http_status;
-      break;
-    case FaultKind::timeouts: window.kind = ModelFaultKind::timeout; break;
-    case FaultKind::network_errors:
-      window.kind = ModelFaultKind::network;
-      window.transport = fault.transport;
-      break;
-    default: return;
-  }
-  service.add_fault(window);
 }
 
 CorruptionKind to_corruption_kind(CorruptionMode mode) {
@@ -140,11 +118,10 @@ class World {
     return "ops";
   }
 
+  FaultWorld fault_world();
   Status add_fault(const FaultSpec& fault, std::size_t index);
-  void add_window_fault(const FaultSpec& fault, std::size_t index, TimeMs from, TimeMs until);
   json fault_start_data(const FaultSpec& fault, std::size_t index, bool lasting,
                         TimeMs until) const;
-  void apply_instant_fault(const FaultSpec& fault);
   void record_world(std::string type, json data, std::string service = {});
   void boot(Simulator& sim, ProcessId process);
   const JobSpec* find_job(const std::string& id) const;
@@ -174,6 +151,7 @@ class World {
   Messenger messenger_;
   SimLog log_;
   std::unique_ptr<MonitorSet> monitors_;
+  FaultWorld fault_world_;  // what the fault kinds' hooks act on (sim/fault_kinds.hpp)
 
   ProcessId process_ = kWorld;
   std::string crash_cause_ = "unknown";
@@ -311,6 +289,7 @@ void World::attach_disk_and_queue() {
 
 // Faults in time order, then file order (a stable sort).
 Status World::schedule_faults() {
+  fault_world_ = fault_world();
   std::vector<std::size_t> order(scenario_.faults.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [this](std::size_t a, std::size_t b) {
@@ -322,141 +301,75 @@ Status World::schedule_faults() {
   return {};
 }
 
-// Window faults live inside the simulated service from the start; the
-// service checks the window on every call.
-void World::add_window_fault(const FaultSpec& fault, std::size_t index, TimeMs from,
-                             TimeMs until) {
-  if (fault.service == ServiceKind::model_api && model_api_) {
-    switch (fault.kind) {
-      case FaultKind::quota_exhausted: model_api_->add_quota_outage(from, until); break;
-      case FaultKind::http_errors:
-        model_api_->add_http_errors(from, until, fault.http_status, fault.rate);
-        break;
-      case FaultKind::timeouts: model_api_->add_timeouts(from, until, fault.rate); break;
-      case FaultKind::network_errors:
-        model_api_->add_network_errors(from, until, fault.rate, fault.transport);
-        break;
-      default: break;
-    }
-  } else if (fault.service == ServiceKind::brokerage && brokerage_) {
-    BrokerageFault b;
-    b.from_ms = from;
-    b.until_ms = until;
-    b.rate = fault.rate;
-    b.label = fmt::format("{}#{}", to_string(fault.kind), index);
-    switch (fault.kind) {
-      case FaultKind::quota_exhausted:
-        b.http_status = 429;
-        b.rate = 1.0;
-        b.message = "quota exhausted: usage limit reached";
-        brokerage_->add_fault(b);
-        break;
-      case FaultKind::http_errors:
-        b.http_status = fault.http_status;
-        brokerage_->add_fault(b);
-        break;
-      case FaultKind::timeouts:
-        b.transport = TransportErrorKind::timeout;
-        brokerage_->add_fault(b);
-        break;
-      case FaultKind::network_errors:
-        b.transport = fault.transport;
-        brokerage_->add_fault(b);
-        break;
-      default: break;
-    }
-  }
-  if (auto user = user_services_.find(fault.user_service); user != user_services_.end()) {
-    add_user_service_fault(*user->second, fault, from, until);
-  }
-  if (fault.kind == FaultKind::messenger_down) messenger_.add_outage(from, until, fault.targets);
+// What the fault kinds' hooks may act on: the services the scenario
+// declares, the worker process and the state files.
+FaultWorld World::fault_world() {
+  FaultWorld w;
+  w.model_api = model_api_.get();
+  w.brokerage = brokerage_.get();
+  w.orchestrator = orchestrator_.get();
+  w.messenger = &messenger_;
+  w.user_service = [this](const std::string& name) -> GenericService* {
+    const auto it = user_services_.find(name);
+    return it == user_services_.end() ? nullptr : it->second.get();
+  };
+  w.crash_worker = [this](const std::string& cause, DurationMs down_for_ms) {
+    crash_worker(cause, down_for_ms);
+  };
+  w.corrupt_state = [this](const FaultSpec& fault) { corrupt_state(fault); };
+  w.tear_next_write = [this](StateFile file, DurationMs down_for_ms) {
+    // Every write of the state store's files starts with this prefix (the
+    // journal, the snapshot and its temp file).
+    disk_.arm_torn_write(file == StateFile::retry_state
+                             ? fmt::format("{}/retry_state", kWorldStateDir)
+                             : state_file_path(file));
+    torn_down_for_ = down_for_ms;
+  };
+  w.until_ms = scenario_.until_ms;
+  return w;
 }
 
-// The fields of a fault's `fault_start` event (docs/trace-events.md).
+// The fields of a fault's `fault_start` event (docs/trace-events.md): the
+// common ones and the kind's own (its table entry's trace fields).
 json World::fault_start_data(const FaultSpec& fault, std::size_t index, bool lasting,
                              TimeMs until) const {
   json start_data{{"fault", index}, {"kind", to_string(fault.kind)}};
   if (lasting) start_data["until"] = format_instant(until);
   if (!fault.note.empty()) start_data["note"] = fault.note;
-  if (fault.kind == FaultKind::restart || fault.kind == FaultKind::torn_write) {
-    start_data["down_for_ms"] = fault.down_for_ms;
-  }
-  if (fault.kind == FaultKind::state_corrupted || fault.kind == FaultKind::torn_write) {
-    start_data["file"] = to_string(fault.file);
-  }
-  if (fault.kind == FaultKind::state_corrupted) {
-    start_data["mode"] = to_string(fault.mode);
-    if (fault.cut) start_data["cut"] = *fault.cut;
-    if (!fault.flips.empty()) start_data["flips"] = fault.flips;
-  }
-  if (fault.kind == FaultKind::messenger_down) start_data["targets"] = fault.targets;
-  if (fault.kind == FaultKind::http_errors) start_data["status"] = fault.http_status;
-  if (fault.kind == FaultKind::http_errors || fault.kind == FaultKind::timeouts ||
-      fault.kind == FaultKind::network_errors) {
-    start_data["rate"] = fault.rate;
+  for (const FaultTraceField& field : fault_kind_spec(fault.kind).trace) {
+    if (auto value = field.read(fault)) start_data[std::string(field.name)] = std::move(*value);
   }
   return start_data;
 }
 
-// What an instant fault does at its instant (lasting ones act through their
-// service's window).
-void World::apply_instant_fault(const FaultSpec& fault) {
-  switch (fault.kind) {
-    case FaultKind::token_revoked:
-      if (brokerage_) brokerage_->revoke_all();
-      break;
-    case FaultKind::restart: crash_worker("restart", fault.down_for_ms); break;
-    case FaultKind::state_corrupted: corrupt_state(fault); break;
-    case FaultKind::torn_write:
-      // Every write of the state store's files starts with this
-      // prefix (the journal, the snapshot and its temp file).
-      disk_.arm_torn_write(fault.file == StateFile::retry_state
-                               ? fmt::format("{}/retry_state", kWorldStateDir)
-                               : state_file_path(fault.file));
-      torn_down_for_ = fault.down_for_ms;
-      break;
-    default: break;
-  }
-}
-
+// A fault's events (fault_start, fault_end for a lasting one) and its kind's
+// hooks: `schedule` now, `at_instant` at its instant (sim/fault_kinds.hpp).
 Status World::add_fault(const FaultSpec& fault, std::size_t index) {
+  const FaultKindSpec& kind = fault_kind_spec(fault.kind);
   const TimeMs from = fault.at_ms;
   const TimeMs until = fault.end_ms(scenario_.until_ms);
-  const std::string service = fault.service ? to_string(*fault.service) : fault.user_service;
-  const bool lasting = fault_has_duration(fault.kind);
-
-  add_window_fault(fault, index, from, until);
-
-  // The instant's own event: recorded, and the instant faults applied then.
-  const json start_data = fault_start_data(fault, index, lasting, until);
-  const std::string event_service =
-      fault.kind == FaultKind::messenger_down ? std::string(Messenger::kServiceName) : service;
+  const std::string service = kind.applies_to == FaultTarget::messenger
+                                  ? std::string(Messenger::kServiceName)
+                              : fault.service ? std::string(to_string(*fault.service))
+                                              : fault.user_service;
+  const json start_data = fault_start_data(fault, index, kind.lasting, until);
   sim_.schedule_call(
       from,
-      [this, &fault, start_data, event_service] {
-        record_world("fault_start", start_data, event_service);
-        apply_instant_fault(fault);
+      [this, &fault, &kind, start_data, service] {
+        record_world("fault_start", start_data, service);
+        if (kind.at_instant) kind.at_instant(fault, fault_world_);
       },
       "fault");
-  const bool for_orchestrator = fault.service == ServiceKind::orchestrator ||
-                                fault.kind == FaultKind::issues_deleted ||
-                                fault.kind == FaultKind::issue_status ||
-                                fault.kind == FaultKind::agent_removed ||
-                                fault.kind == FaultKind::agent_restored;
-  if (for_orchestrator) {
-    // Scheduled after fault_start at the same instant: the record comes first.
-    if (!orchestrator_) {
-      return make_error(ErrorCode::invalid_argument, "the fault needs the orchestrator service",
-                        scenario_.path + ":" + fault.pointer);
-    }
-    if (Status s = orchestrator_->schedule_fault(fault, scenario_.until_ms); !s.ok()) {
+  // Scheduled after fault_start at the same instant: the record comes first.
+  if (kind.schedule) {
+    if (Status s = kind.schedule(fault, index, from, until, fault_world_); !s.ok()) {
       return make_error(s.error().code, s.error().message, scenario_.path + ":" + fault.pointer);
     }
   }
-  if (lasting && until <= scenario_.until_ms) {
+  if (kind.lasting && until <= scenario_.until_ms) {
     json end_data{{"fault", index}, {"kind", to_string(fault.kind)}};
     sim_.schedule_call(
-        until, [this, end_data, event_service] { record_world("fault_end", end_data, event_service); },
+        until, [this, end_data, service] { record_world("fault_end", end_data, service); },
         "fault_end");
   }
   return {};
@@ -834,8 +747,7 @@ ScenarioRunResult World::run() {
 bool world_supports(JobKind kind) noexcept { return find_job_kind(to_string(kind)) != nullptr; }
 
 bool world_supports(FaultKind kind) noexcept {
-  (void)kind;  // every kind of scenario format 1
-  return true;
+  return static_cast<std::size_t>(kind) < fault_kinds().size();
 }
 
 Result<std::unique_ptr<JobRunner>> make_default_runner(const JobSpec& job, RunnerPorts& ports) {

@@ -28,6 +28,7 @@
 
 #include "model/agent_roles.hpp"
 #include "model/pipeline_store.hpp"
+#include "sim/fault_kinds.hpp"
 #include "sim/orchestrator.hpp"
 #include "sim/sim_disk.hpp"
 #include "sim/sim_log.hpp"
@@ -907,8 +908,19 @@ TEST(ReconcileWorld, BuildsFromScenarioInputs) {
   faults[2].issues = {"ISS-1"};
   faults[2].new_instance = "orch-b";
   faults[3].kind = sim::FaultKind::restart;
-  for (std::size_t i = 0; i < 3; ++i) ASSERT_TRUE(w.orch.schedule_fault(faults[i], kStart + kDayMs).ok());
-  EXPECT_FALSE(w.orch.schedule_fault(faults[3], kStart + kDayMs).ok());
+  // Each fault as the world applies it: its kind's hook (sim/fault_kinds.hpp),
+  // here with the orchestrator as the whole world.
+  sim::FaultWorld world;
+  world.orchestrator = &w.orch;
+  world.until_ms = kStart + kDayMs;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const sim::FaultKindSpec& kind = sim::fault_kind_spec(faults[i].kind);
+    ASSERT_TRUE(kind.schedule(faults[i], i, faults[i].at_ms, faults[i].end_ms(world.until_ms), world)
+                    .ok());
+  }
+  // A restart is the worker process's business, not the orchestrator's.
+  EXPECT_EQ(sim::fault_kind_spec(faults[3].kind).applies_to, sim::FaultTarget::process);
+  EXPECT_FALSE(sim::fault_kind_spec(faults[3].kind).schedule);
   const auto reports = w.run_cycles(10 * kMinuteMs, 7);
   ASSERT_EQ(reports.size(), 7u);
   EXPECT_EQ(reports[3].outcome.kind, RunOutcomeKind::failure);  // 30 min: list_agents got a 500
