@@ -1201,6 +1201,8 @@ TEST(ScenarioFiles, BadFilesFailWithTheExpectedError) {
        {":/services/messenger/latency", "invalid duration \"1.5s\""}},
       {"bad-instant.json", {":/start", "invalid instant"}},
       {"duplicate-key.json", {":/jobs/0/schedule", "duplicate key 'schedule'"}},
+      {"expect-slot-outcome.json",
+       {":/expect/jobs/weekly/slots/0/outcome", "unknown slot outcome \"lost\""}},
       {"fault-outside-span.json", {":/faults/0/at", "outside the scenario's time span"}},
       {"never-fires.json", {":/jobs/0/schedule", "invalid cron \"0 0 30 2 *\": "}},
       {"messenger-service-fault.json",
