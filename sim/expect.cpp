@@ -135,6 +135,13 @@ void check_final_status(std::vector<ExpectFailure>& out, const ScenarioRunResult
 void check_state(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
                  const std::string& job, const std::string& p, const StateExpectation& x) {
   const FinalJobState* f = final_state_of(run, job);
+  if (x.unreadable) {
+    if (f != nullptr && f->state) {
+      const std::string got = fmt::format("readable (retry_status {})", to_string(f->state->retry_status));
+      out.push_back({p, "unreadable", got, "unreadable", got});
+    }
+    return;
+  }
   if (f == nullptr || !f->state) {
     const std::string why = run.store_error.empty() ? "no state for the job" : run.store_error;
     out.push_back({p, "the job's durable state", "store unreadable: " + why, "state", why});

@@ -2023,9 +2023,13 @@ std::optional<std::optional<TimeMs>> Loader::read_instant_or_null(const json& v,
 
 std::optional<StateExpectation> Loader::load_state_expectation(const json& v,
                                                                const std::string& pointer) {
-  if (!expect_object(v, pointer, "the job's final state")) return std::nullopt;
-  check_keys(v, pointer, keys_of("state_expectation"));
   StateExpectation out;
+  if (v.is_string() && v.get<std::string>() == "unreadable") {
+    out.unreadable = true;
+    return out;
+  }
+  if (!expect_object(v, pointer, "the job's final state (or \"unreadable\")")) return std::nullopt;
+  check_keys(v, pointer, keys_of("state_expectation"));
   if (const json* s = field(v, "retry_status")) {
     const std::vector<std::string> names{"ok", "retrying", "retry_exhausted", "failed"};
     if (auto i = read_name(*s, child(pointer, "retry_status"), names, "retry status")) {

@@ -242,6 +242,9 @@ struct FaultSpec {
 // disk's bytes); each field is optional. For the two instants, an engaged
 // outer optional holding an empty inner one expects `null` (no instant).
 struct StateExpectation {
+  // "unreadable": the store cannot be read back at the end (a corrupt store
+  // fails closed and keeps its bytes); the fields below are then unset.
+  bool unreadable = false;
   std::optional<RetryStatus> retry_status;
   std::optional<NextAction> next_action;
   std::optional<std::optional<TimeMs>> next_run_at;

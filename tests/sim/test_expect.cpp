@@ -269,6 +269,35 @@ TEST(Expect, DamagedFilesFailWhenTheBytesAreNotWhatTheyShouldBe) {
   EXPECT_EQ(lines[0], "expect /expect/damaged_files/retry_state.json: expected changed, got kept");
 }
 
+// The same damage: the store cannot be read back at the end, which `state`
+// can say ("unreadable"); a state that says anything else fails, and so
+// does "unreadable" for a store that reads back fine.
+TEST(Expect, StateCanBeExpectedUnreadable) {
+  json doc = json::parse(R"({
+    "format": 1, "scenario": "expect-unreadable",
+    "start": "2026-12-07T09:30:00Z", "until": "2026-12-07T11:30:00Z",
+    "services": {"model-api": {}, "messenger": {"targets": ["team"]}},
+    "jobs": [{"id": "hourly", "kind": "group", "schedule": "0 * * * *",
+              "retry_policy": {"max": 2, "backoff_sec": 300},
+              "tasks": [{"id": "r", "produces": "summary"}], "targets": ["team"]}],
+    "faults": [{"at": "2026-12-07T10:30:00Z", "kind": "state_corrupted", "mode": "garbage"}],
+    "expect": {"jobs": {"hourly": {"state": "unreadable"}}}
+  })");
+  EXPECT_EQ(failures(doc), Lines{});
+  doc["expect"]["jobs"]["hourly"]["state"] = {{"retry_status", "ok"}};
+  const Lines lines = failures(doc);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].rfind("expect /expect/jobs/hourly/state: expected the job's durable state, "
+                           "got store unreadable: ",
+                           0),
+            0u)
+      << lines[0];
+  json fine = weekly();
+  fine["expect"]["jobs"]["weekly"]["state"] = "unreadable";
+  EXPECT_EQ(failures(fine), (Lines{"expect /expect/jobs/weekly/state: expected unreadable, got "
+                                   "readable (retry_status ok)"}));
+}
+
 // A fault whose exact damage the file cannot take is not applied
 // (store_corrupt_injected says applied: false): the file was never damaged,
 // so it can be expected neither kept nor changed. A file that does not exist
