@@ -856,6 +856,22 @@ TEST(ScenarioLoader, LaterExpectKeysAreTyped) {
   auto plain = load_scenario_json(doc.dump(), kPath);
   ASSERT_TRUE(plain.ok()) << plain.error().describe();
   EXPECT_EQ(plain->expect.jobs.at("weekly-summary").slots->front().tolerance_ms, kSecondMs);
+  // A format-1 file written before these keys loads as it did: none of them
+  // is set, so none is checked.
+  json old = base_scenario();
+  for (const char* key : {"state", "policy", "slots", "messages", "lateness"}) {
+    old["expect"]["jobs"]["weekly-summary"].erase(key);
+  }
+  old["expect"]["items"]["ISS-1"].erase("not_found");
+  old["expect"].erase("damaged_files");
+  auto before = load_scenario_json(old.dump(), kPath);
+  ASSERT_TRUE(before.ok()) << before.error().describe();
+  const JobExpectation& b = before->expect.jobs.at("weekly-summary");
+  EXPECT_FALSE(b.state || b.policy || b.slots || b.lateness);
+  EXPECT_TRUE(b.messages.empty());
+  EXPECT_FALSE(before->expect.items.at("ISS-1").not_found.has_value());
+  EXPECT_TRUE(before->expect.damaged_files.empty());
+  EXPECT_EQ(b.retries, 2);  // the format-1 keys keep their values
 }
 
 TEST(ScenarioLoader, EachRuleNamesPointerAndExpectation) {
