@@ -137,7 +137,8 @@ void check_state(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
   const FinalJobState* f = final_state_of(run, job);
   if (x.unreadable) {
     if (f != nullptr && f->state) {
-      const std::string got = fmt::format("readable (retry_status {})", to_string(f->state->retry_status));
+      const std::string got =
+          fmt::format("readable (retry_status {})", to_string(f->state->retry_status));
       out.push_back({p, "unreadable", got, "unreadable", got});
     }
     return;
@@ -148,10 +149,15 @@ void check_state(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
     return;
   }
   const JobState& s = *f->state;
-  if (x.retry_status) check_text(out, p + "/retry_status", to_string(*x.retry_status), to_string(s.retry_status));
-  if (x.next_action) check_text(out, p + "/next_action", to_string(*x.next_action), to_string(s.next_action));
+  if (x.retry_status) {
+    check_text(out, p + "/retry_status", to_string(*x.retry_status), to_string(s.retry_status));
+  }
+  if (x.next_action) {
+    check_text(out, p + "/next_action", to_string(*x.next_action), to_string(s.next_action));
+  }
   if (x.next_run_at) {
-    check_text(out, p + "/next_run_at", instant_or_null(*x.next_run_at), instant_or_null(s.next_run_at));
+    check_text(out, p + "/next_run_at", instant_or_null(*x.next_run_at),
+               instant_or_null(s.next_run_at));
   }
   if (x.next_retry_at) {
     check_text(out, p + "/next_retry_at", instant_or_null(*x.next_retry_at),
@@ -174,17 +180,20 @@ void check_policy(std::vector<ExpectFailure>& out, const Scenario& scenario, con
   if (spec == nullptr) return;
   const JobPlan plan = plan_job(job_config_of(*spec), scenario.env);
   if (!plan.schedule.ok() || !plan.policy.ok()) {
-    const std::string why = !plan.schedule.ok() ? "no usable schedule: " + plan.schedule.error().message
-                                                : "invalid policy: " + plan.policy.error().message;
+    const std::string why = !plan.schedule.ok()
+                                ? "no usable schedule: " + plan.schedule.error().message
+                                : "invalid policy: " + plan.policy.error().message;
     out.push_back({p, "a valid policy", why, "valid", why});
     return;
   }
   const RetryPolicy& policy = *plan.policy;
   check_count(out, p + "/max_retries", x.max_retries, policy.max_retries);
-  if (x.backoff) check_text(out, p + "/backoff", to_string(*x.backoff), to_string(policy.backoff.kind));
+  if (x.backoff) {
+    check_text(out, p + "/backoff", to_string(*x.backoff), to_string(policy.backoff.kind));
+  }
   if (x.delay_ms && *x.delay_ms != policy.backoff.delay_ms) {
-    out.push_back({p + "/delay", short_duration(*x.delay_ms), short_duration(policy.backoff.delay_ms),
-                   *x.delay_ms, policy.backoff.delay_ms});
+    out.push_back({p + "/delay", short_duration(*x.delay_ms),
+                   short_duration(policy.backoff.delay_ms), *x.delay_ms, policy.backoff.delay_ms});
   }
   if (x.budget) check_text(out, p + "/budget", to_string(*x.budget), to_string(policy.budget));
 }
@@ -242,16 +251,17 @@ void check_slot(std::vector<ExpectFailure>& out, const SlotExpectation& x, const
     const json& at = got.at("attempt_at");
     if (at.size() != x.attempt_at->size()) {
       out.push_back({p + "/attempt_at", fmt::format("{} attempts", x.attempt_at->size()),
-                     fmt::format("{} attempts ({})", at.size(), at.dump()),
-                     x.attempt_at->size(), at});
+                     fmt::format("{} attempts ({})", at.size(), at.dump()), x.attempt_at->size(),
+                     at});
     } else {
       for (std::size_t k = 0; k < at.size(); ++k) {
         const TimeMs want = (*x.attempt_at)[k];
         const std::optional<TimeMs> seen = instant_of(at[k]);
         if (seen && std::llabs(*seen - want) <= x.tolerance_ms) continue;
-        out.push_back({fmt::format("{}/attempt_at/{}", p, k),
-                       fmt::format("{} (within {})", format_instant(want), short_duration(x.tolerance_ms)),
-                       at[k].dump(), format_instant(want), at[k]});
+        out.push_back(
+            {fmt::format("{}/attempt_at/{}", p, k),
+             fmt::format("{} (within {})", format_instant(want), short_duration(x.tolerance_ms)),
+             at[k].dump(), format_instant(want), at[k]});
       }
     }
   }
@@ -262,7 +272,8 @@ void check_slot(std::vector<ExpectFailure>& out, const SlotExpectation& x, const
 void check_slots(std::vector<ExpectFailure>& out, const json& t, const std::string& job,
                  const std::string& p, const std::vector<SlotExpectation>& expected) {
   std::map<TimeMs, const json*> seen;
-  if (const json* list = tally_node(t, {"jobs", job, "slots"}); list != nullptr && list->is_array()) {
+  if (const json* list = tally_node(t, {"jobs", job, "slots"});
+      list != nullptr && list->is_array()) {
     for (const json& s : *list) {
       if (auto at = instant_of(s.value("slot", json()))) seen[*at] = &s;
     }
@@ -292,7 +303,8 @@ void check_job(std::vector<ExpectFailure>& out, const Scenario& scenario,
               tally_count(t, {"jobs", job, "delivered_slots"}));
   check_count(out, p + "/skipped_slots", x.skipped_slots,
               tally_count(t, {"jobs", job, "skipped_slots"}));
-  check_count(out, p + "/failed_slots", x.failed_slots, tally_count(t, {"jobs", job, "failed_slots"}));
+  check_count(out, p + "/failed_slots", x.failed_slots,
+              tally_count(t, {"jobs", job, "failed_slots"}));
   check_count(out, p + "/in_flight_slots", x.in_flight_slots,
               tally_count(t, {"jobs", job, "in_flight_slots"}));
   check_count(out, p + "/retries", x.retries, tally_count(t, {"jobs", job, "retries"}));
@@ -335,17 +347,17 @@ void check_item(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
     if (f.issue == item) durable = &f;
   }
   if (x.stage) {
-    const std::string got = durable != nullptr ? durable->stage
-                                               : tally_text(t, {"items", item, "stage"});
+    const std::string got =
+        durable != nullptr ? durable->stage : tally_text(t, {"items", item, "stage"});
     check_text(out, p + "/stage", *x.stage, got.empty() ? "none" : got);
   }
   if (x.reason_contains) {
-    const std::string got = durable != nullptr ? durable->reconcile_error
-                                               : tally_text(t, {"items", item, "reason"});
+    const std::string got =
+        durable != nullptr ? durable->reconcile_error : tally_text(t, {"items", item, "reason"});
     if (got.find(*x.reason_contains) == std::string::npos) {
       out.push_back({p + "/reason_contains", "a reason containing \"" + *x.reason_contains + "\"",
-                     got.empty() ? "no reason recorded" : "\"" + got + "\"",
-                     *x.reason_contains, got});
+                     got.empty() ? "no reason recorded" : "\"" + got + "\"", *x.reason_contains,
+                     got});
     }
   }
   check_count(out, p + "/queries", x.queries, tally_count(t, {"items", item, "queries"}));

@@ -2003,15 +2003,21 @@ void Loader::load_expect(const json& v, const std::string& pointer) {
 // messages, lateness (docs/scenario-format.md, `expect`). Absent: not checked.
 void Loader::load_later_job_expectation(const json& v, const std::string& pointer,
                                         const std::string& job, JobExpectation& out) {
-  if (const json* s = field(v, "state")) out.state = load_state_expectation(*s, child(pointer, "state"));
+  if (const json* s = field(v, "state")) {
+    out.state = load_state_expectation(*s, child(pointer, "state"));
+  }
   if (const json* p = field(v, "policy")) {
     out.policy = load_policy_expectation(*p, child(pointer, "policy"));
   }
-  if (const json* l = field(v, "slots")) out.slots = load_slot_expectations(*l, child(pointer, "slots"));
+  if (const json* l = field(v, "slots")) {
+    out.slots = load_slot_expectations(*l, child(pointer, "slots"));
+  }
   if (const json* m = field(v, "messages")) {
     out.messages = load_message_expectations(*m, child(pointer, "messages"), job);
   }
-  if (const json* l = field(v, "lateness")) out.lateness = load_lateness(*l, child(pointer, "lateness"));
+  if (const json* l = field(v, "lateness")) {
+    out.lateness = load_lateness(*l, child(pointer, "lateness"));
+  }
 }
 
 std::optional<std::optional<TimeMs>> Loader::read_instant_or_null(const json& v,
@@ -2057,7 +2063,8 @@ std::optional<StateExpectation> Loader::load_state_expectation(const json& v,
     } else {
       std::vector<std::string> names;
       for (const FailureClass c : all_failure_classes()) names.emplace_back(to_string(c));
-      if (auto i = read_name(*f, child(pointer, "failure_class"), names, "failure class (or null)")) {
+      if (auto i =
+              read_name(*f, child(pointer, "failure_class"), names, "failure class (or null)")) {
         out.failure_class = std::optional<FailureClass>(all_failure_classes()[*i]);
       }
     }
@@ -2071,7 +2078,8 @@ std::optional<PolicyExpectation> Loader::load_policy_expectation(const json& v,
   check_keys(v, pointer, keys_of("policy_expectation"));
   PolicyExpectation out;
   if (const json* m = field(v, "max_retries")) {
-    out.max_retries = read_int(*m, child(pointer, "max_retries"), 0, kRetryCountMax, "a retry count");
+    out.max_retries =
+        read_int(*m, child(pointer, "max_retries"), 0, kRetryCountMax, "a retry count");
   }
   if (const json* b = field(v, "backoff")) {
     const std::vector<std::string> names{"fixed", "exponential", "linear", "polynomial"};
@@ -2079,7 +2087,9 @@ std::optional<PolicyExpectation> Loader::load_policy_expectation(const json& v,
       out.backoff = parse_backoff_kind(names[*i]);
     }
   }
-  if (const json* d = field(v, "delay")) out.delay_ms = read_duration(*d, child(pointer, "delay"), 0);
+  if (const json* d = field(v, "delay")) {
+    out.delay_ms = read_duration(*d, child(pointer, "delay"), 0);
+  }
   if (const json* b = field(v, "budget")) {
     const std::vector<std::string> names{"per_slot", "per_episode"};
     if (auto i = read_name(*b, child(pointer, "budget"), names, "budget scope")) {
@@ -2103,10 +2113,10 @@ std::optional<std::vector<SlotExpectation>> Loader::load_slot_expectations(
       continue;
     }
     if (!out.empty() && slot->slot <= out.back().slot) {
-      value_error(at + "/slot", fmt::format("slot {} is not after the previous one ({}): list each "
-                                            "slot once, in time order",
-                                            format_instant(slot->slot),
-                                            format_instant(out.back().slot)));
+      value_error(at + "/slot",
+                  fmt::format("slot {} is not after the previous one ({}): list each "
+                              "slot once, in time order",
+                              format_instant(slot->slot), format_instant(out.back().slot)));
       good = false;
       continue;
     }
@@ -2132,7 +2142,9 @@ std::optional<SlotExpectation> Loader::load_slot_expectation(const json& v,
       out.outcome = static_cast<SlotOutcome>(*i);
     }
   }
-  if (const json* a = field(v, "attempts")) out.attempts = read_count(*a, child(pointer, "attempts"));
+  if (const json* a = field(v, "attempts")) {
+    out.attempts = read_count(*a, child(pointer, "attempts"));
+  }
   if (const json* t = field(v, "tolerance")) {
     if (auto d = read_duration(*t, child(pointer, "tolerance"), 0)) out.tolerance_ms = *d;
   }
@@ -2141,7 +2153,9 @@ std::optional<SlotExpectation> Loader::load_slot_expectation(const json& v,
     if (expect_array(*list, at, "a list of attempt instants", false)) {
       std::vector<TimeMs> instants;
       for (std::size_t k = 0; k < list->size(); ++k) {
-        if (auto t = read_attempt_instant((*list)[k], child(at, k), out.slot)) instants.push_back(*t);
+        if (auto t = read_attempt_instant((*list)[k], child(at, k), out.slot)) {
+          instants.push_back(*t);
+        }
       }
       if (instants.size() == list->size()) out.attempt_at = std::move(instants);
       if (out.attempts && *out.attempts != static_cast<std::int64_t>(list->size())) {
@@ -2159,8 +2173,7 @@ std::optional<SlotExpectation> Loader::load_slot_expectation(const json& v,
 // An INSTANT, or "+DURATION": that long after the slot's instant.
 std::optional<TimeMs> Loader::read_attempt_instant(const json& v, const std::string& pointer,
                                                    TimeMs slot) {
-  auto s = read_string(v, pointer,
-                       "an ISO-8601 UTC instant or an offset from the slot (\"+30m\")");
+  auto s = read_string(v, pointer, "an ISO-8601 UTC instant or an offset from the slot (\"+30m\")");
   if (!s) return std::nullopt;
   if (!s->empty() && s->front() == '+') {
     auto d = parse_duration(std::string_view(*s).substr(1));
@@ -2206,16 +2219,21 @@ std::map<std::string, MessageExpectation> Loader::load_message_expectations(
   return out;
 }
 
-std::optional<LatenessExpectation> Loader::load_lateness(const json& v, const std::string& pointer) {
+std::optional<LatenessExpectation> Loader::load_lateness(const json& v,
+                                                         const std::string& pointer) {
   if (!expect_object(v, pointer, "bounds on the largest lateness")) return std::nullopt;
   check_keys(v, pointer, keys_of("lateness_expectation"));
   LatenessExpectation out;
-  if (const json* d = field(v, "at_least")) out.at_least_ms = read_duration(*d, child(pointer, "at_least"), 0);
-  if (const json* d = field(v, "at_most")) out.at_most_ms = read_duration(*d, child(pointer, "at_most"), 0);
+  if (const json* d = field(v, "at_least")) {
+    out.at_least_ms = read_duration(*d, child(pointer, "at_least"), 0);
+  }
+  if (const json* d = field(v, "at_most")) {
+    out.at_most_ms = read_duration(*d, child(pointer, "at_most"), 0);
+  }
   if (out.at_least_ms && out.at_most_ms && *out.at_least_ms > *out.at_most_ms) {
-    value_error(pointer, fmt::format("at_least ({}) is above at_most ({})",
-                                     format_duration(*out.at_least_ms),
-                                     format_duration(*out.at_most_ms)));
+    value_error(pointer,
+                fmt::format("at_least ({}) is above at_most ({})",
+                            format_duration(*out.at_least_ms), format_duration(*out.at_most_ms)));
     return std::nullopt;
   }
   return out;
@@ -2233,16 +2251,18 @@ void Loader::load_damaged_files(const json& v, const std::string& pointer) {
     const std::string at = child(pointer, name);
     const auto it = std::find(files.begin(), files.end(), name);
     if (it == files.end()) {
-      std::string message = fmt::format("unknown state file '{}' (expected one of: {})", name, join(files));
-      if (const auto near = closest(name, files)) message += fmt::format("; did you mean '{}'?", *near);
+      std::string message =
+          fmt::format("unknown state file '{}' (expected one of: {})", name, join(files));
+      if (const auto near = closest(name, files)) {
+        message += fmt::format("; did you mean '{}'?", *near);
+      }
       value_error(at, std::move(message));
       continue;
     }
     const auto file = static_cast<StateFile>(it - files.begin());
-    const bool damaged = std::any_of(scenario_.faults.begin(), scenario_.faults.end(),
-                                     [&](const FaultSpec& f) {
-                                       return f.kind == FaultKind::state_corrupted && f.file == file;
-                                     });
+    const bool damaged = std::any_of(
+        scenario_.faults.begin(), scenario_.faults.end(),
+        [&](const FaultSpec& f) { return f.kind == FaultKind::state_corrupted && f.file == file; });
     if (!damaged) {
       reference_error(at, fmt::format("no state_corrupted fault damages '{}'", name));
       continue;

@@ -95,15 +95,16 @@ TEST(Expect, StateFailsOnEachField) {
            {"next_retry_at", "2026-12-04T20:30:00Z"},
            {"retry_count", 3},
            {"failure_class", "rate_limit"}};
-  EXPECT_EQ(failures(doc),
-            (Lines{"expect /expect/jobs/weekly/state/retry_status: expected retrying, got ok",
-                   "expect /expect/jobs/weekly/state/next_action: expected retry, got none",
-                   "expect /expect/jobs/weekly/state/next_run_at: expected 2026-12-04T17:00:00Z, "
-                   "got 2026-12-11T17:00:00Z",
-                   "expect /expect/jobs/weekly/state/next_retry_at: expected "
-                   "2026-12-04T20:30:00Z, got null",
-                   "expect /expect/jobs/weekly/state/retry_count: expected 3, got 0",
-                   "expect /expect/jobs/weekly/state/failure_class: expected rate_limit, got null"}));
+  EXPECT_EQ(
+      failures(doc),
+      (Lines{"expect /expect/jobs/weekly/state/retry_status: expected retrying, got ok",
+             "expect /expect/jobs/weekly/state/next_action: expected retry, got none",
+             "expect /expect/jobs/weekly/state/next_run_at: expected 2026-12-04T17:00:00Z, "
+             "got 2026-12-11T17:00:00Z",
+             "expect /expect/jobs/weekly/state/next_retry_at: expected "
+             "2026-12-04T20:30:00Z, got null",
+             "expect /expect/jobs/weekly/state/retry_count: expected 3, got 0",
+             "expect /expect/jobs/weekly/state/failure_class: expected rate_limit, got null"}));
 }
 
 TEST(Expect, PolicyFailsWhenAutoChoseOtherwise) {
@@ -111,11 +112,12 @@ TEST(Expect, PolicyFailsWhenAutoChoseOtherwise) {
   // What "auto" gives a schedule that is not low-frequency: 1 retry, 60 s.
   doc["expect"]["jobs"]["weekly"]["policy"] = {
       {"max_retries", 1}, {"backoff", "fixed"}, {"delay", "60s"}, {"budget", "per_episode"}};
-  EXPECT_EQ(failures(doc),
-            (Lines{"expect /expect/jobs/weekly/policy/max_retries: expected 1, got 3",
-                   "expect /expect/jobs/weekly/policy/backoff: expected fixed, got exponential",
-                   "expect /expect/jobs/weekly/policy/delay: expected 1m, got 30m",
-                   "expect /expect/jobs/weekly/policy/budget: expected per_episode, got per_slot"}));
+  EXPECT_EQ(
+      failures(doc),
+      (Lines{"expect /expect/jobs/weekly/policy/max_retries: expected 1, got 3",
+             "expect /expect/jobs/weekly/policy/backoff: expected fixed, got exponential",
+             "expect /expect/jobs/weekly/policy/delay: expected 1m, got 30m",
+             "expect /expect/jobs/weekly/policy/budget: expected per_episode, got per_slot"}));
 }
 
 TEST(Expect, SlotOutcomeAttemptsAndNotificationsFail) {
@@ -172,9 +174,8 @@ TEST(Expect, TheSlotListMustNameEverySlotAndNoOther) {
   json& slots = doc["expect"]["jobs"]["weekly"]["slots"];
   // A slot the run never had.
   slots.push_back({{"slot", "2026-12-04T18:00:00Z"}, {"outcome", "delivered"}});
-  EXPECT_EQ(failures(doc),
-            (Lines{"expect /expect/jobs/weekly/slots/1/slot: expected a slot at "
-                   "2026-12-04T18:00:00Z, got no such slot"}));
+  EXPECT_EQ(failures(doc), (Lines{"expect /expect/jobs/weekly/slots/1/slot: expected a slot at "
+                                  "2026-12-04T18:00:00Z, got no such slot"}));
   // A slot the run had that the list leaves out.
   slots = json::array();
   EXPECT_EQ(failures(doc),
@@ -218,8 +219,9 @@ TEST(Expect, LatenessFailsBelowItsLowerAndAboveItsUpperBound) {
   serial["expect"]["jobs"]["fast"]["lateness"] = {{"at_most", "1m"}};
   const Lines lines = failures(serial);
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0].rfind("expect /expect/jobs/fast/lateness/at_most: expected at most 1m, got 5m", 0),
-            0u)
+  EXPECT_EQ(
+      lines[0].rfind("expect /expect/jobs/fast/lateness/at_most: expected at most 1m, got 5m", 0),
+      0u)
       << lines[0];
 }
 
