@@ -669,6 +669,9 @@ std::optional<Violation> MonitorSet::observe(const TraceEvent& e, std::size_t i)
   if (is_notification(e.type)) {
     ++notifications_total_[e.type];
     if (JobWatch* j = job_watch(e.job)) ++j->notifications[e.type];
+    if (const auto s = e.slot ? slots_.find({e.job, *e.slot}) : slots_.end(); s != slots_.end()) {
+      ++s->second.notifications[e.type];
+    }
   }
   if (e.type == "service_call") {
     ++service_calls_[e.service];
@@ -960,6 +963,7 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
     }
     w.run_index = i;
     w.guard_in_run = false;
+    w.attempt_at.push_back(e.t);
     set(w, SlotState::running);
     return;
   }
@@ -1663,6 +1667,44 @@ std::vector<Violation> MonitorSet::finish(TimeMs until_ms) {
   return out;
 }
 
+namespace {
+
+// A slot's fate in the words of expect.jobs.<id>.slots (docs/scenario-format.md):
+// the same grouping as the slot counts of tallies().
+const char* slot_outcome(SlotState state) {
+  switch (state) {
+    case SlotState::delivered: return "delivered";
+    case SlotState::skipped: return "skipped";
+    case SlotState::exhausted: return "exhausted";
+    case SlotState::failed:
+    case SlotState::failed_permanent:
+    case SlotState::retry_dropped: return "failed";
+    case SlotState::superseded: return "superseded";
+    case SlotState::coalesced: return "coalesced";
+    default: return "in_flight";
+  }
+}
+
+}  // namespace
+
+// One entry per slot of `job` the tracker saw, in time order.
+json MonitorSet::slot_list(const std::string& job) const {
+  json list = json::array();
+  for (const auto& [key, s] : slots_) {
+    if (s.job != job) continue;
+    json at = json::array();
+    for (const TimeMs t : s.attempt_at) at.push_back(format_instant(t));
+    json notes = json::object();
+    for (const auto& [ev, n] : s.notifications) notes[ev] = n;
+    list.push_back({{"slot", format_instant(s.slot)},
+                    {"outcome", slot_outcome(s.state)},
+                    {"attempts", s.attempt_at.size()},
+                    {"attempt_at", std::move(at)},
+                    {"notifications", std::move(notes)}});
+  }
+  return list;
+}
+
 json MonitorSet::tallies() const {
   json jobs = json::object();
   for (const auto& [id, j] : jobs_) {
@@ -1701,7 +1743,8 @@ json MonitorSet::tallies() const {
                 {"calls", j.calls},
                 {"notifications", notes},
                 {"final_status", j.final_status},
-                {"max_delay_ms", j.max_delay_ms}};
+                {"max_delay_ms", j.max_delay_ms},
+                {"slots", slot_list(id)}};
   }
   json items = json::object();
   for (const auto& [id, w] : items_) {

@@ -146,6 +146,10 @@ class MonitorSet {
   // notifications per event, runs, calls per job / per service, item
   // queries...). docs/monitors.md shows the shape.
   nlohmann::json tallies() const;
+  // tallies()["jobs"][job]["slots"]: [{slot, outcome, attempts, attempt_at,
+  // notifications}] in time order (outcome: delivered, skipped, failed,
+  // exhausted, in_flight, superseded, coalesced).
+  nlohmann::json slot_list(const std::string& job) const;
 
   // Every violation seen so far (observe, observe_text and finish), in order.
   const std::vector<Violation>& violations() const noexcept { return all_; }
@@ -250,6 +254,10 @@ class MonitorSet {
     std::optional<TimeMs> last_failure_t;
     std::optional<std::size_t> run_index;  // current run's run_started
     bool guard_in_run = false;
+    // tallies()["jobs"][id]["slots"]: when each run of the slot started, and
+    // the notifications for the slot, by event.
+    std::vector<TimeMs> attempt_at;
+    std::map<std::string, std::int64_t> notifications;
   };
 
   // Copied from the scenario (the set does not keep a reference to it).

@@ -12,196 +12,8 @@
 #include "model/notification.hpp"
 
 namespace rehearse::sim {
-namespace {
 
 using nlohmann::json;
-
-// RFC 6901: '~' -> "~0", '/' -> "~1".
-std::string pointer_token(const std::string& key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-// A count from the tallies; a job, item or event the monitors never saw
-// counted nothing.
-std::int64_t tally(const json& root, const std::vector<std::string>& path) {
-  const json* at = &root;
-  for (const std::string& key : path) {
-    if (!at->is_object()) return 0;
-    const auto it = at->find(key);
-    if (it == at->end()) return 0;
-    at = &*it;
-  }
-  return at->is_number_integer() ? at->get<std::int64_t>() : 0;
-}
-
-std::string tally_text(const json& root, const std::vector<std::string>& path) {
-  const json* at = &root;
-  for (const std::string& key : path) {
-    if (!at->is_object()) return {};
-    const auto it = at->find(key);
-    if (it == at->end()) return {};
-    at = &*it;
-  }
-  return at->is_string() ? at->get<std::string>() : std::string();
-}
-
-void check_count(std::vector<ExpectFailure>& out, const std::string& pointer,
-                 const std::optional<std::int64_t>& expected, std::int64_t got) {
-  if (expected && *expected != got) {
-    out.push_back({pointer, std::to_string(*expected), std::to_string(got), *expected, got});
-  }
-}
-
-void check_notifications(std::vector<ExpectFailure>& out, const std::string& pointer,
-                         const std::map<NotificationEvent, std::int64_t>& expected,
-                         const json& tallies, const std::vector<std::string>& path) {
-  for (const auto& [event, count] : expected) {
-    std::vector<std::string> at = path;
-    at.emplace_back(to_string(event));
-    check_count(out, pointer + "/" + to_string(event), count, tally(tallies, at));
-  }
-}
-
-const FinalJobState* final_state_of(const ScenarioRunResult& run, const std::string& job) {
-  for (const FinalJobState& f : run.final_states) {
-    if (f.job_id == job) return &f;
-  }
-  return nullptr;
-}
-
-std::string short_duration(DurationMs ms) {
-  if (ms == 0) return "0s";
-  return format_duration(ms);
-}
-
-}  // namespace
-
-std::string ExpectFailure::describe() const {
-  return fmt::format("expect {}: expected {}, got {}", pointer, expected, got);
-}
-
-namespace {
-
-void check_job(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
-               const std::string& job, const JobExpectation& x) {
-  const json& t = run.tallies;
-  const std::string p = "/expect/jobs/" + pointer_token(job);
-  check_count(out, p + "/delivered_slots", x.delivered_slots,
-              tally(t, {"jobs", job, "delivered_slots"}));
-  check_count(out, p + "/skipped_slots", x.skipped_slots,
-              tally(t, {"jobs", job, "skipped_slots"}));
-  check_count(out, p + "/failed_slots", x.failed_slots, tally(t, {"jobs", job, "failed_slots"}));
-  check_count(out, p + "/in_flight_slots", x.in_flight_slots,
-              tally(t, {"jobs", job, "in_flight_slots"}));
-  check_count(out, p + "/retries", x.retries, tally(t, {"jobs", job, "retries"}));
-  check_count(out, p + "/runs", x.runs, tally(t, {"jobs", job, "runs"}));
-  check_count(out, p + "/calls", x.calls, tally(t, {"jobs", job, "calls"}));
-  check_notifications(out, p + "/notifications", x.notifications, t,
-                      {"jobs", job, "notifications"});
-  if (x.max_delay_ms) {
-    const std::int64_t got = tally(t, {"jobs", job, "max_delay_ms"});
-    if (got > *x.max_delay_ms) {
-      out.push_back({p + "/max_delay", "at most " + short_duration(*x.max_delay_ms),
-                     short_duration(got), *x.max_delay_ms, got});
-    }
-  }
-  if (x.final_status) {
-    // The durable store is the authority; when it cannot be read (a
-    // corrupt store fails closed), the monitors' view of the last
-    // status event stands in, and the report says so.
-    std::string got;
-    const FinalJobState* f = final_state_of(run, job);
-    if (f != nullptr && f->state) {
-      got = to_string(f->state->retry_status);
-    } else {
-      const std::string seen = tally_text(t, {"jobs", job, "final_status"});
-      got = fmt::format("{} (store unreadable: {}; status from the trace)",
-                        seen.empty() ? "unknown" : seen,
-                        run.store_error.empty() ? "no state" : run.store_error);
-      if (seen == to_string(*x.final_status)) got.clear();
-    }
-    if (!got.empty() && got != to_string(*x.final_status)) {
-      out.push_back({p + "/final_status", to_string(*x.final_status), got,
-                     to_string(*x.final_status), got});
-    }
-  }
-}
-
-void check_item(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
-                const std::string& item, const ItemExpectation& x) {
-  const json& t = run.tallies;
-  const std::string p = "/expect/items/" + pointer_token(item);
-  // The item's pipeline store is the authority; the monitors' view of the
-  // trace stands in when the store could not be read back.
-  const FinalItemState* durable = nullptr;
-  for (const FinalItemState& f : run.final_items) {
-    if (f.issue == item) durable = &f;
-  }
-  if (x.stage) {
-    const std::string got = durable != nullptr ? durable->stage
-                                               : tally_text(t, {"items", item, "stage"});
-    if (got != *x.stage) {
-      const std::string seen = got.empty() ? "none" : got;
-      out.push_back({p + "/stage", *x.stage, seen, *x.stage, seen});
-    }
-  }
-  if (x.reason_contains) {
-    const std::string got = durable != nullptr ? durable->reconcile_error
-                                               : tally_text(t, {"items", item, "reason"});
-    if (got.find(*x.reason_contains) == std::string::npos) {
-      out.push_back({p + "/reason_contains", "a reason containing \"" + *x.reason_contains + "\"",
-                     got.empty() ? "no reason recorded" : "\"" + got + "\"",
-                     *x.reason_contains, got});
-    }
-  }
-  check_count(out, p + "/queries", x.queries, tally(t, {"items", item, "queries"}));
-}
-
-// `name`: a built-in service's name or a user service's.
-void check_service(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
-                   const std::string& name, const ServiceExpectation& x) {
-  const json& t = run.tallies;
-  const std::string p = "/expect/services/" + pointer_token(name);
-  const std::int64_t calls = name == to_string(ServiceKind::messenger)
-                                 ? messenger_calls(run)
-                                 : tally(t, {"services", name, "calls"});
-  check_count(out, p + "/calls", x.calls, calls);
-  check_count(out, p + "/token_issues", x.token_issues,
-              tally(t, {"services", name, "token_issues"}));
-}
-
-}  // namespace
-
-std::vector<ExpectFailure> check_expectations(const Scenario& scenario,
-                                              const ScenarioRunResult& run) {
-  std::vector<ExpectFailure> out;
-  const Expectations& e = scenario.expect;
-  for (const auto& [job, x] : e.jobs) check_job(out, run, job, x);
-  for (const auto& [item, x] : e.items) check_item(out, run, item, x);
-  for (const auto& [kind, x] : e.services) check_service(out, run, to_string(kind), x);
-  for (const auto& [name, x] : e.user_services) check_service(out, run, name, x);
-  check_notifications(out, "/expect/notifications", e.notifications, run.tallies,
-                      {"notifications"});
-  return out;
-}
-
-std::int64_t messenger_calls(const ScenarioRunResult& run) {
-  const auto& events = run.trace.events();
-  return std::count_if(events.begin(), events.end(), [](const TraceEvent& e) {
-    return e.service == to_string(ServiceKind::messenger) &&
-           (e.type == "message_delivered" || e.type == "message_refused");
-  });
-}
 
 std::string describe(const ScenarioFlag& flag, bool strict) {
   return fmt::format("{}: {} [{}]: {}", flag.where, strict ? "error" : "warning",
@@ -284,12 +96,12 @@ SummaryRow summarize(const Scenario& scenario, const ScenarioRunResult& run, dou
   if (t.contains("jobs") && t.at("jobs").is_object()) {
     for (const auto& [id, j] : t.at("jobs").items()) {
       (void)j;
-      row.delivered += tally(t, {"jobs", id, "delivered_slots"});
-      row.skipped += tally(t, {"jobs", id, "skipped_slots"});
-      row.failed += tally(t, {"jobs", id, "failed_slots"});
-      row.in_flight += tally(t, {"jobs", id, "in_flight_slots"});
-      row.retries += tally(t, {"jobs", id, "retries"});
-      row.exhausted += tally(t, {"jobs", id, "exhausted_slots"});
+      row.delivered += tally_count(t, {"jobs", id, "delivered_slots"});
+      row.skipped += tally_count(t, {"jobs", id, "skipped_slots"});
+      row.failed += tally_count(t, {"jobs", id, "failed_slots"});
+      row.in_flight += tally_count(t, {"jobs", id, "in_flight_slots"});
+      row.retries += tally_count(t, {"jobs", id, "retries"});
+      row.exhausted += tally_count(t, {"jobs", id, "exhausted_slots"});
     }
   }
   if (t.contains("notifications") && t.at("notifications").is_object()) {

@@ -1,12 +1,6 @@
 // Report: what a run of a scenario comes to (docs/run.md).
 //
-// - check_expectations: every field of the scenario's `expect` block against
-//   the monitors' tallies (counts the monitors derived from the trace, never
-//   the core's own word) and the final durable state (the store read back
-//   after the run). Each mismatch names its JSON pointer:
-//   `expect /expect/jobs/weekly/retries: expected 1, got 2`. The messenger's
-//   calls are its sends as the trace shows them (message_delivered and
-//   message_refused), delivered or refused.
+// - the `expect` block is checked in sim/expect.hpp (check_expectations).
 // - judge_run: the verdict. Without `expect.violations` every invariant must
 //   hold; with it, the run passes only if exactly those invariants fired.
 //   The scenario's flags and the invariants the monitors could not check are
@@ -24,26 +18,11 @@
 // world.hpp first: it orders the sim headers so that the scenario's
 // `sim::Services` does not hide the `rehearse::Services` port.
 #include "sim/world.hpp"
+#include "sim/expect.hpp"
 #include "sim/monitors.hpp"
 #include "sim/scenario.hpp"
 
 namespace rehearse::sim {
-
-struct ExpectFailure {
-  std::string pointer;   // "/expect/jobs/weekly/retries"
-  std::string expected;  // "1", "at most 30m", "ok"
-  std::string got;       // "2"
-  // The same values for --json: counts and durations (ms) as numbers, names
-  // as strings.
-  nlohmann::json expected_value;
-  nlohmann::json got_value;
-
-  // "expect /expect/jobs/weekly/retries: expected 1, got 2"
-  std::string describe() const;
-};
-
-std::vector<ExpectFailure> check_expectations(const Scenario& scenario,
-                                              const ScenarioRunResult& run);
 
 struct Verdict {
   // Violations that make the run fail: every one when none was expected,
@@ -79,9 +58,6 @@ Verdict judge_run(const Scenario& scenario, const ScenarioRunResult& run,
 // "path:/jobs/1/retry_policy: warning [policy_error]: ..." ("error" when strict).
 std::string describe(const ScenarioFlag& flag, bool strict);
 nlohmann::json to_json(const ScenarioFlag& flag);
-
-// Messenger sends (delivered or refused) in the run's trace.
-std::int64_t messenger_calls(const ScenarioRunResult& run);
 
 // `rehearse run PATH --seed N --trace t.jsonl`
 std::string replay_command(const std::string& path, std::uint64_t seed);

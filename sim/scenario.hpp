@@ -249,6 +249,65 @@ struct FaultSpec {
 
 // ------------------------------------------------------------- expectations
 
+// The job's durable state at the end of the run (decoded from the simulated
+// disk's bytes); each field is optional. For the two instants, an engaged
+// outer optional holding an empty inner one expects `null` (no instant).
+struct StateExpectation {
+  // "unreadable": the store cannot be read back at the end (a corrupt store
+  // fails closed and keeps its bytes); the fields below are then unset.
+  bool unreadable = false;
+  std::optional<RetryStatus> retry_status;
+  std::optional<NextAction> next_action;
+  std::optional<std::optional<TimeMs>> next_run_at;
+  std::optional<std::optional<TimeMs>> next_retry_at;
+  std::optional<std::int64_t> retry_count;
+  std::optional<std::optional<FailureClass>> failure_class;  // inner empty: `null`
+};
+
+// The policy the worker runs the job with (what "auto" chose, or the parse of
+// any other form); each field is optional.
+struct PolicyExpectation {
+  std::optional<std::int64_t> max_retries;
+  std::optional<BackoffKind> backoff;
+  std::optional<DurationMs> delay_ms;
+  std::optional<BudgetScope> budget;
+};
+
+// How a slot ended, as the monitors' slot tracker saw it at `until`.
+enum class SlotOutcome : unsigned char {
+  delivered, skipped, failed, exhausted, in_flight, superseded, coalesced
+};
+const char* to_string(SlotOutcome outcome) noexcept;
+std::optional<SlotOutcome> parse_slot_outcome(std::string_view name) noexcept;
+const std::vector<std::string>& slot_outcome_names();
+
+// One regular slot of a job (expect.jobs.<id>.slots: the list names every
+// slot the run had, in time order).
+struct SlotExpectation {
+  TimeMs slot = 0;
+  std::optional<SlotOutcome> outcome;
+  std::optional<std::int64_t> attempts;  // runs started for the slot
+  // When each run started, within `tolerance_ms` (either way).
+  std::optional<std::vector<TimeMs>> attempt_at;
+  DurationMs tolerance_ms = kSecondMs;
+  std::map<NotificationEvent, std::int64_t> notifications;  // for this slot
+  std::string pointer;  // "/expect/jobs/x/slots/2"
+};
+
+// Messages of one job to one messenger target, by kind.
+struct MessageExpectation {
+  std::optional<std::int64_t> delivery;        // deliveries accepted
+  std::optional<std::int64_t> failure_notice;  // failure notices accepted
+  std::optional<std::int64_t> notification;    // notifications accepted
+  std::optional<std::int64_t> refused;         // sends refused, any kind
+};
+
+// Bounds on the largest start lateness of the job's regular slots.
+struct LatenessExpectation {
+  std::optional<DurationMs> at_least_ms;
+  std::optional<DurationMs> at_most_ms;
+};
+
 // Exact counts unless noted; every field is optional (absent: not checked).
 struct JobExpectation {
   std::optional<std::int64_t> delivered_slots;
@@ -261,13 +320,24 @@ struct JobExpectation {
   std::optional<std::int64_t> calls;    // external calls made by the job's runs
   std::map<NotificationEvent, std::int64_t> notifications;
   std::optional<DurationMs> max_delay_ms;  // upper bound: a regular slot's start lateness
+  // Format 1, later additions (docs/scenario-format.md, `expect`):
+  std::optional<StateExpectation> state;
+  std::optional<PolicyExpectation> policy;
+  std::optional<std::vector<SlotExpectation>> slots;  // every slot, in time order
+  std::map<std::string, MessageExpectation> messages;  // by messenger target
+  std::optional<LatenessExpectation> lateness;
 };
 
 struct ItemExpectation {
   std::optional<std::string> stage;            // final internal stage
   std::optional<std::string> reason_contains;  // substring of the item's reconcile error
   std::optional<std::int64_t> queries;         // orchestrator queries for this issue
+  std::optional<std::int64_t> not_found;       // orchestrator 404 answers for this issue
 };
+
+// A state file a `state_corrupted` fault damaged: at `until` its bytes are
+// those the damage left (kept) or not (changed).
+enum class DamagedFileOutcome : unsigned char { kept, changed };
 
 struct ServiceExpectation {
   std::optional<std::int64_t> calls;
@@ -280,6 +350,7 @@ struct Expectations {
   std::map<ServiceKind, ServiceExpectation> services;
   std::map<std::string, ServiceExpectation> user_services;  // by user service name
   std::map<NotificationEvent, std::int64_t> notifications;  // totals over all jobs
+  std::map<StateFile, DamagedFileOutcome> damaged_files;
   // Invariants the run is expected to violate (test-only faulty variants);
   // empty: every invariant must hold.
   std::vector<std::string> violations;

@@ -167,6 +167,10 @@ class World {
   std::map<std::pair<std::string, std::string>, std::string> durable_stages_;  // (job, issue)  // how many of monitors_->violations() were taken
   std::uint64_t events_seen_ = 0;
   bool finished_ = false;
+  // expect.damaged_files: per state file, the path the last state_corrupted
+  // fault damaged and the bytes it left there.
+  std::map<StateFile, std::pair<std::string, std::string>> damaged_;
+  void compare_damaged_files(ScenarioRunResult& result) const;
 };
 
 void World::record_world(std::string type, json data, std::string service) {
@@ -430,6 +434,15 @@ void World::corrupt_state(const FaultSpec& fault) {
   if (!fault.flips.empty()) data["flips"] = fault.flips;
   if (!refused.empty()) data["error"] = refused;
   record_world("store_corrupt_injected", std::move(data));
+  if (applied) damaged_[fault.file] = {path, disk_.live_content(path).value_or(std::string())};
+}
+
+// Each damaged state file at the end: the very bytes the damage left, or not.
+void World::compare_damaged_files(ScenarioRunResult& result) const {
+  for (const auto& [file, damage] : damaged_) {
+    const std::optional<std::string> now = disk_.live_content(damage.first);
+    result.damaged_files.push_back(DamagedFile{file, damage.first, now == damage.second});
+  }
 }
 
 // The damage a state_corrupted fault does to an existing file: exact when the
@@ -610,6 +623,7 @@ void World::read_final_state(ScenarioRunResult& result) {
   // Read back what the store durably holds, as a fresh process would; the
   // read is not part of the run, so it is not traced.
   disk_.set_trace(nullptr);
+  compare_damaged_files(result);
   auto store = StateStore::open(disk_, kWorldStateDir);
   if (!store.ok()) {
     result.store_error = store.error().describe();

@@ -158,6 +158,13 @@ struct FinalItemState {
   std::string reconcile_error;
 };
 
+// A state file a state_corrupted fault damaged, at the end of the run.
+struct DamagedFile {
+  StateFile file = StateFile::retry_state;
+  std::string path;   // the bytes actually damaged (the journal while one existed)
+  bool kept = false;  // byte-identical to what the last damage left
+};
+
 // Everything one run produced. (Named apart from the Simulator's RunResult.)
 struct ScenarioRunResult {
   std::string scenario;  // the scenario's name
@@ -187,6 +194,7 @@ struct ScenarioRunResult {
   std::vector<FinalItemState> final_items;  // reconcile jobs' items, store order
   bool store_corrupt = false;
   std::string store_error;  // why the store could not be read, if it could not
+  std::vector<DamagedFile> damaged_files;  // one per state file a fault damaged
 
   // The run could not be carried out as the scenario says (a core task ended
   // with an exception, the queue overflowed): a failure, not an invariant.

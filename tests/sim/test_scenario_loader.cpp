@@ -108,13 +108,28 @@ json base_scenario() {
         "weekly-summary": { "delivered_slots": 1, "skipped_slots": 0, "failed_slots": 0,
                             "in_flight_slots": 0, "final_status": "ok", "retries": 2, "runs": 3,
                             "calls": 6, "notifications": { "retry_scheduled": 2 },
-                            "max_delay": "1h" }
+                            "max_delay": "1h",
+                            "state": { "retry_status": "ok", "next_action": "none",
+                                       "next_run_at": "2026-12-11T17:00:00Z", "next_retry_at": null,
+                                       "retry_count": 0, "failure_class": null },
+                            "policy": { "max_retries": 3, "backoff": "exponential", "delay": "30m",
+                                        "budget": "per_slot" },
+                            "slots": [ { "slot": "2026-12-04T17:00:00Z", "outcome": "delivered",
+                                         "attempts": 3,
+                                         "attempt_at": ["2026-12-04T17:00:00Z", "+30m", "2026-12-04T18:30:00Z"],
+                                         "tolerance": "2s",
+                                         "notifications": { "retry_scheduled": 2, "recovered": 1 } } ],
+                            "messages": { "team": { "delivery": 1, "failure_notice": 2,
+                                                    "notification": 3, "refused": 0 } },
+                            "lateness": { "at_least": "0s", "at_most": "1s" } }
       },
-      "items": { "ISS-1": { "stage": "DESIGN_FAILED", "reason_contains": "not found", "queries": 1 } },
+      "items": { "ISS-1": { "stage": "DESIGN_FAILED", "reason_contains": "not found", "queries": 1,
+                            "not_found": 1 } },
       "services": { "brokerage": { "calls": 48, "token_issues": 2 }, "model-api": { "calls": 6 },
                     "billing-api": { "calls": 24 } },
       "notifications": { "retry_exhausted": 0 },
-      "violations": ["nothing_lost"]
+      "violations": ["nothing_lost"],
+      "damaged_files": { "jobs_state.json": "kept" }
     }
   })");
 }
@@ -694,6 +709,101 @@ const std::vector<Mutation>& mutations() {
        "/expect/violations/1", "duplicate invariant 'nothing_lost'"},
       {"expect unknown total event", [](json& d) { set(d, "/expect/notifications/sent", 1); },
        "/expect/notifications/sent", "unknown notification event 'sent'"},
+      // expect: the keys added to format 1 later (each refused with its pointer)
+      {"expect state bad status",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/state/retry_status", "exhausted"); },
+       "/expect/jobs/weekly-summary/state/retry_status", "unknown retry status \"exhausted\""},
+      {"expect state bad action",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/state/next_action", "wait"); },
+       "/expect/jobs/weekly-summary/state/next_action", "unknown next action \"wait\""},
+      {"expect state bad instant",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/state/next_run_at", "friday"); },
+       "/expect/jobs/weekly-summary/state/next_run_at", "friday"},
+      {"expect state retry_at not an instant",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/state/next_retry_at", 5); },
+       "/expect/jobs/weekly-summary/state/next_retry_at", "expected an ISO-8601 UTC instant"},
+      {"expect state negative count",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/state/retry_count", -1); },
+       "/expect/jobs/weekly-summary/state/retry_count", "expected a count from 0 to"},
+      {"expect state bad class",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/state/failure_class", "quota"); },
+       "/expect/jobs/weekly-summary/state/failure_class", "unknown failure class (or null) \"quota\""},
+      {"expect state bad word",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/state", "corrupt"); },
+       "/expect/jobs/weekly-summary/state",
+       "expected the job's final state (or \"unreadable\") (an object), got string"},
+      {"expect state key typo",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/state/retry_counts", 1); },
+       "/expect/jobs/weekly-summary/state/retry_counts", "did you mean 'retry_count'?"},
+      {"expect policy bad backoff",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/policy/backoff", "exp"); },
+       "/expect/jobs/weekly-summary/policy/backoff", "unknown backoff \"exp\""},
+      {"expect policy too many retries",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/policy/max_retries", 1001); },
+       "/expect/jobs/weekly-summary/policy/max_retries", "expected a retry count from 0 to 1000"},
+      {"expect policy bad delay",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/policy/delay", "1.5h"); },
+       "/expect/jobs/weekly-summary/policy/delay", "invalid duration \"1.5h\""},
+      {"expect policy bad budget",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/policy/budget", "per_run"); },
+       "/expect/jobs/weekly-summary/policy/budget", "unknown budget scope \"per_run\""},
+      {"expect slots not a list",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/slots", json::object()); },
+       "/expect/jobs/weekly-summary/slots", "expected a list of slots (an array)"},
+      {"expect slot without instant",
+       [](json& d) { erase(d, "/expect/jobs/weekly-summary/slots/0/slot"); },
+       "/expect/jobs/weekly-summary/slots/0", "missing required key 'slot'"},
+      {"expect slots out of order", [](json& d) {
+         d["expect"]["jobs"]["weekly-summary"]["slots"].push_back({{"slot", "2026-12-04T16:00:00Z"}});
+       },
+       "/expect/jobs/weekly-summary/slots/1/slot", "is not after the previous one"},
+      {"expect slot bad outcome",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/slots/0/outcome", "lost"); },
+       "/expect/jobs/weekly-summary/slots/0/outcome", "unknown slot outcome \"lost\""},
+      {"expect slot negative attempts",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/slots/0/attempts", -2); },
+       "/expect/jobs/weekly-summary/slots/0/attempts", "expected a count from 0 to"},
+      {"expect slot attempt count disagrees",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/slots/0/attempts", 4); },
+       "/expect/jobs/weekly-summary/slots/0/attempt_at", "3 attempt instants for 4 attempts"},
+      {"expect slot bad offset",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/slots/0/attempt_at/1", "+soon"); },
+       "/expect/jobs/weekly-summary/slots/0/attempt_at/1", "invalid offset \"+soon\""},
+      {"expect slot bad tolerance",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/slots/0/tolerance", "-1s"); },
+       "/expect/jobs/weekly-summary/slots/0/tolerance", "invalid duration"},
+      {"expect slot unknown event",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/slots/0/notifications/retried", 1); },
+       "/expect/jobs/weekly-summary/slots/0/notifications/retried",
+       "unknown notification event 'retried'"},
+      {"expect slot key typo",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/slots/0/attempt", 1); },
+       "/expect/jobs/weekly-summary/slots/0/attempt", "did you mean 'attempts'?"},
+      {"expect messages unknown target",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/messages/tem", json::object()); },
+       "/expect/jobs/weekly-summary/messages/tem", "unknown target 'tem'"},
+      {"expect messages unknown kind",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/messages/team/deliveries", 1); },
+       "/expect/jobs/weekly-summary/messages/team/deliveries", "did you mean 'delivery'?"},
+      {"expect lateness bounds crossed",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/lateness/at_least", "2s"); },
+       "/expect/jobs/weekly-summary/lateness", "at_least (2s) is above at_most (1s)"},
+      {"expect lateness key typo",
+       [](json& d) { set(d, "/expect/jobs/weekly-summary/lateness/at_mots", "1s"); },
+       "/expect/jobs/weekly-summary/lateness/at_mots", "did you mean 'at_most'?"},
+      {"expect item not_found negative",
+       [](json& d) { set(d, "/expect/items/ISS-1/not_found", -1); },
+       "/expect/items/ISS-1/not_found", "expected a count from 0 to"},
+      {"expect damaged unknown file",
+       [](json& d) { set(d, "/expect/damaged_files/state.json", "kept"); },
+       "/expect/damaged_files/state.json", "unknown state file 'state.json'"},
+      {"expect damaged file never damaged",
+       [](json& d) { set(d, "/expect/damaged_files/retry_state.json", "kept"); },
+       "/expect/damaged_files/retry_state.json",
+       "no state_corrupted fault damages 'retry_state.json'"},
+      {"expect damaged bad outcome",
+       [](json& d) { set(d, "/expect/damaged_files/jobs_state.json", "same"); },
+       "/expect/damaged_files/jobs_state.json", "unknown damaged file outcome \"same\""},
       // structure
       {"top level array", [](json& d) { d = json::array({d}); }, "",
        "expected a scenario (a JSON object) at the top level, got an array"},
@@ -701,6 +811,67 @@ const std::vector<Mutation>& mutations() {
        "invalid environment variable name 'A~B/C'"},
   };
   return kCases;
+}
+
+// The keys added to format 1 later: typed, and absent keys stay unchecked.
+TEST(ScenarioLoader, LaterExpectKeysAreTyped) {
+  auto loaded = load_scenario_json(base_scenario().dump(), kPath);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().describe();
+  const JobExpectation& w = loaded->expect.jobs.at("weekly-summary");
+  ASSERT_TRUE(w.state.has_value());
+  EXPECT_EQ(w.state->retry_status, RetryStatus::ok);
+  EXPECT_EQ(w.state->next_action, NextAction::none);
+  EXPECT_EQ(w.state->next_run_at, std::optional<TimeMs>(*parse_instant("2026-12-11T17:00:00Z")));
+  ASSERT_TRUE(w.state->next_retry_at.has_value());
+  EXPECT_FALSE(w.state->next_retry_at->has_value());  // null: expected absent
+  ASSERT_TRUE(w.state->failure_class.has_value());
+  EXPECT_FALSE(w.state->failure_class->has_value());
+  EXPECT_EQ(w.state->retry_count, 0);
+  ASSERT_TRUE(w.policy.has_value());
+  EXPECT_EQ(w.policy->max_retries, 3);
+  EXPECT_EQ(w.policy->backoff, BackoffKind::exponential);
+  EXPECT_EQ(w.policy->delay_ms, 30 * kMinuteMs);
+  EXPECT_EQ(w.policy->budget, BudgetScope::per_slot);
+  ASSERT_TRUE(w.slots.has_value());
+  ASSERT_EQ(w.slots->size(), 1u);
+  const SlotExpectation& slot = w.slots->front();
+  const TimeMs at = *parse_instant("2026-12-04T17:00:00Z");
+  EXPECT_EQ(slot.slot, at);
+  EXPECT_EQ(slot.outcome, SlotOutcome::delivered);
+  EXPECT_EQ(slot.attempts, 3);
+  // "+30m" is an offset from the slot.
+  EXPECT_EQ(slot.attempt_at, (std::vector<TimeMs>{at, at + 30 * kMinuteMs, at + 90 * kMinuteMs}));
+  EXPECT_EQ(slot.tolerance_ms, 2 * kSecondMs);
+  EXPECT_EQ(slot.notifications.at(NotificationEvent::recovered), 1);
+  EXPECT_EQ(slot.pointer, "/expect/jobs/weekly-summary/slots/0");
+  EXPECT_EQ(w.messages.at("team").failure_notice, 2);
+  EXPECT_EQ(w.messages.at("team").refused, 0);
+  ASSERT_TRUE(w.lateness.has_value());
+  EXPECT_EQ(w.lateness->at_most_ms, kSecondMs);
+  EXPECT_EQ(loaded->expect.items.at("ISS-1").not_found, 1);
+  EXPECT_EQ(loaded->expect.damaged_files.at(StateFile::jobs_state), DamagedFileOutcome::kept);
+  // A slot without a tolerance gets 1 s.
+  json doc = base_scenario();
+  erase(doc, "/expect/jobs/weekly-summary/slots/0/tolerance");
+  auto plain = load_scenario_json(doc.dump(), kPath);
+  ASSERT_TRUE(plain.ok()) << plain.error().describe();
+  EXPECT_EQ(plain->expect.jobs.at("weekly-summary").slots->front().tolerance_ms, kSecondMs);
+  // A format-1 file written before these keys loads as it did: none of them
+  // is set, so none is checked.
+  json old = base_scenario();
+  for (const char* key : {"state", "policy", "slots", "messages", "lateness"}) {
+    old["expect"]["jobs"]["weekly-summary"].erase(key);
+  }
+  old["expect"]["items"]["ISS-1"].erase("not_found");
+  old["expect"].erase("damaged_files");
+  auto before = load_scenario_json(old.dump(), kPath);
+  ASSERT_TRUE(before.ok()) << before.error().describe();
+  const JobExpectation& b = before->expect.jobs.at("weekly-summary");
+  EXPECT_FALSE(b.state || b.policy || b.slots || b.lateness);
+  EXPECT_TRUE(b.messages.empty());
+  EXPECT_FALSE(before->expect.items.at("ISS-1").not_found.has_value());
+  EXPECT_TRUE(before->expect.damaged_files.empty());
+  EXPECT_EQ(b.retries, 2);  // the format-1 keys keep their values
 }
 
 TEST(ScenarioLoader, EachRuleNamesPointerAndExpectation) {
@@ -1050,6 +1221,8 @@ TEST(ScenarioFiles, BadFilesFailWithTheExpectedError) {
        {":/services/messenger/latency", "invalid duration \"1.5s\""}},
       {"bad-instant.json", {":/start", "invalid instant"}},
       {"duplicate-key.json", {":/jobs/0/schedule", "duplicate key 'schedule'"}},
+      {"expect-slot-outcome.json",
+       {":/expect/jobs/weekly/slots/0/outcome", "unknown slot outcome \"lost\""}},
       {"fault-outside-span.json", {":/faults/0/at", "outside the scenario's time span"}},
       {"never-fires.json", {":/jobs/0/schedule", "invalid cron \"0 0 30 2 *\": "}},
       {"messenger-service-fault.json",
@@ -1194,6 +1367,15 @@ TEST(ScenarioSchema, EnumsEqualTheLoadersVocabulary) {
     files.push_back(to_string(static_cast<StateFile>(i)));
   }
   EXPECT_EQ(defs.at("state_file").at("enum").get<std::vector<std::string>>(), files);
+  EXPECT_EQ(defs.at("slot_expectation").at("properties").at("outcome").at("enum")
+                .get<std::vector<std::string>>(),
+            slot_outcome_names());
+  std::vector<json> classes;
+  for (const FailureClass c : all_failure_classes()) classes.emplace_back(to_string(c));
+  classes.emplace_back(nullptr);
+  EXPECT_EQ(defs.at("state_expectation").at("properties").at("failure_class").at("enum")
+                .get<std::vector<json>>(),
+            classes);
   std::vector<std::string> modes;
   for (int i = 0; i <= static_cast<int>(CorruptionMode::flip); ++i) {
     modes.push_back(to_string(static_cast<CorruptionMode>(i)));
@@ -1238,8 +1420,12 @@ std::vector<std::string> fixed_key_objects() {
       const bool notifications =
           at.size() >= 14 && at.compare(at.size() - 14, 14, "/notifications") == 0;
       // /services: any key not near a built-in name declares a user service.
+      // expect: maps keyed by declared names (messages by target, damaged
+      // files by state file) refuse an unknown name as a reference.
+      const bool messages = at.size() >= 9 && at.compare(at.size() - 9, 9, "/messages") == 0;
       const bool free_form = at == "/env" || at == "/services" || at == "/expect/jobs" ||
-                             at == "/expect/items" || notifications;
+                             at == "/expect/items" || at == "/expect/damaged_files" ||
+                             notifications || messages;
       if (!free_form) out.push_back(at);
       for (const auto& [key, value] : node.items()) walk(value, at + "/" + key);
     } else if (node.is_array()) {
@@ -1278,8 +1464,12 @@ REHEARSE_PROP(ScenarioProperties, WrongTypeIsReportedAtItsPointer, ()) {
   }();
   RC_ASSERT(leaves.size() > 100u);
   const std::string at = *rc::gen::elementOf(leaves);
-  const json replacement = *rc::gen::elementOf(std::vector<json>{
+  json replacement = *rc::gen::elementOf(std::vector<json>{
       json(nullptr), json::array(), json::object(), json::array({1}), json{{"a", 1}}});
+  // expect.jobs.<id>.state: an instant or a class may be null ("none expected").
+  const bool nullable = at.find("/state/next_") != std::string::npos ||
+                        at.find("/state/failure_class") != std::string::npos;
+  if (nullable && replacement.is_null()) replacement = json::array();
   json doc = base_scenario();
   doc[json::json_pointer(at)] = replacement;
   const auto c = check(doc);
