@@ -236,6 +236,24 @@ TEST(Fleet, ListedIdClashIsAnError) {
   expect_error(doc, "/fleet/id_prefix", "'fleet-007' is also a listed job's id");
 }
 
+TEST(Fleet, LimitsAreTheNamedOnes) {
+  // 1,001 listed jobs: refused by the old limit of 1,000, accepted now.
+  json doc = fleet_scenario();
+  doc.erase("fleet");
+  doc["jobs"] = json::array();
+  for (int i = 0; i < 1001; ++i) {
+    doc["jobs"].push_back({{"id", "j" + std::to_string(i)}, {"kind", "group"},
+                           {"schedule", "0 9 * * *"}, {"retry_policy", "auto"},
+                           {"tasks", json::array({{{"id", "t"}, {"produces", "summary"}}})},
+                           {"targets", json::array({"team"})}});
+  }
+  EXPECT_EQ(load(doc).jobs.size(), 1001u);
+  // Listed and generated together beyond 1,000,000: refused before generating.
+  doc["fleet"] = fleet_scenario()["fleet"];
+  doc["fleet"]["jobs"] = kMaxFleetJobs;
+  expect_error(doc, "/fleet/jobs", "too many jobs: 1001 listed + 1000000 in the fleet (at most 1000000");
+}
+
 TEST(Fleet, TheBenchmarkFleetOfOneHundredThousandJobsLoads) {
   const char* dir = std::getenv("REHEARSE_SOURCE_DIR");
   ASSERT_NE(dir, nullptr);
