@@ -79,8 +79,7 @@ struct FleetSpec {
 struct FleetContext {
   TimeMs start_ms = 0;
   bool has_model_api = false;
-  bool has_messenger = false;
-  std::vector<std::string> targets;            // messenger targets
+  std::vector<std::string> targets;            // messenger targets (none: no messenger)
   std::set<std::string> user_services;         // declared user service names
 };
 

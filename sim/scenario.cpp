@@ -1525,8 +1525,7 @@ std::optional<TimeMs> Loader::read_fault_at(const json& v, const std::string& po
 // the scenario's seed; the jobs, services and faults join the listed ones.
 void Loader::load_fleet(const json& v, const std::string& pointer) {
   const FleetContext context{scenario_.start_ms, declared_services_.count(ServiceKind::model_api) != 0,
-                             declared_services_.count(ServiceKind::messenger) != 0, target_names_,
-                             user_services_};
+                             target_names_, user_services_};
   FleetParse parsed = parse_fleet(v, pointer, context);
   for (Error& e : parsed.errors) add(e.code, e.where, std::move(e.message));
   jobs_ok_ = jobs_ok_ && parsed.spec && start_ok_;
