@@ -24,6 +24,7 @@
 
 #include "model/cron.hpp"
 #include "sim/fault_kinds.hpp"
+#include "sim/fleet.hpp"
 
 namespace rehearse::sim {
 
@@ -174,7 +175,7 @@ const std::map<std::string, std::vector<std::string>>& scenario_known_keys() {
     std::map<std::string, std::vector<std::string>> keys{
       {"scenario",
        {"format", "scenario", "description", "start", "until", "seed", "env", "queue", "services",
-        "jobs", "faults", "expect"}},
+        "jobs", "fleet", "faults", "expect"}},
       {"queue", {"concurrency", "max_events"}},
       {"services", {"model-api", "orchestrator", "brokerage", "messenger"}},
       {"model_api", {"latency", "timeout"}},
@@ -222,8 +223,12 @@ namespace {
 
 // Bounds: a limit on everything (TigerBeetle habit); a file beyond these is
 // almost certainly generated wrongly, and the run would be unbounded anyway.
-constexpr std::size_t kMaxFileBytes = 16u << 20;
-constexpr std::size_t kMaxJobs = 1000;
+// A fleet is described by a `fleet` block (sim/fleet.hpp, up to
+// kMaxFleetJobs generated jobs); a listed job costs ~200 bytes of JSON, so
+// kMaxListedJobs listed jobs fit in kMaxFileBytes.
+constexpr std::size_t kMaxFileBytes = 64u << 20;
+constexpr std::size_t kMaxListedJobs = 100'000;
+constexpr std::size_t kMaxJobs = static_cast<std::size_t>(kMaxFleetJobs);  // listed + generated
 constexpr std::size_t kMaxCalls = 100;  // calls per call job
 constexpr std::size_t kMaxFaults = 100'000;
 constexpr std::size_t kMaxListItems = 10'000;
@@ -793,6 +798,7 @@ class Loader {
   std::vector<std::string> load_targets(const json& v, const std::string& pointer, bool non_empty);
   bool require_service(ServiceKind kind, const std::string& pointer, std::string_view who);
   void load_faults(const json& v, const std::string& pointer);
+  void load_fleet(const json& v, const std::string& pointer);
   void load_fault(const json& v, const std::string& pointer);
   std::optional<TimeMs> read_fault_at(const json& v, const std::string& pointer);
   // ---- one fault, from its kind's table entry (sim/fault_kinds.hpp)
@@ -859,6 +865,7 @@ class Loader {
   std::vector<std::string> agent_ids_;
   std::vector<std::string> target_names_;
   std::vector<std::string> job_ids_;
+  std::set<std::string> job_id_set_;  // job_ids_ for lookups (fleets have many)
   std::vector<std::string> item_issues_;  // issues of every reconcile item
   bool jobs_ok_ = false;  // every job parsed (so unknown-job references are meaningful)
 };
@@ -948,8 +955,15 @@ void Loader::load(const json& root) {
     }
   }
   if (const json* v = field(root, "services")) load_services(*v, "/services");
-  if (const json* v = require(root, "", "jobs", "a non-empty array of jobs")) load_jobs(*v, "/jobs");
+  if (const json* v = field(root, "jobs")) {
+    load_jobs(*v, "/jobs");
+  } else if (field(root, "fleet") == nullptr) {
+    error("", "missing required key 'jobs' (a non-empty array of jobs; or a 'fleet' block)");
+  } else {
+    jobs_ok_ = true;  // no listed job; the fleet's own check decides below
+  }
   if (const json* v = field(root, "faults")) load_faults(*v, "/faults");
+  if (const json* v = field(root, "fleet")) load_fleet(*v, "/fleet");
   if (const json* v = field(root, "expect")) load_expect(*v, "/expect");
 }
 
@@ -1196,7 +1210,7 @@ std::vector<std::string> Loader::load_targets(const json& v, const std::string& 
 }
 
 void Loader::load_jobs(const json& v, const std::string& pointer) {
-  if (!expect_array(v, pointer, "a list of jobs", true, kMaxJobs)) return;
+  if (!expect_array(v, pointer, "a list of jobs", true, kMaxListedJobs)) return;
   const std::size_t errors_before = errors_.size() + omitted_;
   for (std::size_t i = 0; i < v.size(); ++i) load_job(v[i], child(pointer, i));
   jobs_ok_ = errors_.size() + omitted_ == errors_before;
@@ -1248,7 +1262,7 @@ std::optional<JobKind> Loader::load_job_kind(const json& v, const std::string& p
 void Loader::load_job_id(const json& v, const std::string& pointer, JobSpec& job) {
   if (const json* id = require(v, pointer, "id", "the job id")) {
     if (auto s = read_identifier(*id, child(pointer, "id"), "job id")) {
-      if (std::find(job_ids_.begin(), job_ids_.end(), *s) != job_ids_.end()) {
+      if (!job_id_set_.insert(*s).second) {
         value_error(child(pointer, "id"), fmt::format("duplicate job id '{}'", *s));
       } else {
         job.id = *s;
@@ -1510,6 +1524,40 @@ std::optional<TimeMs> Loader::read_fault_at(const json& v, const std::string& po
     return std::nullopt;
   }
   return at;
+}
+
+// The `fleet` block (sim/fleet.hpp): read and checked there, generated from
+// the scenario's seed; the jobs, services and faults join the listed ones.
+void Loader::load_fleet(const json& v, const std::string& pointer) {
+  const FleetContext context{scenario_.start_ms, declared_services_.count(ServiceKind::model_api) != 0,
+                             target_names_, user_services_};
+  FleetParse parsed = parse_fleet(v, pointer, context);
+  for (Error& e : parsed.errors) add(e.code, e.where, std::move(e.message));
+  jobs_ok_ = jobs_ok_ && parsed.spec && start_ok_;
+  if (!jobs_ok_) return;
+  if (scenario_.jobs.size() + static_cast<std::size_t>(parsed.spec->jobs) > kMaxJobs) {
+    value_error(child(pointer, "jobs"),
+                fmt::format("too many jobs: {} listed + {} in the fleet (at most {} in all)",
+                            scenario_.jobs.size(), parsed.spec->jobs, kMaxJobs));
+    jobs_ok_ = false;
+    return;
+  }
+  FleetExpansion fleet = expand_fleet(*parsed.spec, scenario_.seed, scenario_.start_ms, pointer);
+  for (JobSpec& job : fleet.jobs) {
+    if (!job_id_set_.insert(job.id).second) {
+      value_error(child(pointer, "id_prefix"),
+                  fmt::format("the fleet's job id '{}' is also a listed job's id", job.id));
+      jobs_ok_ = false;
+      return;
+    }
+    job_ids_.push_back(job.id);
+    scenario_.jobs.push_back(std::move(job));
+  }
+  for (auto& [name, service] : fleet.services) {
+    user_services_.insert(name);
+    scenario_.services.user[name] = service;
+  }
+  for (FaultSpec& fault : fleet.faults) scenario_.faults.push_back(std::move(fault));
 }
 
 void Loader::load_faults(const json& v, const std::string& pointer) {

@@ -1,0 +1,106 @@
+// fleet_export JOBS SPAN_MS OUT.json: runs the benchmark fleet once in the
+// real world and writes what bench/simpy_fleet.py needs to run the identical
+// workload: per job its schedule as (first slot, period) relative to start,
+// its calls per run, its policy as the core resolved it (retries, backoff,
+// budget scope) and which of its runs failed, keyed as run_finished names a
+// run: (slot, retry or regular, attempt), plus our run and retry counts.
+//
+// The failures are taken from our run because the services' failures are
+// draws from our generator; SimPy replays them instead of drawing its own,
+// so equal counts mean the two models schedule, retry and give up alike.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "bench/fleet_workload.hpp"
+#include "model/cron.hpp"
+#include "model/retry_policy.hpp"
+#include "sim/world.hpp"
+
+namespace {
+
+using namespace rehearse;
+using nlohmann::json;
+
+// A failed run: (slot, retry?, attempt), as run_finished names it.
+using FailedRun = std::tuple<TimeMs, bool, std::int64_t>;
+
+// First slot at or after start and the period, checked to be constant.
+std::pair<TimeMs, DurationMs> periodic(const std::string& cron, TimeMs start) {
+  const auto schedule = CronSchedule::parse(cron);
+  const TimeMs first = *schedule->next_after(start - 1);
+  const TimeMs second = *schedule->next_after(first);
+  const TimeMs third = *schedule->next_after(second);
+  if (third - second != second - first) throw std::runtime_error("not periodic: " + cron);
+  return {first - start, second - first};
+}
+
+json policy_json(const sim::JobSpec& job) {
+  const auto schedule = CronSchedule::parse(job.schedule);
+  const auto policy = parse_retry_policy(*job.retry_policy, schedule_facts(*schedule));
+  if (!policy) throw std::runtime_error(job.id + ": " + policy.error().describe());
+  const Backoff& b = policy->backoff;
+  if (b.jitter != 0.0 || b.full_jitter || b.additive_steps != 0 || b.max_delay_ms != 0 ||
+      (b.kind != BackoffKind::fixed && b.kind != BackoffKind::exponential)) {
+    throw std::runtime_error(job.id + ": the SimPy peer models fixed and exponential backoff only");
+  }
+  return {{"max_retries", policy->max_retries},
+          {"backoff", to_string(b.kind)},
+          {"delay_ms", b.delay_ms},
+          {"factor", b.factor},
+          {"budget", to_string(policy->budget)}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: fleet_export JOBS SPAN_MS OUT.json\n");
+    return 2;
+  }
+  const sim::Scenario scenario = bench::fleet_scenario(std::stoll(argv[1]), std::stoll(argv[2]));
+  std::map<std::string, std::vector<FailedRun>> failed;
+  std::int64_t total = 0;
+  std::int64_t retries = 0;
+  sim::RunOptions options;
+  options.trace_sink = [&](const sim::TraceEvent& e, std::size_t) {
+    if (e.type == "run_started") {
+      ++total;
+      if (e.str("kind") == "retry") ++retries;
+    } else if (e.type == "run_finished" && e.str("outcome") == "failure") {
+      failed[e.job].emplace_back(*e.slot, e.str("kind") == "retry", e.num("attempt"));
+    }
+  };
+  auto result = sim::run_scenario(scenario, options);
+  if (!result) {
+    std::fprintf(stderr, "fleet_export: %s\n", result.error().describe().c_str());
+    return 2;
+  }
+  json jobs = json::array();
+  for (const sim::JobSpec& job : scenario.jobs) {
+    const auto [first, period] = periodic(job.schedule, scenario.start_ms);
+    json failures = json::array();
+    for (const auto& [slot, retry, attempt] : failed[job.id]) {
+      failures.push_back({slot - scenario.start_ms, retry ? 1 : 0, attempt});
+    }
+    jobs.push_back({{"id", job.id},
+                    {"first_ms", first},
+                    {"period_ms", period},
+                    {"calls", job.calls.size()},
+                    {"policy", policy_json(job)},
+                    {"failures", failures}});
+  }
+  const json out = {{"span_ms", scenario.until_ms - scenario.start_ms},
+                    {"concurrency", scenario.queue.concurrency},
+                    {"latency_ms", sim::kDefaultServiceLatencyMs},
+                    {"jobs", jobs},
+                    {"ours", {{"runs", total}, {"retries", retries}}}};
+  std::ofstream(argv[3]) << out.dump();
+  std::printf("fleet_export: %zu jobs, %lld runs, %lld retries -> %s\n", scenario.jobs.size(),
+              static_cast<long long>(total), static_cast<long long>(retries), argv[3]);
+  return 0;
+}

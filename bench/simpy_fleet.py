@@ -1,0 +1,160 @@
+#!/usr/bin/python3
+"""The benchmark fleet in SimPy 3: the peer that rehearse's speed is compared with.
+
+usage: simpy_fleet.py EXPORT.json [--json]
+
+EXPORT.json is written by fleet_export (bench/fleet_export.cpp) from the same
+`fleet` block rehearse runs: per job its schedule as (first slot, period), its
+policy as the core resolved it, and which of its runs failed in rehearse's
+run, keyed (slot, retry?, attempt). SimPy replays those failures instead of
+drawing its own, so the two runs face identical jobs and identical failures;
+equal run and retry counts then mean both schedule, retry and give up alike.
+
+SimPy runs NO real core: no state store, no journal, no delivery ledger, no
+logs, no monitors. One SimPy process per job; a shared Resource of the
+queue's concurrency; each run holds it for the calls' latency. Rules kept
+(docs/semantics.md §2, §4): a slot exactly at start and at until runs; one
+run per job at a time; retry n waits delay (fixed) or round(factor^(n-1) *
+delay) (exponential) after the failed run ends; per_slot: each slot has its
+own budget; per_episode: the count carries until a success, and a regular slot
+coming due (or a regular run starting) drops the pending retry.
+
+Prints runs, retries, events, CPU seconds, job executions/s, events/s and peak
+resident memory; exits 1 when the counts differ from rehearse's.
+Needs Debian's python3-simpy3 (python3-simpy is the 2.x API).
+"""
+import json
+import resource
+import sys
+import time
+
+import simpy
+
+
+def backoff_ms(policy, n):
+    """The delay before retry n (n >= 1), as model/retry_policy.hpp computes it."""
+    d = policy["delay_ms"]
+    if policy["backoff"] == "fixed":
+        return d
+    x = (policy["factor"] ** (n - 1)) * d
+    return int(x + 0.5)  # JavaScript Math.round for positive numbers
+
+
+class Stats:
+    def __init__(self):
+        self.runs = 0
+        self.retries = 0
+
+
+def job_process(env, job, queue, latency, span, stats):
+    policy = job["policy"]
+    per_episode = policy["budget"] == "per_episode"
+    max_retries = policy["max_retries"]
+    failures = {(f[0], f[1], f[2]) for f in job["failures"]}
+    period = job["period_ms"]
+    next_slot = job["first_ms"]
+    pending = []  # retries not yet due: [due, slot, attempt, count]
+    ready = []    # runs due, in order: [slot, retry?, attempt, count]
+    episode = 0   # per_episode: the job's retry count
+    while True:
+        # Everything due by now, in due order: a regular slot drops the
+        # pending retries under per_episode.
+        while True:
+            retry_due = min((p[0] for p in pending), default=None)
+            if next_slot <= span and next_slot <= env.now and (
+                    retry_due is None or next_slot <= retry_due):
+                if per_episode:
+                    pending.clear()
+                    ready[:] = [r for r in ready if not r[1]]
+                ready.append([next_slot, False, 1, 0])
+                next_slot += period
+            elif retry_due is not None and retry_due <= env.now:
+                p = min(pending)
+                pending.remove(p)
+                ready.append([p[1], True, p[2], p[3]])
+            else:
+                break
+        if not ready:
+            wake = min([next_slot] + [p[0] for p in pending])
+            if wake > span:
+                return
+            yield env.timeout(wake - env.now)
+            continue
+        slot, is_retry, attempt, count = ready.pop(0)
+        with queue.request() as request:
+            yield request
+            if env.now > span:
+                return
+            stats.runs += 1
+            if is_retry:
+                stats.retries += 1
+            elif per_episode:
+                pending.clear()
+                ready[:] = [r for r in ready if not r[1]]
+            failed = (slot, 1 if is_retry else 0, attempt) in failures
+            yield env.timeout(latency * (1 if failed else job["calls"]))
+        if not failed:
+            episode = 0
+            continue
+        n = (episode if per_episode else count) + 1
+        if n <= max_retries:
+            if per_episode:
+                episode = n
+            pending.append([env.now + backoff_ms(policy, n), slot, n + 1, n])
+
+
+def run(export):
+    env = simpy.Environment()
+    queue = simpy.Resource(env, capacity=export["concurrency"])
+    stats = Stats()
+    span = export["span_ms"]
+    for job in export["jobs"]:
+        env.process(job_process(env, job, queue, export["latency_ms"], span, stats))
+    events = 0
+    cpu0 = time.process_time()
+    while True:
+        try:
+            if env.peek() > span:
+                break
+            env.step()
+        except simpy.core.EmptySchedule:
+            break
+        events += 1
+    cpu = time.process_time() - cpu0
+    return stats, events, cpu
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    with open(sys.argv[1], encoding="utf-8") as f:
+        export = json.load(f)
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    stats, events, cpu = run(export)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    ours = export["ours"]
+    result = {
+        "jobs": len(export["jobs"]),
+        "runs": stats.runs,
+        "retries": stats.retries,
+        "events": events,
+        "cpu_s": cpu,
+        "job_exec_per_s": stats.runs / cpu if cpu > 0 else 0.0,
+        "events_per_s": events / cpu if cpu > 0 else 0.0,
+        "peak_rss_bytes": rss,
+        "rss_growth_bytes": rss - rss_before,
+        "ours_runs": ours["runs"],
+        "ours_retries": ours["retries"],
+        "counts_equal": stats.runs == ours["runs"] and stats.retries == ours["retries"],
+    }
+    if "--json" in sys.argv[2:]:
+        print(json.dumps(result))
+    else:
+        for k, v in result.items():
+            print(f"{k}: {v}")
+    return 0 if result["counts_equal"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
