@@ -321,7 +321,7 @@ std::string slot_text(std::optional<TimeMs> slot) {
   return slot ? format_instant(*slot) : std::string("(no slot)");
 }
 
-bool is_boot(const std::string& type) { return type == "process_boot" || type == "scheduler_boot"; }
+bool is_boot(const std::string& type) { return type == "process_boot"; }
 bool is_crash(const std::string& type) {
   return type == "process_crash" || type == "disk_process_crashed" || type == "disk_crash";
 }
@@ -488,11 +488,10 @@ const std::vector<InvariantSpec>& invariant_specs() {
       {"retries_bounded", {"run_started", "run_finished", "retry_scheduled", "queue_add"}},
       {"schedule_kept", {"slot_due", "slot_misfire", "queue_add"}},
       {"nothing_lost",
-       {"run_finished", "retry_exhausted", "failed_permanent", "slot_marked", "message_delivered",
+       {"run_finished", "retry_exhausted", "failed_permanent", "durable_delivery", "message_delivered",
         "message_refused", "queue_take", "queue_add", "service_reply"}},
       {"no_duplicate_delivery",
-       {"message_delivered", "delivery_recorded", "guard_set", "slot_marked", "group_run_started",
-        "group_run_failed", "run_finished"}},
+       {"message_delivered", "durable_delivery", "queue_take", "group_run_failed", "run_finished"}},
       {"state_durable",
        {"store_corrupt_injected", "disk_corrupted", "state_corrupt", "state_tail_dropped",
         "disk_write", "disk_append", "disk_remove", "disk_rename", "disk_lock", "disk_unlock",
@@ -502,8 +501,7 @@ const std::vector<InvariantSpec>& invariant_specs() {
        {"service_call", "service_reply", "auth_rejected", "token_issued", "token_issue_failed",
         "token_presented"}},
       {"item_queries_bounded",
-       {"service_call", "service_reply", "item_failed", "item_backoff", "item_deferred",
-        "stage_changed", "durable_stage", "agent_removed", "agent_restored",
+       {"service_call", "service_reply", "durable_stage", "agent_removed", "agent_restored",
         "instance_changed"}},
       {"no_secret_leak", {"*"}},
       {"deterministic", {}},
@@ -514,9 +512,9 @@ const std::vector<InvariantSpec>& invariant_specs() {
 
 const std::vector<std::string>& shared_reads() {
   static const std::vector<std::string> kReads{
-      "process_boot",      "scheduler_boot",  "process_crash",   "disk_process_crashed",
+      "process_boot",      "process_crash",   "disk_process_crashed",
       "disk_crash",        "service_call",    "slot_due",        "run_started",
-      "run_finished",      "slot_marked",     "retry_scheduled", "retry_exhausted",
+      "run_finished",      "durable_delivery", "retry_scheduled", "retry_exhausted",
       "failed_permanent",  "retry_dropped",   "retry_superseded", "run_stalled",
       "recovered",         "policy_invalid",  "state_corrupt"};
   return kReads;
@@ -987,11 +985,6 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
     }
     return;
   }
-  if (type == "slot_marked") {
-    SlotWatch& w = slot_watch(e.job, *e.slot);
-    if (e.str("verdict") == "skipped") set(w, SlotState::marked_skipped);
-    return;
-  }
   if (type == "retry_scheduled") {
     set(slot_watch(e.job, *e.slot), SlotState::retry_pending);
     j->final_status = "retrying";
@@ -1062,15 +1055,12 @@ void MonitorSet::check_delivery(const TraceEvent& e, std::size_t i, Found& out) 
       }
     }
   }
-  if (e.type == "delivery_recorded" && e.slot) {
-    sends_[{e.job, *e.slot, e.str("target")}].window_open = false;
-    return;
-  }
   if (!e.slot || e.job.empty()) return;
-  if (e.type == "guard_set" || e.type == "slot_marked") {
-    slot_watch(e.job, *e.slot).guard_in_run = true;
-  } else if (e.type == "group_run_started") {
-    slot_watch(e.job, *e.slot).guard_in_run = false;
+  if (e.type == "durable_delivery") return note_ledger(e, i);
+  if (e.type == "queue_take") {
+    if (JobWatch* j = job_watch(e.job); j != nullptr && j->delivers) {
+      slot_watch(e.job, *e.slot).guard_in_run = false;  // a run of the slot begins
+    }
   } else if ((e.type == "group_run_failed" ||
               (e.type == "run_finished" && e.str("outcome") == "failure"))) {
     const auto it = slots_.find({e.job, *e.slot});
@@ -1081,6 +1071,28 @@ void MonitorSet::check_delivery(const TraceEvent& e, std::size_t i, Found& out) 
                                  e.job, slot_text(e.slot))});
       it->second.guard_in_run = false;
     }
+  }
+}
+
+// The delivery ledger as the world read it from the disk (`durable_delivery`):
+// a target whose delivery is durably recorded closes its at-least-once window;
+// a guard or marker that became durable during a run belongs to that run; a
+// marker with the verdict skipped marks the slot skipped.
+void MonitorSet::note_ledger(const TraceEvent& e, std::size_t i) {
+  if (const json* to = field(e, "delivered_to"); to != nullptr && to->is_array()) {
+    for (const json& target : *to) {
+      if (target.is_string()) sends_[{e.job, *e.slot, target.get<std::string>()}].window_open = false;
+    }
+  }
+  SlotWatch& w = slot_watch(e.job, *e.slot);
+  const json* verdict = field(e, "verdict");
+  const bool guard = e.flag("guard") || (verdict != nullptr && verdict->is_string());
+  if (guard && !w.guard_durable) w.guard_in_run = true;
+  w.guard_durable = guard;
+  if (verdict != nullptr && verdict->is_string() && verdict->get<std::string>() == "skipped") {
+    w.state = SlotState::marked_skipped;
+    w.state_index = i;
+    w.state_t = e.t;
   }
 }
 
@@ -1391,29 +1403,8 @@ void MonitorSet::check_items(const TraceEvent& e, std::size_t i, Found& out) {
     w.not_found_at = e.t;
     return;
   }
-  if (e.type == "item_failed" || e.type == "item_backoff") {
-    w.reason = e.str("reason");
-    return;
-  }
-  if (e.type == "stage_changed") {
-    if (e.str("to") != "DESIGN_FAILED") w.reason.clear();
-    return;
-  }
-  if (e.type == "item_deferred") {
-    w.reason = e.str("reason");
-    // Only config deferrals are bound to be hourly (docs/semantics.md §10,
-    // item 8); the spacing of two of them is what the trace shows for sure
-    // (a validation query after a migration is not an attempt).
-    const bool config = e.str("failure_class") == "config" || e.str("reason") == "config";
-    if (!config) return;
-    if (w.config_deferred_at && e.t < *w.config_deferred_at + kConfigDeferralMs) {
-      out.push_back({"item_queries_bounded", i, e.t,
-                     fmt::format("issue {}: config-error attempt {} after the previous one (at "
-                                 "most hourly)",
-                                 e.item, format_duration(e.t - *w.config_deferred_at))});
-    }
-    w.config_deferred_at = e.t;
-  }
+  // The latest reconcile error, as the item's durable record holds it.
+  if (e.type == "durable_stage") w.reason = e.str("error");
 }
 
 // token_reissue_bounded, the reuse rule (docs/semantics.md §7): a cached token

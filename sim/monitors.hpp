@@ -163,6 +163,7 @@ class MonitorSet {
   void check_schedule(const TraceEvent& e, std::size_t i, Found& out);
   void track_slots(const TraceEvent& e, std::size_t i);
   void check_delivery(const TraceEvent& e, std::size_t i, Found& out);
+  void note_ledger(const TraceEvent& e, std::size_t i);
   void check_durable(const TraceEvent& e, std::size_t i, Found& out);
   bool note_state_damage(const TraceEvent& e, std::size_t i);
   bool check_corrupt_file_kept(const TraceEvent& e, std::size_t i, Found& out);
@@ -249,7 +250,8 @@ class MonitorSet {
     std::optional<std::string> last_failure_class;
     std::optional<TimeMs> last_failure_t;
     std::optional<std::size_t> run_index;  // current run's run_started
-    bool guard_in_run = false;
+    bool guard_in_run = false;  // the current run consumed the guard or set the marker
+    bool guard_durable = false;  // the ledger durably holds the guard (or the marker)
   };
 
   // Copied from the scenario (the set does not keep a reference to it).
@@ -315,7 +317,6 @@ class MonitorSet {
   // item_queries_bounded
   struct ItemWatch {
     std::optional<TimeMs> not_found_at;
-    std::optional<TimeMs> config_deferred_at;
     // From the orchestrator's own answers: the reply that showed a config
     // error (a refusal, or a handoff needed while the lead agent is missing).
     std::optional<TimeMs> config_error_at;

@@ -27,12 +27,10 @@ namespace {
 // the slot tracker, retry counting, delivery windows and stage ranks still
 // follow the core's own log lines). Never add to this list.
 const std::set<std::string> kCoreStillRead{
-    "delivery_recorded", "failed_permanent", "group_run_failed", "group_run_started",
-    "guard_set",         "item_backoff",     "item_deferred",    "item_failed",
-    "policy_invalid",    "recovered",        "retry_dropped",    "retry_exhausted",
-    "retry_scheduled",   "retry_superseded", "run_finished",     "run_stalled",
-    "run_started",       "scheduler_boot",   "slot_due",         "slot_marked",
-    "slot_misfire",      "stage_changed",    "state_corrupt",    "state_tail_dropped"};
+    "failed_permanent", "group_run_failed", "policy_invalid",   "recovered",
+    "retry_dropped",    "retry_exhausted",  "retry_scheduled",  "retry_superseded",
+    "run_finished",     "run_stalled",      "run_started",      "slot_due",
+    "slot_misfire",     "state_corrupt",    "state_tail_dropped"};
 
 // Monitors that read world facts only: none of their subscriptions may be a
 // core event.

@@ -767,6 +767,15 @@ TEST(NothingLost, NearMissAuthFailureIsPermanentAndVisible) {
 
 // ------------------------------------------------------------ 5 no_duplicate_delivery
 
+// The delivery ledger of one slot as the world reads it (`durable_delivery`).
+json ledger(std::vector<std::string> delivered_to, bool guard = false,
+            std::optional<std::string> verdict = std::nullopt) {
+  return {{"delivered_to", delivered_to},
+          {"guard", guard},
+          {"verdict", verdict ? json(*verdict) : json(nullptr)},
+          {"outbox", false}};
+}
+
 TraceEvent delivered(const char* t, const char* slot, const std::string& target,
                      const std::string& kind = "delivery") {
   TraceEvent e;
@@ -783,7 +792,7 @@ TEST(NoDuplicateDelivery, FiresOnASecondDeliveryWithoutACrash) {
   Script s;
   const char* slot = "2026-03-02T10:00:00Z";
   s.add_event(delivered("2026-03-02T10:01:00Z", slot, "team-chat"));
-  s.add("delivery_recorded", "2026-03-02T10:01:00Z", "hourly", slot, {{"target", "team-chat"}});
+  s.add("durable_delivery", "2026-03-02T10:01:00Z", "hourly", slot, ledger({"team-chat"}));
   const auto bad = s.add_event(delivered("2026-03-02T10:06:00Z", slot, "team-chat"));
   expect_first(run(s, base_scenario()), "no_duplicate_delivery", bad);
 }
@@ -799,7 +808,7 @@ TEST(NoDuplicateDelivery, NearMissCrashInsideTheWindowAllowsOneAndReportsIt) {
   s.add("process_boot", "2026-03-02T10:02:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
   s.add_event(delivered("2026-03-02T10:02:00Z", slot, "team-chat"));
-  s.add("delivery_recorded", "2026-03-02T10:02:00Z", "hourly", slot, {{"target", "team-chat"}});
+  s.add("durable_delivery", "2026-03-02T10:02:00Z", "hourly", slot, ledger({"team-chat"}));
   // Failure notices may repeat on every retry, by design.
   s.add_event(
       delivered("2026-03-02T10:00:30Z", "2026-03-02T11:00:00Z", "team-chat", "failure_notice"));
@@ -820,7 +829,7 @@ TEST(NoDuplicateDelivery, FiresWhenAFailedRunSetTheGuard) {
   const char* slot = "2026-03-02T10:00:00Z";
   s.add("run_started", "2026-03-02T10:00:00Z", "hourly", slot,
         {{"kind", "regular"}, {"attempt", 1}});
-  s.add("guard_set", "2026-03-02T10:00:05Z", "hourly", slot, {{"attempt", 1}});
+  s.add("durable_delivery", "2026-03-02T10:00:05Z", "hourly", slot, ledger({}, true));
   const auto bad = s.add("run_finished", "2026-03-02T10:00:06Z", "hourly", slot,
                          {{"kind", "regular"},
                           {"attempt", 1},
@@ -843,7 +852,7 @@ TEST(NothingLost, FiresWhenAGroupRunReportsSuccessWithoutDelivering) {
   const char* slot = "2026-03-02T10:00:00Z";
   s.add("slot_due", slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
   s.add("run_started", slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
-  s.add("guard_set", "2026-03-02T10:00:05Z", "hourly", slot, {{"attempt", 1}});
+  s.add("durable_delivery", "2026-03-02T10:00:05Z", "hourly", slot, ledger({}, true));
   const auto bad = s.add("run_finished", "2026-03-02T10:00:06Z", "hourly", slot,
                          {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
   expect_first(run(s, group_hourly(), at("2026-03-02T10:30:00Z")), "nothing_lost", bad);
@@ -855,13 +864,13 @@ TEST(NothingLost, NearMissGroupRunThatDeliveredOrMarkedTheSlotSkipped) {
   s.add("slot_due", slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
   s.add("run_started", slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
   s.add_event(delivered("2026-03-02T10:00:04Z", slot, "team-chat"));
-  s.add("delivery_recorded", "2026-03-02T10:00:04Z", "hourly", slot, {{"target", "team-chat"}});
+  s.add("durable_delivery", "2026-03-02T10:00:04Z", "hourly", slot, ledger({"team-chat"}));
   s.add("run_finished", "2026-03-02T10:00:06Z", "hourly", slot,
         {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
   const char* skipped = "2026-03-02T11:00:00Z";
   s.add("slot_due", skipped, "hourly", skipped, {{"next_run_at", "2026-03-02T12:00:00Z"}});
   s.add("run_started", skipped, "hourly", skipped, {{"kind", "regular"}, {"attempt", 1}});
-  s.add("slot_marked", "2026-03-02T11:00:05Z", "hourly", skipped, {{"verdict", "skipped"}});
+  s.add("durable_delivery", "2026-03-02T11:00:05Z", "hourly", skipped, ledger({}, true, "skipped"));
   s.add("run_finished", "2026-03-02T11:00:06Z", "hourly", skipped,
         {{"kind", "regular"}, {"attempt", 1}, {"outcome", "skipped"}});
   const Outcome o = run(s, group_hourly(), at("2026-03-02T11:30:00Z"));
@@ -1112,14 +1121,15 @@ TEST(ItemQueriesBounded, FiresOnAQueryAfterA404) {
   expect_first(run(s, base_scenario()), "item_queries_bounded", bad);
 }
 
+// A request the orchestrator refused (a config error, deferred an hour): the
+// item's next query within the hour fires, whatever the core logged.
 TEST(ItemQueriesBounded, FiresOnConfigAttemptsCloserThanHourly) {
   Script s;
-  s.item("item_deferred", "2026-03-02T10:00:00Z", "ISS-1",
-         {{"reason", "lead agent missing"},
-          {"failure_class", "config"},
-          {"until", "2026-03-02T11:00:00Z"}});
-  const auto bad = s.item("item_deferred", "2026-03-02T10:30:00Z", "ISS-1",
-                          {{"reason", "config"}, {"until", "2026-03-02T11:30:00Z"}});
+  s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:00:00Z", "ISS-1",
+         {{"operation", "get_issue"}, {"status", 422}});
+  const auto bad =
+      s.item("service_call", "2026-03-02T10:30:00Z", "ISS-1", {{"operation", "get_issue"}});
   expect_first(run(s, base_scenario()), "item_queries_bounded", bad);
 }
 
@@ -1127,7 +1137,8 @@ TEST(ItemQueriesBounded, FiresOnAnyOrchestratorCallAfterA404OnAssign) {
   Script s;
   s.item("service_reply", "2026-03-02T10:00:01Z", "ISS-2",
          {{"operation", "assign"}, {"status", 404}});
-  s.item("item_failed", "2026-03-02T10:00:01Z", "ISS-2", {{"reason", "issue ISS-2 is gone (404)"}});
+  s.item("durable_stage", "2026-03-02T10:00:01Z", "ISS-2",
+         {{"stage", "DESIGN_FAILED"}, {"error", "issue ISS-2 is gone (404)"}});
   const auto bad =
       s.item("service_call", "2026-03-02T11:00:00Z", "ISS-2", {{"operation", "get_issue"}});
   const Outcome o = run(s, base_scenario());
@@ -1174,16 +1185,22 @@ TEST(ItemQueriesBounded, NearMissLeadPresentItemDueEveryCycle) {
 TEST(ItemQueriesBounded, NearMissHourlyConfigAttemptsAndOtherItems) {
   Script s;
   s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
-  s.item("item_deferred", "2026-03-02T10:00:01Z", "ISS-1",
-         {{"reason", "config"}, {"until", "2026-03-02T11:00:01Z"}});
+  s.item("service_reply", "2026-03-02T10:00:01Z", "ISS-1",
+         {{"operation", "get_issue"}, {"status", 403}});
   // A validation query after a migration is not an attempt.
+  TraceEvent moved;
+  moved.t = at("2026-03-02T10:04:00Z");
+  moved.type = "instance_changed";
+  moved.service = "orchestrator";
+  s.add_event(moved);
   s.item("service_call", "2026-03-02T10:05:00Z", "ISS-1", {{"operation", "get_issue"}});
   s.item("service_call", "2026-03-02T10:10:00Z", "ISS-2", {{"operation", "get_issue"}});
   s.item("service_reply", "2026-03-02T10:10:01Z", "ISS-2",
          {{"operation", "get_issue"}, {"status", 503}});
   s.item("service_call", "2026-03-02T10:11:00Z", "ISS-2", {{"operation", "get_issue"}});
   s.item("service_call", "2026-03-02T11:00:01Z", "ISS-1", {{"operation", "get_issue"}});
-  s.item("item_deferred", "2026-03-02T11:00:02Z", "ISS-1", {{"reason", "config"}});
+  s.item("service_reply", "2026-03-02T11:00:02Z", "ISS-1",
+         {{"operation", "get_issue"}, {"status", 403}});
   const Outcome o = run(s, base_scenario());
   expect_clean(o);
   EXPECT_EQ(o.tallies["items"]["ISS-1"]["queries"], 3);
@@ -1322,7 +1339,7 @@ Script legal_trace(const std::vector<int>& failures, const std::vector<bool>& cr
           d.t = t + 4 * kSecondMs;
           s.add_event(d);
         }
-        s.add("delivery_recorded", c(t + 4 * kSecondMs), "slotty", sl, {{"target", "team-chat"}});
+        s.add("durable_delivery", c(t + 4 * kSecondMs), "slotty", sl, ledger({"team-chat"}));
       }
     }
   }
