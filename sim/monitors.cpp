@@ -485,18 +485,17 @@ const std::vector<InvariantSpec>& invariant_specs() {
   // source; docs/trace-events.md the fields).
   static const std::vector<InvariantSpec> kSpecs{
       {"stage_monotonic", {"durable_stage"}},
-      {"retries_bounded", {"run_started", "run_finished", "retry_scheduled", "queue_add"}},
+      {"retries_bounded", {"run_started", "run_finished", "outbox_add", "queue_add"}},
       {"schedule_kept", {"slot_due", "slot_misfire", "queue_add"}},
       {"nothing_lost",
-       {"run_finished", "retry_exhausted", "failed_permanent", "durable_delivery", "message_delivered",
+       {"run_finished", "outbox_add", "durable_delivery", "message_delivered",
         "message_refused", "queue_take", "queue_add", "service_reply"}},
       {"no_duplicate_delivery",
        {"message_delivered", "durable_delivery", "queue_take", "group_run_failed", "run_finished"}},
       {"state_durable",
-       {"store_corrupt_injected", "disk_corrupted", "state_corrupt", "state_tail_dropped",
-        "disk_write", "disk_append", "disk_remove", "disk_rename", "disk_lock", "disk_unlock",
-        "run_started", "run_finished",
-        "retry_scheduled", "retry_exhausted", "failed_permanent"}},
+       {"store_corrupt_injected", "disk_corrupted", "state_tail_dropped", "disk_write",
+        "disk_append", "disk_remove", "disk_rename", "disk_lock", "disk_unlock", "run_started",
+        "run_finished", "outbox_add"}},
       {"token_reissue_bounded",
        {"service_call", "service_reply", "auth_rejected", "token_issued", "token_issue_failed",
         "token_presented"}},
@@ -512,11 +511,10 @@ const std::vector<InvariantSpec>& invariant_specs() {
 
 const std::vector<std::string>& shared_reads() {
   static const std::vector<std::string> kReads{
-      "process_boot",      "process_crash",   "disk_process_crashed",
-      "disk_crash",        "service_call",    "slot_due",        "run_started",
-      "run_finished",      "durable_delivery", "retry_scheduled", "retry_exhausted",
-      "failed_permanent",  "retry_dropped",   "retry_superseded", "run_stalled",
-      "recovered",         "policy_invalid",  "state_corrupt"};
+      "process_boot",  "process_crash",    "disk_process_crashed", "disk_crash",
+      "service_call",  "slot_due",         "run_started",          "run_finished",
+      "durable_delivery", "outbox_add",    "retry_dropped",        "retry_superseded",
+      "run_stalled"};
   return kReads;
 }
 
@@ -664,10 +662,36 @@ std::optional<Violation> MonitorSet::observe(const TraceEvent& e, std::size_t i)
   }
   if (is_boot(e.type)) on_boot_or_crash(e, i, out, true);
   if (is_crash(e.type)) on_boot_or_crash(e, i, out, false);
-  if (is_notification(e.type)) {
-    ++notifications_total_[e.type];
-    if (JobWatch* j = job_watch(e.job)) ++j->notifications[e.type];
+  if (const std::optional<TraceEvent> notice = notification_of(e)) {
+    ++notifications_total_[notice->type];
+    if (JobWatch* j = job_watch(notice->job)) ++j->notifications[notice->type];
+    run_checks(*notice, i, out);
   }
+  run_checks(e, i, out);
+  if (!secrets_.empty()) check_secrets(to_json_line(e), i, e.t, "the trace", out);
+  return report(std::move(out));
+}
+
+// A notification as a fact of the world: the message the core committed to
+// send, as the queue's outbox holds it (`outbox_add`: its event, job, slot,
+// attempt and failure class), read once per notification (the same message
+// to several targets, or added again by a replayed intent, is one). The
+// checks then see it under its event's name. The core's log line of the same
+// notification is not read.
+std::optional<TraceEvent> MonitorSet::notification_of(const TraceEvent& e) {
+  if (e.type != "outbox_add") return std::nullopt;
+  const std::string event = e.str("event");
+  if (!is_notification(event)) return std::nullopt;
+  const std::string key = fmt::format("{}|{}|{}|{}|{}", event, e.job, slot_text(e.slot),
+                                      e.num("attempt"), e.str("at"));
+  if (!notices_seen_.insert(key).second) return std::nullopt;
+  TraceEvent n = e;
+  n.type = event;
+  n.service.clear();
+  return n;
+}
+
+void MonitorSet::run_checks(const TraceEvent& e, std::size_t i, Found& out) {
   if (e.type == "service_call") {
     ++service_calls_[e.service];
     if (JobWatch* j = job_watch(e.job)) ++j->calls;
@@ -685,8 +709,6 @@ std::optional<Violation> MonitorSet::observe(const TraceEvent& e, std::size_t i)
   check_group_verdict(e, i, out);
   track_recovery(e, i);
   track_slots(e, i);
-  if (!secrets_.empty()) check_secrets(to_json_line(e), i, e.t, "the trace", out);
-  return report(std::move(out));
 }
 
 // Keeps what one event showed; returns the first in the order of invariant_names().

@@ -157,6 +157,8 @@ class MonitorSet {
   using Found = std::vector<Violation>;
 
   std::optional<Violation> report(Found out);
+  std::optional<TraceEvent> notification_of(const TraceEvent& e);
+  void run_checks(const TraceEvent& e, std::size_t i, Found& out);
   void on_boot_or_crash(const TraceEvent& e, std::size_t i, Found& out, bool boot);
   void check_stage(const TraceEvent& e, std::size_t i, Found& out);
   void check_retries(const TraceEvent& e, std::size_t i, Found& out);
@@ -330,6 +332,7 @@ class MonitorSet {
 
   std::map<std::string, std::int64_t> service_calls_;
   std::map<std::string, std::int64_t> notifications_total_;
+  std::set<std::string> notices_seen_;  // notifications read from the outbox (notification_of)
 };
 
 // (cross) deterministic: compares two traces' JSON Lines; first differing line -> Violation.

@@ -27,10 +27,8 @@ namespace {
 // the slot tracker, retry counting, delivery windows and stage ranks still
 // follow the core's own log lines). Never add to this list.
 const std::set<std::string> kCoreStillRead{
-    "failed_permanent", "group_run_failed", "policy_invalid",   "recovered",
-    "retry_dropped",    "retry_exhausted",  "retry_scheduled",  "retry_superseded",
-    "run_finished",     "run_stalled",      "run_started",      "slot_due",
-    "slot_misfire",     "state_corrupt",    "state_tail_dropped"};
+    "group_run_failed", "retry_dropped", "retry_superseded", "run_finished", "run_stalled",
+    "run_started",      "slot_due",      "slot_misfire",     "state_tail_dropped"};
 
 // Monitors that read world facts only: none of their subscriptions may be a
 // core event.

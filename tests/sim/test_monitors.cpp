@@ -214,9 +214,23 @@ std::size_t retry_run(Script& s, const std::string& job, const char* slot, const
   return started;
 }
 
+// A notification as the world sees it: the message the queue's outbox
+// received (the monitors read notifications there, not in the core's log).
 std::size_t note(Script& s, const std::string& event, const std::string& job, const char* slot,
                  const char* t, int attempt, const std::string& cls) {
-  return s.add(event, t, job, slot, {{"attempt", attempt}, {"failure_class", cls}});
+  TraceEvent e;
+  e.t = at(t);
+  e.type = "outbox_add";
+  e.service = "queue";
+  e.job = job;
+  if (slot != nullptr) e.slot = at(slot);
+  e.data = {{"event", event}, {"target", "ops"}, {"attempt", attempt}, {"failure_class", cls},
+            {"at", t}};
+  return s.add_event(std::move(e));
+}
+
+std::size_t note_state_corrupt(Script& s, const char* t) {
+  return note(s, "state_corrupt", {}, nullptr, t, 0, {});
 }
 
 // ------------------------------------------------------------ 1 stage_monotonic
@@ -537,7 +551,7 @@ TEST(ScheduleKept, NearMissSameSlotAgainAfterACrashOrUnderACorruptStore) {
           "success");
   c.add("process_boot", "2026-03-02T11:31:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
-  c.add("state_corrupt", "2026-03-02T11:31:00Z", {}, std::nullopt, {{"attempt", 0}});
+  note_state_corrupt(c, "2026-03-02T11:31:00Z");
   c.add("slot_due", "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
         {{"next_run_at", "2026-03-02T12:00:00Z"}});
   c.add("slot_misfire", "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
@@ -931,7 +945,7 @@ TEST(StateDurable, FiresWhenTheCorruptStoreIsReplaced) {
       {{"file", "retry_state.json"}, {"path", "/srv/state/retry_state.json"}, {"mode", "garbage"}});
   s.add("process_boot", "2026-03-02T10:01:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
-  s.add("state_corrupt", "2026-03-02T10:01:00Z", {}, std::nullopt, {{"attempt", 0}});
+  note_state_corrupt(s, "2026-03-02T10:01:00Z");
   const auto bad =
       s.add("disk_rename", "2026-03-02T10:02:00Z", {}, std::nullopt,
             {{"from", "/srv/state/retry_state.json.tmp"}, {"to", "/srv/state/retry_state.json"}});
@@ -1007,7 +1021,7 @@ TEST(StateDurable, FiresAtTheEndWhenCorruptionIsNeverReported) {
   EXPECT_EQ(it->event_index, s.events().size());
   // Near miss: reported, kept, and no retry scheduled while corrupt.
   Script ok = s;
-  ok.add("state_corrupt", "2026-03-02T10:01:00Z", {}, std::nullopt, {{"attempt", 0}});
+  note_state_corrupt(ok, "2026-03-02T10:01:00Z");
   const Outcome o2 = run(ok, base_scenario(), at("2026-03-02T10:02:00Z"));
   EXPECT_TRUE(std::none_of(o2.end.begin(), o2.end.end(), [](const Violation& v) {
     return v.invariant == "state_durable";
