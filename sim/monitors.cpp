@@ -979,6 +979,7 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
       // earlier slot of the episode (the core logs retry_superseded for it).
     }
     w.run_index = i;
+    ++w.runs;
     w.guard_in_run = false;
     set(w, SlotState::running);
     return;
@@ -1676,30 +1677,68 @@ std::vector<Violation> MonitorSet::finish(TimeMs until_ms) {
   return out;
 }
 
+namespace {
+
+// A job's slots by fate (docs/monitors.md "Tallies").
+struct SlotCounts {
+  std::int64_t delivered = 0, skipped = 0, failed = 0, in_flight = 0, superseded = 0,
+               coalesced = 0, exhausted = 0;
+
+  void add(SlotState state) {
+    switch (state) {
+      case SlotState::delivered: ++delivered; break;
+      case SlotState::skipped: ++skipped; break;
+      case SlotState::exhausted: ++failed, ++exhausted; break;
+      case SlotState::failed_permanent:
+      case SlotState::retry_dropped:
+      case SlotState::failed: ++failed; break;
+      case SlotState::superseded: ++superseded; break;
+      case SlotState::coalesced: ++coalesced; break;
+      default: ++in_flight; break;
+    }
+  }
+};
+
+}  // namespace
+
+const char* to_string(SlotState state) noexcept {
+  switch (state) {
+    case SlotState::handed: return "handed";
+    case SlotState::running: return "running";
+    case SlotState::failed: return "failed";
+    case SlotState::retry_pending: return "retry_pending";
+    case SlotState::marked_skipped: return "marked_skipped";
+    case SlotState::delivered: return "delivered";
+    case SlotState::skipped: return "skipped";
+    case SlotState::exhausted: return "exhausted";
+    case SlotState::failed_permanent: return "failed_permanent";
+    case SlotState::retry_dropped: return "retry_dropped";
+    case SlotState::superseded: return "superseded";
+    case SlotState::coalesced: return "coalesced";
+  }
+  return "?";
+}
+
+std::vector<SlotRecord> MonitorSet::slot_records() const {
+  std::vector<SlotRecord> out;
+  out.reserve(slots_.size());
+  for (const auto& [key, s] : slots_) {
+    out.push_back({s.job, s.slot, s.state, s.runs, s.last_failure_class});
+  }
+  return out;
+}
+
+// O(jobs + slots): the slots are keyed by (job, slot), so each job's slots
+// are one run of the map, counted in one pass.
 json MonitorSet::tallies() const {
+  std::map<std::string, SlotCounts> counts;
+  for (const auto& [key, s] : slots_) counts[key.first].add(s.state);
   json jobs = json::object();
   for (const auto& [id, j] : jobs_) {
-    std::int64_t delivered = 0, skipped = 0, failed = 0, in_flight = 0, superseded = 0,
-                 coalesced = 0, exhausted = 0;
-    for (const auto& [key, s] : slots_) {
-      if (s.job != id) continue;
-      if (s.state == SlotState::delivered)
-        ++delivered;
-      else if (s.state == SlotState::skipped)
-        ++skipped;
-      else if (s.state == SlotState::exhausted)
-        ++failed, ++exhausted;
-      else if (s.state == SlotState::failed_permanent || s.state == SlotState::retry_dropped)
-        ++failed;
-      else if (s.state == SlotState::superseded)
-        ++superseded;
-      else if (s.state == SlotState::coalesced)
-        ++coalesced;
-      else if (s.state == SlotState::failed)
-        ++failed;
-      else
-        ++in_flight;
-    }
+    const SlotCounts c = counts.count(id) != 0 ? counts.at(id) : SlotCounts{};
+    const std::int64_t delivered = c.delivered, skipped = c.skipped, failed = c.failed,
+                       in_flight = c.in_flight, superseded = c.superseded,
+                       coalesced = c.coalesced, exhausted = c.exhausted;
     json notes = json::object();
     for (const auto& [ev, n] : j.notifications) notes[ev] = n;
     jobs[id] = {{"delivered_slots", delivered},

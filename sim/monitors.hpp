@@ -97,6 +97,18 @@ enum class SlotState {
   coalesced,         // folded into a late run
 };
 
+// The tracker's name for a slot state (tallies, per-slot listings).
+const char* to_string(SlotState state) noexcept;
+
+// One slot as the shared slot tracker sees it (MonitorSet::slot_records()).
+struct SlotRecord {
+  std::string job;
+  TimeMs slot = 0;
+  SlotState state = SlotState::handed;
+  int attempts = 0;                           // runs of the slot started
+  std::optional<std::string> failure_class;   // of its last failure, if any
+};
+
 struct WitnessPolicy {
   bool valid = false;
   std::string why_invalid;
@@ -150,6 +162,8 @@ class MonitorSet {
   // Every violation seen so far (observe, observe_text and finish), in order.
   const std::vector<Violation>& violations() const noexcept { return all_; }
   const WitnessPolicy* policy_of(const std::string& job) const;
+  // Every slot the tracker knows, by (job, slot).
+  std::vector<SlotRecord> slot_records() const;
 
  private:
   struct JobWatch;
@@ -252,6 +266,7 @@ class MonitorSet {
     std::optional<std::string> last_failure_class;
     std::optional<TimeMs> last_failure_t;
     std::optional<std::size_t> run_index;  // current run's run_started
+    int runs = 0;                          // runs of the slot started
     bool guard_in_run = false;  // the current run consumed the guard or set the marker
     bool guard_durable = false;  // the ledger durably holds the guard (or the marker)
   };

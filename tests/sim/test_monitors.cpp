@@ -159,6 +159,7 @@ struct Outcome {
   std::vector<Violation> seen;  // from observe, in order
   std::vector<Violation> end;   // from finish
   json tallies;
+  std::vector<SlotRecord> slots;  // the slot tracker's records at the end
 };
 
 Outcome run(const Script& script, const Scenario& scenario, TimeMs until = kUntil,
@@ -171,6 +172,7 @@ Outcome run(const Script& script, const Scenario& scenario, TimeMs until = kUnti
   }
   o.end = set.finish(until);
   o.tallies = set.tallies();
+  o.slots = set.slot_records();
   return o;
 }
 
@@ -891,6 +893,13 @@ TEST(NothingLost, NearMissGroupRunThatDeliveredOrMarkedTheSlotSkipped) {
   expect_clean(o);
   EXPECT_EQ(o.tallies["jobs"]["hourly"]["delivered_slots"], 1);
   EXPECT_EQ(o.tallies["jobs"]["hourly"]["skipped_slots"], 1);
+  // The per-slot records behind the counts: typed state, attempts.
+  ASSERT_EQ(o.slots.size(), 2u);
+  EXPECT_EQ(o.slots[0].slot, at(slot));
+  EXPECT_EQ(o.slots[0].state, SlotState::delivered);
+  EXPECT_EQ(o.slots[0].attempts, 1);
+  EXPECT_EQ(o.slots[1].state, SlotState::skipped);
+  EXPECT_STREQ(to_string(o.slots[1].state), "skipped");
 }
 
 // ------------------------------------------------------------ 6 state_durable
