@@ -485,17 +485,21 @@ const std::vector<InvariantSpec>& invariant_specs() {
   // source; docs/trace-events.md the fields).
   static const std::vector<InvariantSpec> kSpecs{
       {"stage_monotonic", {"durable_stage"}},
-      {"retries_bounded", {"run_started", "run_finished", "outbox_add", "queue_add"}},
+      {"retries_bounded",
+       {"queue_take", "queue_intent", "queue_done", "durable_job_state", "outbox_add",
+        "queue_add"}},
       {"schedule_kept", {"slot_due", "slot_misfire", "queue_add"}},
       {"nothing_lost",
-       {"run_finished", "outbox_add", "durable_delivery", "message_delivered",
+       {"queue_take", "queue_intent", "queue_done", "durable_job_state", "outbox_add",
+        "durable_delivery", "message_delivered",
         "message_refused", "queue_take", "queue_add", "service_reply"}},
       {"no_duplicate_delivery",
-       {"message_delivered", "durable_delivery", "queue_take", "group_run_failed", "run_finished"}},
+       {"message_delivered", "durable_delivery", "queue_take", "queue_intent", "queue_done",
+        "durable_job_state"}},
       {"state_durable",
        {"store_corrupt_injected", "disk_corrupted", "state_tail_dropped", "disk_write",
-        "disk_append", "disk_remove", "disk_rename", "disk_lock", "disk_unlock", "run_started",
-        "run_finished", "outbox_add"}},
+        "disk_append", "disk_remove", "disk_rename", "disk_lock", "disk_unlock", "queue_take",
+        "queue_intent", "queue_done", "durable_job_state", "outbox_add"}},
       {"token_reissue_bounded",
        {"service_call", "service_reply", "auth_rejected", "token_issued", "token_issue_failed",
         "token_presented"}},
@@ -512,9 +516,9 @@ const std::vector<InvariantSpec>& invariant_specs() {
 const std::vector<std::string>& shared_reads() {
   static const std::vector<std::string> kReads{
       "process_boot",  "process_crash",    "disk_process_crashed", "disk_crash",
-      "service_call",  "slot_due",         "run_started",          "run_finished",
-      "durable_delivery", "outbox_add",    "retry_dropped",        "retry_superseded",
-      "run_stalled"};
+      "service_call",  "slot_due",
+      "durable_delivery", "outbox_add",    "queue_take",           "queue_intent",
+      "queue_done",    "queue_cancel",     "durable_job_state"};
   return kReads;
 }
 
@@ -655,11 +659,16 @@ std::optional<Violation> MonitorSet::observe(const TraceEvent& e, std::size_t i)
     out.push_back(
         {"bounded_run", i, e.t, fmt::format("the run passed its bound of {} events", max_events_)});
   }
+  if (pending_finish_) {
+    note_pending_finish(e);
+    flush_pending_finish(out);
+  }
   if (subscribed_types().count(e.type) == 0) {
     // Not read by any monitor: only its text is searched for secrets.
     if (!secrets_.empty()) check_secrets(to_json_line(e), i, e.t, "the trace", out);
     return report(std::move(out));
   }
+  for (const auto& [run_event, index] : run_facts_of(e, i)) run_checks(run_event, index, out);
   if (is_boot(e.type)) on_boot_or_crash(e, i, out, true);
   if (is_crash(e.type)) on_boot_or_crash(e, i, out, false);
   if (const std::optional<TraceEvent> notice = notification_of(e)) {
@@ -689,6 +698,123 @@ std::optional<TraceEvent> MonitorSet::notification_of(const TraceEvent& e) {
   n.type = event;
   n.service.clear();
   return n;
+}
+
+// Runs as facts of the world: a run is the queue's take of an entry
+// (`queue_take`) until the queue finishes it (`queue_done`). The checks see
+// it as a `run_started` (at the take's index and time) and a `run_finished`
+// when it finished with its intent written (`queue_intent`); the outcome is
+// what the run left in the durable state store, as the world read it
+// (`durable_job_state`: the job's row mirrors its last run; `ok` is a
+// success, anything else a failure of the row's `failure_class`). A retry
+// taken and finished without an intent while the store is known corrupt was
+// dropped (`retry_dropped`); a run cut by a crash started and never finished.
+// A pending retry the queue cancels is superseded (`retry_superseded`). The
+// core's run_started / run_finished / retry_dropped / retry_superseded /
+// run_stalled lines are not read.
+std::vector<std::pair<TraceEvent, std::size_t>> MonitorSet::run_facts_of(const TraceEvent& e,
+                                                                        std::size_t i) {
+  std::vector<std::pair<TraceEvent, std::size_t>> out;
+  const auto make = [&](const OpenRun& r, const char* type, TimeMs t) {
+    TraceEvent x;
+    x.t = t;
+    x.type = type;
+    x.job = r.job;
+    x.slot = r.slot;
+    x.data = {{"kind", r.kind}, {"attempt", r.attempt}};
+    return x;
+  };
+  if (e.type == "durable_job_state") {
+    note_durable_state(e);
+    for (auto& [id, r] : open_runs_) r.wrote = r.wrote || r.job == e.job;
+  } else if (e.type == "queue_take" && e.slot) {
+    open_runs_[static_cast<std::uint64_t>(e.num("id"))] =
+        OpenRun{e.job, *e.slot, e.str("kind"), e.num("attempt"), i, e.t, false};
+  } else if (e.type == "queue_intent") {
+    if (auto it = open_runs_.find(static_cast<std::uint64_t>(e.num("id"))); it != open_runs_.end()) {
+      it->second.intent = true;
+    }
+  } else if (e.type == "queue_done") {
+    const auto it = open_runs_.find(static_cast<std::uint64_t>(e.num("id")));
+    if (it == open_runs_.end()) return out;
+    const OpenRun r = it->second;
+    open_runs_.erase(it);
+    if (r.intent && !r.wrote && corrupt_mode_) {
+      // The store refuses writes: the outcome is what the run's finish
+      // carries (a failure notice, a retry), judged after it (flush_pending_finish).
+      out.emplace_back(make(r, "run_started", r.take_t), r.take_index);
+      pending_finish_ = PendingFinish{r, i, e.t, std::nullopt};
+    } else if (r.intent) {
+      out.emplace_back(make(r, "run_started", r.take_t), r.take_index);
+      TraceEvent done = make(r, "run_finished", e.t);
+      const json& facts = durable_state_[r.job];
+      const json& status = facts.is_object() ? facts.value("retry_status", json()) : json();
+      const bool ok = !status.is_string() || status.get<std::string>() == "ok";
+      done.data["outcome"] = ok ? "success" : "failure";
+      if (!ok) {
+        const json cls = facts.value("failure_class", json());
+        done.data["failure_class"] = cls.is_string() ? cls.get<std::string>() : "unknown";
+      }
+      out.emplace_back(std::move(done), i);
+    } else if (r.kind == "retry" && corrupt_mode_) {
+      out.emplace_back(make(r, "retry_dropped", e.t), i);
+    }
+  } else if (e.type == "queue_cancel" && e.slot) {
+    out.emplace_back(make(OpenRun{e.job, *e.slot, "retry", e.num("attempt")}, "retry_superseded", e.t),
+                     i);
+  } else if (is_crash(e.type)) {
+    for (const auto& [id, r] : open_runs_) out.emplace_back(make(r, "run_started", r.take_t), r.take_index);
+    open_runs_.clear();
+  }
+  return out;
+}
+
+// A run finished while the store refused writes: judged at the next event,
+// the first of its finish (the queue adds a retry, then the outbox its
+// notices): a failure notice for its job or a retry queued makes it a
+// failure of the notice's class, otherwise it succeeded.
+void MonitorSet::note_pending_finish(const TraceEvent& e) {
+  if (!pending_finish_ || e.job != pending_finish_->run.job) return;
+  const std::string event = e.type == "outbox_add" ? e.str("event") : std::string();
+  const bool failure_notice =
+      event == "retry_scheduled" || event == "retry_exhausted" || event == "failed_permanent";
+  if (failure_notice && !pending_finish_->failure_class) {
+    pending_finish_->failure_class = e.str("failure_class", "unknown");
+  } else if (e.type == "queue_add" && e.str("kind") == "retry" && !pending_finish_->failure_class) {
+    pending_finish_->failure_class = "unknown";
+  }
+}
+
+void MonitorSet::flush_pending_finish(Found& out) {
+  const PendingFinish p = *pending_finish_;
+  pending_finish_.reset();
+  TraceEvent done;
+  done.t = p.t;
+  done.type = "run_finished";
+  done.job = p.run.job;
+  done.slot = p.run.slot;
+  done.data = {{"kind", p.run.kind}, {"attempt", p.run.attempt},
+               {"outcome", p.failure_class ? "failure" : "success"}};
+  if (p.failure_class) done.data["failure_class"] = *p.failure_class;
+  run_checks(done, p.index, out);
+}
+
+// The job's durable state as the world last read it; a slot whose durable
+// record shows a stall (stalled_count >= 1) may fail permanently on the next
+// stall whatever its budget (docs/semantics.md §5).
+void MonitorSet::note_durable_state(const TraceEvent& e) {
+  durable_state_[e.job] = e.data;
+  if (job_watch(e.job) == nullptr) return;
+  const json* slots = field(e, "slots");
+  if (slots == nullptr || !slots->is_object()) return;
+  for (const auto& [key, record] : slots->items()) {
+    const auto t = parse_instant(key);
+    if (!t.ok() || !record.is_object()) continue;
+    const json stalled = record.value("stalled_count", json(0));
+    if (stalled.is_number_integer() && stalled.get<std::int64_t>() >= 1) {
+      slot_watch(e.job, *t).stalled = true;
+    }
+  }
 }
 
 void MonitorSet::run_checks(const TraceEvent& e, std::size_t i, Found& out) {
@@ -980,12 +1106,13 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
     }
     w.run_index = i;
     ++w.runs;
-    w.guard_in_run = false;
-    set(w, SlotState::running);
+    // The start is read when the run ends: a marker written meanwhile stays.
+    if (w.state != SlotState::marked_skipped) set(w, SlotState::running);
     return;
   }
   if (type == "run_finished") {
     SlotWatch& w = slot_watch(e.job, *e.slot);
+    w.stalled = false;
     const std::string outcome = e.str("outcome");
     if (outcome == "failure") {
       const std::string cls = e.str("failure_class", "unknown");
@@ -996,7 +1123,7 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
       set(w, SlotState::failed);
     } else {
       if (outcome == "success")
-        set(w, SlotState::delivered);
+        set(w, w.state == SlotState::marked_skipped ? SlotState::skipped : SlotState::delivered);
       else if (outcome == "skipped")
         set(w, SlotState::skipped);
       else
@@ -1025,9 +1152,6 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
   } else if (type == "retry_superseded") {
     SlotWatch& w = slot_watch(e.job, *e.slot);
     if (w.state == SlotState::retry_pending || w.state == SlotState::failed) set(w, SlotState::superseded);
-  } else if (type == "run_stalled") {
-    SlotWatch& w = slot_watch(e.job, *e.slot);
-    if (e.str("decision") == "fail") w.last_failure_class = "stalled";
   }
 }
 
@@ -1286,7 +1410,7 @@ void MonitorSet::check_budget_spent(const TraceEvent& e, std::size_t i, Found& o
     out.push_back({"nothing_lost", i, e.t,
                    fmt::format("job {} slot {}: declared retry_exhausted after {} of {} retries",
                                e.job, slot_text(e.slot), spent, j->policy.retries_max)});
-  } else if (e.type == "failed_permanent" && s.last_failure_class != "stalled" &&
+  } else if (e.type == "failed_permanent" && !s.stalled &&
              j->policy.retries_class(cls) && spent < j->policy.retries_max) {
     out.push_back({"nothing_lost", i, e.t,
                    fmt::format("job {} slot {}: failed permanently on {}, a class its policy "
@@ -1626,6 +1750,11 @@ void MonitorSet::check_secrets(std::string_view text, std::size_t i, TimeMs t, c
 }
 
 std::vector<Violation> MonitorSet::finish(TimeMs until_ms) {
+  if (pending_finish_) {
+    Found last;
+    flush_pending_finish(last);
+    report(std::move(last));
+  }
   std::vector<Violation> out;
   const std::size_t end = events_seen_;
   for (auto& [key, j] : jobs_) {

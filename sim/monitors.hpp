@@ -172,6 +172,11 @@ class MonitorSet {
 
   std::optional<Violation> report(Found out);
   std::optional<TraceEvent> notification_of(const TraceEvent& e);
+  std::vector<std::pair<TraceEvent, std::size_t>> run_facts_of(const TraceEvent& e,
+                                                               std::size_t i);
+  void note_durable_state(const TraceEvent& e);
+  void note_pending_finish(const TraceEvent& e);
+  void flush_pending_finish(Found& out);
   void run_checks(const TraceEvent& e, std::size_t i, Found& out);
   void on_boot_or_crash(const TraceEvent& e, std::size_t i, Found& out, bool boot);
   void check_stage(const TraceEvent& e, std::size_t i, Found& out);
@@ -267,6 +272,7 @@ class MonitorSet {
     std::optional<TimeMs> last_failure_t;
     std::optional<std::size_t> run_index;  // current run's run_started
     int runs = 0;                          // runs of the slot started
+    bool stalled = false;  // its durable record showed a stall since its last finished run
     bool guard_in_run = false;  // the current run consumed the guard or set the marker
     bool guard_durable = false;  // the ledger durably holds the guard (or the marker)
   };
@@ -347,7 +353,27 @@ class MonitorSet {
 
   std::map<std::string, std::int64_t> service_calls_;
   std::map<std::string, std::int64_t> notifications_total_;
-  std::set<std::string> notices_seen_;  // notifications read from the outbox (notification_of)
+  std::set<std::string> notices_seen_;
+  // Runs from the queue's records (run_facts_of): by queue entry id.
+  struct OpenRun {
+    std::string job;
+    TimeMs slot = 0;
+    std::string kind;
+    std::int64_t attempt = 0;
+    std::size_t take_index = 0;
+    TimeMs take_t = 0;
+    bool intent = false;
+    bool wrote = false;  // the job's durable state changed while it ran
+  };
+  struct PendingFinish {
+    OpenRun run;
+    std::size_t index = 0;
+    TimeMs t = 0;
+    std::optional<std::string> failure_class;  // set: a failure
+  };
+  std::optional<PendingFinish> pending_finish_;
+  std::map<std::uint64_t, OpenRun> open_runs_;
+  std::map<std::string, nlohmann::json> durable_state_;  // job -> its durable facts  // notifications read from the outbox (notification_of)
 };
 
 // (cross) deterministic: compares two traces' JSON Lines; first differing line -> Violation.

@@ -668,18 +668,7 @@ void World::on_trace_event(const TraceEvent& event, std::size_t index) {
 // once the ledger directory's fsync made the rename durable, and each slot
 // whose facts changed gets a `durable_delivery`.
 void World::record_durable_facts(const std::string& type, const std::string& path) {
-  std::vector<std::pair<std::string, json>> jobs;
-  if (type == "disk_fsync" && path == state_reader_.journal_path()) {
-    jobs = state_reader_.changed(disk_, /*full=*/false);
-  } else if (type == "disk_fsync_dir" && path == state_reader_.dir()) {
-    jobs = state_reader_.changed(disk_, /*full=*/true);
-  }
-  for (auto& [id, facts] : jobs) {
-    TraceEvent e;
-    e.t = sim_.now();
-    e.type = "durable_job_state";
-    e.job = id;
-    e.data = std::move(facts);
+  for (TraceEvent& e : state_reader_.events_after(disk_, type, path, sim_.now())) {
     trace_.record(std::move(e));
   }
   const std::string ledger_dir = kWorldLedgerDir;

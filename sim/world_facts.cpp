@@ -170,6 +170,27 @@ std::vector<std::pair<std::string, json>> DurableStateReader::changed(const SimD
   return out;
 }
 
+std::vector<TraceEvent> DurableStateReader::events_after(const SimDisk& disk,
+                                                         const std::string& disk_event_type,
+                                                         const std::string& path, TimeMs now) {
+  std::vector<std::pair<std::string, json>> jobs;
+  if (disk_event_type == "disk_fsync" && path == journal_path()) {
+    jobs = changed(disk, /*full=*/false);
+  } else if (disk_event_type == "disk_fsync_dir" && path == dir_) {
+    jobs = changed(disk, /*full=*/true);
+  }
+  std::vector<TraceEvent> out;
+  for (auto& [id, facts] : jobs) {
+    TraceEvent e;
+    e.t = now;
+    e.type = "durable_job_state";
+    e.job = id;
+    e.data = std::move(facts);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 std::optional<std::pair<std::string, std::map<std::string, json>>> ledger_facts(
     std::string_view bytes) {
   const json doc = json::parse(bytes, nullptr, /*allow_exceptions=*/false);

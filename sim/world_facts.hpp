@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "model/time.hpp"
+#include "sim/trace.hpp"
 
 namespace rehearse::sim {
 
@@ -50,6 +51,11 @@ class DurableStateReader {
   // rename durable: a compaction or a new journal). Returns the jobs whose
   // facts changed since the last call, in job-id order.
   std::vector<std::pair<std::string, nlohmann::json>> changed(const SimDisk& disk, bool full);
+
+  // The `durable_job_state` events a disk event calls for (the journal's
+  // fsync: its new records; the directory's fsync: everything), at `now`.
+  std::vector<TraceEvent> events_after(const SimDisk& disk, const std::string& disk_event_type,
+                                       const std::string& path, TimeMs now);
 
   const std::string& dir() const noexcept { return dir_; }
   std::string journal_path() const;

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -36,6 +37,7 @@
 #include "sim/sim_services.hpp"
 #include "sim/simulator.hpp"
 #include "sim/trace.hpp"
+#include "sim/world_facts.hpp"
 #include "tests/sim/monitors_group_world.hpp"
 #include "tests/support/property.hpp"
 
@@ -124,6 +126,12 @@ class Script {
     events_.push_back(std::move(e));
     return events_.size() - 1;
   }
+  // The queue entry id of a job's run (a new one at each start).
+  std::uint64_t start_run(const std::string& job) { return runs_[job] = next_run_++; }
+  std::uint64_t run_of(const std::string& job) const {
+    const auto it = runs_.find(job);
+    return it == runs_.end() ? 0 : it->second;
+  }
   std::size_t add_event(TraceEvent e) {
     e.seq = events_.size();
     events_.push_back(std::move(e));
@@ -153,6 +161,8 @@ class Script {
 
  private:
   std::vector<TraceEvent> events_;
+  std::map<std::string, std::uint64_t> runs_;
+  std::uint64_t next_run_ = 1;
 };
 
 struct Outcome {
@@ -197,22 +207,47 @@ void expect_clean(const Outcome& o) {
 }
 
 // A regular run of `job` for `slot` handed out and run at `t`, its outcome.
+// A run as the world records it (the monitors read no run_started /
+// run_finished): the queue's take of the entry; at its end the intent, the
+// job's durable row as the run left it (ok, or retrying with the failure's
+// class) and the queue's finish. `f` holds kind, attempt, outcome,
+// failure_class as a run_started / run_finished would.
+std::size_t run_start(Script& s, const char* t, const std::string& job, const char* slot, json f) {
+  const std::uint64_t id = s.start_run(job);
+  return s.add("queue_take", t, job, slot,
+               {{"id", id}, {"kind", f.value("kind", "regular")},
+                {"attempt", f.value("attempt", 1)}, {"ready_at", t}});
+}
+
+std::size_t run_end(Script& s, const char* t, const std::string& job, const char* slot, json f) {
+  const std::uint64_t id = s.run_of(job);
+  const json entry = {{"id", id}, {"kind", f.value("kind", "regular")},
+                      {"attempt", f.value("attempt", 1)}};
+  s.add("queue_intent", t, job, slot, entry);
+  const bool failed = f.value("outcome", "") == "failure";
+  s.add("durable_job_state", t, job, std::nullopt,
+        {{"retry_status", failed ? "retrying" : "ok"},
+         {"failure_class", failed ? json(f.value("failure_class", "unknown")) : json(nullptr)},
+         {"slots", json::object()}});
+  return s.add("queue_done", t, job, slot, entry);
+}
+
 void regular(Script& s, const std::string& job, const char* slot, const char* t, const char* next,
              const std::string& outcome, const std::string& cls = {}) {
   s.add("slot_due", t, job, slot, {{"next_run_at", next}});
-  s.add("run_started", t, job, slot, {{"kind", "regular"}, {"attempt", 1}});
+  run_start(s, t, job, slot, {{"kind", "regular"}, {"attempt", 1}});
   json f = {{"kind", "regular"}, {"attempt", 1}, {"outcome", outcome}};
   if (!cls.empty()) f["failure_class"] = cls;
-  s.add("run_finished", t, job, slot, f);
+  run_end(s, t, job, slot, f);
 }
 
 std::size_t retry_run(Script& s, const std::string& job, const char* slot, const char* t,
                       int attempt, const std::string& outcome, const std::string& cls = {}) {
   const std::size_t started =
-      s.add("run_started", t, job, slot, {{"kind", "retry"}, {"attempt", attempt}});
+      run_start(s, t, job, slot, {{"kind", "retry"}, {"attempt", attempt}});
   json f = {{"kind", "retry"}, {"attempt", attempt}, {"outcome", outcome}};
   if (!cls.empty()) f["failure_class"] = cls;
-  s.add("run_finished", t, job, slot, f);
+  run_end(s, t, job, slot, f);
   return started;
 }
 
@@ -502,9 +537,9 @@ TEST(ScheduleKept, NearMissSlotsMissedWhileDownAreCoalescedAndRecorded) {
         {{"coalesced_count", 2},
          {"coalesced_slots", {"2026-03-02T12:00:00Z", "2026-03-02T13:00:00Z"}},
          {"lateness_ms", 130 * kMinuteMs}});
-  s.add("run_started", "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
+  run_start(s, "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
         {{"kind", "regular"}, {"attempt", 1}});
-  s.add("run_finished", "2026-03-02T13:10:30Z", "hourly", "2026-03-02T11:00:00Z",
+  run_end(s, "2026-03-02T13:10:30Z", "hourly", "2026-03-02T11:00:00Z",
         {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
   regular(s, "hourly", "2026-03-02T14:00:00Z", "2026-03-02T14:00:00Z", "2026-03-02T15:00:00Z",
           "success");
@@ -558,9 +593,9 @@ TEST(ScheduleKept, NearMissSameSlotAgainAfterACrashOrUnderACorruptStore) {
         {{"next_run_at", "2026-03-02T12:00:00Z"}});
   c.add("slot_misfire", "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
         {{"coalesced_count", 1}, {"coalesced_slots", {"2026-03-02T11:00:00Z"}}});
-  c.add("run_started", "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
+  run_start(c, "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
         {{"kind", "regular"}, {"attempt", 1}});
-  c.add("run_finished", "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
+  run_end(c, "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
         {{"kind", "regular"}, {"attempt", 1}, {"outcome", "already_complete"}});
   const Outcome o = run(c, only({"hourly"}), at("2026-03-02T11:45:00Z"));
   expect_clean(o);
@@ -675,10 +710,10 @@ TEST(NothingLost, FiresAtTheEndOnASwallowedFailure) {
         {{"process", "worker"}, {"boots", 1}});
   s.add("slot_due", "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
         {{"next_run_at", "2026-03-02T11:30:00Z"}});
-  s.add("run_started", "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
+  run_start(s, "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
         {{"kind", "regular"}, {"attempt", 1}});
   const auto failed =
-      s.add("run_finished", "2026-03-02T10:31:00Z", "slotty", "2026-03-02T10:30:00Z",
+      run_end(s, "2026-03-02T10:31:00Z", "slotty", "2026-03-02T10:30:00Z",
             {{"kind", "regular"},
              {"attempt", 1},
              {"outcome", "failure"},
@@ -843,10 +878,10 @@ TEST(NoDuplicateDelivery, NearMissCrashInsideTheWindowAllowsOneAndReportsIt) {
 TEST(NoDuplicateDelivery, FiresWhenAFailedRunSetTheGuard) {
   Script s;
   const char* slot = "2026-03-02T10:00:00Z";
-  s.add("run_started", "2026-03-02T10:00:00Z", "hourly", slot,
+  run_start(s, "2026-03-02T10:00:00Z", "hourly", slot,
         {{"kind", "regular"}, {"attempt", 1}});
   s.add("durable_delivery", "2026-03-02T10:00:05Z", "hourly", slot, ledger({}, true));
-  const auto bad = s.add("run_finished", "2026-03-02T10:00:06Z", "hourly", slot,
+  const auto bad = run_end(s, "2026-03-02T10:00:06Z", "hourly", slot,
                          {{"kind", "regular"},
                           {"attempt", 1},
                           {"outcome", "failure"},
@@ -867,9 +902,9 @@ TEST(NothingLost, FiresWhenAGroupRunReportsSuccessWithoutDelivering) {
   Script s;
   const char* slot = "2026-03-02T10:00:00Z";
   s.add("slot_due", slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
-  s.add("run_started", slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
+  run_start(s, slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
   s.add("durable_delivery", "2026-03-02T10:00:05Z", "hourly", slot, ledger({}, true));
-  const auto bad = s.add("run_finished", "2026-03-02T10:00:06Z", "hourly", slot,
+  const auto bad = run_end(s, "2026-03-02T10:00:06Z", "hourly", slot,
                          {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
   expect_first(run(s, group_hourly(), at("2026-03-02T10:30:00Z")), "nothing_lost", bad);
 }
@@ -878,16 +913,16 @@ TEST(NothingLost, NearMissGroupRunThatDeliveredOrMarkedTheSlotSkipped) {
   Script s;
   const char* slot = "2026-03-02T10:00:00Z";
   s.add("slot_due", slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
-  s.add("run_started", slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
+  run_start(s, slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
   s.add_event(delivered("2026-03-02T10:00:04Z", slot, "team-chat"));
   s.add("durable_delivery", "2026-03-02T10:00:04Z", "hourly", slot, ledger({"team-chat"}));
-  s.add("run_finished", "2026-03-02T10:00:06Z", "hourly", slot,
+  run_end(s, "2026-03-02T10:00:06Z", "hourly", slot,
         {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
   const char* skipped = "2026-03-02T11:00:00Z";
   s.add("slot_due", skipped, "hourly", skipped, {{"next_run_at", "2026-03-02T12:00:00Z"}});
-  s.add("run_started", skipped, "hourly", skipped, {{"kind", "regular"}, {"attempt", 1}});
+  run_start(s, skipped, "hourly", skipped, {{"kind", "regular"}, {"attempt", 1}});
   s.add("durable_delivery", "2026-03-02T11:00:05Z", "hourly", skipped, ledger({}, true, "skipped"));
-  s.add("run_finished", "2026-03-02T11:00:06Z", "hourly", skipped,
+  run_end(s, "2026-03-02T11:00:06Z", "hourly", skipped,
         {{"kind", "regular"}, {"attempt", 1}, {"outcome", "skipped"}});
   const Outcome o = run(s, group_hourly(), at("2026-03-02T11:30:00Z"));
   expect_clean(o);
@@ -1333,13 +1368,13 @@ Script legal_trace(const std::vector<int>& failures, const std::vector<bool>& cr
     TimeMs t = slot;
     for (int attempt = 1; attempt <= std::min(fails + 1, 3); ++attempt) {
       const bool fail = attempt <= fails;
-      s.add("run_started", c(t), "slotty", sl,
+      run_start(s, c(t), "slotty", sl,
             {{"kind", attempt == 1 ? "regular" : "retry"}, {"attempt", attempt}});
       json f = {{"kind", attempt == 1 ? "regular" : "retry"},
                 {"attempt", attempt},
                 {"outcome", fail ? "failure" : "success"}};
       if (fail) f["failure_class"] = "provider_5xx";
-      s.add("run_finished", c(t + kSecondMs), "slotty", sl, f);
+      run_end(s, c(t + kSecondMs), "slotty", sl, f);
       if (fail && attempt < 3) {
         note(s, "retry_scheduled", "slotty", sl, c(t + kSecondMs), attempt, "provider_5xx");
         t += kSecondMs + 10 * kMinuteMs;
@@ -1480,8 +1515,17 @@ RealRun run_real_world(const json& core_policy, TimeMs outage_until) {
 
   MonitorSet monitors(sc);
   std::vector<Violation> seen;
+  // The state store as the world reads it (sim/world_facts.hpp), as the
+  // world runner records it.
+  DurableStateReader state_reader("/srv/state");
   trace.add_listener([&](const TraceEvent& e, std::size_t i) {
     if (auto v = monitors.observe(e, i)) seen.push_back(*v);
+    if (e.type != "disk_fsync" && e.type != "disk_fsync_dir") return;
+    const std::string type = e.type;
+    const std::string path = e.str("path");
+    for (TraceEvent& fact : state_reader.events_after(disk, type, path, sim.now())) {
+      trace.record(std::move(fact));
+    }
   });
   std::int64_t boots = 0;
   sim.add_process_listener([&](ProcessId, ProcessChange change, TimeMs now) {
