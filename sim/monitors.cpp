@@ -488,7 +488,7 @@ const std::vector<InvariantSpec>& invariant_specs() {
       {"retries_bounded",
        {"queue_take", "queue_intent", "queue_done", "durable_job_state", "outbox_add",
         "queue_add"}},
-      {"schedule_kept", {"slot_due", "slot_misfire", "queue_add"}},
+      {"schedule_kept", {"queue_add", "durable_job_state"}},
       {"nothing_lost",
        {"queue_take", "queue_intent", "queue_done", "durable_job_state", "outbox_add",
         "durable_delivery", "message_delivered",
@@ -516,7 +516,7 @@ const std::vector<InvariantSpec>& invariant_specs() {
 const std::vector<std::string>& shared_reads() {
   static const std::vector<std::string> kReads{
       "process_boot",  "process_crash",    "disk_process_crashed", "disk_crash",
-      "service_call",  "slot_due",
+      "service_call",  "queue_add",
       "durable_delivery", "outbox_add",    "queue_take",           "queue_intent",
       "queue_done",    "queue_cancel",     "durable_job_state"};
   return kReads;
@@ -978,40 +978,24 @@ void MonitorSet::check_retries(const TraceEvent& e, std::size_t i, Found& out) {
   }
 }
 
+// schedule_kept, from the queue's own record of each hand-out (`queue_add`,
+// kind regular) and the durable state the world read after it
+// (`durable_job_state`), never the core's slot_due / slot_misfire lines.
 void MonitorSet::check_schedule(const TraceEvent& e, std::size_t i, Found& out) {
-  if (e.type != "slot_due" && e.type != "slot_misfire") return;
+  if (e.type == "queue_add" && e.str("kind") == "regular" && e.slot) return on_handout(e, i, out);
+  if (e.type == "durable_job_state") check_durable_schedule(e, i, out);
+}
+
+// A slot handed out: a firing of the effective schedule (check_slot_due_at_firing
+// says so when it is not), never older than the last one, none skipped since;
+// the firings due since the slot are folded into this late run (marked
+// coalesced here, from the monitor's own matcher), and the job's next durable
+// write must count them and move next_run_at to the first firing after now.
+void MonitorSet::on_handout(const TraceEvent& e, std::size_t i, Found& out) {
   JobWatch* j = job_watch(e.job);
-  if (j == nullptr || !e.slot) return;
+  if (j == nullptr) return;
   const TimeMs s = *e.slot;
-  if (e.type == "slot_misfire") {
-    if (j->pending_misfire && j->pending_misfire->slot == s) {
-      const std::int64_t want = j->pending_misfire->coalesced;
-      if (e.num("coalesced_count", -1) != want) {
-        out.push_back({"schedule_kept", i, e.t,
-                       fmt::format("job {}: the late run of {} records {} coalesced slots, the "
-                                   "schedule had {} more due by then",
-                                   e.job, format_instant(s), e.num("coalesced_count", -1), want)});
-      }
-      j->pending_misfire.reset();
-    }
-    if (const json* list = field(e, "coalesced_slots"); list != nullptr && list->is_array()) {
-      for (const json& c : *list) {
-        if (!c.is_string()) continue;
-        auto t = parse_instant(c.get<std::string>());
-        if (!t.ok()) continue;
-        // A slot the monitors already saw handed out keeps its own fate (a
-        // store that lost its schedule may fold it into a re-handout).
-        if (slots_.count({e.job, *t}) != 0) continue;
-        SlotWatch& w = slot_watch(e.job, *t);
-        w.carried_by = s;
-        w.state = SlotState::coalesced;
-        w.handed_index = i;
-      }
-    }
-    return;
-  }
-  // slot_due
-  if (j->pending_misfire && j->pending_misfire->coalesced > 0) {
+  if (j->pending_misfire && j->pending_misfire->coalesced > 0 && !corrupt_mode_) {
     out.push_back({"schedule_kept", i, e.t,
                    fmt::format("job {}: {} slots after {} were folded into its late run without a "
                                "misfire record",
@@ -1019,7 +1003,7 @@ void MonitorSet::check_schedule(const TraceEvent& e, std::size_t i, Found& out) 
                                format_instant(j->pending_misfire->slot))});
   }
   j->pending_misfire.reset();
-  if (!j->cron) return;  // skipped loudly at construction
+  if (!j->cron || j->cron->between(s - 1, s, 1).empty()) return;  // skipped loudly / fired already
   const WitnessCron& cron = *j->cron;
   const bool again = slots_.count({e.job, s}) != 0 && j->last_slot && s <= *j->last_slot;
   if (again && !corrupt_mode_ && j->last_handed != s) {
@@ -1034,49 +1018,87 @@ void MonitorSet::check_schedule(const TraceEvent& e, std::size_t i, Found& out) 
                                format_instant(j->last_handed.value_or(*j->last_slot)))});
   }
   j->last_handed = s;
-  if (cron.between(s - 1, s, 1).empty()) {
-    out.push_back({"schedule_kept", i, e.t,
-                   fmt::format("job {}: slot {} handed out, but the schedule does not fire then",
-                               e.job, format_instant(s))});
-    return;
-  }
-  if (!again) {
-    const TimeMs prev = j->last_slot.value_or(start_ms_ - 1);
-    if (s <= prev) {
-      out.push_back({"schedule_kept", i, e.t,
-                     fmt::format("job {}: slot {} handed out after the later slot {}", e.job,
-                                 format_instant(s), format_instant(prev))});
-      return;
-    }
-    const auto skipped = cron.between(prev, s - 1, 1);
-    if (!skipped.empty()) {
-      out.push_back({"schedule_kept", i, e.t,
-                     fmt::format("job {}: regular slot {} was skipped (never handed out nor "
-                                 "coalesced; next handed out: {})",
-                                 e.job, format_instant(skipped.front()), format_instant(s))});
-    }
-  }
+  if (!again) check_none_skipped(*j, s, e, i, out);
   const auto due_after = cron.between(s, e.t, 1'000'000);
   if (!again) {
     j->pending_misfire =
         JobWatch::PendingMisfire{s, static_cast<std::int64_t>(due_after.size()), i};
     j->last_slot = due_after.empty() ? s : due_after.back();
+    mark_coalesced(e.job, s, due_after, i);
   }
-  const auto want_next = cron.next_after(std::max(s, e.t), kScheduleHorizonMs);
+  j->pending_next = JobWatch::PendingNext{s, cron.next_after(std::max(s, e.t), kScheduleHorizonMs)};
+}
+
+void MonitorSet::check_none_skipped(JobWatch& j, TimeMs s, const TraceEvent& e, std::size_t i,
+                                    Found& out) {
+  const TimeMs prev = j.last_slot.value_or(start_ms_ - 1);
+  if (s <= prev) {
+    out.push_back({"schedule_kept", i, e.t,
+                   fmt::format("job {}: slot {} handed out after the later slot {}", e.job,
+                               format_instant(s), format_instant(prev))});
+    return;
+  }
+  const auto skipped = j.cron->between(prev, s - 1, 1);
+  if (!skipped.empty()) {
+    out.push_back({"schedule_kept", i, e.t,
+                   fmt::format("job {}: regular slot {} was skipped (never handed out nor "
+                               "coalesced; next handed out: {})",
+                               e.job, format_instant(skipped.front()), format_instant(s))});
+  }
+}
+
+// Firings folded into the late run of `carrier` (at most 100, as a misfire
+// record lists them); a slot already handed out keeps its own fate.
+void MonitorSet::mark_coalesced(const std::string& job, TimeMs carrier,
+                                const std::vector<TimeMs>& folded, std::size_t i) {
+  constexpr std::size_t kListed = 100;
+  for (std::size_t k = 0; k < folded.size() && k < kListed; ++k) {
+    if (slots_.count({job, folded[k]}) != 0) continue;
+    SlotWatch& w = slot_watch(job, folded[k]);
+    w.carried_by = carrier;
+    w.state = SlotState::coalesced;
+    w.handed_index = i;
+  }
+}
+
+// The job's durable write after a hand-out: the misfire counted exactly the
+// folded firings (`coalesced_slots` grew by that many), and next_run_at is
+// the schedule's first firing after the hand-out. Not judged while the store
+// is corrupt (it writes nothing).
+void MonitorSet::check_durable_schedule(const TraceEvent& e, std::size_t i, Found& out) {
+  JobWatch* j = job_watch(e.job);
+  if (j == nullptr) return;
+  const json* count = field(e, "coalesced_slots");
+  if (count == nullptr || !count->is_number_integer()) return;  // not a state row
+  const std::int64_t coalesced = count->get<std::int64_t>();
+  const std::int64_t before = std::exchange(j->durable_coalesced, coalesced);
+  if (j->pending_misfire && !corrupt_mode_) {
+    const std::int64_t want = j->pending_misfire->coalesced;
+    if (coalesced - before != want) {
+      out.push_back({"schedule_kept", i, e.t,
+                     fmt::format("job {}: the late run of {} records {} coalesced slots, the "
+                                 "schedule had {} more due by then",
+                                 e.job, format_instant(j->pending_misfire->slot),
+                                 coalesced - before, want)});
+    }
+    j->pending_misfire.reset();
+  }
+  if (!j->pending_next || corrupt_mode_) return;
+  const JobWatch::PendingNext want = *j->pending_next;
+  j->pending_next.reset();
   const json* got = field(e, "next_run_at");
   std::optional<TimeMs> got_next;
   if (got != nullptr && got->is_string()) {
     auto t = parse_instant(got->get<std::string>());
     if (t.ok()) got_next = *t;
   }
-  if (got_next != want_next) {
-    out.push_back(
-        {"schedule_kept", i, e.t,
-         fmt::format("job {}: next_run_at is {} after handing out {}, the schedule's "
-                     "next slot is {}",
-                     e.job, got_next ? format_instant(*got_next) : "none", format_instant(s),
-                     want_next ? format_instant(*want_next) : "none")});
-  }
+  if (got_next == want.next) return;
+  out.push_back({"schedule_kept", i, e.t,
+                 fmt::format("job {}: next_run_at is {} after handing out {}, the schedule's "
+                             "next slot is {}",
+                             e.job, got_next ? format_instant(*got_next) : "none",
+                             format_instant(want.slot),
+                             want.next ? format_instant(*want.next) : "none")});
 }
 
 void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
@@ -1088,7 +1110,7 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
     w.state_t = e.t;
   };
   const std::string& type = e.type;
-  if (type == "slot_due") {
+  if (type == "queue_add" && e.str("kind") == "regular") {
     SlotWatch& w = slot_watch(e.job, *e.slot);
     if (w.state == SlotState::handed && w.state_index == 0) {
       w.handed_index = i;

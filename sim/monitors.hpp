@@ -182,6 +182,11 @@ class MonitorSet {
   void check_stage(const TraceEvent& e, std::size_t i, Found& out);
   void check_retries(const TraceEvent& e, std::size_t i, Found& out);
   void check_schedule(const TraceEvent& e, std::size_t i, Found& out);
+  void on_handout(const TraceEvent& e, std::size_t i, Found& out);
+  void check_none_skipped(JobWatch& j, TimeMs s, const TraceEvent& e, std::size_t i, Found& out);
+  void mark_coalesced(const std::string& job, TimeMs carrier, const std::vector<TimeMs>& folded,
+                      std::size_t i);
+  void check_durable_schedule(const TraceEvent& e, std::size_t i, Found& out);
   void track_slots(const TraceEvent& e, std::size_t i);
   void check_delivery(const TraceEvent& e, std::size_t i, Found& out);
   void note_ledger(const TraceEvent& e, std::size_t i);
@@ -246,6 +251,13 @@ class MonitorSet {
       std::size_t index = 0;
     };
     std::optional<PendingMisfire> pending_misfire;
+    // The hand-out whose durable write must set next_run_at to `next`.
+    struct PendingNext {
+      TimeMs slot = 0;
+      std::optional<TimeMs> next;
+    };
+    std::optional<PendingNext> pending_next;
+    std::int64_t durable_coalesced = 0;  // coalesced_slots in the last durable row
     // retries_bounded / state_durable: the budget the monitors count themselves
     int episode_retries = 0;  // per_episode: retries run in the episode
     std::set<std::pair<TimeMs, int>> episode_attempts;

@@ -90,6 +90,8 @@ json job_state_facts(const json& record) {
           {"next_run_at", member(record, "next_run_at")},
           {"next_retry_at", member(record, "next_retry_at")},
           {"last_slot", member(record, "last_slot")},
+          {"coalesced_slots", member(record, "coalesced_slots")},
+          {"misfire_runs", member(record, "misfire_runs")},
           {"policy_invalid", policy_error.is_string() && !policy_error.get<std::string>().empty()},
           {"slots", std::move(slots)}};
 }

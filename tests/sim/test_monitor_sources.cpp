@@ -26,7 +26,7 @@ namespace {
 // The core's log events the monitors still read (issue 9 item 1, not done yet:
 // the slot tracker, retry counting, delivery windows and stage ranks still
 // follow the core's own log lines). Never add to this list.
-const std::set<std::string> kCoreStillRead{"slot_due", "slot_misfire", "state_tail_dropped"};
+const std::set<std::string> kCoreStillRead{"state_tail_dropped"};
 
 // Monitors that read world facts only: none of their subscriptions may be a
 // core event.

@@ -163,6 +163,9 @@ class Script {
   std::vector<TraceEvent> events_;
   std::map<std::string, std::uint64_t> runs_;
   std::uint64_t next_run_ = 1;
+
+ public:
+  std::map<std::string, std::int64_t> coalesced;  // per job: the durable coalesced_slots
 };
 
 struct Outcome {
@@ -207,6 +210,23 @@ void expect_clean(const Outcome& o) {
 }
 
 // A regular run of `job` for `slot` handed out and run at `t`, its outcome.
+// A slot handed out as the world records it (the monitors read no slot_due /
+// slot_misfire): the queue's add of the regular entry, due at its slot, then
+// the job's durable row after the hand-out (`next_run_at`, and
+// `coalesced_slots` grown by `coalesced_count` when firings were folded into
+// a late run). Returns the queue_add's index (the durable row is the next).
+std::size_t handout(Script& s, const char* t, const std::string& job, const char* slot, json f) {
+  const std::size_t added =
+      s.add("queue_add", t, job, slot,
+            {{"id", 0}, {"kind", "regular"}, {"attempt", 1}, {"ready_at", slot}, {"added", true}});
+  std::int64_t& coalesced = s.coalesced[job];
+  coalesced += f.value("coalesced_count", 0);
+  s.add("durable_job_state", t, job, std::nullopt,
+        {{"next_run_at", f.value("next_run_at", json())}, {"coalesced_slots", coalesced},
+         {"slots", json::object()}});
+  return added;
+}
+
 // A run as the world records it (the monitors read no run_started /
 // run_finished): the queue's take of the entry; at its end the intent, the
 // job's durable row as the run left it (ok, or retrying with the failure's
@@ -234,7 +254,7 @@ std::size_t run_end(Script& s, const char* t, const std::string& job, const char
 
 void regular(Script& s, const std::string& job, const char* slot, const char* t, const char* next,
              const std::string& outcome, const std::string& cls = {}) {
-  s.add("slot_due", t, job, slot, {{"next_run_at", next}});
+  handout(s, t, job, slot, {{"next_run_at", next}});
   run_start(s, t, job, slot, {{"kind", "regular"}, {"attempt", 1}});
   json f = {{"kind", "regular"}, {"attempt", 1}, {"outcome", outcome}};
   if (!cls.empty()) f["failure_class"] = cls;
@@ -490,21 +510,21 @@ TEST(ScheduleKept, FiresWhenARegularSlotIsSkipped) {
   Script s;
   regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
           "success");
-  const auto bad = s.add("slot_due", "2026-03-02T12:00:00Z", "hourly", "2026-03-02T12:00:00Z",
+  const auto bad = handout(s, "2026-03-02T12:00:00Z", "hourly", "2026-03-02T12:00:00Z",
                          {{"next_run_at", "2026-03-02T13:00:00Z"}});
   expect_first(run(s, base_scenario()), "schedule_kept", bad);
 }
 
 TEST(ScheduleKept, FiresWhenNextRunAtIsMovedByAFailure) {
   Script s;
-  const auto bad = s.add("slot_due", "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
-                         {{"next_run_at", "2026-03-02T10:05:00Z"}});
-  expect_first(run(s, base_scenario()), "schedule_kept", bad);
+  const auto added = handout(s, "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
+                           {{"next_run_at", "2026-03-02T10:05:00Z"}});
+  expect_first(run(s, base_scenario()), "schedule_kept", added + 1);  // the durable row
 }
 
 TEST(ScheduleKept, FiresWhenAnOffGridSlotIsHandedOut) {
   Script s;
-  const auto bad = s.add("slot_due", "2026-03-02T10:07:00Z", "hourly", "2026-03-02T10:07:00Z",
+  const auto bad = handout(s, "2026-03-02T10:07:00Z", "hourly", "2026-03-02T10:07:00Z",
                          {{"next_run_at", "2026-03-02T11:00:00Z"}});
   expect_first(run(s, base_scenario()), "schedule_kept", bad);
 }
@@ -513,12 +533,13 @@ TEST(ScheduleKept, FiresWhenCoalescedSlotsAreNotRecorded) {
   Script s;
   regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
           "success");
-  // Down 10:30-13:10: 11:00 runs late at 13:10 and 12:00, 13:00 fold into it.
-  s.add("slot_due", "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
-        {{"next_run_at", "2026-03-02T14:00:00Z"}});
-  const auto bad = s.add("slot_due", "2026-03-02T14:00:00Z", "hourly", "2026-03-02T14:00:00Z",
-                         {{"next_run_at", "2026-03-02T15:00:00Z"}});
-  expect_first(run(s, base_scenario()), "schedule_kept", bad);
+  // Down 10:30-13:10: 11:00 runs late at 13:10 and 12:00, 13:00 fold into
+  // it, but the durable row after the hand-out counts none of them.
+  const auto late = handout(s, "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
+                          {{"next_run_at", "2026-03-02T14:00:00Z"}});
+  handout(s, "2026-03-02T14:00:00Z", "hourly", "2026-03-02T14:00:00Z",
+        {{"next_run_at", "2026-03-02T15:00:00Z"}});
+  expect_first(run(s, base_scenario()), "schedule_kept", late + 1);
 }
 
 TEST(ScheduleKept, NearMissSlotsMissedWhileDownAreCoalescedAndRecorded) {
@@ -531,12 +552,8 @@ TEST(ScheduleKept, NearMissSlotsMissedWhileDownAreCoalescedAndRecorded) {
         {{"process", "worker"}, {"cause", "restart"}, {"crashes", 1}});
   s.add("process_boot", "2026-03-02T13:10:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
-  s.add("slot_due", "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
-        {{"next_run_at", "2026-03-02T14:00:00Z"}});
-  s.add("slot_misfire", "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
-        {{"coalesced_count", 2},
-         {"coalesced_slots", {"2026-03-02T12:00:00Z", "2026-03-02T13:00:00Z"}},
-         {"lateness_ms", 130 * kMinuteMs}});
+  handout(s, "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
+        {{"next_run_at", "2026-03-02T14:00:00Z"}, {"coalesced_count", 2}});
   run_start(s, "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
         {{"kind", "regular"}, {"attempt", 1}});
   run_end(s, "2026-03-02T13:10:30Z", "hourly", "2026-03-02T11:00:00Z",
@@ -559,7 +576,7 @@ TEST(ScheduleKept, FiresWhenARestartHandsAnOlderSlotOutAgain) {
         {{"process", "worker"}, {"cause", "restart"}});
   s.add("process_boot", "2026-03-02T11:11:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
-  const auto bad = s.add("slot_due", "2026-03-02T11:11:00Z", "hourly", "2026-03-02T10:00:00Z",
+  const auto bad = handout(s, "2026-03-02T11:11:00Z", "hourly", "2026-03-02T10:00:00Z",
                          {{"next_run_at", "2026-03-02T12:00:00Z"}});
   expect_first(run(s, base_scenario()), "schedule_kept", bad);
 }
@@ -568,16 +585,14 @@ TEST(ScheduleKept, NearMissSameSlotAgainAfterACrashOrUnderACorruptStore) {
   // A crash between the queue add and the state write hands the same slot
   // out again (the add is idempotent).
   Script s;
-  s.add("slot_due", "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
+  handout(s, "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
         {{"next_run_at", "2026-03-02T11:00:00Z"}});
   s.add("process_crash", "2026-03-02T10:00:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"cause", "crash point"}});
   s.add("process_boot", "2026-03-02T10:01:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
-  s.add("slot_due", "2026-03-02T10:01:00Z", "hourly", "2026-03-02T10:00:00Z",
+  handout(s, "2026-03-02T10:01:00Z", "hourly", "2026-03-02T10:00:00Z",
         {{"next_run_at", "2026-03-02T11:00:00Z"}});
-  s.add("slot_misfire", "2026-03-02T10:01:00Z", "hourly", "2026-03-02T10:00:00Z",
-        {{"coalesced_count", 0}, {"coalesced_slots", json::array()}});
   EXPECT_TRUE(run(s, base_scenario()).seen.empty());
   // A corrupt store fails closed and cannot know its schedule: an older slot
   // handed out again is expected (the ledger makes the run exit quietly).
@@ -589,10 +604,8 @@ TEST(ScheduleKept, NearMissSameSlotAgainAfterACrashOrUnderACorruptStore) {
   c.add("process_boot", "2026-03-02T11:31:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
   note_state_corrupt(c, "2026-03-02T11:31:00Z");
-  c.add("slot_due", "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
-        {{"next_run_at", "2026-03-02T12:00:00Z"}});
-  c.add("slot_misfire", "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
-        {{"coalesced_count", 1}, {"coalesced_slots", {"2026-03-02T11:00:00Z"}}});
+  handout(c, "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
+        {{"next_run_at", "2026-03-02T12:00:00Z"}, {"coalesced_count", 1}});
   run_start(c, "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
         {{"kind", "regular"}, {"attempt", 1}});
   run_end(c, "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
@@ -708,7 +721,7 @@ TEST(NothingLost, FiresAtTheEndOnASwallowedFailure) {
   Script s;
   s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 1}});
-  s.add("slot_due", "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
+  handout(s, "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
         {{"next_run_at", "2026-03-02T11:30:00Z"}});
   run_start(s, "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
         {{"kind", "regular"}, {"attempt", 1}});
@@ -901,7 +914,7 @@ TEST(NothingLost, FiresWhenAGroupRunReportsSuccessWithoutDelivering) {
   // 001's bug: every task failed, the run set guard and marker and said success.
   Script s;
   const char* slot = "2026-03-02T10:00:00Z";
-  s.add("slot_due", slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
+  handout(s, slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
   run_start(s, slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
   s.add("durable_delivery", "2026-03-02T10:00:05Z", "hourly", slot, ledger({}, true));
   const auto bad = run_end(s, "2026-03-02T10:00:06Z", "hourly", slot,
@@ -912,14 +925,14 @@ TEST(NothingLost, FiresWhenAGroupRunReportsSuccessWithoutDelivering) {
 TEST(NothingLost, NearMissGroupRunThatDeliveredOrMarkedTheSlotSkipped) {
   Script s;
   const char* slot = "2026-03-02T10:00:00Z";
-  s.add("slot_due", slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
+  handout(s, slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
   run_start(s, slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
   s.add_event(delivered("2026-03-02T10:00:04Z", slot, "team-chat"));
   s.add("durable_delivery", "2026-03-02T10:00:04Z", "hourly", slot, ledger({"team-chat"}));
   run_end(s, "2026-03-02T10:00:06Z", "hourly", slot,
         {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
   const char* skipped = "2026-03-02T11:00:00Z";
-  s.add("slot_due", skipped, "hourly", skipped, {{"next_run_at", "2026-03-02T12:00:00Z"}});
+  handout(s, skipped, "hourly", skipped, {{"next_run_at", "2026-03-02T12:00:00Z"}});
   run_start(s, skipped, "hourly", skipped, {{"kind", "regular"}, {"attempt", 1}});
   s.add("durable_delivery", "2026-03-02T11:00:05Z", "hourly", skipped, ledger({}, true, "skipped"));
   run_end(s, "2026-03-02T11:00:06Z", "hourly", skipped,
@@ -1363,7 +1376,7 @@ Script legal_trace(const std::vector<int>& failures, const std::vector<bool>& cr
   };
   for (std::size_t h = 0; h < hours; ++h, slot += kHourMs) {
     const char* sl = c(slot);
-    s.add("slot_due", sl, "slotty", sl, {{"next_run_at", iso(slot + kHourMs)}});
+    handout(s, sl, "slotty", sl, {{"next_run_at", iso(slot + kHourMs)}});
     const int fails = failures[h];
     TimeMs t = slot;
     for (int attempt = 1; attempt <= std::min(fails + 1, 3); ++attempt) {
