@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 namespace rehearse::sim {
@@ -321,7 +322,7 @@ std::string slot_text(std::optional<TimeMs> slot) {
   return slot ? format_instant(*slot) : std::string("(no slot)");
 }
 
-bool is_boot(const std::string& type) { return type == "process_boot" || type == "scheduler_boot"; }
+bool is_boot(const std::string& type) { return type == "process_boot"; }
 bool is_crash(const std::string& type) {
   return type == "process_crash" || type == "disk_process_crashed" || type == "disk_crash";
 }
@@ -485,25 +486,26 @@ const std::vector<InvariantSpec>& invariant_specs() {
   // source; docs/trace-events.md the fields).
   static const std::vector<InvariantSpec> kSpecs{
       {"stage_monotonic", {"durable_stage"}},
-      {"retries_bounded", {"run_started", "run_finished", "retry_scheduled", "queue_add"}},
-      {"schedule_kept", {"slot_due", "slot_misfire", "queue_add"}},
+      {"retries_bounded",
+       {"queue_take", "queue_intent", "queue_done", "durable_job_state", "outbox_add",
+        "queue_add"}},
+      {"schedule_kept", {"queue_add", "durable_job_state"}},
       {"nothing_lost",
-       {"run_finished", "retry_exhausted", "failed_permanent", "slot_marked", "message_delivered",
+       {"queue_take", "queue_intent", "queue_done", "durable_job_state", "outbox_add",
+        "durable_delivery", "message_delivered",
         "message_refused", "queue_take", "queue_add", "service_reply"}},
       {"no_duplicate_delivery",
-       {"message_delivered", "delivery_recorded", "guard_set", "slot_marked", "group_run_started",
-        "group_run_failed", "run_finished"}},
+       {"message_delivered", "durable_delivery", "queue_take", "queue_intent", "queue_done",
+        "durable_job_state"}},
       {"state_durable",
-       {"store_corrupt_injected", "disk_corrupted", "state_corrupt", "state_tail_dropped",
-        "disk_write", "disk_append", "disk_remove", "disk_rename", "disk_lock", "disk_unlock",
-        "run_started", "run_finished",
-        "retry_scheduled", "retry_exhausted", "failed_permanent"}},
+       {"store_corrupt_injected", "disk_corrupted", "state_tail_dropped", "disk_write",
+        "disk_append", "disk_remove", "disk_rename", "disk_lock", "disk_unlock", "queue_take",
+        "queue_intent", "queue_done", "durable_job_state", "outbox_add"}},
       {"token_reissue_bounded",
        {"service_call", "service_reply", "auth_rejected", "token_issued", "token_issue_failed",
         "token_presented"}},
       {"item_queries_bounded",
-       {"service_call", "service_reply", "item_failed", "item_backoff", "item_deferred",
-        "stage_changed", "durable_stage", "agent_removed", "agent_restored",
+       {"service_call", "service_reply", "durable_stage", "agent_removed", "agent_restored",
         "instance_changed"}},
       {"no_secret_leak", {"*"}},
       {"deterministic", {}},
@@ -514,11 +516,10 @@ const std::vector<InvariantSpec>& invariant_specs() {
 
 const std::vector<std::string>& shared_reads() {
   static const std::vector<std::string> kReads{
-      "process_boot",      "scheduler_boot",  "process_crash",   "disk_process_crashed",
-      "disk_crash",        "service_call",    "slot_due",        "run_started",
-      "run_finished",      "slot_marked",     "retry_scheduled", "retry_exhausted",
-      "failed_permanent",  "retry_dropped",   "retry_superseded", "run_stalled",
-      "recovered",         "policy_invalid",  "state_corrupt"};
+      "process_boot",  "process_crash",    "disk_process_crashed", "disk_crash",
+      "service_call",  "queue_add",
+      "durable_delivery", "outbox_add",    "queue_take",           "queue_intent",
+      "queue_done",    "queue_cancel",     "durable_job_state"};
   return kReads;
 }
 
@@ -659,20 +660,170 @@ std::optional<Violation> MonitorSet::observe(const TraceEvent& e, std::size_t i)
     out.push_back(
         {"bounded_run", i, e.t, fmt::format("the run passed its bound of {} events", max_events_)});
   }
+  if (pending_finish_) {
+    note_pending_finish(e);
+    flush_pending_finish(out);
+  }
   if (subscribed_types().count(e.type) == 0) {
     // Not read by any monitor: only its text is searched for secrets.
     if (!secrets_.empty()) check_secrets(to_json_line(e), i, e.t, "the trace", out);
     return report(std::move(out));
   }
+  for (const auto& [run_event, index] : run_facts_of(e, i)) run_checks(run_event, index, out);
   if (is_boot(e.type)) on_boot_or_crash(e, i, out, true);
   if (is_crash(e.type)) on_boot_or_crash(e, i, out, false);
-  if (is_notification(e.type)) {
-    ++notifications_total_[e.type];
-    if (JobWatch* j = job_watch(e.job)) ++j->notifications[e.type];
-    if (const auto s = e.slot ? slots_.find({e.job, *e.slot}) : slots_.end(); s != slots_.end()) {
-      ++s->second.notifications[e.type];
+  if (const std::optional<TraceEvent> notice = notification_of(e)) {
+    ++notifications_total_[notice->type];
+    if (JobWatch* j = job_watch(notice->job)) ++j->notifications[notice->type];
+    if (notice->slot) {
+      if (const auto it = slots_.find({notice->job, *notice->slot}); it != slots_.end()) {
+        ++it->second.notifications[notice->type];
+      }
+    }
+    run_checks(*notice, i, out);
+  }
+  run_checks(e, i, out);
+  if (!secrets_.empty()) check_secrets(to_json_line(e), i, e.t, "the trace", out);
+  return report(std::move(out));
+}
+
+// A notification as a fact of the world: the message the core committed to
+// send, as the queue's outbox holds it (`outbox_add`: its event, job, slot,
+// attempt and failure class), read once per notification (the same message
+// to several targets, or added again by a replayed intent, is one). The
+// checks then see it under its event's name. The core's log line of the same
+// notification is not read.
+std::optional<TraceEvent> MonitorSet::notification_of(const TraceEvent& e) {
+  if (e.type != "outbox_add") return std::nullopt;
+  const std::string event = e.str("event");
+  if (!is_notification(event)) return std::nullopt;
+  const std::string key = fmt::format("{}|{}|{}|{}|{}", event, e.job, slot_text(e.slot),
+                                      e.num("attempt"), e.str("at"));
+  if (!notices_seen_.insert(key).second) return std::nullopt;
+  TraceEvent n = e;
+  n.type = event;
+  n.service.clear();
+  return n;
+}
+
+// Runs as facts of the world: a run is the queue's take of an entry
+// (`queue_take`) until the queue finishes it (`queue_done`). The checks see
+// it as a `run_started` (at the take's index and time) and a `run_finished`
+// when it finished with its intent written (`queue_intent`); the outcome is
+// what the run left in the durable state store, as the world read it
+// (`durable_job_state`: the job's row mirrors its last run; `ok` is a
+// success, anything else a failure of the row's `failure_class`). A retry
+// taken and finished without an intent while the store is known corrupt was
+// dropped (`retry_dropped`); a run cut by a crash started and never finished.
+// A pending retry the queue cancels is superseded (`retry_superseded`). The
+// core's run_started / run_finished / retry_dropped / retry_superseded /
+// run_stalled lines are not read.
+std::vector<std::pair<TraceEvent, std::size_t>> MonitorSet::run_facts_of(const TraceEvent& e,
+                                                                        std::size_t i) {
+  std::vector<std::pair<TraceEvent, std::size_t>> out;
+  const auto make = [&](const OpenRun& r, const char* type, TimeMs t) {
+    TraceEvent x;
+    x.t = t;
+    x.type = type;
+    x.job = r.job;
+    x.slot = r.slot;
+    x.data = {{"kind", r.kind}, {"attempt", r.attempt}};
+    return x;
+  };
+  if (e.type == "durable_job_state") {
+    note_durable_state(e);
+    for (auto& [id, r] : open_runs_) r.wrote = r.wrote || r.job == e.job;
+  } else if (e.type == "queue_take" && e.slot) {
+    open_runs_[static_cast<std::uint64_t>(e.num("id"))] =
+        OpenRun{e.job, *e.slot, e.str("kind"), e.num("attempt"), i, e.t, false};
+  } else if (e.type == "queue_intent") {
+    if (auto it = open_runs_.find(static_cast<std::uint64_t>(e.num("id"))); it != open_runs_.end()) {
+      it->second.intent = true;
+    }
+  } else if (e.type == "queue_done") {
+    const auto it = open_runs_.find(static_cast<std::uint64_t>(e.num("id")));
+    if (it == open_runs_.end()) return out;
+    const OpenRun r = it->second;
+    open_runs_.erase(it);
+    if (r.intent && !r.wrote && corrupt_mode_) {
+      // The store refuses writes: the outcome is what the run's finish
+      // carries (a failure notice, a retry), judged after it (flush_pending_finish).
+      out.emplace_back(make(r, "run_started", r.take_t), r.take_index);
+      pending_finish_ = PendingFinish{r, i, e.t, std::nullopt};
+    } else if (r.intent) {
+      out.emplace_back(make(r, "run_started", r.take_t), r.take_index);
+      TraceEvent done = make(r, "run_finished", e.t);
+      const json& facts = durable_state_[r.job];
+      const json& status = facts.is_object() ? facts.value("retry_status", json()) : json();
+      const bool ok = !status.is_string() || status.get<std::string>() == "ok";
+      done.data["outcome"] = ok ? "success" : "failure";
+      if (!ok) {
+        const json cls = facts.value("failure_class", json());
+        done.data["failure_class"] = cls.is_string() ? cls.get<std::string>() : "unknown";
+      }
+      out.emplace_back(std::move(done), i);
+    } else if (r.kind == "retry" && corrupt_mode_) {
+      out.emplace_back(make(r, "retry_dropped", e.t), i);
+    }
+  } else if (e.type == "queue_cancel" && e.slot) {
+    out.emplace_back(make(OpenRun{e.job, *e.slot, "retry", e.num("attempt")}, "retry_superseded", e.t),
+                     i);
+  } else if (is_crash(e.type)) {
+    for (const auto& [id, r] : open_runs_) out.emplace_back(make(r, "run_started", r.take_t), r.take_index);
+    open_runs_.clear();
+  }
+  return out;
+}
+
+// A run finished while the store refused writes: judged at the next event,
+// the first of its finish (the queue adds a retry, then the outbox its
+// notices): a failure notice for its job or a retry queued makes it a
+// failure of the notice's class, otherwise it succeeded.
+void MonitorSet::note_pending_finish(const TraceEvent& e) {
+  if (!pending_finish_ || e.job != pending_finish_->run.job) return;
+  const std::string event = e.type == "outbox_add" ? e.str("event") : std::string();
+  const bool failure_notice =
+      event == "retry_scheduled" || event == "retry_exhausted" || event == "failed_permanent";
+  if (failure_notice && !pending_finish_->failure_class) {
+    pending_finish_->failure_class = e.str("failure_class", "unknown");
+  } else if (e.type == "queue_add" && e.str("kind") == "retry" && !pending_finish_->failure_class) {
+    pending_finish_->failure_class = "unknown";
+  }
+}
+
+void MonitorSet::flush_pending_finish(Found& out) {
+  const PendingFinish p = *pending_finish_;
+  pending_finish_.reset();
+  TraceEvent done;
+  done.t = p.t;
+  done.type = "run_finished";
+  done.job = p.run.job;
+  done.slot = p.run.slot;
+  done.data = {{"kind", p.run.kind}, {"attempt", p.run.attempt},
+               {"outcome", p.failure_class ? "failure" : "success"}};
+  if (p.failure_class) done.data["failure_class"] = *p.failure_class;
+  run_checks(done, p.index, out);
+}
+
+// The job's durable state as the world last read it; a slot whose durable
+// record shows a stall (stalled_count >= 1) may fail permanently on the next
+// stall whatever its budget (docs/semantics.md §5).
+void MonitorSet::note_durable_state(const TraceEvent& e) {
+  durable_state_[e.job] = e.data;
+  if (job_watch(e.job) == nullptr) return;
+  const json* slots = field(e, "slots");
+  if (slots == nullptr || !slots->is_object()) return;
+  for (const auto& [key, record] : slots->items()) {
+    const auto t = parse_instant(key);
+    if (!t.ok() || !record.is_object()) continue;
+    const json stalled = record.value("stalled_count", json(0));
+    if (stalled.is_number_integer() && stalled.get<std::int64_t>() >= 1) {
+      slot_watch(e.job, *t).stalled = true;
     }
   }
+}
+
+void MonitorSet::run_checks(const TraceEvent& e, std::size_t i, Found& out) {
   if (e.type == "service_call") {
     ++service_calls_[e.service];
     if (JobWatch* j = job_watch(e.job)) ++j->calls;
@@ -690,8 +841,6 @@ std::optional<Violation> MonitorSet::observe(const TraceEvent& e, std::size_t i)
   check_group_verdict(e, i, out);
   track_recovery(e, i);
   track_slots(e, i);
-  if (!secrets_.empty()) check_secrets(to_json_line(e), i, e.t, "the trace", out);
-  return report(std::move(out));
 }
 
 // Keeps what one event showed; returns the first in the order of invariant_names().
@@ -835,40 +984,24 @@ void MonitorSet::check_retries(const TraceEvent& e, std::size_t i, Found& out) {
   }
 }
 
+// schedule_kept, from the queue's own record of each hand-out (`queue_add`,
+// kind regular) and the durable state the world read after it
+// (`durable_job_state`), never the core's slot_due / slot_misfire lines.
 void MonitorSet::check_schedule(const TraceEvent& e, std::size_t i, Found& out) {
-  if (e.type != "slot_due" && e.type != "slot_misfire") return;
+  if (e.type == "queue_add" && e.str("kind") == "regular" && e.slot) return on_handout(e, i, out);
+  if (e.type == "durable_job_state") check_durable_schedule(e, i, out);
+}
+
+// A slot handed out: a firing of the effective schedule (check_slot_due_at_firing
+// says so when it is not), never older than the last one, none skipped since;
+// the firings due since the slot are folded into this late run (marked
+// coalesced here, from the monitor's own matcher), and the job's next durable
+// write must count them and move next_run_at to the first firing after now.
+void MonitorSet::on_handout(const TraceEvent& e, std::size_t i, Found& out) {
   JobWatch* j = job_watch(e.job);
-  if (j == nullptr || !e.slot) return;
+  if (j == nullptr) return;
   const TimeMs s = *e.slot;
-  if (e.type == "slot_misfire") {
-    if (j->pending_misfire && j->pending_misfire->slot == s) {
-      const std::int64_t want = j->pending_misfire->coalesced;
-      if (e.num("coalesced_count", -1) != want) {
-        out.push_back({"schedule_kept", i, e.t,
-                       fmt::format("job {}: the late run of {} records {} coalesced slots, the "
-                                   "schedule had {} more due by then",
-                                   e.job, format_instant(s), e.num("coalesced_count", -1), want)});
-      }
-      j->pending_misfire.reset();
-    }
-    if (const json* list = field(e, "coalesced_slots"); list != nullptr && list->is_array()) {
-      for (const json& c : *list) {
-        if (!c.is_string()) continue;
-        auto t = parse_instant(c.get<std::string>());
-        if (!t.ok()) continue;
-        // A slot the monitors already saw handed out keeps its own fate (a
-        // store that lost its schedule may fold it into a re-handout).
-        if (slots_.count({e.job, *t}) != 0) continue;
-        SlotWatch& w = slot_watch(e.job, *t);
-        w.carried_by = s;
-        w.state = SlotState::coalesced;
-        w.handed_index = i;
-      }
-    }
-    return;
-  }
-  // slot_due
-  if (j->pending_misfire && j->pending_misfire->coalesced > 0) {
+  if (j->pending_misfire && j->pending_misfire->coalesced > 0 && !corrupt_mode_) {
     out.push_back({"schedule_kept", i, e.t,
                    fmt::format("job {}: {} slots after {} were folded into its late run without a "
                                "misfire record",
@@ -876,7 +1009,7 @@ void MonitorSet::check_schedule(const TraceEvent& e, std::size_t i, Found& out) 
                                format_instant(j->pending_misfire->slot))});
   }
   j->pending_misfire.reset();
-  if (!j->cron) return;  // skipped loudly at construction
+  if (!j->cron || j->cron->between(s - 1, s, 1).empty()) return;  // skipped loudly / fired already
   const WitnessCron& cron = *j->cron;
   const bool again = slots_.count({e.job, s}) != 0 && j->last_slot && s <= *j->last_slot;
   if (again && !corrupt_mode_ && j->last_handed != s) {
@@ -891,49 +1024,87 @@ void MonitorSet::check_schedule(const TraceEvent& e, std::size_t i, Found& out) 
                                format_instant(j->last_handed.value_or(*j->last_slot)))});
   }
   j->last_handed = s;
-  if (cron.between(s - 1, s, 1).empty()) {
-    out.push_back({"schedule_kept", i, e.t,
-                   fmt::format("job {}: slot {} handed out, but the schedule does not fire then",
-                               e.job, format_instant(s))});
-    return;
-  }
-  if (!again) {
-    const TimeMs prev = j->last_slot.value_or(start_ms_ - 1);
-    if (s <= prev) {
-      out.push_back({"schedule_kept", i, e.t,
-                     fmt::format("job {}: slot {} handed out after the later slot {}", e.job,
-                                 format_instant(s), format_instant(prev))});
-      return;
-    }
-    const auto skipped = cron.between(prev, s - 1, 1);
-    if (!skipped.empty()) {
-      out.push_back({"schedule_kept", i, e.t,
-                     fmt::format("job {}: regular slot {} was skipped (never handed out nor "
-                                 "coalesced; next handed out: {})",
-                                 e.job, format_instant(skipped.front()), format_instant(s))});
-    }
-  }
+  if (!again) check_none_skipped(*j, s, e, i, out);
   const auto due_after = cron.between(s, e.t, 1'000'000);
   if (!again) {
     j->pending_misfire =
         JobWatch::PendingMisfire{s, static_cast<std::int64_t>(due_after.size()), i};
     j->last_slot = due_after.empty() ? s : due_after.back();
+    mark_coalesced(e.job, s, due_after, i);
   }
-  const auto want_next = cron.next_after(std::max(s, e.t), kScheduleHorizonMs);
+  j->pending_next = JobWatch::PendingNext{s, cron.next_after(std::max(s, e.t), kScheduleHorizonMs)};
+}
+
+void MonitorSet::check_none_skipped(JobWatch& j, TimeMs s, const TraceEvent& e, std::size_t i,
+                                    Found& out) {
+  const TimeMs prev = j.last_slot.value_or(start_ms_ - 1);
+  if (s <= prev) {
+    out.push_back({"schedule_kept", i, e.t,
+                   fmt::format("job {}: slot {} handed out after the later slot {}", e.job,
+                               format_instant(s), format_instant(prev))});
+    return;
+  }
+  const auto skipped = j.cron->between(prev, s - 1, 1);
+  if (!skipped.empty()) {
+    out.push_back({"schedule_kept", i, e.t,
+                   fmt::format("job {}: regular slot {} was skipped (never handed out nor "
+                               "coalesced; next handed out: {})",
+                               e.job, format_instant(skipped.front()), format_instant(s))});
+  }
+}
+
+// Firings folded into the late run of `carrier` (at most 100, as a misfire
+// record lists them); a slot already handed out keeps its own fate.
+void MonitorSet::mark_coalesced(const std::string& job, TimeMs carrier,
+                                const std::vector<TimeMs>& folded, std::size_t i) {
+  constexpr std::size_t kListed = 100;
+  for (std::size_t k = 0; k < folded.size() && k < kListed; ++k) {
+    if (slots_.count({job, folded[k]}) != 0) continue;
+    SlotWatch& w = slot_watch(job, folded[k]);
+    w.carried_by = carrier;
+    w.state = SlotState::coalesced;
+    w.handed_index = i;
+  }
+}
+
+// The job's durable write after a hand-out: the misfire counted exactly the
+// folded firings (`coalesced_slots` grew by that many), and next_run_at is
+// the schedule's first firing after the hand-out. Not judged while the store
+// is corrupt (it writes nothing).
+void MonitorSet::check_durable_schedule(const TraceEvent& e, std::size_t i, Found& out) {
+  JobWatch* j = job_watch(e.job);
+  if (j == nullptr) return;
+  const json* count = field(e, "coalesced_slots");
+  if (count == nullptr || !count->is_number_integer()) return;  // not a state row
+  const std::int64_t coalesced = count->get<std::int64_t>();
+  const std::int64_t before = std::exchange(j->durable_coalesced, coalesced);
+  if (j->pending_misfire && !corrupt_mode_) {
+    const std::int64_t want = j->pending_misfire->coalesced;
+    if (coalesced - before != want) {
+      out.push_back({"schedule_kept", i, e.t,
+                     fmt::format("job {}: the late run of {} records {} coalesced slots, the "
+                                 "schedule had {} more due by then",
+                                 e.job, format_instant(j->pending_misfire->slot),
+                                 coalesced - before, want)});
+    }
+    j->pending_misfire.reset();
+  }
+  if (!j->pending_next || corrupt_mode_) return;
+  const JobWatch::PendingNext want = *j->pending_next;
+  j->pending_next.reset();
   const json* got = field(e, "next_run_at");
   std::optional<TimeMs> got_next;
   if (got != nullptr && got->is_string()) {
     auto t = parse_instant(got->get<std::string>());
     if (t.ok()) got_next = *t;
   }
-  if (got_next != want_next) {
-    out.push_back(
-        {"schedule_kept", i, e.t,
-         fmt::format("job {}: next_run_at is {} after handing out {}, the schedule's "
-                     "next slot is {}",
-                     e.job, got_next ? format_instant(*got_next) : "none", format_instant(s),
-                     want_next ? format_instant(*want_next) : "none")});
-  }
+  if (got_next == want.next) return;
+  out.push_back({"schedule_kept", i, e.t,
+                 fmt::format("job {}: next_run_at is {} after handing out {}, the schedule's "
+                             "next slot is {}",
+                             e.job, got_next ? format_instant(*got_next) : "none",
+                             format_instant(want.slot),
+                             want.next ? format_instant(*want.next) : "none")});
 }
 
 void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
@@ -945,7 +1116,7 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
     w.state_t = e.t;
   };
   const std::string& type = e.type;
-  if (type == "slot_due") {
+  if (type == "queue_add" && e.str("kind") == "regular") {
     SlotWatch& w = slot_watch(e.job, *e.slot);
     if (w.state == SlotState::handed && w.state_index == 0) {
       w.handed_index = i;
@@ -962,13 +1133,15 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
       // earlier slot of the episode (the core logs retry_superseded for it).
     }
     w.run_index = i;
-    w.guard_in_run = false;
+    ++w.runs;
     w.attempt_at.push_back(e.t);
-    set(w, SlotState::running);
+    // The start is read when the run ends: a marker written meanwhile stays.
+    if (w.state != SlotState::marked_skipped) set(w, SlotState::running);
     return;
   }
   if (type == "run_finished") {
     SlotWatch& w = slot_watch(e.job, *e.slot);
+    w.stalled = false;
     const std::string outcome = e.str("outcome");
     if (outcome == "failure") {
       const std::string cls = e.str("failure_class", "unknown");
@@ -979,7 +1152,7 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
       set(w, SlotState::failed);
     } else {
       if (outcome == "success")
-        set(w, SlotState::delivered);
+        set(w, w.state == SlotState::marked_skipped ? SlotState::skipped : SlotState::delivered);
       else if (outcome == "skipped")
         set(w, SlotState::skipped);
       else
@@ -989,11 +1162,6 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
       j->last_failure_class.reset();
       j->final_status = "ok";
     }
-    return;
-  }
-  if (type == "slot_marked") {
-    SlotWatch& w = slot_watch(e.job, *e.slot);
-    if (e.str("verdict") == "skipped") set(w, SlotState::marked_skipped);
     return;
   }
   if (type == "retry_scheduled") {
@@ -1013,9 +1181,6 @@ void MonitorSet::track_slots(const TraceEvent& e, std::size_t i) {
   } else if (type == "retry_superseded") {
     SlotWatch& w = slot_watch(e.job, *e.slot);
     if (w.state == SlotState::retry_pending || w.state == SlotState::failed) set(w, SlotState::superseded);
-  } else if (type == "run_stalled") {
-    SlotWatch& w = slot_watch(e.job, *e.slot);
-    if (e.str("decision") == "fail") w.last_failure_class = "stalled";
   }
 }
 
@@ -1066,15 +1231,12 @@ void MonitorSet::check_delivery(const TraceEvent& e, std::size_t i, Found& out) 
       }
     }
   }
-  if (e.type == "delivery_recorded" && e.slot) {
-    sends_[{e.job, *e.slot, e.str("target")}].window_open = false;
-    return;
-  }
   if (!e.slot || e.job.empty()) return;
-  if (e.type == "guard_set" || e.type == "slot_marked") {
-    slot_watch(e.job, *e.slot).guard_in_run = true;
-  } else if (e.type == "group_run_started") {
-    slot_watch(e.job, *e.slot).guard_in_run = false;
+  if (e.type == "durable_delivery") return note_ledger(e, i);
+  if (e.type == "queue_take") {
+    if (JobWatch* j = job_watch(e.job); j != nullptr && j->delivers) {
+      slot_watch(e.job, *e.slot).guard_in_run = false;  // a run of the slot begins
+    }
   } else if ((e.type == "group_run_failed" ||
               (e.type == "run_finished" && e.str("outcome") == "failure"))) {
     const auto it = slots_.find({e.job, *e.slot});
@@ -1085,6 +1247,28 @@ void MonitorSet::check_delivery(const TraceEvent& e, std::size_t i, Found& out) 
                                  e.job, slot_text(e.slot))});
       it->second.guard_in_run = false;
     }
+  }
+}
+
+// The delivery ledger as the world read it from the disk (`durable_delivery`):
+// a target whose delivery is durably recorded closes its at-least-once window;
+// a guard or marker that became durable during a run belongs to that run; a
+// marker with the verdict skipped marks the slot skipped.
+void MonitorSet::note_ledger(const TraceEvent& e, std::size_t i) {
+  if (const json* to = field(e, "delivered_to"); to != nullptr && to->is_array()) {
+    for (const json& target : *to) {
+      if (target.is_string()) sends_[{e.job, *e.slot, target.get<std::string>()}].window_open = false;
+    }
+  }
+  SlotWatch& w = slot_watch(e.job, *e.slot);
+  const json* verdict = field(e, "verdict");
+  const bool guard = e.flag("guard") || (verdict != nullptr && verdict->is_string());
+  if (guard && !w.guard_durable) w.guard_in_run = true;
+  w.guard_durable = guard;
+  if (verdict != nullptr && verdict->is_string() && verdict->get<std::string>() == "skipped") {
+    w.state = SlotState::marked_skipped;
+    w.state_index = i;
+    w.state_t = e.t;
   }
 }
 
@@ -1255,7 +1439,7 @@ void MonitorSet::check_budget_spent(const TraceEvent& e, std::size_t i, Found& o
     out.push_back({"nothing_lost", i, e.t,
                    fmt::format("job {} slot {}: declared retry_exhausted after {} of {} retries",
                                e.job, slot_text(e.slot), spent, j->policy.retries_max)});
-  } else if (e.type == "failed_permanent" && s.last_failure_class != "stalled" &&
+  } else if (e.type == "failed_permanent" && !s.stalled &&
              j->policy.retries_class(cls) && spent < j->policy.retries_max) {
     out.push_back({"nothing_lost", i, e.t,
                    fmt::format("job {} slot {}: failed permanently on {}, a class its policy "
@@ -1395,29 +1579,8 @@ void MonitorSet::check_items(const TraceEvent& e, std::size_t i, Found& out) {
     w.not_found_at = e.t;
     return;
   }
-  if (e.type == "item_failed" || e.type == "item_backoff") {
-    w.reason = e.str("reason");
-    return;
-  }
-  if (e.type == "stage_changed") {
-    if (e.str("to") != "DESIGN_FAILED") w.reason.clear();
-    return;
-  }
-  if (e.type == "item_deferred") {
-    w.reason = e.str("reason");
-    // Only config deferrals are bound to be hourly (docs/semantics.md §10,
-    // item 8); the spacing of two of them is what the trace shows for sure
-    // (a validation query after a migration is not an attempt).
-    const bool config = e.str("failure_class") == "config" || e.str("reason") == "config";
-    if (!config) return;
-    if (w.config_deferred_at && e.t < *w.config_deferred_at + kConfigDeferralMs) {
-      out.push_back({"item_queries_bounded", i, e.t,
-                     fmt::format("issue {}: config-error attempt {} after the previous one (at "
-                                 "most hourly)",
-                                 e.item, format_duration(e.t - *w.config_deferred_at))});
-    }
-    w.config_deferred_at = e.t;
-  }
+  // The latest reconcile error, as the item's durable record holds it.
+  if (e.type == "durable_stage") w.reason = e.str("error");
 }
 
 // token_reissue_bounded, the reuse rule (docs/semantics.md §7): a cached token
@@ -1616,6 +1779,11 @@ void MonitorSet::check_secrets(std::string_view text, std::size_t i, TimeMs t, c
 }
 
 std::vector<Violation> MonitorSet::finish(TimeMs until_ms) {
+  if (pending_finish_) {
+    Found last;
+    flush_pending_finish(last);
+    report(std::move(last));
+  }
   std::vector<Violation> out;
   const std::size_t end = events_seen_;
   for (auto& [key, j] : jobs_) {
@@ -1669,6 +1837,26 @@ std::vector<Violation> MonitorSet::finish(TimeMs until_ms) {
 
 namespace {
 
+// A job's slots by fate (docs/monitors.md "Tallies").
+struct SlotCounts {
+  std::int64_t delivered = 0, skipped = 0, failed = 0, in_flight = 0, superseded = 0,
+               coalesced = 0, exhausted = 0;
+
+  void add(SlotState state) {
+    switch (state) {
+      case SlotState::delivered: ++delivered; break;
+      case SlotState::skipped: ++skipped; break;
+      case SlotState::exhausted: ++failed, ++exhausted; break;
+      case SlotState::failed_permanent:
+      case SlotState::retry_dropped:
+      case SlotState::failed: ++failed; break;
+      case SlotState::superseded: ++superseded; break;
+      case SlotState::coalesced: ++coalesced; break;
+      default: ++in_flight; break;
+    }
+  }
+};
+
 // A slot's fate in the words of expect.jobs.<id>.slots (docs/scenario-format.md):
 // the same grouping as the slot counts of tallies().
 const char* slot_outcome(SlotState state) {
@@ -1687,11 +1875,40 @@ const char* slot_outcome(SlotState state) {
 
 }  // namespace
 
+const char* to_string(SlotState state) noexcept {
+  switch (state) {
+    case SlotState::handed: return "handed";
+    case SlotState::running: return "running";
+    case SlotState::failed: return "failed";
+    case SlotState::retry_pending: return "retry_pending";
+    case SlotState::marked_skipped: return "marked_skipped";
+    case SlotState::delivered: return "delivered";
+    case SlotState::skipped: return "skipped";
+    case SlotState::exhausted: return "exhausted";
+    case SlotState::failed_permanent: return "failed_permanent";
+    case SlotState::retry_dropped: return "retry_dropped";
+    case SlotState::superseded: return "superseded";
+    case SlotState::coalesced: return "coalesced";
+  }
+  return "?";
+}
+
+std::vector<SlotRecord> MonitorSet::slot_records() const {
+  std::vector<SlotRecord> out;
+  out.reserve(slots_.size());
+  for (const auto& [key, s] : slots_) {
+    out.push_back({s.job, s.slot, s.state, s.runs, s.last_failure_class});
+  }
+  return out;
+}
+
 // One entry per slot of `job` the tracker saw, in time order.
 json MonitorSet::slot_list(const std::string& job) const {
   json list = json::array();
-  for (const auto& [key, s] : slots_) {
-    if (s.job != job) continue;
+  // slots_ is keyed by (job, slot): the job's slots are one run of the map.
+  for (auto it = slots_.lower_bound({job, std::numeric_limits<TimeMs>::min()});
+       it != slots_.end() && it->first.first == job; ++it) {
+    const SlotWatch& s = it->second;
     json at = json::array();
     for (const TimeMs t : s.attempt_at) at.push_back(format_instant(t));
     json notes = json::object();
@@ -1705,30 +1922,17 @@ json MonitorSet::slot_list(const std::string& job) const {
   return list;
 }
 
+// O(jobs + slots): the slots are keyed by (job, slot), so each job's slots
+// are one run of the map, counted in one pass.
 json MonitorSet::tallies() const {
+  std::map<std::string, SlotCounts> counts;
+  for (const auto& [key, s] : slots_) counts[key.first].add(s.state);
   json jobs = json::object();
   for (const auto& [id, j] : jobs_) {
-    std::int64_t delivered = 0, skipped = 0, failed = 0, in_flight = 0, superseded = 0,
-                 coalesced = 0, exhausted = 0;
-    for (const auto& [key, s] : slots_) {
-      if (s.job != id) continue;
-      if (s.state == SlotState::delivered)
-        ++delivered;
-      else if (s.state == SlotState::skipped)
-        ++skipped;
-      else if (s.state == SlotState::exhausted)
-        ++failed, ++exhausted;
-      else if (s.state == SlotState::failed_permanent || s.state == SlotState::retry_dropped)
-        ++failed;
-      else if (s.state == SlotState::superseded)
-        ++superseded;
-      else if (s.state == SlotState::coalesced)
-        ++coalesced;
-      else if (s.state == SlotState::failed)
-        ++failed;
-      else
-        ++in_flight;
-    }
+    const SlotCounts c = counts.count(id) != 0 ? counts.at(id) : SlotCounts{};
+    const std::int64_t delivered = c.delivered, skipped = c.skipped, failed = c.failed,
+                       in_flight = c.in_flight, superseded = c.superseded,
+                       coalesced = c.coalesced, exhausted = c.exhausted;
     json notes = json::object();
     for (const auto& [ev, n] : j.notifications) notes[ev] = n;
     jobs[id] = {{"delivered_slots", delivered},

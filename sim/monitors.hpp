@@ -97,6 +97,18 @@ enum class SlotState {
   coalesced,         // folded into a late run
 };
 
+// The tracker's name for a slot state (tallies, per-slot listings).
+const char* to_string(SlotState state) noexcept;
+
+// One slot as the shared slot tracker sees it (MonitorSet::slot_records()).
+struct SlotRecord {
+  std::string job;
+  TimeMs slot = 0;
+  SlotState state = SlotState::handed;
+  int attempts = 0;                           // runs of the slot started
+  std::optional<std::string> failure_class;   // of its last failure, if any
+};
+
 struct WitnessPolicy {
   bool valid = false;
   std::string why_invalid;
@@ -154,6 +166,8 @@ class MonitorSet {
   // Every violation seen so far (observe, observe_text and finish), in order.
   const std::vector<Violation>& violations() const noexcept { return all_; }
   const WitnessPolicy* policy_of(const std::string& job) const;
+  // Every slot the tracker knows, by (job, slot).
+  std::vector<SlotRecord> slot_records() const;
 
  private:
   struct JobWatch;
@@ -161,12 +175,25 @@ class MonitorSet {
   using Found = std::vector<Violation>;
 
   std::optional<Violation> report(Found out);
+  std::optional<TraceEvent> notification_of(const TraceEvent& e);
+  std::vector<std::pair<TraceEvent, std::size_t>> run_facts_of(const TraceEvent& e,
+                                                               std::size_t i);
+  void note_durable_state(const TraceEvent& e);
+  void note_pending_finish(const TraceEvent& e);
+  void flush_pending_finish(Found& out);
+  void run_checks(const TraceEvent& e, std::size_t i, Found& out);
   void on_boot_or_crash(const TraceEvent& e, std::size_t i, Found& out, bool boot);
   void check_stage(const TraceEvent& e, std::size_t i, Found& out);
   void check_retries(const TraceEvent& e, std::size_t i, Found& out);
   void check_schedule(const TraceEvent& e, std::size_t i, Found& out);
+  void on_handout(const TraceEvent& e, std::size_t i, Found& out);
+  void check_none_skipped(JobWatch& j, TimeMs s, const TraceEvent& e, std::size_t i, Found& out);
+  void mark_coalesced(const std::string& job, TimeMs carrier, const std::vector<TimeMs>& folded,
+                      std::size_t i);
+  void check_durable_schedule(const TraceEvent& e, std::size_t i, Found& out);
   void track_slots(const TraceEvent& e, std::size_t i);
   void check_delivery(const TraceEvent& e, std::size_t i, Found& out);
+  void note_ledger(const TraceEvent& e, std::size_t i);
   void check_durable(const TraceEvent& e, std::size_t i, Found& out);
   bool note_state_damage(const TraceEvent& e, std::size_t i);
   bool check_corrupt_file_kept(const TraceEvent& e, std::size_t i, Found& out);
@@ -228,6 +255,13 @@ class MonitorSet {
       std::size_t index = 0;
     };
     std::optional<PendingMisfire> pending_misfire;
+    // The hand-out whose durable write must set next_run_at to `next`.
+    struct PendingNext {
+      TimeMs slot = 0;
+      std::optional<TimeMs> next;
+    };
+    std::optional<PendingNext> pending_next;
+    std::int64_t durable_coalesced = 0;  // coalesced_slots in the last durable row
     // retries_bounded / state_durable: the budget the monitors count themselves
     int episode_retries = 0;  // per_episode: retries run in the episode
     std::set<std::pair<TimeMs, int>> episode_attempts;
@@ -253,7 +287,10 @@ class MonitorSet {
     std::optional<std::string> last_failure_class;
     std::optional<TimeMs> last_failure_t;
     std::optional<std::size_t> run_index;  // current run's run_started
-    bool guard_in_run = false;
+    int runs = 0;                          // runs of the slot started
+    bool stalled = false;  // its durable record showed a stall since its last finished run
+    bool guard_in_run = false;  // the current run consumed the guard or set the marker
+    bool guard_durable = false;  // the ledger durably holds the guard (or the marker)
     // tallies()["jobs"][id]["slots"]: when each run of the slot started, and
     // the notifications for the slot, by event.
     std::vector<TimeMs> attempt_at;
@@ -323,7 +360,6 @@ class MonitorSet {
   // item_queries_bounded
   struct ItemWatch {
     std::optional<TimeMs> not_found_at;
-    std::optional<TimeMs> config_deferred_at;
     // From the orchestrator's own answers: the reply that showed a config
     // error (a refusal, or a handoff needed while the lead agent is missing).
     std::optional<TimeMs> config_error_at;
@@ -337,6 +373,27 @@ class MonitorSet {
 
   std::map<std::string, std::int64_t> service_calls_;
   std::map<std::string, std::int64_t> notifications_total_;
+  std::set<std::string> notices_seen_;
+  // Runs from the queue's records (run_facts_of): by queue entry id.
+  struct OpenRun {
+    std::string job;
+    TimeMs slot = 0;
+    std::string kind;
+    std::int64_t attempt = 0;
+    std::size_t take_index = 0;
+    TimeMs take_t = 0;
+    bool intent = false;
+    bool wrote = false;  // the job's durable state changed while it ran
+  };
+  struct PendingFinish {
+    OpenRun run;
+    std::size_t index = 0;
+    TimeMs t = 0;
+    std::optional<std::string> failure_class;  // set: a failure
+  };
+  std::optional<PendingFinish> pending_finish_;
+  std::map<std::uint64_t, OpenRun> open_runs_;
+  std::map<std::string, nlohmann::json> durable_state_;  // job -> its durable facts  // notifications read from the outbox (notification_of)
 };
 
 // (cross) deterministic: compares two traces' JSON Lines; first differing line -> Violation.

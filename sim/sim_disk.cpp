@@ -827,13 +827,19 @@ bool durably_reachable(const Dirs& dirs, const std::string& path) {
 }  // namespace
 
 std::optional<std::string> SimDisk::durable_content(const std::string& path) const {
+  const std::string* bytes = durable_view(path);
+  if (bytes == nullptr) return std::nullopt;
+  return *bytes;
+}
+
+const std::string* SimDisk::durable_view(const std::string& path) const {
   const auto at = locate(path);
-  if (!at.ok() || at->name.empty()) return std::nullopt;
-  if (!durably_reachable(dirs_, at->parent)) return std::nullopt;
+  if (!at.ok() || at->name.empty()) return nullptr;
+  if (!durably_reachable(dirs_, at->parent)) return nullptr;
   const Directory& d = dirs_.at(at->parent);
   const auto e = d.durable.find(at->name);
-  if (e == d.durable.end() || e->second.dir) return std::nullopt;
-  return inodes_.at(e->second.inode).durable;
+  if (e == d.durable.end() || e->second.dir) return nullptr;
+  return &inodes_.at(e->second.inode).durable;
 }
 
 std::vector<std::string> SimDisk::durable_listing(const std::string& dir) const {

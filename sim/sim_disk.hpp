@@ -208,6 +208,9 @@ class SimDisk final : public Disk {
   // such file then).
   std::optional<std::string> live_content(const std::string& path) const;
   std::optional<std::string> durable_content(const std::string& path) const;
+  // The durable bytes without a copy (null when durable_content would be
+  // empty); valid until the next operation on the disk.
+  const std::string* durable_view(const std::string& path) const;
   // Durable names of a directory (what list_dir would give after a crash).
   std::vector<std::string> durable_listing(const std::string& dir) const;
   bool is_locked(const std::string& path) const;

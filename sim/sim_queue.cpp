@@ -82,6 +82,30 @@ void SimQueue::record(const char* type, const QueueEntrySpec* spec, nlohmann::js
   trace_->record(std::move(e));
 }
 
+// The message as the queue holds it: the job and slot it names, and what it
+// says (event, attempt, failure_class, next_action, at, next_retry_at), so the
+// notification is a fact of the world's queue, readable without the core's log.
+void SimQueue::record_outbox_add(const OutboxMessage& m) {
+  if (trace_ == nullptr) return;
+  TraceEvent e;
+  e.t = trace_now();
+  e.type = "outbox_add";
+  e.service = "queue";
+  e.data = {{"id", m.id}, {"target", m.target}, {"event", event_of(m.payload)}};
+  const nlohmann::json j = nlohmann::json::parse(m.payload, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object()) {
+    if (j.contains("job_id") && j.at("job_id").is_string()) e.job = j.at("job_id").get<std::string>();
+    if (j.contains("slot") && j.at("slot").is_string()) {
+      const auto slot = parse_instant(j.at("slot").get<std::string>());
+      if (slot.ok()) e.slot = *slot;
+    }
+    for (const char* key : {"attempt", "failure_class", "next_action", "at", "next_retry_at"}) {
+      if (j.contains(key)) e.data[key] = j.at(key);
+    }
+  }
+  trace_->record(std::move(e));
+}
+
 void SimQueue::fail_stop_after(std::uint64_t n, std::optional<QueueOwner> owner) {
   fail_stop_ = FailStop{n, owner};
 }
@@ -192,8 +216,7 @@ std::uint64_t SimQueue::outbox_add_locked(std::string target, std::string payloa
   m.payload = std::move(payload);
   ++counters_.outbox_adds;
   const std::uint64_t id = m.id;
-  record("outbox_add", nullptr,
-         {{"id", id}, {"target", m.target}, {"event", event_of(m.payload)}});
+  record_outbox_add(m);
   outbox_.emplace(id, std::move(m));
   return id;
 }

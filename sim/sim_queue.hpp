@@ -27,7 +27,8 @@
 //   queue_done      id, kind, attempt, state (what the entry was), adds, cancels, outbox
 //   queue_requeue   id, kind, attempt
 //   queue_cancel    id, kind, attempt, ready_at (one per dropped retry)
-//   outbox_add      id, target, event
+//   outbox_add      id, target, event, and the job, slot, attempt,
+//                   failure_class, next_action, at, next_retry_at the message names
 //   outbox_remove   id, target, event
 //   queue_fail_stop operation, operation_index, process
 #pragma once
@@ -120,6 +121,7 @@ class SimQueue final : public JobQueue {
   TimeMs trace_now() const;
   Status admit(const char* operation);
   void record(const char* type, const QueueEntrySpec* spec, nlohmann::json data);
+  void record_outbox_add(const OutboxMessage& m);
   std::uint64_t add_locked(const QueueEntrySpec& spec, bool& added);
   std::size_t cancel_locked(const std::string& job_id, TimeMs slot);
   std::uint64_t outbox_add_locked(std::string target, std::string payload);

@@ -22,6 +22,7 @@
 #include "sim/sim_log.hpp"
 #include "sim/sim_queue.hpp"
 #include "sim/sim_services.hpp"
+#include "sim/world_facts.hpp"
 #include "sim/world_runners.hpp"
 
 namespace rehearse::sim {
@@ -132,6 +133,8 @@ class World {
   void on_violation(Violation violation);
   void drain_monitor_violations();
   void record_durable_stages();
+  void record_durable_facts(const std::string& type, const std::string& path);
+  void record_ledger_facts(const std::string& file);
   void sync_secrets();
   void read_final_state(ScenarioRunResult& result);
 
@@ -164,13 +167,19 @@ class World {
   std::map<std::string, std::size_t> violation_counts_;
   std::size_t violations_dropped_ = 0;
   std::size_t monitor_violations_seen_ = 0;
-  std::map<std::pair<std::string, std::string>, std::string> durable_stages_;  // (job, issue)  // how many of monitors_->violations() were taken
+  // (job, issue) -> the durable (stage, reconcile error) last recorded
+  std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>>
+      durable_stages_;
   std::uint64_t events_seen_ = 0;
   bool finished_ = false;
   // expect.damaged_files: per state file, the path the last state_corrupted
   // fault damaged and the bytes it left there.
   std::map<StateFile, std::pair<std::string, std::string>> damaged_;
   void compare_damaged_files(ScenarioRunResult& result) const;
+  // The world's readings of the state store and the ledger (record_durable_facts).
+  DurableStateReader state_reader_{kWorldStateDir};
+  std::set<std::string> ledger_renamed_;  // ledger files renamed since the directory's fsync
+  std::map<std::pair<std::string, std::string>, json> ledger_recorded_;  // (job, slot)
 };
 
 void World::record_world(std::string type, json data, std::string service) {
@@ -570,7 +579,52 @@ void World::on_trace_event(const TraceEvent& event, std::size_t index) {
   // Last: it may record events of its own (and `event` is not used after).
   if (event.type == "disk_rename" || event.type == "disk_fsync" ||
       event.type == "disk_fsync_dir") {
+    const std::string type = event.type;
+    const std::string path = event.str(type == "disk_rename" ? "to" : "path");
     record_durable_stages();
+    record_durable_facts(type, path);
+  }
+}
+
+// The world's own reading of the state store and the delivery ledger
+// (sim/world_facts.hpp): after the journal's fsync (its new records) or a
+// directory fsync of the state directory (a compaction or a new journal:
+// everything), each job whose durable facts changed gets a
+// `durable_job_state`; a ledger file renamed into place gets its slots read
+// once the ledger directory's fsync made the rename durable, and each slot
+// whose facts changed gets a `durable_delivery`.
+void World::record_durable_facts(const std::string& type, const std::string& path) {
+  for (TraceEvent& e : state_reader_.events_after(disk_, type, path, sim_.now())) {
+    trace_.record(std::move(e));
+  }
+  const std::string ledger_dir = kWorldLedgerDir;
+  if (type == "disk_rename" && path.rfind(ledger_dir + "/", 0) == 0) {
+    ledger_renamed_.insert(path);
+  } else if (type == "disk_fsync_dir" && path == ledger_dir) {
+    const std::set<std::string> files = std::move(ledger_renamed_);
+    ledger_renamed_.clear();
+    for (const std::string& file : files) record_ledger_facts(file);
+  }
+}
+
+void World::record_ledger_facts(const std::string& file) {
+  const std::string* bytes = disk_.durable_view(file);
+  if (bytes == nullptr) return;
+  auto facts = ledger_facts(*bytes);
+  if (!facts) return;
+  const std::string& job = facts->first;
+  for (auto& [slot_text, slot] : facts->second) {
+    json& last = ledger_recorded_[{job, slot_text}];
+    if (last == slot) continue;
+    last = slot;
+    const auto slot_t = parse_instant(slot_text);
+    TraceEvent e;
+    e.t = sim_.now();
+    e.type = "durable_delivery";
+    e.job = job;
+    if (slot_t.ok()) e.slot = *slot_t;
+    e.data = slot;
+    trace_.record(std::move(e));
   }
 }
 
@@ -598,15 +652,17 @@ void World::record_durable_stages() {
       }
       const std::string issue = item.at("issue").get<std::string>();
       const std::string stage = item.at("stage").get<std::string>();
-      std::string& last = durable_stages_[{spec.id, issue}];
-      if (last == stage) continue;
-      last = stage;
+      const json& err = item.contains("reconcile_error") ? item.at("reconcile_error") : json();
+      const std::string error = err.is_string() ? err.get<std::string>() : std::string();
+      auto& last = durable_stages_[{spec.id, issue}];
+      if (last.first == stage && last.second == error) continue;
+      last = {stage, error};
       TraceEvent e;
       e.t = sim_.now();
       e.type = "durable_stage";
       e.job = spec.id;
       e.item = issue;
-      e.data = json{{"stage", stage}, {"path", path}};
+      e.data = json{{"stage", stage}, {"path", path}, {"error", error}};
       trace_.record(std::move(e));
     }
   }

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -36,6 +37,7 @@
 #include "sim/sim_services.hpp"
 #include "sim/simulator.hpp"
 #include "sim/trace.hpp"
+#include "sim/world_facts.hpp"
 #include "tests/sim/monitors_group_world.hpp"
 #include "tests/support/property.hpp"
 
@@ -124,6 +126,12 @@ class Script {
     events_.push_back(std::move(e));
     return events_.size() - 1;
   }
+  // The queue entry id of a job's run (a new one at each start).
+  std::uint64_t start_run(const std::string& job) { return runs_[job] = next_run_++; }
+  std::uint64_t run_of(const std::string& job) const {
+    const auto it = runs_.find(job);
+    return it == runs_.end() ? 0 : it->second;
+  }
   std::size_t add_event(TraceEvent e) {
     e.seq = events_.size();
     events_.push_back(std::move(e));
@@ -153,12 +161,18 @@ class Script {
 
  private:
   std::vector<TraceEvent> events_;
+  std::map<std::string, std::uint64_t> runs_;
+  std::uint64_t next_run_ = 1;
+
+ public:
+  std::map<std::string, std::int64_t> coalesced;  // per job: the durable coalesced_slots
 };
 
 struct Outcome {
   std::vector<Violation> seen;  // from observe, in order
   std::vector<Violation> end;   // from finish
   json tallies;
+  std::vector<SlotRecord> slots;  // the slot tracker's records at the end
 };
 
 Outcome run(const Script& script, const Scenario& scenario, TimeMs until = kUntil,
@@ -171,6 +185,7 @@ Outcome run(const Script& script, const Scenario& scenario, TimeMs until = kUnti
   }
   o.end = set.finish(until);
   o.tallies = set.tallies();
+  o.slots = set.slot_records();
   return o;
 }
 
@@ -195,28 +210,84 @@ void expect_clean(const Outcome& o) {
 }
 
 // A regular run of `job` for `slot` handed out and run at `t`, its outcome.
+// A slot handed out as the world records it (the monitors read no slot_due /
+// slot_misfire): the queue's add of the regular entry, due at its slot, then
+// the job's durable row after the hand-out (`next_run_at`, and
+// `coalesced_slots` grown by `coalesced_count` when firings were folded into
+// a late run). Returns the queue_add's index (the durable row is the next).
+std::size_t handout(Script& s, const char* t, const std::string& job, const char* slot, json f) {
+  const std::size_t added =
+      s.add("queue_add", t, job, slot,
+            {{"id", 0}, {"kind", "regular"}, {"attempt", 1}, {"ready_at", slot}, {"added", true}});
+  std::int64_t& coalesced = s.coalesced[job];
+  coalesced += f.value("coalesced_count", 0);
+  s.add("durable_job_state", t, job, std::nullopt,
+        {{"next_run_at", f.value("next_run_at", json())}, {"coalesced_slots", coalesced},
+         {"slots", json::object()}});
+  return added;
+}
+
+// A run as the world records it (the monitors read no run_started /
+// run_finished): the queue's take of the entry; at its end the intent, the
+// job's durable row as the run left it (ok, or retrying with the failure's
+// class) and the queue's finish. `f` holds kind, attempt, outcome,
+// failure_class as a run_started / run_finished would.
+std::size_t run_start(Script& s, const char* t, const std::string& job, const char* slot, json f) {
+  const std::uint64_t id = s.start_run(job);
+  return s.add("queue_take", t, job, slot,
+               {{"id", id}, {"kind", f.value("kind", "regular")},
+                {"attempt", f.value("attempt", 1)}, {"ready_at", t}});
+}
+
+std::size_t run_end(Script& s, const char* t, const std::string& job, const char* slot, json f) {
+  const std::uint64_t id = s.run_of(job);
+  const json entry = {{"id", id}, {"kind", f.value("kind", "regular")},
+                      {"attempt", f.value("attempt", 1)}};
+  s.add("queue_intent", t, job, slot, entry);
+  const bool failed = f.value("outcome", "") == "failure";
+  s.add("durable_job_state", t, job, std::nullopt,
+        {{"retry_status", failed ? "retrying" : "ok"},
+         {"failure_class", failed ? json(f.value("failure_class", "unknown")) : json(nullptr)},
+         {"slots", json::object()}});
+  return s.add("queue_done", t, job, slot, entry);
+}
+
 void regular(Script& s, const std::string& job, const char* slot, const char* t, const char* next,
              const std::string& outcome, const std::string& cls = {}) {
-  s.add("slot_due", t, job, slot, {{"next_run_at", next}});
-  s.add("run_started", t, job, slot, {{"kind", "regular"}, {"attempt", 1}});
+  handout(s, t, job, slot, {{"next_run_at", next}});
+  run_start(s, t, job, slot, {{"kind", "regular"}, {"attempt", 1}});
   json f = {{"kind", "regular"}, {"attempt", 1}, {"outcome", outcome}};
   if (!cls.empty()) f["failure_class"] = cls;
-  s.add("run_finished", t, job, slot, f);
+  run_end(s, t, job, slot, f);
 }
 
 std::size_t retry_run(Script& s, const std::string& job, const char* slot, const char* t,
                       int attempt, const std::string& outcome, const std::string& cls = {}) {
   const std::size_t started =
-      s.add("run_started", t, job, slot, {{"kind", "retry"}, {"attempt", attempt}});
+      run_start(s, t, job, slot, {{"kind", "retry"}, {"attempt", attempt}});
   json f = {{"kind", "retry"}, {"attempt", attempt}, {"outcome", outcome}};
   if (!cls.empty()) f["failure_class"] = cls;
-  s.add("run_finished", t, job, slot, f);
+  run_end(s, t, job, slot, f);
   return started;
 }
 
+// A notification as the world sees it: the message the queue's outbox
+// received (the monitors read notifications there, not in the core's log).
 std::size_t note(Script& s, const std::string& event, const std::string& job, const char* slot,
                  const char* t, int attempt, const std::string& cls) {
-  return s.add(event, t, job, slot, {{"attempt", attempt}, {"failure_class", cls}});
+  TraceEvent e;
+  e.t = at(t);
+  e.type = "outbox_add";
+  e.service = "queue";
+  e.job = job;
+  if (slot != nullptr) e.slot = at(slot);
+  e.data = {{"event", event}, {"target", "ops"}, {"attempt", attempt}, {"failure_class", cls},
+            {"at", t}};
+  return s.add_event(std::move(e));
+}
+
+std::size_t note_state_corrupt(Script& s, const char* t) {
+  return note(s, "state_corrupt", {}, nullptr, t, 0, {});
 }
 
 // ------------------------------------------------------------ 1 stage_monotonic
@@ -439,21 +510,21 @@ TEST(ScheduleKept, FiresWhenARegularSlotIsSkipped) {
   Script s;
   regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
           "success");
-  const auto bad = s.add("slot_due", "2026-03-02T12:00:00Z", "hourly", "2026-03-02T12:00:00Z",
+  const auto bad = handout(s, "2026-03-02T12:00:00Z", "hourly", "2026-03-02T12:00:00Z",
                          {{"next_run_at", "2026-03-02T13:00:00Z"}});
   expect_first(run(s, base_scenario()), "schedule_kept", bad);
 }
 
 TEST(ScheduleKept, FiresWhenNextRunAtIsMovedByAFailure) {
   Script s;
-  const auto bad = s.add("slot_due", "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
-                         {{"next_run_at", "2026-03-02T10:05:00Z"}});
-  expect_first(run(s, base_scenario()), "schedule_kept", bad);
+  const auto added = handout(s, "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
+                           {{"next_run_at", "2026-03-02T10:05:00Z"}});
+  expect_first(run(s, base_scenario()), "schedule_kept", added + 1);  // the durable row
 }
 
 TEST(ScheduleKept, FiresWhenAnOffGridSlotIsHandedOut) {
   Script s;
-  const auto bad = s.add("slot_due", "2026-03-02T10:07:00Z", "hourly", "2026-03-02T10:07:00Z",
+  const auto bad = handout(s, "2026-03-02T10:07:00Z", "hourly", "2026-03-02T10:07:00Z",
                          {{"next_run_at", "2026-03-02T11:00:00Z"}});
   expect_first(run(s, base_scenario()), "schedule_kept", bad);
 }
@@ -462,12 +533,13 @@ TEST(ScheduleKept, FiresWhenCoalescedSlotsAreNotRecorded) {
   Script s;
   regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
           "success");
-  // Down 10:30-13:10: 11:00 runs late at 13:10 and 12:00, 13:00 fold into it.
-  s.add("slot_due", "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
-        {{"next_run_at", "2026-03-02T14:00:00Z"}});
-  const auto bad = s.add("slot_due", "2026-03-02T14:00:00Z", "hourly", "2026-03-02T14:00:00Z",
-                         {{"next_run_at", "2026-03-02T15:00:00Z"}});
-  expect_first(run(s, base_scenario()), "schedule_kept", bad);
+  // Down 10:30-13:10: 11:00 runs late at 13:10 and 12:00, 13:00 fold into
+  // it, but the durable row after the hand-out counts none of them.
+  const auto late = handout(s, "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
+                          {{"next_run_at", "2026-03-02T14:00:00Z"}});
+  handout(s, "2026-03-02T14:00:00Z", "hourly", "2026-03-02T14:00:00Z",
+        {{"next_run_at", "2026-03-02T15:00:00Z"}});
+  expect_first(run(s, base_scenario()), "schedule_kept", late + 1);
 }
 
 TEST(ScheduleKept, NearMissSlotsMissedWhileDownAreCoalescedAndRecorded) {
@@ -480,15 +552,11 @@ TEST(ScheduleKept, NearMissSlotsMissedWhileDownAreCoalescedAndRecorded) {
         {{"process", "worker"}, {"cause", "restart"}, {"crashes", 1}});
   s.add("process_boot", "2026-03-02T13:10:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
-  s.add("slot_due", "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
-        {{"next_run_at", "2026-03-02T14:00:00Z"}});
-  s.add("slot_misfire", "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
-        {{"coalesced_count", 2},
-         {"coalesced_slots", {"2026-03-02T12:00:00Z", "2026-03-02T13:00:00Z"}},
-         {"lateness_ms", 130 * kMinuteMs}});
-  s.add("run_started", "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
+  handout(s, "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
+        {{"next_run_at", "2026-03-02T14:00:00Z"}, {"coalesced_count", 2}});
+  run_start(s, "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
         {{"kind", "regular"}, {"attempt", 1}});
-  s.add("run_finished", "2026-03-02T13:10:30Z", "hourly", "2026-03-02T11:00:00Z",
+  run_end(s, "2026-03-02T13:10:30Z", "hourly", "2026-03-02T11:00:00Z",
         {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
   regular(s, "hourly", "2026-03-02T14:00:00Z", "2026-03-02T14:00:00Z", "2026-03-02T15:00:00Z",
           "success");
@@ -508,7 +576,7 @@ TEST(ScheduleKept, FiresWhenARestartHandsAnOlderSlotOutAgain) {
         {{"process", "worker"}, {"cause", "restart"}});
   s.add("process_boot", "2026-03-02T11:11:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
-  const auto bad = s.add("slot_due", "2026-03-02T11:11:00Z", "hourly", "2026-03-02T10:00:00Z",
+  const auto bad = handout(s, "2026-03-02T11:11:00Z", "hourly", "2026-03-02T10:00:00Z",
                          {{"next_run_at", "2026-03-02T12:00:00Z"}});
   expect_first(run(s, base_scenario()), "schedule_kept", bad);
 }
@@ -517,16 +585,14 @@ TEST(ScheduleKept, NearMissSameSlotAgainAfterACrashOrUnderACorruptStore) {
   // A crash between the queue add and the state write hands the same slot
   // out again (the add is idempotent).
   Script s;
-  s.add("slot_due", "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
+  handout(s, "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
         {{"next_run_at", "2026-03-02T11:00:00Z"}});
   s.add("process_crash", "2026-03-02T10:00:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"cause", "crash point"}});
   s.add("process_boot", "2026-03-02T10:01:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
-  s.add("slot_due", "2026-03-02T10:01:00Z", "hourly", "2026-03-02T10:00:00Z",
+  handout(s, "2026-03-02T10:01:00Z", "hourly", "2026-03-02T10:00:00Z",
         {{"next_run_at", "2026-03-02T11:00:00Z"}});
-  s.add("slot_misfire", "2026-03-02T10:01:00Z", "hourly", "2026-03-02T10:00:00Z",
-        {{"coalesced_count", 0}, {"coalesced_slots", json::array()}});
   EXPECT_TRUE(run(s, base_scenario()).seen.empty());
   // A corrupt store fails closed and cannot know its schedule: an older slot
   // handed out again is expected (the ledger makes the run exit quietly).
@@ -537,14 +603,12 @@ TEST(ScheduleKept, NearMissSameSlotAgainAfterACrashOrUnderACorruptStore) {
           "success");
   c.add("process_boot", "2026-03-02T11:31:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
-  c.add("state_corrupt", "2026-03-02T11:31:00Z", {}, std::nullopt, {{"attempt", 0}});
-  c.add("slot_due", "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
-        {{"next_run_at", "2026-03-02T12:00:00Z"}});
-  c.add("slot_misfire", "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
-        {{"coalesced_count", 1}, {"coalesced_slots", {"2026-03-02T11:00:00Z"}}});
-  c.add("run_started", "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
+  note_state_corrupt(c, "2026-03-02T11:31:00Z");
+  handout(c, "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
+        {{"next_run_at", "2026-03-02T12:00:00Z"}, {"coalesced_count", 1}});
+  run_start(c, "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
         {{"kind", "regular"}, {"attempt", 1}});
-  c.add("run_finished", "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
+  run_end(c, "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
         {{"kind", "regular"}, {"attempt", 1}, {"outcome", "already_complete"}});
   const Outcome o = run(c, only({"hourly"}), at("2026-03-02T11:45:00Z"));
   expect_clean(o);
@@ -657,12 +721,12 @@ TEST(NothingLost, FiresAtTheEndOnASwallowedFailure) {
   Script s;
   s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 1}});
-  s.add("slot_due", "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
+  handout(s, "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
         {{"next_run_at", "2026-03-02T11:30:00Z"}});
-  s.add("run_started", "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
+  run_start(s, "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
         {{"kind", "regular"}, {"attempt", 1}});
   const auto failed =
-      s.add("run_finished", "2026-03-02T10:31:00Z", "slotty", "2026-03-02T10:30:00Z",
+      run_end(s, "2026-03-02T10:31:00Z", "slotty", "2026-03-02T10:30:00Z",
             {{"kind", "regular"},
              {"attempt", 1},
              {"outcome", "failure"},
@@ -767,6 +831,15 @@ TEST(NothingLost, NearMissAuthFailureIsPermanentAndVisible) {
 
 // ------------------------------------------------------------ 5 no_duplicate_delivery
 
+// The delivery ledger of one slot as the world reads it (`durable_delivery`).
+json ledger(std::vector<std::string> delivered_to, bool guard = false,
+            std::optional<std::string> verdict = std::nullopt) {
+  return {{"delivered_to", delivered_to},
+          {"guard", guard},
+          {"verdict", verdict ? json(*verdict) : json(nullptr)},
+          {"outbox", false}};
+}
+
 TraceEvent delivered(const char* t, const char* slot, const std::string& target,
                      const std::string& kind = "delivery") {
   TraceEvent e;
@@ -783,7 +856,7 @@ TEST(NoDuplicateDelivery, FiresOnASecondDeliveryWithoutACrash) {
   Script s;
   const char* slot = "2026-03-02T10:00:00Z";
   s.add_event(delivered("2026-03-02T10:01:00Z", slot, "team-chat"));
-  s.add("delivery_recorded", "2026-03-02T10:01:00Z", "hourly", slot, {{"target", "team-chat"}});
+  s.add("durable_delivery", "2026-03-02T10:01:00Z", "hourly", slot, ledger({"team-chat"}));
   const auto bad = s.add_event(delivered("2026-03-02T10:06:00Z", slot, "team-chat"));
   expect_first(run(s, base_scenario()), "no_duplicate_delivery", bad);
 }
@@ -799,7 +872,7 @@ TEST(NoDuplicateDelivery, NearMissCrashInsideTheWindowAllowsOneAndReportsIt) {
   s.add("process_boot", "2026-03-02T10:02:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
   s.add_event(delivered("2026-03-02T10:02:00Z", slot, "team-chat"));
-  s.add("delivery_recorded", "2026-03-02T10:02:00Z", "hourly", slot, {{"target", "team-chat"}});
+  s.add("durable_delivery", "2026-03-02T10:02:00Z", "hourly", slot, ledger({"team-chat"}));
   // Failure notices may repeat on every retry, by design.
   s.add_event(
       delivered("2026-03-02T10:00:30Z", "2026-03-02T11:00:00Z", "team-chat", "failure_notice"));
@@ -818,10 +891,10 @@ TEST(NoDuplicateDelivery, NearMissCrashInsideTheWindowAllowsOneAndReportsIt) {
 TEST(NoDuplicateDelivery, FiresWhenAFailedRunSetTheGuard) {
   Script s;
   const char* slot = "2026-03-02T10:00:00Z";
-  s.add("run_started", "2026-03-02T10:00:00Z", "hourly", slot,
+  run_start(s, "2026-03-02T10:00:00Z", "hourly", slot,
         {{"kind", "regular"}, {"attempt", 1}});
-  s.add("guard_set", "2026-03-02T10:00:05Z", "hourly", slot, {{"attempt", 1}});
-  const auto bad = s.add("run_finished", "2026-03-02T10:00:06Z", "hourly", slot,
+  s.add("durable_delivery", "2026-03-02T10:00:05Z", "hourly", slot, ledger({}, true));
+  const auto bad = run_end(s, "2026-03-02T10:00:06Z", "hourly", slot,
                          {{"kind", "regular"},
                           {"attempt", 1},
                           {"outcome", "failure"},
@@ -841,10 +914,10 @@ TEST(NothingLost, FiresWhenAGroupRunReportsSuccessWithoutDelivering) {
   // 001's bug: every task failed, the run set guard and marker and said success.
   Script s;
   const char* slot = "2026-03-02T10:00:00Z";
-  s.add("slot_due", slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
-  s.add("run_started", slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
-  s.add("guard_set", "2026-03-02T10:00:05Z", "hourly", slot, {{"attempt", 1}});
-  const auto bad = s.add("run_finished", "2026-03-02T10:00:06Z", "hourly", slot,
+  handout(s, slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
+  run_start(s, slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
+  s.add("durable_delivery", "2026-03-02T10:00:05Z", "hourly", slot, ledger({}, true));
+  const auto bad = run_end(s, "2026-03-02T10:00:06Z", "hourly", slot,
                          {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
   expect_first(run(s, group_hourly(), at("2026-03-02T10:30:00Z")), "nothing_lost", bad);
 }
@@ -852,22 +925,29 @@ TEST(NothingLost, FiresWhenAGroupRunReportsSuccessWithoutDelivering) {
 TEST(NothingLost, NearMissGroupRunThatDeliveredOrMarkedTheSlotSkipped) {
   Script s;
   const char* slot = "2026-03-02T10:00:00Z";
-  s.add("slot_due", slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
-  s.add("run_started", slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
+  handout(s, slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
+  run_start(s, slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
   s.add_event(delivered("2026-03-02T10:00:04Z", slot, "team-chat"));
-  s.add("delivery_recorded", "2026-03-02T10:00:04Z", "hourly", slot, {{"target", "team-chat"}});
-  s.add("run_finished", "2026-03-02T10:00:06Z", "hourly", slot,
+  s.add("durable_delivery", "2026-03-02T10:00:04Z", "hourly", slot, ledger({"team-chat"}));
+  run_end(s, "2026-03-02T10:00:06Z", "hourly", slot,
         {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
   const char* skipped = "2026-03-02T11:00:00Z";
-  s.add("slot_due", skipped, "hourly", skipped, {{"next_run_at", "2026-03-02T12:00:00Z"}});
-  s.add("run_started", skipped, "hourly", skipped, {{"kind", "regular"}, {"attempt", 1}});
-  s.add("slot_marked", "2026-03-02T11:00:05Z", "hourly", skipped, {{"verdict", "skipped"}});
-  s.add("run_finished", "2026-03-02T11:00:06Z", "hourly", skipped,
+  handout(s, skipped, "hourly", skipped, {{"next_run_at", "2026-03-02T12:00:00Z"}});
+  run_start(s, skipped, "hourly", skipped, {{"kind", "regular"}, {"attempt", 1}});
+  s.add("durable_delivery", "2026-03-02T11:00:05Z", "hourly", skipped, ledger({}, true, "skipped"));
+  run_end(s, "2026-03-02T11:00:06Z", "hourly", skipped,
         {{"kind", "regular"}, {"attempt", 1}, {"outcome", "skipped"}});
   const Outcome o = run(s, group_hourly(), at("2026-03-02T11:30:00Z"));
   expect_clean(o);
   EXPECT_EQ(o.tallies["jobs"]["hourly"]["delivered_slots"], 1);
   EXPECT_EQ(o.tallies["jobs"]["hourly"]["skipped_slots"], 1);
+  // The per-slot records behind the counts: typed state, attempts.
+  ASSERT_EQ(o.slots.size(), 2u);
+  EXPECT_EQ(o.slots[0].slot, at(slot));
+  EXPECT_EQ(o.slots[0].state, SlotState::delivered);
+  EXPECT_EQ(o.slots[0].attempts, 1);
+  EXPECT_EQ(o.slots[1].state, SlotState::skipped);
+  EXPECT_STREQ(to_string(o.slots[1].state), "skipped");
 }
 
 // ------------------------------------------------------------ 6 state_durable
@@ -922,7 +1002,7 @@ TEST(StateDurable, FiresWhenTheCorruptStoreIsReplaced) {
       {{"file", "retry_state.json"}, {"path", "/srv/state/retry_state.json"}, {"mode", "garbage"}});
   s.add("process_boot", "2026-03-02T10:01:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
-  s.add("state_corrupt", "2026-03-02T10:01:00Z", {}, std::nullopt, {{"attempt", 0}});
+  note_state_corrupt(s, "2026-03-02T10:01:00Z");
   const auto bad =
       s.add("disk_rename", "2026-03-02T10:02:00Z", {}, std::nullopt,
             {{"from", "/srv/state/retry_state.json.tmp"}, {"to", "/srv/state/retry_state.json"}});
@@ -998,7 +1078,7 @@ TEST(StateDurable, FiresAtTheEndWhenCorruptionIsNeverReported) {
   EXPECT_EQ(it->event_index, s.events().size());
   // Near miss: reported, kept, and no retry scheduled while corrupt.
   Script ok = s;
-  ok.add("state_corrupt", "2026-03-02T10:01:00Z", {}, std::nullopt, {{"attempt", 0}});
+  note_state_corrupt(ok, "2026-03-02T10:01:00Z");
   const Outcome o2 = run(ok, base_scenario(), at("2026-03-02T10:02:00Z"));
   EXPECT_TRUE(std::none_of(o2.end.begin(), o2.end.end(), [](const Violation& v) {
     return v.invariant == "state_durable";
@@ -1112,14 +1192,15 @@ TEST(ItemQueriesBounded, FiresOnAQueryAfterA404) {
   expect_first(run(s, base_scenario()), "item_queries_bounded", bad);
 }
 
+// A request the orchestrator refused (a config error, deferred an hour): the
+// item's next query within the hour fires, whatever the core logged.
 TEST(ItemQueriesBounded, FiresOnConfigAttemptsCloserThanHourly) {
   Script s;
-  s.item("item_deferred", "2026-03-02T10:00:00Z", "ISS-1",
-         {{"reason", "lead agent missing"},
-          {"failure_class", "config"},
-          {"until", "2026-03-02T11:00:00Z"}});
-  const auto bad = s.item("item_deferred", "2026-03-02T10:30:00Z", "ISS-1",
-                          {{"reason", "config"}, {"until", "2026-03-02T11:30:00Z"}});
+  s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:00:00Z", "ISS-1",
+         {{"operation", "get_issue"}, {"status", 422}});
+  const auto bad =
+      s.item("service_call", "2026-03-02T10:30:00Z", "ISS-1", {{"operation", "get_issue"}});
   expect_first(run(s, base_scenario()), "item_queries_bounded", bad);
 }
 
@@ -1127,7 +1208,8 @@ TEST(ItemQueriesBounded, FiresOnAnyOrchestratorCallAfterA404OnAssign) {
   Script s;
   s.item("service_reply", "2026-03-02T10:00:01Z", "ISS-2",
          {{"operation", "assign"}, {"status", 404}});
-  s.item("item_failed", "2026-03-02T10:00:01Z", "ISS-2", {{"reason", "issue ISS-2 is gone (404)"}});
+  s.item("durable_stage", "2026-03-02T10:00:01Z", "ISS-2",
+         {{"stage", "DESIGN_FAILED"}, {"error", "issue ISS-2 is gone (404)"}});
   const auto bad =
       s.item("service_call", "2026-03-02T11:00:00Z", "ISS-2", {{"operation", "get_issue"}});
   const Outcome o = run(s, base_scenario());
@@ -1174,16 +1256,22 @@ TEST(ItemQueriesBounded, NearMissLeadPresentItemDueEveryCycle) {
 TEST(ItemQueriesBounded, NearMissHourlyConfigAttemptsAndOtherItems) {
   Script s;
   s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
-  s.item("item_deferred", "2026-03-02T10:00:01Z", "ISS-1",
-         {{"reason", "config"}, {"until", "2026-03-02T11:00:01Z"}});
+  s.item("service_reply", "2026-03-02T10:00:01Z", "ISS-1",
+         {{"operation", "get_issue"}, {"status", 403}});
   // A validation query after a migration is not an attempt.
+  TraceEvent moved;
+  moved.t = at("2026-03-02T10:04:00Z");
+  moved.type = "instance_changed";
+  moved.service = "orchestrator";
+  s.add_event(moved);
   s.item("service_call", "2026-03-02T10:05:00Z", "ISS-1", {{"operation", "get_issue"}});
   s.item("service_call", "2026-03-02T10:10:00Z", "ISS-2", {{"operation", "get_issue"}});
   s.item("service_reply", "2026-03-02T10:10:01Z", "ISS-2",
          {{"operation", "get_issue"}, {"status", 503}});
   s.item("service_call", "2026-03-02T10:11:00Z", "ISS-2", {{"operation", "get_issue"}});
   s.item("service_call", "2026-03-02T11:00:01Z", "ISS-1", {{"operation", "get_issue"}});
-  s.item("item_deferred", "2026-03-02T11:00:02Z", "ISS-1", {{"reason", "config"}});
+  s.item("service_reply", "2026-03-02T11:00:02Z", "ISS-1",
+         {{"operation", "get_issue"}, {"status", 403}});
   const Outcome o = run(s, base_scenario());
   expect_clean(o);
   EXPECT_EQ(o.tallies["items"]["ISS-1"]["queries"], 3);
@@ -1288,18 +1376,18 @@ Script legal_trace(const std::vector<int>& failures, const std::vector<bool>& cr
   };
   for (std::size_t h = 0; h < hours; ++h, slot += kHourMs) {
     const char* sl = c(slot);
-    s.add("slot_due", sl, "slotty", sl, {{"next_run_at", iso(slot + kHourMs)}});
+    handout(s, sl, "slotty", sl, {{"next_run_at", iso(slot + kHourMs)}});
     const int fails = failures[h];
     TimeMs t = slot;
     for (int attempt = 1; attempt <= std::min(fails + 1, 3); ++attempt) {
       const bool fail = attempt <= fails;
-      s.add("run_started", c(t), "slotty", sl,
+      run_start(s, c(t), "slotty", sl,
             {{"kind", attempt == 1 ? "regular" : "retry"}, {"attempt", attempt}});
       json f = {{"kind", attempt == 1 ? "regular" : "retry"},
                 {"attempt", attempt},
                 {"outcome", fail ? "failure" : "success"}};
       if (fail) f["failure_class"] = "provider_5xx";
-      s.add("run_finished", c(t + kSecondMs), "slotty", sl, f);
+      run_end(s, c(t + kSecondMs), "slotty", sl, f);
       if (fail && attempt < 3) {
         note(s, "retry_scheduled", "slotty", sl, c(t + kSecondMs), attempt, "provider_5xx");
         t += kSecondMs + 10 * kMinuteMs;
@@ -1322,7 +1410,7 @@ Script legal_trace(const std::vector<int>& failures, const std::vector<bool>& cr
           d.t = t + 4 * kSecondMs;
           s.add_event(d);
         }
-        s.add("delivery_recorded", c(t + 4 * kSecondMs), "slotty", sl, {{"target", "team-chat"}});
+        s.add("durable_delivery", c(t + 4 * kSecondMs), "slotty", sl, ledger({"team-chat"}));
       }
     }
   }
@@ -1440,8 +1528,17 @@ RealRun run_real_world(const json& core_policy, TimeMs outage_until) {
 
   MonitorSet monitors(sc);
   std::vector<Violation> seen;
+  // The state store as the world reads it (sim/world_facts.hpp), as the
+  // world runner records it.
+  DurableStateReader state_reader("/srv/state");
   trace.add_listener([&](const TraceEvent& e, std::size_t i) {
     if (auto v = monitors.observe(e, i)) seen.push_back(*v);
+    if (e.type != "disk_fsync" && e.type != "disk_fsync_dir") return;
+    const std::string type = e.type;
+    const std::string path = e.str("path");
+    for (TraceEvent& fact : state_reader.events_after(disk, type, path, sim.now())) {
+      trace.record(std::move(fact));
+    }
   });
   std::int64_t boots = 0;
   sim.add_process_listener([&](ProcessId, ProcessChange change, TimeMs now) {

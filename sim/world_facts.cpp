@@ -1,0 +1,213 @@
+#include "sim/world_facts.hpp"
+
+#include <array>
+#include <charconv>
+
+#include "sim/sim_disk.hpp"
+
+namespace rehearse::sim {
+
+namespace {
+
+using nlohmann::json;
+
+// The file names of docs/state-file.md (the world's copy, not the core's constants).
+constexpr const char* kSnapshotFile = "retry_state.json";
+constexpr const char* kJournalFile = "retry_state.journal";
+
+const json& member(const json& o, const char* key) {
+  static const json kNull;
+  if (!o.is_object()) return kNull;
+  const auto it = o.find(key);
+  return it == o.end() ? kNull : *it;
+}
+
+json slot_facts(const json& r) {
+  return {{"retry_status", member(r, "retry_status")},
+          {"retry_count", member(r, "retry_count")},
+          {"failure_class", member(r, "failure_class")},
+          {"next_retry_at", member(r, "next_retry_at")},
+          {"next_action", member(r, "next_action")},
+          {"stalled_count", member(r, "stalled_count")}};
+}
+
+std::optional<std::uint64_t> read_decimal(std::string_view s) {
+  std::uint64_t v = 0;
+  if (s.empty() || (s.size() > 1 && s.front() == '0')) return std::nullopt;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// One journal line without its newline: "<seq> <length> <payload> <crc32c>".
+// The payload when the frame and its checksum hold.
+std::optional<std::pair<std::uint64_t, std::string_view>> read_record(std::string_view line) {
+  const auto sp1 = line.find(' ');
+  if (sp1 == std::string_view::npos) return std::nullopt;
+  const auto sp2 = line.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos) return std::nullopt;
+  const auto seq = read_decimal(line.substr(0, sp1));
+  const auto length = read_decimal(line.substr(sp1 + 1, sp2 - sp1 - 1));
+  if (!seq || !length || sp2 + 1 + *length + 9 != line.size()) return std::nullopt;
+  const std::size_t crc_at = sp2 + 1 + *length;
+  if (line[crc_at] != ' ') return std::nullopt;
+  std::uint32_t crc = 0;
+  const auto hex = line.substr(crc_at + 1);
+  const auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), crc, 16);
+  if (ec != std::errc() || end != hex.data() + hex.size()) return std::nullopt;
+  if (witness_crc32c(line.substr(0, crc_at)) != crc) return std::nullopt;
+  return std::make_pair(*seq, line.substr(sp2 + 1, *length));
+}
+
+}  // namespace
+
+std::uint32_t witness_crc32c(std::string_view bytes) {
+  static const std::array<std::uint32_t, 256> kTable = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1u) != 0 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (const char ch : bytes) crc = kTable[(crc ^ static_cast<unsigned char>(ch)) & 0xFFu] ^ (crc >> 8);
+  return crc ^ 0xFFFFFFFFu;
+}
+
+json job_state_facts(const json& record) {
+  if (!record.is_object() || !member(record, "job_id").is_string()) return nullptr;
+  json slots = json::object();
+  if (const json& s = member(record, "slots"); s.is_object()) {
+    for (const auto& [key, r] : s.items()) slots[key] = slot_facts(r);
+  }
+  const json& policy_error = member(record, "policy_error");
+  return {{"retry_status", member(record, "retry_status")},
+          {"retry_count", member(record, "retry_count")},
+          {"failure_class", member(record, "failure_class")},
+          {"next_action", member(record, "next_action")},
+          {"next_run_at", member(record, "next_run_at")},
+          {"next_retry_at", member(record, "next_retry_at")},
+          {"last_slot", member(record, "last_slot")},
+          {"coalesced_slots", member(record, "coalesced_slots")},
+          {"misfire_runs", member(record, "misfire_runs")},
+          {"policy_invalid", policy_error.is_string() && !policy_error.get<std::string>().empty()},
+          {"slots", std::move(slots)}};
+}
+
+DurableStateReader::DurableStateReader(std::string dir) : dir_(std::move(dir)) {}
+
+std::string DurableStateReader::journal_path() const { return dir_ + "/" + kJournalFile; }
+
+// The snapshot's jobs, then the journal's records after its journal_seq.
+// False (nothing changed) when the snapshot is present but unreadable.
+bool DurableStateReader::load_all(const SimDisk& disk) {
+  std::map<std::string, json> jobs;
+  std::uint64_t seq = 0;
+  if (const std::string* snap = disk.durable_view(dir_ + "/" + kSnapshotFile)) {
+    const json doc = json::parse(*snap, nullptr, /*allow_exceptions=*/false);
+    if (!member(doc, "jobs").is_object() || !member(doc, "journal_seq").is_number_unsigned()) {
+      return false;
+    }
+    seq = doc.at("journal_seq").get<std::uint64_t>();
+    for (const auto& [id, record] : doc.at("jobs").items()) {
+      json facts = job_state_facts(record);
+      if (!facts.is_null()) jobs[id] = std::move(facts);
+    }
+  }
+  jobs_ = std::move(jobs);
+  snapshot_seq_ = seq;
+  header_.clear();
+  offset_ = 0;
+  if (const std::string* journal = disk.durable_view(journal_path())) {
+    const auto nl = journal->find('\n');
+    if (nl == std::string::npos || journal->rfind("#rehearse-journal ", 0) != 0) return true;
+    header_ = journal->substr(0, nl + 1);
+    offset_ = nl + 1;
+    read_journal_from(*journal, offset_);
+  }
+  return true;
+}
+
+// Whole records from `from` on, until the first that is not intact (a torn
+// tail is not durable state). Returns whether any record was read.
+bool DurableStateReader::read_journal_from(const std::string& bytes, std::size_t from) {
+  bool any = false;
+  std::size_t at = from;
+  while (at < bytes.size()) {
+    const auto nl = bytes.find('\n', at);
+    if (nl == std::string::npos) break;
+    const auto record = read_record(std::string_view(bytes).substr(at, nl - at));
+    if (!record) break;
+    const json payload = json::parse(record->second, nullptr, /*allow_exceptions=*/false);
+    json facts = job_state_facts(payload);
+    if (facts.is_null()) break;
+    if (record->first > snapshot_seq_) jobs_[payload.at("job_id").get<std::string>()] = std::move(facts);
+    at = nl + 1;
+    any = true;
+  }
+  offset_ = at;
+  return any;
+}
+
+std::vector<std::pair<std::string, json>> DurableStateReader::changed(const SimDisk& disk,
+                                                                      bool full) {
+  const std::string* journal = full ? nullptr : disk.durable_view(journal_path());
+  const bool incremental = readable_ && journal != nullptr && !header_.empty() &&
+                           journal->size() >= offset_ && journal->rfind(header_, 0) == 0;
+  if (incremental) {
+    read_journal_from(*journal, offset_);
+  } else {
+    readable_ = load_all(disk);
+  }
+  std::vector<std::pair<std::string, json>> out;
+  if (!readable_) return out;
+  for (const auto& [id, facts] : jobs_) {
+    json& last = recorded_[id];
+    if (last == facts) continue;
+    last = facts;
+    out.emplace_back(id, facts);
+  }
+  return out;
+}
+
+std::vector<TraceEvent> DurableStateReader::events_after(const SimDisk& disk,
+                                                         const std::string& disk_event_type,
+                                                         const std::string& path, TimeMs now) {
+  std::vector<std::pair<std::string, json>> jobs;
+  if (disk_event_type == "disk_fsync" && path == journal_path()) {
+    jobs = changed(disk, /*full=*/false);
+  } else if (disk_event_type == "disk_fsync_dir" && path == dir_) {
+    jobs = changed(disk, /*full=*/true);
+  }
+  std::vector<TraceEvent> out;
+  for (auto& [id, facts] : jobs) {
+    TraceEvent e;
+    e.t = now;
+    e.type = "durable_job_state";
+    e.job = id;
+    e.data = std::move(facts);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::optional<std::pair<std::string, std::map<std::string, json>>> ledger_facts(
+    std::string_view bytes) {
+  const json doc = json::parse(bytes, nullptr, /*allow_exceptions=*/false);
+  if (!member(doc, "job_id").is_string() || !member(doc, "slots").is_array()) return std::nullopt;
+  std::map<std::string, json> slots;
+  for (const json& r : doc.at("slots")) {
+    if (!member(r, "slot").is_string()) continue;
+    const json& to = member(r, "delivered_to");
+    slots[r.at("slot").get<std::string>()] = {
+        {"delivered_to", to.is_array() ? to : json::array()},
+        {"guard", !member(r, "guard_at").is_null()},
+        {"verdict", member(r, "verdict")},
+        {"outbox", !member(r, "outbox").is_null()}};
+  }
+  return std::make_pair(doc.at("job_id").get<std::string>(), std::move(slots));
+}
+
+}  // namespace rehearse::sim

@@ -1,0 +1,84 @@
+// The world's own readers of the durable files the core keeps (issue 9: the
+// monitors judge what the simulated world records, never the core's words).
+//
+// After the simulated disk made bytes durable (an fsync, or a directory fsync
+// that makes a rename durable), the world reads the durable bytes with these
+// minimal readers and records what changed as trace events of its own
+// (docs/trace-events.md): `durable_job_state` (the state store) and
+// `durable_delivery` (the delivery ledger), as it already does for the
+// pipeline store (`durable_stage`). They are NOT the core's codecs
+// (model/state_codec, model/delivery_ledger): a codec that misread a field
+// would otherwise hide its own bug. They read only the fields the monitors
+// use, check the journal's frames and CRC-32C themselves, and record nothing
+// for bytes they cannot read (a damaged store is state_durable's business).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "model/time.hpp"
+#include "sim/trace.hpp"
+
+namespace rehearse::sim {
+
+class SimDisk;
+
+// CRC-32C (Castagnoli), the journal's frame checksum (docs/state-file.md).
+std::uint32_t witness_crc32c(std::string_view bytes);
+
+// A job record of the state store reduced to the facts the monitors use:
+// retry_status, retry_count, failure_class, next_action, next_run_at,
+// next_retry_at, last_slot, policy_invalid (bool), and `slots` (per_slot
+// budgets: slot instant -> retry_status, retry_count, failure_class,
+// next_retry_at, next_action, stalled_count). Null when `record` is not an
+// object with a string `job_id`.
+nlohmann::json job_state_facts(const nlohmann::json& record);
+
+// The state store directory (snapshot + journal) as the world reads it.
+class DurableStateReader {
+ public:
+  explicit DurableStateReader(std::string dir);
+
+  // The durable journal grew (an fsync of it): read only its new records when
+  // it still starts with the header read before, otherwise everything.
+  // `full`: read the snapshot and the journal again (a directory fsync made a
+  // rename durable: a compaction or a new journal). Returns the jobs whose
+  // facts changed since the last call, in job-id order.
+  std::vector<std::pair<std::string, nlohmann::json>> changed(const SimDisk& disk, bool full);
+
+  // The `durable_job_state` events a disk event calls for (the journal's
+  // fsync: its new records; the directory's fsync: everything), at `now`.
+  std::vector<TraceEvent> events_after(const SimDisk& disk, const std::string& disk_event_type,
+                                       const std::string& path, TimeMs now);
+
+  const std::string& dir() const noexcept { return dir_; }
+  std::string journal_path() const;
+
+ private:
+  bool load_all(const SimDisk& disk);
+  bool read_journal_from(const std::string& bytes, std::size_t from);
+
+  std::string dir_;
+  std::map<std::string, nlohmann::json> jobs_;      // as durably held now
+  std::map<std::string, nlohmann::json> recorded_;  // as last recorded
+  std::uint64_t snapshot_seq_ = 0;
+  std::string header_;        // the journal header line read last ("" none)
+  std::size_t offset_ = 0;    // journal bytes read (after the last whole record)
+  bool readable_ = false;     // the last full read succeeded
+};
+
+// One job's delivery ledger file (`<job>.ledger.json`) reduced to the facts
+// the monitors use, per slot (ISO instant): `delivered_to` (targets whose
+// delivery is recorded), `guard` (the send guard consumed), `verdict` (the
+// slot-complete marker's, or null), `outbox` (a decided delivery is held).
+// Empty when the bytes are not such a file.
+std::optional<std::pair<std::string, std::map<std::string, nlohmann::json>>> ledger_facts(
+    std::string_view bytes);
+
+}  // namespace rehearse::sim

@@ -1,0 +1,157 @@
+// Goal: the world records the durable state itself (issue 9), read from the
+// simulated disk's bytes with readers of its own (sim/world_facts.hpp), so the
+// monitors can judge what was written instead of what the core logged.
+// Method: the readers on hand-made bytes (a torn or altered journal record is
+// not durable state); and a weekly group job whose first two runs fail and
+// whose third delivers: the state store's facts follow each outcome
+// (`durable_job_state`), the ledger's guard and delivery are recorded
+// (`durable_delivery`), each at the instant it became durable.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/sim_disk.hpp"
+#include "sim/world.hpp"
+#include "sim/world_facts.hpp"
+
+namespace rehearse::sim {
+namespace {
+
+using nlohmann::json;
+
+json record(const std::string& job, int count, const std::string& status) {
+  return {{"job_id", job}, {"retry_status", status}, {"retry_count", count},
+          {"failure_class", count > 0 ? json("timeout") : json(nullptr)},
+          {"next_action", "none"}, {"next_run_at", nullptr}, {"next_retry_at", nullptr},
+          {"last_slot", nullptr}, {"policy_error", ""}, {"slots", json::object()}};
+}
+
+std::string frame(std::uint64_t seq, const json& payload) {
+  const std::string body = payload.dump();
+  const std::string head = std::to_string(seq) + " " + std::to_string(body.size()) + " " + body;
+  char crc[9];
+  std::snprintf(crc, sizeof crc, "%08x", witness_crc32c(head));
+  return head + " " + crc + "\n";
+}
+
+TEST(WorldFacts, Crc32cHasItsCheckValue) { EXPECT_EQ(witness_crc32c("123456789"), 0xE3069283u); }
+
+TEST(WorldFacts, TheStateReaderFollowsTheJournalAndSkipsATornOrAlteredRecord) {
+  SimDisk disk;
+  ASSERT_TRUE(disk.create_dir("/s").ok());
+  const std::string header = "#rehearse-journal format=1 base=0 crc32c=00000000\n";
+  std::string journal = header + frame(1, record("a", 1, "retrying"));
+  ASSERT_TRUE(disk.put_durable("/s/retry_state.journal", journal).ok());
+  DurableStateReader reader("/s");
+  auto changed = reader.changed(disk, true);
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0].first, "a");
+  EXPECT_EQ(changed[0].second.at("retry_count"), 1);
+  EXPECT_EQ(changed[0].second.at("retry_status"), "retrying");
+  EXPECT_EQ(changed[0].second.at("policy_invalid"), false);
+  // A record whose checksum does not hold (one byte altered) is not read,
+  // nor is a record cut short.
+  std::string altered = frame(2, record("a", 2, "retrying"));
+  altered[altered.find("retrying")] = 'R';
+  ASSERT_TRUE(disk.put_durable("/s/retry_state.journal", journal + altered).ok());
+  EXPECT_TRUE(reader.changed(disk, false).empty());
+  const std::string whole = frame(2, record("a", 2, "retrying"));
+  ASSERT_TRUE(
+      disk.put_durable("/s/retry_state.journal", journal + whole.substr(0, whole.size() - 3))
+          .ok());
+  EXPECT_TRUE(reader.changed(disk, false).empty());
+  // Once whole, it is read (and only the change is reported).
+  journal += whole + frame(3, record("b", 0, "ok"));
+  ASSERT_TRUE(disk.put_durable("/s/retry_state.journal", journal).ok());
+  changed = reader.changed(disk, false);
+  ASSERT_EQ(changed.size(), 2u);
+  EXPECT_EQ(changed[0].second.at("retry_count"), 2);
+  EXPECT_EQ(changed[1].first, "b");
+}
+
+TEST(WorldFacts, TheSnapshotHoldsWhatTheJournalDoesNotRepeat) {
+  SimDisk disk;
+  ASSERT_TRUE(disk.create_dir("/s").ok());
+  const json snap = {{"format", 1}, {"journal_seq", 2}, {"jobs", {{"a", record("a", 2, "retrying")}}}};
+  ASSERT_TRUE(disk.put_durable("/s/retry_state.json", snap.dump()).ok());
+  // Record 2 is folded into the snapshot already: not applied again.
+  const std::string journal = "#rehearse-journal format=1 base=1 crc32c=00000000\n" +
+                              frame(2, record("a", 1, "retrying"));
+  ASSERT_TRUE(disk.put_durable("/s/retry_state.journal", journal).ok());
+  DurableStateReader reader("/s");
+  const auto changed = reader.changed(disk, true);
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0].second.at("retry_count"), 2);
+  // An unreadable snapshot records nothing.
+  ASSERT_TRUE(disk.put_durable("/s/retry_state.json", "{\"jobs\":").ok());
+  DurableStateReader fresh("/s");
+  EXPECT_TRUE(fresh.changed(disk, true).empty());
+}
+
+TEST(WorldFacts, TheLedgerReaderGivesGuardDeliveriesAndVerdictPerSlot) {
+  const json doc = {{"format", 1}, {"job_id", "g"}, {"checksum", "x"},
+                    {"slots", {{{"slot", "2026-12-04T17:00:00Z"}, {"delivered_to", {"team"}},
+                                {"guard_at", "2026-12-04T17:00:05Z"},
+                                {"marked_at", "2026-12-04T17:00:06Z"}, {"verdict", "delivered"}}}}};
+  const auto facts = ledger_facts(doc.dump());
+  ASSERT_TRUE(facts.has_value());
+  EXPECT_EQ(facts->first, "g");
+  const json& s = facts->second.at("2026-12-04T17:00:00Z");
+  EXPECT_EQ(s.at("delivered_to"), json({"team"}));
+  EXPECT_EQ(s.at("guard"), true);
+  EXPECT_EQ(s.at("verdict"), "delivered");
+  EXPECT_FALSE(ledger_facts("not json").has_value());
+}
+
+// A weekly group job, quota out for 40 minutes from 16:59:30: 17:00 fails,
+// the 30-minute retry at 17:30 fails, the 60-minute one at 18:30 delivers.
+TEST(WorldFacts, ARunRecordsTheDurableStateAndTheLedgerAsTheyBecomeDurable) {
+  auto loaded = load_scenario_json(R"({
+    "format": 1, "scenario": "facts", "start": "2026-12-04T16:00:00Z",
+    "until": "2026-12-04T20:00:00Z",
+    "services": {"model-api": {}, "messenger": {"targets": ["team"]}},
+    "jobs": [{"id": "weekly", "kind": "group", "schedule": "0 17 * * 5", "retry_policy": "auto",
+              "tasks": [{"id": "summary", "produces": "summary"}], "targets": ["team"]}],
+    "faults": [{"at": "2026-12-04T16:59:30Z", "for": "40m", "kind": "quota_exhausted"}]
+  })", "facts.json");
+  ASSERT_TRUE(loaded.ok()) << loaded.error().describe();
+  auto run = run_scenario(*loaded);
+  ASSERT_TRUE(run.ok()) << run.error().describe();
+  std::vector<std::string> states;  // "<instant> <status> <count> <class>"
+  std::vector<std::string> ledger;  // "<instant> guard=<b> to=<n> verdict=<v>"
+  for (const TraceEvent& e : run->trace.events()) {
+    ASSERT_TRUE(e.type != "durable_job_state" || e.source == EventSource::world);
+    if (e.type == "durable_job_state" && e.job == "weekly") {
+      const json& cls = e.data.at("failure_class");
+      states.push_back(format_instant(e.t) + " " + e.str("retry_status") + " " +
+                       std::to_string(e.num("retry_count")) + " " +
+                       (cls.is_string() ? cls.get<std::string>() : "-"));
+    }
+    if (e.type == "durable_delivery" && e.job == "weekly") {
+      const json& v = e.data.at("verdict");
+      ledger.push_back(format_instant(e.t) + " guard=" + (e.flag("guard") ? "1" : "0") +
+                       " to=" + std::to_string(e.data.at("delivered_to").size()) +
+                       " verdict=" + (v.is_string() ? v.get<std::string>() : "-"));
+    }
+  }
+  ASSERT_GE(states.size(), 3u);
+  const auto seen = [&](const char* minute, const char* facts) {
+    return std::any_of(states.begin(), states.end(), [&](const std::string& s) {
+      return s.rfind(minute, 0) == 0 && s.find(facts) != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(seen("2026-12-04T17:00", "retrying 1 rate_limit")) << ::testing::PrintToString(states);
+  EXPECT_TRUE(seen("2026-12-04T17:30", "retrying 2 rate_limit")) << ::testing::PrintToString(states);
+  EXPECT_EQ(states.back().substr(states.back().find(' ') + 1), "ok 0 -");
+  ASSERT_FALSE(ledger.empty());
+  EXPECT_EQ(ledger.back().substr(ledger.back().find(' ') + 1), "guard=1 to=1 verdict=delivered");
+  EXPECT_EQ(ledger.back().rfind("2026-12-04T18:30", 0), 0u);
+}
+
+}  // namespace
+}  // namespace rehearse::sim
