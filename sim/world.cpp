@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <new>
 #include <set>
 #include <utility>
 
@@ -95,6 +96,7 @@ class World {
       : scenario_(scenario),
         options_(options),
         seed_(seed),
+        trace_(options.keep_trace ? TraceKeep::all : TraceKeep::none),
         sim_(SimulatorOptions{.start_ms = scenario.start_ms,
                               .seed = seed,
                               .events_max = static_cast<std::uint64_t>(
@@ -155,6 +157,7 @@ class World {
   void on_violation(Violation violation);
   void drain_monitor_violations();
   void record_durable_stages();
+  RunResult run_loop_guarded(ScenarioRunResult& result);
   void sync_secrets();
   void read_final_state(ScenarioRunResult& result);
 
@@ -179,6 +182,8 @@ class World {
   std::string crash_cause_ = "unknown";
   std::optional<DurationMs> torn_down_for_;  // an armed torn_write's down time
   std::size_t secrets_synced_ = 0;
+  std::int64_t messenger_calls_ = 0;
+  std::vector<const JobSpec*> reconcile_specs_;  // the scenario's reconcile jobs
   std::set<std::string> expected_violations_;
   std::set<std::string> fired_;
   std::vector<Violation> violations_;      // first of each invariant
@@ -637,6 +642,10 @@ void World::on_violation(Violation violation) {
 
 void World::on_trace_event(const TraceEvent& event, std::size_t index) {
   if (options_.trace_sink) options_.trace_sink(event, index);
+  if (event.service == to_string(ServiceKind::messenger) &&
+      (event.type == "message_delivered" || event.type == "message_refused")) {
+    ++messenger_calls_;
+  }
   // A token issued by the brokerage is a secret from the moment it exists.
   sync_secrets();
   monitors_->observe(event, index);
@@ -657,8 +666,8 @@ void World::on_trace_event(const TraceEvent& event, std::size_t index) {
 // would otherwise hide its own bug. Bytes that do not parse record nothing
 // (the core fails such a cycle closed; state_durable is about the state store).
 void World::record_durable_stages() {
-  for (const JobSpec& spec : scenario_.jobs) {
-    if (spec.kind != JobKind::reconcile) continue;
+  for (const JobSpec* reconcile : reconcile_specs_) {  // not every job: per event
+    const JobSpec& spec = *reconcile;
     const std::string path = fmt::format("{}/{}", reconcile_config_from(spec).store_dir,
                                          PipelineStore::kFileName);
     const std::optional<std::string> bytes = disk_.durable_content(path);
@@ -730,6 +739,29 @@ void World::read_final_state(ScenarioRunResult& result) {
   }
 }
 
+// The run loop, with running out of memory as an end of its own: the trace's
+// kept events are let go (what memory there is goes to the report), and the
+// run ends where it was, reported like a stopped run with an error saying why
+// (docs/run.md). Everything after this still reads the monitors' tallies.
+RunResult World::run_loop_guarded(ScenarioRunResult& result) {
+  try {
+    return sim_.run_until(scenario_.until_ms);
+  } catch (const std::bad_alloc&) {
+    trace_.drop_events();
+    result.out_of_memory = true;
+    RunResult cut;
+    cut.outcome = RunOutcome::stopped;
+    cut.events_executed = events_seen_;
+    cut.now_ms = sim_.now();
+    cut.message = fmt::format(
+        "out of memory after {} events at {}: the run was cut short there; the tallies are "
+        "those of the run so far",
+        events_seen_, format_instant(sim_.now()));
+    result.errors.push_back(cut.message);
+    return cut;
+  }
+}
+
 ScenarioRunResult World::run() {
   ScenarioRunResult result;
   result.scenario = scenario_.name;
@@ -745,6 +777,7 @@ ScenarioRunResult World::run() {
   for (const JobSpec& spec : scenario_.jobs) {
     if (spec.kind == JobKind::reconcile) {
       monitors_->add_locked_store(reconcile_config_from(spec).store_dir);
+      reconcile_specs_.push_back(&spec);
     }
   }
   // Full agent ids are secrets the monitors take from the scenario itself.
@@ -774,7 +807,7 @@ ScenarioRunResult World::run() {
 
   process_ = sim_.add_process("worker", [this](Simulator& s, ProcessId p) { boot(s, p); });
   sim_.boot(process_);
-  const RunResult run = sim_.run_until(scenario_.until_ms);
+  const RunResult run = run_loop_guarded(result);
 
   result.outcome = run.outcome;
   result.outcome_message = run.message;
@@ -819,10 +852,10 @@ ScenarioRunResult World::run() {
   result.all_violations = all_violations_;
   result.violation_counts = violation_counts_;
   result.violations_dropped = violations_dropped_;
-  // Hand the events over in a fresh Trace without the world's listeners.
-  for (const TraceEvent& e : trace_.events()) result.trace.record(e);
-  REHEARSE_ASSERT(result.trace.hash() == trace_.hash());
+  result.messenger_calls = messenger_calls_;
+  // Hand the events over in a Trace of their own, without the world's listeners.
   result.trace_hash = hex64(trace_.hash());
+  result.trace = trace_.take();
   if (options_.progress) {
     options_.progress(RunProgress{sim_.now(), scenario_.start_ms, scenario_.until_ms, events_seen_});
   }
