@@ -393,6 +393,10 @@ Result<DeliveryLedger::JobCache> DeliveryLedger::load(const std::string& job_id)
   auto scan = decode_ledger_journal(**journal, job_id);
   if (!scan.ok()) return located(std::move(scan).error(), job_id, journal_path);
   for (DeliverySlot& r : scan->records) apply_record(c.slots, c.completed, std::move(r));
+  // Replayed records can bring back completed slots pruned since they were
+  // written: pruned again, the records are those the writer held (the kept
+  // set is the most recent completions, which only grows more recent).
+  prune(c);
   std::vector<DeliverySlot> all;
   for (const auto& [slot, r] : c.slots) all.push_back(r);
   if (auto s = check_slot_records(all); !s.ok()) {
