@@ -495,17 +495,17 @@ Status DeliveryLedger::check_bounds(const std::string& job_id, const JobCache& c
 Status DeliveryLedger::write_atomically(const std::string& path, std::string_view bytes) {
   const std::string temp = path + kTempSuffix;
   if (auto s = disk_->write_file(temp, bytes); !s.ok()) return s;
-  if (auto s = disk_->fsync_file(temp); !s.ok()) return s;
-  if (auto s = disk_->rename_file(temp, path); !s.ok()) return s;
-  if (auto s = disk_->fsync_dir(dir_); !s.ok()) return s;
-  // Read back: the file now holds exactly what was written.
-  auto back = disk_->read_file(path);
+  // Read back before the step that makes it count (the rename and the
+  // directory's fsync stay the last operations, the point of durability).
+  auto back = disk_->read_file(temp);
   if (!back.ok()) return std::move(back).error();
   if (!back->has_value() || **back != bytes) {
     return make_error(ErrorCode::io_error, "the file read back differs from what was written",
-                      path);
+                      temp);
   }
-  return {};
+  if (auto s = disk_->fsync_file(temp); !s.ok()) return s;
+  if (auto s = disk_->rename_file(temp, path); !s.ok()) return s;
+  return disk_->fsync_dir(dir_);
 }
 
 // The snapshot becomes the cache's records. The one it replaces must still
@@ -548,13 +548,14 @@ Status DeliveryLedger::append_record(const std::string& job_id, JobCache& c,
                                      std::string_view record) {
   const std::string path = journal_path_for(job_id);
   if (auto s = disk_->append_file(path, record); !s.ok()) return s;
-  if (auto s = disk_->fsync_file(path); !s.ok()) return s;
+  // Read back before the fsync, which stays the point of durability.
   auto back = disk_->read_range(path, c.journal_end, record.size() + 1);
   if (!back.ok()) return std::move(back).error();
   if (!back->has_value() || **back != record) {
     return make_error(ErrorCode::io_error,
                       "the journal read back differs from the record just appended", path);
   }
+  if (auto s = disk_->fsync_file(path); !s.ok()) return s;
   c.last_offset = c.journal_end;
   c.journal_end += record.size();
   c.last_crc = crc32c(record);
