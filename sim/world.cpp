@@ -744,22 +744,11 @@ void World::read_final_state(ScenarioRunResult& result) {
 // run ends where it was, reported like a stopped run with an error saying why
 // (docs/run.md). Everything after this still reads the monitors' tallies.
 RunResult World::run_loop_guarded(ScenarioRunResult& result) {
-  try {
-    return sim_.run_until(scenario_.until_ms);
-  } catch (const std::bad_alloc&) {
-    trace_.drop_events();
-    result.out_of_memory = true;
-    RunResult cut;
-    cut.outcome = RunOutcome::stopped;
-    cut.events_executed = events_seen_;
-    cut.now_ms = sim_.now();
-    cut.message = fmt::format(
-        "out of memory after {} events at {}: the run was cut short there; the tallies are "
-        "those of the run so far",
-        events_seen_, format_instant(sim_.now()));
-    result.errors.push_back(cut.message);
-    return cut;
-  }
+  // Catching std::bad_alloc here and going on to the end-of-run steps crashed
+  // (tests/sim/test_trace_stream.cpp): the simulator is left mid-event. Until
+  // that is fixed, it propagates and the CLI reports an ERROR row (exit 3).
+  (void)result;
+  return sim_.run_until(scenario_.until_ms);
 }
 
 ScenarioRunResult World::run() {
