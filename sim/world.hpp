@@ -195,8 +195,8 @@ struct ScenarioRunResult {
   bool store_corrupt = false;
   std::string store_error;  // why the store could not be read, if it could not
 
-  // The run ran out of memory and was cut short (errors says where); what it
-  // reached is reported (tallies, violations so far), its trace events are not.
+  // The run ran out of memory and was cut short (not set yet: std::bad_alloc
+  // propagates out of run_scenario, docs/run.md).
   bool out_of_memory = false;
 
   // The run could not be carried out as the scenario says (a core task ended
