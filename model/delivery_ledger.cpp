@@ -1,10 +1,14 @@
 #include "model/delivery_ledger.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
+#include <system_error>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "model/state_codec.hpp"  // crc32c
 
 namespace rehearse {
 
@@ -249,54 +253,357 @@ Result<DeliveryLedger> DeliveryLedger::open(Disk& disk, std::string dir,
   return DeliveryLedger(disk, std::move(dir), options);
 }
 
-Result<DeliveryLedger::JobFile> DeliveryLedger::load(const std::string& job_id) {
-  JobFile file;
-  file.job_id = job_id;
-  const std::string path = path_for(job_id);
-  auto bytes = disk_->read_file(path);
-  if (!bytes.ok()) return std::move(bytes).error();
-  if (!bytes->has_value()) return file;  // nothing recorded yet
-  auto slots = decode_ledger(**bytes, job_id);
-  if (!slots.ok()) {
-    Error e = std::move(slots).error();
-    e.where = path + (e.where.size() > job_id.size() ? e.where.substr(job_id.size()) : "");
-    return e;
+// ---- the journal ---------------------------------------------------------------
+
+namespace {
+
+constexpr const char* kJournalKey = "delivery_ledger_journal";
+
+// "<crc 8 hex> <json>": one record, without its newline.
+Result<DeliverySlot> decode_record_line(std::string_view line, const std::string& where) {
+  if (line.size() < 10 || line[8] != ' ') return corrupt("a journal line is not framed", where);
+  std::uint32_t crc = 0;
+  const auto [end, ec] = std::from_chars(line.data(), line.data() + 8, crc, 16);
+  if (ec != std::errc() || end != line.data() + 8) {
+    return corrupt("a journal line has no checksum", where);
   }
-  file.slots = std::move(slots).value();
-  return file;
+  const std::string_view body = line.substr(9);
+  if (crc32c(body) != crc) return corrupt("a journal record fails its checksum", where);
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return corrupt("a journal record is not valid JSON", where);
+  auto record = slot_from_json(j, where);
+  if (!record.ok()) return record;
+  if (auto s = check_slot_records({*record}); !s.ok()) {
+    return corrupt(s.error().message, where + "/" + s.error().where);
+  }
+  return record;
 }
 
-Status DeliveryLedger::store(const JobFile& file) {
-  // Checked before writing, and decode checks again after reading it back.
-  if (auto s = check_slot_records(file.slots); !s.ok()) {
+Result<std::uint64_t> decode_journal_header(std::string_view line, const std::string& job_id) {
+  const nlohmann::json h = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (h.is_discarded() || !h.is_object() || h.size() != 3 || !h.contains(kJournalKey) ||
+      h.at(kJournalKey) != 1 || !h.contains("generation") ||
+      !h.at("generation").is_number_unsigned() || !h.contains("job_id") ||
+      h.at("job_id") != job_id) {
+    return corrupt(fmt::format("the journal header is not that of job '{}'", job_id),
+                   job_id + ":1");
+  }
+  return h.at("generation").get<std::uint64_t>();
+}
+
+}  // namespace
+
+std::string encode_ledger_record(const DeliverySlot& slot) {
+  const std::string body =
+      slot_to_json(slot).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return fmt::format("{:08x} {}\n", crc32c(body), body);
+}
+
+std::string encode_ledger_journal_header(const std::string& job_id, std::uint64_t generation) {
+  const nlohmann::json h = {{kJournalKey, 1}, {"generation", generation}, {"job_id", job_id}};
+  return h.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+Result<LedgerJournal> decode_ledger_journal(std::string_view bytes, const std::string& job_id) {
+  // The header comes with the first record in one atomic write: never torn.
+  const std::size_t header_end = bytes.find('\n');
+  if (header_end == std::string_view::npos) {
+    return corrupt("the journal has no header line", job_id + ":1");
+  }
+  auto generation = decode_journal_header(bytes.substr(0, header_end), job_id);
+  if (!generation.ok()) return std::move(generation).error();
+  LedgerJournal journal;
+  journal.generation = *generation;
+  std::uint64_t offset = header_end + 1;
+  journal.valid_end = offset;
+  for (std::size_t line = 2; offset < bytes.size(); ++line) {
+    const std::size_t end = bytes.find('\n', offset);
+    const bool last = end == std::string_view::npos || end + 1 == bytes.size();
+    const std::string_view text = end == std::string_view::npos
+                                      ? bytes.substr(offset)
+                                      : bytes.substr(offset, end - offset);
+    auto record = decode_record_line(text, fmt::format("{}:{}", job_id, line));
+    if (end == std::string_view::npos || !record.ok()) {
+      if (last) {  // a crash mid-append: never acknowledged
+        journal.torn = true;
+        break;
+      }
+      return std::move(record).error();
+    }
+    journal.records.push_back(std::move(record).value());
+    journal.offsets.push_back(offset);
+    offset = end + 1;
+    journal.valid_end = offset;
+  }
+  return journal;
+}
+
+// ---- the ledger ----------------------------------------------------------------
+
+std::string DeliveryLedger::journal_path_for(const std::string& job_id) const {
+  return join_path(dir_, encode_job_id(job_id) + kJournalSuffix);
+}
+
+namespace {
+
+// The error's location on the file it came from ("job:3" -> "path:3").
+Error located(Error e, const std::string& job_id, const std::string& path) {
+  e.where = path + (e.where.size() > job_id.size() ? e.where.substr(job_id.size()) : "");
+  return e;
+}
+
+void apply_record(std::map<TimeMs, DeliverySlot>& slots,
+                  std::set<std::pair<TimeMs, TimeMs>>& completed, DeliverySlot record) {
+  const auto it = slots.find(record.slot);
+  if (it != slots.end() && it->second.marked_at) {
+    completed.erase({*it->second.marked_at, record.slot});
+  }
+  if (record.marked_at) completed.emplace(*record.marked_at, record.slot);
+  const TimeMs slot = record.slot;
+  slots.insert_or_assign(slot, std::move(record));
+}
+
+}  // namespace
+
+// Snapshot, then the journal's records on top (the last record of a slot
+// wins), each file with every check of its format.
+Result<DeliveryLedger::JobCache> DeliveryLedger::load(const std::string& job_id) {
+  JobCache c;
+  const std::string path = path_for(job_id);
+  auto snapshot = disk_->read_file(path);
+  if (!snapshot.ok()) return std::move(snapshot).error();
+  if (snapshot->has_value()) {
+    auto slots = decode_ledger(**snapshot, job_id);
+    if (!slots.ok()) return located(std::move(slots).error(), job_id, path);
+    for (DeliverySlot& r : *slots) apply_record(c.slots, c.completed, std::move(r));
+    c.snapshot_size = (*snapshot)->size();
+    c.snapshot_head = (*snapshot)->substr(0, kHeadBytes);
+  }
+  const std::string journal_path = journal_path_for(job_id);
+  auto journal = disk_->read_file(journal_path);
+  if (!journal.ok()) return std::move(journal).error();
+  if (auto s = make_durable(snapshot->has_value(), journal->has_value(), job_id); !s.ok()) {
+    return s.error();
+  }
+  if (!journal->has_value()) return c;
+  if (!snapshot->has_value()) {
+    return corrupt("the journal continues a snapshot that is missing (records may be lost)",
+                   journal_path);
+  }
+  auto scan = decode_ledger_journal(**journal, job_id);
+  if (!scan.ok()) return located(std::move(scan).error(), job_id, journal_path);
+  for (DeliverySlot& r : scan->records) apply_record(c.slots, c.completed, std::move(r));
+  // Replayed records can bring back completed slots pruned since they were
+  // written: pruned again, the records are those the writer held (the kept
+  // set is the most recent completions, which only grows more recent).
+  prune(c);
+  std::vector<DeliverySlot> all;
+  for (const auto& [slot, r] : c.slots) all.push_back(r);
+  if (auto s = check_slot_records(all); !s.ok()) {
+    return corrupt(s.error().message, journal_path + "#" + s.error().where);
+  }
+  c.journal = true;
+  c.generation = scan->generation;
+  c.journal_end = scan->valid_end;
+  c.last_offset = scan->offsets.empty() ? 0 : scan->offsets.back();
+  c.last_crc = crc32c(std::string_view(**journal).substr(c.last_offset, c.journal_end - c.last_offset));
+  c.torn = scan->torn;
+  return c;
+}
+
+// What a load reads may exist only in the page cache (a process that died
+// between a rename and the directory's fsync, or between an append and its
+// fsync): building on it and acknowledging would let a later power loss take
+// acknowledged records back, so what was read is made durable first (as the
+// state store does).
+Status DeliveryLedger::make_durable(bool snapshot, bool journal, const std::string& job_id) {
+  if (snapshot) {
+    if (auto s = disk_->fsync_file(path_for(job_id)); !s.ok()) return s;
+  }
+  if (journal) {
+    if (auto s = disk_->fsync_file(journal_path_for(job_id)); !s.ok()) return s;
+  }
+  if (snapshot || journal) return disk_->fsync_dir(dir_);
+  return {};
+}
+
+// Whether the job's files are still the ones the cache was made from (a few
+// bytes read, whatever the files' size).
+Result<bool> DeliveryLedger::unchanged(const std::string& job_id, const JobCache& c) {
+  if (c.torn) return false;
+  const std::string path = path_for(job_id);
+  auto head = disk_->read_range(path, 0, kHeadBytes);
+  if (!head.ok()) return std::move(head).error();
+  if (head->has_value() != (c.snapshot_size != 0)) return false;
+  if (head->has_value()) {
+    if (**head != c.snapshot_head) return false;
+    auto last = disk_->read_range(path, c.snapshot_size - 1, 2);
+    if (!last.ok()) return std::move(last).error();
+    if (!last->has_value() || (*last)->size() != 1) return false;
+  }
+  const std::string journal_path = journal_path_for(job_id);
+  const std::uint64_t tail = c.journal ? c.journal_end - c.last_offset : 0;
+  auto end = disk_->read_range(journal_path, c.last_offset, tail + 1);
+  if (!end.ok()) return std::move(end).error();
+  if (!c.journal) return !end->has_value();
+  return end->has_value() && (*end)->size() == tail && crc32c(**end) == c.last_crc;
+}
+
+Result<DeliveryLedger::JobCache*> DeliveryLedger::current(const std::string& job_id) {
+  if (const auto it = cache_.find(job_id); it != cache_.end()) {
+    auto same = unchanged(job_id, it->second);
+    if (!same.ok()) return std::move(same).error();
+    if (*same) return &it->second;
+    cache_.erase(it);
+  }
+  auto loaded = load(job_id);
+  if (!loaded.ok()) return std::move(loaded).error();
+  return &cache_.insert_or_assign(job_id, std::move(loaded).value()).first->second;
+}
+
+void DeliveryLedger::prune(JobCache& c) const {
+  // The oldest completed slots (by completion time, then slot) go first.
+  while (c.completed.size() > options_.completed_slots_kept) {
+    const TimeMs slot = c.completed.begin()->second;
+    c.completed.erase(c.completed.begin());
+    c.slots.erase(slot);
+  }
+}
+
+Status DeliveryLedger::check_bounds(const std::string& job_id, const JobCache& c,
+                                    const DeliverySlot& changed) const {
+  // Checked before writing, and decoded again right after encoding.
+  if (auto s = check_slot_records({changed}); !s.ok()) {
     Error e = std::move(s).error();
     if (e.code == ErrorCode::corrupt) e.code = ErrorCode::internal;  // our own bug
     return e;
   }
-  const auto open = std::count_if(file.slots.begin(), file.slots.end(),
-                                  [](const DeliverySlot& r) { return !r.marked_at; });
-  if (static_cast<std::size_t>(open) > options_.open_slots_max) {
+  const auto it = c.slots.find(changed.slot);
+  const bool was_open = it != c.slots.end() && !it->second.marked_at;
+  const std::size_t open = c.slots.size() - c.completed.size() - (was_open ? 1 : 0) +
+                           (changed.marked_at ? 0 : 1);
+  if (open > options_.open_slots_max) {
     return make_error(ErrorCode::invalid_argument,
                       fmt::format("more than {} open slots for job '{}': refused rather than "
                                   "forgetting one (a forgotten open slot could be delivered twice)",
-                                  options_.open_slots_max, file.job_id),
-                      path_for(file.job_id));
+                                  options_.open_slots_max, job_id),
+                      path_for(job_id));
   }
-  const std::string path = path_for(file.job_id);
+  return {};
+}
+
+Status DeliveryLedger::write_atomically(const std::string& path, std::string_view bytes) {
   const std::string temp = path + kTempSuffix;
-  const std::string bytes = encode_ledger(file.job_id, file.slots);
   if (auto s = disk_->write_file(temp, bytes); !s.ok()) return s;
+  // Read back before the step that makes it count (the rename and the
+  // directory's fsync stay the last operations, the point of durability).
+  auto back = disk_->read_file(temp);
+  if (!back.ok()) return std::move(back).error();
+  if (!back->has_value() || **back != bytes) {
+    return make_error(ErrorCode::io_error, "the file read back differs from what was written",
+                      temp);
+  }
   if (auto s = disk_->fsync_file(temp); !s.ok()) return s;
   if (auto s = disk_->rename_file(temp, path); !s.ok()) return s;
   return disk_->fsync_dir(dir_);
 }
 
-Result<DeliverySlot> DeliveryLedger::read(const std::string& job_id, TimeMs slot) {
-  auto records = read_job(job_id);
-  if (!records.ok()) return std::move(records).error();
-  for (DeliverySlot& r : *records) {
-    if (r.slot == slot) return std::move(r);
+// The snapshot becomes the cache's records. The one it replaces must still
+// decode: a damaged snapshot is kept for an operator, never written over.
+Status DeliveryLedger::write_snapshot(const std::string& job_id, JobCache& c) {
+  const std::string path = path_for(job_id);
+  if (c.snapshot_size != 0) {
+    auto on_disk = disk_->read_file(path);
+    if (!on_disk.ok()) return std::move(on_disk).error();
+    if (!on_disk->has_value()) return corrupt("the snapshot went missing", path);
+    auto decoded = decode_ledger(**on_disk, job_id);
+    if (!decoded.ok()) return located(std::move(decoded).error(), job_id, path);
   }
+  std::vector<DeliverySlot> all;
+  all.reserve(c.slots.size());
+  for (const auto& [slot, r] : c.slots) all.push_back(r);
+  const std::string bytes = encode_ledger(job_id, all);
+  if (auto s = write_atomically(path, bytes); !s.ok()) return s;
+  c.snapshot_size = bytes.size();
+  c.snapshot_head = bytes.substr(0, kHeadBytes);
+  return {};
+}
+
+Status DeliveryLedger::start_journal(const std::string& job_id, JobCache& c,
+                                     std::string_view record) {
+  const std::string header = encode_ledger_journal_header(job_id, c.generation + 1);
+  if (auto s = write_atomically(journal_path_for(job_id), header + std::string(record)); !s.ok()) {
+    return s;
+  }
+  c.journal = true;
+  c.generation += 1;
+  c.last_offset = header.size();
+  c.journal_end = header.size() + record.size();
+  c.last_crc = crc32c(record);
+  c.torn = false;
+  return {};
+}
+
+Status DeliveryLedger::append_record(const std::string& job_id, JobCache& c,
+                                     std::string_view record) {
+  const std::string path = journal_path_for(job_id);
+  if (auto s = disk_->append_file(path, record); !s.ok()) return s;
+  // Read back before the fsync, which stays the point of durability.
+  auto back = disk_->read_range(path, c.journal_end, record.size() + 1);
+  if (!back.ok()) return std::move(back).error();
+  if (!back->has_value() || **back != record) {
+    return make_error(ErrorCode::io_error,
+                      "the journal read back differs from the record just appended", path);
+  }
+  if (auto s = disk_->fsync_file(path); !s.ok()) return s;
+  c.last_offset = c.journal_end;
+  c.journal_end += record.size();
+  c.last_crc = crc32c(record);
+  return {};
+}
+
+// One changed record to disk: the first write of a job is its snapshot; later
+// ones go to the journal, folded first when it has outgrown the snapshot (or
+// holds a torn line).
+Status DeliveryLedger::write_change(const std::string& job_id, JobCache& c,
+                                    const DeliverySlot& changed) {
+  const std::string record = encode_ledger_record(changed);
+  // Read back before writing: the cache keeps exactly what a restart decodes
+  // (text that was not UTF-8 is stored replaced).
+  auto stored = decode_record_line(std::string_view(record).substr(0, record.size() - 1), job_id);
+  if (!stored.ok()) {
+    return make_error(ErrorCode::internal,
+                      "a ledger record does not decode back: " + stored.error().message,
+                      journal_path_for(job_id));
+  }
+  const std::uint64_t fold_at = std::max(c.snapshot_size, options_.journal_bytes_min);
+  Status written;
+  if (c.snapshot_size == 0 && !c.journal) {
+    apply_record(c.slots, c.completed, *stored);
+    prune(c);
+    return write_snapshot(job_id, c);
+  }
+  if (c.torn || (c.journal && c.journal_end + record.size() > fold_at)) {
+    written = write_snapshot(job_id, c);  // the records before the change
+    if (written.ok()) written = start_journal(job_id, c, record);
+  } else if (!c.journal) {
+    written = start_journal(job_id, c, record);
+  } else {
+    written = append_record(job_id, c, record);
+  }
+  if (!written.ok()) return written;
+  apply_record(c.slots, c.completed, std::move(stored).value());
+  prune(c);
+  return {};
+}
+
+Result<DeliverySlot> DeliveryLedger::read(const std::string& job_id, TimeMs slot) {
+  if (job_id.empty()) return make_error(ErrorCode::invalid_argument, "job id is empty");
+  auto held = disk_->lock_exclusive(lock_path());
+  if (!held.ok()) return std::move(held).error();
+  auto c = current(job_id);
+  if (!c.ok()) return std::move(c).error();
+  if (const auto it = (*c)->slots.find(slot); it != (*c)->slots.end()) return it->second;
   DeliverySlot empty;
   empty.slot = slot;
   return empty;
@@ -306,9 +613,12 @@ Result<std::vector<DeliverySlot>> DeliveryLedger::read_job(const std::string& jo
   if (job_id.empty()) return make_error(ErrorCode::invalid_argument, "job id is empty");
   auto held = disk_->lock_exclusive(lock_path());
   if (!held.ok()) return std::move(held).error();
-  auto file = load(job_id);
-  if (!file.ok()) return std::move(file).error();
-  return std::move(file->slots);
+  auto c = current(job_id);
+  if (!c.ok()) return std::move(c).error();
+  std::vector<DeliverySlot> all;
+  all.reserve((*c)->slots.size());
+  for (const auto& [slot, r] : (*c)->slots) all.push_back(r);
+  return all;
 }
 
 template <typename Mutate>
@@ -316,37 +626,19 @@ Status DeliveryLedger::update(const std::string& job_id, TimeMs slot, Mutate mut
   if (job_id.empty()) return make_error(ErrorCode::invalid_argument, "job id is empty");
   auto held = disk_->lock_exclusive(lock_path());
   if (!held.ok()) return std::move(held).error();
-  auto loaded = load(job_id);
-  if (!loaded.ok()) return std::move(loaded).error();
-  JobFile file = std::move(loaded).value();
-  auto it = std::lower_bound(file.slots.begin(), file.slots.end(), slot,
-                             [](const DeliverySlot& r, TimeMs t) { return r.slot < t; });
-  if (it == file.slots.end() || it->slot != slot) {
-    DeliverySlot fresh;
-    fresh.slot = slot;
-    it = file.slots.insert(it, std::move(fresh));
-  }
-  const DeliverySlot before = *it;
-  if (auto s = mutate(*it); !s.ok()) return s;
-  if (*it == before) return {};  // nothing changed: no write
-  if (it->marked_at) {
-    // Prune the oldest completed slots (by completion time, then slot).
-    std::vector<std::pair<TimeMs, TimeMs>> completed;
-    for (const DeliverySlot& r : file.slots) {
-      if (r.marked_at) completed.emplace_back(*r.marked_at, r.slot);
-    }
-    if (completed.size() > options_.completed_slots_kept) {
-      std::sort(completed.begin(), completed.end());
-      const std::size_t drop = completed.size() - options_.completed_slots_kept;
-      std::vector<TimeMs> dropped;
-      for (std::size_t i = 0; i < drop; ++i) dropped.push_back(completed[i].second);
-      std::sort(dropped.begin(), dropped.end());
-      std::erase_if(file.slots, [&](const DeliverySlot& r) {
-        return r.marked_at && std::binary_search(dropped.begin(), dropped.end(), r.slot);
-      });
-    }
-  }
-  return store(file);
+  auto cached = current(job_id);
+  if (!cached.ok()) return std::move(cached).error();
+  JobCache& c = **cached;
+  DeliverySlot before;
+  before.slot = slot;
+  if (const auto it = c.slots.find(slot); it != c.slots.end()) before = it->second;
+  DeliverySlot after = before;
+  if (auto s = mutate(after); !s.ok()) return s;
+  if (after == before) return {};  // nothing changed: no write
+  if (auto s = check_bounds(job_id, c, after); !s.ok()) return s;
+  Status written = write_change(job_id, c, after);
+  if (!written.ok()) cache_.erase(job_id);  // the files may be anything now: load again
+  return written;
 }
 
 Status DeliveryLedger::write_outbox(const std::string& job_id, TimeMs slot, nlohmann::json items,

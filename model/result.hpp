@@ -24,6 +24,7 @@ enum class ErrorCode {
   never_fires,       // a cron expression that matches no instant
   unsupported,       // syntax we recognise but deliberately do not accept
   busy,              // a lock or resource is held elsewhere
+  out_of_memory,     // the process ran out of memory (reported with what was reached)
   internal,          // should not happen; reported rather than crashing
 };
 

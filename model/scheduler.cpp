@@ -150,11 +150,12 @@ Scheduler::Scheduler(SchedulerPorts ports, std::vector<ScheduledJob> jobs, Sched
       ledger_(ports.ledger),
       alarm_(ports.clock) {
   REHEARSE_ASSERT(options_.concurrency >= 1);
-  std::set<std::string> ids;
-  for (const ScheduledJob& job : jobs_) {
+  for (std::size_t i = 0; i < jobs_.size(); ++i) {
+    const ScheduledJob& job = jobs_[i];
     REHEARSE_ASSERT(!job.id.empty());
     REHEARSE_ASSERT(job.runner != nullptr);
-    REHEARSE_ASSERT(ids.insert(job.id).second);  // ids are unique
+    const bool unique = job_index_.emplace(job.id, i).second;
+    REHEARSE_ASSERT(unique);  // ids are unique
   }
 }
 
@@ -169,10 +170,8 @@ Scheduler::~Scheduler() {
 }
 
 const ScheduledJob* Scheduler::find_job(const std::string& id) const {
-  for (const ScheduledJob& job : jobs_) {
-    if (job.id == id) return &job;
-  }
-  return nullptr;
+  const auto it = job_index_.find(id);
+  return it == job_index_.end() ? nullptr : &jobs_[it->second];
 }
 
 const PolicyOrError& Scheduler::effective_policy(const ScheduledJob& job) const {
@@ -183,8 +182,19 @@ const PolicyOrError& Scheduler::effective_policy(const ScheduledJob& job) const 
 
 JobState& Scheduler::state_of(const std::string& id) {
   auto it = states_.find(id);
-  if (it == states_.end()) it = states_.emplace(id, fresh_state(id)).first;
+  if (it == states_.end()) {
+    set_state(id, fresh_state(id));
+    it = states_.find(id);
+  }
   return it->second;
+}
+
+void Scheduler::set_state(const std::string& job_id, JobState state) {
+  JobState& held = states_[job_id];
+  const bool scheduled = job_index_.count(job_id) != 0;
+  if (scheduled && held.next_run_at) next_runs_.erase({*held.next_run_at, job_id});
+  held = std::move(state);
+  if (scheduled && held.next_run_at) next_runs_.emplace(*held.next_run_at, job_id);
 }
 
 void Scheduler::mark_schedule_broken(const std::string& job_id, const Error& why) {
@@ -243,10 +253,10 @@ void Scheduler::collect_finished_runs() {
 
 std::optional<TimeMs> Scheduler::next_deadline() {
   std::optional<TimeMs> deadline;
-  for (const ScheduledJob& job : jobs_) {
-    if (schedule_broken_.count(job.id) != 0) continue;
-    const JobState& s = state_of(job.id);
-    if (s.next_run_at && (!deadline || *s.next_run_at < *deadline)) deadline = s.next_run_at;
+  for (const auto& [at, job_id] : next_runs_) {
+    if (schedule_broken_.count(job_id) != 0) continue;
+    deadline = at;
+    break;
   }
   // With every worker busy, a ready entry must wait for a run to finish
   // (which notifies the alarm): counting it here would spin.
@@ -305,7 +315,7 @@ void Scheduler::load_states() {
     } else {
       for (const ScheduledJob& job : jobs_) {
         const auto it = all->find(job.id);
-        states_[job.id] = it != all->end() ? it->second : fresh_state(job.id);
+        set_state(job.id, it != all->end() ? it->second : fresh_state(job.id));
       }
       check_against_ledger();
     }
@@ -339,7 +349,7 @@ void Scheduler::check_against_ledger() {
                     "job {}, the state's last slot is {}",
                     format_instant(known), job.id, last),
         store_.journal_path());
-    for (const ScheduledJob& j : jobs_) states_[j.id] = fresh_state(j.id);
+    for (const ScheduledJob& j : jobs_) set_state(j.id, fresh_state(j.id));
     enter_corrupt_mode(why);
     return;
   }
@@ -389,7 +399,7 @@ void Scheduler::replay_intents() {
       // The intent holds the state the transition produced: writing it again
       // is a no-op when it reached the store before the crash.
       if (corrupt_) {
-        states_[job->id] = *effects->state;
+        set_state(job->id, *effects->state);
       } else if (Status s = persist(job->id, *effects->state); !s.ok() && !corrupt_) {
         return;  // halted
       }
@@ -508,10 +518,24 @@ void Scheduler::recover_stalled() {
 
 // ---- slots and dispatch -----------------------------------------------------
 
+// The jobs whose next run is due by `now`, in the order of jobs_ (the order
+// slots are handed out in), from next_runs_ rather than a scan of every job.
+std::vector<std::size_t> Scheduler::due_jobs(TimeMs now) const {
+  std::vector<std::size_t> due;
+  for (auto it = next_runs_.begin(); it != next_runs_.end() && it->first <= now; ++it) {
+    due.push_back(job_index_.at(it->second));
+  }
+  std::sort(due.begin(), due.end());
+  return due;
+}
+
 void Scheduler::hand_out_due_slots() {
   const TimeMs now = clock_.now();
-  for (const ScheduledJob& job : jobs_) {
+  for (const std::size_t index : due_jobs(now)) {
+    const ScheduledJob& job = jobs_[index];
     if (schedule_broken_.count(job.id) != 0) continue;
+    // Not due (what take_due_slot would find): no copy of the state.
+    if (const JobState& s = state_of(job.id); !s.next_run_at || *s.next_run_at > now) continue;
     const JobState before = state_of(job.id);
     auto step = take_due_slot(before, job.schedule, now, options_.misfire_grace_ms);
     if (!step.ok()) {
@@ -537,7 +561,7 @@ void Scheduler::hand_out_due_slots() {
       // The write found the store corrupt: the slot is handed out all the
       // same (in memory, fail closed), or the loop would hand it out again.
       t = on_slot_due(effective_policy(job), step->state, h.slot, now);
-      states_[job.id] = t.state;
+      set_state(job.id, t.state);
     }
     for (const RetryRef& r : t.cancelled_retries) {
       auto dropped = queue_.cancel_retries(job.id, r.slot);
@@ -638,7 +662,7 @@ bool Scheduler::drop_entry(const QueueEntry& entry, const std::string& why) {
   notices_.dropped_retries.push_back(
       DroppedRetry{entry.spec.job_id, entry.spec.slot, entry.spec.attempt, now, why});
   Transition t = apply_policy(corrupt_policy_, state_of(entry.spec.job_id), now);
-  states_[entry.spec.job_id] = t.state;  // its policy_invalid note: state_corrupt says it all
+  set_state(entry.spec.job_id, t.state);  // its policy_invalid note: state_corrupt says it all
   return true;
 }
 
@@ -651,7 +675,7 @@ bool Scheduler::begin_run(const ScheduledJob& job, const QueueEntry& entry, Time
       if (!corrupt_) return false;  // halted
       // Fail closed from here, in memory only. A retry does not start (it
       // is dropped below, its pending record with it).
-      if (ref.kind == RunKind::regular) states_[job.id] = t.state;
+      if (ref.kind == RunKind::regular) set_state(job.id, t.state);
     }
   }
   for (const RetryRef& r : t.cancelled_retries) {
@@ -760,13 +784,13 @@ Task<void> Scheduler::execute(QueueEntry entry) {
 
 Status Scheduler::persist(const std::string& job_id, const JobState& next) {
   if (corrupt_) {
-    states_[job_id] = next;  // in memory only: nothing replaces the corrupt file
+    set_state(job_id, next);  // in memory only: nothing replaces the corrupt file
     return {};
   }
   Status s = store_.update(job_id, [&next](JobState& stored) { stored = next; });
   report_store_damage();
   if (s.ok()) {
-    states_[job_id] = next;
+    set_state(job_id, next);
     return s;
   }
   if (s.error().code == ErrorCode::corrupt) {
@@ -785,7 +809,7 @@ std::vector<OutboxMessage> Scheduler::commit_entry(const QueueEntry& entry,
     Effects fx = compute();
     const bool write_state = !corrupt_;
     if (!write_state) {
-      states_[entry.spec.job_id] = *fx.state;
+      set_state(entry.spec.job_id, *fx.state);
       fx.state.reset();
       fx.adds.clear();
     }

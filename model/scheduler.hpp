@@ -196,6 +196,7 @@ class Scheduler {
   // Finishes an entry the state no longer backs; false when halted.
   bool drop_entry(const QueueEntry& entry, const std::string& why);
   std::optional<TimeMs> next_deadline();
+  std::vector<std::size_t> due_jobs(TimeMs now) const;
   void collect_finished_runs();
   void spawn_task(std::string job_id, Task<void> task);
   // A run's start: on_run_started written, superseded retries cancelled,
@@ -206,6 +207,8 @@ class Scheduler {
 
   // Durable plumbing.
   Status persist(const std::string& job_id, const JobState& next);
+  // Every write of states_ goes through here, so that next_runs_ follows it.
+  void set_state(const std::string& job_id, JobState state);
   // Computes the effects, writes them as the entry's intent, writes the
   // state, then applies the queue effects; returns the outbox messages to
   // send. Empty on a halt.
@@ -233,6 +236,10 @@ class Scheduler {
   PolicyOrError corrupt_policy_;
 
   std::map<std::string, JobState> states_;
+  // (next_run_at, job) of every scheduled job that has one: next_deadline()
+  // reads its first entry instead of scanning every job.
+  std::set<std::pair<TimeMs, std::string>> next_runs_;
+  std::map<std::string, std::size_t, std::less<>> job_index_;  // id -> jobs_ index
   std::set<std::string> busy_;            // jobs with a run in flight
   std::set<std::string> schedule_broken_;  // jobs whose schedule gave an error
   bool corrupt_ = false;

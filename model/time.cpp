@@ -18,6 +18,7 @@ const char* to_string(ErrorCode code) noexcept {
     case ErrorCode::never_fires: return "never_fires";
     case ErrorCode::unsupported: return "unsupported";
     case ErrorCode::busy: return "busy";
+    case ErrorCode::out_of_memory: return "out_of_memory";
     case ErrorCode::internal: return "internal";
   }
   return "internal";

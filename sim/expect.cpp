@@ -37,7 +37,16 @@ std::string short_duration(DurationMs ms) {
   return format_duration(ms);
 }
 
+bool expectations_need_trace(const Expectations& expect) {
+  const bool messages = std::any_of(expect.jobs.begin(), expect.jobs.end(),
+                                    [](const auto& job) { return !job.second.messages.empty(); });
+  const bool not_found = std::any_of(expect.items.begin(), expect.items.end(),
+                                     [](const auto& item) { return item.second.not_found.has_value(); });
+  return messages || not_found;
+}
+
 std::int64_t messenger_calls(const ScenarioRunResult& run) {
+  if (run.trace.keep() == TraceKeep::none) return run.messenger_calls;  // counted as it ran
   const auto& events = run.trace.events();
   return std::count_if(events.begin(), events.end(), [](const TraceEvent& e) {
     return e.service == to_string(ServiceKind::messenger) &&

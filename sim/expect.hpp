@@ -50,6 +50,11 @@ struct ExpectFailure {
 std::vector<ExpectFailure> check_expectations(const Scenario& scenario,
                                               const ScenarioRunResult& run);
 
+// Whether checking `expect` needs the run's whole trace (per-target message
+// counts, an item's 404 answers are counted from the services' own events),
+// so a run that would stream its trace keeps it.
+bool expectations_need_trace(const Expectations& expect);
+
 // Messenger sends (delivered or refused) in the run's trace.
 std::int64_t messenger_calls(const ScenarioRunResult& run);
 

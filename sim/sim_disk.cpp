@@ -269,11 +269,28 @@ void SimDisk::erase_entry(Entries& entries, const std::string& name) {
   unlink(old);
 }
 
+void SimDisk::set_live(Directory& d, const std::string& name, Entry e) {
+  set_entry(d.live, name, e);
+  d.dirty.insert(name);
+}
+
+void SimDisk::erase_live(Directory& d, const std::string& name) {
+  erase_entry(d.live, name);
+  d.dirty.insert(name);
+}
+
+// The durable entries become the live ones: only the names changed since the
+// last sync are looked at (the others are the same in both).
 void SimDisk::sync_dir(Directory& d) {
-  Entries old = std::move(d.durable);
-  d.durable = d.live;
-  for (const auto& [name, e] : d.durable) link(e);
-  for (const auto& [name, e] : old) unlink(e);
+  for (const std::string& name : d.dirty) {
+    const auto live = d.live.find(name);
+    if (live == d.live.end()) {
+      erase_entry(d.durable, name);
+    } else {
+      set_entry(d.durable, name, live->second);
+    }
+  }
+  d.dirty.clear();
 }
 
 Result<SimDisk::Inode*> SimDisk::open_for_write(const Located& at, const char* operation) {
@@ -289,7 +306,7 @@ Result<SimDisk::Inode*> SimDisk::open_for_write(const Located& at, const char* o
     return &inode(it->second.inode);
   }
   const std::uint64_t id = new_inode();
-  set_entry(d->live, at.name, Entry{false, id});
+  set_live(*d, at.name, Entry{false, id});
   return &inode(id);
 }
 
@@ -490,8 +507,8 @@ Status SimDisk::rename_file(const std::string& from, const std::string& to) {
   const Entry moved = *e;
   const std::uint64_t bytes = inode(moved.inode).data.size();
   if (src->path != dst->path) {
-    set_entry(to_dir->live, dst->name, moved);
-    erase_entry(find_dir(src->parent)->live, src->name);
+    set_live(*to_dir, dst->name, moved);
+    erase_live(*find_dir(src->parent), src->name);
   }
   if (trace_ != nullptr) {
     record("disk_rename",
@@ -527,7 +544,7 @@ Result<bool> SimDisk::remove_file(const std::string& path) {
   if (e == nullptr) return false;
   if (e->dir) return os_error("unlink", path, kIsDir);
   const std::uint64_t bytes = inode(e->inode).data.size();
-  erase_entry(find_dir(at->parent)->live, at->name);
+  erase_live(*find_dir(at->parent), at->name);
   if (trace_ != nullptr) {
     record("disk_remove", {{"path", at->path}, {"bytes", bytes}, {"process", owner()}});
   }
@@ -552,7 +569,7 @@ Status SimDisk::create_dir(const std::string& dir) {
   // A directory's record lives exactly as long as its live entry (records
   // are dropped only by a crash, together with the entry).
   REHEARSE_ASSERT(dirs_.count(at->path) == 0);
-  set_entry(parent->live, at->name, Entry{true, 0});
+  set_live(*parent, at->name, Entry{true, 0});
   dirs_.emplace(at->path, Directory{});
   if (trace_ != nullptr) record("disk_create_dir", {{"path", at->path}, {"process", owner()}});
   return {};
@@ -611,7 +628,7 @@ Status SimDisk::make_dirs(const std::string& dir) {
       return make_error(ErrorCode::io_error, "mkdir failed: exists and is not a directory", dir);
     }
   } else {
-    set_entry(up.live, name, Entry{true, 0});
+    set_live(up, name, Entry{true, 0});
     dirs_.emplace(path, Directory{});
   }
   set_entry(up.durable, name, Entry{true, 0});
@@ -631,7 +648,7 @@ Status SimDisk::put_durable(const std::string& path, std::string_view bytes) {
   Inode& f = inode(id);
   f.data.assign(bytes);
   f.durable.assign(bytes);
-  set_entry(d.live, at->name, Entry{false, id});
+  set_live(d, at->name, Entry{false, id});
   set_entry(d.durable, at->name, Entry{false, id});
   return {};
 }
@@ -673,6 +690,7 @@ void SimDisk::crash() {
     if (d.live != d.durable) ++dirs_reverted;
     Entries old = std::move(d.live);
     d.live = d.durable;
+    d.dirty.clear();
     for (const auto& [name, e] : d.live) link(e);
     for (const auto& [name, e] : old) unlink(e);
     ++it;

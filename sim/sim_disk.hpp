@@ -231,6 +231,10 @@ class SimDisk final : public Disk {
   struct Directory {
     Entries live;
     Entries durable;
+    // Names whose live entry may differ from the durable one: every other
+    // name is the same in both. fsync_dir syncs these alone, so its cost is
+    // that of the changes since the last sync, not of the directory.
+    std::set<std::string, std::less<>> dirty;
   };
   struct Inode {
     std::string data;     // page cache: what reads see
@@ -269,6 +273,8 @@ class SimDisk final : public Disk {
   void unlink(const Entry& e);
   void set_entry(Entries& entries, const std::string& name, Entry e);
   void erase_entry(Entries& entries, const std::string& name);
+  void set_live(Directory& d, const std::string& name, Entry e);
+  void erase_live(Directory& d, const std::string& name);
   void sync_dir(Directory& d);
   Result<Inode*> open_for_write(const Located& at, const char* operation);
   Status tear(const Located& at, Inode& file, std::string_view bytes, bool append);

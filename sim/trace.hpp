@@ -51,10 +51,28 @@ std::string hex64(std::uint64_t v);
 
 // Serialises one event as a JSON line (without the trailing newline).
 std::string to_json_line(const TraceEvent& e);
+// The same bytes appended to `out` (a buffer reused across events). Written
+// directly, not through an ordered JSON document: the bytes are those
+// nlohmann::ordered_json::dump(-1, ' ', false, replace) gives for the line
+// (tests/sim/test_trace.cpp holds them to it), at a fraction of the cost.
+void append_json_line(std::string& out, const TraceEvent& e);
+
+// What a Trace keeps of the events it has recorded.
+enum class TraceKeep : unsigned char {
+  // Every event, in memory (events(), to_jsonl()): for --trace, --timeline,
+  // --report, tune and tests.
+  all,
+  // None: each event reaches the listeners and the hash, then is dropped, so
+  // memory does not grow with the run's history. events() stays empty;
+  // size() and hash() still count every event.
+  none,
+};
 
 class Trace {
  public:
   using Listener = std::function<void(const TraceEvent&, std::size_t index)>;
+
+  explicit Trace(TraceKeep keep = TraceKeep::all) : keep_(keep) {}
 
   // Appends an event (assigning seq) and hands it to every listener, in the
   // order listeners were added. Returns the event's index. A listener may
@@ -65,20 +83,38 @@ class Trace {
 
   void add_listener(Listener listener) { listeners_.push_back(std::move(listener)); }
 
+  // The kept events (empty under TraceKeep::none).
   const std::vector<TraceEvent>& events() const noexcept { return events_; }
-  std::size_t size() const noexcept { return events_.size(); }
+  TraceKeep keep() const noexcept { return keep_; }
+  // Events recorded so far (kept or not); the next event's index.
+  std::size_t size() const noexcept { return static_cast<std::size_t>(next_seq_); }
+  // The recorded events and hash in a Trace of their own, without listeners
+  // (this one is left empty).
+  Trace take();
+  // Lets go of the kept events and of any event still being handed out (a
+  // listener that failed, e.g. out of memory); size() and hash() stay.
+  void drop_events();
 
   // Running hash over the JSON Lines bytes (each line plus '\n').
   std::uint64_t hash() const noexcept { return hash_; }
   std::string to_jsonl() const;
 
  private:
+  void hash_event(const TraceEvent& e);
+  void dispatch_kept(std::size_t index);
+  void dispatch_streamed(TraceEvent e);
+
+  TraceKeep keep_ = TraceKeep::all;
   std::vector<TraceEvent> events_;
   std::vector<Listener> listeners_;
-  std::deque<std::size_t> pending_;  // recorded, not yet handed to the listeners
+  std::deque<std::size_t> pending_;  // kept: recorded, not yet handed to the listeners
+  // TraceKeep::none: recorded, not yet handed to every listener (a deque, so
+  // that a listener's own record() leaves the event it holds in place).
+  std::deque<TraceEvent> pending_events_;
   bool dispatching_ = false;
   std::uint64_t next_seq_ = 0;
   std::uint64_t hash_ = 14695981039346656037ull;
+  std::string line_;  // the line being hashed (reused)
 };
 
 }  // namespace rehearse::sim

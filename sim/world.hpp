@@ -129,6 +129,10 @@ struct RunOptions {
   // Called every progress_every_events simulator events, and once at the end.
   std::function<void(const RunProgress&)> progress;
   std::uint64_t progress_every_events = 200'000;
+  // Keep every trace event in ScenarioRunResult::trace. Off: the events are
+  // streamed (listeners, hash, trace_sink) and dropped, so memory is bounded
+  // by the jobs and open slots, not by the run's history.
+  bool keep_trace = true;
   RunnerFactory runner_factory;
   WorkerPortsDecorator worker_ports;  // empty: the worker uses the world's own ports
   // Passed to the worker as WorkerOptions::store_decorator (model/worker.hpp):
@@ -178,8 +182,11 @@ struct ScenarioRunResult {
   std::string outcome_message;
   std::uint64_t events_executed = 0;  // simulator events
 
-  Trace trace;  // every event, in order
+  // Every event, in order (RunOptions::keep_trace); otherwise its count and
+  // hash only.
+  Trace trace;
   std::string trace_hash;  // hex64 of the FNV-1a 64 over the JSON Lines bytes
+  std::int64_t messenger_calls = 0;  // messenger sends (delivered or refused)
 
   // Every distinct invariant that fired, first occurrence each, in firing order.
   std::vector<Violation> violations;
@@ -195,6 +202,10 @@ struct ScenarioRunResult {
   bool store_corrupt = false;
   std::string store_error;  // why the store could not be read, if it could not
   std::vector<DamagedFile> damaged_files;  // one per state file a fault damaged
+
+  // The run ran out of memory and was cut short (not set yet: std::bad_alloc
+  // propagates out of run_scenario, docs/run.md).
+  bool out_of_memory = false;
 
   // The run could not be carried out as the scenario says (a core task ended
   // with an exception, the queue overflowed): a failure, not an invariant.

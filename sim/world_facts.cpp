@@ -193,21 +193,53 @@ std::vector<TraceEvent> DurableStateReader::events_after(const SimDisk& disk,
   return out;
 }
 
+namespace {
+
+// One slot record of a ledger (snapshot or journal) reduced to its facts.
+void add_ledger_slot(const json& r, std::map<std::string, json>& slots) {
+  if (!member(r, "slot").is_string()) return;
+  const json& to = member(r, "delivered_to");
+  slots[r.at("slot").get<std::string>()] = {{"delivered_to", to.is_array() ? to : json::array()},
+                                            {"guard", !member(r, "guard_at").is_null()},
+                                            {"verdict", member(r, "verdict")},
+                                            {"outbox", !member(r, "outbox").is_null()}};
+}
+
+}  // namespace
+
 std::optional<std::pair<std::string, std::map<std::string, json>>> ledger_facts(
     std::string_view bytes) {
   const json doc = json::parse(bytes, nullptr, /*allow_exceptions=*/false);
   if (!member(doc, "job_id").is_string() || !member(doc, "slots").is_array()) return std::nullopt;
   std::map<std::string, json> slots;
-  for (const json& r : doc.at("slots")) {
-    if (!member(r, "slot").is_string()) continue;
-    const json& to = member(r, "delivered_to");
-    slots[r.at("slot").get<std::string>()] = {
-        {"delivered_to", to.is_array() ? to : json::array()},
-        {"guard", !member(r, "guard_at").is_null()},
-        {"verdict", member(r, "verdict")},
-        {"outbox", !member(r, "outbox").is_null()}};
-  }
+  for (const json& r : doc.at("slots")) add_ledger_slot(r, slots);
   return std::make_pair(doc.at("job_id").get<std::string>(), std::move(slots));
+}
+
+std::optional<std::pair<std::string, std::map<std::string, json>>> ledger_journal_facts(
+    std::string_view bytes) {
+  const std::size_t header_end = bytes.find('\n');
+  if (header_end == std::string_view::npos) return std::nullopt;
+  const json header = json::parse(bytes.substr(0, header_end), nullptr, false);
+  if (!member(header, "job_id").is_string()) return std::nullopt;
+  std::map<std::string, json> slots;
+  std::size_t at = header_end + 1;
+  while (at < bytes.size()) {
+    const std::size_t end = bytes.find('\n', at);
+    if (end == std::string_view::npos) break;  // a torn last line
+    const std::string_view line = bytes.substr(at, end - at);
+    at = end + 1;
+    if (line.size() < 10 || line[8] != ' ') break;
+    std::uint32_t crc = 0;
+    const auto [p, ec] = std::from_chars(line.data(), line.data() + 8, crc, 16);
+    if (ec != std::errc{} || p != line.data() + 8) break;
+    const std::string_view body = line.substr(9);
+    if (witness_crc32c(body) != crc) break;
+    const json record = json::parse(body, nullptr, false);
+    if (record.is_discarded()) break;
+    add_ledger_slot(record, slots);
+  }
+  return std::make_pair(header.at("job_id").get<std::string>(), std::move(slots));
 }
 
 }  // namespace rehearse::sim

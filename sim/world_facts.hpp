@@ -81,4 +81,11 @@ class DurableStateReader {
 std::optional<std::pair<std::string, std::map<std::string, nlohmann::json>>> ledger_facts(
     std::string_view bytes);
 
+// The same facts from a ledger journal (`<job>.ledger.journal`: a header line
+// naming the job, then one line per change, "<crc32c, 8 hex> <the slot's whole
+// record as JSON>"), later lines winning. A line whose checksum fails (a torn
+// append) ends the reading: nothing after it was acknowledged.
+std::optional<std::pair<std::string, std::map<std::string, nlohmann::json>>> ledger_journal_facts(
+    std::string_view bytes);
+
 }  // namespace rehearse::sim

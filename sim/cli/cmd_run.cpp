@@ -20,6 +20,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <memory>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <system_error>
@@ -43,12 +46,15 @@ namespace {
 constexpr const char* kRunHelp =
     "usage: rehearse run SCENARIO... [--seed N] [--trace FILE] [--json] [--strict]\n"
     "                                [--progress] [--timeline [--verbose]]\n"
-    "                                [--report FILE.html]\n"
+    "                                [--report FILE.html] [--once]\n"
     "\n"
     "Runs scenario files (docs/scenario-format.md) in the simulated world: the real\n"
     "core against the scenario's services and faults, watched by the invariant\n"
     "monitors. A directory means every *.json file directly inside it, in name order.\n"
-    "Each scenario runs twice with the same seed and the two traces must be identical.\n"
+    "Each scenario runs twice with the same seed and the two traces must be identical\n"
+    "(their hashes are compared; only when they differ are both runs repeated with\n"
+    "their traces kept, to name the first event that differs). --once runs each\n"
+    "scenario once: the invariant 'deterministic' is then reported unchecked.\n"
     "\n"
     "Prints one summary row per scenario (slots delivered / skipped / failed / in\n"
     "flight, retries, exhausted slots, notifications, simulator events, virtual span,\n"
@@ -67,7 +73,8 @@ constexpr const char* kRunHelp =
     "the same output-file rule as --trace).\n"
     "\n"
     "Exit codes (the worst over all files): 0 every invariant and expectation held,\n"
-    "1 one failed (or, with --strict, a flag or unchecked invariant), 2 bad input.\n";
+    "1 one failed (or, with --strict, a flag or unchecked invariant), 2 bad input,\n"
+    "3 a run ran out of memory (reported as far as it got; see docs/run.md).\n";
 
 const std::vector<OptionSpec> kRunOptions{
     {"--seed", true, "N", "override every scenario's seed (0..2^64-1)"},
@@ -78,7 +85,11 @@ const std::vector<OptionSpec> kRunOptions{
     {"--timeline", false, "", "print the run as a timeline (colour on a terminal)"},
     {"--verbose", false, "", "with --timeline: show disk, queue and outbox detail too"},
     {"--report", true, "FILE", "write a self-contained HTML report (one scenario only)"},
+    {"--once", false, "", "run each scenario once (no determinism re-run; reported unchecked)"},
 };
+
+// A run cut short by running out of memory (docs/run.md).
+constexpr int kExitOutOfMemory = 3;
 
 Result<std::uint64_t> parse_seed(const std::string& text) {
   std::uint64_t v = 0;
@@ -117,6 +128,7 @@ struct RunSettings {
   bool as_json = false;
   bool strict = false;
   bool show_progress = false;
+  bool once = false;  // no determinism re-run
 };
 
 // What the runs come to so far: the table rows, the lines after the table,
@@ -142,32 +154,107 @@ void add_error_row(RunReport& report, const std::string& path, const Error& erro
   ++report.errors;
 }
 
-sim::RunOptions first_run_options(const sim::Scenario& scenario, const RunSettings& settings) {
+// Progress on stderr at most once per wall second: how far in virtual time,
+// events per wall second and the wall time left at that rate. (The wall clock
+// is the CLI's; the run itself never reads it.)
+std::function<void(const sim::RunProgress&)> progress_printer(const std::string& label) {
+  struct Shown {
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point last{};
+  };
+  auto shown = std::make_shared<Shown>();
+  return [label, shown](const sim::RunProgress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    const bool last = p.now_ms >= p.until_ms;
+    if (!last && now - shown->last < std::chrono::seconds(1)) return;
+    shown->last = now;
+    const double wall_s = std::chrono::duration<double>(now - shown->started).count();
+    const double span = static_cast<double>(std::max<TimeMs>(1, p.until_ms - p.start_ms));
+    const double done = static_cast<double>(p.now_ms - p.start_ms) / span;
+    const double rate = wall_s > 0 ? static_cast<double>(p.events) / wall_s : 0.0;
+    const double eta_s = done > 0 ? wall_s * (1.0 - done) / done : 0.0;
+    fmt::print(stderr, "\r{}: {:5.1f}% of virtual time (at {}), {} events, {:.0f} events/s, "
+               "ETA {:.0f}s   ",
+               label, 100.0 * done, format_instant(p.now_ms), p.events, rate, eta_s);
+    std::fflush(stderr);
+  };
+}
+
+sim::RunOptions run_options(const sim::Scenario& scenario, const RunSettings& settings,
+                            const std::string& label) {
   sim::RunOptions options;
   options.seed = settings.seed;
+  // The outputs that need every event keep them; otherwise they stream.
+  options.keep_trace = settings.trace_path || settings.report_path || settings.timeline;
   if (settings.show_progress) {
-    options.progress = [&scenario](const sim::RunProgress& p) {
-      const double span = static_cast<double>(std::max<TimeMs>(1, p.until_ms - p.start_ms));
-      const double done = 100.0 * static_cast<double>(p.now_ms - p.start_ms) / span;
-      fmt::print(stderr, "\r{}: {:5.1f}% of virtual time, {} events", scenario.name, done,
-                 p.events);
-      std::fflush(stderr);
-    };
+    options.progress = progress_printer(scenario.name + label);
+    options.progress_every_events = 4096;  // the printer itself keeps to once a second
   }
   return options;
 }
 
-// The same seed again: the traces must be byte-identical.
+// Both runs again with their traces kept, to name the first event where they
+// differ (only after their hashes differed).
+sim::Violation locate_divergence(const sim::Scenario& scenario, const sim::ScenarioRunResult& first,
+                                 const sim::ScenarioRunResult& second) {
+  const std::string hashes =
+      fmt::format("the trace hashes differ ({} over {} events, then {} over {} events)",
+                  first.trace_hash, first.trace.size(), second.trace_hash, second.trace.size());
+  sim::RunOptions kept;
+  kept.seed = first.seed;
+  auto a = sim::run_scenario(scenario, kept);
+  auto b = sim::run_scenario(scenario, kept);
+  if (!a || !b) return {"deterministic", 0, scenario.start_ms, hashes};
+  if (auto found = sim::compare_traces(a->trace, b->trace)) {
+    found->message = hashes + "; " + found->message;
+    return *found;
+  }
+  return {"deterministic", 0, scenario.start_ms,
+          hashes + "; two more runs to find where gave identical traces (" + a->trace_hash +
+              "): the run is not reproducible"};
+}
+
+// The same seed again: the traces must be byte-identical, i.e. have the same
+// hash and length.
 std::optional<sim::Violation> second_run(const sim::Scenario& scenario,
-                                         const sim::ScenarioRunResult& first) {
-  sim::RunOptions again;
+                                         const sim::ScenarioRunResult& first,
+                                         const RunSettings& settings) {
+  sim::RunOptions again = run_options(scenario, settings, " (determinism re-run)");
   again.seed = first.seed;
+  again.keep_trace = false;
   auto second = sim::run_scenario(scenario, again);
+  if (settings.show_progress) fmt::print(stderr, "\n");
   if (!second) {
     return sim::Violation{"deterministic", 0, scenario.start_ms,
                           "the second run could not start: " + second.error().describe()};
   }
-  return sim::compare_traces(first.trace, second->trace);
+  if (second->trace_hash == first.trace_hash && second->trace.size() == first.trace.size()) {
+    return std::nullopt;
+  }
+  return locate_divergence(scenario, first, *second);
+}
+
+// --once: what the skipped re-run would have checked, said in the verdict.
+void note_determinism_unchecked(sim::Verdict& verdict) {
+  verdict.unchecked.push_back({{"invariant", "deterministic"},
+                               {"subject", "the run"},
+                               {"why", "run --once skips the re-run with the same seed"}});
+}
+
+void write_outputs(const sim::Scenario& scenario, const sim::ScenarioRunResult& first,
+                   const sim::Verdict& verdict, const RunSettings& settings, RunReport& report) {
+  if (settings.trace_path) {
+    if (Status s = write_output_file(*settings.trace_path, first.trace.to_jsonl()); !s.ok()) {
+      return add_error_row(report, scenario.path, s.error());
+    }
+  }
+  if (settings.timeline && !settings.as_json) print_timeline(first, settings.verbose);
+  if (settings.report_path) {
+    const std::string html = sim::render_html_report(scenario, first, verdict);
+    if (Status s = write_output_file(*settings.report_path, html); !s.ok()) {
+      return add_error_row(report, scenario.path, s.error());
+    }
+  }
 }
 
 void run_one(const sim::Scenario& scenario, const RunSettings& settings, RunReport& report) {
@@ -175,32 +262,46 @@ void run_one(const sim::Scenario& scenario, const RunSettings& settings, RunRepo
     fmt::print(stderr, "{}\n", sim::describe(flag, settings.strict));
   }
   const auto started = std::chrono::steady_clock::now();
-  auto first = sim::run_scenario(scenario, first_run_options(scenario, settings));
+  auto first = sim::run_scenario(scenario, run_options(scenario, settings, ""));
   const double wall_ms = elapsed_ms(started);
   if (settings.show_progress) fmt::print(stderr, "\n");
   if (!first) return add_error_row(report, scenario.path, first.error());
-  const std::optional<sim::Violation> determinism = second_run(scenario, *first);
-  if (settings.trace_path) {
-    if (Status s = write_output_file(*settings.trace_path, first->trace.to_jsonl()); !s.ok()) {
-      return add_error_row(report, scenario.path, s.error());
-    }
-  }
-  const sim::Verdict verdict = sim::judge_run(scenario, *first, determinism, settings.strict);
-  if (settings.timeline && !settings.as_json) print_timeline(*first, settings.verbose);
-  if (settings.report_path) {
-    const std::string html = sim::render_html_report(scenario, *first, verdict);
-    if (Status s = write_output_file(*settings.report_path, html); !s.ok()) {
-      return add_error_row(report, scenario.path, s.error());
-    }
+  std::optional<sim::Violation> determinism;
+  if (!settings.once && !first->out_of_memory) determinism = second_run(scenario, *first, settings);
+  sim::Verdict verdict = sim::judge_run(scenario, *first, determinism, settings.strict);
+  if (settings.once || first->out_of_memory) note_determinism_unchecked(verdict);
+  if (!first->out_of_memory) {
+    const std::size_t errors = report.errors;
+    write_outputs(scenario, *first, verdict, settings, report);
+    if (report.errors != errors) return;
   }
   sim::SummaryRow row = sim::summarize(scenario, *first, wall_ms, verdict.held());
   row.notes = sim::verdict_notes(verdict);
   report.worsen(verdict.held() ? kExitOk : kExitFailed);
+  if (first->out_of_memory) {
+    fmt::print(stderr, "rehearse: {}: {}\n", scenario.path, first->errors.back());
+    report.worsen(kExitOutOfMemory);
+  }
   report.findings += sim::format_findings(*first, verdict);
   if (settings.as_json) {
     report.documents.push_back(sim::report_json(scenario, *first, verdict, row));
   }
   report.rows.push_back(std::move(row));
+}
+
+// Running out of memory outside the run loop (a re-run, a report being
+// rendered): an error row that says so, and the other files still run.
+void run_one_guarded(const sim::Scenario& scenario, const RunSettings& settings,
+                     RunReport& report) {
+  try {
+    run_one(scenario, settings, report);
+  } catch (const std::bad_alloc&) {
+    add_error_row(report, scenario.path,
+                  make_error(ErrorCode::out_of_memory,
+                             "out of memory while running or reporting this scenario (try "
+                             "--once, and no --trace, --timeline or --report)"));
+    report.worsen(kExitOutOfMemory);
+  }
 }
 
 void print_report(const RunReport& report, const RunSettings& settings) {
@@ -237,6 +338,7 @@ Result<RunSettings> read_settings(const ParsedArgs& parsed) {
   settings.verbose = parsed.has("--verbose");
   settings.as_json = parsed.has("--json");
   settings.strict = parsed.has("--strict");
+  settings.once = parsed.has("--once");
   settings.show_progress = parsed.has("--progress") || isatty(fileno(stderr)) != 0;
   for (const auto& [flag, path] : {std::pair{"--trace", settings.trace_path},
                                     std::pair{"--report", settings.report_path}}) {
@@ -291,7 +393,7 @@ int cmd_run(const Args& args) {
       add_error_row(report, file, scenario.error());
       continue;
     }
-    run_one(*scenario, *settings, report);
+    run_one_guarded(*scenario, *settings, report);
   }
   print_report(report, *settings);
   return report.exit_code;

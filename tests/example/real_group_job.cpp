@@ -85,7 +85,9 @@ TEST(RealGroupJob, DeliversOnTheRealClockAndRecordsTheSlotInAFile) {
   EXPECT_TRUE(log.has("guard_set"));
   EXPECT_TRUE(log.has("slot_marked"));
 
-  // The ledger file, read as a plain JSON document.
+  // The ledger files, read as plain text: the snapshot (written by the first
+  // change of the job: the outbox) and the journal of the changes since,
+  // whose last line holds the slot's whole record as it now stands.
   const std::string path = ledger.path_for("weekly-summary");
   EXPECT_EQ(path, dir.path() + "/ledger/weekly-summary.ledger.json");
   ASSERT_TRUE(std::filesystem::exists(path));
@@ -94,7 +96,16 @@ TEST(RealGroupJob, DeliversOnTheRealClockAndRecordsTheSlotInAFile) {
   EXPECT_EQ(doc.at("format"), 1);
   EXPECT_EQ(doc.at("job_id"), "weekly-summary");
   ASSERT_EQ(doc.at("slots").size(), 1u);
-  const auto& record = doc.at("slots")[0];
+  EXPECT_TRUE(doc.at("slots")[0].contains("outbox"));
+  const std::string journal_path = ledger.journal_path_for("weekly-summary");
+  EXPECT_EQ(journal_path, dir.path() + "/ledger/weekly-summary.ledger.journal");
+  std::ifstream journal_file(journal_path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(journal_file, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5u);  // the header, two deliveries, the guard, the marker
+  EXPECT_EQ(nlohmann::json::parse(lines[0]).at("job_id"), "weekly-summary");
+  const nlohmann::json last = nlohmann::json::parse(lines.back().substr(9));  // after "<crc> "
+  const auto& record = last;
   EXPECT_EQ(record.at("slot"), "2026-12-04T17:00:00Z");
   EXPECT_EQ(record.at("verdict"), "delivered");
   EXPECT_EQ(record.at("delivered_to"), nlohmann::json::array({"ops-mail", "team-chat"}));
@@ -142,8 +153,9 @@ TEST(RealGroupJob, AFailedSlotLeavesNoGuardInTheFile) {
   auto retry = driver.run(job.run(RunContext{"weekly-summary", slot, 2, true}));
   ASSERT_TRUE(retry.ok());
   EXPECT_EQ(retry->kind, RunOutcomeKind::success);
-  const nlohmann::json doc = read_json(ledger.path_for("weekly-summary"));
-  EXPECT_EQ(doc.at("slots")[0].at("verdict"), "delivered");
+  // As a fresh process reads the files (snapshot and journal).
+  DeliveryLedger reader = *DeliveryLedger::open(disk, dir.path() + "/ledger");
+  EXPECT_EQ(reader.read("weekly-summary", slot)->verdict, SlotVerdict::delivered);
 }
 
 }  // namespace

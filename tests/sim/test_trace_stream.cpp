@@ -1,0 +1,146 @@
+// Goal: the trace at fleet scale (issue 11 item 1). A streamed trace
+// (RunOptions::keep_trace off) hashes, counts and judges a run exactly as a
+// kept one; the direct line writer gives the bytes the ordered-JSON document
+// gave (so every trace hash stays what it was); running out of memory in the
+// run loop ends the run with a report of what it reached.
+// Method: the former serializer is kept here as the reference and compared
+// with to_json_line() on hand-made and generated events; every bundled
+// scenario runs kept and streamed; a progress callback throws std::bad_alloc.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <new>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/expect.hpp"
+#include "sim/scenario.hpp"
+#include "sim/trace.hpp"
+#include "sim/world.hpp"
+#include "tests/support/property.hpp"
+
+namespace rehearse::sim {
+namespace {
+
+using nlohmann::json;
+
+// The serializer the trace used before the direct writer: an ordered
+// document dumped compactly, invalid UTF-8 replaced.
+std::string reference_line(const TraceEvent& e) {
+  nlohmann::ordered_json line;
+  line["t"] = format_instant(e.t);
+  line["seq"] = e.seq;
+  line["type"] = e.type;
+  if (!e.job.empty()) line["job"] = e.job;
+  if (e.slot) line["slot"] = format_instant(*e.slot);
+  if (!e.item.empty()) line["item"] = e.item;
+  if (!e.service.empty()) line["service"] = e.service;
+  for (auto it = e.data.begin(); it != e.data.end(); ++it) line[it.key()] = it.value();
+  return line.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+TraceEvent event_with(json data) {
+  TraceEvent e;
+  e.t = 1'796'000'000'123;
+  e.seq = 42;
+  e.type = "run_finished";
+  e.data = std::move(data);
+  return e;
+}
+
+TEST(TraceLine, MatchesTheOrderedDocumentOnAwkwardValues) {
+  std::vector<TraceEvent> events;
+  events.push_back(event_with(json::object()));
+  events.push_back(event_with({{"text", "quote \" backslash \\ tab \t nl \n cr \r bell \x07 del \x7f"}}));
+  events.push_back(event_with({{"utf8", "\xE2\x9A\xA0\xEF\xB8\x8F caf\xC3\xA9"}}));
+  events.push_back(event_with({{"invalid", std::string("bad \xC3\x28 and \xFF end")}}));
+  events.push_back(event_with({{"n", -9'223'372'036'854'775'807LL - 1},
+                               {"u", 18'446'744'073'709'551'615ULL},
+                               {"f", 0.1},
+                               {"e", 1e300},
+                               {"z", nullptr},
+                               {"b", true}}));
+  events.push_back(event_with(
+      {{"nested", {{"a", json::array({1, "two", json::object(), json::array(), nullptr})},
+                   {"k\"ey", {{"x", false}}}}}}));
+  TraceEvent full = event_with({{"attempt", 3}, {"zeta", "last"}, {"alpha", "first"}});
+  full.job = "job/\"quoted\"";
+  full.slot = 1'796'000'000'000;
+  full.item = "ISSUE-7";
+  full.service = "model-api";
+  events.push_back(full);
+  // Data fields named like the leading keys take their place (or follow the
+  // data order when the leading key is absent).
+  TraceEvent clash = event_with({{"job", "from-data"}, {"service", 7}, {"t", "data-t"}});
+  clash.job = "from-event";
+  events.push_back(clash);
+  TraceEvent absent = event_with({{"item", "from-data"}, {"slot", 1}});
+  events.push_back(absent);
+  for (const TraceEvent& e : events) EXPECT_EQ(to_json_line(e), reference_line(e));
+}
+
+REHEARSE_PROP(TraceLineProp, MatchesTheOrderedDocumentOnGeneratedText, ()) {
+  const auto text = *rc::gen::arbitrary<std::string>();
+  const auto key = *rc::gen::arbitrary<std::string>();
+  TraceEvent e = event_with({{key, text}, {"n", *rc::gen::arbitrary<std::int64_t>()}});
+  e.job = *rc::gen::arbitrary<std::string>();
+  e.t = *rc::gen::inRange<TimeMs>(0, 253'402'300'799'999);
+  RC_ASSERT(to_json_line(e) == reference_line(e));
+}
+
+std::vector<std::filesystem::path> bundled_scenarios() {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(REHEARSE_SOURCE_DIR) + "/scenarios")) {
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Streamed and kept runs of every bundled scenario agree on everything but
+// the kept events; the kept events hash to the run's hash.
+TEST(TraceStream, StreamedRunsHashCountAndJudgeLikeKeptOnes) {
+  for (const auto& path : bundled_scenarios()) {
+    SCOPED_TRACE(path.string());
+    auto scenario = load_scenario_file(path.string());
+    ASSERT_TRUE(scenario.ok()) << scenario.error().describe();
+    auto kept = run_scenario(*scenario);
+    RunOptions streaming;
+    streaming.keep_trace = false;
+    auto streamed = run_scenario(*scenario, streaming);
+    ASSERT_TRUE(kept.ok());
+    ASSERT_TRUE(streamed.ok());
+    EXPECT_EQ(streamed->trace_hash, kept->trace_hash);
+    EXPECT_EQ(streamed->trace.size(), kept->trace.size());
+    // Expectations counted from the services' own events keep the trace.
+    EXPECT_EQ(streamed->trace.events().empty(), !expectations_need_trace(scenario->expect));
+    EXPECT_EQ(kept->trace.events().size(), kept->trace.size());
+    EXPECT_EQ(hex64(fnv1a64(kept->trace.to_jsonl())), kept->trace_hash);
+    EXPECT_EQ(streamed->tallies, kept->tallies);
+    EXPECT_EQ(streamed->violation_counts, kept->violation_counts);
+    EXPECT_EQ(streamed->messenger_calls, kept->messenger_calls);
+    EXPECT_EQ(streamed->events_executed, kept->events_executed);
+  }
+}
+
+// Out of memory in the run loop propagates out of run_scenario (the CLI
+// turns it into an ERROR row, exit 3). Catching it inside the world and
+// finishing the run crashed: left for later (docs/run.md).
+TEST(TraceStream, OutOfMemoryInTheRunLoopPropagates) {
+  auto scenario = load_scenario_file(std::string(REHEARSE_SOURCE_DIR) +
+                                     "/scenarios/weekly-quota-2h.json");
+  ASSERT_TRUE(scenario.ok());
+  int calls = 0;
+  RunOptions options;
+  options.progress_every_events = 10;
+  options.progress = [&calls](const RunProgress&) {
+    if (++calls == 3) throw std::bad_alloc();
+  };
+  EXPECT_THROW((void)run_scenario(*scenario, options), std::bad_alloc);
+}
+
+}  // namespace
+}  // namespace rehearse::sim
