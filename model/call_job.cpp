@@ -17,6 +17,7 @@ CallJob::CallJob(Services& services, Log& log, CallJobConfig config)
     : services_(services), log_(log), config_(std::move(config)) {}
 
 ServiceRequest CallJob::make_request(const RunContext& context, std::size_t index) const {
+  REHEARSE_ASSERT_LT(index, config_.calls.size());
   const CallSpec& spec = config_.calls.at(index);
   ServiceRequest request;
   request.service = spec.service;

@@ -155,6 +155,7 @@ const JobKinds& job_kinds() {
 }
 
 const JobKindEntry* find_job_kind(std::string_view name, const JobKinds& kinds) {
+  REHEARSE_ASSERT(!kinds.empty());
   for (const JobKindEntry& entry : kinds) {
     if (entry.name == name) return &entry;
   }

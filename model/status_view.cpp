@@ -18,6 +18,7 @@ constexpr std::size_t kErrorTextMax = 120;  // a status line, not a log
 
 std::string clip(std::string text) {
   if (text.size() > kErrorTextMax) text = text.substr(0, kErrorTextMax - 3) + "...";
+  REHEARSE_ASSERT_LE(text.size(), kErrorTextMax);
   return text;
 }
 
