@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 namespace {
 

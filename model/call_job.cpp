@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "model/token_client.hpp"
 
 namespace rehearse {

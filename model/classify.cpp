@@ -58,6 +58,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/assert.hpp"
 #include "model/failure.hpp"
 
 namespace rehearse {

@@ -29,6 +29,8 @@
 #include <string>
 #include <utility>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 const char* to_string(CronFieldKind kind) noexcept {

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/assert.hpp"
 #include "model/state_codec.hpp"
 
 namespace rehearse {

@@ -4,6 +4,8 @@
 
 #include <array>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 namespace {

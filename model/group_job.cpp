@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 // --- vocabulary ------------------------------------------------------------

@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "model/assert.hpp"
 #include "model/call_job.hpp"
 #include "model/fetch_job.hpp"
 #include "model/group_job.hpp"

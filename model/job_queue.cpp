@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 const char* to_string(QueueEntryState state) noexcept {

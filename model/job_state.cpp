@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 namespace {

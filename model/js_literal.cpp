@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 namespace {

@@ -7,6 +7,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 using nlohmann::json;

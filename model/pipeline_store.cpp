@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 namespace {
 

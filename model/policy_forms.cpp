@@ -11,6 +11,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "model/assert.hpp"
 #include "model/policy_json.hpp"
 
 namespace rehearse {

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 namespace {

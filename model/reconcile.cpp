@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "model/token_client.hpp"  // the request header names shared by every job kind
 
 namespace rehearse {
@@ -502,32 +503,10 @@ Task<CycleReport> Reconciler::run_cycle(RunContext context) {
     return state.report;
   };
 
-  std::vector<PipelineItem> seeds;
-  for (const ReconcileSeed& seed : config_.items) {
-    PipelineItem item;
-    item.id = seed.id.empty() ? default_item_id(seed.issue) : seed.id;
-    item.issue = seed.issue;
-    item.stage = seed.stage;
-    item.next_attempt_at = 0;
-    item.updated_at = clock_.now();
-    seeds.push_back(std::move(item));
+  if (auto added = store_.add_missing(seed_items()); !added.ok()) {
+    co_return fail_store(added.error());
   }
-  if (auto added = store_.add_missing(seeds); !added.ok()) co_return fail_store(added.error());
-
-  ServiceResult agents = co_await services_.call(make_request(context, "list_agents", ""));
-  OrchestratorAnswer agents_answer = interpret_answer(agents);
-  if (const auto* body = std::get_if<json>(&agents_answer)) {
-    auto directory = parse_agent_directory(*body);
-    if (directory.ok()) {
-      state.directory = std::move(*directory);
-    } else {
-      state.agents_failure_class = FailureClass::unknown;
-      state.agents_failure = "list_agents: " + directory.error().message;
-    }
-  } else {
-    state.agents_failure_class = classify(to_failure_info(agents));
-    state.agents_failure = "list_agents: " + answer_text(agents);
-  }
+  co_await read_agents(context, state);
   if (state.agents_failure_class) {
     log_.warning("orchestrator_unreachable",
                  {{"job_id", context.job_id},
@@ -557,7 +536,50 @@ Task<CycleReport> Reconciler::run_cycle(RunContext context) {
     if (!kept) break;
   }
   if (state.store_error) co_return fail_store(*state.store_error);
+  log_cycle(context, state);
+  if (state.agents_failure_class) {
+    state.report.outcome = RunOutcome::failure(*state.agents_failure_class, state.agents_failure);
+  } else {
+    state.report.outcome = RunOutcome::success();
+  }
+  co_return state.report;
+}
 
+// The configured items, as the store adds those it does not hold yet.
+std::vector<PipelineItem> Reconciler::seed_items() const {
+  std::vector<PipelineItem> seeds;
+  for (const ReconcileSeed& seed : config_.items) {
+    PipelineItem item;
+    item.id = seed.id.empty() ? default_item_id(seed.issue) : seed.id;
+    item.issue = seed.issue;
+    item.stage = seed.stage;
+    item.next_attempt_at = 0;
+    item.updated_at = clock_.now();
+    seeds.push_back(std::move(item));
+  }
+  return seeds;
+}
+
+// The orchestrator's agent list (its instance id and agents), or why not.
+Task<void> Reconciler::read_agents(const RunContext& context, CycleState& state) {
+  ServiceResult agents = co_await services_.call(make_request(context, "list_agents", ""));
+  OrchestratorAnswer agents_answer = interpret_answer(agents);
+  if (const auto* body = std::get_if<json>(&agents_answer)) {
+    auto directory = parse_agent_directory(*body);
+    if (directory.ok()) {
+      state.directory = std::move(*directory);
+    } else {
+      state.agents_failure_class = FailureClass::unknown;
+      state.agents_failure = "list_agents: " + directory.error().message;
+    }
+  } else {
+    state.agents_failure_class = classify(to_failure_info(agents));
+    state.agents_failure = "list_agents: " + answer_text(agents);
+  }
+  REHEARSE_ASSERT_NE(state.directory.has_value(), state.agents_failure_class.has_value());
+}
+
+void Reconciler::log_cycle(const RunContext& context, const CycleState& state) {
   if (state.validation_candidates > 0) {
     log_.info("ids_validated", {{"job_id", context.job_id},
                                 {"instance", state.directory->instance},
@@ -573,12 +595,6 @@ Task<CycleReport> Reconciler::run_cycle(RunContext context) {
                                 {"deferred", state.report.deferred},
                                 {"backed_off", state.report.backed_off},
                                 {"assigned", state.report.assigned}});
-  if (state.agents_failure_class) {
-    state.report.outcome = RunOutcome::failure(*state.agents_failure_class, state.agents_failure);
-  } else {
-    state.report.outcome = RunOutcome::success();
-  }
-  co_return state.report;
 }
 
 ReconcileJob::ReconcileJob(Clock& clock, Services& services, Log& log, Disk& disk, Environment env,

@@ -213,6 +213,9 @@ class Reconciler {
   struct CycleState;
   struct Visit;
   struct VisitDecision;
+  std::vector<PipelineItem> seed_items() const;
+  Task<void> read_agents(const RunContext& context, CycleState& state);
+  void log_cycle(const RunContext& context, const CycleState& state);
   Task<bool> visit(const RunContext& context, PipelineItem item, bool full, CycleState& state);
   // The decisions of a visit, without I/O.
   static std::optional<VisitDecision> decide_on_failure(const OrchestratorAnswer& answer,

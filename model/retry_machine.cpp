@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 const char* to_string(RunKind kind) noexcept {

@@ -23,6 +23,7 @@
 // a * b + c into an FMA, so the result is bit-for-bit what V8 computes.
 #include "model/retry_policy.hpp"
 
+#include "model/assert.hpp"
 #include "model/policy_json.hpp"
 #include "model/policy_forms.hpp"
 

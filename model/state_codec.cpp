@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "model/time.hpp"
 
 namespace rehearse {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "model/assert.hpp"
 #include "model/retry_policy.hpp"
 #include "model/view_merge.hpp"
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "model/assert.hpp"
 #include "model/real_driver.hpp"
 
 namespace rehearse {

@@ -5,6 +5,8 @@
 #include <array>
 #include <limits>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 const char* to_string(ErrorCode code) noexcept {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "model/state_codec.hpp"
 #include "model/time.hpp"
 

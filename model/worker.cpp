@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "model/assert.hpp"
 #include "model/cron.hpp"
 #include "model/retry_policy.hpp"
 

@@ -4,6 +4,7 @@
 // assertion, its operands and its place, and `rehearse run` reports it with
 // the replay command (sim/report.hpp). Without the handler the same runs
 // abort the test binary.
+#include <cstdio>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -163,6 +164,7 @@ TEST(AssertInRun, CoreAssertionIsReportedWithTheReplayCommand) {
   const Verdict verdict = judge_run(scenario, *run, std::nullopt);
   EXPECT_FALSE(verdict.held());
   const std::string findings = format_findings(*run, verdict);
+  std::printf("%s", findings.c_str());  // what `rehearse run` prints after its table
   EXPECT_TRUE(contains(findings, "short-ids.json: error: the run ended with assertion_failed: "))
       << findings;
   EXPECT_TRUE(contains(findings, "model/scheduler.cpp:")) << findings;
