@@ -172,8 +172,11 @@ std::string type_of(const json& v) {
   return v.type_name();
 }
 
+// `expected` (sorted) are the keys allowed; each is required unless listed
+// in `optional`.
 Status check_keys(const json& object, const std::string& where,
-                  const std::vector<std::string>& expected, const char* what) {
+                  const std::vector<std::string>& expected, const char* what,
+                  const std::vector<std::string>& optional = {}) {
   if (!object.is_object()) {
     return schema(where, fmt::format("expected {} object, got {}", what, type_of(object)));
   }
@@ -185,7 +188,8 @@ Status check_keys(const json& object, const std::string& where,
     }
   }
   for (const auto& key : expected) {
-    if (!object.contains(key)) {
+    if (!object.contains(key) &&
+        std::find(optional.begin(), optional.end(), key) == optional.end()) {
       return schema(where, fmt::format("missing key \"{}\" in {}", key, what));
     }
   }
@@ -847,7 +851,10 @@ Result<StateDocument> decode_state(std::string_view bytes) {
     return std::move(format).error();
   }
   static const std::vector<std::string> top_keys = {"checksum", "format", "jobs", "journal_seq"};
-  if (auto s = check_keys(root, "", top_keys, "the state document"); !s.ok()) return s.error();
+  // "checksum" is absent from snapshots written before it existed.
+  if (auto s = check_keys(root, "", top_keys, "the state document", {"checksum"}); !s.ok()) {
+    return s.error();
+  }
   std::int64_t seq = 0;
   REHEARSE_READ(seq, read_integer(root.at("journal_seq"), "/journal_seq", 0,
                                   std::numeric_limits<std::int64_t>::max(),
