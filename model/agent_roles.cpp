@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 namespace {
 
@@ -86,11 +88,14 @@ Result<std::string> agent_id_for(Role role, const Environment& env) {
                       fmt::format("{} is not set: no agent configured for role {}",
                                   role_env_var(role), to_string(role)));
   }
+  REHEARSE_ASSERT(!value->empty());
   return std::string(*value);
 }
 
 std::string short_id(std::string_view agent_id) {
-  return std::string(agent_id.substr(0, kShortIdLength));
+  std::string out(agent_id.substr(0, kShortIdLength));
+  REHEARSE_ASSERT_LE(out.size(), kShortIdLength);  // never the whole secret id
+  return out;
 }
 
 }  // namespace rehearse

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "model/token_client.hpp"
 
 namespace rehearse {
@@ -17,6 +18,7 @@ CallJob::CallJob(Services& services, Log& log, CallJobConfig config)
     : services_(services), log_(log), config_(std::move(config)) {}
 
 ServiceRequest CallJob::make_request(const RunContext& context, std::size_t index) const {
+  REHEARSE_ASSERT_LT(index, config_.calls.size());
   const CallSpec& spec = config_.calls.at(index);
   ServiceRequest request;
   request.service = spec.service;

@@ -58,6 +58,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/assert.hpp"
 #include "model/failure.hpp"
 
 namespace rehearse {
@@ -203,6 +204,7 @@ std::vector<int> status_numbers(std::string_view text) {
     }
     if (one_of(word_before(text, begin), kNumberNamingWords)) continue;
     const int value = (text[begin] - '0') * 100 + (text[begin + 1] - '0') * 10 + (text[begin + 2] - '0');
+    REHEARSE_ASSERT_LE(value, 999);
     out.push_back(value);
   }
   return out;

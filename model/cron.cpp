@@ -29,6 +29,8 @@
 #include <string>
 #include <utility>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 const char* to_string(CronFieldKind kind) noexcept {
@@ -511,120 +513,145 @@ struct CronParser {
   // Parses field `index` (position in the 6-field form) into `work`.
   Status parse_field(std::size_t index, std::string_view token, WorkField& work) const {
     const FieldSpec& spec = kSpecs[index];
-    CronField& field = work.field;
-    field.kind = spec.kind;
-    field.text = std::string(token);
+    work.field.kind = spec.kind;
+    work.field.text = std::string(token);
     std::string_view value = token;
-
-    // Day-of-week `x#n`: n is read with Number() and must lie in 1-5.
     if (index == kDow && contains(token, '#')) {
-      const auto atoms = split(token, '#');
-      if (contains(token, ',')) {
-        return field_error(ErrorCode::invalid_argument, index, token,
-                           "# cannot be combined with a list");
-      }
-      if (contains(token, '/')) {
-        return field_error(ErrorCode::invalid_argument, index, token,
-                           "# cannot be combined with a step");
-      }
-      if (contains(token, '-')) {
-        return field_error(ErrorCode::invalid_argument, index, token,
-                           "# cannot be combined with a range");
-      }
-      const double nth = js_to_number(atoms.back());
-      if (atoms.size() > 2 || std::isnan(nth) || nth < 1 || nth > 5) {
-        return field_error(ErrorCode::invalid_argument, index, token,
-                           "the occurrence after # must be 1-5");
-      }
-      work.nth = nth;
-      value = atoms[0];
-      if (value.empty()) {
-        return field_error(ErrorCode::invalid_argument, index, token,
-                           "a weekday is needed before #");
-      }
+      if (Status s = parse_occurrence(token, work, value); !s.ok()) return s;
     }
-
-    std::string rewritten(value);
-    if (index == kMonth || index == kDow) {
-      auto replaced = replace_names(index, token, value);
-      if (!replaced) return std::move(replaced).error();
-      rewritten = std::move(*replaced);
-    }
-
-    bool valid = !rewritten.empty();
-    for (const char c : rewritten) valid = valid && allowed_char(index, c);
-    if (!valid) return bad_character(index, token, rewritten);
-
-    // `*` (else `?`) is replaced textually by the field's full range.
-    const std::string full = std::to_string(spec.min) + "-" + std::to_string(spec.max);
-    if (contains(rewritten, '*')) {
-      rewritten = replace_all(rewritten, '*', full);
-    } else if (contains(rewritten, '?')) {
-      rewritten = replace_all(rewritten, '?', full);
-    }
-
-    const auto atoms = split(rewritten, ',');
+    auto rewritten = normalize_field(index, token, value);
+    if (!rewritten) return std::move(rewritten).error();
+    const auto atoms = split(*rewritten, ',');
     for (const auto atom : atoms) {
       if (atom.empty()) {
         return field_error(ErrorCode::invalid_argument, index, token, "empty element in list");
       }
     }
     for (const auto atom : atoms) {
-      const auto repeat = split(atom, '/');
-      if (repeat.size() > 2) {
-        return field_error(ErrorCode::invalid_argument, index, token,
-                           "more than one / in " + quoted(atom));
-      }
-      Result<Element> element = Error{};
-      if (repeat.size() == 2) {
-        // `a/n` means `a-max/n` when `a` is a number (cron-parser's loose ==;
-        // an `L` form keeps its text and the step is ignored).
-        std::string start(repeat[0]);
-        if (!std::isnan(js_to_number(start))) start += "-" + std::to_string(spec.max);
-        element = parse_range(index, token, start, repeat[1]);
-      } else {
-        element = parse_range(index, token, atom, "1");
-      }
-      if (!element) return std::move(element).error();
-      switch (element->kind) {
-        case Element::Kind::range:
-          for (const int v : element->range) ++work.multiplicity[static_cast<std::size_t>(v)];
-          break;
-        case Element::Kind::number: {
-          const double n = element->number;
-          if (std::isnan(n) || n < spec.min || n > spec.max) {
-            return field_error(ErrorCode::invalid_argument, index, token,
-                               "value " + quoted(atom) + " is outside " +
-                                   std::to_string(spec.min) + "-" + std::to_string(spec.max));
-          }
-          int v = static_cast<int>(n);  // "-0" is 0
-          if (index == kDow) v %= 7;    // a single 7 is Sunday
+      if (Status s = add_atom(index, token, atom, work); !s.ok()) return s;
+    }
+    REHEARSE_ASSERT_EQ(work.field.kind, spec.kind);
+    return {};
+  }
+
+  // Day-of-week `x#n`: n is read with Number() and must lie in 1-5; `value`
+  // becomes the weekday before the '#'.
+  Status parse_occurrence(std::string_view token, WorkField& work, std::string_view& value) const {
+    const auto atoms = split(token, '#');
+    if (contains(token, ',')) {
+      return field_error(ErrorCode::invalid_argument, kDow, token,
+                         "# cannot be combined with a list");
+    }
+    if (contains(token, '/')) {
+      return field_error(ErrorCode::invalid_argument, kDow, token,
+                         "# cannot be combined with a step");
+    }
+    if (contains(token, '-')) {
+      return field_error(ErrorCode::invalid_argument, kDow, token,
+                         "# cannot be combined with a range");
+    }
+    const double nth = js_to_number(atoms.back());
+    if (atoms.size() > 2 || std::isnan(nth) || nth < 1 || nth > 5) {
+      return field_error(ErrorCode::invalid_argument, kDow, token,
+                         "the occurrence after # must be 1-5");
+    }
+    work.nth = nth;
+    value = atoms[0];
+    if (value.empty()) {
+      return field_error(ErrorCode::invalid_argument, kDow, token, "a weekday is needed before #");
+    }
+    return {};
+  }
+
+  // Names to numbers, the character check, then `*` (else `?`) replaced
+  // textually by the field's full range.
+  Result<std::string> normalize_field(std::size_t index, std::string_view token,
+                                      std::string_view value) const {
+    const FieldSpec& spec = kSpecs[index];
+    std::string rewritten(value);
+    if (index == kMonth || index == kDow) {
+      auto replaced = replace_names(index, token, value);
+      if (!replaced) return std::move(replaced).error();
+      rewritten = std::move(*replaced);
+    }
+    bool valid = !rewritten.empty();
+    for (const char c : rewritten) valid = valid && allowed_char(index, c);
+    if (!valid) return bad_character(index, token, rewritten);
+    const std::string full = std::to_string(spec.min) + "-" + std::to_string(spec.max);
+    if (contains(rewritten, '*')) {
+      rewritten = replace_all(rewritten, '*', full);
+    } else if (contains(rewritten, '?')) {
+      rewritten = replace_all(rewritten, '?', full);
+    }
+    return rewritten;
+  }
+
+  // One list element (`a`, `a-b`, `a/n`, `a-b/n`, an `L` form) into `work`.
+  Status add_atom(std::size_t index, std::string_view token, std::string_view atom,
+                  WorkField& work) const {
+    const FieldSpec& spec = kSpecs[index];
+    const auto repeat = split(atom, '/');
+    if (repeat.size() > 2) {
+      return field_error(ErrorCode::invalid_argument, index, token,
+                         "more than one / in " + quoted(atom));
+    }
+    Result<Element> element = Error{};
+    if (repeat.size() == 2) {
+      // `a/n` means `a-max/n` when `a` is a number (cron-parser's loose ==;
+      // an `L` form keeps its text and the step is ignored).
+      std::string start(repeat[0]);
+      if (!std::isnan(js_to_number(start))) start += "-" + std::to_string(spec.max);
+      element = parse_range(index, token, start, repeat[1]);
+    } else {
+      element = parse_range(index, token, atom, "1");
+    }
+    if (!element) return std::move(element).error();
+    switch (element->kind) {
+      case Element::Kind::range:
+        for (const int v : element->range) {
+          REHEARSE_ASSERT_GE(v, 0);
+          REHEARSE_ASSERT_LE(v, spec.max);
           ++work.multiplicity[static_cast<std::size_t>(v)];
-          break;
         }
-        case Element::Kind::text: {
-          const std::string& text = element->text;
-          const bool day_field = index == kDom || index == kDow;
-          if (!day_field || !contains(text, 'L')) {
-            return field_error(ErrorCode::invalid_argument, index, token,
-                               quoted(text) + " is not a number");
-          }
-          ++work.text_entries;
-          if (index == kDom) {
-            // Any token with an L means "last day of the month" (`5L` too).
-            field.last_day_of_month = true;
-            if (text == "L") ++work.exact_last_entries;
-          } else if (is_digit(text[0])) {
-            // cron-parser reads only the first character: `5L`, `55L` and
-            // `5LL` are the last Friday, `9L` the last Tuesday (9 % 7).
-            field.last_weekday_mask =
-                static_cast<std::uint8_t>(field.last_weekday_mask | (1U << ((text[0] - '0') % 7)));
-          } else if (work.weekdayless_last.empty()) {
-            work.weekdayless_last = text;
-          }
-          break;
+        return {};
+      case Element::Kind::number: {
+        const double n = element->number;
+        if (std::isnan(n) || n < spec.min || n > spec.max) {
+          return field_error(ErrorCode::invalid_argument, index, token,
+                             "value " + quoted(atom) + " is outside " + std::to_string(spec.min) +
+                                 "-" + std::to_string(spec.max));
         }
+        int v = static_cast<int>(n);  // "-0" is 0
+        if (index == kDow) v %= 7;    // a single 7 is Sunday
+        ++work.multiplicity[static_cast<std::size_t>(v)];
+        return {};
       }
+      case Element::Kind::text: return add_text(index, token, element->text, work);
+    }
+    REHEARSE_UNREACHABLE();
+  }
+
+  // An element kept as text: only an `L` form in a day field.
+  Status add_text(std::size_t index, std::string_view token, const std::string& text,
+                  WorkField& work) const {
+    CronField& field = work.field;
+    const bool day_field = index == kDom || index == kDow;
+    if (!day_field || !contains(text, 'L')) {
+      return field_error(ErrorCode::invalid_argument, index, token,
+                         quoted(text) + " is not a number");
+    }
+    ++work.text_entries;
+    if (index == kDom) {
+      // Any token with an L means "last day of the month" (`5L` too).
+      field.last_day_of_month = true;
+      if (text == "L") ++work.exact_last_entries;
+    } else if (is_digit(text[0])) {
+      // cron-parser reads only the first character: `5L`, `55L` and
+      // `5LL` are the last Friday, `9L` the last Tuesday (9 % 7).
+      field.last_weekday_mask =
+          static_cast<std::uint8_t>(field.last_weekday_mask | (1U << ((text[0] - '0') % 7)));
+    } else if (work.weekdayless_last.empty()) {
+      work.weekdayless_last = text;
     }
     return {};
   }
@@ -674,8 +701,23 @@ struct CronParser {
         text = macro.expansion;
       }
     }
-
     const auto tokens = split_fields(text);
+    if (Status s = check_field_count(expression, tokens); !s.ok()) return s.error();
+    field_offset = tokens.size() == 5 ? 1 : 0;
+    schedule.has_seconds_ = tokens.size() == 6;
+    std::array<WorkField, 6> work;
+    if (Status s = parse_fields(tokens, work); !s.ok()) return s.error();
+    if (Status s = check_explicit_day(work); !s.ok()) return s.error();
+    if (Status s = check_fires(work); !s.ok()) return s.error();
+    schedule.fields_.reserve(6);
+    for (auto& w : work) schedule.fields_.push_back(std::move(w.field));
+    REHEARSE_ASSERT_EQ(schedule.fields_.size(), std::size_t{6});
+    return schedule;
+  }
+
+  // 5 or 6 fields; an unknown macro and 7 fields are named as such.
+  static Status check_field_count(std::string_view expression,
+                                  const std::vector<std::string_view>& tokens) {
     if (tokens.empty()) {
       return make_error(ErrorCode::invalid_argument,
                         "empty cron expression (cron-parser would read it as every minute; "
@@ -701,10 +743,13 @@ struct CronParser {
                         "field 7 " + quoted(tokens[6]) + ": " + std::to_string(tokens.size()) +
                             " fields; a year field (or any 7th field) is not supported");
     }
+    return {};
+  }
 
-    field_offset = tokens.size() == 5 ? 1 : 0;
-    schedule.has_seconds_ = tokens.size() == 6;
-    std::array<WorkField, 6> work;
+  // Every field in order; a 5-field expression gets second 0.
+  Status parse_fields(const std::vector<std::string_view>& tokens,
+                      std::array<WorkField, 6>& work) const {
+    REHEARSE_ASSERT_EQ(tokens.size() + field_offset, std::size_t{6});
     for (std::size_t index = 0; index < 6; ++index) {
       if (index == 0 && field_offset == 1) {
         work[0].field.kind = CronFieldKind::second;
@@ -714,40 +759,47 @@ struct CronParser {
         continue;
       }
       const std::string_view token = tokens[index - field_offset];
-      auto parsed = parse_field(index, token, work[index]);
-      if (!parsed) return std::move(parsed).error();
+      if (Status s = parse_field(index, token, work[index]); !s.ok()) return s;
       finish(index, work[index]);
     }
+    return {};
+  }
 
-    // cron-parser's explicit-day check: with exactly one month entry, the
-    // smallest day-of-month must exist in that month (February: 29), and
-    // larger days are dropped from the list, and so is every `L` form other
-    // than a plain "L" (its filter compares `5L` <= 29, which is false).
+  // cron-parser's explicit-day check: with exactly one month entry, the
+  // smallest day-of-month must exist in that month (February: 29), and
+  // larger days are dropped from the list, and so is every `L` form other
+  // than a plain "L" (its filter compares `5L` <= 29, which is false).
+  Status check_explicit_day(std::array<WorkField, 6>& work) const {
     CronField& dom = work[kDom].field;
-    CronField& dow = work[kDow].field;
+    const CronField& dow = work[kDow].field;
     const CronField& month = work[kMonth].field;
-    if (month.entry_count == 1) {
-      const auto m = static_cast<unsigned>(std::countr_zero(month.values));
-      const unsigned dim = kDaysInMonthTable[m];
-      const int smallest = next_bit(dom.values, 0);
-      bool explicit_day_error = false;
-      if (smallest >= 0 && static_cast<unsigned>(smallest) > dim) explicit_day_error = true;
-      for (unsigned d = dim + 1; d <= 31; ++d) work[kDom].multiplicity[d] = 0;
-      work[kDom].text_entries = work[kDom].exact_last_entries;
-      dom.last_day_of_month = work[kDom].exact_last_entries > 0;
-      finish(kDom, work[kDom]);
-      if (explicit_day_error) {
-        const bool fires = some_day_matches(dom, dow, month.values);
-        return field_error(fires ? ErrorCode::invalid_argument : ErrorCode::never_fires, kDom,
-                           dom.text,
-                           "day " + std::to_string(smallest) + " does not exist in " +
-                               kMonthNames[m] + " (month " + quoted(month.text) + ")" +
-                               (fires ? "; cron-parser 4.9 rejects a day-of-month whose smallest "
-                                        "day does not exist in the only month"
-                                      : ", so the expression never fires"));
-      }
-    }
+    if (month.entry_count != 1) return {};
+    const auto m = static_cast<unsigned>(std::countr_zero(month.values));
+    REHEARSE_ASSERT(m >= 1 && m <= 12);
+    const unsigned dim = kDaysInMonthTable[m];
+    const int smallest = next_bit(dom.values, 0);
+    bool explicit_day_error = false;
+    if (smallest >= 0 && static_cast<unsigned>(smallest) > dim) explicit_day_error = true;
+    for (unsigned d = dim + 1; d <= 31; ++d) work[kDom].multiplicity[d] = 0;
+    work[kDom].text_entries = work[kDom].exact_last_entries;
+    dom.last_day_of_month = work[kDom].exact_last_entries > 0;
+    finish(kDom, work[kDom]);
+    if (!explicit_day_error) return {};
+    const bool fires = some_day_matches(dom, dow, month.values);
+    return field_error(fires ? ErrorCode::invalid_argument : ErrorCode::never_fires, kDom, dom.text,
+                       "day " + std::to_string(smallest) + " does not exist in " + kMonthNames[m] +
+                           " (month " + quoted(month.text) + ")" +
+                           (fires ? "; cron-parser 4.9 rejects a day-of-month whose smallest "
+                                    "day does not exist in the only month"
+                                  : ", so the expression never fires"));
+  }
 
+  // An expression that parses must fire: every field matches some value and
+  // some calendar day satisfies the day fields and the month together.
+  Status check_fires(const std::array<WorkField, 6>& work) const {
+    const CronField& dom = work[kDom].field;
+    const CronField& dow = work[kDow].field;
+    const CronField& month = work[kMonth].field;
     // An `L` without weekday in day-of-week ("L", "L5"): cron-parser accepts it
     // but throws on the first day it checks that no plain weekday matches.
     if (!work[kDow].weekdayless_last.empty() && (dow.values & 0x7f) != 0x7f) {
@@ -756,7 +808,6 @@ struct CronParser {
                              ": L in day-of-week needs a weekday before it, as in 5L "
                              "(cron-parser accepts it but fails at the first day it checks)");
     }
-
     for (std::size_t index : {kSecond, kMinute, kHour, kMonth}) {
       if (work[index].field.values == 0) {
         return field_error(ErrorCode::never_fires, index, work[index].field.text,
@@ -774,10 +825,7 @@ struct CronParser {
                             quoted(dom.text) + ", month " + quoted(month.text) +
                             " and day-of-week " + quoted(dow.text) + " together");
     }
-
-    schedule.fields_.reserve(6);
-    for (auto& w : work) schedule.fields_.push_back(std::move(w.field));
-    return schedule;
+    return {};
   }
 };
 
@@ -797,7 +845,108 @@ bool CronSchedule::matches(TimeMs t) const {
          ((fields_[kSecond].values >> c.second) & 1U) != 0;
 }
 
-Result<TimeMs> CronSchedule::next_after(TimeMs t) const {
+namespace {
+
+// The calendar position next_after walks forward; each step either settles
+// a unit (it matches) or moves to a later position and asks for another pass.
+struct CronCursor {
+  int year = 0;
+  unsigned month = 1;
+  unsigned day = 1;
+  unsigned hour = 0;
+  unsigned minute = 0;
+  unsigned second = 0;
+
+  void next_day() {
+    ++day;
+    hour = minute = second = 0;
+  }
+  void next_hour() {
+    ++hour;
+    minute = second = 0;
+    if (hour > 23) next_day();
+  }
+  void first_day_of(int y, unsigned m) {
+    year = y;
+    month = m;
+    day = 1;
+    hour = minute = second = 0;
+  }
+};
+
+// Each settle_* returns true when the unit matches (moving forward within
+// it if needed), false after moving to a later month, day, hour or minute.
+bool settle_month(CronCursor& c, std::uint64_t month_bits) {
+  if (((month_bits >> c.month) & 1U) != 0) return true;
+  const int m = next_bit(month_bits, c.month + 1);
+  if (m < 0 || m > 12) {
+    c.first_day_of(c.year + 1, static_cast<unsigned>(std::countr_zero(month_bits)));
+  } else {
+    c.first_day_of(c.year, static_cast<unsigned>(m));
+  }
+  return false;
+}
+
+bool settle_day(CronCursor& c, const CronField& dom, const CronField& dow) {
+  const unsigned dim = days_in_month(c.year, c.month);
+  if (c.day > dim) {
+    if (c.month == 12) {
+      c.first_day_of(c.year + 1, 1);
+    } else {
+      c.first_day_of(c.year, c.month + 1);
+    }
+    return false;
+  }
+  const unsigned weekday = weekday_from_days(days_from_civil(c.year, c.month, c.day));
+  if (day_matches(dom, dow, c.month, c.day, weekday, dim)) return true;
+  c.next_day();
+  return false;
+}
+
+bool settle_hour(CronCursor& c, std::uint64_t hour_bits) {
+  const int h = next_bit(hour_bits, c.hour);
+  if (h < 0 || h > 23) {
+    c.next_day();
+    return false;
+  }
+  if (static_cast<unsigned>(h) != c.hour) {
+    c.hour = static_cast<unsigned>(h);
+    c.minute = c.second = 0;
+  }
+  return true;
+}
+
+bool settle_minute(CronCursor& c, std::uint64_t minute_bits) {
+  const int m = next_bit(minute_bits, c.minute);
+  if (m < 0 || m > 59) {
+    c.next_hour();
+    return false;
+  }
+  if (static_cast<unsigned>(m) != c.minute) {
+    c.minute = static_cast<unsigned>(m);
+    c.second = 0;
+  }
+  return true;
+}
+
+bool settle_second(CronCursor& c, std::uint64_t second_bits) {
+  const int s = next_bit(second_bits, c.second);
+  if (s < 0 || s > 59) {
+    ++c.minute;
+    c.second = 0;
+    if (c.minute > 59) {
+      c.minute = 0;
+      c.next_hour();
+    }
+    return false;
+  }
+  c.second = static_cast<unsigned>(s);
+  return true;
+}
+
+}  // namespace
+
+Status CronSchedule::check_searchable(TimeMs t) const {
   if (fields_.size() != 6) {
     return make_error(ErrorCode::never_fires, "empty cron schedule (not parsed)");
   }
@@ -805,97 +954,39 @@ Result<TimeMs> CronSchedule::next_after(TimeMs t) const {
     return make_error(ErrorCode::invalid_argument,
                       "instant " + std::to_string(t) + " ms is outside the supported range");
   }
-  const std::uint64_t month_bits = fields_[kMonth].values;
-  const std::uint64_t hour_bits = fields_[kHour].values;
-  const std::uint64_t minute_bits = fields_[kMinute].values;
-  const std::uint64_t second_bits = fields_[kSecond].values;
-  if (month_bits == 0 || hour_bits == 0 || minute_bits == 0 || second_bits == 0) {
-    return make_error(ErrorCode::never_fires, "cron expression " + quoted(source_) +
-                                                  " never fires");
+  for (const std::size_t index : {kMonth, kHour, kMinute, kSecond}) {
+    if (fields_[index].values == 0) {
+      return make_error(ErrorCode::never_fires,
+                        "cron expression " + quoted(source_) + " never fires");
+    }
   }
+  return {};
+}
 
+Result<TimeMs> CronSchedule::next_after(TimeMs t) const {
+  if (Status s = check_searchable(t); !s.ok()) return s.error();
   // The first whole second strictly after t.
   const TimeMs start = (t / kSecondMs + 1) * kSecondMs;
-  const CivilTime c = to_civil(start);
-  int year = c.date.year;
-  unsigned month = c.date.month;
-  unsigned day = c.date.day;
-  unsigned hour = c.hour;
-  unsigned minute = c.minute;
-  unsigned second = c.second;
-  auto next_day = [&] {
-    ++day;
-    hour = minute = second = 0;
-  };
-
+  const CivilTime civil = to_civil(start);
+  CronCursor c{civil.date.year, civil.date.month, civil.date.day,
+               civil.hour,      civil.minute,     civil.second};
   // Each pass moves to a later month, day, hour, minute or second. Parse
   // guarantees a match in every 400-year cycle; the rarest valid expressions
   // (a 5th Monday in February, up to 40 years apart) need about 15000 passes,
   // one per day. The cap only guards against a bug turning into a hang.
   constexpr int kPassesMax = 4'000'000;
-  for (int pass = 0; pass < kPassesMax; ++pass) {
-    if (year > 9999) break;
-    if (((month_bits >> month) & 1U) == 0) {
-      const int m = next_bit(month_bits, month + 1);
-      if (m < 0 || m > 12) {
-        ++year;
-        month = static_cast<unsigned>(std::countr_zero(month_bits));
-      } else {
-        month = static_cast<unsigned>(m);
-      }
-      day = 1;
-      hour = minute = second = 0;
+  for (int pass = 0; pass < kPassesMax && c.year <= 9999; ++pass) {
+    if (!settle_month(c, fields_[kMonth].values) || !settle_day(c, fields_[kDom], fields_[kDow]) ||
+        !settle_hour(c, fields_[kHour].values) || !settle_minute(c, fields_[kMinute].values) ||
+        !settle_second(c, fields_[kSecond].values)) {
       continue;
     }
-    const unsigned dim = days_in_month(year, month);
-    if (day > dim) {
-      if (++month > 12) {
-        month = 1;
-        ++year;
-      }
-      day = 1;
-      hour = minute = second = 0;
-      continue;
-    }
-    const unsigned weekday = weekday_from_days(days_from_civil(year, month, day));
-    if (!day_matches(fields_[kDom], fields_[kDow], month, day, weekday, dim)) {
-      next_day();
-      continue;
-    }
-    const int h = next_bit(hour_bits, hour);
-    if (h < 0 || h > 23) {
-      next_day();
-      continue;
-    }
-    if (static_cast<unsigned>(h) != hour) {
-      hour = static_cast<unsigned>(h);
-      minute = second = 0;
-    }
-    const int m = next_bit(minute_bits, minute);
-    if (m < 0 || m > 59) {
-      ++hour;
-      minute = second = 0;
-      if (hour > 23) next_day();
-      continue;
-    }
-    if (static_cast<unsigned>(m) != minute) {
-      minute = static_cast<unsigned>(m);
-      second = 0;
-    }
-    const int s = next_bit(second_bits, second);
-    if (s < 0 || s > 59) {
-      ++minute;
-      second = 0;
-      if (minute > 59) {
-        minute = 0;
-        ++hour;
-        if (hour > 23) next_day();
-      }
-      continue;
-    }
-    const TimeMs found = from_civil(CivilDate{year, month, day}, hour, minute,
-                                    static_cast<unsigned>(s));
+    const TimeMs found = from_civil(CivilDate{c.year, c.month, c.day}, c.hour, c.minute, c.second);
     if (found > kMaxInstantMs) break;
+    // Postconditions (docs/cron.md): strictly later, and a firing instant.
+    REHEARSE_ASSERT_GT(found, t);
+    REHEARSE_ASSERT_EQ(found % kSecondMs, 0);
+    REHEARSE_ASSERT(matches(found));
     return found;
   }
   return make_error(ErrorCode::invalid_argument,

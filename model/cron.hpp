@@ -97,6 +97,9 @@ class CronSchedule {
   const std::vector<CronField>& fields() const noexcept { return fields_; }
 
  private:
+  // next_after's preconditions: parsed, t in range, every field matches a value.
+  Status check_searchable(TimeMs t) const;
+
   std::string source_;
   std::string macro_;  // "@weekly" etc. when written as a macro
   bool has_seconds_ = false;

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/assert.hpp"
 #include "model/state_codec.hpp"
 
 namespace rehearse {
@@ -40,7 +41,8 @@ std::uint64_t add_to(Content& c, const QueueEntrySpec& spec, bool& added) {
   QueueEntry entry;
   entry.id = c.next_id++;
   entry.spec = spec;
-  c.entries.emplace(entry.id, entry);
+  const bool fresh = c.entries.emplace(entry.id, entry).second;
+  REHEARSE_ASSERT(fresh);  // ids are never reused (next_id only grows)
   added = true;
   return entry.id;
 }
@@ -63,7 +65,9 @@ std::size_t cancel_in(Content& c, const std::string& job_id, TimeMs slot) {
 std::uint64_t outbox_add_to(Content& c, std::string target, std::string payload) {
   OutboxMessage m{c.next_outbox_id++, std::move(target), std::move(payload)};
   const std::uint64_t id = m.id;
-  c.outbox.emplace(id, std::move(m));
+  const bool fresh = c.outbox.emplace(id, std::move(m)).second;
+  REHEARSE_ASSERT(fresh);
+  REHEARSE_ASSERT_LT(id, c.next_outbox_id);
   return id;
 }
 
@@ -113,6 +117,8 @@ std::string DiskJobQueue::encode(const Content& content) {
                   {"entries", std::move(entries)},
                   {"outbox", std::move(outbox)}};
   const std::string text = body.dump();
+  // The framing: the document is one line, the checksum line follows it.
+  REHEARSE_ASSERT_EQ(text.find('\n'), std::string::npos);
   return fmt::format("{}\n{}{:08x}\n", text, kCrcPrefix, crc32c(text));
 }
 

@@ -4,6 +4,8 @@
 
 #include <array>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 namespace {
@@ -27,6 +29,7 @@ const std::vector<FailureClass>& all_failure_classes() {
   static const std::vector<FailureClass> kAll = [] {
     std::vector<FailureClass> v;
     for (std::size_t i = 0; i < kFailureClassCount; ++i) v.push_back(static_cast<FailureClass>(i));
+    REHEARSE_ASSERT_EQ(v.size(), kFailureClassCount);
     return v;
   }();
   return kAll;
@@ -62,6 +65,7 @@ FailureClassSet default_retryable_classes() {
   for (const FailureClass c : all_failure_classes()) {
     if (is_retryable_by_default(c)) insert(s, c);
   }
+  REHEARSE_ASSERT(!contains(s, FailureClass::auth) && contains(s, FailureClass::timeout));
   return s;
 }
 

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 // --- vocabulary ------------------------------------------------------------
@@ -115,6 +117,8 @@ GroupJudgement judge_group(const std::vector<TaskOutcome>& outcomes,
   } else {
     j.verdict = GroupVerdict::skipped;
   }
+  REHEARSE_ASSERT_EQ(static_cast<std::size_t>(j.deliverables + j.skips + j.failures),
+                     outcomes.size());
   return j;
 }
 
@@ -344,48 +348,108 @@ Task<RunOutcome> GroupJob::deliver(const RunContext& context, DeliverySlot recor
   co_return complete_slot(context, SlotVerdict::delivered);
 }
 
-Task<RunOutcome> GroupJob::run(RunContext context) {
+std::optional<RunOutcome> GroupJob::refuse_misconfigured(const RunContext& context) {
+  std::string why;
   if (auto s = check_group_config(config_); !s.ok()) {
-    log_.error("group_run_failed", with_fields(run_log_fields(context),
-                                               {{"failure_class", to_string(FailureClass::config)},
-                                                {"error", s.error().describe()}}));
-    co_return RunOutcome::failure(FailureClass::config, s.error().describe());
+    why = s.error().describe();
+  } else if (context.job_id != config_.job_id) {
+    why = fmt::format("run for job '{}' handed to group job '{}'", context.job_id, config_.job_id);
+  } else {
+    return std::nullopt;
   }
-  if (context.job_id != config_.job_id) {
-    const std::string why =
-        fmt::format("run for job '{}' handed to group job '{}'", context.job_id, config_.job_id);
-    log_.error("group_run_failed",
-               with_fields(run_log_fields(context),
-                           {{"failure_class", to_string(FailureClass::config)}, {"error", why}}));
-    co_return RunOutcome::failure(FailureClass::config, why);
+  log_.error("group_run_failed",
+             with_fields(run_log_fields(context),
+                         {{"failure_class", to_string(FailureClass::config)}, {"error", why}}));
+  return RunOutcome::failure(FailureClass::config, why);
+}
+
+// The slot was decided by an earlier run (its guard or marker): nothing to
+// do but finish a marker a crash left unwritten.
+RunOutcome GroupJob::already_complete(const RunContext& context, const DeliverySlot& record) {
+  REHEARSE_ASSERT(record.guard_consumed() || record.complete());
+  if (!record.complete()) {
+    // A crash fell between the guard and the marker: finish the marker.
+    const SlotVerdict verdict = (record.outbox || !record.delivered_to.empty())
+                                    ? SlotVerdict::delivered
+                                    : SlotVerdict::skipped;
+    if (auto s = ledger_.mark_complete(context.job_id, context.slot, verdict, clock_.now());
+        !s.ok()) {
+      log_.error("slot_mark_failed",
+                 with_fields(run_log_fields(context), {{"error", s.error().describe()}}));
+    } else {
+      log_.info("slot_marked", with_fields(run_log_fields(context),
+                                           {{"verdict", to_string(verdict)}, {"repaired", true}}));
+    }
   }
+  log_.info("group_already_complete",
+            with_fields(run_log_fields(context),
+                        {{"reason", record.complete() ? "marker" : "guard"}}));
+  return RunOutcome::already_complete();
+}
+
+// Every task in order, each logged with its outcome.
+Task<std::vector<TaskOutcome>> GroupJob::run_tasks(const RunContext& context) {
+  std::vector<TaskOutcome> outcomes;
+  outcomes.reserve(config_.tasks.size());
+  for (const GroupTaskSpec& task : config_.tasks) {
+    log_.info("task_started", with_fields(run_log_fields(context), {{"task", task.id}}));
+    TaskOutcome outcome = co_await run_task(context, task);
+    REHEARSE_ASSERT_EQ(outcome.task, task.id);
+    LogFields fields = with_fields(run_log_fields(context),
+                                   {{"task", outcome.task}, {"outcome", to_string(outcome.kind)}});
+    if (outcome.kind == TaskOutcomeKind::failed) {
+      fields.push_back({"failure_class", to_string(outcome.failure_class)});
+      if (outcome.http_status) fields.push_back({"http_status", *outcome.http_status});
+      fields.push_back({"error", outcome.error});
+      log_.warning("task_result", fields);
+    } else {
+      log_.info("task_result", fields);
+    }
+    outcomes.push_back(std::move(outcome));
+  }
+  co_return outcomes;
+}
+
+void GroupJob::log_judgement(const RunContext& context, const GroupJudgement& judgement) {
+  LogFields fields =
+      with_fields(run_log_fields(context), {{"verdict", to_string(judgement.verdict)},
+                                            {"deliverables", judgement.deliverables},
+                                            {"failures", judgement.failures},
+                                            {"skips", judgement.skips}});
+  if (judgement.verdict == GroupVerdict::failed) {
+    fields.push_back({"failure_class", to_string(judgement.failure_class)});
+  }
+  log_.info("group_judged", fields);
+}
+
+// The outbox first (the decision survives a crash), then the sends.
+Task<RunOutcome> GroupJob::write_outbox_and_deliver(const RunContext& context,
+                                                    const std::vector<TaskOutcome>& outcomes) {
+  nlohmann::json items = delivery_items(outcomes);
+  REHEARSE_ASSERT(!items.empty());
+  const TimeMs now = clock_.now();
+  if (auto s = ledger_.write_outbox(context.job_id, context.slot, items, now); !s.ok()) {
+    co_return ledger_failure(context, s.error());
+  }
+  log_.info("outbox_written", with_fields(run_log_fields(context),
+                                          {{"items", static_cast<std::int64_t>(items.size())}}));
+  DeliverySlot fresh;
+  fresh.slot = context.slot;
+  fresh.outbox = std::move(items);
+  fresh.outbox_at = now;
+  RunOutcome delivered = co_await deliver(context, std::move(fresh));
+  co_return delivered;
+}
+
+Task<RunOutcome> GroupJob::run(RunContext context) {
+  if (auto refused = refuse_misconfigured(context)) co_return *refused;
   log_.info("group_run_started", run_log_fields(context));
 
   auto read = ledger_.read(context.job_id, context.slot);
   if (!read.ok()) co_return ledger_failure(context, read.error());
   DeliverySlot record = std::move(read).value();
-
-  if (record.guard_consumed() || record.complete()) {
-    if (!record.complete()) {
-      // A crash fell between the guard and the marker: finish the marker.
-      const SlotVerdict verdict = (record.outbox || !record.delivered_to.empty())
-                                      ? SlotVerdict::delivered
-                                      : SlotVerdict::skipped;
-      if (auto s = ledger_.mark_complete(context.job_id, context.slot, verdict, clock_.now());
-          !s.ok()) {
-        log_.error("slot_mark_failed",
-                   with_fields(run_log_fields(context), {{"error", s.error().describe()}}));
-      } else {
-        log_.info("slot_marked",
-                  with_fields(run_log_fields(context),
-                              {{"verdict", to_string(verdict)}, {"repaired", true}}));
-      }
-    }
-    log_.info(
-        "group_already_complete",
-        with_fields(run_log_fields(context), {{"reason", record.complete() ? "marker" : "guard"}}));
-    co_return RunOutcome::already_complete();
-  }
+  REHEARSE_ASSERT_EQ(record.slot, context.slot);
+  if (record.guard_consumed() || record.complete()) co_return already_complete(context, record);
 
   if (record.outbox) {
     // An earlier run decided this delivery and did not finish sending it:
@@ -399,37 +463,9 @@ Task<RunOutcome> GroupJob::run(RunContext context) {
     co_return resumed;
   }
 
-  std::vector<TaskOutcome> outcomes;
-  outcomes.reserve(config_.tasks.size());
-  for (const GroupTaskSpec& task : config_.tasks) {
-    log_.info("task_started", with_fields(run_log_fields(context), {{"task", task.id}}));
-    TaskOutcome outcome = co_await run_task(context, task);
-    LogFields fields = with_fields(run_log_fields(context),
-                                   {{"task", outcome.task}, {"outcome", to_string(outcome.kind)}});
-    if (outcome.kind == TaskOutcomeKind::failed) {
-      fields.push_back({"failure_class", to_string(outcome.failure_class)});
-      if (outcome.http_status) fields.push_back({"http_status", *outcome.http_status});
-      fields.push_back({"error", outcome.error});
-      log_.warning("task_result", fields);
-    } else {
-      log_.info("task_result", fields);
-    }
-    outcomes.push_back(std::move(outcome));
-  }
-
+  const std::vector<TaskOutcome> outcomes = co_await run_tasks(context);
   const GroupJudgement judgement = judge_group(outcomes, config_.retryable_classes);
-  {
-    LogFields fields =
-        with_fields(run_log_fields(context), {{"verdict", to_string(judgement.verdict)},
-                                              {"deliverables", judgement.deliverables},
-                                              {"failures", judgement.failures},
-                                              {"skips", judgement.skips}});
-    if (judgement.verdict == GroupVerdict::failed) {
-      fields.push_back({"failure_class", to_string(judgement.failure_class)});
-    }
-    log_.info("group_judged", fields);
-  }
-
+  log_judgement(context, judgement);
   switch (judgement.verdict) {
     case GroupVerdict::failed: {
       RunOutcome failed = co_await send_failure_notices(context, outcomes, judgement);
@@ -438,19 +474,7 @@ Task<RunOutcome> GroupJob::run(RunContext context) {
     case GroupVerdict::skipped:
       co_return complete_slot(context, SlotVerdict::skipped);
     case GroupVerdict::deliver: {
-      nlohmann::json items = delivery_items(outcomes);
-      const TimeMs now = clock_.now();
-      if (auto s = ledger_.write_outbox(context.job_id, context.slot, items, now); !s.ok()) {
-        co_return ledger_failure(context, s.error());
-      }
-      log_.info("outbox_written",
-                with_fields(run_log_fields(context),
-                            {{"items", static_cast<std::int64_t>(items.size())}}));
-      DeliverySlot fresh;
-      fresh.slot = context.slot;
-      fresh.outbox = std::move(items);
-      fresh.outbox_at = now;
-      RunOutcome delivered = co_await deliver(context, std::move(fresh));
+      RunOutcome delivered = co_await write_outbox_and_deliver(context, outcomes);
       co_return delivered;
     }
   }

@@ -156,6 +156,13 @@ class GroupJob final : public JobRunner {
   Task<RunOutcome> deliver(const RunContext& context, DeliverySlot record);
   RunOutcome complete_slot(const RunContext& context, SlotVerdict verdict);
   RunOutcome ledger_failure(const RunContext& context, const Error& error);
+  // The steps of run().
+  std::optional<RunOutcome> refuse_misconfigured(const RunContext& context);
+  RunOutcome already_complete(const RunContext& context, const DeliverySlot& record);
+  Task<std::vector<TaskOutcome>> run_tasks(const RunContext& context);
+  void log_judgement(const RunContext& context, const GroupJudgement& judgement);
+  Task<RunOutcome> write_outbox_and_deliver(const RunContext& context,
+                                            const std::vector<TaskOutcome>& outcomes);
 
   Clock& clock_;
   Services& services_;

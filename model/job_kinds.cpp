@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "model/assert.hpp"
 #include "model/call_job.hpp"
 #include "model/fetch_job.hpp"
 #include "model/group_job.hpp"
@@ -155,6 +156,7 @@ const JobKinds& job_kinds() {
 }
 
 const JobKindEntry* find_job_kind(std::string_view name, const JobKinds& kinds) {
+  REHEARSE_ASSERT(!kinds.empty());
   for (const JobKindEntry& entry : kinds) {
     if (entry.name == name) return &entry;
   }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 const char* to_string(QueueEntryState state) noexcept {
@@ -9,6 +11,7 @@ const char* to_string(QueueEntryState state) noexcept {
 }
 
 std::string queue_key(const QueueEntrySpec& spec) {
+  REHEARSE_ASSERT_GE(spec.attempt, 0);
   return fmt::format("{}|{}|{}|{}", spec.job_id, spec.slot, to_string(spec.kind), spec.attempt);
 }
 

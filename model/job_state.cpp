@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 namespace {
@@ -18,8 +20,16 @@ std::optional<Enum> parse_name(const std::array<const char*, N>& names, std::str
 }
 }  // namespace
 
-const char* to_string(RetryStatus s) noexcept { return kStatusNames[static_cast<std::size_t>(s)]; }
-const char* to_string(NextAction a) noexcept { return kActionNames[static_cast<std::size_t>(a)]; }
+// An enum value out of range (a bad cast) stops here instead of reading past
+// the table.
+const char* to_string(RetryStatus s) noexcept {
+  REHEARSE_ASSERT_LT(static_cast<std::size_t>(s), kStatusNames.size());
+  return kStatusNames[static_cast<std::size_t>(s)];
+}
+const char* to_string(NextAction a) noexcept {
+  REHEARSE_ASSERT_LT(static_cast<std::size_t>(a), kActionNames.size());
+  return kActionNames[static_cast<std::size_t>(a)];
+}
 
 std::optional<RetryStatus> parse_retry_status(std::string_view name) noexcept {
   return parse_name<RetryStatus>(kStatusNames, name);

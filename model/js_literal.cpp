@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 namespace {
@@ -27,6 +29,7 @@ class Reader {
     if (!value.ok()) return value;
     if (auto s = skip_space(); !s.ok()) return std::move(s).error();
     if (pos_ < text_.size()) return fail("expected the end of the input after the value");
+    REHEARSE_ASSERT_EQ(pos_, text_.size());
     return value;
   }
 
@@ -255,6 +258,7 @@ class Reader {
       ++pos_;
       auto v = value(depth + 1);
       if (!v.ok()) return v;
+      REHEARSE_ASSERT_LE(pos_, text_.size());
       out[*k] = std::move(*v);
       if (auto s = skip_space(); !s.ok()) return std::move(s).error();
       if (peek() == ',') {

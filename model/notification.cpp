@@ -7,6 +7,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 using nlohmann::json;
@@ -40,6 +42,7 @@ std::string to_string(const Notification& n) {
 }
 
 json to_json(const Notification& n) {
+  REHEARSE_ASSERT_GE(n.attempt, 0);  // notification_from_json refuses a negative one
   json out = json::object();
   out["event"] = to_string(n.event);
   out["job_id"] = n.job_id;

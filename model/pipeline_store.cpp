@@ -1,10 +1,13 @@
 #include "model/pipeline_store.hpp"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "model/assert.hpp"
 
 namespace rehearse {
 namespace {
@@ -199,6 +202,15 @@ Status PipelineStore::write_locked(const std::vector<PipelineItem>& items) {
                       file_path());
   }
   const std::string bytes = encode_pipeline(items);
+  // Read-back check: the bytes about to be written decode to exactly these
+  // items. An encoder that drops or alters a field stops here, at the cause,
+  // instead of at the next load (where the store would fail closed on its
+  // own file). Pure: no second disk read, so a disk fault is never taken for
+  // a bug.
+  auto back = decode_pipeline(bytes);
+  REHEARSE_ASSERT(back.ok());
+  REHEARSE_ASSERT_EQ(back->size(), items.size());
+  REHEARSE_ASSERT(*back == items);
   const std::string temp = file_path() + kTempSuffix;
   if (auto s = disk_.write_file(temp, bytes); !s.ok()) return s;
   if (auto s = disk_.fsync_file(temp); !s.ok()) return s;
@@ -245,6 +257,9 @@ Status PipelineStore::save_item(const PipelineItem& item) {
     }
   }
   if (!replaced) items->push_back(item);
+  REHEARSE_ASSERT_EQ(std::count_if(items->begin(), items->end(),
+                                   [&item](const PipelineItem& i) { return i.id == item.id; }),
+                     1);
   return write_locked(*items);
 }
 
@@ -267,6 +282,7 @@ Result<std::size_t> PipelineStore::add_missing(const std::vector<PipelineItem>& 
     ++added;
   }
   if (added == 0) return added;
+  REHEARSE_ASSERT_LE(added, items.size());
   if (auto s = write_locked(*stored); !s.ok()) return s.error();
   return added;
 }

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "model/assert.hpp"
 #include "model/policy_json.hpp"
 
 namespace rehearse {
@@ -83,6 +84,8 @@ Result<bool> read_bool(const json& value, const std::string& where, std::string_
 }
 
 RetryPolicy system_policy(PolicyForm form, int retries, Backoff backoff) {
+  REHEARSE_ASSERT_GE(retries, 0);
+  REHEARSE_ASSERT_GE(backoff.delay_ms, 0);
   RetryPolicy out;
   out.form = form;
   out.max_retries = retries;

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 namespace {
@@ -85,6 +87,7 @@ Status write_loop(int fd, const std::string& path, std::string_view bytes) {
       if (errno == EINTR) continue;
       return os_error("write", path, errno);
     }
+    REHEARSE_ASSERT_LE(static_cast<std::size_t>(n), bytes.size());
     bytes.remove_prefix(static_cast<std::size_t>(n));
   }
   return {};

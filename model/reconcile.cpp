@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "model/token_client.hpp"  // the request header names shared by every job kind
 
 namespace rehearse {
@@ -227,167 +228,270 @@ bool Reconciler::persist(const RunContext& context, const PipelineItem& item, Cy
   return false;
 }
 
-// Visits one item: a full attempt (due) or a validation only (a migration made
-// its stored id suspect). Returns false when the store failed (stop the cycle).
-Task<bool> Reconciler::visit(const RunContext& context, PipelineItem item, bool full,
-                             CycleState& state) {
-  const bool needs_validation =
-      state.directory.has_value() && item.validated_instance != state.directory->instance;
-  const std::string instance = state.directory ? state.directory->instance : std::string();
+// ------------------------------------------------------------ one visit
 
-  ServiceResult result = co_await services_.call(make_request(context, "get_issue", item.issue));
-  ++state.report.queried;
-  TimeMs now = clock_.now();
-  OrchestratorAnswer answer = interpret_answer(result);
+// One item's visit: what it is for and what it has learnt so far.
+struct Reconciler::Visit {
+  const RunContext& context;
+  PipelineItem item;
+  bool full = false;              // a due attempt (else a validation only)
+  bool needs_validation = false;  // its stored id predates the current instance
+  std::string instance;           // the orchestrator instance (empty: unknown)
+  TimeMs now = 0;
+};
 
-  // The three ways an attempt can end other than a clean answer.
-  const auto end_not_found = [&](const IssueNotFound& nf, const char* operation) {
-    const std::string from = item.stage;
-    item.stage = kStageDesignFailed;
-    item.reconcile_error = fmt::format(
-        "issue {} not found in the orchestrator{} ({} answered HTTP {}): it no longer exists "
-        "there (e.g. lost in a migration); the item is closed and will not be queried again",
-        item.issue, instance.empty() ? std::string() : " instance " + instance, operation,
-        nf.http_status);
-    item.failures = 0;
-    item.updated_at = now;
-    if (!persist(context, item, state)) return false;
-    log_.warning("item_failed", {{"job_id", context.job_id},
-                                 {"item", item.issue},
-                                 {"reason", item.reconcile_error},
-                                 {"failure_class", to_string(FailureClass::not_found)}});
-    log_.info("stage_changed",
-              {{"job_id", context.job_id}, {"item", item.issue}, {"from", from}, {"to", item.stage}});
-    ++state.report.ended;
-    ++state.report.advanced;
-    if (needs_validation) ++state.validation_lost;
-    return true;
+// How a visit ends, decided without I/O (decide_on_failure, decide_on_body,
+// decide_on_assign); apply_decision then writes and logs it.
+struct Reconciler::VisitDecision {
+  enum class Kind : unsigned char {
+    close_not_found,  // the issue is gone: DESIGN_FAILED, never queried again
+    back_off,         // transient: retry after transient_backoff_ms
+    defer,            // refused (config, auth...): next attempt in an hour
+    note_refusal,     // validation only, refused: keep the reason, nothing else
+    touch,            // validation only, answered: record the validated id
+    advance,          // move to `target` (after the handoff, if any)
+    stay,             // a clean attempt without a move
   };
-  const auto back_off = [&](FailureClass failure_class, const std::string& reason) {
-    ++item.failures;
-    TimeMs until = now + transient_backoff_ms(item.failures);
-    // A validation-only visit never brings an item's next attempt forward
-    // (that would break the hourly bound of a config deferral).
-    if (!full) until = std::max(until, item.next_attempt_at);
-    item.next_attempt_at = until;
-    item.reconcile_error = reason;
-    item.updated_at = now;
-    if (!persist(context, item, state)) return false;
-    log_.warning("item_backoff", {{"job_id", context.job_id},
-                                  {"item", item.issue},
-                                  {"until", format_instant(until)},
-                                  {"failures", item.failures},
-                                  {"failure_class", to_string(failure_class)},
-                                  {"reason", reason}});
-    ++state.report.backed_off;
-    if (needs_validation) ++state.validation_pending;
-    return true;
-  };
-  const auto defer = [&](FailureClass failure_class, const std::string& reason) {
-    REHEARSE_ASSERT(full);
-    item.failures = 0;
-    item.next_attempt_at = now + kConfigDeferralMs;
-    item.last_config_error_at = now;
-    item.reconcile_error = reason;
-    item.updated_at = now;
-    if (!persist(context, item, state)) return false;
-    log_.warning("item_deferred", {{"job_id", context.job_id},
-                                   {"item", item.issue},
-                                   {"until", format_instant(item.next_attempt_at)},
-                                   {"reason", reason},
-                                   {"failure_class", to_string(failure_class)}});
-    ++state.report.deferred;
-    if (needs_validation && item.validated_instance != instance) ++state.validation_pending;
-    return true;
-  };
+  Kind kind = Kind::stay;
+  FailureClass failure_class = FailureClass::unknown;
+  std::string reason;              // back_off, defer, note_refusal
+  std::string operation;           // close_not_found: the request that answered 404/410
+  int http_status = 0;             // close_not_found
+  std::string target;              // advance
+  std::optional<Handoff> handoff;  // advance: assign the work first
+};
 
-  if (const auto* nf = std::get_if<IssueNotFound>(&answer)) co_return end_not_found(*nf, "get_issue");
+// A failed get_issue or assign answer: how the visit ends. Nothing for an
+// answer with a body (the caller decides on the body).
+std::optional<Reconciler::VisitDecision> Reconciler::decide_on_failure(
+    const OrchestratorAnswer& answer, const ServiceResult& result, const char* operation,
+    bool full) {
+  VisitDecision d;
+  if (const auto* nf = std::get_if<IssueNotFound>(&answer)) {
+    d.kind = VisitDecision::Kind::close_not_found;
+    d.operation = operation;
+    d.http_status = nf->http_status;
+    return d;
+  }
   if (const auto* t = std::get_if<TransientFailure>(&answer)) {
-    co_return back_off(t->failure_class, "get_issue: " + t->message);
+    d.kind = VisitDecision::Kind::back_off;
+    d.failure_class = t->failure_class;
+    d.reason = fmt::format("{}: {}", operation, t->message);
+    return d;
   }
   if (const auto* r = std::get_if<RejectedFailure>(&answer)) {
-    const std::string reason = fmt::format("get_issue refused ({}): {}", to_string(r->failure_class),
-                                           answer_text(result));
-    if (full) co_return defer(r->failure_class, reason);
     // Validation only: the item is not due, so no attempt is made or counted;
     // the refusal stays visible in its error until its due attempt.
-    item.reconcile_error = reason;
-    item.updated_at = now;
-    if (needs_validation) ++state.validation_pending;
-    co_return persist(context, item, state);
+    d.kind = full ? VisitDecision::Kind::defer : VisitDecision::Kind::note_refusal;
+    d.failure_class = r->failure_class;
+    d.reason = fmt::format("{} refused ({}): {}", operation, to_string(r->failure_class),
+                           answer_text(result));
+    return d;
   }
+  return std::nullopt;
+}
 
-  const json& body = std::get<json>(answer);
-  if (!instance.empty()) item.validated_instance = instance;
-  if (needs_validation) ++state.report.validated;
+// get_issue answered with `body`: the stage the item moves to, and who gets
+// the work first.
+Reconciler::VisitDecision Reconciler::decide_on_body(const PipelineItem& item,
+                                                     const nlohmann::json& body, bool full,
+                                                     const CycleState& state) const {
+  VisitDecision d;
+  if (!full) {
+    d.kind = VisitDecision::Kind::touch;
+    return d;
+  }
   const std::string status =
       body.is_object() && body.contains("status") && body.at("status").is_string()
           ? body.at("status").get<std::string>()
           : std::string();
-  if (!full) {
-    item.updated_at = now;
-    co_return persist(context, item, state);
-  }
-
   const std::string target = next_stage(item.stage, status);
-  item.failures = 0;
-  if (target != item.stage) {
+  if (target == item.stage) return d;  // stay
+  if (config_.stage_roles.count(target) != 0) {
+    if (!state.directory) {
+      d.kind = VisitDecision::Kind::back_off;
+      d.failure_class = state.agents_failure_class.value_or(FailureClass::unknown);
+      d.reason = "agent list unavailable: " + state.agents_failure;
+      return d;
+    }
+    auto plan = plan_handoff(target, config_, env_, *state.directory);
+    if (!plan.ok()) {
+      d.kind = VisitDecision::Kind::defer;
+      d.failure_class = FailureClass::config;
+      d.reason = fmt::format("cannot hand {} work to an agent: {}", target, plan.error().message);
+      return d;
+    }
+    d.handoff = *plan;
+  }
+  d.kind = VisitDecision::Kind::advance;
+  d.target = target;
+  return d;
+}
+
+// The assign request's answer: how the visit ends if it failed.
+std::optional<Reconciler::VisitDecision> Reconciler::decide_on_assign(
+    const OrchestratorAnswer& answer, const ServiceResult& result, const Handoff& handoff) {
+  auto d = decide_on_failure(answer, result, "assign", /*full=*/true);
+  if (d && d->kind == VisitDecision::Kind::defer) {
+    d->reason =
+        fmt::format("assign to {} agent {} refused ({}): {}", to_string(handoff.role),
+                    short_id(handoff.agent_id), to_string(d->failure_class), answer_text(result));
+  }
+  return d;
+}
+
+// Visits one item: a full attempt (due) or a validation only (a migration made
+// its stored id suspect). Returns false when the store failed (stop the cycle).
+// The I/O only: the decisions are decide_on_*, the writes apply_decision.
+Task<bool> Reconciler::visit(const RunContext& context, PipelineItem item, bool full,
+                             CycleState& state) {
+  const bool needs_validation =
+      state.directory.has_value() && item.validated_instance != state.directory->instance;
+  Visit v{context,
+          std::move(item),
+          full,
+          needs_validation,
+          state.directory ? state.directory->instance : std::string(),
+          0};
+  ServiceResult result = co_await services_.call(make_request(context, "get_issue", v.item.issue));
+  ++state.report.queried;
+  v.now = clock_.now();
+  const OrchestratorAnswer answer = interpret_answer(result);
+  if (auto failed = decide_on_failure(answer, result, "get_issue", full)) {
+    co_return apply_decision(v, *failed, state);
+  }
+  if (!v.instance.empty()) v.item.validated_instance = v.instance;
+  if (v.needs_validation) ++state.report.validated;
+  if (full) v.item.failures = 0;  // an answer ends a run of transient failures
+  VisitDecision decision = decide_on_body(v.item, std::get<json>(answer), full, state);
+  if (decision.kind == VisitDecision::Kind::advance && decision.handoff) {
     // Hand the work over first, then record the stage: a crash in between
     // repeats the (idempotent) assignment, never loses it.
-    if (config_.stage_roles.count(target) != 0) {
-      if (!state.directory) {
-        co_return back_off(state.agents_failure_class.value_or(FailureClass::unknown),
-                           "agent list unavailable: " + state.agents_failure);
-      }
-      auto plan = plan_handoff(target, config_, env_, *state.directory);
-      if (!plan.ok()) {
-        co_return defer(FailureClass::config,
-                        fmt::format("cannot hand {} work to an agent: {}", target,
-                                    plan.error().message));
-      }
-      if (plan->has_value()) {
-        const Handoff& handoff = **plan;
-        ServiceRequest request = make_request(context, "assign", item.issue);
-        request.body = json{{"agent", handoff.agent_id}, {"role", to_string(handoff.role)}};
-        ServiceResult assigned = co_await services_.call(std::move(request));
-        now = clock_.now();
-        OrchestratorAnswer assign_answer = interpret_answer(assigned);
-        if (const auto* nf = std::get_if<IssueNotFound>(&assign_answer)) {
-          co_return end_not_found(*nf, "assign");
-        }
-        if (const auto* t = std::get_if<TransientFailure>(&assign_answer)) {
-          co_return back_off(t->failure_class, "assign: " + t->message);
-        }
-        if (const auto* r = std::get_if<RejectedFailure>(&assign_answer)) {
-          co_return defer(r->failure_class,
-                          fmt::format("assign to {} agent {} refused ({}): {}",
-                                      to_string(handoff.role), short_id(handoff.agent_id),
-                                      to_string(r->failure_class), answer_text(assigned)));
-        }
-        ++state.report.assigned;
-        log_.info("agent_assigned", {{"job_id", context.job_id},
-                                     {"item", item.issue},
-                                     {"stage", target},
-                                     {"role", to_string(handoff.role)},
-                                     {"agent", short_id(handoff.agent_id)}});
-      }
+    const Handoff& handoff = *decision.handoff;
+    ServiceRequest request = make_request(context, "assign", v.item.issue);
+    request.body = json{{"agent", handoff.agent_id}, {"role", to_string(handoff.role)}};
+    ServiceResult assigned = co_await services_.call(std::move(request));
+    v.now = clock_.now();
+    if (auto failed = decide_on_assign(interpret_answer(assigned), assigned, handoff)) {
+      co_return apply_decision(v, *failed, state);
     }
-    const std::string from = item.stage;
-    item.stage = target;
-    item.reconcile_error.clear();
-    item.next_attempt_at = now;
-    item.updated_at = now;
-    if (!persist(context, item, state)) co_return false;
-    log_.info("stage_changed",
-              {{"job_id", context.job_id}, {"item", item.issue}, {"from", from}, {"to", target}});
-    ++state.report.advanced;
-    co_return true;
+    ++state.report.assigned;
+    log_.info("agent_assigned", {{"job_id", context.job_id},
+                                 {"item", v.item.issue},
+                                 {"stage", decision.target},
+                                 {"role", to_string(handoff.role)},
+                                 {"agent", short_id(handoff.agent_id)}});
   }
-  // No move: a clean attempt; due again at the next cycle.
+  co_return apply_decision(v, decision, state);
+}
+
+bool Reconciler::apply_decision(Visit& v, const VisitDecision& d, CycleState& state) {
+  using Kind = VisitDecision::Kind;
+  switch (d.kind) {
+    case Kind::close_not_found: return close_not_found(v, d, state);
+    case Kind::back_off: return back_off(v, d, state);
+    case Kind::defer: return defer(v, d, state);
+    case Kind::note_refusal:
+      v.item.reconcile_error = d.reason;
+      v.item.updated_at = v.now;
+      if (v.needs_validation) ++state.validation_pending;
+      return persist(v.context, v.item, state);
+    case Kind::touch: v.item.updated_at = v.now; return persist(v.context, v.item, state);
+    case Kind::advance: return advance(v, d, state);
+    case Kind::stay:
+      // A clean attempt; due again at the next cycle.
+      v.item.reconcile_error.clear();
+      v.item.next_attempt_at = v.now;
+      v.item.updated_at = v.now;
+      return persist(v.context, v.item, state);
+  }
+  REHEARSE_UNREACHABLE();
+}
+
+bool Reconciler::close_not_found(Visit& v, const VisitDecision& d, CycleState& state) {
+  PipelineItem& item = v.item;
+  const std::string from = item.stage;
+  item.stage = kStageDesignFailed;
+  item.reconcile_error = fmt::format(
+      "issue {} not found in the orchestrator{} ({} answered HTTP {}): it no longer exists "
+      "there (e.g. lost in a migration); the item is closed and will not be queried again",
+      item.issue, v.instance.empty() ? std::string() : " instance " + v.instance, d.operation,
+      d.http_status);
+  item.failures = 0;
+  item.updated_at = v.now;
+  if (!persist(v.context, item, state)) return false;
+  log_.warning("item_failed", {{"job_id", v.context.job_id},
+                               {"item", item.issue},
+                               {"reason", item.reconcile_error},
+                               {"failure_class", to_string(FailureClass::not_found)}});
+  log_.info(
+      "stage_changed",
+      {{"job_id", v.context.job_id}, {"item", item.issue}, {"from", from}, {"to", item.stage}});
+  ++state.report.ended;
+  ++state.report.advanced;
+  if (v.needs_validation) ++state.validation_lost;
+  return true;
+}
+
+bool Reconciler::back_off(Visit& v, const VisitDecision& d, CycleState& state) {
+  PipelineItem& item = v.item;
+  ++item.failures;
+  TimeMs until = v.now + transient_backoff_ms(item.failures);
+  // A validation-only visit never brings an item's next attempt forward
+  // (that would break the hourly bound of a config deferral).
+  if (!v.full) until = std::max(until, item.next_attempt_at);
+  REHEARSE_ASSERT_GT(until, v.now);
+  item.next_attempt_at = until;
+  item.reconcile_error = d.reason;
+  item.updated_at = v.now;
+  if (!persist(v.context, item, state)) return false;
+  log_.warning("item_backoff", {{"job_id", v.context.job_id},
+                                {"item", item.issue},
+                                {"until", format_instant(until)},
+                                {"failures", item.failures},
+                                {"failure_class", to_string(d.failure_class)},
+                                {"reason", d.reason}});
+  ++state.report.backed_off;
+  if (v.needs_validation) ++state.validation_pending;
+  return true;
+}
+
+bool Reconciler::defer(Visit& v, const VisitDecision& d, CycleState& state) {
+  REHEARSE_ASSERT(v.full);
+  PipelineItem& item = v.item;
+  item.failures = 0;
+  item.next_attempt_at = v.now + kConfigDeferralMs;
+  item.last_config_error_at = v.now;
+  item.reconcile_error = d.reason;
+  item.updated_at = v.now;
+  if (!persist(v.context, item, state)) return false;
+  log_.warning("item_deferred", {{"job_id", v.context.job_id},
+                                 {"item", item.issue},
+                                 {"until", format_instant(item.next_attempt_at)},
+                                 {"reason", d.reason},
+                                 {"failure_class", to_string(d.failure_class)}});
+  ++state.report.deferred;
+  if (v.needs_validation && item.validated_instance != v.instance) ++state.validation_pending;
+  return true;
+}
+
+bool Reconciler::advance(Visit& v, const VisitDecision& d, CycleState& state) {
+  PipelineItem& item = v.item;
+  // Stages only move forward (docs/reconcile.md): next_stage never goes back.
+  REHEARSE_ASSERT_NE(d.target, item.stage);
+  REHEARSE_ASSERT(!is_terminal_stage(item.stage));
+  REHEARSE_ASSERT(is_terminal_stage(d.target) ||
+                  stage_rank(d.target).value_or(-1) > stage_rank(item.stage).value_or(-1));
+  const std::string from = item.stage;
+  item.stage = d.target;
   item.reconcile_error.clear();
-  item.next_attempt_at = now;
-  item.updated_at = now;
-  co_return persist(context, item, state);
+  item.next_attempt_at = v.now;
+  item.updated_at = v.now;
+  if (!persist(v.context, item, state)) return false;
+  log_.info("stage_changed",
+            {{"job_id", v.context.job_id}, {"item", item.issue}, {"from", from}, {"to", d.target}});
+  ++state.report.advanced;
+  return true;
 }
 
 Task<CycleReport> Reconciler::run_cycle(RunContext context) {
@@ -399,32 +503,10 @@ Task<CycleReport> Reconciler::run_cycle(RunContext context) {
     return state.report;
   };
 
-  std::vector<PipelineItem> seeds;
-  for (const ReconcileSeed& seed : config_.items) {
-    PipelineItem item;
-    item.id = seed.id.empty() ? default_item_id(seed.issue) : seed.id;
-    item.issue = seed.issue;
-    item.stage = seed.stage;
-    item.next_attempt_at = 0;
-    item.updated_at = clock_.now();
-    seeds.push_back(std::move(item));
+  if (auto added = store_.add_missing(seed_items()); !added.ok()) {
+    co_return fail_store(added.error());
   }
-  if (auto added = store_.add_missing(seeds); !added.ok()) co_return fail_store(added.error());
-
-  ServiceResult agents = co_await services_.call(make_request(context, "list_agents", ""));
-  OrchestratorAnswer agents_answer = interpret_answer(agents);
-  if (const auto* body = std::get_if<json>(&agents_answer)) {
-    auto directory = parse_agent_directory(*body);
-    if (directory.ok()) {
-      state.directory = std::move(*directory);
-    } else {
-      state.agents_failure_class = FailureClass::unknown;
-      state.agents_failure = "list_agents: " + directory.error().message;
-    }
-  } else {
-    state.agents_failure_class = classify(to_failure_info(agents));
-    state.agents_failure = "list_agents: " + answer_text(agents);
-  }
+  co_await read_agents(context, state);
   if (state.agents_failure_class) {
     log_.warning("orchestrator_unreachable",
                  {{"job_id", context.job_id},
@@ -454,7 +536,50 @@ Task<CycleReport> Reconciler::run_cycle(RunContext context) {
     if (!kept) break;
   }
   if (state.store_error) co_return fail_store(*state.store_error);
+  log_cycle(context, state);
+  if (state.agents_failure_class) {
+    state.report.outcome = RunOutcome::failure(*state.agents_failure_class, state.agents_failure);
+  } else {
+    state.report.outcome = RunOutcome::success();
+  }
+  co_return state.report;
+}
 
+// The configured items, as the store adds those it does not hold yet.
+std::vector<PipelineItem> Reconciler::seed_items() const {
+  std::vector<PipelineItem> seeds;
+  for (const ReconcileSeed& seed : config_.items) {
+    PipelineItem item;
+    item.id = seed.id.empty() ? default_item_id(seed.issue) : seed.id;
+    item.issue = seed.issue;
+    item.stage = seed.stage;
+    item.next_attempt_at = 0;
+    item.updated_at = clock_.now();
+    seeds.push_back(std::move(item));
+  }
+  return seeds;
+}
+
+// The orchestrator's agent list (its instance id and agents), or why not.
+Task<void> Reconciler::read_agents(const RunContext& context, CycleState& state) {
+  ServiceResult agents = co_await services_.call(make_request(context, "list_agents", ""));
+  OrchestratorAnswer agents_answer = interpret_answer(agents);
+  if (const auto* body = std::get_if<json>(&agents_answer)) {
+    auto directory = parse_agent_directory(*body);
+    if (directory.ok()) {
+      state.directory = std::move(*directory);
+    } else {
+      state.agents_failure_class = FailureClass::unknown;
+      state.agents_failure = "list_agents: " + directory.error().message;
+    }
+  } else {
+    state.agents_failure_class = classify(to_failure_info(agents));
+    state.agents_failure = "list_agents: " + answer_text(agents);
+  }
+  REHEARSE_ASSERT_NE(state.directory.has_value(), state.agents_failure_class.has_value());
+}
+
+void Reconciler::log_cycle(const RunContext& context, const CycleState& state) {
   if (state.validation_candidates > 0) {
     log_.info("ids_validated", {{"job_id", context.job_id},
                                 {"instance", state.directory->instance},
@@ -470,12 +595,6 @@ Task<CycleReport> Reconciler::run_cycle(RunContext context) {
                                 {"deferred", state.report.deferred},
                                 {"backed_off", state.report.backed_off},
                                 {"assigned", state.report.assigned}});
-  if (state.agents_failure_class) {
-    state.report.outcome = RunOutcome::failure(*state.agents_failure_class, state.agents_failure);
-  } else {
-    state.report.outcome = RunOutcome::success();
-  }
-  co_return state.report;
 }
 
 ReconcileJob::ReconcileJob(Clock& clock, Services& services, Log& log, Disk& disk, Environment env,

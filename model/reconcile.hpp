@@ -211,7 +211,27 @@ class Reconciler {
 
  private:
   struct CycleState;
+  struct Visit;
+  struct VisitDecision;
+  std::vector<PipelineItem> seed_items() const;
+  Task<void> read_agents(const RunContext& context, CycleState& state);
+  void log_cycle(const RunContext& context, const CycleState& state);
   Task<bool> visit(const RunContext& context, PipelineItem item, bool full, CycleState& state);
+  // The decisions of a visit, without I/O.
+  static std::optional<VisitDecision> decide_on_failure(const OrchestratorAnswer& answer,
+                                                        const ServiceResult& result,
+                                                        const char* operation, bool full);
+  VisitDecision decide_on_body(const PipelineItem& item, const nlohmann::json& body, bool full,
+                               const CycleState& state) const;
+  static std::optional<VisitDecision> decide_on_assign(const OrchestratorAnswer& answer,
+                                                       const ServiceResult& result,
+                                                       const Handoff& handoff);
+  // The writes and logs of a decision; false when the store failed.
+  bool apply_decision(Visit& v, const VisitDecision& d, CycleState& state);
+  bool close_not_found(Visit& v, const VisitDecision& d, CycleState& state);
+  bool back_off(Visit& v, const VisitDecision& d, CycleState& state);
+  bool defer(Visit& v, const VisitDecision& d, CycleState& state);
+  bool advance(Visit& v, const VisitDecision& d, CycleState& state);
   ServiceRequest make_request(const RunContext& context, const char* operation,
                               const std::string& issue) const;
   bool persist(const RunContext& context, const PipelineItem& item, CycleState& state);

@@ -6,11 +6,11 @@
 // the command line can print exactly where bad input is.
 #pragma once
 
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <utility>
 #include <variant>
+
+#include "model/assert.hpp"
 
 namespace rehearse {
 
@@ -44,17 +44,6 @@ struct Error {
 inline Error make_error(ErrorCode code, std::string message, std::string where = {}) {
   return Error{code, std::move(message), std::move(where)};
 }
-
-[[noreturn]] inline void assert_fail(const char* expr, const char* file, int line) {
-  std::fprintf(stderr, "rehearse: assertion failed: %s (%s:%d)\n", expr, file, line);
-  std::abort();
-}
-
-// Always on, also in release builds (TigerBeetle habit): a broken invariant
-// must stop the program, never continue with corrupt state.
-#define REHEARSE_ASSERT(expr) \
-  ((expr) ? static_cast<void>(0) : ::rehearse::assert_fail(#expr, __FILE__, __LINE__))
-#define REHEARSE_UNREACHABLE() ::rehearse::assert_fail("unreachable", __FILE__, __LINE__)
 
 template <typename T>
 class [[nodiscard]] Result {

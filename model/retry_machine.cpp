@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 const char* to_string(RunKind kind) noexcept {
@@ -43,6 +45,10 @@ FailureDecision decide_failure(const PolicyOrError& policy, int retry_count,
   out.kind = FailureDecisionKind::retry;
   out.retry_count = retry_count + 1;
   out.delay_ms = backoff_delay_ms(policy->backoff, out.retry_count, random);
+  // Budget arithmetic: a retry spends exactly one unit and never the last+1.
+  REHEARSE_ASSERT_GE(out.retry_count, 1);
+  REHEARSE_ASSERT_LE(out.retry_count, policy->max_retries);
+  REHEARSE_ASSERT_GE(out.delay_ms, 0);
   return out;
 }
 
@@ -59,9 +65,12 @@ bool is_per_slot(const PolicyOrError& policy) {
 int limit_of(const PolicyOrError& policy) { return policy.ok() ? policy->max_retries : 0; }
 
 TimeMs saturating_add(TimeMs t, DurationMs d) {
+  REHEARSE_ASSERT_GE(d, 0);
   TimeMs sum = 0;
   if (__builtin_add_overflow(t, d, &sum)) return std::numeric_limits<TimeMs>::max();
-  return std::min(sum, std::max(kMaxInstantMs, t));
+  const TimeMs out = std::min(sum, std::max(kMaxInstantMs, t));
+  REHEARSE_ASSERT_GE(out, t);
+  return out;
 }
 
 void mirror_row(JobState& state, const SlotRecord& record) {
@@ -118,6 +127,7 @@ std::vector<RetryRef> drop_pending_retries(JobState& state, NextAction row_actio
       state.next_action = row_action;
     }
   }
+  for (const auto& [slot, record] : state.slots) REHEARSE_ASSERT(!retry_pending(record));
   return dropped;
 }
 
@@ -199,6 +209,8 @@ Transition on_run_succeeded(const PolicyOrError& policy, const JobState& state, 
   ok_record.slot = run.slot;
   mirror_row(s, ok_record);
   s.retry_limit = limit_of(policy);
+  REHEARSE_ASSERT_EQ(s.retry_status, RetryStatus::ok);
+  REHEARSE_ASSERT_EQ(s.slots.count(run.slot), 0U);
   if (was_failing) {
     t.notifications.push_back(note(NotificationEvent::recovered, s, previous_class, retries_taken,
                                    NextAction::none, now, run.slot));
@@ -227,6 +239,7 @@ Transition record_failure(const PolicyOrError& policy, const JobState& state, co
   switch (decision.kind) {
     case FailureDecisionKind::retry: {
       const TimeMs at = saturating_add(now, decision.delay_ms);
+      REHEARSE_ASSERT_GE(at, now);
       record.retry_status = RetryStatus::retrying;
       record.next_retry_at = at;
       record.next_action = NextAction::retry;
@@ -258,6 +271,12 @@ Transition record_failure(const PolicyOrError& policy, const JobState& state, co
   mirror_row(s, record);
   s.retry_limit = limit_of(policy);
   t.notifications.push_back(std::move(n));
+  // Transition postconditions: a retry is pending exactly when one was
+  // scheduled, and the row shows this failure's decision.
+  REHEARSE_ASSERT_EQ(t.scheduled_retry.has_value(), decision.kind == FailureDecisionKind::retry);
+  REHEARSE_ASSERT_EQ(s.slots.count(run.slot) == 1, t.scheduled_retry.has_value());
+  REHEARSE_ASSERT_NE(s.retry_status, RetryStatus::ok);
+  REHEARSE_ASSERT_EQ(s.retry_count, decision.retry_count);
   return finish(state, std::move(t), now);
 }
 
@@ -287,6 +306,7 @@ StallTransition on_run_stalled(const PolicyOrError& policy, const JobState& stat
   if (decision == StallDecision::rerun) {
     Transition t{state, {}, std::nullopt, {}};
     record.stalled_count += 1;
+    REHEARSE_ASSERT_LE(record.stalled_count, kMaxStalledCount);
     t.state.slots[run.slot] = record;
     t.state.retry_limit = limit_of(policy);
     return StallTransition{finish(state, std::move(t), now), decision};
@@ -309,6 +329,7 @@ Result<JobState> start_schedule(const JobState& state, const NextSlotFn& next_sl
   Result<TimeMs> next = out.last_slot ? next_slot(*out.last_slot)
                                       : next_slot(start > kMinInstantMs ? start - 1 : start);
   if (!next.ok()) return std::move(next).error();
+  if (out.last_slot) REHEARSE_ASSERT_GT(*next, *out.last_slot);
   out.next_run_at = *next;
   return out;
 }
@@ -333,7 +354,7 @@ Result<ScheduleStep> take_due_slot(const JobState& state, const NextSlotFn& next
     }
     Result<TimeMs> candidate = next_slot(cursor);
     if (!candidate.ok()) return std::move(candidate).error();
-    REHEARSE_ASSERT(*candidate > cursor);
+    REHEARSE_ASSERT_GT(*candidate, cursor);
     if (*candidate > now) {
       next = *candidate;
       break;
@@ -344,6 +365,10 @@ Result<ScheduleStep> take_due_slot(const JobState& state, const NextSlotFn& next
     }
     cursor = *candidate;
   }
+  // The handed-out slot is due, and the next one is in the future.
+  REHEARSE_ASSERT_GE(handout.lateness_ms, 0);
+  REHEARSE_ASSERT_GT(next, now);
+  REHEARSE_ASSERT_GT(next, handout.slot);
   handout.misfire = handout.lateness_ms > misfire_grace_ms || handout.coalesced_count > 0;
   JobState& s = step.state;
   s.next_run_at = next;

@@ -23,6 +23,7 @@
 // a * b + c into an FMA, so the result is bit-for-bit what V8 computes.
 #include "model/retry_policy.hpp"
 
+#include "model/assert.hpp"
 #include "model/policy_json.hpp"
 #include "model/policy_forms.hpp"
 
@@ -637,7 +638,8 @@ DurationMs additive_step_ms(const Backoff& backoff, int n) {
 }
 }  // namespace
 
-DurationMs backoff_delay_ms(const Backoff& backoff, int n, RandomSource* random) {
+namespace {
+DurationMs jittered_delay_ms(const Backoff& backoff, int n, RandomSource* random) {
   const DurationMs max_delay = backoff_delay_ms(backoff, n);
   if (!has_jitter(backoff)) return max_delay;
   REHEARSE_ASSERT(random != nullptr);
@@ -656,6 +658,16 @@ DurationMs backoff_delay_ms(const Backoff& backoff, int n, RandomSource* random)
   // Double rounding can make this exactly max_delay (rand close to 1), as it
   // does in JS; the clamp only guards against anything outside [0, max].
   return std::clamp(static_cast<DurationMs>(jittered), DurationMs{0}, max_delay);
+}
+}  // namespace
+
+DurationMs backoff_delay_ms(const Backoff& backoff, int n, RandomSource* random) {
+  const DurationMs delay = jittered_delay_ms(backoff, n, random);
+  // The policy's delay bounds (docs/policies.md), the ones the monitors hold
+  // every retry to.
+  REHEARSE_ASSERT_GE(delay, min_backoff_delay_ms(backoff, n));
+  REHEARSE_ASSERT_LE(delay, max_backoff_delay_ms(backoff, n));
+  return delay;
 }
 
 DurationMs min_backoff_delay_ms(const Backoff& backoff, int n) {

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/assert.hpp"
 #include "model/state_codec.hpp"
 
 namespace rehearse {
@@ -844,7 +845,7 @@ std::vector<OutboxMessage> Scheduler::apply_effects(const QueueEntry& entry,
     halt(std::move(ids).error());
     return {};
   }
-  REHEARSE_ASSERT(ids->size() == messages.size());
+  REHEARSE_ASSERT_EQ(ids->size(), messages.size());  // the port's contract
   for (std::size_t i = 0; i < messages.size(); ++i) messages[i].id = (*ids)[i];
   for (const Notification& n : effects.notifications) log_notification(n);
   return messages;

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "model/time.hpp"
 
 namespace rehearse {
@@ -171,8 +172,11 @@ std::string type_of(const json& v) {
   return v.type_name();
 }
 
+// `expected` (sorted) are the keys allowed; each is required unless listed
+// in `optional`.
 Status check_keys(const json& object, const std::string& where,
-                  const std::vector<std::string>& expected, const char* what) {
+                  const std::vector<std::string>& expected, const char* what,
+                  const std::vector<std::string>& optional = {}) {
   if (!object.is_object()) {
     return schema(where, fmt::format("expected {} object, got {}", what, type_of(object)));
   }
@@ -184,7 +188,8 @@ Status check_keys(const json& object, const std::string& where,
     }
   }
   for (const auto& key : expected) {
-    if (!object.contains(key)) {
+    if (!object.contains(key) &&
+        std::find(optional.begin(), optional.end(), key) == optional.end()) {
       return schema(where, fmt::format("missing key \"{}\" in {}", key, what));
     }
   }
@@ -749,7 +754,13 @@ Result<JobState> decode_job(const json& v, const std::string& where) {
   return state;
 }
 
-std::string encode_state(const StateDocument& document) {
+namespace {
+
+constexpr std::string_view kSnapshotChecksumPrefix = "crc32c=";
+
+// The snapshot without its checksum key: what format 1 wrote before the
+// checksum existed, and what the checksum covers.
+std::string encode_state_body(const StateDocument& document) {
   std::string out = fmt::format("{{\"format\":{},\"journal_seq\":{},\"jobs\":{{", kStateFormat,
                                 document.journal_seq);
   bool first = true;
@@ -762,6 +773,42 @@ std::string encode_state(const StateDocument& document) {
     out += encode_job(state).dump(-1, ' ', false, kStrictDump);
   }
   out += first ? "}}\n" : "\n}}\n";
+  return out;
+}
+
+// The snapshot's "checksum" (docs/state-file.md): crc32c of the canonical
+// encoding of what was decoded, so whitespace and key order stay free and
+// any changed value is caught. Absent in snapshots written before it existed.
+Status check_snapshot_checksum(const json& value, const StateDocument& document) {
+  std::string_view text;
+  if (value.is_string()) text = value.get_ref<const std::string&>();
+  std::string_view rest = text;
+  const auto stored = take_literal(rest, kSnapshotChecksumPrefix) ? take_hex8(rest) : std::nullopt;
+  if (!stored || !rest.empty()) {
+    return schema("/checksum",
+                  "expected \"crc32c=<8 lowercase hex digits>\", got " +
+                      (value.is_string() ? "\"" + printable(text) + "\"" : type_of(value)));
+  }
+  const std::uint32_t computed = crc32c(encode_state_body(document));
+  if (computed != *stored) {
+    return make_error(ErrorCode::corrupt,
+                      fmt::format("checksum mismatch (stored {}, computed {}): the snapshot was "
+                                  "altered after it was written",
+                                  hex8(*stored), hex8(computed)),
+                      "/checksum");
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string encode_state(const StateDocument& document) {
+  std::string out = encode_state_body(document);
+  const std::uint32_t crc = crc32c(out);
+  // "...}\n" becomes "...,\"checksum\":\"crc32c=xxxxxxxx\"}\n": the last key.
+  REHEARSE_ASSERT(out.size() >= 2 && out.compare(out.size() - 2, 2, "}\n") == 0);
+  out.resize(out.size() - 2);
+  out += fmt::format(",\"checksum\":\"{}{}\"}}\n", kSnapshotChecksumPrefix, hex8(crc));
   return out;
 }
 
@@ -803,8 +850,11 @@ Result<StateDocument> decode_state(std::string_view bytes) {
       !format.ok()) {
     return std::move(format).error();
   }
-  static const std::vector<std::string> top_keys = {"format", "jobs", "journal_seq"};
-  if (auto s = check_keys(root, "", top_keys, "the state document"); !s.ok()) return s.error();
+  static const std::vector<std::string> top_keys = {"checksum", "format", "jobs", "journal_seq"};
+  // "checksum" is absent from snapshots written before it existed.
+  if (auto s = check_keys(root, "", top_keys, "the state document", {"checksum"}); !s.ok()) {
+    return s.error();
+  }
   std::int64_t seq = 0;
   REHEARSE_READ(seq, read_integer(root.at("journal_seq"), "/journal_seq", 0,
                                   std::numeric_limits<std::int64_t>::max(),
@@ -823,7 +873,10 @@ Result<StateDocument> decode_state(std::string_view bytes) {
     REHEARSE_ASSERT(!state.ok());
     return std::move(state).error();
   }
-  REHEARSE_ASSERT(document.jobs.size() == jobs.size());
+  REHEARSE_ASSERT_EQ(document.jobs.size(), jobs.size());
+  if (root.contains("checksum")) {
+    if (auto s = check_snapshot_checksum(root.at("checksum"), document); !s.ok()) return s.error();
+  }
   return document;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "model/assert.hpp"
 #include "model/retry_policy.hpp"
 #include "model/view_merge.hpp"
 
@@ -18,6 +19,7 @@ constexpr std::size_t kErrorTextMax = 120;  // a status line, not a log
 
 std::string clip(std::string text) {
   if (text.size() > kErrorTextMax) text = text.substr(0, kErrorTextMax - 3) + "...";
+  REHEARSE_ASSERT_LE(text.size(), kErrorTextMax);
   return text;
 }
 

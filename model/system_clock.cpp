@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "model/assert.hpp"
 #include "model/real_driver.hpp"
 
 namespace rehearse {
@@ -42,11 +43,13 @@ TimeMs SystemClock::now() const {
 }
 
 Task<void> SystemClock::sleep_until(TimeMs deadline_ms) {
+  REHEARSE_ASSERT_GE(deadline_ms, 0);
   TimerWait wait(driver_, deadline_ms);  // a named local: destroyed with the frame
   co_await wait;
 }
 
 Clock::WakeId SystemClock::schedule_wake(std::coroutine_handle<> handle) {
+  REHEARSE_ASSERT(static_cast<bool>(handle));
   return driver_.add_timer(now(), handle);
 }
 

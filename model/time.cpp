@@ -5,6 +5,8 @@
 #include <array>
 #include <limits>
 
+#include "model/assert.hpp"
+
 namespace rehearse {
 
 const char* to_string(ErrorCode code) noexcept {
@@ -148,7 +150,10 @@ Result<TimeMs> parse_instant(std::string_view text) {
   if (hour > 23) return instant_error(text, "hour out of range 00-23");
   if (minute > 59) return instant_error(text, "minute out of range 00-59");
   if (second > 59) return instant_error(text, "second out of range 00-59 (no leap seconds)");
-  return from_civil(CivilDate{static_cast<int>(year), month, day}, hour, minute, second, ms);
+  const TimeMs t =
+      from_civil(CivilDate{static_cast<int>(year), month, day}, hour, minute, second, ms);
+  REHEARSE_ASSERT_GE(t, 0);  // 1970 or later
+  return t;
 }
 
 std::string format_instant(TimeMs t) {
@@ -200,6 +205,7 @@ Result<DurationMs> parse_duration(std::string_view text) {
     const DurationMs scale = kUnits[static_cast<std::size_t>(unit)].ms;
     if (n > (std::numeric_limits<std::int64_t>::max() - total) / scale) return fail("too large");
     total += n * scale;
+    REHEARSE_ASSERT_GE(total, 0);  // the overflow check above holds
     pos += kUnits[static_cast<std::size_t>(unit)].name.size();
     last_unit = unit;
   }
@@ -221,6 +227,7 @@ std::string format_duration(DurationMs d) {
       d %= scale;
     }
   }
+  REHEARSE_ASSERT_EQ(d, 0);  // every millisecond was written
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "model/state_codec.hpp"
 #include "model/time.hpp"
 
@@ -104,6 +105,7 @@ Result<JobState> decode_runtime_fields(const std::string& job_id, const json& fi
   JobState fresh;
   fresh.job_id = job_id;
   json full = encode_job(fresh);
+  REHEARSE_ASSERT(full.is_object());
   const auto& names = job_field_names();
   for (const auto& [key, value] : fields.items()) {
     if (!std::binary_search(names.begin(), names.end(), key)) {

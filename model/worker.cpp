@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "model/assert.hpp"
 #include "model/cron.hpp"
 #include "model/retry_policy.hpp"
 
@@ -36,6 +37,8 @@ JobPlan plan_job(const JobConfig& job, const Environment& env) {
     // Exactly as written: the core's parser decides, and fails closed.
     plan.policy = parse_retry_policy(*job.retry_policy, schedule_facts(plan.schedule->schedule));
   }
+  // A policy is parsed only for a usable schedule and a written policy.
+  REHEARSE_ASSERT(!plan.policy.ok() || (plan.schedule.ok() && job.retry_policy));
   return plan;
 }
 

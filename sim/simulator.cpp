@@ -1,7 +1,9 @@
 #include "sim/simulator.hpp"
 
 #include <exception>
+#include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -23,9 +25,39 @@ class CurrentProcessScope {
   ProcessId saved_;
 };
 
+// The first assertion that failed during the current event (or boot). The
+// handler records it before it throws, so that the run ends with it even
+// when the exception only ends a task frame nobody awaits yet (a run task
+// the scheduler collects later) or a catch in the core swallows it.
+thread_local std::optional<AssertionFailure> t_failed_assertion;
+
+// The simulator's assertion handler (model/assert.hpp): the run ends with
+// `assertion_failed` (see halt_on_assertion) and the program goes on.
+[[noreturn]] void throw_in_run(const AssertionFailure& failure) {
+  if (!t_failed_assertion) t_failed_assertion = failure;
+  throw AssertionFailedInRun{failure};
+}
+
+std::optional<AssertionFailure> take_failed_assertion() {
+  return std::exchange(t_failed_assertion, std::nullopt);
+}
+
+// The assertion a task ended with, if that is how it ended.
+std::optional<AssertionFailure> assertion_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const AssertionFailedInRun& e) {
+    return e.failure;
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
 std::string describe_exception(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
+  } catch (const AssertionFailedInRun& e) {
+    return e.failure.describe();
   } catch (const std::exception& e) {
     return e.what();
   } catch (...) {
@@ -42,6 +74,7 @@ const char* to_string(RunOutcome outcome) noexcept {
     case RunOutcome::queue_overflow: return "queue_overflow";
     case RunOutcome::task_failed: return "task_failed";
     case RunOutcome::stopped: return "stopped";
+    case RunOutcome::assertion_failed: return "assertion_failed";
   }
   return "unknown";
 }
@@ -92,7 +125,21 @@ void Simulator::boot(ProcessId process) {
   const CurrentProcessScope scope(current_process_, process);
   // Copy: the boot function may add processes (reallocating processes_).
   const BootFn boot_fn = p.boot;
-  boot_fn(*this, process);
+  const AssertionHandlerScope handler(&throw_in_run);
+  try {
+    boot_fn(*this, process);
+  } catch (const AssertionFailedInRun&) {
+    // Reported just below.
+  }
+  if (auto failure = take_failed_assertion()) halt_on_assertion(process, "boot", *failure);
+}
+
+void Simulator::halt_on_assertion(ProcessId process, const std::string& where,
+                                  const AssertionFailure& failure) {
+  if (halt_) return;
+  halt_.emplace(RunOutcome::assertion_failed,
+                fmt::format("process '{}' {} at {}: {}", process_name(process), where,
+                            format_instant(now_ms_), failure.describe()));
 }
 
 void Simulator::teardown(Process& process) {
@@ -258,7 +305,10 @@ void Simulator::collect_finished_roots(ProcessId process) {
       ++i;
       continue;
     }
-    if (root.task.failed() && !halt_) {
+    const auto assertion = root.task.failed() ? assertion_of(root.task.exception()) : std::nullopt;
+    if (assertion) {
+      halt_on_assertion(process, fmt::format("task '{}'", root.name), *assertion);
+    } else if (root.task.failed() && !halt_) {
       halt_.emplace(RunOutcome::task_failed,
                     fmt::format("process '{}' task '{}' failed at {}: {}", p.name, root.name,
                                 format_instant(now_ms_), describe_exception(root.task.exception())));
@@ -278,6 +328,8 @@ RunResult Simulator::finish(RunOutcome outcome, std::string message) {
 
 RunResult Simulator::run_loop(std::optional<TimeMs> horizon_ms) {
   REHEARSE_ASSERT(current_process_ == kWorld);  // run() is not reentrant
+  const AssertionHandlerScope handler(&throw_in_run);
+  t_failed_assertion.reset();
   for (;;) {
     if (crash_plan_ && events_executed_ == crash_plan_->after_events) fire_crash_plan();
     if (halt_) {
@@ -301,7 +353,15 @@ RunResult Simulator::run_loop(std::optional<TimeMs> horizon_ms) {
     const ExecutedEvent executed{events_executed_, event->time, event->seq,
                                  event->payload.process, event->payload.kind,
                                  event->payload.label};
-    execute(*event);
+    try {
+      execute(*event);
+    } catch (const AssertionFailedInRun&) {
+      // From a callback; reported just below.
+    }
+    // A root task that ended with it was named by collect_finished_roots.
+    if (auto failure = take_failed_assertion()) {
+      halt_on_assertion(executed.process, fmt::format("event '{}'", executed.label), *failure);
+    }
     ++events_executed_;
     for (const auto& listener : event_listeners_) listener(executed);
   }

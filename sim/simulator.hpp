@@ -57,13 +57,23 @@ using ProcessId = std::uint32_t;
 inline constexpr ProcessId kWorld = 0;
 
 enum class RunOutcome : unsigned char {
-  completed,       // no event left at or before the horizon
-  bounded_run,     // events_max executed and events still due: the run failed its bound
-  queue_overflow,  // more than pending_max events pending at once
-  task_failed,     // a root task ended with an exception (message names it)
-  stopped,         // stop() was called (e.g. by a monitor that saw a violation)
+  completed,         // no event left at or before the horizon
+  bounded_run,       // events_max executed and events still due: the run failed its bound
+  queue_overflow,    // more than pending_max events pending at once
+  task_failed,       // a root task ended with an exception (message names it)
+  stopped,           // stop() was called (e.g. by a monitor that saw a violation)
+  assertion_failed,  // an assertion of the core (model/assert.hpp) failed; message says which
 };
 const char* to_string(RunOutcome outcome) noexcept;
+
+// What the simulator's assertion handler throws: while the simulator runs
+// an event (or boots a process) a failed REHEARSE_ASSERT* ends the run with
+// `assertion_failed` instead of aborting the program. Deliberately not a
+// std::exception, so that no `catch (const std::exception&)` in the core
+// takes it for an I/O or adapter error and carries on.
+struct AssertionFailedInRun {
+  AssertionFailure failure;
+};
 
 struct RunResult {
   RunOutcome outcome = RunOutcome::completed;
@@ -236,6 +246,9 @@ class Simulator {
   const Process& process_ref(ProcessId process) const;
   EventId push(TimeMs at_ms, Action action);
   void execute(PoppedEvent<Action>& event);
+  // Ends the run with `assertion_failed` (unless it is already ending).
+  void halt_on_assertion(ProcessId process, const std::string& where,
+                         const AssertionFailure& failure);
   void collect_finished_roots(ProcessId process);
   void teardown(Process& process);
   void fire_crash_plan();

@@ -803,6 +803,7 @@ ScenarioRunResult World::run() {
       break;
     case RunOutcome::queue_overflow:
     case RunOutcome::task_failed:
+    case RunOutcome::assertion_failed:
       result.errors.push_back(
           fmt::format("the run ended with {}: {}", to_string(run.outcome), run.message));
       break;

@@ -18,6 +18,11 @@ namespace rehearse::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;  // an invariant or an expectation failed
 inline constexpr int kExitUsage = 2;   // bad input or usage
+// `run`: an assertion of the core failed in a simulated run (a bug in the
+// core, whatever the scenario says); the worst code of all.
+inline constexpr int kExitAssertion = 3;
+// `run`: a run ran out of memory (an ERROR row; the other files still run).
+inline constexpr int kExitOutOfMemory = 4;
 
 struct OptionSpec {
   std::string name;       // "--from"

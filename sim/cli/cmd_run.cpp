@@ -10,7 +10,8 @@
 // monitors could not check makes the row "ok*" with a footnote, and a
 // failure under --strict. The exit code is the worst of all files: 0
 // everything held, 1 an invariant, an expectation (or under --strict a flag
-// or unchecked invariant) failed, 2 bad input. docs/run.md has the details.
+// or unchecked invariant) failed, 2 bad input, 3 an assertion of the core
+// failed in a run (outcome assertion_failed). docs/run.md has the details.
 #include <fmt/core.h>
 #include <unistd.h>
 
@@ -74,7 +75,9 @@ constexpr const char* kRunHelp =
     "\n"
     "Exit codes (the worst over all files): 0 every invariant and expectation held,\n"
     "1 one failed (or, with --strict, a flag or unchecked invariant), 2 bad input,\n"
-    "3 a run ran out of memory (reported as far as it got; see docs/run.md).\n";
+    "3 an assertion of the core failed in a run (a bug in the core; the error line\n"
+    "names it, the replay line reproduces it).\n"
+    "4 a run ran out of memory (reported as far as it got; see docs/run.md).\n";
 
 const std::vector<OptionSpec> kRunOptions{
     {"--seed", true, "N", "override every scenario's seed (0..2^64-1)"},
@@ -89,7 +92,6 @@ const std::vector<OptionSpec> kRunOptions{
 };
 
 // A run cut short by running out of memory (docs/run.md).
-constexpr int kExitOutOfMemory = 3;
 
 Result<std::uint64_t> parse_seed(const std::string& text) {
   std::uint64_t v = 0;
@@ -282,6 +284,7 @@ void run_one(const sim::Scenario& scenario, const RunSettings& settings, RunRepo
     fmt::print(stderr, "rehearse: {}: {}\n", scenario.path, first->errors.back());
     report.worsen(kExitOutOfMemory);
   }
+  if (first->outcome == sim::RunOutcome::assertion_failed) report.worsen(kExitAssertion);
   report.findings += sim::format_findings(*first, verdict);
   if (settings.as_json) {
     report.documents.push_back(sim::report_json(scenario, *first, verdict, row));

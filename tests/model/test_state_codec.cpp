@@ -148,6 +148,9 @@ JobState sample_job() {
   return s;
 }
 
+// crc32c of kGoldenSnapshot: the checksum its encoding carries.
+const char* const kGoldenCrc = "ece6f873";
+
 const char* const kGoldenSnapshot =
     "{\"format\":1,\"journal_seq\":7,\"jobs\":{\n"
     "\"fresh\":{\"coalesced_slots\":0,\"failure_class\":null,\"job_id\":\"fresh\","
@@ -177,9 +180,79 @@ StateDocument sample_document() {
   return d;
 }
 
+// The golden snapshot as the writer ends it now: a "checksum" key last, the
+// crc32c of the bytes above (kGoldenSnapshot, which is also what a snapshot
+// written before the checksum existed looks like).
+std::string with_checksum(const std::string& body, const std::string& crc) {
+  return body.substr(0, body.size() - 2) + ",\"checksum\":\"crc32c=" + crc + "\"}\n";
+}
+
 TEST(StateCodec, EncodesTheGoldenDocument) {
-  EXPECT_EQ(encode_state(sample_document()), kGoldenSnapshot);
-  EXPECT_EQ(encode_state(StateDocument{}), "{\"format\":1,\"journal_seq\":0,\"jobs\":{}}\n");
+  EXPECT_EQ(encode_state(sample_document()), with_checksum(kGoldenSnapshot, kGoldenCrc));
+  const std::string empty = "{\"format\":1,\"journal_seq\":0,\"jobs\":{}}\n";
+  EXPECT_EQ(crc32c(empty), 0xc8304787U);
+  EXPECT_EQ(encode_state(StateDocument{}), with_checksum(empty, "c8304787"));
+}
+
+// A snapshot written before the checksum existed (no "checksum" key) loads.
+TEST(StateCodec, SnapshotWithoutChecksumStillLoads) {
+  auto d = decode_state(kGoldenSnapshot);
+  ASSERT_TRUE(d.ok()) << d.error().describe();
+  EXPECT_EQ(*d, sample_document());
+}
+
+TEST(StateCodec, ChecksummedSnapshotRoundTripsAlsoReformatted) {
+  const std::string bytes = encode_state(sample_document());
+  auto d = decode_state(bytes);
+  ASSERT_TRUE(d.ok()) << d.error().describe();
+  EXPECT_EQ(*d, sample_document());
+  EXPECT_EQ(encode_state(*d), bytes);
+  // The checksum covers the content, not the layout: a re-indented file with
+  // its keys reordered still verifies.
+  auto pretty = decode_state(json::parse(bytes).dump(4));
+  ASSERT_TRUE(pretty.ok()) << pretty.error().describe();
+  EXPECT_EQ(*pretty, sample_document());
+}
+
+// One changed value (a bit flip, a hand edit) under an intact checksum: the
+// document still parses and validates, only the checksum catches it.
+TEST(StateCodec, AlteredValueUnderTheChecksumIsCorrupt) {
+  std::string bytes = encode_state(sample_document());
+  const std::size_t at = bytes.find("HTTP 429");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 8, "HTTP 428");
+  auto d = decode_state(bytes);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.error().code, ErrorCode::corrupt);
+  EXPECT_EQ(d.error().where, "/checksum");
+  EXPECT_NE(d.error().message.find("checksum mismatch (stored " + std::string(kGoldenCrc)),
+            std::string::npos)
+      << d.error().message;
+}
+
+TEST(StateCodec, CorruptChecksumIsCorrupt) {
+  std::string bytes = encode_state(sample_document());
+  const std::size_t at = bytes.find("crc32c=");
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 7] = bytes[at + 7] == '0' ? '1' : '0';
+  auto d = decode_state(bytes);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.error().code, ErrorCode::corrupt);
+  EXPECT_EQ(d.error().where, "/checksum");
+  EXPECT_NE(d.error().message.find("checksum mismatch"), std::string::npos) << d.error().message;
+}
+
+TEST(StateCodec, MalformedChecksumSaysWhatIsExpected) {
+  for (const std::string& value : {std::string("\"crc32c=12\""), std::string("\"md5=0123abcd\""),
+                                   std::string("\"crc32c=0123ABCD\""), std::string("17")}) {
+    const std::string bytes =
+        "{\"format\":1,\"journal_seq\":0,\"jobs\":{},\"checksum\":" + value + "}\n";
+    auto d = decode_state(bytes);
+    ASSERT_FALSE(d.ok()) << value;
+    EXPECT_EQ(d.error().where, "/checksum") << value;
+    EXPECT_NE(d.error().message.find("crc32c=<8 lowercase hex digits>"), std::string::npos)
+        << d.error().message;
+  }
 }
 
 TEST(StateCodec, DecodesTheGoldenDocument) {
