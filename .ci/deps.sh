@@ -7,6 +7,9 @@ set -euo pipefail
 REHEARSE_PACKAGES=(g++ cmake make pkg-config python3 chromium
   libgtest-dev libgmock-dev librapidcheck-dev
   nlohmann-json3-dev libfmt-dev libbenchmark-dev)
+# clang-14 and libclang-rt-14-dev (the libFuzzer, ASan and UBSan runtimes):
+# the fuzz targets (.ci/fuzz, docs/fuzzing.md).
+REHEARSE_PACKAGES+=(clang-14 libclang-rt-14-dev)
 
 rehearse_missing_packages() {
   local missing=()
