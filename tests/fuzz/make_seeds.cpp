@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -104,8 +105,8 @@ void scenario_seeds(const fs::path& source) {
 }
 
 // A store's files after a few updates (and a compaction when `compact`).
-MemDisk store_after_updates(int updates, bool compact) {
-  MemDisk disk;
+std::map<std::string, std::string> store_after_updates(int updates, bool compact) {
+  fuzz::MemDisk disk;
   StoreOptions options;
   options.durability = Durability::no_sync;
   auto store = StateStore::open(disk, "store", options);
@@ -117,14 +118,13 @@ MemDisk store_after_updates(int updates, bool compact) {
     (void)store->update(next.job_id, [&next](JobState& s) { s = next; });
   }
   if (compact) (void)store->compact();
-  return disk;
+  return disk.files;
 }
 
 void state_seeds() {
   int n = 0;
   for (const bool compact : {false, true}) {
-    MemDisk disk = store_after_updates(4, compact);
-    for (const auto& [path, bytes] : disk.files) {
+    for (const auto& [path, bytes] : store_after_updates(4, compact)) {
       if (path.find("retry_state.json") != std::string::npos && !bytes.empty()) {
         seed("state_codec", std::to_string(n++), std::string(1, '\0') + bytes);
       }

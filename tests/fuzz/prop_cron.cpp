@@ -19,7 +19,7 @@ namespace {
 constexpr std::int64_t kBruteForceDays = 5 * 366;
 
 bool placed(const std::string& message) {
-  for (const char* anchor : {"field ", "macro", "empty cron", "never fires"}) {
+  for (const char* anchor : {"field ", "field(s)", "macro", "empty cron", "never fires"}) {
     if (message.find(anchor) != std::string::npos) return true;
   }
   return false;

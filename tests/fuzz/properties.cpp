@@ -1,7 +1,6 @@
-// The failure handler, the input reader and the table of targets.
+// The failure handler and the input reader.
 #include "tests/fuzz/properties.hpp"
 
-#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,17 +14,6 @@ void print_and_abort(const std::string& message) {
 }
 
 FailureHandler g_handler = print_and_abort;
-
-constexpr std::array<Target, 8> kTargets{{
-    {"cron", check_cron},
-    {"time", check_time},
-    {"policy", check_policy},
-    {"scenario", check_scenario},
-    {"state_codec", check_state_codec},
-    {"state_store", check_state_store},
-    {"ledger", check_ledger},
-    {"pipeline", check_pipeline},
-}};
 
 }  // namespace
 
@@ -54,7 +42,5 @@ std::string_view Input::take(std::size_t n) {
   bytes_.remove_prefix(head.size());
   return head;
 }
-
-std::span<const Target> targets() { return kTargets; }
 
 }  // namespace rehearse::fuzz
