@@ -30,7 +30,7 @@ bool is_line_column(const std::string& where, std::string_view text) {
   for (std::size_t i = 0; i < where.size(); ++i) {
     if (i != colon && (where[i] < '0' || where[i] > '9')) return false;
   }
-  if (where.size() > 24) return false;
+  if (where.size() > 16) return false;  // keeps std::stoull in range
   const auto line = std::stoull(where.substr(0, colon));
   std::uint64_t lines = 1;
   for (char c : text) lines += c == '\n' ? 1 : 0;
