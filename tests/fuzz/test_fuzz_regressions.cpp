@@ -64,8 +64,8 @@ TEST_P(FuzzReplay, RegressionsAndCorpusHoldTheProperties) {
 INSTANTIATE_TEST_SUITE_P(Targets, FuzzReplay,
                          ::testing::ValuesIn(rehearse::fuzz::targets().begin(),
                                              rehearse::fuzz::targets().end()),
-                         [](const ::testing::TestParamInfo<Target>& info) {
-                           return std::string(info.param.name);
+                         [](const ::testing::TestParamInfo<Target>& target_info) {
+                           return std::string(target_info.param.name);
                          });
 
 // The replay has teeth: a property failure inside a check is reported.
