@@ -1,6 +1,6 @@
 // The scenario loader (docs/fuzzing.md, target `scenario`). Input: the file.
-//  - a refused file: every error is located as "fuzz.json:" followed by a JSON
-//    pointer or a 1-based line:column; a pointer's parent exists in the
+//  - a refused file: every error is located as "fuzz.json" (the root), or
+//    "fuzz.json:" followed by a JSON pointer or a 1-based line:column; a pointer's parent exists in the
 //    document (when the text is JSON); at most kScenarioErrorLimit are kept;
 //  - an accepted file: the scenario is there, its time span is ordered, every
 //    job's pointer leads to that job's object in the document, every flag is
@@ -37,7 +37,9 @@ bool pointer_parent_exists(const json& document, std::string_view pointer) {
 }
 
 // Where a message points: after the path, a pointer ("" or "/...") or line:column.
+// The path alone names the document's root (the empty pointer).
 std::string_view location(const std::string& where, const std::string& what) {
+  if (where == kPath.substr(0, kPath.size() - 1)) return {};
   REHEARSE_FUZZ_CHECK(where.compare(0, kPath.size(), kPath) == 0, what);
   return std::string_view(where).substr(kPath.size());
 }
