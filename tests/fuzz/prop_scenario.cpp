@@ -1,7 +1,8 @@
 // The scenario loader (docs/fuzzing.md, target `scenario`). Input: the file.
 //  - a refused file: every error is located as "fuzz.json" (the root), or
-//    "fuzz.json:" followed by a JSON pointer or a 1-based line:column; a pointer's parent exists in the
-//    document (when the text is JSON); at most kScenarioErrorLimit are kept;
+//    "fuzz.json:" followed by a JSON pointer or a 1-based line:column; a
+//    pointer's parent exists in the document (when the text is JSON without a
+//    key given twice); at most kScenarioErrorLimit are kept;
 //  - an accepted file: the scenario is there, its time span is ordered, every
 //    job's pointer leads to that job's object in the document, every flag is
 //    located by a pointer. There is no scenario writer, so no round trip.
@@ -44,8 +45,18 @@ std::string_view location(const std::string& where, const std::string& what) {
   return std::string_view(where).substr(kPath.size());
 }
 
+// A document with a key given twice keeps only one of them, so a pointer
+// into the other cannot be followed in it.
+bool has_duplicate_keys(const sim::ScenarioCheck& check) {
+  for (const Error& error : check.errors) {
+    if (error.message.find("duplicate key") != std::string::npos) return true;
+  }
+  return false;
+}
+
 void check_refused(const sim::ScenarioCheck& check, const json& document) {
   REHEARSE_FUZZ_CHECK(!check.scenario.has_value(), "invalid but a scenario was returned");
+  const bool followable = !document.is_discarded() && !has_duplicate_keys(check);
   REHEARSE_FUZZ_CHECK(check.errors.size() <= sim::kScenarioErrorLimit,
                       std::to_string(check.errors.size()));
   for (const Error& error : check.errors) {
@@ -53,7 +64,7 @@ void check_refused(const sim::ScenarioCheck& check, const json& document) {
     REHEARSE_FUZZ_CHECK(!error.message.empty(), what);
     const std::string_view at = location(error.where, what);
     if (!at.empty() && at.front() == '/') {
-      if (!document.is_discarded()) {
+      if (followable) {
         REHEARSE_FUZZ_CHECK(pointer_parent_exists(document, at), what);
       }
     } else {
