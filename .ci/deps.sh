@@ -10,6 +10,10 @@ REHEARSE_PACKAGES=(g++ cmake make pkg-config python3 chromium
 # .ci/check-function-length and .ci/check-format (issue 14 item 3).
 REHEARSE_PACKAGES+=(universal-ctags clang-format-14)
 
+# clang-14 and libclang-rt-14-dev (the libFuzzer, ASan and UBSan runtimes):
+# the fuzz targets (.ci/fuzz, docs/fuzzing.md).
+REHEARSE_PACKAGES+=(clang-14 libclang-rt-14-dev)
+
 rehearse_missing_packages() {
   local missing=()
   for p in "${REHEARSE_PACKAGES[@]}"; do

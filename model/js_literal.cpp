@@ -7,6 +7,7 @@
 #include <string>
 
 #include "model/assert.hpp"
+#include "model/state_codec.hpp"  // is_valid_utf8
 
 namespace rehearse {
 
@@ -124,6 +125,8 @@ class Reader {
       const char c = text_[pos_];
       if (c == quote) {
         ++pos_;
+        // A value that is not UTF-8 cannot be written back as JSON (dump throws).
+        if (!is_valid_utf8(out)) return fail("a string that is not valid UTF-8", start);
         return out;
       }
       if (c == '\n' || c == '\r') return fail("line break inside a string");

@@ -5,7 +5,7 @@
 //   - keys: identifiers ([A-Za-z_$][A-Za-z0-9_$]*) or quoted strings; a key
 //     given twice is an error (JS would keep the last silently);
 //   - strings in single or double quotes with the escapes \\ \' \" \n \r \t
-//     \b \f \v \0 \uXXXX; no raw line breaks;
+//     \b \f \v \0 \uXXXX; no raw line breaks; valid UTF-8 only;
 //   - numbers: decimal, optional sign '-', fraction and exponent, and digit
 //     separators between digits (1_000); no hex, octal, leading zeros, '+',
 //     NaN or Infinity;

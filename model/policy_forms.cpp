@@ -30,8 +30,9 @@ Status sort_keys(const json& value, std::initializer_list<std::string_view> retr
                  SystemPolicy& out) {
   for (const auto& [key, unused] : value.items()) {
     (void)unused;
-    const auto is = [&](std::initializer_list<std::string_view> list) {
-      return std::find(list.begin(), list.end(), key) != list.end();
+    // (An init-capture: clang 14 cannot capture a structured binding.)
+    const auto is = [&k = key](std::initializer_list<std::string_view> list) {
+      return std::find(list.begin(), list.end(), k) != list.end();
     };
     if (is(retry_keys)) continue;
     if (is(ignorable)) {
