@@ -26,6 +26,7 @@
 #include "model/assert.hpp"
 #include "model/policy_json.hpp"
 #include "model/policy_forms.hpp"
+#include "model/state_codec.hpp"
 
 #include <fmt/format.h>
 
@@ -106,19 +107,7 @@ constexpr std::string_view kFormsHint =
 namespace policy_json {
 
 // RFC 6901 escaping of one reference token.
-std::string pointer_token(std::string_view key) {
-  std::string out;
-  for (const char c : key) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+std::string pointer_token(std::string_view key) { return json_pointer_token(key); }
 
 std::string child(std::string_view parent, std::string_view key) {
   return std::string(parent) + "/" + pointer_token(key);

@@ -10,6 +10,7 @@
 #include "model/job_state.hpp"
 #include "model/notification.hpp"
 #include "model/retry_policy.hpp"
+#include "model/state_codec.hpp"
 #include "model/worker.hpp"
 #include "sim/world_runners.hpp"
 
@@ -55,21 +56,6 @@ std::int64_t messenger_calls(const ScenarioRunResult& run) {
 }
 
 namespace {
-
-// RFC 6901: '~' -> "~0", '/' -> "~1".
-std::string pointer_token(const std::string& key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 const json* tally_node(const json& root, const std::vector<std::string>& path) {
   const json* at = &root;
@@ -232,7 +218,7 @@ void check_messages(std::vector<ExpectFailure>& out, const ScenarioRunResult& ru
     if (e.type == "message_refused") ++got[{e.str("target"), "refused"}];
   }
   for (const auto& [target, x] : expected) {
-    const std::string tp = p + "/" + pointer_token(target);
+    const std::string tp = p + "/" + json_pointer_token(target);
     const auto count = [&](const char* kind) {
       const auto it = got.find({target, kind});
       return it == got.end() ? 0 : it->second;
@@ -307,7 +293,7 @@ void check_slots(std::vector<ExpectFailure>& out, const json& t, const std::stri
 void check_job(std::vector<ExpectFailure>& out, const Scenario& scenario,
                const ScenarioRunResult& run, const std::string& job, const JobExpectation& x) {
   const json& t = run.tallies;
-  const std::string p = "/expect/jobs/" + pointer_token(job);
+  const std::string p = "/expect/jobs/" + json_pointer_token(job);
   check_count(out, p + "/delivered_slots", x.delivered_slots,
               tally_count(t, {"jobs", job, "delivered_slots"}));
   check_count(out, p + "/skipped_slots", x.skipped_slots,
@@ -348,7 +334,7 @@ std::int64_t not_found_answers(const ScenarioRunResult& run, const std::string& 
 void check_item(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
                 const std::string& item, const ItemExpectation& x) {
   const json& t = run.tallies;
-  const std::string p = "/expect/items/" + pointer_token(item);
+  const std::string p = "/expect/items/" + json_pointer_token(item);
   // The item's pipeline store is the authority; the monitors' view of the
   // trace stands in when the store could not be read back.
   const FinalItemState* durable = nullptr;
@@ -377,7 +363,7 @@ void check_item(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
 void check_service(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
                    const std::string& name, const ServiceExpectation& x) {
   const json& t = run.tallies;
-  const std::string p = "/expect/services/" + pointer_token(name);
+  const std::string p = "/expect/services/" + json_pointer_token(name);
   const std::int64_t calls = name == to_string(ServiceKind::messenger)
                                  ? messenger_calls(run)
                                  : tally_count(t, {"services", name, "calls"});

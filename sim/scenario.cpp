@@ -10,6 +10,7 @@
 // Flags (valid but suspicious: invalid retry policies on purpose, risky
 // side effects, unusable schedule overrides) are computed only for a valid
 // scenario, so they never pile onto errors.
+#include "model/state_codec.hpp"
 #include "sim/scenario.hpp"
 
 #include <fmt/format.h>
@@ -245,22 +246,8 @@ const std::vector<std::string>& keys_of(const std::string& level) {
   return it->second;
 }
 
-std::string escape_token(std::string_view token) {
-  std::string out;
-  for (const char c : token) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::string child(const std::string& pointer, std::string_view key) {
-  return pointer + "/" + escape_token(key);
+  return pointer + "/" + json_pointer_token(key);
 }
 std::string child(const std::string& pointer, std::size_t index) {
   return pointer + "/" + std::to_string(index);
@@ -443,7 +430,7 @@ class DuplicateKeyFinder {
         Frame& top = frames_.back();
         top.last_key = parsed.get<std::string>();
         if (!top.keys.insert(top.last_key).second && duplicates.size() < kScenarioErrorLimit) {
-          duplicates.push_back(pointer() + "/" + escape_token(top.last_key));
+          duplicates.push_back(pointer() + "/" + json_pointer_token(top.last_key));
         }
         break;
       }
@@ -467,7 +454,7 @@ class DuplicateKeyFinder {
     if (frames_.empty()) return {};
     Frame& top = frames_.back();
     if (top.is_array) return std::to_string(top.next_index++);
-    return escape_token(top.last_key);
+    return json_pointer_token(top.last_key);
   }
 
   std::string pointer() const {
