@@ -219,7 +219,7 @@ void check_messages(std::vector<ExpectFailure>& out, const ScenarioRunResult& ru
   }
   for (const auto& [target, x] : expected) {
     const std::string tp = p + "/" + json_pointer_token(target);
-    const auto count = [&](const char* kind) {
+    const auto count = [&, target = target](const char* kind) {
       const auto it = got.find({target, kind});
       return it == got.end() ? 0 : it->second;
     };
@@ -378,7 +378,7 @@ void check_damaged_files(std::vector<ExpectFailure>& out, const ScenarioRunResul
     const std::string p = fmt::format("/expect/damaged_files/{}", to_string(file));
     const std::string want = outcome == DamagedFileOutcome::kept ? "kept" : "changed";
     const auto it = std::find_if(run.damaged_files.begin(), run.damaged_files.end(),
-                                 [&](const DamagedFile& d) { return d.file == file; });
+                                 [file = file](const DamagedFile& d) { return d.file == file; });
     if (it == run.damaged_files.end()) {
       check_text(out, p, want, "never damaged (the fault applied nothing)");
       continue;

@@ -2206,7 +2206,7 @@ std::map<std::string, MessageExpectation> Loader::load_message_expectations(
     if (!expect_object(body, tp, "message counts by kind")) continue;
     check_keys(body, tp, keys_of("message_expectation"));
     MessageExpectation& m = out[target];
-    const auto count = [&](std::string_view key, std::optional<std::int64_t>& slot) {
+    const auto count = [&, &body = body](std::string_view key, std::optional<std::int64_t>& slot) {
       if (const json* c = field(body, key)) slot = read_count(*c, child(tp, key));
     };
     count("delivery", m.delivery);
