@@ -147,25 +147,32 @@ std::optional<std::string> reply_failure_class(const ReplyFacts& reply) {
   return text_failure_class(reply.message);
 }
 
-void RunReplies::begin(const std::string& job, TimeMs slot) { runs_[{job, slot}].clear(); }
+void RunReplies::begin(const std::string& job, TimeMs slot) { runs_[{job, slot}] = Run{}; }
 
 void RunReplies::observe(const TraceEvent& e) {
-  if (e.type != "service_reply" || e.job.empty() || !e.slot) return;
-  const auto run = runs_.find({e.job, *e.slot});
-  if (run == runs_.end()) return;
-  const std::string id = e.str("request_id");
-  auto [it, fresh] = run->second.try_emplace(id);
-  if (fresh) it->second.order = run->second.size();
-  it->second.failure = reply_failure_class(reply_facts_of(e));
+  if (e.type != "service_reply" || runs_.empty()) return;
+  const std::optional<std::string> failure = reply_failure_class(reply_facts_of(e));
+  const auto own = e.slot ? runs_.find({e.job, *e.slot}) : runs_.end();
+  if (own != runs_.end()) {
+    auto& requests = own->second.requests;
+    auto [it, fresh] = requests.try_emplace(e.str("request_id"));
+    if (fresh) it->second.order = requests.size();
+    it->second.failure = failure;
+  }
+  if (!failure || e.str("operation") != "issue_token") return;
+  for (auto it = runs_.begin(); it != runs_.end(); ++it) {
+    if (it != own) it->second.shared.push_back(*failure);
+  }
 }
 
 std::vector<std::string> RunReplies::failed_classes(const std::string& job, TimeMs slot) const {
+  const auto run = runs_.find({job, slot});
+  if (run == runs_.end()) return {};
   std::vector<std::pair<std::size_t, std::string>> failed;
-  if (const auto run = runs_.find({job, slot}); run != runs_.end()) {
-    for (const auto& [id, request] : run->second) {
-      if (request.failure) failed.emplace_back(request.order, *request.failure);
-    }
+  for (const auto& [id, request] : run->second.requests) {
+    if (request.failure) failed.emplace_back(request.order, *request.failure);
   }
+  if (failed.empty()) return run->second.shared;
   std::sort(failed.begin(), failed.end());
   std::vector<std::string> out;
   out.reserve(failed.size());

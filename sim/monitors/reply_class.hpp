@@ -47,6 +47,10 @@ std::string text_failure_class(std::string_view message);
 // request retried after a 401 and a token reissue answers with the retry, or
 // with the reissue's refusal). The run's failure classes are those of its
 // requests whose answer is a failure, in the order of their first reply.
+// A run with no failed request of its own may have waited on a token
+// issuance another run started (one issuance shared by concurrent requests):
+// then its classes are those of the failed issuances (`issue_token` replies)
+// recorded while it ran.
 class RunReplies {
  public:
   void begin(const std::string& job, TimeMs slot);
@@ -60,7 +64,10 @@ class RunReplies {
     std::size_t order = 0;
     std::optional<std::string> failure;  // the last reply's class (nullopt: success)
   };
-  using Run = std::map<std::string, Request>;  // by request id
+  struct Run {
+    std::map<std::string, Request> requests;  // by request id
+    std::vector<std::string> shared;          // failed issuances of other runs
+  };
   std::map<std::pair<std::string, TimeMs>, Run> runs_;
 };
 

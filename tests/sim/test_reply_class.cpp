@@ -159,5 +159,19 @@ TEST(RunReplies, OnlyTheRunsOwnRepliesCount) {
   EXPECT_TRUE(runs.failed_classes("fetch", 1000).empty());
 }
 
+TEST(RunReplies, ARunWithNoFailedRequestOfItsOwnTakesTheIssuanceItWaitedOn) {
+  RunReplies runs;
+  runs.begin("a", 1000);
+  runs.begin("b", 1000);
+  // Run a's request starts the issuance, which fails; run b's request waited
+  // on it and was never sent.
+  runs.observe(reply("a", 1000, "a/r0", {{"operation", "issue_token"}, {"status", 503}}));
+  EXPECT_EQ(runs.failed_classes("a", 1000), std::vector<std::string>{"provider_5xx"});
+  EXPECT_EQ(runs.failed_classes("b", 1000), std::vector<std::string>{"provider_5xx"});
+  // A failed request of its own wins over a shared issuance.
+  runs.observe(reply("b", 1000, "b/r0", {{"status", 403}}));
+  EXPECT_EQ(runs.failed_classes("b", 1000), std::vector<std::string>{"auth"});
+}
+
 }  // namespace
 }  // namespace rehearse::sim
