@@ -34,7 +34,8 @@ std::vector<int> statuses_in(std::string_view text) {
     if (!digits) continue;
     const bool left = i == 0 || separates(text[i - 1]);
     const bool right = i + 3 == text.size() || separates(text[i + 3]);
-    if (left && right) out.push_back((text[i] - '0') * 100 + (text[i + 1] - '0') * 10 + (text[i + 2] - '0'));
+    if (left && right)
+      out.push_back((text[i] - '0') * 100 + (text[i + 1] - '0') * 10 + (text[i + 2] - '0'));
   }
   return out;
 }

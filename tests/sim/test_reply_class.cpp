@@ -37,11 +37,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(StatusRow{408, "timeout"}, StatusRow{429, "rate_limit"},
                       StatusRow{500, "provider_5xx"}, StatusRow{503, "provider_5xx"},
                       StatusRow{504, "provider_5xx"}, StatusRow{599, "provider_5xx"},
-                      StatusRow{401, "auth"}, StatusRow{403, "auth"},
-                      StatusRow{400, "validation"}, StatusRow{422, "validation"},
-                      StatusRow{404, "not_found"}, StatusRow{410, "not_found"},
-                      StatusRow{418, "unknown"}, StatusRow{302, "unknown"},
-                      StatusRow{600, "unknown"}));
+                      StatusRow{401, "auth"}, StatusRow{403, "auth"}, StatusRow{400, "validation"},
+                      StatusRow{422, "validation"}, StatusRow{404, "not_found"},
+                      StatusRow{410, "not_found"}, StatusRow{418, "unknown"},
+                      StatusRow{302, "unknown"}, StatusRow{600, "unknown"}));
 
 TEST(ReplyClass, A2xxIsNoFailureWhateverItsBody) {
   for (int status : {200, 201, 204, 299}) {
@@ -55,9 +54,8 @@ TEST(ReplyClass, A2xxIsNoFailureWhateverItsBody) {
 
 TEST(ReplyClass, TheTransportKindDecidesWithoutAStatus) {
   const std::vector<std::pair<const char*, const char*>> rows{
-      {"timeout", "timeout"},       {"connection_refused", "network"},
-      {"connection_reset", "network"}, {"dns", "network"},
-      {"broken_pipe", "network"},   {"carrier_pigeon", "unknown"}};
+      {"timeout", "timeout"}, {"connection_refused", "network"}, {"connection_reset", "network"},
+      {"dns", "network"},     {"broken_pipe", "network"},        {"carrier_pigeon", "unknown"}};
   for (const auto& [kind, cls] : rows) {
     ReplyFacts reply;
     reply.transport_error = kind;
@@ -88,13 +86,10 @@ INSTANTIATE_TEST_SUITE_P(
         // auth first: the seeds' text-only 403 is auth, not network.
         TextRow{"ConnectionError: HTTP 403", "auth"},
         TextRow{"ConnectionError: HTTP 403 Forbidden", "auth"},
-        TextRow{"401 Unauthorized: token revoked", "auth"},
-        TextRow{"permission denied", "auth"},
+        TextRow{"401 Unauthorized: token revoked", "auth"}, TextRow{"permission denied", "auth"},
         TextRow{"HTTP 400 Bad Request", "validation"},
-        TextRow{"validation failed: name", "validation"},
-        TextRow{"HTTP 422", "validation"},
-        TextRow{"issue not found", "not_found"},
-        TextRow{"HTTP 410 Gone", "not_found"},
+        TextRow{"validation failed: name", "validation"}, TextRow{"HTTP 422", "validation"},
+        TextRow{"issue not found", "not_found"}, TextRow{"HTTP 410 Gone", "not_found"},
         TextRow{"agent configuration error: missing agent", "config"},
         TextRow{"quota exhausted: usage limit reached", "rate_limit"},
         TextRow{"Too Many Requests", "rate_limit"},
@@ -103,16 +98,13 @@ INSTANTIATE_TEST_SUITE_P(
         // 504 "Gateway Timeout" is the provider's, before timeout.
         TextRow{"504 Gateway Timeout", "provider_5xx"},
         TextRow{"request to model-api timed out after 30s", "timeout"},
-        TextRow{"HTTP 408", "timeout"},
-        TextRow{"connect ECONNREFUSED model-api", "network"},
+        TextRow{"HTTP 408", "timeout"}, TextRow{"connect ECONNREFUSED model-api", "network"},
         TextRow{"read ECONNRESET brokerage", "network"},
         TextRow{"getaddrinfo ENOTFOUND api", "network"},
         // DNS talk is network, not a missing resource.
-        TextRow{"host not found", "network"},
-        TextRow{"write EPIPE x", "network"},
+        TextRow{"host not found", "network"}, TextRow{"write EPIPE x", "network"},
         // Numbers glued to a version, a port or a path are not statuses.
-        TextRow{"listening on host:503", "unknown"},
-        TextRow{"v1.404 released", "unknown"},
+        TextRow{"listening on host:503", "unknown"}, TextRow{"v1.404 released", "unknown"},
         TextRow{"something odd happened", "unknown"}, TextRow{"", "unknown"}));
 
 TraceEvent reply(const std::string& job, TimeMs slot, const std::string& request_id,
