@@ -253,27 +253,30 @@ JournalTailWatch::JournalTailWatch(std::string dir)
 std::vector<TraceEvent> JournalTailWatch::events_after(const SimDisk& disk, const TraceEvent& e,
                                                        TimeMs now) {
   std::vector<TraceEvent> out;
+  const std::string& type = e.type;
+  const bool crash_or_boot =
+      type == "disk_crash" || type == "disk_process_crashed" || type == "process_boot";
+  const bool damage =
+      type == "disk_torn_write" || type == "disk_corrupted" || type == "store_corrupt_injected";
+  const bool change = type == "disk_write" || type == "disk_append" || type == "disk_remove" ||
+                      type == "disk_rename";
+  const bool sync = type == "disk_fsync" || type == "disk_fsync_dir";
+  if (!crash_or_boot && !damage && !(damaged_ && (change || sync))) return out;  // most events
   const std::string path = e.str("path");
-  const bool world_changed =
-      e.type == "disk_crash" || e.type == "disk_process_crashed" || e.type == "process_boot" ||
-      ((e.type == "disk_torn_write" || e.type == "disk_corrupted" ||
-        e.type == "store_corrupt_injected") &&
-       path == journal_);
-  if (world_changed) {
+  if (crash_or_boot || (damage && path == journal_)) {
+    // The world changed the bytes (or a process will read them afresh).
     look_for_tail(disk, now, out);
     look_for_copies(disk, now, out);
     return out;
   }
   if (!damaged_) return out;
   const bool journal_changed =
-      ((e.type == "disk_write" || e.type == "disk_append" || e.type == "disk_remove") &&
-       path == journal_) ||
-      (e.type == "disk_rename" && (e.str("to") == journal_ || e.str("from") == journal_));
+      (change && type != "disk_rename" && path == journal_) ||
+      (type == "disk_rename" && (e.str("to") == journal_ || e.str("from") == journal_));
   if (journal_changed) check_gone(disk, now, out);
   const bool in_dir = path.size() > dir_.size() && path.compare(0, dir_.size(), dir_) == 0 &&
                       path[dir_.size()] == '/';
-  if (damaged_ && ((e.type == "disk_fsync_dir" && path == dir_) ||
-                   (e.type == "disk_fsync" && in_dir))) {
+  if (damaged_ && ((type == "disk_fsync_dir" && path == dir_) || (type == "disk_fsync" && in_dir))) {
     look_for_copies(disk, now, out);
   }
   return out;
