@@ -1,8 +1,10 @@
 // Goal: the monitors are witnesses of the world, not of the core's words
 // (issue 9). The trace records each event's source (EventSource: the world --
 // services, queue, disk, messenger, brokerage, the world runner -- or the core
-// through SimLog), and the monitors declare what they read (invariant_specs(),
-// shared_reads(); MonitorSet::observe drops everything else).
+// through SimLog), and the monitors declare what they read (each monitor
+// class's reads(), collected by the registry into invariant_specs();
+// shared_reads(); MonitorSet routes each event only to the monitors that read
+// it, tests/sim/test_monitor_registry.cpp checks the routing).
 // Method: run every bundled scenario, learn each event type's source from the
 // trace, and check the declared subscriptions against it: a type is recorded
 // by one source only; every declared type is known; and the core's event types

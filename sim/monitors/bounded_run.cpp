@@ -1,0 +1,16 @@
+#include "sim/monitors/bounded_run.hpp"
+
+#include <fmt/format.h>
+
+namespace rehearse::sim {
+
+BoundedRun::BoundedRun(const Scenario& scenario, MonitorContext& context)
+    : context_(context), max_events_(scenario.queue.max_events) {}
+
+Violations BoundedRun::observe(const TraceEvent& e, std::size_t i) {
+  if (fired_ || static_cast<std::int64_t>(context_.events_seen) <= max_events_) return {};
+  fired_ = true;
+  return {{kName, i, e.t, fmt::format("the run passed its bound of {} events", max_events_)}};
+}
+
+}  // namespace rehearse::sim

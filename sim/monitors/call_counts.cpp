@@ -1,0 +1,30 @@
+#include "sim/monitors/call_counts.hpp"
+
+namespace rehearse::sim {
+
+void CallCounts::observe_call(const TraceEvent& e) {
+  ++service_calls_[e.service];
+  if (jobs_.find(e.job) != nullptr) ++job_calls_[e.job];
+}
+
+void CallCounts::observe_notification(const TraceEvent& notice) {
+  ++notifications_total_[notice.type];
+  if (jobs_.find(notice.job) != nullptr) ++job_notifications_[notice.job][notice.type];
+}
+
+void CallCounts::tally(nlohmann::json& tallies) const {
+  for (const auto& [id, config] : jobs_.all()) {
+    nlohmann::json& o = tallies["jobs"][id];
+    const auto calls = job_calls_.find(id);
+    o["calls"] = calls == job_calls_.end() ? std::int64_t{0} : calls->second;
+    nlohmann::json notes = nlohmann::json::object();
+    if (const auto it = job_notifications_.find(id); it != job_notifications_.end()) {
+      for (const auto& [ev, n] : it->second) notes[ev] = n;
+    }
+    o["notifications"] = std::move(notes);
+  }
+  for (const auto& [name, n] : service_calls_) tallies["services"][name] = {{"calls", n}};
+  for (const auto& [ev, n] : notifications_total_) tallies["notifications"][ev] = n;
+}
+
+}  // namespace rehearse::sim

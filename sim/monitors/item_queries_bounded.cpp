@@ -1,0 +1,119 @@
+#include "sim/monitors/item_queries_bounded.hpp"
+
+#include <fmt/format.h>
+
+#include "sim/monitors/stage_rank.hpp"
+
+namespace rehearse::sim {
+
+namespace {
+
+constexpr DurationMs kConfigDeferralMs = kHourMs;
+constexpr std::size_t kAgentPrefixChars = 8;  // logs may carry this much of an agent id
+
+// The stage a handoff for the issue's status leads to (its rank), or -1.
+int handoff_rank(const std::string& issue_status) {
+  if (issue_status == "in_progress") return stage_rank("BUILDING");
+  if (issue_status == "in_review") return stage_rank("REVIEWING");
+  return -1;
+}
+
+}  // namespace
+
+ItemQueriesBounded::ItemQueriesBounded(const Scenario& scenario, MonitorContext&) {
+  if (const auto lead = env_lookup(scenario.env, "AGENT_LEAD_ID"); lead && !lead->empty()) {
+    const std::string id(*lead);
+    lead_prefix_ = id.substr(0, kAgentPrefixChars);
+    if (scenario.services.orchestrator) {
+      for (const OrchestratorAgent& a : scenario.services.orchestrator->agents) {
+        if (a.id == id && a.present) lead_present_ = true;
+      }
+    }
+  }
+  for (const JobSpec& spec : scenario.jobs) {
+    for (const ReconcileItem& item : spec.items) stages_[item.issue] = item.stage;
+  }
+}
+
+Violations ItemQueriesBounded::observe(const TraceEvent& e, std::size_t i) {
+  Violations out;
+  if (e.type == "durable_stage") stages_[e.item] = e.str("stage");
+  check_config_attempts(e, i, out);
+  check_after_not_found(e, i, out);
+  return out;
+}
+
+// Config attempts at most hourly (docs/semantics.md §8), from the
+// orchestrator's own answers and request times.
+void ItemQueriesBounded::check_config_attempts(const TraceEvent& e, std::size_t i,
+                                               Violations& out) {
+  if (e.type == "agent_removed" || e.type == "agent_restored") {
+    if (!lead_prefix_.empty() && e.str("agent") == lead_prefix_) {
+      lead_present_ = e.type == "agent_restored";
+    }
+    return;
+  }
+  if (e.type == "instance_changed") {
+    for (auto& [id, w] : items_) w.validation_allowed = true;
+    return;
+  }
+  if (e.item.empty() || e.service != "orchestrator") return;
+  ItemWatch& w = items_[e.item];
+  if (e.type == "service_call" && e.str("operation") == "get_issue") {
+    if (!w.config_error_at || e.t >= *w.config_error_at + kConfigDeferralMs) return;
+    if (w.validation_allowed) {
+      w.validation_allowed = false;
+      return;
+    }
+    out.push_back({kName, i, e.t,
+                   fmt::format("issue {} queried {} after a config error the orchestrator "
+                               "showed at {} (config attempts at most hourly)",
+                               e.item, format_duration(e.t - *w.config_error_at),
+                               format_instant(*w.config_error_at))});
+    return;
+  }
+  if (e.type != "service_reply") return;
+  const std::int64_t status = e.num("status");
+  if (status == 400 || status == 401 || status == 403 || status == 422) {
+    w.config_error_at = e.t;
+    return;
+  }
+  if (e.str("operation") != "get_issue" || status != 200) return;
+  const int wanted = handoff_rank(e.str("body_class"));
+  const auto st = stages_.find(e.item);
+  const int current = st == stages_.end() ? -1 : stage_rank(st->second);
+  if (wanted > current && current >= 0 && !lead_present_) w.config_error_at = e.t;
+}
+
+// After an orchestrator 404 for an item, no further orchestrator call for it.
+void ItemQueriesBounded::check_after_not_found(const TraceEvent& e, std::size_t i,
+                                               Violations& out) {
+  if (e.item.empty()) return;
+  ItemWatch& w = items_[e.item];
+  const bool orchestrator = e.service == "orchestrator" || e.service.empty();
+  if (e.type == "service_call" && orchestrator) {
+    if (e.str("operation") == "get_issue") ++w.queries;
+    if (w.not_found_at) {
+      out.push_back({kName, i, e.t,
+                     fmt::format("issue {} queried again ({}) after its 404 at {}", e.item,
+                                 e.str("operation"), format_instant(*w.not_found_at))});
+    }
+    return;
+  }
+  if (e.type == "service_reply" && orchestrator && e.num("status") == 404 && !w.not_found_at) {
+    w.not_found_at = e.t;
+    return;
+  }
+  // The latest reconcile error, as the item's durable record holds it.
+  if (e.type == "durable_stage") w.reason = e.str("error");
+}
+
+void ItemQueriesBounded::tally(nlohmann::json& tallies) const {
+  for (const auto& [id, w] : items_) {
+    nlohmann::json& o = tallies["items"][id];
+    o["queries"] = w.queries;
+    if (!w.reason.empty()) o["reason"] = w.reason;
+  }
+}
+
+}  // namespace rehearse::sim

@@ -1,0 +1,60 @@
+// item_queries_bounded (docs/semantics.md §8, §10): a reconcile item is never
+// queried after its 404, and config attempts are at most hourly. Reads the
+// orchestrator's calls and replies (`status`, `body_class`: the issue's
+// status), the world's reading of the pipeline stores (`durable_stage`) and
+// the orchestrator's agent and instance events:
+// - after an orchestrator 404 for an item, any further orchestrator call for
+//   it fires;
+// - a reply refusing a request about an item (400, 401, 403, 422), or a
+//   get_issue answer whose status needs a handoff to a later stage than the
+//   item's durable one (own table: in_progress -> BUILDING, in_review ->
+//   REVIEWING) while the lead agent (AGENT_LEAD_ID) is missing, is a config
+//   error; a get_issue for the item less than 1 h after it fires (one
+//   validation query after an `instance_changed` is allowed).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/monitors/context.hpp"
+#include "sim/monitors/monitor.hpp"
+
+namespace rehearse::sim {
+
+class ItemQueriesBounded final : public Monitor {
+ public:
+  static constexpr const char* kName = "item_queries_bounded";
+  static std::vector<std::string> reads() {
+    return {"service_call",  "service_reply",  "durable_stage",
+            "agent_removed", "agent_restored", "instance_changed"};
+  }
+
+  ItemQueriesBounded(const Scenario& scenario, MonitorContext& context);
+  Violations observe(const TraceEvent& event, std::size_t index) override;
+  // items.<id>.queries (get_issue calls) and .reason (the durable reconcile error).
+  void tally(nlohmann::json& tallies) const override;
+
+ private:
+  struct ItemWatch {
+    std::optional<TimeMs> not_found_at;
+    // From the orchestrator's own answers: the reply that showed a config
+    // error (a refusal, or a handoff needed while the lead agent is missing).
+    std::optional<TimeMs> config_error_at;
+    bool validation_allowed = false;  // an instance change since: one validation query
+    std::int64_t queries = 0;
+    std::string reason;  // the item's durable reconcile error
+  };
+
+  void check_config_attempts(const TraceEvent& e, std::size_t i, Violations& out);
+  void check_after_not_found(const TraceEvent& e, std::size_t i, Violations& out);
+
+  std::map<std::string, ItemWatch> items_;
+  std::map<std::string, std::string> stages_;  // item -> its durable stage
+  std::string lead_prefix_;    // AGENT_LEAD_ID's first 8 characters (events carry those)
+  bool lead_present_ = false;  // the lead agent is in the orchestrator's list now
+};
+
+}  // namespace rehearse::sim

@@ -1,0 +1,95 @@
+#include "sim/monitors/no_duplicate_delivery.hpp"
+
+#include <fmt/format.h>
+
+#include "sim/monitors/event_text.hpp"
+
+namespace rehearse::sim {
+
+NoDuplicateDelivery::NoDuplicateDelivery(const Scenario&, MonitorContext& context)
+    : context_(context) {}
+
+Violations NoDuplicateDelivery::observe(const TraceEvent& e, std::size_t i) {
+  Violations out;
+  if (is_boot_event(e.type) || is_crash_event(e.type)) {
+    // A send whose ledger record had not been written when the process went
+    // down is the at-least-once window: one more delivery of it is allowed.
+    for (auto& [key, s] : sends_) {
+      if (s.window_open) {
+        s.window_open = false;
+        ++s.window_cuts;
+      }
+    }
+    return out;
+  }
+  if (e.type == "message_delivered") {
+    on_delivered(e, i, out);
+    return out;
+  }
+  if (!e.slot || e.job.empty()) return out;
+  if (e.type == "durable_delivery") {
+    note_ledger(e);
+  } else if (e.type == "queue_take") {
+    const MonitoredJob* job = context_.jobs.find(e.job);
+    if (job != nullptr && job->delivers) guards_[{e.job, *e.slot}].in_run = false;
+  } else if (e.type == "run_finished" && e.str("outcome") == "failure") {
+    const auto it = guards_.find({e.job, *e.slot});
+    if (it != guards_.end() && it->second.in_run) {
+      out.push_back({kName, i, e.t,
+                     fmt::format("job {} slot {}: the send guard or slot marker was set by a run "
+                                 "that failed",
+                                 e.job, slot_text(e.slot))});
+      it->second.in_run = false;
+    }
+  }
+  return out;
+}
+
+void NoDuplicateDelivery::on_delivered(const TraceEvent& e, std::size_t i, Violations& out) {
+  const std::string kind = e.str("kind");
+  if (kind == "failure_notice") {
+    ++failure_notices_;  // may repeat on every retry, by design
+    return;
+  }
+  if (kind != "delivery" || !e.slot) return;
+  SendWatch& s = sends_[{e.job, *e.slot, e.str("target")}];
+  if (s.delivered >= 1) {
+    if (s.window_cuts > 0) {
+      --s.window_cuts;
+      ++s.duplicates_in_window;
+    } else {
+      out.push_back({kName, i, e.t,
+                     fmt::format("job {} slot {}: delivered to {} again (delivery {}) with no "
+                                 "crash between the earlier send and its record",
+                                 e.job, slot_text(e.slot), e.str("target"), s.delivered + 1)});
+    }
+  }
+  ++s.delivered;
+  s.window_open = true;
+}
+
+// The delivery ledger as the world read it from the disk (`durable_delivery`):
+// a target whose delivery is durably recorded closes its at-least-once window;
+// a guard or marker that became durable during a run belongs to that run.
+void NoDuplicateDelivery::note_ledger(const TraceEvent& e) {
+  if (const auto* to = field(e, "delivered_to"); to != nullptr && to->is_array()) {
+    for (const auto& target : *to) {
+      if (target.is_string())
+        sends_[{e.job, *e.slot, target.get<std::string>()}].window_open = false;
+    }
+  }
+  GuardWatch& w = guards_[{e.job, *e.slot}];
+  const auto* verdict = field(e, "verdict");
+  const bool guard = e.flag("guard") || (verdict != nullptr && verdict->is_string());
+  if (guard && !w.durable) w.in_run = true;
+  w.durable = guard;
+}
+
+void NoDuplicateDelivery::tally(nlohmann::json& tallies) const {
+  std::int64_t dup_window = 0;
+  for (const auto& [key, s] : sends_) dup_window += s.duplicates_in_window;
+  tallies["duplicate_deliveries_in_window"] = dup_window;
+  tallies["failure_notices"] = failure_notices_;
+}
+
+}  // namespace rehearse::sim

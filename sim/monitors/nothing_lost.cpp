@@ -1,0 +1,194 @@
+#include "sim/monitors/nothing_lost.hpp"
+
+#include <fmt/format.h>
+
+#include "sim/monitors/event_text.hpp"
+
+namespace rehearse::sim {
+
+namespace {
+
+bool failure_notification(const std::string& event) {
+  return event == "retry_scheduled" || event == "retry_exhausted" || event == "failed_permanent";
+}
+
+}  // namespace
+
+NothingLost::NothingLost(const Scenario& scenario, MonitorContext& context)
+    : context_(context), notifications_seen_(scenario.services.messenger.has_value()) {
+  for (const auto& [id, config] : context.jobs.all()) jobs_[id] = JobWatch{};
+}
+
+Violations NothingLost::observe(const TraceEvent& e, std::size_t i) {
+  Violations out;
+  if (is_crash_event(e.type)) {
+    for (auto& [id, j] : jobs_) {
+      j.success_unannounced.reset();
+      j.group_run.reset();  // a run cut by the crash is not judged
+    }
+    return out;
+  }
+  if (e.type == "message_delivered" && e.str("kind") == "delivery" && e.slot) {
+    delivered_.insert({e.job, *e.slot});
+  }
+  check_success_delivered(e, i, out);
+  check_budget_spent(e, i, out);
+  check_group_verdict(e, i, out);
+  track_recovery(e, i);
+  return out;
+}
+
+// Seen as it happens: a group or publish run that reports success although
+// nothing of the slot was ever delivered (and the slot was not marked
+// skipped) has lost the slot behind a success (001's bug).
+void NothingLost::check_success_delivered(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (e.type != "run_finished" || e.str("outcome") != "success" || !e.slot) return;
+  const MonitoredJob* job = context_.jobs.find(e.job);
+  const SlotWatch* slot = context_.slots.find(e.job, *e.slot);
+  const bool skipped = slot != nullptr && slot->state == SlotState::marked_skipped;
+  if (job == nullptr || !job->delivers || skipped) return;
+  if (delivered_.count({e.job, *e.slot}) != 0) return;
+  out.push_back({kName, i, e.t,
+                 fmt::format("job {} slot {}: the run reported success but nothing of the "
+                             "slot was delivered and it was not marked skipped",
+                             e.job, slot_text(e.slot))});
+}
+
+// retry_exhausted and failed_permanent only once the budget allows them.
+void NothingLost::check_budget_spent(const TraceEvent& e, std::size_t i, Violations& out) {
+  if ((e.type != "retry_exhausted" && e.type != "failed_permanent") || !e.slot) return;
+  const MonitoredJob* job = context_.jobs.find(e.job);
+  if (job == nullptr || !job->policy.valid || context_.process.store_refused()) return;
+  const WitnessPolicy& p = job->policy;
+  const SlotWatch* slot = context_.slots.find(e.job, *e.slot);
+  const bool stalled = slot != nullptr && slot->stalled;
+  const int spent = context_.retry_count.scheduled(e.job, *e.slot, p.per_slot);
+  const std::string cls = e.str("failure_class");
+  if (e.type == "retry_exhausted" && spent < p.retries_max) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: declared retry_exhausted after {} of {} retries",
+                               e.job, slot_text(e.slot), spent, p.retries_max)});
+  } else if (e.type == "failed_permanent" && !stalled && p.retries_class(cls) &&
+             spent < p.retries_max) {
+    out.push_back(
+        {kName, i, e.t,
+         fmt::format("job {} slot {}: failed permanently on {}, a class its policy "
+                     "retries, with {} of {} retries left",
+                     e.job, slot_text(e.slot), cls, p.retries_max - spent, p.retries_max)});
+  }
+}
+
+// The group verdict (docs/semantics.md §6) from world facts: a group run
+// begins when the queue hands its slot out (`queue_take`); judged when the
+// next run of the job is taken (a retry is queued, and notices sent, after
+// the run returns) or at the end.
+void NothingLost::check_group_verdict(const TraceEvent& e, std::size_t i, Violations& out) {
+  const MonitoredJob* job = context_.jobs.find(e.job);
+  if (job == nullptr || job->tasks.empty() || !e.slot) return;
+  JobWatch& j = jobs_[e.job];
+  if (e.type == "queue_take") {
+    judge_group_run(e.job, i, e.t, out);
+    j.group_run = GroupRun{*e.slot, {}, false, false};
+    return;
+  }
+  if (!j.group_run || j.group_run->slot != *e.slot) return;
+  GroupRun& run = *j.group_run;
+  if (e.type == "service_reply" && e.service == "model-api") {
+    const std::string cls = e.str("body_class");
+    const bool ok = e.num("status") == 200 && !cls.empty();
+    run.results[e.str("target")] = !ok ? "failed" : (cls == "skip" ? "skip" : "deliverable");
+  } else if (e.type == "message_delivered" || e.type == "message_refused") {
+    const std::string kind = e.str("kind");
+    if (kind == "failure_notice" ||
+        (kind == "notification" && failure_notification(e.str("event")))) {
+      run.failure_seen = true;
+    }
+    if (kind == "delivery") run.delivery_seen = true;
+  } else if (e.type == "queue_add" && e.str("kind") == "retry") {
+    run.failure_seen = true;
+  }
+}
+
+void NothingLost::judge_group_run(const std::string& id, std::size_t i, TimeMs t, Violations& out) {
+  const MonitoredJob* job = context_.jobs.find(id);
+  JobWatch& j = jobs_[id];
+  if (job == nullptr || !j.group_run) return;
+  const GroupRun run = *j.group_run;
+  j.group_run.reset();
+  bool deliverable = false, failed = false;
+  for (const MonitoredJob::Task& task : job->tasks) {
+    std::string result;
+    if (task.model_calls == 0) {
+      result = task.produces == "skip" ? "skip" : "deliverable";
+    } else if (const auto it = run.results.find(task.id); it != run.results.end()) {
+      result = it->second;
+    } else {
+      return;  // not every task answered (a crash, a resumed delivery): not judged
+    }
+    deliverable = deliverable || result == "deliverable";
+    failed = failed || result == "failed";
+  }
+  if (!deliverable && !failed && run.failure_seen) {
+    out.push_back({kName, i, t,
+                   fmt::format("job {} slot {}: every task skipped (nothing failed, nothing to "
+                               "deliver), yet the run was treated as failed (failure notice or "
+                               "retry)",
+                               id, format_instant(run.slot))});
+  } else if (!deliverable && failed && run.delivery_seen) {
+    out.push_back({kName, i, t,
+                   fmt::format("job {} slot {}: no task produced a deliverable and one failed, "
+                               "yet a delivery was sent",
+                               id, format_instant(run.slot))});
+  }
+}
+
+// The recovery notice (docs/semantics.md §4): after a failure notification
+// reached the messenger (delivered or refused), a success owes a `recovered`
+// notification. Judged at the end; a crash forgives it.
+void NothingLost::track_recovery(const TraceEvent& e, std::size_t i) {
+  if (!notifications_seen_) return;
+  const auto it = jobs_.find(e.job);
+  if (it == jobs_.end()) return;
+  JobWatch& j = it->second;
+  if ((e.type == "message_delivered" || e.type == "message_refused") &&
+      e.str("kind") == "notification") {
+    const std::string event = e.str("event");
+    if (failure_notification(event)) {
+      j.showed_failure = true;
+    } else if (event == "recovered") {
+      j.showed_failure = false;
+      j.success_unannounced.reset();
+    }
+    return;
+  }
+  if (e.type == "run_finished" && e.str("outcome") == "success" && j.showed_failure &&
+      !j.success_unannounced) {
+    j.success_unannounced = i;
+    j.success_unannounced_t = e.t;
+  }
+}
+
+Violations NothingLost::finish(TimeMs until_ms) {
+  Violations out;
+  const bool up = context_.process.up();
+  for (const auto& [key, s] : context_.slots.all()) {
+    if (s.state == SlotState::failed && up) {
+      out.push_back({kName, s.state_index, s.state_t,
+                     fmt::format("job {} slot {}: the run failed and nothing followed: no retry, "
+                                 "no retry_exhausted or failed_permanent notice (swallowed)",
+                                 s.job, format_instant(s.slot))});
+    }
+  }
+  for (auto& [id, j] : jobs_) judge_group_run(id, context_.events_seen, until_ms, out);
+  for (const auto& [id, j] : jobs_) {
+    if (j.success_unannounced && up) {
+      out.push_back({kName, *j.success_unannounced, j.success_unannounced_t,
+                     fmt::format("job {}: succeeded after a failed episode it had announced, but "
+                                 "no `recovered` notification followed",
+                                 id)});
+    }
+  }
+  return out;
+}
+
+}  // namespace rehearse::sim

@@ -1,0 +1,74 @@
+// nothing_lost (docs/semantics.md §4, §6, §10): every slot ends delivered,
+// skipped, or failed visibly, and a group's verdict follows its tasks'
+// results. Reads runs (run_facts.hpp), the notifications the outbox
+// received, the messenger's records, the queue's takes and retries and the
+// model API's replies (`status`, `body_class`):
+// - a group or publish run that reports success with nothing of the slot
+//   delivered and the slot not marked skipped (001's bug);
+// - the group verdict from world facts: each task's result is its model-api
+//   reply (200 summary/preview: a deliverable; 200 skip: a skip; anything
+//   else: a failure) or, for a task making no call, what the scenario
+//   scripts; a skipped run treated as failed, or a failed one that
+//   delivered, fires (judged at the job's next take or at the end);
+// - retry_exhausted only with the budget spent; failed_permanent on a class
+//   the policy retries only with the budget spent, after a second stall,
+//   with an invalid policy or while the store refuses writes;
+// - the recovery notice: after a failure notification reached the messenger,
+//   the next success owes a `recovered` one (end; a crash forgives it);
+// - end: a failed run followed by nothing while the process is up.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/monitors/context.hpp"
+#include "sim/monitors/monitor.hpp"
+
+namespace rehearse::sim {
+
+class NothingLost final : public Monitor {
+ public:
+  static constexpr const char* kName = "nothing_lost";
+  static std::vector<std::string> reads() {
+    return {"queue_take", "queue_intent",     "queue_done",        "durable_job_state",
+            "outbox_add", "durable_delivery", "message_delivered", "message_refused",
+            "queue_add",  "service_reply",    "process_crash",     "disk_process_crashed",
+            "disk_crash"};
+  }
+
+  NothingLost(const Scenario& scenario, MonitorContext& context);
+  Violations observe(const TraceEvent& event, std::size_t index) override;
+  Violations finish(TimeMs until) override;
+
+ private:
+  // The group run in progress as the world sees it.
+  struct GroupRun {
+    TimeMs slot = 0;
+    std::map<std::string, std::string> results;  // task -> deliverable / skip / failed
+    bool failure_seen = false;                   // a failure notice or a retry for the slot
+    bool delivery_seen = false;                  // a delivery for the slot
+  };
+  struct JobWatch {
+    std::optional<GroupRun> group_run;
+    bool showed_failure = false;                     // a failure notification reached the messenger
+    std::optional<std::size_t> success_unannounced;  // the success still owing `recovered`
+    TimeMs success_unannounced_t = 0;
+  };
+
+  void check_success_delivered(const TraceEvent& e, std::size_t i, Violations& out);
+  void check_budget_spent(const TraceEvent& e, std::size_t i, Violations& out);
+  void check_group_verdict(const TraceEvent& e, std::size_t i, Violations& out);
+  void judge_group_run(const std::string& job, std::size_t i, TimeMs t, Violations& out);
+  void track_recovery(const TraceEvent& e, std::size_t i);
+
+  MonitorContext& context_;
+  bool notifications_seen_ = false;  // the scenario declares a messenger
+  std::map<std::string, JobWatch> jobs_;
+  std::set<std::pair<std::string, TimeMs>> delivered_;  // slots with a delivery sent
+};
+
+}  // namespace rehearse::sim

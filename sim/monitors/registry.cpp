@@ -1,0 +1,68 @@
+#include "sim/monitors/registry.hpp"
+
+#include "sim/monitors/bounded_run.hpp"
+#include "sim/monitors/context.hpp"
+#include "sim/monitors/deterministic.hpp"
+#include "sim/monitors/item_queries_bounded.hpp"
+#include "sim/monitors/no_duplicate_delivery.hpp"
+#include "sim/monitors/no_secret_leak.hpp"
+#include "sim/monitors/nothing_lost.hpp"
+#include "sim/monitors/retries_bounded.hpp"
+#include "sim/monitors/schedule_kept.hpp"
+#include "sim/monitors/stage_monotonic.hpp"
+#include "sim/monitors/state_durable.hpp"
+#include "sim/monitors/token_reissue_bounded.hpp"
+
+namespace rehearse::sim {
+
+namespace {
+
+// A registry entry from the monitor class itself: its name, its reads, its constructor.
+template <typename M>
+MonitorFactory entry() {
+  return {M::kName, M::reads(), [](const Scenario& scenario, MonitorContext& context) {
+            return std::unique_ptr<Monitor>(std::make_unique<M>(scenario, context));
+          }};
+}
+
+}  // namespace
+
+// docs/semantics.md §10's order, plus bounded_run. A new invariant is one
+// class (its own .hpp/.cpp here) and one line below.
+const std::vector<MonitorFactory>& monitor_registry() {
+  static const std::vector<MonitorFactory> kRegistry{
+      entry<StageMonotonic>(),      entry<RetriesBounded>(),      entry<ScheduleKept>(),
+      entry<NothingLost>(),         entry<NoDuplicateDelivery>(), entry<StateDurable>(),
+      entry<TokenReissueBounded>(), entry<ItemQueriesBounded>(),  entry<NoSecretLeak>(),
+      entry<Deterministic>(),       entry<BoundedRun>(),
+  };
+  return kRegistry;
+}
+
+const std::vector<InvariantSpec>& invariant_specs() {
+  static const std::vector<InvariantSpec> kSpecs = [] {
+    std::vector<InvariantSpec> specs;
+    for (const MonitorFactory& f : monitor_registry()) specs.push_back({f.name, f.reads});
+    return specs;
+  }();
+  return kSpecs;
+}
+
+const std::vector<std::string>& invariant_names() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names;
+    for (const MonitorFactory& f : monitor_registry()) names.push_back(f.name);
+    return names;
+  }();
+  return kNames;
+}
+
+const std::vector<std::string>& shared_reads() {
+  static const std::vector<std::string> kReads{
+      "process_boot", "process_crash",    "disk_process_crashed", "disk_crash", "service_call",
+      "queue_add",    "durable_delivery", "outbox_add",           "queue_take", "queue_intent",
+      "queue_done",   "queue_cancel",     "durable_job_state"};
+  return kReads;
+}
+
+}  // namespace rehearse::sim

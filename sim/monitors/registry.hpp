@@ -1,0 +1,29 @@
+// The registry of invariant monitors: the one list of the invariants, in
+// docs/semantics.md §10's order plus bounded_run (sim/monitors/registry.cpp).
+// Each entry is taken from its monitor class (name, reads, constructor);
+// invariant_specs() and invariant_names() (sim/scenario.hpp: the loader's
+// `expect.violations` check and the JSON Schema's enum follow it, a test holds
+// the schema equal) are derived from it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/monitors/monitor.hpp"
+
+namespace rehearse::sim {
+
+const std::vector<MonitorFactory>& monitor_registry();
+
+// Name and reads of each registered monitor, in registry order.
+struct InvariantSpec {
+  std::string name;
+  std::vector<std::string> reads;
+};
+const std::vector<InvariantSpec>& invariant_specs();
+
+// What the shared trackers read (process up/down, runs, notifications, the
+// slot tracker, tallies; sim/monitors/context.hpp).
+const std::vector<std::string>& shared_reads();
+
+}  // namespace rehearse::sim

@@ -1,0 +1,132 @@
+#include "sim/monitors/retries_bounded.hpp"
+
+#include <fmt/format.h>
+
+#include "sim/monitors/event_text.hpp"
+
+namespace rehearse::sim {
+
+RetriesBounded::RetriesBounded(const Scenario&, MonitorContext& context) : context_(context) {}
+
+Violations RetriesBounded::observe(const TraceEvent& e, std::size_t i) {
+  Violations out;
+  const MonitoredJob* job = context_.jobs.find(e.job);
+  if (job != nullptr && e.slot) {
+    if (e.type == "run_started" && e.str("kind") == "retry") {
+      on_retry_started(e, i, *job, out);
+    } else if (e.type == "retry_scheduled" && job->policy_judged) {
+      on_retry_scheduled(e, i, *job, out);
+    } else if (e.type == "run_finished" && e.str("outcome") != "failure") {
+      episode_attempts_[e.job].clear();  // the episode ends
+    }
+  }
+  check_window(e, i, out);
+  return out;
+}
+
+void RetriesBounded::on_retry_started(const TraceEvent& e, std::size_t i, const MonitoredJob& job,
+                                      Violations& out) {
+  const WitnessPolicy& p = job.policy;
+  const int attempt = static_cast<int>(e.num("attempt"));
+  std::set<int>& slot_attempts = slot_attempts_[{e.job, *e.slot}];
+  std::set<std::pair<TimeMs, int>>& episode = episode_attempts_[e.job];
+  const bool fresh =
+      p.per_slot ? slot_attempts.insert(attempt).second : episode.insert({*e.slot, attempt}).second;
+  if (fresh) ++retries_[e.job];
+  if (!job.policy_judged || !fresh) return;
+  const int n = static_cast<int>(p.per_slot ? slot_attempts.size() : episode.size());
+  static const SlotWatch kUnknownSlot;
+  const SlotWatch* s = context_.slots.find(e.job, *e.slot);
+  const SlotWatch& slot = s != nullptr ? *s : kUnknownSlot;
+  const JobRuns& runs = *context_.slots.job(e.job);
+  const auto& cls = p.per_slot ? slot.last_failure_class : runs.last_failure_class;
+  const auto& failed_t = p.per_slot ? slot.last_failure_t : runs.last_failure_t;
+  if (!p.valid) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: retried although its policy is invalid ({})", e.job,
+                               slot_text(e.slot), p.why_invalid)});
+  } else if (n > p.retries_max) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: retry {} exceeds the policy's {} ({})", e.job,
+                               slot_text(e.slot), n, p.retries_max,
+                               p.per_slot ? "per_slot" : "per_episode")});
+  } else if (cls && !p.retries_class(*cls)) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: retried after a {} failure, a class its policy "
+                               "does not retry",
+                               e.job, slot_text(e.slot), *cls)});
+  } else if (failed_t && e.t < *failed_t + p.min_delay_ms(n)) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: retry {} ran {} after the failure, before its "
+                               "backoff of {}",
+                               e.job, slot_text(e.slot), n, format_duration(e.t - *failed_t),
+                               format_duration(p.min_delay_ms(n) + 1))});
+  }
+}
+
+void RetriesBounded::on_retry_scheduled(const TraceEvent& e, std::size_t i, const MonitoredJob& job,
+                                        Violations& out) {
+  const WitnessPolicy& p = job.policy;
+  const std::string cls = e.str("failure_class");
+  if (!p.valid) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: a retry was scheduled although its policy is "
+                               "invalid ({})",
+                               e.job, slot_text(e.slot), p.why_invalid)});
+  } else if (!cls.empty() && !p.retries_class(cls)) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: a retry was scheduled for class {}, which its "
+                               "policy does not retry",
+                               e.job, slot_text(e.slot), cls)});
+  } else if (e.num("attempt") > p.retries_max) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: retry {} scheduled, beyond the policy's {}", e.job,
+                               slot_text(e.slot), e.num("attempt"), p.retries_max)});
+  }
+}
+
+// The exact window: a retry the queue receives at the instant of a fresh
+// failure is due within the policy's window for the n-th retry of the budget
+// (n from the monitors' own count): no earlier than the jitter's floor, no
+// later than the base delay. From the queue's own record (`queue_add`, kind
+// retry: `ready_at`), not from the core's notice.
+void RetriesBounded::check_window(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (e.type != "queue_add" || e.str("kind") != "retry" || !e.flag("added") || !e.slot) return;
+  const MonitoredJob* job = context_.jobs.find(e.job);
+  if (job == nullptr || !job->policy.valid) return;
+  const WitnessPolicy& p = job->policy;
+  const SlotWatch& s = context_.slots.at(e.job, *e.slot);
+  const bool fresh = context_.retry_count.fresh(e.job, *e.slot, p.per_slot);
+  const auto& failed_t = p.per_slot ? s.last_failure_t : context_.slots.job(e.job)->last_failure_t;
+  // A replayed or restored retry (after a boot) keeps its old due time.
+  if (!fresh || !failed_t || *failed_t != e.t) return;
+  const auto ready = parse_instant(e.str("ready_at"));
+  if (!ready.ok()) return;
+  const int n = context_.retry_count.scheduled(e.job, *e.slot, p.per_slot) + 1;
+  if (n > p.retries_max) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: retry {} queued, beyond the policy's {} ({})",
+                               e.job, slot_text(e.slot), n, p.retries_max,
+                               p.per_slot ? "per_slot" : "per_episode")});
+    return;
+  }
+  const DurationMs delay = *ready - e.t;
+  const DurationMs lo = p.min_delay_ms(n);
+  const DurationMs hi = p.max_delay_ms(n);
+  if (delay < lo || delay > hi) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: retry {} queued {} after the failure, outside its "
+                               "policy's window [{}, {}]",
+                               e.job, slot_text(e.slot), n, format_duration(delay),
+                               format_duration(lo + 1), format_duration(hi - 1))});
+  }
+}
+
+void RetriesBounded::tally(nlohmann::json& tallies) const {
+  for (const auto& [id, config] : context_.jobs.all()) {
+    const auto it = retries_.find(id);
+    tallies["jobs"][id]["retries"] = it == retries_.end() ? std::int64_t{0} : it->second;
+  }
+}
+
+}  // namespace rehearse::sim

@@ -1,0 +1,56 @@
+// retries_bounded (docs/semantics.md §2, §10): retries stay within the
+// policy, by the monitors' own reading of it (witness_policy.hpp). Reads runs
+// (the queue's takes and finishes, the durable row: run_facts.hpp), the
+// retry_scheduled notifications the outbox received, and the queue's own
+// record of each retry (`queue_add`, kind retry: its `ready_at`):
+// - a retry of a job whose policy is invalid or absent;
+// - more distinct retries than the budget allows (per (job, slot) under
+//   per_slot, per job until a run that did not fail under per_episode);
+// - a retry after a failure class the policy does not retry;
+// - a retry started before the failure + the least backoff;
+// - a retry_scheduled beyond the limit or for a class not retried;
+// - the exact window: a retry queued at a fresh failure is due within
+//   [floor(d * (1 - jitter)), d] of it, d the delay of the n-th retry of the
+//   budget, n from the shared count (retry_count.hpp); beyond the budget fires.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/monitors/context.hpp"
+#include "sim/monitors/monitor.hpp"
+
+namespace rehearse::sim {
+
+class RetriesBounded final : public Monitor {
+ public:
+  static constexpr const char* kName = "retries_bounded";
+  static std::vector<std::string> reads() {
+    return {"queue_take",        "queue_intent", "queue_done",
+            "durable_job_state", "outbox_add",   "queue_add"};
+  }
+
+  RetriesBounded(const Scenario& scenario, MonitorContext& context);
+  Violations observe(const TraceEvent& event, std::size_t index) override;
+  // jobs.<id>.retries: distinct retry attempts started.
+  void tally(nlohmann::json& tallies) const override;
+
+ private:
+  void on_retry_started(const TraceEvent& e, std::size_t i, const MonitoredJob& job,
+                        Violations& out);
+  void on_retry_scheduled(const TraceEvent& e, std::size_t i, const MonitoredJob& job,
+                          Violations& out);
+  void check_window(const TraceEvent& e, std::size_t i, Violations& out);
+
+  MonitorContext& context_;
+  // Distinct retry attempts run: per (job, slot) under per_slot, per job
+  // (slot, attempt) in the episode under per_episode.
+  std::map<std::pair<std::string, TimeMs>, std::set<int>> slot_attempts_;
+  std::map<std::string, std::set<std::pair<TimeMs, int>>> episode_attempts_;
+  std::map<std::string, std::int64_t> retries_;  // tally
+};
+
+}  // namespace rehearse::sim

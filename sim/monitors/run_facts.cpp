@@ -1,0 +1,134 @@
+#include "sim/monitors/run_facts.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "sim/monitors/event_text.hpp"
+#include "sim/scenario.hpp"
+
+namespace rehearse::sim {
+
+namespace {
+
+using nlohmann::json;
+
+bool is_notification(const std::string& type) {
+  const auto& names = notification_event_names();
+  return std::find(names.begin(), names.end(), type) != names.end();
+}
+
+template <typename Run>
+TraceEvent run_event(const Run& r, const char* type, TimeMs t) {
+  TraceEvent x;
+  x.t = t;
+  x.type = type;
+  x.job = r.job;
+  x.slot = r.slot;
+  x.data = {{"kind", r.kind}, {"attempt", r.attempt}};
+  return x;
+}
+
+}  // namespace
+
+std::string_view fact_source(std::string_view type) {
+  if (type == "run_started") return "queue_take";
+  if (type == "run_finished" || type == "retry_dropped") return "queue_done";
+  if (type == "retry_superseded") return "queue_cancel";
+  if (is_notification(std::string(type))) return "outbox_add";
+  return type;
+}
+
+std::optional<Fact> RunFacts::settle_pending(const TraceEvent& e) {
+  if (!pending_finish_) return std::nullopt;
+  if (e.job == pending_finish_->run.job && !pending_finish_->failure_class) {
+    const std::string event = e.type == "outbox_add" ? e.str("event") : std::string();
+    const bool failure_notice =
+        event == "retry_scheduled" || event == "retry_exhausted" || event == "failed_permanent";
+    if (failure_notice) {
+      pending_finish_->failure_class = e.str("failure_class", "unknown");
+    } else if (e.type == "queue_add" && e.str("kind") == "retry") {
+      pending_finish_->failure_class = "unknown";
+    }
+  }
+  return flush_pending();
+}
+
+std::optional<Fact> RunFacts::flush_pending() {
+  if (!pending_finish_) return std::nullopt;
+  const PendingFinish p = *pending_finish_;
+  pending_finish_.reset();
+  TraceEvent done = run_event(p.run, "run_finished", p.t);
+  done.data["outcome"] = p.failure_class ? "failure" : "success";
+  if (p.failure_class) done.data["failure_class"] = *p.failure_class;
+  return Fact{std::move(done), p.index};
+}
+
+std::vector<Fact> RunFacts::runs_of(const TraceEvent& e, std::size_t i) {
+  std::vector<Fact> out;
+  if (e.type == "durable_job_state") {
+    durable_state_[e.job] = e.data;
+    for (auto& [id, r] : open_runs_) r.wrote = r.wrote || r.job == e.job;
+  } else if (e.type == "queue_take" && e.slot) {
+    open_runs_[static_cast<std::uint64_t>(e.num("id"))] =
+        OpenRun{e.job, *e.slot, e.str("kind"), e.num("attempt"), i, e.t, false};
+  } else if (e.type == "queue_intent") {
+    const auto it = open_runs_.find(static_cast<std::uint64_t>(e.num("id")));
+    if (it != open_runs_.end()) it->second.intent = true;
+  } else if (e.type == "queue_done") {
+    on_done(e, i, out);
+  } else if (e.type == "queue_cancel" && e.slot) {
+    const OpenRun cancelled{e.job, *e.slot, "retry", e.num("attempt")};
+    out.push_back({run_event(cancelled, "retry_superseded", e.t), i});
+  } else if (is_crash_event(e.type)) {
+    for (const auto& [id, r] : open_runs_) {
+      out.push_back({run_event(r, "run_started", r.take_t), r.take_index});
+    }
+    open_runs_.clear();
+  }
+  return out;
+}
+
+void RunFacts::on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& out) {
+  const auto it = open_runs_.find(static_cast<std::uint64_t>(e.num("id")));
+  if (it == open_runs_.end()) return;
+  const OpenRun r = it->second;
+  open_runs_.erase(it);
+  const bool refused = process_.store_refused();
+  if (r.intent && !r.wrote && refused) {
+    // The store refuses writes: the outcome is what the run's finish
+    // carries (a failure notice, a retry), judged after it (settle_pending).
+    out.push_back({run_event(r, "run_started", r.take_t), r.take_index});
+    pending_finish_ = PendingFinish{r, i, e.t, std::nullopt};
+  } else if (r.intent) {
+    out.push_back({run_event(r, "run_started", r.take_t), r.take_index});
+    TraceEvent done = run_event(r, "run_finished", e.t);
+    const json& facts = durable_state_[r.job];
+    const json& status = facts.is_object() ? facts.value("retry_status", json()) : json();
+    const bool ok = !status.is_string() || status.get<std::string>() == "ok";
+    done.data["outcome"] = ok ? "success" : "failure";
+    if (!ok) {
+      const json cls = facts.value("failure_class", json());
+      done.data["failure_class"] = cls.is_string() ? cls.get<std::string>() : "unknown";
+    }
+    out.push_back({std::move(done), i});
+  } else if (r.kind == "retry" && refused) {
+    out.push_back({run_event(r, "retry_dropped", e.t), i});
+  }
+}
+
+std::optional<TraceEvent> RunFacts::notification_of(const TraceEvent& e) {
+  if (e.type != "outbox_add") return std::nullopt;
+  const std::string event = e.str("event");
+  if (!is_notification(event)) return std::nullopt;
+  const std::string key =
+      fmt::format("{}|{}|{}|{}|{}", event, e.job, slot_text(e.slot), e.num("attempt"), e.str("at"));
+  if (!notices_seen_.insert(key).second) return std::nullopt;
+  TraceEvent n = e;
+  n.type = event;
+  n.service.clear();
+  return n;
+}
+
+}  // namespace rehearse::sim

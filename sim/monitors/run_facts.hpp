@@ -1,0 +1,87 @@
+// Shared tracker: runs and notifications as facts of the world.
+//
+// A run is the queue's take of an entry (`queue_take`) until the queue
+// finishes it (`queue_done`). The monitors see it as a `run_started` (at the
+// take's index and time) and a `run_finished` when it finished with its
+// intent written (`queue_intent`); the outcome is what the run left in the
+// durable state store, as the world read it (`durable_job_state`: the job's
+// row mirrors its last run; `ok` is a success, anything else a failure of the
+// row's `failure_class`). While the store refuses writes the outcome is what
+// the run's finish carries (a failure notice, a retry queued: a failure),
+// judged at the next event. A retry taken and finished without an intent
+// while the store refuses writes was dropped (`retry_dropped`); a run cut by
+// a crash started and never finished. A pending retry the queue cancels is
+// superseded (`retry_superseded`). A notification is the message the core
+// committed to send, as the outbox holds it (`outbox_add`), read once per
+// notification, under its event's name. The core's own log lines of these
+// names are not read.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/time.hpp"
+#include "sim/monitors/process_tracker.hpp"
+#include "sim/trace.hpp"
+
+namespace rehearse::sim {
+
+// The event type a monitor must read to be handed `type`: `type` itself for
+// a raw event; for a fact derived here, the world record it is read from
+// (run_started: queue_take; run_finished, retry_dropped: queue_done;
+// retry_superseded: queue_cancel; a notification: outbox_add).
+std::string_view fact_source(std::string_view type);
+
+// A derived fact and the index of the event it stands for.
+struct Fact {
+  TraceEvent event;
+  std::size_t index = 0;
+};
+
+class RunFacts {
+ public:
+  explicit RunFacts(const ProcessTracker& process) : process_(process) {}
+
+  // First, for every event: the finish of a run left pending by the previous
+  // event, decided by this one (see above).
+  std::optional<Fact> settle_pending(const TraceEvent& event);
+  // At the end: the finish still pending, if any.
+  std::optional<Fact> flush_pending();
+  // The run facts an event of the queue (or a crash) shows, in order.
+  std::vector<Fact> runs_of(const TraceEvent& event, std::size_t index);
+  // The notification an `outbox_add` commits, the first time it is added.
+  std::optional<TraceEvent> notification_of(const TraceEvent& event);
+
+ private:
+  struct OpenRun {
+    std::string job;
+    TimeMs slot = 0;
+    std::string kind;
+    std::int64_t attempt = 0;
+    std::size_t take_index = 0;
+    TimeMs take_t = 0;
+    bool intent = false;
+    bool wrote = false;  // the job's durable state changed while it ran
+  };
+  struct PendingFinish {
+    OpenRun run;
+    std::size_t index = 0;
+    TimeMs t = 0;
+    std::optional<std::string> failure_class;  // set: a failure
+  };
+  void on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& out);
+
+  const ProcessTracker& process_;
+  std::optional<PendingFinish> pending_finish_;
+  std::map<std::uint64_t, OpenRun> open_runs_;           // by queue entry id
+  std::map<std::string, nlohmann::json> durable_state_;  // job -> its durable facts
+  std::set<std::string> notices_seen_;
+};
+
+}  // namespace rehearse::sim

@@ -1,0 +1,200 @@
+#include "sim/monitors/schedule_kept.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "sim/monitors/event_text.hpp"
+
+namespace rehearse::sim {
+
+namespace {
+constexpr DurationMs kScheduleHorizonMs = 4 * 366 * kDayMs;  // a search limit, like everything
+}  // namespace
+
+ScheduleKept::ScheduleKept(const Scenario& scenario, MonitorContext& context)
+    : context_(context), start_ms_(scenario.start_ms) {
+  for (const auto& [id, config] : context.jobs.all()) jobs_[id] = JobSchedule{};
+}
+
+Violations ScheduleKept::observe(const TraceEvent& e, std::size_t i) {
+  Violations out;
+  if (e.type == "queue_add" && e.str("kind") == "regular" && e.slot) {
+    on_handout(e, i, out);
+  } else if (e.type == "durable_job_state") {
+    check_durable_row(e, i, out);
+  }
+  check_never_runs(e, i, out);
+  check_due_at_firing(e, i, out);
+  return out;
+}
+
+// A slot handed out: a firing of the effective schedule (check_due_at_firing
+// says so when it is not), never older than the last one, none skipped since;
+// the firings due since the slot are folded into this late run (marked
+// coalesced here, from the monitor's own matcher), and the job's next durable
+// write must count them and move next_run_at to the first firing after now.
+void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& out) {
+  const MonitoredJob* job = context_.jobs.find(e.job);
+  if (job == nullptr) return;
+  JobSchedule& j = jobs_[e.job];
+  const bool refused = context_.process.store_refused();
+  const TimeMs s = *e.slot;
+  if (j.pending_misfire && j.pending_misfire->coalesced > 0 && !refused) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {}: {} slots after {} were folded into its late run without a "
+                               "misfire record",
+                               e.job, j.pending_misfire->coalesced,
+                               format_instant(j.pending_misfire->slot))});
+  }
+  j.pending_misfire.reset();
+  if (!job->cron || job->cron->between(s - 1, s, 1).empty())
+    return;  // skipped loudly / fired already
+  const WitnessCron& cron = *job->cron;
+  const bool again = context_.slots.known(e.job, s) && j.last_slot && s <= *j.last_slot;
+  if (again && !refused && j.last_handed != s) {
+    // The same slot twice in a row is a crash between the queue add and the
+    // state write (harmless: the add is idempotent); an older one means a
+    // restart moved the schedule back. A store that refuses writes (fail
+    // closed) cannot know its schedule, so there the re-handout is expected.
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {}: slot {} handed out again after {} (the schedule moved "
+                               "back)",
+                               e.job, format_instant(s),
+                               format_instant(j.last_handed.value_or(*j.last_slot)))});
+  }
+  j.last_handed = s;
+  if (!again) check_none_skipped(*job, j, s, e, i, out);
+  const auto due_after = cron.between(s, e.t, 1'000'000);
+  if (!again) {
+    j.pending_misfire =
+        JobSchedule::PendingMisfire{s, static_cast<std::int64_t>(due_after.size()), i};
+    j.last_slot = due_after.empty() ? s : due_after.back();
+    context_.slots.mark_coalesced(e.job, s, due_after, i);
+  }
+  j.pending_next =
+      JobSchedule::PendingNext{s, cron.next_after(std::max(s, e.t), kScheduleHorizonMs)};
+}
+
+void ScheduleKept::check_none_skipped(const MonitoredJob& job, JobSchedule& j, TimeMs s,
+                                      const TraceEvent& e, std::size_t i, Violations& out) {
+  const TimeMs prev = j.last_slot.value_or(start_ms_ - 1);
+  if (s <= prev) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {}: slot {} handed out after the later slot {}", e.job,
+                               format_instant(s), format_instant(prev))});
+    return;
+  }
+  const auto skipped = job.cron->between(prev, s - 1, 1);
+  if (!skipped.empty()) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {}: regular slot {} was skipped (never handed out nor "
+                               "coalesced; next handed out: {})",
+                               e.job, format_instant(skipped.front()), format_instant(s))});
+  }
+}
+
+// The job's durable write after a hand-out: the misfire counted exactly the
+// folded firings (`coalesced_slots` grew by that many), and next_run_at is
+// the schedule's first firing after the hand-out. Not judged while the store
+// refuses writes (it writes nothing).
+void ScheduleKept::check_durable_row(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (context_.jobs.find(e.job) == nullptr) return;
+  JobSchedule& j = jobs_[e.job];
+  const bool refused = context_.process.store_refused();
+  const nlohmann::json* count = field(e, "coalesced_slots");
+  if (count == nullptr || !count->is_number_integer()) return;  // not a state row
+  const std::int64_t coalesced = count->get<std::int64_t>();
+  const std::int64_t before = std::exchange(j.durable_coalesced, coalesced);
+  if (j.pending_misfire && !refused) {
+    const std::int64_t want = j.pending_misfire->coalesced;
+    if (coalesced - before != want) {
+      out.push_back(
+          {kName, i, e.t,
+           fmt::format("job {}: the late run of {} records {} coalesced slots, the "
+                       "schedule had {} more due by then",
+                       e.job, format_instant(j.pending_misfire->slot), coalesced - before, want)});
+    }
+    j.pending_misfire.reset();
+  }
+  if (!j.pending_next || refused) return;
+  const JobSchedule::PendingNext want = *j.pending_next;
+  j.pending_next.reset();
+  const nlohmann::json* got = field(e, "next_run_at");
+  std::optional<TimeMs> got_next;
+  if (got != nullptr && got->is_string()) {
+    auto t = parse_instant(got->get<std::string>());
+    if (t.ok()) got_next = *t;
+  }
+  if (got_next == want.next) return;
+  out.push_back(
+      {kName, i, e.t,
+       fmt::format("job {}: next_run_at is {} after handing out {}, the schedule's "
+                   "next slot is {}",
+                   e.job, got_next ? format_instant(*got_next) : "none", format_instant(want.slot),
+                   want.next ? format_instant(*want.next) : "none")});
+}
+
+// A job whose environment override is set but empty has no schedule at all;
+// any queue entry for it (the queue's own record) fires.
+void ScheduleKept::check_never_runs(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (e.type != "queue_add" || !e.flag("added")) return;
+  const MonitoredJob* job = context_.jobs.find(e.job);
+  if (job == nullptr || !job->never_runs) return;
+  out.push_back({kName, i, e.t,
+                 fmt::format("job {}: its schedule override is set but empty, so it must never "
+                             "run, yet slot {} was queued",
+                             e.job, slot_text(e.slot))});
+}
+
+// From the queue's own record, whatever the core logs about the slot: a
+// regular slot is a firing of the effective schedule (the monitor's own
+// matcher), queued due at that firing.
+void ScheduleKept::check_due_at_firing(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (e.type != "queue_add" || e.str("kind") != "regular" || !e.flag("added") || !e.slot) return;
+  const MonitoredJob* job = context_.jobs.find(e.job);
+  if (job != nullptr && job->cron && job->cron->between(*e.slot - 1, *e.slot, 1).empty()) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {}: slot {} was queued, but the schedule does not fire then",
+                               e.job, slot_text(e.slot))});
+    return;
+  }
+  const auto ready = parse_instant(e.str("ready_at"));
+  if (!ready.ok() || *ready == *e.slot) return;
+  out.push_back({kName, i, e.t,
+                 fmt::format("job {}: slot {} was queued due at {}, not at its firing", e.job,
+                             slot_text(e.slot), format_instant(*ready))});
+}
+
+// End: a late run whose misfire was never recorded; and while the process is
+// up, every firing before the end has been handed out (slots due while it is
+// down come late, after it boots: those are in flight).
+Violations ScheduleKept::finish(TimeMs until_ms) {
+  Violations out;
+  const std::size_t end = context_.events_seen;
+  const ProcessTracker& process = context_.process;
+  for (auto& [id, j] : jobs_) {
+    if (j.pending_misfire && j.pending_misfire->coalesced > 0) {
+      out.push_back(
+          {kName, end, until_ms,
+           fmt::format("job {}: {} slots after {} were folded into its late run without "
+                       "a misfire record",
+                       id, j.pending_misfire->coalesced, format_instant(j.pending_misfire->slot))});
+      j.pending_misfire.reset();
+    }
+    const MonitoredJob* job = context_.jobs.find(id);
+    if (job->cron && process.up() && process.boot_t() && *process.boot_t() < until_ms) {
+      const TimeMs prev = j.last_slot.value_or(start_ms_ - 1);
+      const auto missed = job->cron->between(std::max(prev, *process.boot_t()), until_ms - 1, 1);
+      if (!missed.empty()) {
+        out.push_back({kName, end, until_ms,
+                       fmt::format("job {}: regular slot {} was never handed out", id,
+                                   format_instant(missed.front()))});
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace rehearse::sim

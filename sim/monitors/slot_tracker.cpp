@@ -1,0 +1,283 @@
+#include "sim/monitors/slot_tracker.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace rehearse::sim {
+
+namespace {
+
+using nlohmann::json;
+
+// A job's slots by fate (docs/monitors.md "Tallies").
+struct SlotCounts {
+  std::int64_t delivered = 0, skipped = 0, failed = 0, in_flight = 0, superseded = 0, coalesced = 0,
+               exhausted = 0;
+
+  void add(SlotState state) {
+    switch (state) {
+      case SlotState::delivered: ++delivered; break;
+      case SlotState::skipped: ++skipped; break;
+      case SlotState::exhausted: ++failed, ++exhausted; break;
+      case SlotState::failed_permanent:
+      case SlotState::retry_dropped:
+      case SlotState::failed: ++failed; break;
+      case SlotState::superseded: ++superseded; break;
+      case SlotState::coalesced: ++coalesced; break;
+      default: ++in_flight; break;
+    }
+  }
+};
+
+// A slot's fate in the words of expect.jobs.<id>.slots (docs/scenario-format.md):
+// the same grouping as the slot counts of the tallies.
+const char* slot_outcome(SlotState state) {
+  switch (state) {
+    case SlotState::delivered: return "delivered";
+    case SlotState::skipped: return "skipped";
+    case SlotState::exhausted: return "exhausted";
+    case SlotState::failed:
+    case SlotState::failed_permanent:
+    case SlotState::retry_dropped: return "failed";
+    case SlotState::superseded: return "superseded";
+    case SlotState::coalesced: return "coalesced";
+    default: return "in_flight";
+  }
+}
+
+}  // namespace
+
+const char* to_string(SlotState state) noexcept {
+  switch (state) {
+    case SlotState::handed: return "handed";
+    case SlotState::running: return "running";
+    case SlotState::failed: return "failed";
+    case SlotState::retry_pending: return "retry_pending";
+    case SlotState::marked_skipped: return "marked_skipped";
+    case SlotState::delivered: return "delivered";
+    case SlotState::skipped: return "skipped";
+    case SlotState::exhausted: return "exhausted";
+    case SlotState::failed_permanent: return "failed_permanent";
+    case SlotState::retry_dropped: return "retry_dropped";
+    case SlotState::superseded: return "superseded";
+    case SlotState::coalesced: return "coalesced";
+  }
+  return "?";
+}
+
+SlotTracker::SlotTracker(const JobTable& jobs) : jobs_table_(jobs) {
+  for (const auto& [id, config] : jobs.all()) jobs_[id] = JobRuns{};
+}
+
+bool SlotTracker::known(const std::string& job, TimeMs slot) const {
+  return slots_.count({job, slot}) != 0;
+}
+
+const SlotWatch* SlotTracker::find(const std::string& job, TimeMs slot) const {
+  const auto it = slots_.find({job, slot});
+  return it == slots_.end() ? nullptr : &it->second;
+}
+
+SlotWatch& SlotTracker::at(const std::string& job, TimeMs slot) {
+  auto it = slots_.find({job, slot});
+  if (it == slots_.end()) {
+    SlotWatch w;
+    w.job = job;
+    w.slot = slot;
+    it = slots_.emplace(std::make_pair(job, slot), std::move(w)).first;
+  }
+  return it->second;
+}
+
+const JobRuns* SlotTracker::job(const std::string& id) const {
+  const auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+void SlotTracker::count_notification(const TraceEvent& notice) {
+  if (!notice.slot) return;
+  if (const auto it = slots_.find({notice.job, *notice.slot}); it != slots_.end()) {
+    ++it->second.notifications[notice.type];
+  }
+}
+
+void SlotTracker::mark_coalesced(const std::string& job, TimeMs carrier,
+                                 const std::vector<TimeMs>& folded, std::size_t i) {
+  constexpr std::size_t kListed = 100;
+  for (std::size_t k = 0; k < folded.size() && k < kListed; ++k) {
+    if (known(job, folded[k])) continue;
+    SlotWatch& w = at(job, folded[k]);
+    w.carried_by = carrier;
+    w.state = SlotState::coalesced;
+    w.handed_index = i;
+  }
+}
+
+void SlotTracker::observe(const TraceEvent& e, std::size_t i) {
+  if (e.type == "durable_job_state") return note_durable_state(e);
+  if (e.type == "durable_delivery") {
+    if (e.slot && !e.job.empty()) note_ledger(e, i);
+    return;
+  }
+  const auto it = jobs_.find(e.job);
+  if (it == jobs_.end() || !e.slot) return;
+  JobRuns& j = it->second;
+  auto set = [&](SlotState state) {
+    SlotWatch& w = at(e.job, *e.slot);
+    w.state = state;
+    w.state_index = i;
+    w.state_t = e.t;
+  };
+  const std::string& type = e.type;
+  if (type == "queue_take") {
+    // A run of a delivering job's slot begins: the slot is known from here.
+    if (const MonitoredJob* c = jobs_table_.find(e.job); c != nullptr && c->delivers)
+      at(e.job, *e.slot);
+  } else if (type == "queue_add" && e.str("kind") == "regular") {
+    SlotWatch& w = at(e.job, *e.slot);
+    if (w.state == SlotState::handed && w.state_index == 0) {
+      w.handed_index = i;
+      set(SlotState::handed);
+    }
+  } else if (type == "run_started") {
+    on_run_started(e, i, j);
+  } else if (type == "run_finished") {
+    on_run_finished(e, i, j);
+  } else if (type == "retry_scheduled") {
+    set(SlotState::retry_pending);
+    j.final_status = "retrying";
+  } else if (type == "retry_exhausted") {
+    set(SlotState::exhausted);
+    j.final_status = "retry_exhausted";
+  } else if (type == "failed_permanent") {
+    set(SlotState::failed_permanent);
+    j.final_status = "failed";
+  } else if (type == "retry_dropped") {
+    // A queued retry the scheduler dropped because the store could not be
+    // trusted: the slot ends failed, visibly (this event, state_corrupt).
+    set(SlotState::retry_dropped);
+    j.final_status = "failed";
+  } else if (type == "retry_superseded") {
+    const SlotState s = at(e.job, *e.slot).state;
+    if (s == SlotState::retry_pending || s == SlotState::failed) set(SlotState::superseded);
+  }
+}
+
+void SlotTracker::on_run_started(const TraceEvent& e, std::size_t i, JobRuns& j) {
+  SlotWatch& w = at(e.job, *e.slot);
+  ++j.runs;
+  if (e.str("kind") == "regular")
+    j.max_delay_ms = std::max<DurationMs>(j.max_delay_ms, e.t - *e.slot);
+  w.run_index = i;
+  ++w.runs;
+  w.attempt_at.push_back(e.t);
+  // The start is read when the run ends: a marker written meanwhile stays.
+  if (w.state != SlotState::marked_skipped) {
+    w.state = SlotState::running;
+    w.state_index = i;
+    w.state_t = e.t;
+  }
+}
+
+void SlotTracker::on_run_finished(const TraceEvent& e, std::size_t i, JobRuns& j) {
+  SlotWatch& w = at(e.job, *e.slot);
+  w.stalled = false;
+  const std::string outcome = e.str("outcome");
+  SlotState next = SlotState::failed;
+  if (outcome == "failure") {
+    const std::string cls = e.str("failure_class", "unknown");
+    w.last_failure_class = cls;
+    w.last_failure_t = e.t;
+    j.last_failure_class = cls;
+    j.last_failure_t = e.t;
+  } else {
+    const bool marked = w.state == SlotState::marked_skipped;
+    next = outcome == "skipped" || marked ? SlotState::skipped : SlotState::delivered;
+    j.last_failure_class.reset();
+    j.final_status = "ok";
+  }
+  w.state = next;
+  w.state_index = i;
+  w.state_t = e.t;
+}
+
+// The job's durable state as the world read it: a slot whose durable record
+// shows a stall (stalled_count >= 1) may fail permanently on the next stall
+// whatever its budget (docs/semantics.md §5).
+void SlotTracker::note_durable_state(const TraceEvent& e) {
+  if (jobs_.count(e.job) == 0) return;
+  const auto it = e.data.find("slots");
+  if (it == e.data.end() || !it->is_object()) return;
+  for (const auto& [key, record] : it->items()) {
+    const auto t = parse_instant(key);
+    if (!t.ok() || !record.is_object()) continue;
+    const json stalled = record.value("stalled_count", json(0));
+    if (stalled.is_number_integer() && stalled.get<std::int64_t>() >= 1)
+      at(e.job, *t).stalled = true;
+  }
+}
+
+// The delivery ledger as the world read it (`durable_delivery`): a marker
+// with the verdict skipped marks the slot skipped.
+void SlotTracker::note_ledger(const TraceEvent& e, std::size_t i) {
+  SlotWatch& w = at(e.job, *e.slot);
+  const auto verdict = e.data.find("verdict");
+  if (verdict != e.data.end() && verdict->is_string() && verdict->get<std::string>() == "skipped") {
+    w.state = SlotState::marked_skipped;
+    w.state_index = i;
+    w.state_t = e.t;
+  }
+}
+
+std::vector<SlotRecord> SlotTracker::records() const {
+  std::vector<SlotRecord> out;
+  out.reserve(slots_.size());
+  for (const auto& [key, s] : slots_) {
+    out.push_back({s.job, s.slot, s.state, s.runs, s.last_failure_class});
+  }
+  return out;
+}
+
+// One entry per slot of `job` the tracker saw, in time order.
+json SlotTracker::slot_list(const std::string& job) const {
+  json list = json::array();
+  // slots_ is keyed by (job, slot): the job's slots are one run of the map.
+  for (auto it = slots_.lower_bound({job, std::numeric_limits<TimeMs>::min()});
+       it != slots_.end() && it->first.first == job; ++it) {
+    const SlotWatch& s = it->second;
+    json at = json::array();
+    for (const TimeMs t : s.attempt_at) at.push_back(format_instant(t));
+    json notes = json::object();
+    for (const auto& [ev, n] : s.notifications) notes[ev] = n;
+    list.push_back({{"slot", format_instant(s.slot)},
+                    {"outcome", slot_outcome(s.state)},
+                    {"attempts", s.attempt_at.size()},
+                    {"attempt_at", std::move(at)},
+                    {"notifications", std::move(notes)}});
+  }
+  return list;
+}
+
+// O(jobs + slots): the slots are keyed by (job, slot), so each job's slots
+// are one run of the map, counted in one pass.
+void SlotTracker::tally(json& tallies) const {
+  std::map<std::string, SlotCounts> counts;
+  for (const auto& [key, s] : slots_) counts[key.first].add(s.state);
+  for (const auto& [id, j] : jobs_) {
+    const SlotCounts c = counts.count(id) != 0 ? counts.at(id) : SlotCounts{};
+    json& o = tallies["jobs"][id];
+    o["delivered_slots"] = c.delivered;
+    o["skipped_slots"] = c.skipped;
+    o["failed_slots"] = c.failed;
+    o["in_flight_slots"] = c.in_flight;
+    o["superseded_slots"] = c.superseded;
+    o["coalesced_slots"] = c.coalesced;
+    o["exhausted_slots"] = c.exhausted;
+    o["runs"] = j.runs;
+    o["final_status"] = j.final_status;
+    o["max_delay_ms"] = j.max_delay_ms;
+    o["slots"] = slot_list(id);
+  }
+}
+
+}  // namespace rehearse::sim

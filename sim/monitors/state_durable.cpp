@@ -1,0 +1,182 @@
+#include "sim/monitors/state_durable.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "sim/monitors/event_text.hpp"
+
+namespace rehearse::sim {
+
+namespace {
+
+bool disk_change(const std::string& type) {
+  return type == "disk_write" || type == "disk_append" || type == "disk_rename" ||
+         type == "disk_remove";
+}
+
+std::string dir_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+}  // namespace
+
+StateDurable::StateDurable(const Scenario&, MonitorContext& context) : context_(context) {}
+
+void StateDurable::add_locked_store(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  lock_dirs_.insert(std::move(dir));
+}
+
+Violations StateDurable::observe(const TraceEvent& e, std::size_t i) {
+  Violations out;
+  if (is_boot_event(e.type)) {
+    if (corrupt_index_) boot_after_corruption_ = true;
+    return out;
+  }
+  if (is_crash_event(e.type)) {
+    lock_holders_.clear();  // a crash releases every lock
+    return out;
+  }
+  const bool known_slot = context_.jobs.find(e.job) != nullptr && e.slot;
+  if (e.type == "run_started" && e.str("kind") == "retry" && known_slot &&
+      context_.process.store_refused()) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: a retry ran while the state store is corrupt",
+                               e.job, slot_text(e.slot))});
+  }
+  check_locked_writes(e, i, out);
+  if (note_state_damage(e, i)) return out;
+  if (check_corrupt_file_kept(e, i, out)) return out;
+  // Counters survive restarts: the n-th retry of a budget announces attempt n.
+  if (e.type == "retry_scheduled" && known_slot) check_retry_counter(e, i, out);
+  return out;
+}
+
+// The lock (docs/semantics.md §5): a store's files change only under its
+// lock. From the disk's own records: a directory in which a lock file was
+// ever taken is a locked store; any write, append, rename or removal there
+// by a process that holds none of its locks fires.
+void StateDurable::check_locked_writes(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (e.type == "disk_lock") {
+    lock_holders_[e.str("path")] = e.num("process");
+    lock_dirs_.insert(dir_of(e.str("path")));
+    return;
+  }
+  if (e.type == "disk_unlock") {
+    lock_holders_.erase(e.str("path"));
+    return;
+  }
+  if (!disk_change(e.type)) return;
+  const std::string path = e.type == "disk_rename" ? e.str("to") : e.str("path");
+  const std::string dir = dir_of(path);
+  if (lock_dirs_.count(dir) == 0 || lock_holders_.count(path) != 0) return;  // the lock file itself
+  const std::int64_t process = e.num("process");
+  for (const auto& [lock, holder] : lock_holders_) {
+    if (dir_of(lock) == dir && holder == process) return;
+  }
+  out.push_back(
+      {kName, i, e.t,
+       fmt::format("{} of {} by process {} without the store's lock (held: {})", e.type, path,
+                   process, lock_holders_.empty() ? std::string("none") : "by another")});
+}
+
+// Damage the world did to a state file, and what the core said of it.
+// True when `e` was one of those events.
+bool StateDurable::note_state_damage(const TraceEvent& e, std::size_t i) {
+  if (e.type == "store_corrupt_injected" || e.type == "disk_corrupted") {
+    const std::string path = e.str("path", e.str("file"));
+    const bool state_file = e.type == "store_corrupt_injected" ||
+                            path.find("retry_state.json") != std::string::npos ||
+                            path.find("jobs.json") != std::string::npos ||
+                            path.find("jobs_state.json") != std::string::npos;
+    if (!state_file || path.empty()) return true;
+    if (const auto* applied = field(e, "applied");
+        applied != nullptr && applied->is_boolean() && !applied->get<bool>()) {
+      return true;  // the world could not damage the file: nothing to report
+    }
+    corrupt_paths_.push_back(path);
+    if (!corrupt_index_) corrupt_index_ = i;
+    corrupt_seen_by_core_ = false;
+    boot_after_corruption_ = false;
+    return true;
+  }
+  if (e.type == "state_corrupt") {
+    corrupt_seen_by_core_ = true;
+    return true;
+  }
+  if (e.type == "state_tail_dropped") {
+    // The core reported a damaged journal tail it dropped, and kept a copy
+    // of the damaged file (kept_as): the damage is visible and its evidence
+    // safe, so the store may replace that file from now on.
+    corrupt_seen_by_core_ = true;
+    if (e.str("kept_as").empty()) return true;
+    const std::string file = e.str("file");
+    corrupt_paths_.erase(std::remove(corrupt_paths_.begin(), corrupt_paths_.end(), file),
+                         corrupt_paths_.end());
+    return true;
+  }
+  return false;
+}
+
+// A corrupt state file is kept until an operator repairs it. True when `e`
+// was a disk write, rename or removal.
+bool StateDurable::check_corrupt_file_kept(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (!disk_change(e.type)) return false;
+  const std::string path = e.type == "disk_rename" ? e.str("to") : e.str("path");
+  for (const std::string& bad : corrupt_paths_) {
+    const bool same =
+        path == bad ||
+        (path.size() > bad.size() && path.compare(path.size() - bad.size(), bad.size(), bad) == 0 &&
+         path[path.size() - bad.size() - 1] == '/');
+    if (same) {
+      out.push_back({kName, i, e.t,
+                     fmt::format("the corrupt state file {} was replaced ({}): a corrupt store "
+                                 "must be kept until an operator repairs it",
+                                 path, e.type)});
+    }
+  }
+  return true;
+}
+
+// Counters survive restarts: the n-th retry of a budget announces attempt n,
+// by the monitors' own count (retry_count.hpp), compared, never adopted (a
+// counter not reset after a success announces a higher attempt, a reset one
+// a lower).
+void StateDurable::check_retry_counter(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (context_.process.store_refused()) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: a retry was scheduled while the state store is "
+                               "corrupt (its counters cannot be trusted)",
+                               e.job, slot_text(e.slot))});
+  }
+  const WitnessPolicy& p = context_.jobs.find(e.job)->policy;
+  const RetryCount& counts = context_.retry_count;
+  if (!counts.fresh(e.job, *e.slot, p.per_slot)) return;  // a replayed intent: the same retry
+  const int count = counts.scheduled(e.job, *e.slot, p.per_slot);
+  const std::int64_t attempt = e.num("attempt");
+  if (attempt < count + 1 && p.valid) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: retry counter went back to {} after {} retries "
+                               "of the same budget (lost across a restart?)",
+                               e.job, slot_text(e.slot), attempt, count)});
+  } else if (attempt > count + 1 && p.valid) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: retry {} announced after only {} retries of the "
+                               "budget (a counter not reset after a success?)",
+                               e.job, slot_text(e.slot), attempt, count)});
+  }
+}
+
+// End: a corruption followed by a boot must have been reported (state_corrupt).
+Violations StateDurable::finish(TimeMs until_ms) {
+  if (!corrupt_index_ || !boot_after_corruption_ || corrupt_seen_by_core_) return {};
+  return {{kName, context_.events_seen, until_ms,
+           fmt::format("the state store was corrupted ({}) and the process booted after, "
+                       "but no state_corrupt was reported",
+                       corrupt_paths_.empty() ? "?" : corrupt_paths_.back())}};
+}
+
+}  // namespace rehearse::sim

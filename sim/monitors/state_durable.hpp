@@ -1,0 +1,76 @@
+// state_durable (docs/semantics.md §5, §10): the job state survives restarts
+// and damage is reported, never papered over. Reads the disk's own records
+// (writes, appends, renames, removals, locks), the damage the world did
+// (`store_corrupt_injected`, `disk_corrupted`), runs (run_facts.hpp), the
+// notifications the outbox received, boots and crashes; and the core's
+// `state_tail_dropped` (the one core event still read: docs/monitors.md):
+// - the lock: in a store directory (add_locked_store, or any directory a
+//   lock is taken in) a change by a process holding none of its locks fires
+//   (a crash releases every lock);
+// - counters: the n-th retry a budget schedules announces attempt n, n the
+//   shared count (retry_count.hpp); a lower or a higher announced attempt fires;
+// - a corrupt state file is never written, appended, renamed over or
+//   removed; no retry is scheduled or run while the store refuses writes;
+// - end: a corruption followed by a boot must have been reported.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sim/monitors/context.hpp"
+#include "sim/monitors/monitor.hpp"
+
+namespace rehearse::sim {
+
+class StateDurable final : public Monitor {
+ public:
+  static constexpr const char* kName = "state_durable";
+  static std::vector<std::string> reads() {
+    return {"store_corrupt_injected",
+            "disk_corrupted",
+            "state_tail_dropped",
+            "disk_write",
+            "disk_append",
+            "disk_remove",
+            "disk_rename",
+            "disk_lock",
+            "disk_unlock",
+            "queue_take",
+            "queue_intent",
+            "queue_done",
+            "durable_job_state",
+            "outbox_add",
+            "process_boot",
+            "process_crash",
+            "disk_process_crashed",
+            "disk_crash"};
+  }
+
+  StateDurable(const Scenario& scenario, MonitorContext& context);
+  Violations observe(const TraceEvent& event, std::size_t index) override;
+  Violations finish(TimeMs until) override;
+
+  // A directory the world keeps a locked store in: its files change only
+  // under a lock taken in it.
+  void add_locked_store(std::string dir);
+
+ private:
+  void check_locked_writes(const TraceEvent& e, std::size_t i, Violations& out);
+  bool note_state_damage(const TraceEvent& e, std::size_t i);
+  bool check_corrupt_file_kept(const TraceEvent& e, std::size_t i, Violations& out);
+  void check_retry_counter(const TraceEvent& e, std::size_t i, Violations& out);
+
+  MonitorContext& context_;
+  std::map<std::string, std::int64_t> lock_holders_;  // lock file -> process holding it
+  std::set<std::string> lock_dirs_;                   // directories of locked stores
+  std::vector<std::string> corrupt_paths_;
+  std::optional<std::size_t> corrupt_index_;
+  bool corrupt_seen_by_core_ = false;  // a state_corrupt since the injection
+  bool boot_after_corruption_ = false;
+};
+
+}  // namespace rehearse::sim

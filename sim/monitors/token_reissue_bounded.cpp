@@ -1,0 +1,113 @@
+#include "sim/monitors/token_reissue_bounded.hpp"
+
+#include <fmt/format.h>
+
+#include "sim/monitors/event_text.hpp"
+
+namespace rehearse::sim {
+
+namespace {
+// The token client's reuse margin (docs/semantics.md §7), the monitor's own copy.
+constexpr DurationMs kTokenReuseMarginMs = 60 * 1000;
+}  // namespace
+
+TokenReissueBounded::TokenReissueBounded(const Scenario&, MonitorContext&) {}
+
+Violations TokenReissueBounded::observe(const TraceEvent& e, std::size_t i) {
+  Violations out;
+  if (is_boot_event(e.type) || is_crash_event(e.type)) {
+    requests_.clear();  // request ids repeat when a stalled run re-runs after a restart
+    return out;
+  }
+  check_reuse(e, i, out);
+  const std::string rid = e.str("request_id");
+  if (e.service == "brokerage" && !rid.empty()) check_rejected_token(e, i, rid, out);
+  if (e.type == "service_reply" && !rid.empty() && e.str("operation") != "issue_token") {
+    RequestWatch& r = requests_[rid];
+    const auto* status = field(e, "status");
+    r.last_status = status != nullptr && status->is_number_integer()
+                        ? std::optional<std::int64_t>(status->get<std::int64_t>())
+                        : std::optional<std::int64_t>(-1);  // a transport error
+    if (r.last_status == 401) ++r.unauthorized;
+    return out;
+  }
+  if (e.type == "token_issued" || e.type == "token_issue_failed") check_issuance(e, i, rid, out);
+  return out;
+}
+
+// The reuse rule (docs/semantics.md §7): a cached token is reused only until
+// 60 s before its expiry. The brokerage records the token every accepted
+// request presented and its expiry (which is the client's known expiry at
+// the latest: it counts from the issuance's send).
+void TokenReissueBounded::check_reuse(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (e.type != "token_presented") return;
+  const auto expires = parse_instant(e.str("expires_at"));
+  if (!expires.ok() || e.t < *expires - kTokenReuseMarginMs) return;
+  out.push_back({kName, i, e.t,
+                 fmt::format("request {} ({}) presented token generation {} {} before its expiry "
+                             "at {}: a token is reused only until 60 s before it expires",
+                             e.str("request_id", "?"), e.str("operation"), e.num("generation"),
+                             format_duration(*expires - e.t), format_instant(*expires))});
+}
+
+void TokenReissueBounded::check_rejected_token(const TraceEvent& e, std::size_t i,
+                                               const std::string& rid, Violations& out) {
+  if (e.type == "service_call" && e.str("operation") != "issue_token") {
+    last_sent_at_[rid] = e.t;
+  } else if (e.type == "auth_rejected" && !e.str("fingerprint").empty()) {
+    const std::string fp = e.str("fingerprint");
+    rejected_fingerprint_[rid] = fp;
+    const auto seen = unauthorized_seen_at_.find(fp);
+    const auto sent = last_sent_at_.find(rid);
+    if (seen != unauthorized_seen_at_.end() && sent != last_sent_at_.end() &&
+        sent->second > seen->second) {
+      out.push_back(
+          {kName, i, e.t,
+           fmt::format("request {} was sent at {} with token {}, which a 401 had "
+                       "already refused at {}: a rejected token must be dropped and "
+                       "reissued once, not reused",
+                       rid, format_instant(sent->second), fp, format_instant(seen->second))});
+    }
+  } else if (e.type == "service_reply" && e.num("status") == 401) {
+    const auto fp = rejected_fingerprint_.find(rid);
+    if (fp != rejected_fingerprint_.end()) unauthorized_seen_at_.emplace(fp->second, e.t);
+  }
+}
+
+void TokenReissueBounded::check_issuance(const TraceEvent& e, std::size_t i, const std::string& rid,
+                                         Violations& out) {
+  if (e.type == "token_issued") ++token_issues_;
+  if (rid.empty()) return;
+  RequestWatch& r = requests_[rid];
+  const std::string reason = e.str("reason");
+  if (r.last_status && *r.last_status != 401 && *r.last_status >= 0 &&
+      (*r.last_status == 403 || *r.last_status == 429 || *r.last_status >= 500)) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("request {}: a token was issued ({}) after a {} answer, which "
+                               "never causes a reissue",
+                               rid, reason, *r.last_status)});
+    return;
+  }
+  if (r.unauthorized == 0 && reason != "after_401") return;
+  ++r.reissues;
+  ++reissues_;
+  if (r.unauthorized == 0) {
+    out.push_back(
+        {kName, i, e.t,
+         fmt::format("request {}: a reissue after a 401 that the request never got", rid)});
+  } else if (r.reissues > 1) {
+    out.push_back(
+        {kName, i, e.t,
+         fmt::format("request {}: reissue {} for one request (at most one)", rid, r.reissues)});
+  }
+}
+
+void TokenReissueBounded::tally(nlohmann::json& tallies) const {
+  nlohmann::json& services = tallies["services"];
+  if (services.contains("brokerage") || token_issues_ > 0) {
+    services["brokerage"]["token_issues"] = token_issues_;
+    services["brokerage"]["reissues"] = reissues_;
+  }
+}
+
+}  // namespace rehearse::sim

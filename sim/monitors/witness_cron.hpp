@@ -1,0 +1,36 @@
+// The monitors' own cron matcher (docs/monitors.md "The cron matcher"):
+// brute force, minute by minute; 6 fields: the seconds of each matching
+// minute. Supports `*`, `?`, numbers, ranges, lists, steps, month and weekday
+// names, weekday 7, and the macros; refuses (with a reason) anything else
+// (`L`, `#`, `W`, ...), so that the caller can skip its check loudly. It
+// never calls model/cron: a witness that asked the core would prove nothing.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/time.hpp"
+
+namespace rehearse::sim {
+
+class WitnessCron {
+ public:
+  static std::optional<WitnessCron> parse(std::string_view expr, std::string* why);
+
+  bool matches_minute(TimeMs minute_start) const;
+  // Matching instants in (after, until], in order, at most `limit` of them.
+  std::vector<TimeMs> between(TimeMs after, TimeMs until, std::size_t limit) const;
+  // First matching instant strictly after `t`, searching at most `horizon_ms`.
+  std::optional<TimeMs> next_after(TimeMs t, DurationMs horizon_ms) const;
+  bool low_frequency() const noexcept { return low_frequency_; }
+
+ private:
+  std::vector<bool> seconds_, minutes_, hours_, doms_, months_, dows_;
+  bool dom_restricted_ = false;
+  bool dow_restricted_ = false;
+  bool low_frequency_ = false;
+};
+
+}  // namespace rehearse::sim
