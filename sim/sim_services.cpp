@@ -101,8 +101,15 @@ Task<ServiceResult> SimServices::call(ServiceRequest request) {
         break;
       }
     }
+    // The error text of a refusal, verbatim (the witnesses classify it with
+    // their own table where no status decides: sim/monitors/reply_class.hpp).
+    if (!response.is_success() && response.body.is_object() && response.body.contains("message") &&
+        response.body.at("message").is_string()) {
+      received.data["message"] = response.body.at("message");
+    }
   } else {
     received.data["transport_error"] = to_string(reply.result.transport_error().kind);
+    received.data["message"] = reply.result.transport_error().message;
   }
   trace_.record(std::move(received));
   co_return reply.result;

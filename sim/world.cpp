@@ -185,6 +185,8 @@ class World {
   void compare_damaged_files(ScenarioRunResult& result) const;
   // The world's readings of the state store and the ledger (record_durable_facts).
   DurableStateReader state_reader_{kWorldStateDir};
+  // The world's witness of torn journal tails in the state store.
+  JournalTailWatch tail_watch_{kWorldStateDir};
   std::set<std::string> ledger_renamed_;  // ledger files renamed since the directory's fsync
   std::map<std::pair<std::string, std::string>, json> ledger_recorded_;  // (job, slot)
 };
@@ -588,6 +590,7 @@ void World::on_trace_event(const TraceEvent& event, std::size_t index) {
   monitors_->observe(event, index);
   drain_monitor_violations();
   // Last: it may record events of its own (and `event` is not used after).
+  std::vector<TraceEvent> tails = tail_watch_.events_after(disk_, event, sim_.now());
   if (event.type == "disk_rename" || event.type == "disk_fsync" ||
       event.type == "disk_fsync_dir") {
     const std::string type = event.type;
@@ -595,6 +598,7 @@ void World::on_trace_event(const TraceEvent& event, std::size_t index) {
     record_durable_stages();
     record_durable_facts(type, path);
   }
+  for (TraceEvent& e : tails) trace_.record(std::move(e));
 }
 
 // The world's own reading of the state store and the delivery ledger

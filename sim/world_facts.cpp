@@ -193,6 +193,152 @@ std::vector<TraceEvent> DurableStateReader::events_after(const SimDisk& disk,
   return out;
 }
 
+// --------------------------------------------------------------- torn tails
+
+namespace {
+
+// The size of the record a "<seq> <length> " prefix announces (frame, payload,
+// checksum and newline), when the bytes begin with such a prefix.
+std::optional<std::uint64_t> announced_record_size(std::string_view bytes) {
+  const auto sp1 = bytes.find(' ');
+  if (sp1 == std::string_view::npos) return std::nullopt;
+  const auto sp2 = bytes.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos) return std::nullopt;
+  const auto seq = read_decimal(bytes.substr(0, sp1));
+  const auto length = read_decimal(bytes.substr(sp1 + 1, sp2 - sp1 - 1));
+  if (!seq || !length || *length > bytes.size()) return std::nullopt;
+  return sp2 + 1 + *length + 1 + 8 + 1;
+}
+
+// Whether an intact record starts at `at` (a whole line whose frame and
+// checksum hold).
+bool intact_record_at(std::string_view bytes, std::size_t at) {
+  const auto nl = bytes.find('\n', at);
+  return nl != std::string_view::npos && read_record(bytes.substr(at, nl - at)).has_value();
+}
+
+bool is_torn(std::string_view tail) {
+  for (auto nl = tail.find('\n'); nl != std::string_view::npos; nl = tail.find('\n', nl + 1)) {
+    if (nl + 1 < tail.size() && intact_record_at(tail, nl + 1)) return false;
+  }
+  const auto announced = announced_record_size(tail);
+  return !announced || tail.size() <= *announced;
+}
+
+std::string crc_hex(std::string_view bytes) {
+  char out[9];
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::uint32_t v = witness_crc32c(bytes);
+  for (int i = 7; i >= 0; --i, v >>= 4) out[i] = kHex[v & 0xFu];
+  out[8] = '\0';
+  return out;
+}
+
+}  // namespace
+
+std::optional<JournalTail> journal_tail(std::string_view bytes) {
+  const auto header_end = bytes.find('\n');
+  if (header_end == std::string_view::npos || bytes.rfind("#rehearse-journal ", 0) != 0) {
+    return std::nullopt;
+  }
+  std::size_t at = header_end + 1;
+  while (at < bytes.size() && intact_record_at(bytes, at)) at = bytes.find('\n', at) + 1;
+  if (at >= bytes.size()) return std::nullopt;
+  return JournalTail{at, bytes.size() - at, is_torn(bytes.substr(at))};
+}
+
+JournalTailWatch::JournalTailWatch(std::string dir)
+    : dir_(std::move(dir)), journal_(dir_ + "/" + kJournalFile) {}
+
+std::vector<TraceEvent> JournalTailWatch::events_after(const SimDisk& disk, const TraceEvent& e,
+                                                       TimeMs now) {
+  std::vector<TraceEvent> out;
+  const std::string& type = e.type;
+  const bool crash_or_boot =
+      type == "disk_crash" || type == "disk_process_crashed" || type == "process_boot";
+  const bool damage =
+      type == "disk_torn_write" || type == "disk_corrupted" || type == "store_corrupt_injected";
+  const bool change = type == "disk_write" || type == "disk_append" || type == "disk_remove" ||
+                      type == "disk_rename";
+  const bool sync = type == "disk_fsync" || type == "disk_fsync_dir";
+  if (!crash_or_boot && !damage && !(damaged_ && (change || sync))) return out;  // most events
+  const std::string path = e.str("path");
+  if (crash_or_boot || (damage && path == journal_)) {
+    // The world changed the bytes (or a process will read them afresh).
+    look_for_tail(disk, now, out);
+    look_for_copies(disk, now, out);
+    return out;
+  }
+  if (!damaged_) return out;
+  const bool journal_changed =
+      (change && type != "disk_rename" && path == journal_) ||
+      (type == "disk_rename" && (e.str("to") == journal_ || e.str("from") == journal_));
+  if (journal_changed) check_gone(disk, now, out);
+  const bool in_dir = path.size() > dir_.size() && path.compare(0, dir_.size(), dir_) == 0 &&
+                      path[dir_.size()] == '/';
+  if (damaged_ && ((type == "disk_fsync_dir" && path == dir_) || (type == "disk_fsync" && in_dir))) {
+    look_for_copies(disk, now, out);
+  }
+  return out;
+}
+
+// A new reading of the journal; the same damage found again records nothing.
+void JournalTailWatch::look_for_tail(const SimDisk& disk, TimeMs now,
+                                     std::vector<TraceEvent>& out) {
+  const std::optional<std::string> bytes = disk.live_content(journal_);
+  const std::optional<JournalTail> tail = bytes ? journal_tail(*bytes) : std::nullopt;
+  if (!tail) {
+    damaged_.reset();
+    return;
+  }
+  if (damaged_ && damaged_->bytes == *bytes) return;
+  damaged_ = Damaged{*bytes, *tail, crc_hex(*bytes), {}};
+  out.push_back(fact("journal_tail_found", now));
+}
+
+void JournalTailWatch::look_for_copies(const SimDisk& disk, TimeMs now,
+                                       std::vector<TraceEvent>& out) {
+  if (!damaged_) return;
+  for (const std::string& copy : durable_copies(disk)) {
+    if (!damaged_->kept.insert(copy).second) continue;
+    TraceEvent e = fact("journal_tail_kept", now);
+    e.data["copy"] = copy;
+    out.push_back(std::move(e));
+  }
+}
+
+void JournalTailWatch::check_gone(const SimDisk& disk, TimeMs now, std::vector<TraceEvent>& out) {
+  const std::optional<std::string> live = disk.live_content(journal_);
+  if (live && live->rfind(damaged_->bytes, 0) == 0) return;  // still there (maybe grown)
+  TraceEvent e = fact("journal_tail_gone", now);
+  e.data["kept_as"] = durable_copies(disk);
+  out.push_back(std::move(e));
+  damaged_.reset();
+}
+
+std::vector<std::string> JournalTailWatch::durable_copies(const SimDisk& disk) const {
+  std::vector<std::string> copies;
+  for (const std::string& name : disk.durable_listing(dir_)) {
+    const std::string path = dir_ + "/" + name;
+    if (path == journal_) continue;
+    const std::string* bytes = disk.durable_view(path);
+    if (bytes != nullptr && *bytes == damaged_->bytes) copies.push_back(path);
+  }
+  return copies;
+}
+
+TraceEvent JournalTailWatch::fact(const char* type, TimeMs now) const {
+  TraceEvent e;
+  e.t = now;
+  e.type = type;
+  e.data = {{"path", journal_},
+            {"offset", damaged_->tail.offset},
+            {"length", damaged_->tail.length},
+            {"torn", damaged_->tail.torn},
+            {"digest", damaged_->digest}};
+  return e;
+}
+
 namespace {
 
 // One slot record of a ledger (snapshot or journal) reduced to its facts.

@@ -17,6 +17,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -71,6 +72,63 @@ class DurableStateReader {
   std::string header_;        // the journal header line read last ("" none)
   std::size_t offset_ = 0;    // journal bytes read (after the last whole record)
   bool readable_ = false;     // the last full read succeeded
+};
+
+// The tail of a state journal (docs/state-file.md, rule 6) as the world reads
+// it: the bytes from the first record that is not intact (no newline, a
+// malformed frame, a checksum that fails) to the end of the file. `torn`
+// when it can be one interrupted append: no intact record starts after a
+// newline inside it, and when it begins with an intact "<seq> <length> "
+// prefix it is no longer than the record that prefix announces; otherwise
+// the journal is corrupt (a bad record before the tail).
+struct JournalTail {
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+  bool torn = false;
+};
+// Nullopt when the bytes after the header are whole records, or when the
+// header line itself is missing or cut (no record can be told apart).
+std::optional<JournalTail> journal_tail(std::string_view bytes);
+
+// The world's witness of torn journal tails in one state store directory
+// (issue 9; docs/trace-events.md): it follows the journal the store reads
+// (the live bytes) and the files the store keeps beside it (the durable
+// ones), and records
+//   - `journal_tail_found` when the journal has a tail after its last intact
+//     record (looked for after a torn write, a corruption, a crash, a boot);
+//   - `journal_tail_kept` when a durable file of the directory (name and
+//     bytes) is a byte-for-byte copy of that damaged journal;
+//   - `journal_tail_gone` when the journal no longer begins with the damaged
+//     bytes (replaced, rewritten or removed by a process), with `kept_as`,
+//     the durable copies present at that instant.
+// A crash or a corruption that changes the journal starts a new reading: the
+// world, not a process, changed the bytes.
+class JournalTailWatch {
+ public:
+  explicit JournalTailWatch(std::string dir);
+
+  // The events a trace event calls for (disk events, `store_corrupt_injected`,
+  // `process_boot`), at `now`.
+  std::vector<TraceEvent> events_after(const SimDisk& disk, const TraceEvent& event, TimeMs now);
+
+  const std::string& journal_path() const noexcept { return journal_; }
+
+ private:
+  struct Damaged {
+    std::string bytes;  // the whole journal as it was found
+    JournalTail tail;
+    std::string digest;          // CRC-32C of bytes, 8 hex digits
+    std::set<std::string> kept;  // copies recorded so far
+  };
+  void look_for_tail(const SimDisk& disk, TimeMs now, std::vector<TraceEvent>& out);
+  void look_for_copies(const SimDisk& disk, TimeMs now, std::vector<TraceEvent>& out);
+  void check_gone(const SimDisk& disk, TimeMs now, std::vector<TraceEvent>& out);
+  std::vector<std::string> durable_copies(const SimDisk& disk) const;
+  TraceEvent fact(const char* type, TimeMs now) const;
+
+  std::string dir_;
+  std::string journal_;
+  std::optional<Damaged> damaged_;
 };
 
 // One job's delivery ledger file (`<job>.ledger.json`) reduced to the facts

@@ -40,6 +40,12 @@ std::string_view fact_source(std::string_view type) {
   return type;
 }
 
+RunFacts::RunFacts(const ProcessTracker& process, const Scenario& scenario) : process_(process) {
+  for (const JobSpec& job : scenario.jobs) {
+    if (job.kind == JobKind::fetch || job.kind == JobKind::call) reply_classified_.insert(job.id);
+  }
+}
+
 std::optional<Fact> RunFacts::settle_pending(const TraceEvent& e) {
   if (!pending_finish_) return std::nullopt;
   if (e.job == pending_finish_->run.job && !pending_finish_->failure_class) {
@@ -61,7 +67,9 @@ std::optional<Fact> RunFacts::flush_pending() {
   pending_finish_.reset();
   TraceEvent done = run_event(p.run, "run_finished", p.t);
   done.data["outcome"] = p.failure_class ? "failure" : "success";
-  if (p.failure_class) done.data["failure_class"] = *p.failure_class;
+  if (p.failure_class) {
+    done.data["failure_class"] = p.replies_class.empty() ? *p.failure_class : p.replies_class;
+  }
   return Fact{std::move(done), p.index};
 }
 
@@ -70,9 +78,12 @@ std::vector<Fact> RunFacts::runs_of(const TraceEvent& e, std::size_t i) {
   if (e.type == "durable_job_state") {
     durable_state_[e.job] = e.data;
     for (auto& [id, r] : open_runs_) r.wrote = r.wrote || r.job == e.job;
+  } else if (e.type == "service_reply") {
+    replies_.observe(e);
   } else if (e.type == "queue_take" && e.slot) {
     open_runs_[static_cast<std::uint64_t>(e.num("id"))] =
         OpenRun{e.job, *e.slot, e.str("kind"), e.num("attempt"), i, e.t, false};
+    replies_.begin(e.job, *e.slot);
   } else if (e.type == "queue_intent") {
     const auto it = open_runs_.find(static_cast<std::uint64_t>(e.num("id")));
     if (it != open_runs_.end()) it->second.intent = true;
@@ -84,6 +95,7 @@ std::vector<Fact> RunFacts::runs_of(const TraceEvent& e, std::size_t i) {
   } else if (is_crash_event(e.type)) {
     for (const auto& [id, r] : open_runs_) {
       out.push_back({run_event(r, "run_started", r.take_t), r.take_index});
+      replies_.end(r.job, r.slot);
     }
     open_runs_.clear();
   }
@@ -100,7 +112,10 @@ void RunFacts::on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& ou
     // The store refuses writes: the outcome is what the run's finish
     // carries (a failure notice, a retry), judged after it (settle_pending).
     out.push_back({run_event(r, "run_started", r.take_t), r.take_index});
-    pending_finish_ = PendingFinish{r, i, e.t, std::nullopt};
+    pending_finish_ = PendingFinish{r, i, e.t, std::nullopt, {}};
+    if (reply_classified_.count(r.job) != 0) {
+      pending_finish_->replies_class = failure_class_of(r, json());
+    }
   } else if (r.intent) {
     out.push_back({run_event(r, "run_started", r.take_t), r.take_index});
     TraceEvent done = run_event(r, "run_finished", e.t);
@@ -108,14 +123,23 @@ void RunFacts::on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& ou
     const json& status = facts.is_object() ? facts.value("retry_status", json()) : json();
     const bool ok = !status.is_string() || status.get<std::string>() == "ok";
     done.data["outcome"] = ok ? "success" : "failure";
-    if (!ok) {
-      const json cls = facts.value("failure_class", json());
-      done.data["failure_class"] = cls.is_string() ? cls.get<std::string>() : "unknown";
-    }
+    if (!ok) done.data["failure_class"] = failure_class_of(r, facts);
     out.push_back({std::move(done), i});
   } else if (r.kind == "retry" && refused) {
     out.push_back({run_event(r, "retry_dropped", e.t), i});
   }
+  replies_.end(r.job, r.slot);
+}
+
+// The class of a failed run (see the header): the replies' for a fetch or
+// call job, the durable row's (`facts`) for the other kinds.
+std::string RunFacts::failure_class_of(const OpenRun& r, const json& facts) const {
+  const json row = facts.is_object() ? facts.value("failure_class", json()) : json();
+  const std::string written = row.is_string() ? row.get<std::string>() : "unknown";
+  if (reply_classified_.count(r.job) == 0) return written;
+  const std::vector<std::string> seen = replies_.failed_classes(r.job, r.slot);
+  if (seen.empty()) return "unknown";
+  return std::find(seen.begin(), seen.end(), written) != seen.end() ? written : seen.front();
 }
 
 std::optional<TraceEvent> RunFacts::notification_of(const TraceEvent& e) {

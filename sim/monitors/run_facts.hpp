@@ -5,16 +5,18 @@
 // take's index and time) and a `run_finished` when it finished with its
 // intent written (`queue_intent`); the outcome is what the run left in the
 // durable state store, as the world read it (`durable_job_state`: the job's
-// row mirrors its last run; `ok` is a success, anything else a failure of the
-// row's `failure_class`). While the store refuses writes the outcome is what
-// the run's finish carries (a failure notice, a retry queued: a failure),
-// judged at the next event. A retry taken and finished without an intent
-// while the store refuses writes was dropped (`retry_dropped`); a run cut by
-// a crash started and never finished. A pending retry the queue cancels is
-// superseded (`retry_superseded`). A notification is the message the core
-// committed to send, as the outbox holds it (`outbox_add`), read once per
-// notification, under its event's name. The core's own log lines of these
-// names are not read.
+// row mirrors its last run; `ok` is a success, anything else a failure). The
+// class of a failed fetch or call run is the monitors' own reading of the
+// replies the world recorded during the run (`service_reply`, reply_class.hpp:
+// when several requests failed, the row's class if it is one of theirs, else
+// the first; none: unknown); for the other kinds, the row's `failure_class`.
+// While the store refuses writes the outcome is what the run's finish carries
+// (a failure notice, a retry queued: a failure), judged at the next event. A retry taken and
+// finished without an intent while the store refuses writes was dropped (`retry_dropped`); a run
+// cut by a crash started and never finished. A pending retry the queue cancels is superseded
+// (`retry_superseded`). A notification is the message the core committed to send, as the outbox
+// holds it (`outbox_add`), read once per notification, under its event's name. The core's own log
+// lines of these names are not read.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,8 @@
 
 #include "model/time.hpp"
 #include "sim/monitors/process_tracker.hpp"
+#include "sim/monitors/reply_class.hpp"
+#include "sim/scenario.hpp"
 #include "sim/trace.hpp"
 
 namespace rehearse::sim {
@@ -46,7 +50,9 @@ struct Fact {
 
 class RunFacts {
  public:
-  explicit RunFacts(const ProcessTracker& process) : process_(process) {}
+  // `scenario`: its fetch and call jobs, whose failed runs are classified
+  // from their replies (reply_class.hpp).
+  RunFacts(const ProcessTracker& process, const Scenario& scenario);
 
   // First, for every event: the finish of a run left pending by the previous
   // event, decided by this one (see above).
@@ -74,13 +80,17 @@ class RunFacts {
     std::size_t index = 0;
     TimeMs t = 0;
     std::optional<std::string> failure_class;  // set: a failure
+    std::string replies_class;  // a fetch or call run's class of its replies ("" none)
   };
   void on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& out);
+  std::string failure_class_of(const OpenRun& run, const nlohmann::json& facts) const;
 
   const ProcessTracker& process_;
   std::optional<PendingFinish> pending_finish_;
   std::map<std::uint64_t, OpenRun> open_runs_;           // by queue entry id
   std::map<std::string, nlohmann::json> durable_state_;  // job -> its durable facts
+  RunReplies replies_;                                   // the replies of the runs in progress
+  std::set<std::string> reply_classified_;               // fetch and call jobs
   std::set<std::string> notices_seen_;
 };
 

@@ -49,6 +49,10 @@ Violations StateDurable::observe(const TraceEvent& e, std::size_t i) {
   }
   check_locked_writes(e, i, out);
   if (note_state_damage(e, i)) return out;
+  if (e.type == "journal_tail_gone") {
+    check_tail_kept(e, i, out);
+    return out;
+  }
   if (check_corrupt_file_kept(e, i, out)) return out;
   // Counters survive restarts: the n-th retry of a budget announces attempt n.
   if (e.type == "retry_scheduled" && known_slot) check_retry_counter(e, i, out);
@@ -83,7 +87,7 @@ void StateDurable::check_locked_writes(const TraceEvent& e, std::size_t i, Viola
                    process, lock_holders_.empty() ? std::string("none") : "by another")});
 }
 
-// Damage the world did to a state file, and what the core said of it.
+// Damage the world did to a state file, and the copy of it the world saw kept.
 // True when `e` was one of those events.
 bool StateDurable::note_state_damage(const TraceEvent& e, std::size_t i) {
   if (e.type == "store_corrupt_injected" || e.type == "disk_corrupted") {
@@ -107,18 +111,37 @@ bool StateDurable::note_state_damage(const TraceEvent& e, std::size_t i) {
     corrupt_seen_by_core_ = true;
     return true;
   }
-  if (e.type == "state_tail_dropped") {
-    // The core reported a damaged journal tail it dropped, and kept a copy
-    // of the damaged file (kept_as): the damage is visible and its evidence
-    // safe, so the store may replace that file from now on.
+  if (e.type == "journal_tail_kept") {
+    // The world saw a durable byte-for-byte copy of a journal with a torn
+    // tail: the damage is kept where an operator finds it (its report), so
+    // the store may drop the tail and replace that file from now on.
+    if (!e.flag("torn")) return true;
     corrupt_seen_by_core_ = true;
-    if (e.str("kept_as").empty()) return true;
-    const std::string file = e.str("file");
+    const std::string file = e.str("path");
     corrupt_paths_.erase(std::remove(corrupt_paths_.begin(), corrupt_paths_.end(), file),
                          corrupt_paths_.end());
     return true;
   }
   return false;
+}
+
+// A journal's damaged tail is dropped only as a torn last record, and only
+// once a durable copy of the damaged journal is kept (docs/state-file.md,
+// rule 6), from the world's record of the tail going (`journal_tail_gone`).
+void StateDurable::check_tail_kept(const TraceEvent& e, std::size_t i, Violations& out) {
+  const auto* kept = field(e, "kept_as");
+  if (!e.flag("torn")) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("the corrupt journal {} (a bad record at offset {} before its "
+                               "tail) was replaced: a corrupt store is kept until an operator "
+                               "repairs it",
+                               e.str("path"), e.num("offset"))});
+  } else if (kept == nullptr || !kept->is_array() || kept->empty()) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("the torn tail of {} ({} bytes at offset {}) was dropped and no "
+                               "copy of the damaged journal is kept",
+                               e.str("path"), e.num("length"), e.num("offset"))});
+  }
 }
 
 // A corrupt state file is kept until an operator repairs it. True when `e`

@@ -2,8 +2,9 @@
 // and damage is reported, never papered over. Reads the disk's own records
 // (writes, appends, renames, removals, locks), the damage the world did
 // (`store_corrupt_injected`, `disk_corrupted`), runs (run_facts.hpp), the
-// notifications the outbox received, boots and crashes; and the core's
-// `state_tail_dropped` (the one core event still read: docs/monitors.md):
+// notifications the outbox received, boots and crashes, and the world's own
+// records of torn journal tails (`journal_tail_kept`, `journal_tail_gone`;
+// the core's `state_tail_dropped` is not read):
 // - the lock: in a store directory (add_locked_store, or any directory a
 //   lock is taken in) a change by a process holding none of its locks fires
 //   (a crash releases every lock);
@@ -11,6 +12,9 @@
 //   shared count (retry_count.hpp); a lower or a higher announced attempt fires;
 // - a corrupt state file is never written, appended, renamed over or
 //   removed; no retry is scheduled or run while the store refuses writes;
+// - a journal's tail is dropped only as a torn last record and only once a
+//   durable byte-for-byte copy of the damaged journal is kept (the copy is
+//   the damage's report, and lets the store replace a journal a fault cut);
 // - end: a corruption followed by a boot must have been reported.
 #pragma once
 
@@ -32,7 +36,8 @@ class StateDurable final : public Monitor {
   static std::vector<std::string> reads() {
     return {"store_corrupt_injected",
             "disk_corrupted",
-            "state_tail_dropped",
+            "journal_tail_kept",
+            "journal_tail_gone",
             "disk_write",
             "disk_append",
             "disk_remove",
@@ -62,6 +67,7 @@ class StateDurable final : public Monitor {
   void check_locked_writes(const TraceEvent& e, std::size_t i, Violations& out);
   bool note_state_damage(const TraceEvent& e, std::size_t i);
   bool check_corrupt_file_kept(const TraceEvent& e, std::size_t i, Violations& out);
+  void check_tail_kept(const TraceEvent& e, std::size_t i, Violations& out);
   void check_retry_counter(const TraceEvent& e, std::size_t i, Violations& out);
 
   MonitorContext& context_;

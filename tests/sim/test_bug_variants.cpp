@@ -426,5 +426,55 @@ TEST(SeedBug004, SuccessKeepingTheCounterBreaksRetriesBounded) {
   EXPECT_TRUE(fired_on(r.variant, "retries_bounded", "queue_add")) << describe(r.variant);
 }
 
+// --- The last two holes of issue 9 item 1: a run's failure class and a
+// dropped journal tail, judged from the world's facts.
+
+// token-no-reissue: the 02:00 run meets a 401 that persists through the
+// reissue and the 04:00 run a 403, both auth (not retried by the per-job
+// policy). The variant reports them as network: the scheduler writes network
+// in the durable row and queues a retry, while the core's log line of the
+// failed request says auth. retries_bounded classifies the brokerage's
+// replies itself (the 02:00 run's last answer, the 401 after the reissue, is
+// auth) and fires when the queue hands out the retry (its queue_take); the
+// durable row's class is not believed.
+TEST(LyingCores, A403WrittenAsNetworkBreaksRetriesBounded) {
+  Pair r = run_both("token-no-reissue", [](const JobSpec& job, RunnerPorts& ports)
+                                            -> std::unique_ptr<JobRunner> {
+    if (job.kind != JobKind::fetch) return nullptr;
+    auto core = make_default_runner(job, ports);
+    if (!core.ok()) return nullptr;
+    return variants::make_misclassifying_runner(std::move(core).value(), FailureClass::auth,
+                                                FailureClass::network);
+  });
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(fired(r.variant), std::set<std::string>{"retries_bounded"})
+      << "an auth failure written and retried as network passed; variant run:\n"
+      << describe(r.variant);
+  // At the retry the queue handed out (the run's start is its queue_take).
+  EXPECT_TRUE(fired_on(r.variant, "retries_bounded", "queue_take")) << describe(r.variant);
+}
+
+// torn-state-write: an append torn by a crash at 11:00 leaves a torn tail in
+// the journal; at the boot (11:01) the core's store keeps a copy of the
+// damaged journal, then its first write compacts the tail away. On the
+// copyless disk the copy's rename drops it, while the core still reports
+// the tail dropped "kept as" that copy: state_durable fires on the world's
+// journal_tail_gone (no durable copy of the damaged bytes), never reading
+// the core's state_tail_dropped.
+TEST(LyingCores, ATornTailDroppedWithoutACopyBreaksStateDurable) {
+  auto loaded = load_scenario_file(scenario_path("torn-state-write"));
+  ASSERT_TRUE(loaded.ok());
+  Pair r = run_both(std::move(loaded).value(), [](JobQueue&, Notifier&, Disk& disk) {
+    WorkerPortWrappers w;
+    w.disk = variants::make_copyless_disk(disk);
+    return w;
+  });
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(fired(r.variant), std::set<std::string>{"state_durable"})
+      << "a torn tail dropped without a copy passed; variant run:\n"
+      << describe(r.variant);
+  EXPECT_TRUE(fired_on(r.variant, "state_durable", "journal_tail_gone")) << describe(r.variant);
+}
+
 }  // namespace
 }  // namespace rehearse::sim

@@ -239,12 +239,29 @@ std::size_t run_start(Script& s, const char* t, const std::string& job, const ch
                 {"attempt", f.value("attempt", 1)}, {"ready_at", t}});
 }
 
+// A reply the world records for a failed request of `job`'s run, of `cls`
+// by the monitors' own table (a fetch or call run's class is its replies').
+void failed_reply(Script& s, const char* t, const std::string& job, const char* slot,
+                  const std::string& cls) {
+  static const std::map<std::string, json> kReplies{
+      {"timeout", {{"status", 408}}},       {"network", {{"transport_error", "connection_reset"}}},
+      {"provider_5xx", {{"status", 503}}},  {"rate_limit", {{"status", 429}}},
+      {"auth", {{"status", 403}}},          {"validation", {{"status", 400}}},
+      {"not_found", {{"status", 404}}},     {"config", {{"message", "configuration error"}}}};
+  const auto it = kReplies.find(cls);
+  json data = it == kReplies.end() ? json{{"status", 418}} : it->second;
+  data["request_id"] = job + "/r0";
+  data["operation"] = "GET";
+  s.add("service_reply", t, job, slot, std::move(data));
+}
+
 std::size_t run_end(Script& s, const char* t, const std::string& job, const char* slot, json f) {
   const std::uint64_t id = s.run_of(job);
   const json entry = {{"id", id}, {"kind", f.value("kind", "regular")},
                       {"attempt", f.value("attempt", 1)}};
-  s.add("queue_intent", t, job, slot, entry);
   const bool failed = f.value("outcome", "") == "failure";
+  if (failed) failed_reply(s, t, job, slot, f.value("failure_class", "unknown"));
+  s.add("queue_intent", t, job, slot, entry);
   s.add("durable_job_state", t, job, std::nullopt,
         {{"retry_status", failed ? "retrying" : "ok"},
          {"failure_class", failed ? json(f.value("failure_class", "unknown")) : json(nullptr)},
@@ -392,6 +409,38 @@ TEST(RetriesBounded, FiresWhenANonRetryableClassIsRetried) {
   const auto bad =
       retry_run(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:05:00Z", 2, "success");
   expect_first(run(s, base_scenario()), "retries_bounded", bad);
+}
+
+// A fetch or call run's class is the monitors' own reading of the replies
+// the world recorded during the run (sim/monitors/reply_class.hpp), not the
+// class the durable row holds: a 403 written as network and retried fires;
+// a 503 written as network is a retryable failure all the same, and so is a
+// request answered 401, then (after a reissue, same request id) 503.
+TEST(RetriesBounded, JudgesTheClassOfTheRepliesNotTheRowsClass) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  const auto scripted = [&](const std::vector<int>& statuses) {
+    Script s;
+    handout(s, slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
+    run_start(s, slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
+    for (int status : statuses) {
+      s.add("service_reply", slot, "hourly", slot, {{"request_id", "r0"}, {"status", status}});
+    }
+    const json entry = {{"id", s.run_of("hourly")}, {"kind", "regular"}, {"attempt", 1}};
+    s.add("queue_intent", slot, "hourly", slot, entry);
+    s.add("durable_job_state", slot, "hourly", std::nullopt,
+          {{"retry_status", "retrying"}, {"failure_class", "network"}, {"slots", json::object()}});
+    s.add("queue_done", slot, "hourly", slot, entry);
+    return s;
+  };
+  Script lied = scripted({403});
+  const auto bad = retry_run(lied, "hourly", slot, "2026-03-02T10:05:00Z", 2, "success");
+  expect_first(run(lied, base_scenario()), "retries_bounded", bad);
+  for (const std::vector<int>& statuses : {std::vector<int>{503}, std::vector<int>{401, 503}}) {
+    Script fine = scripted(statuses);
+    retry_run(fine, "hourly", slot, "2026-03-02T10:05:00Z", 2, "success");
+    const Outcome o = run(fine, base_scenario());
+    EXPECT_TRUE(o.seen.empty()) << statuses.size() << ": " << describe(o.seen);
+  }
 }
 
 TEST(RetriesBounded, FiresWhenAJobWithoutAPolicyRetries) {
@@ -1013,29 +1062,62 @@ TEST(StateDurable, FiresWhenTheCorruptStoreIsReplaced) {
 // load. Reported (state_tail_dropped) with a copy of the damaged file kept
 // (kept_as), the store may then replace the journal; without the copy, it may
 // not, and the report alone counts as the core seeing the damage.
-TEST(StateDurable, ADroppedTailReportedWithItsCopyMayBeReplaced) {
+// A torn tail, judged from the world's own records of the journal and the
+// files beside it (the core's state_tail_dropped is not read): a state file
+// a fault cut may be replaced once the world saw a durable copy of the
+// damaged journal (journal_tail_kept); a tail gone with no copy kept fires,
+// and so does a corrupt journal (no torn tail: a bad record before it)
+// replaced even with a copy.
+TEST(StateDurable, ATornTailMayBeDroppedOnlyWithACopyOfTheDamagedJournalKept) {
   const std::string journal = "/srv/state/retry_state.journal";
+  const json tail = {{"path", journal}, {"offset", 50}, {"length", 12}, {"torn", true},
+                     {"digest", "52c3c793"}};
   Script s;
   s.add("store_corrupt_injected", "2026-03-02T10:00:00Z", {}, std::nullopt,
         {{"file", "retry_state.json"}, {"path", journal}, {"mode", "truncated"}});
+  s.add("journal_tail_found", "2026-03-02T10:00:00Z", {}, std::nullopt, tail);
   s.add("process_boot", "2026-03-02T10:01:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
   Script kept = s;
+  json copy = tail;
+  copy["copy"] = journal + ".damaged-0-50";
+  kept.add("journal_tail_kept", "2026-03-02T10:01:00Z", {}, std::nullopt, copy);
+  // The core's report without a copy is no evidence: it is not read.
   kept.add("state_tail_dropped", "2026-03-02T10:01:00Z", {}, std::nullopt,
-           {{"file", journal}, {"offset", 50}, {"length", 12}, {"kept_as", journal + ".damaged-0-50"}});
+           {{"file", journal}, {"kept_as", ""}});
   kept.add("disk_rename", "2026-03-02T10:02:00Z", {}, std::nullopt,
            {{"from", journal + ".tmp"}, {"to", journal}});
+  json gone = tail;
+  gone["kept_as"] = json::array({journal + ".damaged-0-50"});
+  kept.add("journal_tail_gone", "2026-03-02T10:02:00Z", {}, std::nullopt, gone);
   const Outcome o = run(kept, base_scenario(), at("2026-03-02T10:03:00Z"));
   EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
   EXPECT_TRUE(std::none_of(o.end.begin(), o.end.end(), [](const Violation& v) {
     return v.invariant == "state_durable";
   })) << describe(o.end);
+  // The core says it kept a copy; the world saw none: the rename over the
+  // cut journal fires, and so does the tail gone with nothing kept.
   Script lost = s;
   lost.add("state_tail_dropped", "2026-03-02T10:01:00Z", {}, std::nullopt,
-           {{"file", journal}, {"offset", 50}, {"length", 12}, {"kept_as", ""}});
+           {{"file", journal}, {"kept_as", journal + ".damaged-0-50"}});
   const auto bad = lost.add("disk_rename", "2026-03-02T10:02:00Z", {}, std::nullopt,
                             {{"from", journal + ".tmp"}, {"to", journal}});
-  expect_first(run(lost, base_scenario()), "state_durable", bad);
+  json none = tail;
+  none["kept_as"] = json::array();
+  const auto dropped = lost.add("journal_tail_gone", "2026-03-02T10:02:00Z", {}, std::nullopt, none);
+  const Outcome l = run(lost, base_scenario());
+  expect_first(l, "state_durable", bad);
+  EXPECT_TRUE(std::any_of(l.seen.begin(), l.seen.end(), [&](const Violation& v) {
+    return v.invariant == "state_durable" && v.event_index == dropped;
+  })) << describe(l.seen);
+  // A tail that no crash explains (torn false) may not be dropped at all.
+  Script corrupt;
+  json bad_record = tail;
+  bad_record["torn"] = false;
+  bad_record["kept_as"] = json::array({journal + ".damaged-0-50"});
+  const auto replaced =
+      corrupt.add("journal_tail_gone", "2026-03-02T10:02:00Z", {}, std::nullopt, bad_record);
+  expect_first(run(corrupt, base_scenario()), "state_durable", replaced);
 }
 
 // A store's files change only under its lock, read from the disk's own

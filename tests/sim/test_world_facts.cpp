@@ -108,6 +108,99 @@ TEST(WorldFacts, TheLedgerReaderGivesGuardDeliveriesAndVerdictPerSlot) {
   EXPECT_FALSE(ledger_facts("not json").has_value());
 }
 
+const char* const kHeader = "#rehearse-journal format=1 base=0 crc32c=00000000\n";
+
+TEST(WorldFacts, AJournalTailIsTornOnlyWhenOneInterruptedAppendCanExplainIt) {
+  const std::string one = frame(1, record("a", 1, "retrying"));
+  const std::string two = frame(2, record("a", 2, "retrying"));
+  const std::string head = kHeader + one;
+  EXPECT_FALSE(journal_tail(head + two).has_value());  // whole records only
+  EXPECT_FALSE(journal_tail("#rehearse-jour").has_value());  // no header: nothing to tell
+  // The last record cut short: torn, from its first byte to the end.
+  auto tail = journal_tail(head + two.substr(0, 20));
+  ASSERT_TRUE(tail.has_value());
+  EXPECT_EQ(tail->offset, head.size());
+  EXPECT_EQ(tail->length, 20u);
+  EXPECT_TRUE(tail->torn);
+  // A whole last line whose checksum fails: torn too.
+  std::string altered = two;
+  altered[altered.find("retrying")] = 'R';
+  tail = journal_tail(head + altered);
+  ASSERT_TRUE(tail.has_value());
+  EXPECT_TRUE(tail->torn);
+  // A bad record followed by an intact one: corrupt, not torn.
+  tail = journal_tail(head + altered + frame(3, record("b", 0, "ok")));
+  ASSERT_TRUE(tail.has_value());
+  EXPECT_EQ(tail->offset, head.size());
+  EXPECT_FALSE(tail->torn);
+  // More bytes than the record its prefix announces: not one append.
+  tail = journal_tail(head + altered + std::string(40, 'x'));
+  ASSERT_TRUE(tail.has_value());
+  EXPECT_FALSE(tail->torn);
+}
+
+// The world's tail witness on a disk driven by hand: found, kept, gone.
+class TailWatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(disk.create_dir("/s").ok());
+    damaged = kHeader + frame(1, record("a", 1, "retrying")) + "2 300 {\"job_i";
+    ASSERT_TRUE(disk.put_durable("/s/retry_state.journal", damaged).ok());
+  }
+  std::vector<TraceEvent> after(const std::string& type, nlohmann::json data = json::object()) {
+    TraceEvent e;
+    e.type = type;
+    e.data = std::move(data);
+    return watch.events_after(disk, e, 5);
+  }
+  SimDisk disk;
+  JournalTailWatch watch{"/s"};
+  std::string damaged;
+};
+
+TEST_F(TailWatchTest, ADroppedTailWithACopyKeptNamesTheCopy) {
+  auto found = after("process_boot");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].type, "journal_tail_found");
+  EXPECT_EQ(found[0].str("path"), "/s/retry_state.journal");
+  EXPECT_TRUE(found[0].flag("torn"));
+  EXPECT_EQ(found[0].num("length"), 13);
+  EXPECT_TRUE(after("process_boot").empty());  // the same damage is found once
+  // The copy: written, fsynced, renamed, the directory fsynced.
+  ASSERT_TRUE(disk.write_file("/s/copy.tmp", damaged).ok());
+  ASSERT_TRUE(disk.fsync_file("/s/copy.tmp").ok());
+  ASSERT_TRUE(disk.rename_file("/s/copy.tmp", "/s/copy").ok());
+  EXPECT_TRUE(after("disk_rename", {{"from", "/s/copy.tmp"}, {"to", "/s/copy"}}).empty());
+  ASSERT_TRUE(disk.fsync_dir("/s").ok());
+  auto kept = after("disk_fsync_dir", {{"path", "/s"}});
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].type, "journal_tail_kept");
+  EXPECT_EQ(kept[0].str("copy"), "/s/copy");
+  // An append after the tail leaves the damaged bytes in place: not gone.
+  ASSERT_TRUE(disk.append_file("/s/retry_state.journal", "x").ok());
+  EXPECT_TRUE(after("disk_append", {{"path", "/s/retry_state.journal"}}).empty());
+  // A new journal renamed over it: gone, the copy kept.
+  ASSERT_TRUE(disk.write_file("/s/j.tmp", kHeader).ok());
+  ASSERT_TRUE(disk.rename_file("/s/j.tmp", "/s/retry_state.journal").ok());
+  auto gone = after("disk_rename", {{"from", "/s/j.tmp"}, {"to", "/s/retry_state.journal"}});
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_EQ(gone[0].type, "journal_tail_gone");
+  EXPECT_EQ(gone[0].data.at("kept_as"), json({"/s/copy"}));
+}
+
+TEST_F(TailWatchTest, ATailDroppedWithoutACopyKeepsNothing) {
+  ASSERT_EQ(after("disk_crash").size(), 1u);
+  // A copy that is not durable (no fsync of its bytes, no directory fsync)
+  // is not a kept copy.
+  ASSERT_TRUE(disk.write_file("/s/copy", damaged).ok());
+  ASSERT_TRUE(disk.write_file("/s/retry_state.journal", kHeader).ok());
+  auto gone = after("disk_write", {{"path", "/s/retry_state.journal"}});
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_EQ(gone[0].type, "journal_tail_gone");
+  EXPECT_EQ(gone[0].data.at("kept_as"), json::array());
+  EXPECT_TRUE(after("disk_write", {{"path", "/s/retry_state.journal"}}).empty());
+}
+
 // A weekly group job, quota out for 40 minutes from 16:59:30: 17:00 fails,
 // the 30-minute retry at 17:30 fails, the 60-minute one at 18:30 delivers.
 TEST(WorldFacts, ARunRecordsTheDurableStateAndTheLedgerAsTheyBecomeDurable) {

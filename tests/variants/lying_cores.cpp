@@ -74,6 +74,35 @@ class StaleSnapshotDisk final : public ForwardingDisk {
   std::string first_;
 };
 
+// The copy of a damaged journal is never made: its rename drops the source.
+class CopylessDisk final : public ForwardingDisk {
+ public:
+  using ForwardingDisk::ForwardingDisk;
+  Status rename_file(const std::string& from, const std::string& to) override {
+    if (to.find(".damaged-") == std::string::npos) return ForwardingDisk::rename_file(from, to);
+    auto removed = ForwardingDisk::remove_file(from);
+    return removed.ok() ? Status{} : Status(removed.error());
+  }
+};
+
+// A failure of one class reported as another.
+class MisclassifyingRunner final : public JobRunner {
+ public:
+  MisclassifyingRunner(std::unique_ptr<JobRunner> core, FailureClass from, FailureClass to)
+      : core_(std::move(core)), from_(from), to_(to) {}
+
+  Task<RunOutcome> run(RunContext context) override {
+    RunOutcome outcome = co_await core_->run(std::move(context));
+    if (outcome.failed() && outcome.failure_class == from_) outcome.failure_class = to_;
+    co_return outcome;
+  }
+
+ private:
+  std::unique_ptr<JobRunner> core_;
+  FailureClass from_;
+  FailureClass to_;
+};
+
 // The core's ReconcileJob over a lying disk (a process-memory decorator: a
 // new one at every boot, like the job).
 template <typename LyingDisk>
@@ -222,6 +251,15 @@ std::unique_ptr<JobRunner> make_stale_pipeline_reconcile_job(Clock& clock, Servi
                                                              ReconcileConfig config) {
   return std::make_unique<ReconcileOverLyingDisk<StaleSnapshotDisk>>(
       clock, services, log, disk, std::move(env), std::move(config));
+}
+
+std::unique_ptr<JobRunner> make_misclassifying_runner(std::unique_ptr<JobRunner> core,
+                                                      FailureClass from, FailureClass to) {
+  return std::make_unique<MisclassifyingRunner>(std::move(core), from, to);
+}
+
+std::unique_ptr<Disk> make_copyless_disk(Disk& inner) {
+  return std::make_unique<CopylessDisk>(inner);
 }
 
 }  // namespace rehearse::variants

@@ -65,4 +65,20 @@ std::unique_ptr<JobQueue> make_lying_queue(JobQueue& inner, QueueLie lie, Durati
 // delivery: no_duplicate_delivery, from the messenger's own records.
 std::unique_ptr<Notifier> make_double_delivery_notifier(Notifier& inner);
 
+// A runner that classifies one failure class as another: the core's runner,
+// whose failure of class `from` is reported to the scheduler as `to` (so the
+// durable row and the retry decision follow `to`), while the core's own log
+// line of the failed request still names the class of the reply (e.g. a 403
+// logged as auth, written and retried as network). retries_bounded catches
+// it with the monitors' own classification of the replies.
+std::unique_ptr<JobRunner> make_misclassifying_runner(std::unique_ptr<JobRunner> core,
+                                                      FailureClass from, FailureClass to);
+
+// The worker's disk port on which the state store's copy of a damaged journal
+// never comes to exist: renaming a file to a name holding ".damaged-" removes
+// the source instead and reports success. The core believes it kept the copy
+// (its `state_tail_dropped` names it), then drops the torn tail; the world
+// sees the tail go with no copy kept: state_durable.
+std::unique_ptr<Disk> make_copyless_disk(Disk& inner);
+
 }  // namespace rehearse::variants

@@ -1,0 +1,186 @@
+#include "sim/monitors/reply_class.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace rehearse::sim {
+
+namespace {
+
+bool has(std::string_view text, std::string_view marker) {
+  return text.find(marker) != std::string_view::npos;
+}
+
+bool any_of_markers(std::string_view text, std::initializer_list<std::string_view> markers) {
+  return std::any_of(markers.begin(), markers.end(),
+                     [&](std::string_view m) { return has(text, m); });
+}
+
+// A character that may stand next to a status number in text: a number glued
+// to a letter, a digit or one of `. _ / :` is a version, a port, a path or a
+// count, not a status.
+bool separates(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '.' && c != '_' && c != '/' &&
+         c != ':';
+}
+
+// The three-digit numbers that stand as their own word in the text.
+std::vector<int> statuses_in(std::string_view text) {
+  std::vector<int> out;
+  for (std::size_t i = 0; i + 3 <= text.size(); ++i) {
+    const bool digits = std::isdigit(static_cast<unsigned char>(text[i])) != 0 &&
+                        std::isdigit(static_cast<unsigned char>(text[i + 1])) != 0 &&
+                        std::isdigit(static_cast<unsigned char>(text[i + 2])) != 0;
+    if (!digits) continue;
+    const bool left = i == 0 || separates(text[i - 1]);
+    const bool right = i + 3 == text.size() || separates(text[i + 3]);
+    if (left && right)
+      out.push_back((text[i] - '0') * 100 + (text[i + 1] - '0') * 10 + (text[i + 2] - '0'));
+  }
+  return out;
+}
+
+bool status_in(const std::vector<int>& statuses, int lo, int hi) {
+  return std::any_of(statuses.begin(), statuses.end(), [&](int s) { return s >= lo && s <= hi; });
+}
+
+bool status_is(const std::vector<int>& statuses, std::initializer_list<int> wanted) {
+  return std::any_of(wanted.begin(), wanted.end(),
+                     [&](int w) { return status_in(statuses, w, w); });
+}
+
+// "host not found" and its kin are DNS talk (network), not a missing resource.
+bool says_not_found(std::string_view text) {
+  for (std::size_t at = text.find("not found"); at != std::string_view::npos;
+       at = text.find("not found", at + 1)) {
+    const std::string_view before = text.substr(0, at);
+    const bool dns = before.ends_with("host ") || before.ends_with("server ") ||
+                     before.ends_with("address ") || before.ends_with("domain ");
+    if (!dns) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+ReplyFacts reply_facts_of(const TraceEvent& e) {
+  ReplyFacts r;
+  if (const auto it = e.data.find("status"); it != e.data.end() && it->is_number_integer()) {
+    r.status = it->get<int>();
+  }
+  r.transport_error = e.str("transport_error");
+  r.body_class = e.str("body_class");
+  r.message = e.str("message");
+  return r;
+}
+
+std::string status_failure_class(int status) {
+  if (status == 408) return "timeout";
+  if (status == 429) return "rate_limit";
+  if (status >= 500 && status <= 599) return "provider_5xx";
+  if (status == 401 || status == 403) return "auth";
+  if (status == 400 || status == 422) return "validation";
+  if (status == 404 || status == 410) return "not_found";
+  return "unknown";
+}
+
+std::string transport_failure_class(std::string_view kind) {
+  if (kind == "timeout") return "timeout";
+  if (kind == "connection_refused" || kind == "connection_reset" || kind == "dns" ||
+      kind == "broken_pipe") {
+    return "network";
+  }
+  return "unknown";
+}
+
+// Most specific first, the first class with a marker wins (docs/semantics.md
+// §1): so "ConnectionError: HTTP 403 Forbidden" is auth, not network.
+std::string text_failure_class(std::string_view message) {
+  std::string lower(message);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string_view t = lower;
+  const std::vector<int> statuses = statuses_in(t);
+  if (status_is(statuses, {401, 403}) ||
+      any_of_markers(t, {"unauthorized", "unauthorised", "forbidden", "authentication",
+                         "permission denied", "access denied", "invalid token", "token expired"})) {
+    return "auth";
+  }
+  if (status_is(statuses, {400, 422}) ||
+      any_of_markers(t, {"bad request", "unprocessable", "validation", "invalid request"})) {
+    return "validation";
+  }
+  if (status_is(statuses, {404, 410}) || says_not_found(t) || has(t, "no such ")) {
+    return "not_found";
+  }
+  if (any_of_markers(t, {"configuration", "config error", "misconfigured", "missing agent",
+                         "unknown role"})) {
+    return "config";
+  }
+  if (status_is(statuses, {429}) ||
+      any_of_markers(t, {"rate limit", "rate-limit", "ratelimit", "too many requests", "quota",
+                         "usage limit"})) {
+    return "rate_limit";
+  }
+  if (status_in(statuses, 500, 599) ||
+      any_of_markers(t, {"internal server error", "bad gateway", "service unavailable",
+                         "gateway timeout"})) {
+    return "provider_5xx";
+  }
+  if (status_is(statuses, {408}) ||
+      any_of_markers(t, {"timeout", "timed out", "etimedout", "deadline exceeded"})) {
+    return "timeout";
+  }
+  if (any_of_markers(t, {"connection", "econnrefused", "econnreset", "enotfound", "epipe",
+                         "getaddrinfo", "dns", "broken pipe", "socket hang up", "network",
+                         "host not found", "server not found", "unreachable"})) {
+    return "network";
+  }
+  return "unknown";
+}
+
+std::optional<std::string> reply_failure_class(const ReplyFacts& reply) {
+  if (reply.status) {
+    if (*reply.status >= 200 && *reply.status <= 299) return std::nullopt;
+    return status_failure_class(*reply.status);
+  }
+  if (!reply.transport_error.empty()) return transport_failure_class(reply.transport_error);
+  return text_failure_class(reply.message);
+}
+
+void RunReplies::begin(const std::string& job, TimeMs slot) { runs_[{job, slot}] = Run{}; }
+
+void RunReplies::observe(const TraceEvent& e) {
+  if (e.type != "service_reply" || runs_.empty()) return;
+  const std::optional<std::string> failure = reply_failure_class(reply_facts_of(e));
+  const auto own = e.slot ? runs_.find({e.job, *e.slot}) : runs_.end();
+  if (own != runs_.end()) {
+    auto& requests = own->second.requests;
+    auto [it, fresh] = requests.try_emplace(e.str("request_id"));
+    if (fresh) it->second.order = requests.size();
+    it->second.failure = failure;
+  }
+  if (!failure || e.str("operation") != "issue_token") return;
+  for (auto it = runs_.begin(); it != runs_.end(); ++it) {
+    if (it != own) it->second.shared.push_back(*failure);
+  }
+}
+
+std::vector<std::string> RunReplies::failed_classes(const std::string& job, TimeMs slot) const {
+  const auto run = runs_.find({job, slot});
+  if (run == runs_.end()) return {};
+  std::vector<std::pair<std::size_t, std::string>> failed;
+  for (const auto& [id, request] : run->second.requests) {
+    if (request.failure) failed.emplace_back(request.order, *request.failure);
+  }
+  if (failed.empty()) return run->second.shared;
+  std::sort(failed.begin(), failed.end());
+  std::vector<std::string> out;
+  out.reserve(failed.size());
+  for (auto& [order, cls] : failed) out.push_back(std::move(cls));
+  return out;
+}
+
+void RunReplies::end(const std::string& job, TimeMs slot) { runs_.erase({job, slot}); }
+
+}  // namespace rehearse::sim

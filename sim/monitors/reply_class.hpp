@@ -1,0 +1,74 @@
+// The witnesses' own classification of a service's reply (issue 9): the
+// failure class of a fetch or call job's run comes from what the world saw the
+// services answer during the run, never from the class the core wrote in its
+// durable row. The table is written from docs/semantics.md §1 and shared with
+// no code in model/ (a classifier that asked the core's `classify` whether the
+// core classified right would prove nothing). docs/monitors.md has the table.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "model/time.hpp"
+#include "sim/trace.hpp"
+
+namespace rehearse::sim {
+
+// What the world recorded of one reply (`service_reply`): the HTTP status or
+// the transport error kind, the class of the body where the service names
+// one, and the error text verbatim.
+struct ReplyFacts {
+  std::optional<int> status;
+  std::string transport_error;  // "" when the reply has a status
+  std::string body_class;
+  std::string message;
+};
+
+ReplyFacts reply_facts_of(const TraceEvent& service_reply);
+
+// The failure class of a reply, or nullopt when it is no failure (a 2xx,
+// whatever its body). Structure first: the status decides when there is one,
+// then the transport kind; the text is read only when neither exists.
+std::optional<std::string> reply_failure_class(const ReplyFacts& reply);
+
+// The table's rows, one function each (unit-tested row by row).
+std::string status_failure_class(int status);
+std::string transport_failure_class(std::string_view kind);
+std::string text_failure_class(std::string_view message);
+
+// The replies of runs. A run of (job, slot) begins at its queue take; every
+// `service_reply` attributed to the job and slot from then on belongs to it,
+// and a request's answer is the last reply recorded under its request id (a
+// request retried after a 401 and a token reissue answers with the retry, or
+// with the reissue's refusal). The run's failure classes are those of its
+// requests whose answer is a failure, in the order of their first reply.
+// A run with no failed request of its own may have waited on a token
+// issuance another run started (one issuance shared by concurrent requests):
+// then its classes are those of the failed issuances (`issue_token` replies)
+// recorded while it ran.
+class RunReplies {
+ public:
+  void begin(const std::string& job, TimeMs slot);
+  void observe(const TraceEvent& service_reply);
+  // Empty when the run saw no failed request (or was never begun).
+  std::vector<std::string> failed_classes(const std::string& job, TimeMs slot) const;
+  void end(const std::string& job, TimeMs slot);
+
+ private:
+  struct Request {
+    std::size_t order = 0;
+    std::optional<std::string> failure;  // the last reply's class (nullopt: success)
+  };
+  struct Run {
+    std::map<std::string, Request> requests;  // by request id
+    std::vector<std::string> shared;          // failed issuances of other runs
+  };
+  std::map<std::pair<std::string, TimeMs>, Run> runs_;
+};
+
+}  // namespace rehearse::sim
