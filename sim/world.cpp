@@ -758,6 +758,12 @@ ScenarioRunResult World::run() {
       reconcile_specs_.push_back(&spec);
     }
   }
+  // Log lines are text the secrets monitor reads too, as they are written
+  // (at their own trace event), and then dropped.
+  log_.set_line_observer([this](const std::string& line) {
+    monitors_->observe_text(line, trace_.size() - 1, sim_.now());
+    drain_monitor_violations();
+  });
   // Full agent ids are secrets the monitors take from the scenario itself.
   trace_.add_listener(
       [this](const TraceEvent& event, std::size_t index) { on_trace_event(event, index); });
@@ -812,11 +818,6 @@ ScenarioRunResult World::run() {
   // under every seed, and the trace shows that.)
   record_world("run_end", json{{"outcome", to_string(run.outcome)},
                                {"events", run.events_executed}});
-  // Log lines are text the secrets monitor reads too.
-  for (const std::string& line : log_.lines()) {
-    monitors_->observe_text(line, trace_.size(), sim_.now());
-    drain_monitor_violations();
-  }
   // End-of-run invariants judge a run that reached `until` only: a stopped
   // or bounded run has already failed, and its end state is not an end.
   if (run.outcome == RunOutcome::completed) {
