@@ -40,6 +40,7 @@ void bench_fleet(benchmark::State& state, std::int64_t jobs, DurationMs span_ms)
     std::int64_t runs = 0;
     std::int64_t retries = 0;
     sim::RunOptions options;
+    options.keep_trace = false;  // streamed to the monitors and the hash, as `run` does
     options.trace_sink = [&](const sim::TraceEvent& e, std::size_t) {
       if (e.type != "run_started") return;
       ++runs;

@@ -180,6 +180,7 @@ Status StateStore::full_load() {
   if (!snapshot.ok()) return snapshot.error();
   StateDocument document;
   const bool have_snapshot = snapshot->has_value();
+  snapshot_bytes_ = have_snapshot ? (*snapshot)->size() : 0;
   if (have_snapshot) {
     auto decoded = decode_state(**snapshot);
     if (!decoded.ok()) return mark_corrupt(snapshot_path(), std::move(decoded).error());
@@ -361,6 +362,7 @@ Status StateStore::compact_locked() {
   // Snapshot first: until the new journal replaces the old one, recovery
   // reads the new snapshot and skips the old journal's records it holds.
   if (auto s = write_atomically(snapshot_path(), bytes); !s.ok()) return s;
+  snapshot_bytes_ = bytes.size();
   return start_journal(seq_);
 }
 
@@ -443,8 +445,7 @@ Status StateStore::update(const std::string& job_id,
   ++journal_line_;
   ++journal_records_;
 
-  if (journal_records_ >= options_.journal_records_max ||
-      journal_end_ >= options_.journal_bytes_max) {
+  if (journal_due_for_fold()) {
     // The update is durable already; a failed compaction must not make the
     // caller repeat it (a repeated increment would count twice).
     if (auto s = compact_locked(); !s.ok()) {
@@ -454,6 +455,14 @@ Status StateStore::update(const std::string& job_id,
     }
   }
   return {};
+}
+
+// The fold bounds of StoreOptions: the fixed ones, or the snapshot's own
+// size when that is larger (a fold rewrites every job).
+bool StateStore::journal_due_for_fold() const noexcept {
+  const std::uint64_t jobs = jobs_.size();
+  return journal_records_ >= std::max(options_.journal_records_max, jobs) ||
+         journal_end_ >= std::max(options_.journal_bytes_max, snapshot_bytes_);
 }
 
 Status StateStore::compact() {

@@ -60,7 +60,10 @@ const char* to_string(Durability d) noexcept;
 
 struct StoreOptions {
   // Fold the journal into a new snapshot once it holds this many records or
-  // bytes. Bounds both recovery time and the journal a reader re-checks.
+  // bytes, or, when the snapshot is larger, as many records as the store
+  // holds jobs or as many bytes as the snapshot has: each fold rewrites every
+  // job, so folding in proportion keeps an update's cost amortised O(1) at
+  // any fleet size, and recovery reads at most about twice the snapshot.
   std::uint64_t journal_records_max = 4096;
   std::uint64_t journal_bytes_max = std::uint64_t{4} << 20;
   Durability durability = Durability::full;
@@ -159,6 +162,7 @@ class StateStore final : public JobStateStore {
   Status write_atomically(const std::string& path, std::string_view bytes);
   Status start_journal(std::uint64_t base_seq);
   Status compact_locked();
+  bool journal_due_for_fold() const noexcept;
   bool sync() const noexcept { return options_.durability == Durability::full; }
   void note_torn_tail(const std::optional<TornTail>& tail);
   Status keep_damaged_copy(std::string_view journal, std::uint64_t base, const TornTail& tail);
@@ -179,6 +183,7 @@ class StateStore final : public JobStateStore {
   std::uint64_t journal_line_ = 0;             // line number of the next record
   std::uint64_t journal_records_ = 0;          // intact records in the journal file
   std::uint64_t journal_last_seq_ = 0;         // seq of its last record (base if none)
+  std::uint64_t snapshot_bytes_ = 0;           // size of the snapshot last read or written
   // Where this store last saw the journal end: the offset of its last record
   // (0: the header) and the CRC-32C of that record's bytes (up to
   // journal_end_). Checked before every operation; kept across a corrupt

@@ -28,8 +28,12 @@ void SimLog::write(LogLevel level, std::string_view event, const LogFields& fiel
       e.data[f.key] = f.value;
     }
   }
-  lines_.push_back(std::move(line));
   trace_.record(std::move(e));
+  if (observer_) {
+    observer_(line);
+  } else {
+    lines_.push_back(std::move(line));
+  }
 }
 
 }  // namespace rehearse::sim

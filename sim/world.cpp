@@ -105,6 +105,9 @@ class World {
   void attach_disk_and_queue();
   Status schedule_faults();
   ScenarioRunResult run();
+  // After std::bad_alloc out of run(): what the run reached, without going
+  // on with it (docs/run.md).
+  ScenarioRunResult cut_short_by_out_of_memory();
 
  private:
   static MessengerOptions messenger_options(const Scenario& scenario) {
@@ -737,9 +740,9 @@ void World::read_final_state(ScenarioRunResult& result) {
 // run ends where it was, reported like a stopped run with an error saying why
 // (docs/run.md). Everything after this still reads the monitors' tallies.
 RunResult World::run_loop_guarded(ScenarioRunResult& result) {
-  // Catching std::bad_alloc here and going on to the end-of-run steps crashed
-  // (tests/sim/test_trace_stream.cpp): the simulator is left mid-event. Until
-  // that is fixed, it propagates and the CLI reports an ERROR row (exit 3).
+  // Going on to the end-of-run steps after std::bad_alloc crashed: the
+  // simulator is left mid-event. It propagates to run_scenario, which asks
+  // the world for the run so far (cut_short_by_out_of_memory) and stops.
   (void)result;
   return sim_.run_until(scenario_.until_ms);
 }
@@ -762,6 +765,12 @@ ScenarioRunResult World::run() {
       reconcile_specs_.push_back(&spec);
     }
   }
+  // Log lines are text the secrets monitor reads too, as they are written
+  // (at their own trace event), and then dropped.
+  log_.set_line_observer([this](const std::string& line) {
+    monitors_->observe_text(line, trace_.size() - 1, sim_.now());
+    drain_monitor_violations();
+  });
   // Full agent ids are secrets the monitors take from the scenario itself.
   trace_.add_listener(
       [this](const TraceEvent& event, std::size_t index) { on_trace_event(event, index); });
@@ -816,11 +825,6 @@ ScenarioRunResult World::run() {
   // under every seed, and the trace shows that.)
   record_world("run_end", json{{"outcome", to_string(run.outcome)},
                                {"events", run.events_executed}});
-  // Log lines are text the secrets monitor reads too.
-  for (const std::string& line : log_.lines()) {
-    monitors_->observe_text(line, trace_.size(), sim_.now());
-    drain_monitor_violations();
-  }
   // End-of-run invariants judge a run that reached `until` only: a stopped
   // or bounded run has already failed, and its end state is not an end.
   if (run.outcome == RunOutcome::completed) {
@@ -845,6 +849,43 @@ ScenarioRunResult World::run() {
   return result;
 }
 
+// The run so far, after running out of memory mid-event: the kept trace is
+// let go first, so that there is memory for the report; the run is not
+// continued (the event that failed is half done) and nothing is read from
+// the stores. The monitors' tallies are reported when they still fit.
+ScenarioRunResult World::cut_short_by_out_of_memory() {
+  { const Trace dropped = trace_.take(); }
+  ScenarioRunResult result;
+  result.out_of_memory = true;
+  result.outcome = RunOutcome::stopped;
+  result.scenario = scenario_.name;
+  result.path = scenario_.path;
+  result.seed = seed_;
+  result.start_ms = scenario_.start_ms;
+  result.until_ms = scenario_.until_ms;
+  result.end_ms = sim_.now();
+  result.events_executed = events_seen_;
+  result.trace_hash = hex64(trace_.hash());
+  result.violations = std::move(violations_);
+  result.all_violations = std::move(all_violations_);
+  result.violation_counts = std::move(violation_counts_);
+  result.violations_dropped = violations_dropped_;
+  result.errors.push_back(fmt::format(
+      "out of memory at {} ({:.1f}% of the span), after {} events and {} trace events: the run "
+      "was cut short there; the counts reported are the run so far (try --once, and no "
+      "--trace, --timeline or --report)",
+      format_instant(sim_.now()),
+      100.0 * static_cast<double>(sim_.now() - scenario_.start_ms) /
+          static_cast<double>(std::max<TimeMs>(1, scenario_.until_ms - scenario_.start_ms)),
+      events_seen_, trace_.size()));
+  try {
+    if (monitors_) result.tallies = monitors_->tallies();
+  } catch (const std::bad_alloc&) {
+    result.tallies = nullptr;  // the job counts are left out
+  }
+  return result;
+}
+
 }  // namespace
 
 bool world_supports(JobKind kind) noexcept { return find_job_kind(to_string(kind)) != nullptr; }
@@ -865,7 +906,13 @@ Result<ScenarioRunResult> run_scenario(const Scenario& scenario, RunOptions opti
   const std::uint64_t seed = options.seed.value_or(scenario.seed);
   auto world = std::make_unique<World>(scenario, options, seed);
   if (Status s = world->prepare(); !s.ok()) return s.error();
-  return world->run();
+  try {
+    return world->run();
+  } catch (const std::bad_alloc&) {
+    ScenarioRunResult so_far = world->cut_short_by_out_of_memory();
+    world.reset();
+    return so_far;
+  }
 }
 
 }  // namespace rehearse::sim

@@ -203,8 +203,9 @@ struct ScenarioRunResult {
   std::string store_error;  // why the store could not be read, if it could not
   std::vector<DamagedFile> damaged_files;  // one per state file a fault damaged
 
-  // The run ran out of memory and was cut short (not set yet: std::bad_alloc
-  // propagates out of run_scenario, docs/run.md).
+  // The run ran out of memory and was cut short where it was: end_ms,
+  // events_executed, the violations and (when they still fit) the tallies
+  // are the run so far; errors says where (docs/run.md).
   bool out_of_memory = false;
 
   // The run could not be carried out as the scenario says (a core task ended

@@ -117,6 +117,7 @@ bool DurableStateReader::load_all(const SimDisk& disk) {
     }
   }
   jobs_ = std::move(jobs);
+  all_touched_ = true;
   snapshot_seq_ = seq;
   header_.clear();
   offset_ = 0;
@@ -143,7 +144,11 @@ bool DurableStateReader::read_journal_from(const std::string& bytes, std::size_t
     const json payload = json::parse(record->second, nullptr, /*allow_exceptions=*/false);
     json facts = job_state_facts(payload);
     if (facts.is_null()) break;
-    if (record->first > snapshot_seq_) jobs_[payload.at("job_id").get<std::string>()] = std::move(facts);
+    if (record->first > snapshot_seq_) {
+      const std::string id = payload.at("job_id").get<std::string>();
+      jobs_[id] = std::move(facts);
+      if (!all_touched_) touched_.insert(id);
+    }
     at = nl + 1;
     any = true;
   }
@@ -163,12 +168,21 @@ std::vector<std::pair<std::string, json>> DurableStateReader::changed(const SimD
   }
   std::vector<std::pair<std::string, json>> out;
   if (!readable_) return out;
-  for (const auto& [id, facts] : jobs_) {
+  auto compare = [&](const std::string& id, const json& facts) {
     json& last = recorded_[id];
-    if (last == facts) continue;
+    if (last == facts) return;
     last = facts;
     out.emplace_back(id, facts);
+  };
+  // Only the jobs read since the last call can differ from what was
+  // recorded (in job-id order either way): O(change), not O(fleet).
+  if (all_touched_) {
+    for (const auto& [id, facts] : jobs_) compare(id, facts);
+  } else {
+    for (const std::string& id : touched_) compare(id, jobs_.at(id));
   }
+  touched_.clear();
+  all_touched_ = false;
   return out;
 }
 

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -68,6 +69,10 @@ class DurableStateReader {
   std::string dir_;
   std::map<std::string, nlohmann::json> jobs_;      // as durably held now
   std::map<std::string, nlohmann::json> recorded_;  // as last recorded
+  // Jobs a journal record touched since the last changed() (a full load
+  // touches all): changed() compares these alone, not the whole fleet.
+  std::set<std::string> touched_;
+  bool all_touched_ = false;
   std::uint64_t snapshot_seq_ = 0;
   std::string header_;        // the journal header line read last ("" none)
   std::size_t offset_ = 0;    // journal bytes read (after the last whole record)

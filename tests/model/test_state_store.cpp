@@ -542,6 +542,35 @@ TEST(StateStoreJournal, CompactsIntoASnapshotPastTheBound) {
   EXPECT_EQ(reopened.read("odd")->retry_count, 6);
 }
 
+// A fold rewrites every job: with more jobs than journal_records_max the
+// journal grows to as many records as there are jobs first, so an update
+// costs amortised O(1) however large the fleet (issue 11).
+TEST(StateStoreJournal, FoldsInProportionToTheSnapshot) {
+  TempDir dir;
+  PosixDisk disk;
+  StoreOptions options;
+  options.journal_records_max = 5;
+  auto store = open_ok(disk, dir.path(), options);
+  constexpr int kJobs = 40;
+  for (int i = 0; i < kJobs; ++i) {
+    ASSERT_TRUE(store.update(fmt::format("job-{}", i), increment).ok());
+  }
+  // The fixed bound of 5 folded once, at 5 records (5 jobs); since then the
+  // journal waits for as many records as jobs (the old rule folded every 5).
+  auto snapshot = decode_state(read_bytes(disk, dir.file("retry_state.json")));
+  ASSERT_TRUE(snapshot.ok());
+  EXPECT_EQ(snapshot->journal_seq, 5u);
+  EXPECT_EQ(journal_records(disk, dir), 35u);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(store.update("job-1", increment).ok());
+  EXPECT_EQ(decode_state(read_bytes(disk, dir.file("retry_state.json")))->journal_seq, 5u);
+  ASSERT_TRUE(store.update("job-1", increment).ok());  // the 40th record: fold
+  EXPECT_EQ(decode_state(read_bytes(disk, dir.file("retry_state.json")))->journal_seq, 45u);
+  EXPECT_EQ(journal_records(disk, dir), 0u);
+  auto reopened = open_ok(disk, dir.path(), options);
+  EXPECT_EQ(*reopened.read_all(), *store.read_all());
+  EXPECT_EQ(reopened.read("job-1")->retry_count, 6);
+}
+
 // The snapshot damaged while a store runs (refresh follows only the journal):
 // the compaction that would replace it finds the damage, fails closed and
 // keeps the damaged bytes; the update itself was durable and is not lost.

@@ -126,10 +126,10 @@ TEST(TraceStream, StreamedRunsHashCountAndJudgeLikeKeptOnes) {
   }
 }
 
-// Out of memory in the run loop propagates out of run_scenario (the CLI
-// turns it into an ERROR row, exit 3). Catching it inside the world and
-// finishing the run crashed: left for later (docs/run.md).
-TEST(TraceStream, OutOfMemoryInTheRunLoopPropagates) {
+// Out of memory in the run loop ends the run where it was and reports the
+// run so far (docs/run.md): simulated time reached, events, violations and
+// tallies, and an error that says so; never a bare exception.
+TEST(TraceStream, OutOfMemoryInTheRunLoopReportsTheRunSoFar) {
   auto scenario = load_scenario_file(std::string(REHEARSE_SOURCE_DIR) +
                                      "/scenarios/weekly-quota-2h.json");
   ASSERT_TRUE(scenario.ok());
@@ -139,7 +139,19 @@ TEST(TraceStream, OutOfMemoryInTheRunLoopPropagates) {
   options.progress = [&calls](const RunProgress&) {
     if (++calls == 3) throw std::bad_alloc();
   };
-  EXPECT_THROW((void)run_scenario(*scenario, options), std::bad_alloc);
+  auto run = run_scenario(*scenario, options);
+  ASSERT_TRUE(run.ok());
+  EXPECT_TRUE(run->out_of_memory);
+  EXPECT_EQ(run->events_executed, 30u);
+  EXPECT_GT(run->end_ms, scenario->start_ms);
+  EXPECT_LT(run->end_ms, scenario->until_ms);
+  EXPECT_TRUE(run->trace.events().empty());
+  ASSERT_EQ(run->errors.size(), 1u);
+  EXPECT_NE(run->errors.front().find("out of memory at " + format_instant(run->end_ms)),
+            std::string::npos)
+      << run->errors.front();
+  EXPECT_NE(run->errors.front().find("after 30 events"), std::string::npos);
+  EXPECT_TRUE(run->tallies.contains("jobs")) << run->tallies.dump();
 }
 
 }  // namespace
