@@ -146,7 +146,8 @@ void check_journal_layout(const LedgerJournal& j, std::string_view bytes) {
   REHEARSE_FUZZ_CHECK(j.valid_end == next, "the valid end is not after the last record");
   REHEARSE_FUZZ_CHECK(j.torn == (j.valid_end != bytes.size()), "torn but nothing dropped");
   const std::string_view tail = bytes.substr(j.valid_end);
-  REHEARSE_FUZZ_CHECK(tail.find('\n') == std::string_view::npos || tail.find('\n') + 1 == tail.size(),
+  REHEARSE_FUZZ_CHECK(tail.find('\n') == std::string_view::npos ||
+                          tail.find('\n') + 1 == tail.size(),
                       "more than the last line dropped");
 }
 
@@ -208,7 +209,8 @@ void check_read(DeliveryLedger& ledger, const std::optional<Slots>& expected, co
     return;
   }
   REHEARSE_FUZZ_CHECK(read.ok(), std::string(who) + ": " + read.error().describe());
-  REHEARSE_FUZZ_CHECK(*read == *expected, std::string(who) + ": read other slots than the files hold");
+  REHEARSE_FUZZ_CHECK(*read == *expected,
+                      std::string(who) + ": read other slots than the files hold");
 }
 
 // One operation on slot `slot`; its effect when it succeeds.
@@ -240,11 +242,12 @@ void put(MemDisk& disk, const std::string& path, const std::optional<std::string
 void check_operation(DeliveryLedger& ledger, MemDisk& disk, std::uint8_t op,
                      const std::optional<Slots>& before) {
   const TimeMs slot = before && !before->empty() && (op & 4U) != 0 ? before->front().slot
-                                                                    : TimeMs{1'700'000'000'000};
+                                                                   : TimeMs{1'700'000'000'000};
   const std::map<std::string, std::string> files = disk.files;
   const Status s = apply(ledger, op, slot);
   if (!before) {
-    REHEARSE_FUZZ_CHECK(!s.ok() && s.error().code == ErrorCode::corrupt, "wrote over a corrupt file");
+    REHEARSE_FUZZ_CHECK(!s.ok() && s.error().code == ErrorCode::corrupt,
+                        "wrote over a corrupt file");
   }
   if (!s.ok()) {
     REHEARSE_FUZZ_CHECK(disk.files == files, "a failed operation changed the files");
