@@ -25,10 +25,6 @@ std::uint64_t fnv1a64(std::string_view bytes) {
   return h;
 }
 
-std::string checksum_of(const nlohmann::json& slots) {
-  return fmt::format("fnv1a64:{:016x}", fnv1a64(slots.dump()));
-}
-
 Error corrupt(std::string message, std::string where) {
   return make_error(ErrorCode::corrupt,
                     "delivery ledger is corrupt and fails closed (the file is kept untouched; "
@@ -172,13 +168,17 @@ Status check_slot_records(const std::vector<DeliverySlot>& slots) {
   return {};
 }
 
+std::string ledger_checksum(const nlohmann::json& slots) {
+  return fmt::format("fnv1a64:{:016x}", fnv1a64(slots.dump()));
+}
+
 std::string encode_ledger(const std::string& job_id, const std::vector<DeliverySlot>& slots) {
   nlohmann::json list = nlohmann::json::array();
   for (const DeliverySlot& r : slots) list.push_back(slot_to_json(r));
   nlohmann::json doc = nlohmann::json::object();
   doc["format"] = DeliveryLedger::kFormat;
   doc["job_id"] = job_id;
-  doc["checksum"] = checksum_of(list);
+  doc["checksum"] = ledger_checksum(list);
   doc["slots"] = std::move(list);
   return doc.dump(1) + "\n";
 }
@@ -207,7 +207,7 @@ Result<std::vector<DeliverySlot>> decode_ledger(std::string_view bytes, const st
     return corrupt("'slots' must be an array", where);
   }
   if (!doc.contains("checksum") || !doc.at("checksum").is_string() ||
-      doc.at("checksum").get<std::string>() != checksum_of(doc.at("slots"))) {
+      doc.at("checksum").get<std::string>() != ledger_checksum(doc.at("slots"))) {
     return corrupt("checksum mismatch (the slots were altered after they were written)", where);
   }
   std::vector<DeliverySlot> slots;

@@ -203,6 +203,9 @@ class DeliveryLedger {
 
 // The file format, exposed for tests and tools (docs/group-jobs.md).
 std::string encode_ledger(const std::string& job_id, const std::vector<DeliverySlot>& slots);
+// The snapshot's "checksum" for its "slots" array (FNV-1a 64 of the array's
+// canonical dump, as "fnv1a64:<16 hex>").
+std::string ledger_checksum(const nlohmann::json& slots);
 // Strict: unknown keys, bad instants, unsorted slots, a marker without a
 // guard, a checksum mismatch... are errors (ErrorCode::corrupt).
 Result<std::vector<DeliverySlot>> decode_ledger(std::string_view bytes, const std::string& job_id);

@@ -152,6 +152,30 @@ void state_seeds() {
                                "9 12 {\"job_id\":\n" + record);
 }
 
+// Snapshot + journal inputs (prop_ledger.cpp): the snapshot holds the first
+// two slots, the journal moves the second one on and adds the third, and the
+// bytes appended later add a fourth slot (whole, or torn).
+void ledger_journal_seeds(std::vector<DeliverySlot> slots) {
+  const std::string snapshot = encode_ledger("job-1", {slots[0], slots[1]});
+  std::string journal = encode_ledger_journal_header("job-1", 1);
+  slots[1].guard_at = slots[1].slot + 2000;
+  journal += encode_ledger_record(slots[1]) + encode_ledger_record(slots[2]);
+  DeliverySlot more;
+  more.slot = slots[2].slot + 86'400'000;
+  more.outbox = json::array({"a", "b"});
+  more.outbox_at = more.slot;
+  const std::string appended = encode_ledger_record(more);
+  const std::string nul(1, '\0');
+  for (int op = 0; op < 8; ++op) {
+    seed("ledger", "j" + std::to_string(op),
+         std::string(1, static_cast<char>(op)) + '\1' + snapshot + nul + journal + nul + appended);
+  }
+  seed("ledger", "j-torn", std::string("\x02\x00", 2) + snapshot + nul +
+                               journal.substr(0, journal.size() - 7) + nul + "\"}\n");
+  seed("ledger", "j-no-snapshot", std::string("\x00\x03", 2) + snapshot + nul + journal);
+  seed("ledger", "j-empty", std::string("\x01\x01", 2) + snapshot + nul + journal.substr(0, 60));
+}
+
 void ledger_seeds() {
   std::vector<DeliverySlot> slots(3);
   slots[0].slot = 1'764'864'000'000;
@@ -172,6 +196,7 @@ void ledger_seeds() {
     seed("ledger", std::to_string(op), std::string(1, static_cast<char>(op)) + '\1' + file);
   }
   seed("ledger", "8", std::string("\x01\x00", 2) + file);
+  ledger_journal_seeds(slots);
 }
 
 void pipeline_seeds() {
