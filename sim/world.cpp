@@ -143,6 +143,8 @@ class World {
   void record_durable_facts(const std::string& type, const std::string& path);
   void record_ledger_facts(const std::string& file);
   RunResult run_loop_guarded(ScenarioRunResult& result);
+  void install_monitors_and_listeners();
+  void record_outcome(const RunResult& run, ScenarioRunResult& result);
   void sync_secrets();
   void read_final_state(ScenarioRunResult& result);
 
@@ -747,14 +749,9 @@ RunResult World::run_loop_guarded(ScenarioRunResult& result) {
   return sim_.run_until(scenario_.until_ms);
 }
 
-ScenarioRunResult World::run() {
-  ScenarioRunResult result;
-  result.scenario = scenario_.name;
-  result.path = scenario_.path;
-  result.seed = seed_;
-  result.start_ms = scenario_.start_ms;
-  result.until_ms = scenario_.until_ms;
-
+// The monitors, and the listeners that feed them and the world's own
+// records (log lines, trace events, progress, process crashes and boots).
+void World::install_monitors_and_listeners() {
   monitors_ = std::make_unique<MonitorSet>(scenario_);
   // The world's own layout: its stores change only under their locks.
   monitors_->add_locked_store(kWorldStateDir);
@@ -796,10 +793,11 @@ ScenarioRunResult World::run() {
     }
   });
 
-  process_ = sim_.add_process("worker", [this](Simulator& s, ProcessId p) { boot(s, p); });
-  sim_.boot(process_);
-  const RunResult run = run_loop_guarded(result);
+}
 
+// The run loop's outcome into the result; a bounded run is a violation,
+// an overflow, a failed task or a failed assertion an error.
+void World::record_outcome(const RunResult& run, ScenarioRunResult& result) {
   result.outcome = run.outcome;
   result.outcome_message = run.message;
   result.events_executed = run.events_executed;
@@ -821,6 +819,22 @@ ScenarioRunResult World::run() {
           fmt::format("the run ended with {}: {}", to_string(run.outcome), run.message));
       break;
   }
+}
+
+ScenarioRunResult World::run() {
+  ScenarioRunResult result;
+  result.scenario = scenario_.name;
+  result.path = scenario_.path;
+  result.seed = seed_;
+  result.start_ms = scenario_.start_ms;
+  result.until_ms = scenario_.until_ms;
+
+  install_monitors_and_listeners();
+  process_ = sim_.add_process("worker", [this](Simulator& s, ProcessId p) { boot(s, p); });
+  sim_.boot(process_);
+  const RunResult run = run_loop_guarded(result);
+
+  record_outcome(run, result);
   // (No seed here: a scenario without random faults gives the same trace
   // under every seed, and the trace shows that.)
   record_world("run_end", json{{"outcome", to_string(run.outcome)},
