@@ -817,6 +817,9 @@ class Loader {
   std::optional<FaultValue> read_fault_flips(FaultReading& r, const json& value,
                                              const std::string& at);
   void load_expect(const json& v, const std::string& pointer);
+  void load_item_expectations(const json& items, const std::string& pointer);
+  void load_service_expectations(const json& services, const std::string& pointer);
+  void load_expected_violations(const json& list, const std::string& pointer);
   void load_job_expectation(const json& v, const std::string& pointer, const std::string& job,
                             JobExpectation& out);
   void load_later_job_expectation(const json& v, const std::string& pointer,
@@ -1895,6 +1898,93 @@ void Loader::load_job_expectation(const json& v, const std::string& pointer,
   load_later_job_expectation(v, pointer, job, out);
 }
 
+// expect.items: per reconcile item, stage, reason, queries, 404 answers.
+void Loader::load_item_expectations(const json& items, const std::string& pointer) {
+  Expectations& expect = scenario_.expect;
+  const std::string at = child(pointer, "items");
+  if (expect_object(items, at, "expectations by issue id")) {
+    for (const auto& [issue, body] : items.items()) {
+      const std::string ip = child(at, issue);
+      if (jobs_ok_ && !check_reference(issue, ip, item_issues_, "item",
+                                       "the items of any reconcile job")) {
+        continue;
+      }
+      if (!expect_object(body, ip, "an item expectation")) continue;
+      check_keys(body, ip, keys_of("item_expectation"));
+      ItemExpectation& item = expect.items[issue];
+      if (const json* s = field(body, "stage")) {
+        if (auto k = read_name(*s, child(ip, "stage"), stage_names(), "stage")) {
+          item.stage = stage_names()[*k];
+        }
+      }
+      if (const json* r = field(body, "reason_contains")) {
+        item.reason_contains = read_string(*r, child(ip, "reason_contains"));
+      }
+      if (const json* q = field(body, "queries")) item.queries = read_count(*q, child(ip, "queries"));
+      if (const json* n = field(body, "not_found")) {
+        item.not_found = read_count(*n, child(ip, "not_found"));
+      }
+    }
+  }
+}
+
+// expect.services: calls per service (token issues for the brokerage).
+void Loader::load_service_expectations(const json& services, const std::string& pointer) {
+  Expectations& expect = scenario_.expect;
+  const std::string at = child(pointer, "services");
+  if (expect_object(services, at, "expectations by service")) {
+    std::vector<std::string> names = keys_of("expect_services");
+    names.insert(names.end(), user_services_.begin(), user_services_.end());
+    check_keys(services, at, names);
+    for (const auto& [name, body] : services.items()) {
+      const auto kind = parse_service_kind(name);
+      const std::string sp = child(at, name);
+      if (!kind && user_services_.count(name) != 0 &&
+          expect_object(body, sp, "a service expectation")) {
+        check_keys(body, sp, keys_of("service_expectation"),
+                   {{"token_issues", "applies to the 'brokerage' service only"}});
+        ServiceExpectation& service = expect.user_services[name];
+        if (const json* c = field(body, "calls")) service.calls = read_count(*c, child(sp, "calls"));
+      }
+      if (!kind) continue;
+      if (!require_service(*kind, sp, "this expectation")) continue;
+      if (!expect_object(body, sp, "a service expectation")) continue;
+      const bool brokerage = *kind == ServiceKind::brokerage;
+      std::map<std::string, std::string> elsewhere;
+      if (!brokerage) elsewhere["token_issues"] = "applies to the 'brokerage' service only";
+      check_keys(body, sp, keys_of(brokerage ? "brokerage_expectation" : "service_expectation"),
+                 elsewhere);
+      ServiceExpectation& service = expect.services[*kind];
+      if (const json* c = field(body, "calls")) service.calls = read_count(*c, child(sp, "calls"));
+      if (brokerage) {
+        if (const json* t = field(body, "token_issues")) {
+          service.token_issues = read_count(*t, child(sp, "token_issues"));
+        }
+      }
+    }
+  }
+}
+
+// expect.violations: invariant names, each at most once.
+void Loader::load_expected_violations(const json& list, const std::string& pointer) {
+  Expectations& expect = scenario_.expect;
+  const std::string at = child(pointer, "violations");
+  if (expect_array(list, at, "a list of invariant names", false)) {
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string vp = child(at, i);
+      auto k = read_name(list[i], vp, invariant_names(), "invariant");
+      if (!k) continue;
+      const std::string& name = invariant_names()[*k];
+      if (std::find(expect.violations.begin(), expect.violations.end(), name) !=
+          expect.violations.end()) {
+        value_error(vp, fmt::format("duplicate invariant '{}'", name));
+        continue;
+      }
+      expect.violations.push_back(name);
+    }
+  }
+}
+
 void Loader::load_expect(const json& v, const std::string& pointer) {
   if (!expect_object(v, pointer, "expectations")) return;
   check_keys(v, pointer, keys_of("expect"));
@@ -1911,87 +2001,12 @@ void Loader::load_expect(const json& v, const std::string& pointer) {
       }
     }
   }
-  if (const json* items = field(v, "items")) {
-    const std::string at = child(pointer, "items");
-    if (expect_object(*items, at, "expectations by issue id")) {
-      for (const auto& [issue, body] : items->items()) {
-        const std::string ip = child(at, issue);
-        if (jobs_ok_ && !check_reference(issue, ip, item_issues_, "item",
-                                         "the items of any reconcile job")) {
-          continue;
-        }
-        if (!expect_object(body, ip, "an item expectation")) continue;
-        check_keys(body, ip, keys_of("item_expectation"));
-        ItemExpectation& item = expect.items[issue];
-        if (const json* s = field(body, "stage")) {
-          if (auto k = read_name(*s, child(ip, "stage"), stage_names(), "stage")) {
-            item.stage = stage_names()[*k];
-          }
-        }
-        if (const json* r = field(body, "reason_contains")) {
-          item.reason_contains = read_string(*r, child(ip, "reason_contains"));
-        }
-        if (const json* q = field(body, "queries")) item.queries = read_count(*q, child(ip, "queries"));
-        if (const json* n = field(body, "not_found")) {
-          item.not_found = read_count(*n, child(ip, "not_found"));
-        }
-      }
-    }
-  }
-  if (const json* services = field(v, "services")) {
-    const std::string at = child(pointer, "services");
-    if (expect_object(*services, at, "expectations by service")) {
-      std::vector<std::string> names = keys_of("expect_services");
-      names.insert(names.end(), user_services_.begin(), user_services_.end());
-      check_keys(*services, at, names);
-      for (const auto& [name, body] : services->items()) {
-        const auto kind = parse_service_kind(name);
-        const std::string sp = child(at, name);
-        if (!kind && user_services_.count(name) != 0 &&
-            expect_object(body, sp, "a service expectation")) {
-          check_keys(body, sp, keys_of("service_expectation"),
-                     {{"token_issues", "applies to the 'brokerage' service only"}});
-          ServiceExpectation& service = expect.user_services[name];
-          if (const json* c = field(body, "calls")) service.calls = read_count(*c, child(sp, "calls"));
-        }
-        if (!kind) continue;
-        if (!require_service(*kind, sp, "this expectation")) continue;
-        if (!expect_object(body, sp, "a service expectation")) continue;
-        const bool brokerage = *kind == ServiceKind::brokerage;
-        std::map<std::string, std::string> elsewhere;
-        if (!brokerage) elsewhere["token_issues"] = "applies to the 'brokerage' service only";
-        check_keys(body, sp, keys_of(brokerage ? "brokerage_expectation" : "service_expectation"),
-                   elsewhere);
-        ServiceExpectation& service = expect.services[*kind];
-        if (const json* c = field(body, "calls")) service.calls = read_count(*c, child(sp, "calls"));
-        if (brokerage) {
-          if (const json* t = field(body, "token_issues")) {
-            service.token_issues = read_count(*t, child(sp, "token_issues"));
-          }
-        }
-      }
-    }
-  }
+  if (const json* items = field(v, "items")) load_item_expectations(*items, pointer);
+  if (const json* services = field(v, "services")) load_service_expectations(*services, pointer);
   if (const json* n = field(v, "notifications")) {
     expect.notifications = load_event_counts(*n, child(pointer, "notifications"));
   }
-  if (const json* list = field(v, "violations")) {
-    const std::string at = child(pointer, "violations");
-    if (expect_array(*list, at, "a list of invariant names", false)) {
-      for (std::size_t i = 0; i < list->size(); ++i) {
-        const std::string vp = child(at, i);
-        auto k = read_name((*list)[i], vp, invariant_names(), "invariant");
-        if (!k) continue;
-        const std::string& name = invariant_names()[*k];
-        if (std::find(expect.violations.begin(), expect.violations.end(), name) !=
-            expect.violations.end()) {
-          value_error(vp, fmt::format("duplicate invariant '{}'", name));
-          continue;
-        }
-        expect.violations.push_back(name);
-      }
-    }
-  }
+  if (const json* list = field(v, "violations")) load_expected_violations(*list, pointer);
   if (const json* d = field(v, "damaged_files")) load_damaged_files(*d, child(pointer, "damaged_files"));
 }
 
