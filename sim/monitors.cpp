@@ -22,7 +22,7 @@ MonitorSet::MonitorSet(const Scenario& scenario) : MonitorSet(scenario, monitor_
 
 MonitorSet::MonitorSet(const Scenario& scenario, const std::vector<MonitorFactory>& registry)
     : context_(std::make_unique<MonitorContext>(scenario)),
-      facts_(std::make_unique<RunFacts>(context_->process, scenario)) {
+      facts_(std::make_unique<RunFacts>(context_->process, context_->jobs, scenario)) {
   subscribed_.insert(shared_reads().begin(), shared_reads().end());
   for (const MonitorFactory& factory : registry) {
     monitors_.push_back(factory.make(scenario, *context_));

@@ -1,6 +1,8 @@
 #include "sim/monitors/reply_class.hpp"
 
 #include <algorithm>
+#include <array>
+#include <iterator>
 #include <cctype>
 
 namespace rehearse::sim {
@@ -148,6 +150,31 @@ std::optional<std::string> reply_failure_class(const ReplyFacts& reply) {
   return text_failure_class(reply.message);
 }
 
+int failure_specificity(std::string_view failure_class) {
+  static constexpr std::array<std::string_view, 9> kOrder = {
+      "auth",         "validation", "not_found", "config", "rate_limit",
+      "provider_5xx", "timeout",    "network",   "unknown"};
+  const auto it = std::find(kOrder.begin(), kOrder.end(), failure_class);
+  return static_cast<int>(std::distance(kOrder.begin(), it));
+}
+
+bool retried_by_default(std::string_view failure_class) {
+  return failure_class == "timeout" || failure_class == "network" ||
+         failure_class == "provider_5xx" || failure_class == "rate_limit";
+}
+
+std::string group_failure_class(const std::vector<std::string>& task_failures,
+                                const std::function<bool(const std::string&)>& retryable) {
+  for (const std::string& cls : task_failures) {
+    if (retryable(cls)) return cls;
+  }
+  std::string best;
+  for (const std::string& cls : task_failures) {
+    if (best.empty() || failure_specificity(cls) < failure_specificity(best)) best = cls;
+  }
+  return best;
+}
+
 void RunReplies::begin(const std::string& job, TimeMs slot) { runs_[{job, slot}] = Run{}; }
 
 void RunReplies::observe(const TraceEvent& e) {
@@ -159,6 +186,7 @@ void RunReplies::observe(const TraceEvent& e) {
     auto [it, fresh] = requests.try_emplace(e.str("request_id"));
     if (fresh) it->second.order = requests.size();
     it->second.failure = failure;
+    if (e.service == "model-api") observe_task(own->second, e, failure);
   }
   if (!failure || e.str("operation") != "issue_token") return;
   for (auto it = runs_.begin(); it != runs_.end(); ++it) {
@@ -178,6 +206,37 @@ std::vector<std::string> RunReplies::failed_classes(const std::string& job, Time
   std::vector<std::string> out;
   out.reserve(failed.size());
   for (auto& [order, cls] : failed) out.push_back(std::move(cls));
+  return out;
+}
+
+// A model-API reply under its task: a failure, else a 2xx without a valid
+// answer (no body class: `unknown`), a skip or a deliverable.
+void RunReplies::observe_task(Run& run, const TraceEvent& e,
+                              const std::optional<std::string>& failure) {
+  const std::string body = e.str("body_class");
+  const std::string result =
+      failure ? *failure : (body.empty() ? "unknown" : (body == "skip" ? "skip" : ""));
+  const std::string target = e.str("target");
+  const auto same = [&](const auto& t) { return t.first == target; };
+  const auto it = std::find_if(run.tasks.begin(), run.tasks.end(), same);
+  if (it == run.tasks.end()) {
+    run.tasks.emplace_back(target, result);
+  } else {
+    it->second = result;
+  }
+}
+
+GroupTaskReplies RunReplies::group_tasks(const std::string& job, TimeMs slot) const {
+  GroupTaskReplies out;
+  const auto run = runs_.find({job, slot});
+  if (run == runs_.end()) return out;
+  for (const auto& [target, result] : run->second.tasks) {
+    if (result.empty()) {
+      out.deliverable = true;
+    } else if (result != "skip") {
+      out.failed.push_back(result);
+    }
+  }
   return out;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -41,6 +42,30 @@ std::string status_failure_class(int status);
 std::string transport_failure_class(std::string_view kind);
 std::string text_failure_class(std::string_view message);
 
+// The class of a failed group run (docs/semantics.md §6, made precise in
+// docs/group-jobs.md): its first task failure of a class `retryable` says
+// the job's policy retries, else its most specific one (the text fallback's
+// order of §1: auth, validation, not_found, config, rate_limit, provider_5xx,
+// timeout, network, unknown; the earlier task among equals). `task_failures`
+// in task order; "" when empty. The monitors' own tables, not model/'s.
+std::string group_failure_class(const std::vector<std::string>& task_failures,
+                                const std::function<bool(const std::string&)>& retryable);
+// 0 for the most specific class (auth) up to `unknown` (and any name the
+// table does not know) last.
+int failure_specificity(std::string_view failure_class);
+// §1's classes retried by default (the per-job form's): timeout, network,
+// provider_5xx, rate_limit.
+bool retried_by_default(std::string_view failure_class);
+
+// What a group run's tasks got from the model API (the last reply under
+// each task, `target`): whether one produced a deliverable (a valid 2xx
+// answer that is not a skip), and the classes of the failed ones in task
+// order (a 2xx without a valid answer, no `body_class`, is `unknown`).
+struct GroupTaskReplies {
+  bool deliverable = false;
+  std::vector<std::string> failed;
+};
+
 // The replies of runs. A run of (job, slot) begins at its queue take; every
 // `service_reply` attributed to the job and slot from then on belongs to it,
 // and a request's answer is the last reply recorded under its request id (a
@@ -57,6 +82,8 @@ class RunReplies {
   void observe(const TraceEvent& service_reply);
   // Empty when the run saw no failed request (or was never begun).
   std::vector<std::string> failed_classes(const std::string& job, TimeMs slot) const;
+  // The run's `model-api` replies, by task (a group run).
+  GroupTaskReplies group_tasks(const std::string& job, TimeMs slot) const;
   void end(const std::string& job, TimeMs slot);
 
  private:
@@ -67,7 +94,13 @@ class RunReplies {
   struct Run {
     std::map<std::string, Request> requests;  // by request id
     std::vector<std::string> shared;          // failed issuances of other runs
+    // model-api replies by task, in the order of their first reply: the
+    // failure class, or "" for a deliverable, "skip" for a skip.
+    std::vector<std::pair<std::string, std::string>> tasks;
   };
+  static void observe_task(Run& run, const TraceEvent& e,
+                           const std::optional<std::string>& failure);
+
   std::map<std::pair<std::string, TimeMs>, Run> runs_;
 };
 

@@ -40,7 +40,8 @@ std::string_view fact_source(std::string_view type) {
   return type;
 }
 
-RunFacts::RunFacts(const ProcessTracker& process, const Scenario& scenario) : process_(process) {
+RunFacts::RunFacts(const ProcessTracker& process, const JobTable& jobs, const Scenario& scenario)
+    : process_(process), jobs_(jobs) {
   for (const JobSpec& job : scenario.jobs) {
     if (job.kind == JobKind::fetch || job.kind == JobKind::call) reply_classified_.insert(job.id);
   }
@@ -115,6 +116,8 @@ void RunFacts::on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& ou
     pending_finish_ = PendingFinish{r, i, e.t, std::nullopt, {}};
     if (reply_classified_.count(r.job) != 0) {
       pending_finish_->replies_class = failure_class_of(r, json());
+    } else if (const auto group = group_class_of(r)) {
+      pending_finish_->replies_class = *group;
     }
   } else if (r.intent) {
     out.push_back({run_event(r, "run_started", r.take_t), r.take_index});
@@ -132,14 +135,39 @@ void RunFacts::on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& ou
 }
 
 // The class of a failed run (see the header): the replies' for a fetch or
-// call job, the durable row's (`facts`) for the other kinds.
+// call job, the group rule's for a group run whose tasks failed, else the
+// durable row's (`facts`).
 std::string RunFacts::failure_class_of(const OpenRun& r, const json& facts) const {
   const json row = facts.is_object() ? facts.value("failure_class", json()) : json();
   const std::string written = row.is_string() ? row.get<std::string>() : "unknown";
+  if (const auto group = group_class_of(r)) return *group;
   if (reply_classified_.count(r.job) == 0) return written;
   const std::vector<std::string> seen = replies_.failed_classes(r.job, r.slot);
   if (seen.empty()) return "unknown";
   return std::find(seen.begin(), seen.end(), written) != seen.end() ? written : seen.front();
+}
+
+// A failed group run's class from its tasks' model-API replies: nullopt (the
+// row's class) for a job that is no group or whose policy the monitors do not
+// read, a run where a task produced a deliverable (it failed at the delivery)
+// and a run where no task's reply failed (a damaged ledger, a delivery
+// resumed from the stored outbox). "Retryable" is the classes of the job's
+// policy as the monitors read it, whatever its count (an invalid policy:
+// §1's default classes, as the core does).
+std::optional<std::string> RunFacts::group_class_of(const OpenRun& r) const {
+  const MonitoredJob* job = jobs_.find(r.job);
+  if (job == nullptr || job->tasks.empty() || !job->policy_judged) return std::nullopt;
+  const bool scripted_deliverable =
+      std::any_of(job->tasks.begin(), job->tasks.end(), [](const MonitoredJob::Task& t) {
+        return t.model_calls == 0 && t.produces != "skip";
+      });
+  const GroupTaskReplies tasks = replies_.group_tasks(r.job, r.slot);
+  if (scripted_deliverable || tasks.deliverable || tasks.failed.empty()) return std::nullopt;
+  const WitnessPolicy& policy = job->policy;
+  return group_failure_class(tasks.failed, [&policy](const std::string& cls) {
+    if (!policy.valid) return retried_by_default(cls);
+    return policy.all_classes || policy.classes.count(cls) != 0;
+  });
 }
 
 std::optional<TraceEvent> RunFacts::notification_of(const TraceEvent& e) {

@@ -9,7 +9,11 @@
 // class of a failed fetch or call run is the monitors' own reading of the
 // replies the world recorded during the run (`service_reply`, reply_class.hpp:
 // when several requests failed, the row's class if it is one of theirs, else
-// the first; none: unknown); for the other kinds, the row's `failure_class`.
+// the first; none: unknown). That of a failed group run is the group rule
+// (group_failure_class) over its tasks' model-API replies, where no task
+// produced a deliverable and one failed; otherwise (a delivery refused, no
+// task reply failed, a policy the monitors do not read) and for the other
+// kinds, the row's `failure_class`.
 // While the store refuses writes the outcome is what the run's finish carries
 // (a failure notice, a retry queued: a failure), judged at the next event. A retry taken and
 // finished without an intent while the store refuses writes was dropped (`retry_dropped`); a run
@@ -29,6 +33,7 @@
 #include <vector>
 
 #include "model/time.hpp"
+#include "sim/monitors/job_table.hpp"
 #include "sim/monitors/process_tracker.hpp"
 #include "sim/monitors/reply_class.hpp"
 #include "sim/scenario.hpp"
@@ -52,7 +57,8 @@ class RunFacts {
  public:
   // `scenario`: its fetch and call jobs, whose failed runs are classified
   // from their replies (reply_class.hpp).
-  RunFacts(const ProcessTracker& process, const Scenario& scenario);
+  // `jobs`: a group's tasks and policy (its failed runs' class).
+  RunFacts(const ProcessTracker& process, const JobTable& jobs, const Scenario& scenario);
 
   // First, for every event: the finish of a run left pending by the previous
   // event, decided by this one (see above).
@@ -84,8 +90,10 @@ class RunFacts {
   };
   void on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& out);
   std::string failure_class_of(const OpenRun& run, const nlohmann::json& facts) const;
+  std::optional<std::string> group_class_of(const OpenRun& run) const;
 
   const ProcessTracker& process_;
+  const JobTable& jobs_;
   std::optional<PendingFinish> pending_finish_;
   std::map<std::uint64_t, OpenRun> open_runs_;           // by queue entry id
   std::map<std::string, nlohmann::json> durable_state_;  // job -> its durable facts

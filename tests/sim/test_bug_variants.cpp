@@ -476,5 +476,49 @@ TEST(LyingCores, ATornTailDroppedWithoutACopyBreaksStateDurable) {
   EXPECT_TRUE(fired_on(r.variant, "state_durable", "journal_tail_gone")) << describe(r.variant);
 }
 
+// A group job (one task, per-job policy: network retried, auth not) whose
+// model-API calls all get a 403 from 09:59 on. The core fails the 10:00 run
+// on auth and does not retry it (failed_permanent). The variant (the same
+// misclassifying runner, over the core's group job) reports the failure as
+// network: the durable row says network and a retry is queued at 10:05.
+// The monitors compute a failed group run's class from its tasks' model-API
+// replies (the 403: auth) and retries_bounded fires when the queue hands out
+// the retry; the row's class is not believed.
+TEST(LyingCores, AGroupTask403WrittenAsNetworkBreaksRetriesBounded) {
+  const std::string text = R"({
+    "format": 1, "scenario": "group-403",
+    "start": "2026-12-07T09:30:00Z", "until": "2026-12-07T10:30:00Z",
+    "services": {"model-api": {}, "messenger": {"targets": ["team"]}},
+    "jobs": [{"id": "digest", "kind": "group", "schedule": "0 10 * * *",
+              "retry_policy": {"max": 2, "backoff_sec": 300},
+              "tasks": [{"id": "t", "produces": "summary"}], "targets": ["team"]}],
+    "faults": [{"at": "2026-12-07T09:59:00Z", "kind": "http_errors",
+                "service": "model-api", "status": 403}]})";
+  auto loaded = load_scenario_json(text, "group-403.json");
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  Pair out{std::move(loaded).value(), {}, {}};
+  RunOptions core_options;
+  core_options.stop_on_violation = false;
+  auto core = run_scenario(out.scenario, core_options);
+  ASSERT_TRUE(core.ok()) << core.error().message;
+  RunOptions options;
+  options.stop_on_violation = false;
+  options.runner_factory = [](const JobSpec& job, RunnerPorts& ports) -> std::unique_ptr<JobRunner> {
+    auto runner = make_default_runner(job, ports);
+    if (!runner.ok()) return nullptr;
+    return variants::make_misclassifying_runner(std::move(runner).value(), FailureClass::auth,
+                                                FailureClass::network);
+  };
+  auto variant = run_scenario(out.scenario, options);
+  ASSERT_TRUE(variant.ok()) << variant.error().message;
+  EXPECT_TRUE(core.value().violations.empty()) << "core run:\n" << describe(core.value());
+  EXPECT_EQ(core.value().tallies["jobs"]["digest"]["retries"], 0) << core.value().tallies.dump();
+  EXPECT_EQ(fired(variant.value()), std::set<std::string>{"retries_bounded"})
+      << "a group task's auth failure written and retried as network passed; variant run:\n"
+      << describe(variant.value());
+  EXPECT_TRUE(fired_on(variant.value(), "retries_bounded", "queue_take"))
+      << describe(variant.value());
+}
+
 }  // namespace
 }  // namespace rehearse::sim

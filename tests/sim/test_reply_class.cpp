@@ -165,5 +165,76 @@ TEST(RunReplies, ARunWithNoFailedRequestOfItsOwnTakesTheIssuanceItWaitedOn) {
   EXPECT_EQ(runs.failed_classes("b", 1000), std::vector<std::string>{"auth"});
 }
 
+// --- The class of a failed group run (docs/semantics.md §6): its first
+// retryable task failure, else its most specific permanent one.
+
+bool default_retryable(const std::string& cls) { return retried_by_default(cls); }
+
+TEST(GroupFailureClass, TheFirstRetryableTaskFailureWins) {
+  // A permanent auth failure first, then two retryable ones: the first of
+  // those names the run, not the more specific auth.
+  EXPECT_EQ(group_failure_class({"auth", "network", "rate_limit"}, default_retryable), "network");
+  EXPECT_EQ(group_failure_class({"rate_limit", "timeout"}, default_retryable), "rate_limit");
+  // What is retryable is the job's policy: one that retries not_found makes
+  // a 404 the first retryable failure.
+  const auto not_found_only = [](const std::string& cls) { return cls == "not_found"; };
+  EXPECT_EQ(group_failure_class({"timeout", "auth", "not_found"}, not_found_only), "not_found");
+  // A policy retrying every class: the first failure.
+  const auto every = [](const std::string&) { return true; };
+  EXPECT_EQ(group_failure_class({"unknown", "auth"}, every), "unknown");
+}
+
+TEST(GroupFailureClass, ElseTheMostSpecificPermanentFailure) {
+  // §1's text-fallback order: auth < validation < not_found < config < ... < unknown.
+  EXPECT_EQ(group_failure_class({"unknown", "not_found", "validation"}, default_retryable),
+            "validation");
+  EXPECT_EQ(group_failure_class({"config", "auth"}, default_retryable), "auth");
+  EXPECT_EQ(group_failure_class({"unknown", "config"}, default_retryable), "config");
+  // unknown names the run only when every failure is unknown.
+  EXPECT_EQ(group_failure_class({"unknown", "unknown"}, default_retryable), "unknown");
+  // A policy that retries nothing: retryable classes are ranked too.
+  const auto none = [](const std::string&) { return false; };
+  EXPECT_EQ(group_failure_class({"network", "rate_limit", "unknown"}, none), "rate_limit");
+  EXPECT_EQ(group_failure_class({}, default_retryable), "");
+}
+
+TEST(GroupFailureClass, TheSpecificityOrderIsSection1s) {
+  const std::vector<std::string> order = {"auth",         "validation", "not_found",
+                                          "config",       "rate_limit", "provider_5xx",
+                                          "timeout",      "network",    "unknown"};
+  for (std::size_t i = 0; i + 1 < order.size(); ++i) {
+    EXPECT_LT(failure_specificity(order[i]), failure_specificity(order[i + 1])) << order[i];
+  }
+  EXPECT_GE(failure_specificity("no-such-class"), failure_specificity("unknown"));
+}
+
+TraceEvent task_reply(const std::string& task, nlohmann::json fields) {
+  TraceEvent e = reply("digest", 1000, "digest/" + task + "/1", std::move(fields));
+  e.service = "model-api";
+  e.data["target"] = task;
+  return e;
+}
+
+TEST(RunReplies, AGroupRunsTasksFromTheModelApisReplies) {
+  RunReplies runs;
+  runs.begin("digest", 1000);
+  runs.observe(task_reply("holiday", {{"status", 200}, {"body_class", "skip"}}));
+  runs.observe(task_reply("summary", {{"status", 403}}));
+  runs.observe(task_reply("preview", {{"status", 200}}));  // no valid answer: unknown
+  GroupTaskReplies tasks = runs.group_tasks("digest", 1000);
+  EXPECT_FALSE(tasks.deliverable);
+  EXPECT_EQ(tasks.failed, (std::vector<std::string>{"auth", "unknown"}));
+  EXPECT_EQ(group_failure_class(tasks.failed, default_retryable), "auth");
+  // Another service's reply (a messenger refusal) is no task; a task's
+  // valid answer is a deliverable.
+  TraceEvent refusal = reply("digest", 1000, "digest/deliver/team", {{"status", 503}});
+  refusal.service = "messenger";
+  runs.observe(refusal);
+  runs.observe(task_reply("weekly", {{"status", 200}, {"body_class", "summary"}}));
+  tasks = runs.group_tasks("digest", 1000);
+  EXPECT_TRUE(tasks.deliverable);
+  EXPECT_EQ(tasks.failed, (std::vector<std::string>{"auth", "unknown"}));
+}
+
 }  // namespace
 }  // namespace rehearse::sim

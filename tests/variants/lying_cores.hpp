@@ -69,8 +69,10 @@ std::unique_ptr<Notifier> make_double_delivery_notifier(Notifier& inner);
 // whose failure of class `from` is reported to the scheduler as `to` (so the
 // durable row and the retry decision follow `to`), while the core's own log
 // line of the failed request still names the class of the reply (e.g. a 403
-// logged as auth, written and retried as network). retries_bounded catches
-// it with the monitors' own classification of the replies.
+// logged as auth, written and retried as network). It wraps any kind's
+// runner: over a fetch job or a group job (a task's 403 from the model API),
+// retries_bounded catches it with the monitors' own classification of the
+// replies (for a group run, the group rule over its tasks' replies).
 std::unique_ptr<JobRunner> make_misclassifying_runner(std::unique_ptr<JobRunner> core,
                                                       FailureClass from, FailureClass to);
 
