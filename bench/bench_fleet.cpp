@@ -50,7 +50,8 @@ void bench_fleet(benchmark::State& state, std::int64_t jobs, DurationMs span_ms)
     const auto wall0 = std::chrono::steady_clock::now();
     auto result = sim::run_scenario(scenario, options);
     const double cpu = cpu_seconds() - cpu0;
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     if (!result) {
       state.SkipWithError(result.error().describe().c_str());
       return;

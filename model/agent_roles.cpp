@@ -17,15 +17,24 @@ struct RoleAlias {
 
 // The mapping table of docs/semantics.md §8, in one place.
 constexpr std::array<RoleAlias, 18> kRoleAliases{{
-    {"lead", Role::lead, false},         {"dev", Role::dev, false},
-    {"ops", Role::ops, false},           {"planning", Role::planning, false},
-    {"ceo", Role::lead, true},           {"chief", Role::lead, true},
-    {"manager", Role::lead, true},       {"engineer", Role::dev, true},
-    {"developer", Role::dev, true},      {"coder", Role::dev, true},
-    {"builder", Role::dev, true},        {"sre", Role::ops, true},
-    {"devops", Role::ops, true},         {"operator", Role::ops, true},
-    {"pm", Role::planning, true},        {"planner", Role::planning, true},
-    {"product", Role::planning, true},   {"strategist", Role::planning, true},
+    {"lead", Role::lead, false},
+    {"dev", Role::dev, false},
+    {"ops", Role::ops, false},
+    {"planning", Role::planning, false},
+    {"ceo", Role::lead, true},
+    {"chief", Role::lead, true},
+    {"manager", Role::lead, true},
+    {"engineer", Role::dev, true},
+    {"developer", Role::dev, true},
+    {"coder", Role::dev, true},
+    {"builder", Role::dev, true},
+    {"sre", Role::ops, true},
+    {"devops", Role::ops, true},
+    {"operator", Role::ops, true},
+    {"pm", Role::planning, true},
+    {"planner", Role::planning, true},
+    {"product", Role::planning, true},
+    {"strategist", Role::planning, true},
 }};
 
 std::string normalise(std::string_view name) {

@@ -10,8 +10,8 @@
 namespace rehearse {
 
 std::string call_request_id(const RunContext& context, std::size_t index) {
-  return fmt::format("{}/{}/a{}/c{}", context.job_id, format_instant(context.slot),
-                     context.attempt, index);
+  return fmt::format("{}/{}/a{}/c{}", context.job_id, format_instant(context.slot), context.attempt,
+                     index);
 }
 
 CallJob::CallJob(Services& services, Log& log, CallJobConfig config)
@@ -33,14 +33,10 @@ RunOutcome CallJob::judge(const RunContext& context, std::size_t index,
   const FailureInfo info = to_failure_info(result);
   const FailureClass failure_class = classify(info);
   const CallSpec& spec = config_.calls.at(index);
-  LogFields fields{{"job_id", context.job_id},
-                   {"slot", format_instant(context.slot)},
-                   {"attempt", context.attempt},
-                   {"request_id", call_request_id(context, index)},
-                   {"service", spec.service},
-                   {"method", spec.method},
-                   {"path", spec.path},
-                   {"failure_class", to_string(failure_class)}};
+  LogFields fields{{"job_id", context.job_id},   {"slot", format_instant(context.slot)},
+                   {"attempt", context.attempt}, {"request_id", call_request_id(context, index)},
+                   {"service", spec.service},    {"method", spec.method},
+                   {"path", spec.path},          {"failure_class", to_string(failure_class)}};
   append_failure_fields(fields, info);
   log_.warning("call_failed", fields);
   // The class comes from the structured status, never from the text.

@@ -25,7 +25,7 @@
 namespace rehearse {
 
 struct CallSpec {
-  std::string service;        // the service's name, as declared
+  std::string service;         // the service's name, as declared
   std::string method = "GET";  // trace only
   std::string path = "/";      // trace only
 };

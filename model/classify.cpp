@@ -157,9 +157,9 @@ const std::array<std::string_view, 10> kNumberNamingWords{
     "port", "line", "pid", "id", "issue", "item", "row", "column", "attempt", "version"};
 const std::array<std::string_view, 4> kStatusWords{"http", "https", "status", "code"};
 const std::array<std::string_view, 22> kUnitWords{
-    "ms",     "s",    "sec",  "secs",   "second",  "seconds", "millis", "milliseconds",
-    "min",    "mins", "minute", "minutes", "h",    "hr",      "hrs",    "hour",
-    "hours",  "bytes", "kb",  "mb",     "gb",      "px"};
+    "ms",    "s",     "sec",    "secs",    "second", "seconds", "millis", "milliseconds",
+    "min",   "mins",  "minute", "minutes", "h",      "hr",      "hrs",    "hour",
+    "hours", "bytes", "kb",     "mb",      "gb",     "px"};
 
 template <std::size_t N>
 bool one_of(std::string_view word, const std::array<std::string_view, N>& words) {
@@ -203,7 +203,8 @@ std::vector<int> status_numbers(std::string_view text) {
       if (next == ' ' && one_of(word_after(text, end), kUnitWords)) continue;
     }
     if (one_of(word_before(text, begin), kNumberNamingWords)) continue;
-    const int value = (text[begin] - '0') * 100 + (text[begin + 1] - '0') * 10 + (text[begin + 2] - '0');
+    const int value =
+        (text[begin] - '0') * 100 + (text[begin + 1] - '0') * 10 + (text[begin + 2] - '0');
     REHEARSE_ASSERT_LE(value, 999);
     out.push_back(value);
   }
@@ -214,37 +215,69 @@ const std::vector<ClassMarkers>& text_rules() {
   using enum MatchKind;
   static const std::vector<ClassMarkers> kRules{
       {FailureClass::auth,
-       {{"unauthorized"}, {"unauthorised"}, {"unauthenticated"}, {"forbidden"},
-        {"invalid token"}, {"invalid_token"}, {"invalid api key"}, {"invalid_api_key"},
-        {"invalid x-api-key"}, {"authentication fail"}, {"authentication error"},
-        {"authentication_error"}, {"not authorized"}, {"access denied"}, {"permission denied"},
-        {"permission_denied"}, {"invalid credentials"}, {"token expired"}, {"expired token"},
-        {"token has expired"}, {"token revoked"}}},
+       {{"unauthorized"},        {"unauthorised"},         {"unauthenticated"},
+        {"forbidden"},           {"invalid token"},        {"invalid_token"},
+        {"invalid api key"},     {"invalid_api_key"},      {"invalid x-api-key"},
+        {"authentication fail"}, {"authentication error"}, {"authentication_error"},
+        {"not authorized"},      {"access denied"},        {"permission denied"},
+        {"permission_denied"},   {"invalid credentials"},  {"token expired"},
+        {"expired token"},       {"token has expired"},    {"token revoked"}}},
       {FailureClass::validation,
-       {{"bad request"}, {"unprocessable"}, {"validation", prefix}, {"invalid request"},
-        {"invalid_request"}, {"invalid argument"}, {"invalid_argument"}, {"invalid parameter"},
-        {"invalid input"}, {"malformed"}}},
+       {{"bad request"},
+        {"unprocessable"},
+        {"validation", prefix},
+        {"invalid request"},
+        {"invalid_request"},
+        {"invalid argument"},
+        {"invalid_argument"},
+        {"invalid parameter"},
+        {"invalid input"},
+        {"malformed"}}},
       {FailureClass::not_found,
        {{"not found"}, {"not_found"}, {"does not exist"}, {"doesn't exist"}}},
       {FailureClass::config,
-       {{"config"}, {"missing agent"}, {"agent missing"}, {"unknown role"}, {"invalid role"},
-        {"bad role"}, {"invalid policy"}, {"bad override"}}},
+       {{"config"},
+        {"missing agent"},
+        {"agent missing"},
+        {"unknown role"},
+        {"invalid role"},
+        {"bad role"},
+        {"invalid policy"},
+        {"bad override"}}},
       {FailureClass::rate_limit,
-       {{"quota"}, {"usage limit"}, {"rate limit"}, {"rate-limit"}, {"rate_limit"},
-        {"ratelimit"}, {"too many requests"}, {"resource exhausted"}, {"resource_exhausted"},
+       {{"quota"},
+        {"usage limit"},
+        {"rate limit"},
+        {"rate-limit"},
+        {"rate_limit"},
+        {"ratelimit"},
+        {"too many requests"},
+        {"resource exhausted"},
+        {"resource_exhausted"},
         {"throttl"}}},
       {FailureClass::provider_5xx,
-       {{"5xx", word}, {"internal server error"}, {"bad gateway"}, {"service unavailable"},
-        {"gateway timeout"}, {"server error"}, {"overloaded"}}},
+       {{"5xx", word},
+        {"internal server error"},
+        {"bad gateway"},
+        {"service unavailable"},
+        {"gateway timeout"},
+        {"server error"},
+        {"overloaded"}}},
       {FailureClass::timeout,
-       {{"timeout"}, {"timed out"}, {"time out"}, {"time-out"}, {"etimedout"},
-        {"deadline exceeded"}, {"deadline_exceeded"}}},
+       {{"timeout"},
+        {"timed out"},
+        {"time out"},
+        {"time-out"},
+        {"etimedout"},
+        {"deadline exceeded"},
+        {"deadline_exceeded"}}},
       {FailureClass::network,
-       {{"connection"}, {"econnrefused"}, {"econnreset"}, {"econnaborted"}, {"enotfound"},
-        {"eai_again"}, {"ehostunreach"}, {"enetunreach"}, {"epipe", word}, {"broken pipe"},
-        {"socket"}, {"network"}, {"unreachable"}, {"dns", word}, {"host not found"},
-        {"no such host"}, {"name resolution"}, {"could not resolve"}, {"getaddrinfo"},
-        {"reset by peer"}, {"refused"}, {"disconnect"}}},
+       {{"connection"},      {"econnrefused"},      {"econnreset"},     {"econnaborted"},
+        {"enotfound"},       {"eai_again"},         {"ehostunreach"},   {"enetunreach"},
+        {"epipe", word},     {"broken pipe"},       {"socket"},         {"network"},
+        {"unreachable"},     {"dns", word},         {"host not found"}, {"no such host"},
+        {"name resolution"}, {"could not resolve"}, {"getaddrinfo"},    {"reset by peer"},
+        {"refused"},         {"disconnect"}}},
   };
   return kRules;
 }

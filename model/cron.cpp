@@ -70,9 +70,8 @@ constexpr std::size_t kSecond = 0, kMinute = 1, kHour = 2, kDom = 3, kMonth = 4,
 constexpr std::array<unsigned, 13> kDaysInMonthTable = {0,  31, 29, 31, 30, 31, 30,
                                                         31, 31, 30, 31, 30, 31};
 
-constexpr std::array<const char*, 13> kMonthNames = {"",    "JAN", "FEB", "MAR", "APR",
-                                                     "MAY", "JUN", "JUL", "AUG", "SEP",
-                                                     "OCT", "NOV", "DEC"};
+constexpr std::array<const char*, 13> kMonthNames = {
+    "", "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"};
 constexpr std::array<const char*, 7> kWeekdayNames = {"SUN", "MON", "TUE", "WED",
                                                       "THU", "FRI", "SAT"};
 
@@ -277,8 +276,7 @@ std::uint64_t full_mask(int min, int max) {
 }
 
 // "1-5,10,12" from a bit mask.
-std::string compress(std::uint64_t bits, int min, int max,
-                     const char* const* names = nullptr) {
+std::string compress(std::uint64_t bits, int min, int max, const char* const* names = nullptr) {
   std::string out;
   int v = min;
   while (v <= max) {
@@ -320,8 +318,8 @@ struct WorkField {
   std::array<std::uint32_t, 64> multiplicity{};
   std::uint32_t text_entries = 0;
   std::uint32_t exact_last_entries = 0;  // day-of-month entries spelled exactly "L"
-  std::string weekdayless_last;  // e.g. "L" or "L5" in day-of-week
-  double nth = 0;                // Number() of the text after '#', 0 when absent
+  std::string weekdayless_last;          // e.g. "L" or "L5" in day-of-week
+  double nth = 0;                        // Number() of the text after '#', 0 when absent
 };
 
 // One list element after cron-parser's repeat/range step: a list of numbers
@@ -360,8 +358,7 @@ struct CronParser {
                     const std::string& why) const {
     const std::size_t position = index + 1 - field_offset;
     return make_error(code, "field " + std::to_string(position) + " (" +
-                                to_string(kSpecs[index].kind) + ") " + quoted(token) + ": " +
-                                why);
+                                to_string(kSpecs[index].kind) + ") " + quoted(token) + ": " + why);
   }
 
   static bool allowed_char(std::size_t index, char c) {
@@ -391,8 +388,7 @@ struct CronParser {
         case '#':
           return field_error(ErrorCode::invalid_argument, index, token,
                              "# is only allowed in day-of-week");
-        default:
-          break;
+        default: break;
       }
       if (is_alpha(c)) {
         return field_error(ErrorCode::invalid_argument, index, token,
@@ -476,15 +472,14 @@ struct CronParser {
     std::string out;
     std::size_t i = 0;
     while (i < value.size()) {
-      const bool name_here = i + 2 < value.size() && is_alpha(value[i]) &&
-                             is_alpha(value[i + 1]) && is_alpha(value[i + 2]);
+      const bool name_here = i + 2 < value.size() && is_alpha(value[i]) && is_alpha(value[i + 1]) &&
+                             is_alpha(value[i + 2]);
       if (!name_here) {
         out += value[i];
         ++i;
         continue;
       }
-      const std::string name = {to_upper(value[i]), to_upper(value[i + 1]),
-                                to_upper(value[i + 2])};
+      const std::string name = {to_upper(value[i]), to_upper(value[i + 1]), to_upper(value[i + 2])};
       int number = -1;
       if (index == kMonth) {
         for (std::size_t m = 1; m <= 12; ++m) {
@@ -733,8 +728,7 @@ struct CronParser {
     }
     if (tokens.size() < 5) {
       return make_error(ErrorCode::invalid_argument,
-                        std::to_string(tokens.size()) +
-                            " field(s) in " + quoted(expression) +
+                        std::to_string(tokens.size()) + " field(s) in " + quoted(expression) +
                             ": expected 5 (minute hour day-of-month month day-of-week) or 6 "
                             "(second first); cron-parser would pad the missing fields with *");
     }
@@ -1023,7 +1017,7 @@ std::vector<std::string> CronSchedule::low_frequency_warnings() const {
   // (from 2000-01-01); once a shorter gap is seen the scan only goes on for a
   // year or 2000 firings, so the gap reported is the shortest seen there.
   constexpr DurationMs kWeekMs = 7 * kDayMs;
-  constexpr TimeMs kCycleStartMs = 946684800000;                      // 2000-01-01T00:00:00Z
+  constexpr TimeMs kCycleStartMs = 946684800000;                     // 2000-01-01T00:00:00Z
   constexpr TimeMs kCycleEndMs = kCycleStartMs + 146097LL * kDayMs;  // 2400-01-01T00:00:00Z
   constexpr int kFiringsAfterShortGapMax = 2000;
   const bool literal = is_low_frequency();
@@ -1036,8 +1030,8 @@ std::vector<std::string> CronSchedule::low_frequency_warnings() const {
     shortest_ms = std::min(shortest_ms, *next - *previous);
     ++firings;
     const bool short_gap_seen = shortest_ms < kWeekMs;
-    if (short_gap_seen && (firings >= kFiringsAfterShortGapMax ||
-                           *next - kCycleStartMs >= 366 * kDayMs)) {
+    if (short_gap_seen &&
+        (firings >= kFiringsAfterShortGapMax || *next - kCycleStartMs >= 366 * kDayMs)) {
       break;
     }
     previous = next;
@@ -1045,17 +1039,19 @@ std::vector<std::string> CronSchedule::low_frequency_warnings() const {
   if (shortest_ms == std::numeric_limits<DurationMs>::max()) return warnings;
   const bool both_restricted = !fields_[kDom].unrestricted && !fields_[kDow].unrestricted;
   if (literal && shortest_ms < kWeekMs) {
-    std::string why = "counts as low-frequency by the literal rule (a day field is one fixed "
-                      "value), yet consecutive firings can be only " +
-                      format_duration(shortest_ms) + " apart";
+    std::string why =
+        "counts as low-frequency by the literal rule (a day field is one fixed "
+        "value), yet consecutive firings can be only " +
+        format_duration(shortest_ms) + " apart";
     if (both_restricted) {
       why += "; both day fields are restricted, so a day matches when EITHER matches";
     }
     warnings.push_back(why);
   } else if (!literal && shortest_ms >= kWeekMs) {
-    warnings.push_back("does not count as low-frequency by the literal rule (no day field is "
-                       "one fixed value), yet consecutive firings are at least " +
-                       format_duration(shortest_ms) + " apart");
+    warnings.push_back(
+        "does not count as low-frequency by the literal rule (no day field is "
+        "one fixed value), yet consecutive firings are at least " +
+        format_duration(shortest_ms) + " apart");
   }
   return warnings;
 }
@@ -1117,8 +1113,7 @@ std::string describe_field(const CronField& field) {
       if (field.values != 0) {
         std::string days = compress(field.values, 0, 6, kWeekdayNames.data());
         if (field.nth_occurrence != 0) {
-          days = "the " + std::string(ordinal(field.nth_occurrence)) + " " + days +
-                 " of the month";
+          days = "the " + std::string(ordinal(field.nth_occurrence)) + " " + days + " of the month";
         } else {
           days += " (" + compress(field.values, 0, 6) + ")";
         }
@@ -1133,8 +1128,9 @@ std::string describe_field(const CronField& field) {
       for (const auto& p : parts) out += (out.empty() ? "" : " and ") + p;
       if (out.empty()) out = "no day";
       if ((field.values & 0x7f) == 0x7f && !field.unrestricted) {
-        out += " (restricted: cron-parser treats only an 8-entry list such as * or 0-7 as "
-               "unrestricted)";
+        out +=
+            " (restricted: cron-parser treats only an 8-entry list such as * or 0-7 as "
+            "unrestricted)";
       }
       return out;
     }
@@ -1155,7 +1151,8 @@ Result<EffectiveSchedule> effective_schedule(std::string_view default_expression
         return make_error(ErrorCode::invalid_argument,
                           "config error: environment variable " + *schedule_env +
                               " is set but empty; it must hold a cron expression (unset it to "
-                              "use the default " + quoted(default_expression) + ")",
+                              "use the default " +
+                              quoted(default_expression) + ")",
                           "env:" + *schedule_env);
       }
       auto parsed = CronSchedule::parse(*value);

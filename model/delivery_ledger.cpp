@@ -37,8 +37,8 @@ nlohmann::json slot_to_json(const DeliverySlot& r) {
   nlohmann::json j = nlohmann::json::object();
   j["slot"] = format_instant(r.slot);
   if (r.outbox) {
-    j["outbox"] = nlohmann::json{{"at", format_instant(r.outbox_at.value_or(0))},
-                                 {"items", *r.outbox}};
+    j["outbox"] =
+        nlohmann::json{{"at", format_instant(r.outbox_at.value_or(0))}, {"items", *r.outbox}};
   }
   if (!r.delivered_to.empty()) j["delivered_to"] = r.delivered_to;
   if (r.guard_at) j["guard_at"] = format_instant(*r.guard_at);
@@ -150,8 +150,7 @@ Status check_slot_records(const std::vector<DeliverySlot>& slots) {
     if (r.outbox.has_value() != r.outbox_at.has_value()) return bad("outbox without its time");
     if (r.outbox && !r.outbox->is_array()) return bad("outbox items are not an array");
     if (!std::is_sorted(r.delivered_to.begin(), r.delivered_to.end()) ||
-        std::adjacent_find(r.delivered_to.begin(), r.delivered_to.end()) !=
-            r.delivered_to.end()) {
+        std::adjacent_find(r.delivered_to.begin(), r.delivered_to.end()) != r.delivered_to.end()) {
       return bad("delivered_to is not sorted and unique");
     }
     if (r.delivered_to.size() > DeliveryLedger::kTargetsMax) return bad("too many targets");
@@ -319,9 +318,8 @@ Result<LedgerJournal> decode_ledger_journal(std::string_view bytes, const std::s
   for (std::size_t line = 2; offset < bytes.size(); ++line) {
     const std::size_t end = bytes.find('\n', offset);
     const bool last = end == std::string_view::npos || end + 1 == bytes.size();
-    const std::string_view text = end == std::string_view::npos
-                                      ? bytes.substr(offset)
-                                      : bytes.substr(offset, end - offset);
+    const std::string_view text =
+        end == std::string_view::npos ? bytes.substr(offset) : bytes.substr(offset, end - offset);
     auto record = decode_record_line(text, fmt::format("{}:{}", job_id, line));
     if (end == std::string_view::npos || !record.ok()) {
       if (last) {  // a crash mid-append: never acknowledged
@@ -406,7 +404,8 @@ Result<DeliveryLedger::JobCache> DeliveryLedger::load(const std::string& job_id)
   c.generation = scan->generation;
   c.journal_end = scan->valid_end;
   c.last_offset = scan->offsets.empty() ? 0 : scan->offsets.back();
-  c.last_crc = crc32c(std::string_view(**journal).substr(c.last_offset, c.journal_end - c.last_offset));
+  c.last_crc =
+      crc32c(std::string_view(**journal).substr(c.last_offset, c.journal_end - c.last_offset));
   c.torn = scan->torn;
   return c;
 }
@@ -480,8 +479,8 @@ Status DeliveryLedger::check_bounds(const std::string& job_id, const JobCache& c
   }
   const auto it = c.slots.find(changed.slot);
   const bool was_open = it != c.slots.end() && !it->second.marked_at;
-  const std::size_t open = c.slots.size() - c.completed.size() - (was_open ? 1 : 0) +
-                           (changed.marked_at ? 0 : 1);
+  const std::size_t open =
+      c.slots.size() - c.completed.size() - (was_open ? 1 : 0) + (changed.marked_at ? 0 : 1);
   if (open > options_.open_slots_max) {
     return make_error(ErrorCode::invalid_argument,
                       fmt::format("more than {} open slots for job '{}': refused rather than "
@@ -674,8 +673,8 @@ Status DeliveryLedger::record_delivery(const std::string& job_id, TimeMs slot,
       return make_error(ErrorCode::invalid_argument, "no outbox: nothing was to be delivered",
                         format_instant(slot));
     }
-    r.delivered_to.insert(
-        std::lower_bound(r.delivered_to.begin(), r.delivered_to.end(), target), target);
+    r.delivered_to.insert(std::lower_bound(r.delivered_to.begin(), r.delivered_to.end(), target),
+                          target);
     return {};
   });
 }

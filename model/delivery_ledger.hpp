@@ -105,9 +105,7 @@ struct DeliverySlot {
   bool guard_consumed() const noexcept { return guard_at.has_value(); }
   bool complete() const noexcept { return marked_at.has_value(); }
   bool has_delivered_to(std::string_view target) const;
-  bool empty() const noexcept {
-    return !outbox && delivered_to.empty() && !guard_at && !marked_at;
-  }
+  bool empty() const noexcept { return !outbox && delivered_to.empty() && !guard_at && !marked_at; }
   bool operator==(const DeliverySlot&) const = default;
 };
 
@@ -215,7 +213,7 @@ std::string encode_ledger_record(const DeliverySlot& slot);
 std::string encode_ledger_journal_header(const std::string& job_id, std::uint64_t generation);
 struct LedgerJournal {
   std::uint64_t generation = 0;
-  std::vector<DeliverySlot> records;  // in file order (a slot may repeat: the last wins)
+  std::vector<DeliverySlot> records;   // in file order (a slot may repeat: the last wins)
   std::vector<std::uint64_t> offsets;  // of each record
   std::uint64_t valid_end = 0;         // after the last intact record
   bool torn = false;                   // a torn last line was dropped

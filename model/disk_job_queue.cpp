@@ -128,8 +128,7 @@ Result<Content> DiskJobQueue::decode(std::string_view bytes) {
     return make_error(ErrorCode::corrupt, "the queue file has no checksum line");
   }
   const std::string_view text = bytes.substr(0, newline);
-  const std::string expected =
-      fmt::format("{}{:08x}\n", kCrcPrefix, crc32c(text));
+  const std::string expected = fmt::format("{}{:08x}\n", kCrcPrefix, crc32c(text));
   if (bytes.substr(newline + 1) != expected) {
     return make_error(ErrorCode::corrupt,
                       "the queue file's checksum line does not match its content (expected " +

@@ -83,7 +83,7 @@ class DiskJobQueue final : public JobQueue {
   struct Content {
     std::uint64_t next_id = 1;
     std::uint64_t next_outbox_id = 1;
-    std::map<std::uint64_t, QueueEntry> entries;   // by id
+    std::map<std::uint64_t, QueueEntry> entries;    // by id
     std::map<std::uint64_t, OutboxMessage> outbox;  // by id
 
     bool operator==(const Content&) const = default;

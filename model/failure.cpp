@@ -10,13 +10,11 @@ namespace rehearse {
 
 namespace {
 constexpr std::array<const char*, kFailureClassCount> kClassNames{
-    "timeout", "network", "provider_5xx", "rate_limit", "auth",
-    "validation", "not_found", "config", "unknown"};
+    "timeout",    "network",   "provider_5xx", "rate_limit", "auth",
+    "validation", "not_found", "config",       "unknown"};
 }  // namespace
 
-const char* to_string(FailureClass c) noexcept {
-  return kClassNames[static_cast<std::size_t>(c)];
-}
+const char* to_string(FailureClass c) noexcept { return kClassNames[static_cast<std::size_t>(c)]; }
 
 std::optional<FailureClass> parse_failure_class(std::string_view name) noexcept {
   for (std::size_t i = 0; i < kClassNames.size(); ++i) {
@@ -48,14 +46,12 @@ bool is_retryable_by_default(FailureClass c) noexcept {
     case FailureClass::timeout:
     case FailureClass::network:
     case FailureClass::provider_5xx:
-    case FailureClass::rate_limit:
-      return true;
+    case FailureClass::rate_limit: return true;
     case FailureClass::auth:
     case FailureClass::validation:
     case FailureClass::not_found:
     case FailureClass::config:
-    case FailureClass::unknown:
-      return false;
+    case FailureClass::unknown: return false;
   }
   return false;
 }

@@ -29,9 +29,8 @@ class ChildDone {
   WaitList& parent_;
 };
 
-Task<void> run_child(TokenClient& client, ServiceRequest request,
-                     std::optional<ServiceResult>& out, std::size_t& remaining,
-                     WaitList& parent) {
+Task<void> run_child(TokenClient& client, ServiceRequest request, std::optional<ServiceResult>& out,
+                     std::size_t& remaining, WaitList& parent) {
   ChildDone done(remaining, parent);
   ServiceResult result = co_await client.request(std::move(request));
   out.emplace(std::move(result));
@@ -40,8 +39,8 @@ Task<void> run_child(TokenClient& client, ServiceRequest request,
 }  // namespace
 
 std::string fetch_request_id(const RunContext& context, std::size_t index) {
-  return fmt::format("{}/{}/a{}/r{}", context.job_id, format_instant(context.slot),
-                     context.attempt, index);
+  return fmt::format("{}/{}/a{}/r{}", context.job_id, format_instant(context.slot), context.attempt,
+                     index);
 }
 
 FetchJob::FetchJob(Clock& clock, TokenClient& client, Log& log, FetchJobConfig config)
@@ -111,7 +110,8 @@ Task<RunOutcome> FetchJob::run_parallel(RunContext context) {
   std::vector<Task<void>> children;
   children.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
-    children.push_back(run_child(client_, make_request(context, i), results[i], remaining, waiters));
+    children.push_back(
+        run_child(client_, make_request(context, i), results[i], remaining, waiters));
   }
   for (Task<void>& child : children) child.start_handle().resume();
   while (remaining > 0) co_await waiters.wait();

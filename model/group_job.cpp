@@ -45,8 +45,8 @@ Status check_group_config(const GroupJobConfig& config) {
   };
   if (config.job_id.empty()) return bad("group job has no id");
   if (config.tasks.empty() || config.tasks.size() > kGroupTasksMax) {
-    return bad(fmt::format("a group job has 1..{} tasks, not {}", kGroupTasksMax,
-                           config.tasks.size()));
+    return bad(
+        fmt::format("a group job has 1..{} tasks, not {}", kGroupTasksMax, config.tasks.size()));
   }
   std::set<std::string, std::less<>> ids;
   for (const GroupTaskSpec& t : config.tasks) {
@@ -99,8 +99,8 @@ GroupJudgement judge_group(const std::vector<TaskOutcome>& outcomes,
     } else {
       ++j.failures;
       if (!first_retryable && contains(retryable, o.failure_class)) first_retryable = &o;
-      if (!most_specific ||
-          failure_specificity(o.failure_class) < failure_specificity(most_specific->failure_class)) {
+      if (!most_specific || failure_specificity(o.failure_class) <
+                                failure_specificity(most_specific->failure_class)) {
         most_specific = &o;
       }
     }
@@ -205,10 +205,8 @@ Task<TaskOutcome> GroupJob::run_task(const RunContext& context, const GroupTaskS
     request.service = config_.model_service;
     request.operation = "generate";
     request.target = task.id;
-    request.body = nlohmann::json{{"job_id", context.job_id},
-                                  {"task", task.id},
-                                  {"slot", slot_text},
-                                  {"call", call}};
+    request.body = nlohmann::json{
+        {"job_id", context.job_id}, {"task", task.id}, {"slot", slot_text}, {"call", call}};
     request.headers["x-job-id"] = context.job_id;
     request.headers["x-slot"] = slot_text;
     request.headers["x-attempt"] = std::to_string(context.attempt);
@@ -283,7 +281,8 @@ RunOutcome GroupJob::complete_slot(const RunContext& context, SlotVerdict verdic
 Task<RunOutcome> GroupJob::send_failure_notices(const RunContext& context,
                                                 const std::vector<TaskOutcome>& outcomes,
                                                 const GroupJudgement& judgement) {
-  nlohmann::json message = make_group_message(kMessageFailureNotice, context, notice_items(outcomes));
+  nlohmann::json message =
+      make_group_message(kMessageFailureNotice, context, notice_items(outcomes));
   message["failure_class"] = to_string(judgement.failure_class);
   for (const std::string& target : config_.targets) {
     // Sent directly to every target (no failure-alert recipient needed); a
@@ -471,8 +470,7 @@ Task<RunOutcome> GroupJob::run(RunContext context) {
       RunOutcome failed = co_await send_failure_notices(context, outcomes, judgement);
       co_return failed;
     }
-    case GroupVerdict::skipped:
-      co_return complete_slot(context, SlotVerdict::skipped);
+    case GroupVerdict::skipped: co_return complete_slot(context, SlotVerdict::skipped);
     case GroupVerdict::deliver: {
       RunOutcome delivered = co_await write_outbox_and_deliver(context, outcomes);
       co_return delivered;

@@ -60,8 +60,8 @@ struct GroupTaskSpec {
 
 struct GroupJobConfig {
   std::string job_id;
-  std::vector<GroupTaskSpec> tasks;    // run in this order
-  std::vector<std::string> targets;    // messenger targets, in sending order
+  std::vector<GroupTaskSpec> tasks;  // run in this order
+  std::vector<std::string> targets;  // messenger targets, in sending order
   std::string model_service = "model-api";
   // The job's policy's retryable classes: decides which task failure names
   // the failed run (the first retryable one). Defaults to the per-job form's.
@@ -141,8 +141,8 @@ nlohmann::json make_group_message(std::string_view kind, const RunContext& conte
 
 class GroupJob final : public JobRunner {
  public:
-  GroupJob(Clock& clock, Services& services, Notifier& notifier, Log& log,
-           DeliveryLedger& ledger, GroupJobConfig config);
+  GroupJob(Clock& clock, Services& services, Notifier& notifier, Log& log, DeliveryLedger& ledger,
+           GroupJobConfig config);
 
   Task<RunOutcome> run(RunContext context) override;
 

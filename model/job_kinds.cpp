@@ -65,7 +65,8 @@ Result<std::unique_ptr<JobRunner>> make_fetch(const JobConfig& job, const Policy
   FetchJobConfig config;
   config.parallel = *parallel;
   for (int i = 0; i < *requests; ++i) {
-    config.requests.push_back(FetchRequestSpec{"quote", fmt::format("{}-{}", job.id, i + 1), nullptr});
+    config.requests.push_back(
+        FetchRequestSpec{"quote", fmt::format("{}-{}", job.id, i + 1), nullptr});
   }
   return std::unique_ptr<JobRunner>(
       std::make_unique<FetchJob>(ports.clock, ports.token_client, ports.log, std::move(config)));
@@ -92,8 +93,8 @@ Result<std::unique_ptr<JobRunner>> make_reconcile(const JobConfig& job, const Po
   ReconcileConfig config;
   auto service = param<std::string>(job, "service", "orchestrator", "a string", &json::is_string);
   if (!service.ok()) return std::move(service).error();
-  auto store_dir = param<std::string>(job, "store_dir", "pipeline-" + job.id, "a string",
-                                      &json::is_string);
+  auto store_dir =
+      param<std::string>(job, "store_dir", "pipeline-" + job.id, "a string", &json::is_string);
   if (!store_dir.ok()) return std::move(store_dir).error();
   config.service = std::move(service).value();
   config.store_dir = std::move(store_dir).value();
@@ -123,7 +124,8 @@ Result<std::unique_ptr<JobRunner>> make_reconcile(const JobConfig& job, const Po
 // --- call: params.calls = [{"service": "...", "method": "GET", "path": "/"}]
 Result<std::unique_ptr<JobRunner>> make_call(const JobConfig& job, const PolicyOrError&,
                                              JobPorts& ports) {
-  constexpr std::string_view kShape = "an array of {service: string, method?: string, path?: string}";
+  constexpr std::string_view kShape =
+      "an array of {service: string, method?: string, path?: string}";
   const json calls = job.params.is_object() ? job.params.value("calls", json::array()) : json();
   if (!calls.is_array()) return params_error(job, "calls", kShape);
   CallJobConfig config;
@@ -146,11 +148,8 @@ Result<std::unique_ptr<JobRunner>> make_call(const JobConfig& job, const PolicyO
 const JobKinds& job_kinds() {
   // One line per kind: its name in a job's configuration, its runner factory.
   static const JobKinds kinds{
-      {"group", make_group},
-      {"fetch", make_fetch},
-      {"reconcile", make_reconcile},
-      {"publish", make_publish},
-      {"call", make_call},
+      {"group", make_group},     {"fetch", make_fetch}, {"reconcile", make_reconcile},
+      {"publish", make_publish}, {"call", make_call},
   };
   return kinds;
 }

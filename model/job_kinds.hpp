@@ -32,12 +32,12 @@ namespace rehearse {
 // One job as configured (a deployment's job file, a scenario's job).
 struct JobConfig {
   std::string id;
-  std::string kind;                          // a name in job_kinds()
-  std::string schedule;                      // the default cron expression
-  std::optional<std::string> schedule_env;   // names the variable that overrides it
+  std::string kind;                         // a name in job_kinds()
+  std::string schedule;                     // the default cron expression
+  std::optional<std::string> schedule_env;  // names the variable that overrides it
   // The policy exactly as written; absent: the job has none (a config error).
   std::optional<nlohmann::json> retry_policy;
-  std::vector<std::string> targets;          // messenger targets (first: notifications)
+  std::vector<std::string> targets;                  // messenger targets (first: notifications)
   nlohmann::json params = nlohmann::json::object();  // the kind's own keys
 };
 
@@ -56,8 +56,9 @@ struct JobPorts {
 
 // Builds one job's runner. `policy` is the job's parsed policy (or why it is
 // invalid); an error here is a config error of that job.
-using JobRunnerFactory = std::function<Result<std::unique_ptr<JobRunner>>(
-    const JobConfig& job, const PolicyOrError& policy, JobPorts& ports)>;
+using JobRunnerFactory =
+    std::function<Result<std::unique_ptr<JobRunner>>(const JobConfig& job,
+                                                     const PolicyOrError& policy, JobPorts& ports)>;
 
 struct JobKindEntry {
   std::string_view name;

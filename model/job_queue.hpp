@@ -52,10 +52,10 @@ const char* to_string(QueueEntryState state) noexcept;
 // What a caller asks to enqueue.
 struct QueueEntrySpec {
   std::string job_id;
-  TimeMs slot = 0;                // the regular slot this instance belongs to
+  TimeMs slot = 0;  // the regular slot this instance belongs to
   RunKind kind = RunKind::regular;
-  int attempt = 1;                // 1 = the slot's regular run; retry n = attempt n + 1
-  TimeMs ready_at = 0;            // not taken before this instant
+  int attempt = 1;      // 1 = the slot's regular run; retry n = attempt n + 1
+  TimeMs ready_at = 0;  // not taken before this instant
 
   bool operator==(const QueueEntrySpec&) const = default;
 };
@@ -64,7 +64,7 @@ struct QueueEntry {
   std::uint64_t id = 0;  // assigned by the queue in insertion order, never reused
   QueueEntrySpec spec;
   QueueEntryState state = QueueEntryState::waiting;
-  std::string intent;    // empty: none (ACTIVE entries only)
+  std::string intent;  // empty: none (ACTIVE entries only)
 
   bool operator==(const QueueEntry&) const = default;
 };
@@ -96,9 +96,9 @@ struct OutboxMessage {
 
 // What finish() does atomically besides removing the entry.
 struct QueueFinish {
-  std::vector<QueueEntrySpec> adds;      // e.g. the retry the outcome scheduled (idempotent)
-  std::vector<RetryCancel> cancels;      // waiting retries to drop
-  std::vector<OutboxMessage> outbox;     // notifications (ids ignored; assigned here)
+  std::vector<QueueEntrySpec> adds;   // e.g. the retry the outcome scheduled (idempotent)
+  std::vector<RetryCancel> cancels;   // waiting retries to drop
+  std::vector<OutboxMessage> outbox;  // notifications (ids ignored; assigned here)
 };
 
 class JobQueue {

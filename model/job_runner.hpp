@@ -13,16 +13,16 @@
 #include "model/failure.hpp"
 #include "model/ports.hpp"
 #include "model/task.hpp"
-#include "model/token_client.hpp"
 #include "model/time.hpp"
+#include "model/token_client.hpp"
 
 namespace rehearse {
 
 enum class RunOutcomeKind : unsigned char {
-  success,          // delivered (or the reconcile cycle completed)
-  skipped,          // nothing to deliver, nothing failed: the slot counts as complete
-  already_complete, // the guard was consumed or the slot marked: exit quietly
-  failure,          // the run failed; the queue retries per policy
+  success,           // delivered (or the reconcile cycle completed)
+  skipped,           // nothing to deliver, nothing failed: the slot counts as complete
+  already_complete,  // the guard was consumed or the slot marked: exit quietly
+  failure,           // the run failed; the queue retries per policy
 };
 
 inline const char* to_string(RunOutcomeKind kind) noexcept {

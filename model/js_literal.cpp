@@ -169,10 +169,14 @@ class Reader {
     for (int i = 0; i < 4; ++i) {
       const char h = text_[pos_++];
       code <<= 4;
-      if (is_digit(h)) code |= static_cast<unsigned>(h - '0');
-      else if (h >= 'a' && h <= 'f') code |= static_cast<unsigned>(h - 'a' + 10);
-      else if (h >= 'A' && h <= 'F') code |= static_cast<unsigned>(h - 'A' + 10);
-      else return fail("expected four hex digits after \\u", at);
+      if (is_digit(h))
+        code |= static_cast<unsigned>(h - '0');
+      else if (h >= 'a' && h <= 'f')
+        code |= static_cast<unsigned>(h - 'a' + 10);
+      else if (h >= 'A' && h <= 'F')
+        code |= static_cast<unsigned>(h - 'A' + 10);
+      else
+        return fail("expected four hex digits after \\u", at);
     }
     if (code >= 0xD800 && code <= 0xDFFF) return fail("surrogate \\u escapes are not accepted", at);
     // UTF-8.

@@ -14,9 +14,9 @@ namespace rehearse {
 using nlohmann::json;
 
 namespace {
-constexpr std::array<const char*, 6> kEventNames{"retry_scheduled", "retry_exhausted",
+constexpr std::array<const char*, 6> kEventNames{"retry_scheduled",  "retry_exhausted",
                                                  "failed_permanent", "recovered",
-                                                 "policy_invalid", "state_corrupt"};
+                                                 "policy_invalid",   "state_corrupt"};
 }  // namespace
 
 const char* to_string(NotificationEvent event) noexcept {
@@ -31,13 +31,15 @@ std::optional<NotificationEvent> parse_notification_event(std::string_view name)
 }
 
 std::string to_string(const Notification& n) {
-  std::string line = fmt::format(
-      "event={} job_id={} failure_class={} attempt={} next_action={} at={}", to_string(n.event),
-      n.job_id, n.failure_class ? to_string(*n.failure_class) : "none", n.attempt,
-      to_string(n.next_action), format_instant(n.at));
+  std::string line =
+      fmt::format("event={} job_id={} failure_class={} attempt={} next_action={} at={}",
+                  to_string(n.event), n.job_id,
+                  n.failure_class ? to_string(*n.failure_class) : "none", n.attempt,
+                  to_string(n.next_action), format_instant(n.at));
   if (n.slot) line += " slot=" + format_instant(*n.slot);
   if (n.next_retry_at) line += " next_retry_at=" + format_instant(*n.next_retry_at);
-  if (!n.detail.empty()) line += " detail=" + json(n.detail).dump(-1, ' ', false, json::error_handler_t::replace);
+  if (!n.detail.empty())
+    line += " detail=" + json(n.detail).dump(-1, ' ', false, json::error_handler_t::replace);
   return line;
 }
 
@@ -85,8 +87,8 @@ Result<Notification> notification_from_json(const json& value) {
   for (const auto& [key, unused] : value.items()) {
     (void)unused;
     static constexpr std::array<std::string_view, 9> kKeys{
-        "event", "job_id", "failure_class", "attempt", "next_action", "at", "slot",
-        "next_retry_at", "detail"};
+        "event", "job_id", "failure_class", "attempt", "next_action",
+        "at",    "slot",   "next_retry_at", "detail"};
     if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
       return bad("/" + key, fmt::format("unknown key \"{}\" in a notification", key));
     }
@@ -105,7 +107,9 @@ Result<Notification> notification_from_json(const json& value) {
   if (!cls.is_null()) {
     if (!cls.is_string()) return bad("/failure_class", "expected a class name or null");
     const auto parsed = parse_failure_class(cls.get_ref<const std::string&>());
-    if (!parsed) return bad("/failure_class", "unknown failure class " + cls.dump(-1, ' ', false, json::error_handler_t::replace));
+    if (!parsed)
+      return bad("/failure_class", "unknown failure class " +
+                                       cls.dump(-1, ' ', false, json::error_handler_t::replace));
     n.failure_class = *parsed;
   }
   if (!value.contains("attempt") || !value.at("attempt").is_number_integer()) {
@@ -119,7 +123,8 @@ Result<Notification> notification_from_json(const json& value) {
   auto action = string_at(value, "next_action");
   if (!action.ok()) return std::move(action).error();
   const auto parsed_action = parse_next_action(*action);
-  if (!parsed_action) return bad("/next_action", fmt::format("unknown next_action \"{}\"", *action));
+  if (!parsed_action)
+    return bad("/next_action", fmt::format("unknown next_action \"{}\"", *action));
   n.next_action = *parsed_action;
   auto at = instant_at(value, "at");
   if (!at.ok()) return std::move(at).error();

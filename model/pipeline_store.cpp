@@ -72,8 +72,8 @@ Result<std::optional<TimeMs>> get_instant(const json& o, const char* key, bool n
   }
   auto t = parse_instant(v.get<std::string>());
   if (!t.ok()) {
-    return make_error(ErrorCode::schema_error,
-                      fmt::format("'{}': {}", key, t.error().message), where);
+    return make_error(ErrorCode::schema_error, fmt::format("'{}': {}", key, t.error().message),
+                      where);
   }
   return std::optional<TimeMs>{*t};
 }
@@ -146,9 +146,15 @@ Result<std::vector<PipelineItem>> decode_pipeline(std::string_view bytes) {
     auto updated = get_instant(o, "updated_at", false, where);
     if (!updated.ok()) return std::move(updated).error();
     for (const auto& [key, value] : o.items()) {
-      static const std::set<std::string> kKeys{
-          "id",       "issue",           "stage",     "reconcile_error", "failures",
-          "next_attempt_at", "last_config_error_at", "validated_instance", "updated_at"};
+      static const std::set<std::string> kKeys{"id",
+                                               "issue",
+                                               "stage",
+                                               "reconcile_error",
+                                               "failures",
+                                               "next_attempt_at",
+                                               "last_config_error_at",
+                                               "validated_instance",
+                                               "updated_at"};
       if (kKeys.count(key) == 0) {
         return make_error(ErrorCode::schema_error, "unknown key '" + key + "'", where);
       }

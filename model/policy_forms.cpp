@@ -51,8 +51,8 @@ Status sort_keys(const json& value, std::initializer_list<std::string_view> retr
 
 Status require_object(const json& value, std::string_view title) {
   if (value.is_object()) return {};
-  return schema("", fmt::format("expected a {} policy object, got {}", title,
-                                describe_value(value)));
+  return schema("",
+                fmt::format("expected a {} policy object, got {}", title, describe_value(value)));
 }
 
 // A JSON number (integer or not) in [min, max].
@@ -78,8 +78,8 @@ Result<DurationMs> read_seconds(const json& value, const std::string& where, std
 
 Result<bool> read_bool(const json& value, const std::string& where, std::string_view what) {
   if (!value.is_boolean()) {
-    return schema(where, fmt::format("expected {} (true or false), got {}", what,
-                                     describe_value(value)));
+    return schema(where,
+                  fmt::format("expected {} (true or false), got {}", what, describe_value(value)));
   }
   return value.get<bool>();
 }
@@ -96,17 +96,33 @@ RetryPolicy system_policy(PolicyForm form, int retries, Backoff backoff) {
   return out;
 }
 
-#define REHEARSE_TRY(var, expr)                    \
-  auto var = (expr);                               \
+#define REHEARSE_TRY(var, expr) \
+  auto var = (expr);            \
   if (!var.ok()) return std::move(var).error()
 
 // ---------------------------------------------------------------- BullMQ
 
-const std::initializer_list<std::string_view> kBullmqJobOptions{
-    "removeOnComplete", "removeOnFail", "priority", "delay", "jobId", "lifo", "timestamp",
-    "repeat", "stackTraceLimit", "keepLogs", "sizeLimit", "parent", "prevMillis",
-    "failParentOnFailure", "ignoreDependencyOnFailure", "removeDependencyOnFailure",
-    "continueParentOnFailure", "deduplication", "debounce", "telemetry", "repeatJobKey"};
+const std::initializer_list<std::string_view> kBullmqJobOptions{"removeOnComplete",
+                                                                "removeOnFail",
+                                                                "priority",
+                                                                "delay",
+                                                                "jobId",
+                                                                "lifo",
+                                                                "timestamp",
+                                                                "repeat",
+                                                                "stackTraceLimit",
+                                                                "keepLogs",
+                                                                "sizeLimit",
+                                                                "parent",
+                                                                "prevMillis",
+                                                                "failParentOnFailure",
+                                                                "ignoreDependencyOnFailure",
+                                                                "removeDependencyOnFailure",
+                                                                "continueParentOnFailure",
+                                                                "deduplication",
+                                                                "debounce",
+                                                                "telemetry",
+                                                                "repeatJobKey"};
 
 Result<SystemPolicy> convert_bullmq(const json& value) {
   SystemPolicy out;
@@ -191,8 +207,9 @@ Result<SystemPolicy> convert_temporal(const json& value) {
   if (value.contains("maximumInterval")) {
     REHEARSE_TRY(cap, read_temporal_duration(value.at("maximumInterval"), "/maximumInterval"));
     if (*cap < b.delay_ms) {
-      return invalid("/maximumInterval", "expected a maximumInterval no shorter than "
-                                         "initialInterval (Temporal refuses it)");
+      return invalid("/maximumInterval",
+                     "expected a maximumInterval no shorter than "
+                     "initialInterval (Temporal refuses it)");
     }
     b.max_delay_ms = *cap;
   } else {
@@ -251,8 +268,8 @@ Result<SystemPolicy> convert_stepfunctions(const json& input) {
     out.defaults.push_back("MaxAttempts: 3");
   }
   if (value->contains("BackoffRate")) {
-    REHEARSE_TRY(rate, read_number(value->at("BackoffRate"), at("BackoffRate"), "BackoffRate",
-                                   1.0, 1000.0));
+    REHEARSE_TRY(rate, read_number(value->at("BackoffRate"), at("BackoffRate"), "BackoffRate", 1.0,
+                                   1000.0));
     b.factor = *rate;
   } else {
     out.defaults.push_back("BackoffRate: 2.0");
@@ -265,8 +282,8 @@ Result<SystemPolicy> convert_stepfunctions(const json& input) {
   if (value->contains("JitterStrategy")) {
     const json& j = value->at("JitterStrategy");
     if (!j.is_string() || (j != "FULL" && j != "NONE")) {
-      return invalid(at("JitterStrategy"), fmt::format("expected \"FULL\" or \"NONE\", got {}",
-                                                       describe_value(j)));
+      return invalid(at("JitterStrategy"),
+                     fmt::format("expected \"FULL\" or \"NONE\", got {}", describe_value(j)));
     }
     b.full_jitter = j == "FULL";
   }
@@ -279,9 +296,9 @@ Result<SystemPolicy> convert_stepfunctions(const json& input) {
 Result<SystemPolicy> convert_sidekiq(const json& value) {
   SystemPolicy out;
   if (auto s = require_object(value, "Sidekiq"); !s.ok()) return std::move(s).error();
-  if (auto s = sort_keys(value, {"retry"},
-                         {"queue", "backtrace", "dead", "tags", "pool", "retry_queue"}, "Sidekiq",
-                         out);
+  if (auto s =
+          sort_keys(value, {"retry"}, {"queue", "backtrace", "dead", "tags", "pool", "retry_queue"},
+                    "Sidekiq", out);
       !s.ok()) {
     return std::move(s).error();
   }
@@ -291,9 +308,9 @@ Result<SystemPolicy> convert_sidekiq(const json& value) {
   } else if (value.at("retry").is_boolean()) {
     retries = value.at("retry").get<bool>() ? 25 : 0;
   } else {
-    REHEARSE_TRY(count, read_integer(value.at("retry"), "/retry",
-                                     "retry (true, false or the number of retries)", 0,
-                                     kRetryCountMax));
+    REHEARSE_TRY(count,
+                 read_integer(value.at("retry"), "/retry",
+                              "retry (true, false or the number of retries)", 0, kRetryCountMax));
     retries = static_cast<int>(*count);
   }
   // (count ** 4) + 15 + rand(10) * (count + 1) seconds, count = n - 1.
@@ -329,7 +346,9 @@ Result<SystemPolicy> convert_celery(const json& value) {
     return std::move(s).error();
   }
   for (const char* k : {"autoretry_for", "dont_autoretry_for"}) {
-    if (value.contains(k)) out.ignored.push_back(fmt::format("{} (exception classes are code; use retryable_classes)", k));
+    if (value.contains(k))
+      out.ignored.push_back(
+          fmt::format("{} (exception classes are code; use retryable_classes)", k));
   }
   int retries = 3;
   if (value.contains("max_retries")) {
@@ -401,13 +420,13 @@ Result<SystemPolicy> convert_k8s(const json& input) {
       return e;
     }
   }
-  if (auto s = sort_keys(value, {"backoffLimit"},
-                         {"completions", "parallelism", "activeDeadlineSeconds",
-                          "ttlSecondsAfterFinished", "template", "selector", "manualSelector",
-                          "suspend", "completionMode", "podReplacementPolicy", "managedBy",
-                          "backoffLimitPerIndex", "maxFailedIndexes", "podFailurePolicy",
-                          "successPolicy"},
-                         "Kubernetes Job", out);
+  if (auto s =
+          sort_keys(value, {"backoffLimit"},
+                    {"completions", "parallelism", "activeDeadlineSeconds",
+                     "ttlSecondsAfterFinished", "template", "selector", "manualSelector", "suspend",
+                     "completionMode", "podReplacementPolicy", "managedBy", "backoffLimitPerIndex",
+                     "maxFailedIndexes", "podFailurePolicy", "successPolicy"},
+                    "Kubernetes Job", out);
       !s.ok()) {
     Error e = std::move(s).error();
     e.where = base + e.where;
@@ -415,9 +434,9 @@ Result<SystemPolicy> convert_k8s(const json& input) {
   }
   int retries = 6;
   if (value.contains("backoffLimit")) {
-    REHEARSE_TRY(limit, read_integer(value.at("backoffLimit"), base + "/backoffLimit",
-                                     "backoffLimit (retries after the first pod)", 0,
-                                     kRetryCountMax));
+    REHEARSE_TRY(limit,
+                 read_integer(value.at("backoffLimit"), base + "/backoffLimit",
+                              "backoffLimit (retries after the first pod)", 0, kRetryCountMax));
     retries = static_cast<int>(*limit);
   } else {
     out.defaults.push_back("backoffLimit: 6");
@@ -486,7 +505,8 @@ const PolicySystem* find_policy_system(std::string_view name) {
 
 std::string policy_system_names() {
   std::string out;
-  for (const PolicySystem& s : kSystems) out += fmt::format("{}{}", out.empty() ? "" : ", ", s.name);
+  for (const PolicySystem& s : kSystems)
+    out += fmt::format("{}{}", out.empty() ? "" : ", ", s.name);
   return out;
 }
 
@@ -517,10 +537,12 @@ std::string count_surprise(const PolicySystem& s, int retries) {
 std::vector<std::string> policy_surprises(const SystemPolicy& converted, const RetryPlan& plan) {
   std::vector<std::string> out;
   const Backoff& b = converted.policy.backoff;
-  if (converted.system != nullptr) out.push_back(count_surprise(*converted.system, plan.max_retries));
+  if (converted.system != nullptr)
+    out.push_back(count_surprise(*converted.system, plan.max_retries));
   if (plan.max_retries > 0 && b.delay_ms == 0 && b.kind == BackoffKind::fixed) {
-    out.push_back("no delay: every retry runs at once, so a provider outage of even a few "
-                  "seconds exhausts the retries");
+    out.push_back(
+        "no delay: every retry runs at once, so a provider outage of even a few "
+        "seconds exhausts the retries");
   }
   if (plan.capped_from > 0) {
     out.push_back(fmt::format(

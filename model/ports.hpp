@@ -98,7 +98,7 @@ struct TransportError {
 class ServiceResult {
  public:
   ServiceResult(ServiceResponse response) : v_(std::move(response)) {}  // NOLINT
-  ServiceResult(TransportError error) : v_(std::move(error)) {}          // NOLINT
+  ServiceResult(TransportError error) : v_(std::move(error)) {}         // NOLINT
 
   bool has_response() const noexcept { return v_.index() == 0; }
   const ServiceResponse& response() const {

@@ -19,11 +19,10 @@ PublishJob::PublishJob(Clock& clock, Services& services, Notifier& notifier, Log
       ledger_(ledger),
       config_(std::move(config)) {}
 
-RunOutcome PublishJob::fail(const RunContext& context, FailureClass c,
-                            const std::string& message) {
-  log_.error(
-      "publish_run_failed",
-      with_fields(run_log_fields(context), {{"failure_class", to_string(c)}, {"error", message}}));
+RunOutcome PublishJob::fail(const RunContext& context, FailureClass c, const std::string& message) {
+  log_.error("publish_run_failed",
+             with_fields(run_log_fields(context),
+                         {{"failure_class", to_string(c)}, {"error", message}}));
   return RunOutcome::failure(c, message);
 }
 
@@ -86,8 +85,8 @@ Task<RunOutcome> PublishJob::deliver(const RunContext& context, DeliverySlot rec
 Task<RunOutcome> PublishJob::run(RunContext context) {
   if (config_.targets.empty() || context.job_id != config_.job_id) {
     co_return fail(context, FailureClass::config,
-                   fmt::format("publish job '{}': no targets or a run for job '{}'",
-                               config_.job_id, context.job_id));
+                   fmt::format("publish job '{}': no targets or a run for job '{}'", config_.job_id,
+                               context.job_id));
   }
   log_.info("publish_run_started", run_log_fields(context));
   auto read = ledger_.read(context.job_id, context.slot);
@@ -117,8 +116,8 @@ Task<RunOutcome> PublishJob::run(RunContext context) {
     request.service = config_.model_service;
     request.operation = "generate";
     request.target = config_.task;
-    request.body = nlohmann::json{{"job_id", context.job_id}, {"task", config_.task},
-                                  {"slot", slot_text}};
+    request.body =
+        nlohmann::json{{"job_id", context.job_id}, {"task", config_.task}, {"slot", slot_text}};
     request.headers["x-job-id"] = context.job_id;
     request.headers["x-slot"] = slot_text;
     request.headers["x-attempt"] = std::to_string(context.attempt);
@@ -136,8 +135,7 @@ Task<RunOutcome> PublishJob::run(RunContext context) {
     }
     nlohmann::json items = nlohmann::json::array();
     items.push_back({{"task", config_.task}, {"kind", "post"}, {"text", text}});
-    if (auto s = ledger_.write_outbox(context.job_id, context.slot, items, clock_.now());
-        !s.ok()) {
+    if (auto s = ledger_.write_outbox(context.job_id, context.slot, items, clock_.now()); !s.ok()) {
       co_return ledger_failure(context, s.error());
     }
     record.outbox = std::move(items);

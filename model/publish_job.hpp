@@ -45,8 +45,8 @@ struct PublishJobConfig {
 
 class PublishJob final : public JobRunner {
  public:
-  PublishJob(Clock& clock, Services& services, Notifier& notifier, Log& log,
-             DeliveryLedger& ledger, PublishJobConfig config);
+  PublishJob(Clock& clock, Services& services, Notifier& notifier, Log& log, DeliveryLedger& ledger,
+             PublishJobConfig config);
 
   Task<RunOutcome> run(RunContext context) override;
 

@@ -111,13 +111,11 @@ OrchestratorAnswer interpret_answer(const ServiceResult& result) {
     case FailureClass::timeout:
     case FailureClass::network:
     case FailureClass::provider_5xx:
-    case FailureClass::rate_limit:
-      return TransientFailure{failure_class, info.message};
+    case FailureClass::rate_limit: return TransientFailure{failure_class, info.message};
     case FailureClass::auth:
     case FailureClass::validation:
     case FailureClass::config:
-    case FailureClass::unknown:
-      break;
+    case FailureClass::unknown: break;
   }
   return RejectedFailure{failure_class, info.message};
 }
@@ -223,8 +221,9 @@ bool Reconciler::persist(const RunContext& context, const PipelineItem& item, Cy
   Status saved = store_.save_item(item);
   if (saved.ok()) return true;
   state.store_error = saved.error();
-  log_.error("pipeline_unavailable",
-             {{"job_id", context.job_id}, {"item", item.issue}, {"reason", saved.error().describe()}});
+  log_.error("pipeline_unavailable", {{"job_id", context.job_id},
+                                      {"item", item.issue},
+                                      {"reason", saved.error().describe()}});
   return false;
 }
 

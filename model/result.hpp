@@ -36,9 +36,7 @@ struct Error {
   std::string where;  // path, JSON pointer or line:column; may be empty
 
   // "where: message" when a location is known.
-  std::string describe() const {
-    return where.empty() ? message : where + ": " + message;
-  }
+  std::string describe() const { return where.empty() ? message : where + ": " + message; }
 };
 
 inline Error make_error(ErrorCode code, std::string message, std::string where = {}) {
@@ -48,7 +46,7 @@ inline Error make_error(ErrorCode code, std::string message, std::string where =
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}      // NOLINT
   Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
 
   bool ok() const noexcept { return v_.index() == 0; }

@@ -120,8 +120,8 @@ std::vector<RetryRef> drop_pending_retries(JobState& state, NextAction row_actio
   }
   if (state.next_action == NextAction::retry && state.next_retry_at.has_value()) {
     const TimeMs at = *state.next_retry_at;
-    const bool row_dropped = std::any_of(dropped.begin(), dropped.end(),
-                                         [at](const RetryRef& r) { return r.at == at; });
+    const bool row_dropped =
+        std::any_of(dropped.begin(), dropped.end(), [at](const RetryRef& r) { return r.at == at; });
     if (row_dropped) {
       state.next_retry_at.reset();
       state.next_action = row_action;
@@ -295,8 +295,7 @@ Transition on_run_failed(const PolicyOrError& policy, const JobState& state, con
       decide_failure(policy, count_before(policy, state, run), failure_class, random);
   std::string detail;
   if (!policy.ok()) detail = "retry policy invalid: " + policy.error().describe();
-  return record_failure(policy, state, run, failure_class, error, decision, now,
-                        std::move(detail));
+  return record_failure(policy, state, run, failure_class, error, decision, now, std::move(detail));
 }
 
 StallTransition on_run_stalled(const PolicyOrError& policy, const JobState& state,
@@ -376,7 +375,8 @@ Result<ScheduleStep> take_due_slot(const JobState& state, const NextSlotFn& next
   if (handout.misfire) {
     s.misfire_runs += 1;
     const std::int64_t total = std::int64_t{s.coalesced_slots} + handout.coalesced_count;
-    s.coalesced_slots = static_cast<int>(std::min<std::int64_t>(total, std::numeric_limits<int>::max()));
+    s.coalesced_slots =
+        static_cast<int>(std::min<std::int64_t>(total, std::numeric_limits<int>::max()));
     s.max_lateness_ms = std::max(s.max_lateness_ms, handout.lateness_ms);
   }
   step.handout = std::move(handout);

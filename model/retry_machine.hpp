@@ -88,8 +88,8 @@ const char* to_string(FailureDecisionKind kind) noexcept;
 
 struct FailureDecision {
   FailureDecisionKind kind = FailureDecisionKind::permanent;
-  int retry_count = 0;     // the budget's count after this failure (n for a retry)
-  DurationMs delay_ms = 0; // retry only
+  int retry_count = 0;      // the budget's count after this failure (n for a retry)
+  DurationMs delay_ms = 0;  // retry only
 };
 
 // `retry_count` is the budget's count before this failure. Draws one number
@@ -171,12 +171,12 @@ inline constexpr std::int64_t kCoalesceScanMax = 1'000'000;
 inline constexpr std::size_t kCoalescedListMax = 100;
 
 struct SlotHandout {
-  TimeMs slot = 0;                     // the slot that runs (the earliest due)
-  std::vector<TimeMs> coalesced_slots; // later due slots folded into it (first kCoalescedListMax)
-  std::int64_t coalesced_count = 0;    // how many were folded (all of them)
-  bool coalesced_truncated = false;    // the scan hit kCoalesceScanMax
-  DurationMs lateness_ms = 0;          // now - slot
-  bool misfire = false;                // late beyond the grace, or several slots folded
+  TimeMs slot = 0;                      // the slot that runs (the earliest due)
+  std::vector<TimeMs> coalesced_slots;  // later due slots folded into it (first kCoalescedListMax)
+  std::int64_t coalesced_count = 0;     // how many were folded (all of them)
+  bool coalesced_truncated = false;     // the scan hit kCoalesceScanMax
+  DurationMs lateness_ms = 0;           // now - slot
+  bool misfire = false;                 // late beyond the grace, or several slots folded
 };
 
 struct ScheduleStep {

@@ -24,8 +24,8 @@
 #include "model/retry_policy.hpp"
 
 #include "model/assert.hpp"
-#include "model/policy_json.hpp"
 #include "model/policy_forms.hpp"
+#include "model/policy_json.hpp"
 #include "model/state_codec.hpp"
 
 #include <fmt/format.h>
@@ -152,8 +152,7 @@ Result<std::int64_t> read_integer(const json& value, const std::string& where,
   if (value.is_number_unsigned()) {
     // nlohmann stores every non-negative integer as unsigned: check both ends.
     const auto v = value.get<std::uint64_t>();
-    if (v > static_cast<std::uint64_t>(max) ||
-        (min > 0 && v < static_cast<std::uint64_t>(min))) {
+    if (v > static_cast<std::uint64_t>(max) || (min > 0 && v < static_cast<std::uint64_t>(min))) {
       return invalid(where, fmt::format("{}, got {}", expected, describe_value(value)));
     }
     return static_cast<std::int64_t>(v);
@@ -208,8 +207,8 @@ Result<FailureClassSet> read_classes(const json& value, const std::string& where
     names += to_string(c);
   }
   if (!value.is_array()) {
-    return schema(where, fmt::format("expected an array of failure class names ({}), got {}",
-                                     names, describe_value(value)));
+    return schema(where, fmt::format("expected an array of failure class names ({}), got {}", names,
+                                     describe_value(value)));
   }
   FailureClassSet set;
   for (std::size_t i = 0; i < value.size(); ++i) {
@@ -334,9 +333,9 @@ Result<Backoff> read_backoff_object(const json& value, const std::string& where,
 
 Result<RetryPolicy> parse_per_job(const json& policy) {
   constexpr std::string_view kForm = "a per-job retry policy";
-  if (auto s = check_keys(policy, "",
-                          {"max", "backoff_sec", "backoff", "retryable_classes", "reason", "budget"},
-                          kForm);
+  if (auto s = check_keys(
+          policy, "", {"max", "backoff_sec", "backoff", "retryable_classes", "reason", "budget"},
+          kForm);
       !s.ok()) {
     return std::move(s).error();
   }
@@ -344,8 +343,9 @@ Result<RetryPolicy> parse_per_job(const json& policy) {
   out.form = PolicyForm::per_job;
   out.budget = BudgetScope::per_episode;
   if (!policy.contains("max")) {
-    return schema("/max", "missing max: expected the number of accelerated retries after a "
-                          "failure (an integer, 0 disables retries)");
+    return schema("/max",
+                  "missing max: expected the number of accelerated retries after a "
+                  "failure (an integer, 0 disables retries)");
   }
   auto max = read_integer(policy.at("max"), "/max", "the number of accelerated retries", 0,
                           kRetryCountMax);
@@ -374,8 +374,9 @@ Result<RetryPolicy> parse_per_job(const json& policy) {
     if (!parsed.ok()) return std::move(parsed).error();
     out.backoff = *parsed;
   } else if (out.max_retries > 0) {
-    return schema("", "missing backoff: a per-job policy with max > 0 needs backoff_sec (whole "
-                      "seconds) or backoff {\"type\", \"delay\"}");
+    return schema("",
+                  "missing backoff: a per-job policy with max > 0 needs backoff_sec (whole "
+                  "seconds) or backoff {\"type\", \"delay\"}");
   }
 
   if (policy.contains("retryable_classes")) {
@@ -406,8 +407,8 @@ Result<RetryPolicy> parse_per_job(const json& policy) {
 
 Result<RetryPolicy> parse_bullmq(const json& policy) {
   constexpr std::string_view kForm = "a BullMQ retry policy";
-  if (auto s = check_keys(policy, "", {"attempts", "backoff", "retryable_classes", "budget", "reason"},
-                          kForm);
+  if (auto s = check_keys(policy, "",
+                          {"attempts", "backoff", "retryable_classes", "budget", "reason"}, kForm);
       !s.ok()) {
     return std::move(s).error();
   }
@@ -469,8 +470,9 @@ std::optional<Result<RetryPolicy>> parse_wrapped_system(const json& policy) {
     (void)unused;
     if (find_policy_system(key) == nullptr) continue;
     if (!name.empty()) {
-      return Result<RetryPolicy>(schema(child("", key), fmt::format(
-          "two systems' policies (\"{}\" and \"{}\"): give one", name, key)));
+      return Result<RetryPolicy>(
+          schema(child("", key),
+                 fmt::format("two systems' policies (\"{}\" and \"{}\"): give one", name, key)));
     }
     name = key;
   }
@@ -478,9 +480,11 @@ std::optional<Result<RetryPolicy>> parse_wrapped_system(const json& policy) {
   for (const auto& [key, unused] : policy.items()) {
     (void)unused;
     if (key != name && key != "retryable_classes" && key != "budget" && key != "reason") {
-      return Result<RetryPolicy>(schema(child("", key), fmt::format(
-          "unknown key \"{}\" beside \"{}\": expected retryable_classes, budget or reason",
-          key, name)));
+      return Result<RetryPolicy>(schema(
+          child("", key),
+          fmt::format(
+              "unknown key \"{}\" beside \"{}\": expected retryable_classes, budget or reason", key,
+              name)));
     }
   }
   auto converted = convert_system_policy(name, policy.at(name));
@@ -543,8 +547,9 @@ Result<RetryPolicy> parse_retry_policy(const json& policy,
                                      kFormsHint));
     }
     if (!schedule) {
-      return invalid("", "retry policy \"auto\" is chosen from the job's effective schedule, and "
-                         "none was given");
+      return invalid("",
+                     "retry policy \"auto\" is chosen from the job's effective schedule, and "
+                     "none was given");
     }
     return auto_retry_policy(*schedule);
   }
@@ -767,14 +772,16 @@ std::string describe(const RetryPolicy& policy) {
       fmt::format("{} max={} backoff={} {}", to_string(policy.form), policy.max_retries,
                   to_string(policy.backoff.kind), format_duration(policy.backoff.delay_ms));
   const Backoff& b = policy.backoff;
-  if (b.kind == BackoffKind::exponential && b.factor != 2.0) text += fmt::format(" factor={}", b.factor);
+  if (b.kind == BackoffKind::exponential && b.factor != 2.0)
+    text += fmt::format(" factor={}", b.factor);
   if (b.kind == BackoffKind::polynomial) {
     text += fmt::format(" +{}*(n-1)^{}", format_duration(b.unit_ms), b.exponent);
   }
   if (b.max_delay_ms > 0) text += fmt::format(" cap={}", format_duration(b.max_delay_ms));
   if (b.jitter > 0.0) text += fmt::format(" jitter={}", b.jitter);
   if (b.full_jitter) text += " jitter=full";
-  if (b.additive_steps > 0) text += fmt::format(" jitter=+rand({})*n*{}", b.additive_steps, format_duration(b.unit_ms));
+  if (b.additive_steps > 0)
+    text += fmt::format(" jitter=+rand({})*n*{}", b.additive_steps, format_duration(b.unit_ms));
   text += fmt::format(" classes={} budget={}", classes, to_string(policy.budget));
   return text;
 }

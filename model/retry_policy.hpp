@@ -31,7 +31,14 @@ namespace rehearse {
 // per_job, bullmq and auto are rehearse's own forms; the others are a policy as
 // another retry system writes it, converted by model/policy_forms.hpp.
 enum class PolicyForm : unsigned char {
-  per_job, bullmq, auto_schedule, temporal, stepfunctions, sidekiq, celery, k8s
+  per_job,
+  bullmq,
+  auto_schedule,
+  temporal,
+  stepfunctions,
+  sidekiq,
+  celery,
+  k8s
 };
 // fixed: d; exponential: d * factor^(n-1); linear: d * n;
 // polynomial: d + unit * (n-1)^exponent (Sidekiq's count ** 4 + 15).
@@ -64,8 +71,8 @@ struct Backoff {
   DurationMs delay_ms = 0;
   double jitter = 0.0;  // BullMQ's jitter, in [0, 1]; 0 = none
   double factor = 2.0;  // exponential: growth per retry (BullMQ 2; Temporal backoffCoefficient)
-  DurationMs max_delay_ms = 0;  // cap on each delay before jitter; 0 = none
-  int exponent = 4;             // polynomial
+  DurationMs max_delay_ms = 0;     // cap on each delay before jitter; 0 = none
+  int exponent = 4;                // polynomial
   DurationMs unit_ms = kSecondMs;  // polynomial and additive jitter
   bool full_jitter = false;
   int additive_steps = 0;

@@ -337,7 +337,7 @@ void Scheduler::check_against_ledger() {
   for (const ScheduledJob& job : jobs_) {
     auto records = ledger_->read_job(job.id);
     if (!records.ok() || records->empty()) continue;  // a bad ledger fails its runs visibly
-    const TimeMs known = records->back().slot;       // ascending by slot
+    const TimeMs known = records->back().slot;        // ascending by slot
     const JobState& s = state_of(job.id);
     if (s.last_slot && *s.last_slot >= known) continue;
     const std::string last = s.last_slot ? format_instant(*s.last_slot) : "none";
@@ -386,8 +386,8 @@ void Scheduler::replay_intents() {
       // Unreadable: the run is treated as stalled (recover_stalled), the
       // conservative reading of "it was running".
       log_.error("queue_intent_unreadable", {{"job_id", entry.spec.job_id},
-                                              {"slot", format_instant(entry.spec.slot)},
-                                              {"error", effects.error().describe()}});
+                                             {"slot", format_instant(entry.spec.slot)},
+                                             {"error", effects.error().describe()}});
       continue;
     }
     const ScheduledJob* job = find_job(entry.spec.job_id);
@@ -505,15 +505,14 @@ void Scheduler::recover_stalled() {
     commit_entry(entry, compute);
     if (halted()) return;
     const auto record = state_of(job->id).slots.find(ref.slot);
-    log_.warning("run_stalled",
-                 {{"job_id", job->id},
-                  {"slot", format_instant(ref.slot)},
-                  {"kind", to_string(ref.kind)},
-                  {"attempt", entry.spec.attempt},
-                  {"decision", to_string(decision)},
-                  {"stalled_count", record != state_of(job->id).slots.end()
-                                        ? record->second.stalled_count
-                                        : kMaxStalledCount + 1}});
+    log_.warning("run_stalled", {{"job_id", job->id},
+                                 {"slot", format_instant(ref.slot)},
+                                 {"kind", to_string(ref.kind)},
+                                 {"attempt", entry.spec.attempt},
+                                 {"decision", to_string(decision)},
+                                 {"stalled_count", record != state_of(job->id).slots.end()
+                                                       ? record->second.stalled_count
+                                                       : kMaxStalledCount + 1}});
   }
 }
 
@@ -573,12 +572,13 @@ void Scheduler::hand_out_due_slots() {
                                      {"superseded_by", format_instant(h.slot)}});
     }
     const JobState& after = state_of(job.id);
-    log_.info("slot_due", {{"job_id", job.id},
-                           {"slot", format_instant(h.slot)},
-                           {"queue_id", added->id},
-                           {"added", added->added},
-                           {"next_run_at", after.next_run_at ? json(format_instant(*after.next_run_at))
-                                                             : json(nullptr)}});
+    log_.info("slot_due",
+              {{"job_id", job.id},
+               {"slot", format_instant(h.slot)},
+               {"queue_id", added->id},
+               {"added", added->added},
+               {"next_run_at",
+                after.next_run_at ? json(format_instant(*after.next_run_at)) : json(nullptr)}});
     if (h.misfire) {
       json coalesced = json::array();
       for (TimeMs c : h.coalesced_slots) coalesced.push_back(format_instant(c));
@@ -743,10 +743,9 @@ Task<void> Scheduler::execute(QueueEntry entry) {
     const TimeMs now = clock_.now();
     const JobState& before = state_of(job.id);
     const PolicyOrError& policy = effective_policy(job);
-    Transition t = outcome.failed()
-                       ? on_run_failed(policy, before, ref, outcome.failure_class, outcome.error,
-                                       now, &random_)
-                       : on_run_succeeded(policy, before, ref, now);
+    Transition t = outcome.failed() ? on_run_failed(policy, before, ref, outcome.failure_class,
+                                                    outcome.error, now, &random_)
+                                    : on_run_succeeded(policy, before, ref, now);
     Effects fx;
     fx.op = kOpFinish;
     fx.state = t.state;
@@ -893,10 +892,12 @@ Task<void> Scheduler::send_outbox(std::vector<OutboxMessage> messages) {
     if (halted()) co_return;
     json payload = json::parse(m.payload, nullptr, /*allow_exceptions=*/false);
     if (payload.is_discarded()) payload = json::object();
-    const std::string event =
-        payload.contains("event") && payload.at("event").is_string() ? payload.at("event").get<std::string>() : "";
-    const std::string job_id =
-        payload.contains("job_id") && payload.at("job_id").is_string() ? payload.at("job_id").get<std::string>() : "";
+    const std::string event = payload.contains("event") && payload.at("event").is_string()
+                                  ? payload.at("event").get<std::string>()
+                                  : "";
+    const std::string job_id = payload.contains("job_id") && payload.at("job_id").is_string()
+                                   ? payload.at("job_id").get<std::string>()
+                                   : "";
     Status sent = co_await notifier_.send(m.target, std::move(payload));
     if (!sent.ok()) {
       // Logged, not retried: the state and the log keep the failure visible.
@@ -916,7 +917,8 @@ Task<void> Scheduler::send_outbox(std::vector<OutboxMessage> messages) {
 
 void Scheduler::log_notification(const Notification& n) {
   LogFields fields{{"job_id", n.job_id},
-                   {"failure_class", n.failure_class ? json(to_string(*n.failure_class)) : json(nullptr)},
+                   {"failure_class",
+                    n.failure_class ? json(to_string(*n.failure_class)) : json(nullptr)},
                    {"attempt", n.attempt},
                    {"next_action", to_string(n.next_action)},
                    {"at", format_instant(n.at)}};
@@ -959,7 +961,8 @@ std::string Scheduler::encode_intent(const Effects& fx) const {
   }
   j["adds"] = std::move(adds);
   json cancels = json::array();
-  for (const RetryCancel& c : fx.cancels) cancels.push_back({{"job_id", c.job_id}, {"slot", c.slot}});
+  for (const RetryCancel& c : fx.cancels)
+    cancels.push_back({{"job_id", c.job_id}, {"slot", c.slot}});
   j["cancels"] = std::move(cancels);
   json notes = json::array();
   for (const Notification& n : fx.notifications) notes.push_back(to_json(n));

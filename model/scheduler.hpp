@@ -70,7 +70,7 @@ namespace rehearse {
 // One scheduled job as the scheduler runs it.
 struct ScheduledJob {
   std::string id;
-  CronSchedule schedule;        // the job's effective schedule
+  CronSchedule schedule;  // the job's effective schedule
   PolicyOrError policy = make_error(ErrorCode::invalid_argument, "no retry policy");
   JobRunner* runner = nullptr;  // not owned; must outlive the scheduler
   std::string notify_target;    // where its notifications go (empty: the ops target)
@@ -213,7 +213,7 @@ class Scheduler {
   // state, then applies the queue effects; returns the outbox messages to
   // send. Empty on a halt.
   std::vector<OutboxMessage> commit_entry(const QueueEntry& entry,
-                                         const std::function<Effects()>& compute);
+                                          const std::function<Effects()>& compute);
   std::vector<OutboxMessage> apply_effects(const QueueEntry& entry, const Effects& effects);
   std::vector<OutboxMessage> outbox_first(const std::vector<Notification>& notifications);
   std::string encode_intent(const Effects& effects) const;
@@ -240,8 +240,8 @@ class Scheduler {
   // reads its first entry instead of scanning every job.
   std::set<std::pair<TimeMs, std::string>> next_runs_;
   std::map<std::string, std::size_t, std::less<>> job_index_;  // id -> jobs_ index
-  std::set<std::string> busy_;            // jobs with a run in flight
-  std::set<std::string> schedule_broken_;  // jobs whose schedule gave an error
+  std::set<std::string> busy_;                                 // jobs with a run in flight
+  std::set<std::string> schedule_broken_;                      // jobs whose schedule gave an error
   bool corrupt_ = false;
   bool corrupt_notified_ = false;
   bool booted_ = false;

@@ -71,10 +71,10 @@ class StrictSax {
   bool key(std::string& k) {
     Frame& top = stack_.back();
     if (top.value->contains(k)) {
-      error_ = make_error(ErrorCode::corrupt,
-                          fmt::format("duplicate key \"{}\" (each key may appear once)",
-                                      printable(k)),
-                          pointer() + "/" + json_pointer_token(k));
+      error_ =
+          make_error(ErrorCode::corrupt,
+                     fmt::format("duplicate key \"{}\" (each key may appear once)", printable(k)),
+                     pointer() + "/" + json_pointer_token(k));
       return false;
     }
     top.key = std::move(k);
@@ -183,8 +183,8 @@ Status check_keys(const json& object, const std::string& where,
   for (const auto& [key, value] : object.items()) {
     if (!std::binary_search(expected.begin(), expected.end(), key)) {
       return schema(where + "/" + json_pointer_token(key),
-                    fmt::format("unknown key \"{}\" in {}; expected only: {}", printable(key),
-                                what, fmt::join(expected, ", ")));
+                    fmt::format("unknown key \"{}\" in {}; expected only: {}", printable(key), what,
+                                fmt::join(expected, ", ")));
     }
   }
   for (const auto& key : expected) {
@@ -269,15 +269,17 @@ Result<Enum> read_enum(const json& v, const std::string& where, const char* what
 }
 
 const std::vector<std::string>& status_names() {
-  static const std::vector<std::string> names = {
-      to_string(RetryStatus::ok), to_string(RetryStatus::retrying),
-      to_string(RetryStatus::retry_exhausted), to_string(RetryStatus::failed)};
+  static const std::vector<std::string> names = {to_string(RetryStatus::ok),
+                                                 to_string(RetryStatus::retrying),
+                                                 to_string(RetryStatus::retry_exhausted),
+                                                 to_string(RetryStatus::failed)};
   return names;
 }
 const std::vector<std::string>& action_names() {
-  static const std::vector<std::string> names = {
-      to_string(NextAction::none), to_string(NextAction::retry),
-      to_string(NextAction::wait_next_run), to_string(NextAction::manual_review)};
+  static const std::vector<std::string> names = {to_string(NextAction::none),
+                                                 to_string(NextAction::retry),
+                                                 to_string(NextAction::wait_next_run),
+                                                 to_string(NextAction::manual_review)};
   return names;
 }
 const std::vector<std::string>& class_names_all() {
@@ -354,8 +356,8 @@ Status check_enums(RetryStatus s, NextAction a, const std::optional<FailureClass
 
 Status validate_slot(const SlotRecord& slot, TimeMs key, const std::string& where) {
   if (slot.slot != key) {
-    return invalid(where + "/slot", fmt::format("slot record {} is filed under key {}",
-                                                slot.slot, key));
+    return invalid(where + "/slot",
+                   fmt::format("slot record {} is filed under key {}", slot.slot, key));
   }
   if (auto s = check_instant(slot.slot, where + "/slot"); !s.ok()) return s;
   if (auto s = check_enums(slot.retry_status, slot.next_action, slot.failure_class, where);
@@ -394,9 +396,9 @@ Result<SlotRecord> decode_slot(const json& v, const std::string& where) {
                 read_optional_class(v.at("failure_class"), where + "/failure_class"));
   REHEARSE_READ(slot.retry_count,
                 read_count(v.at("retry_count"), where + "/retry_count", "a retry count"));
-  REHEARSE_READ(slot.next_retry_at, read_optional_instant(v.at("next_retry_at"),
-                                                          where + "/next_retry_at",
-                                                          "the next retry instant"));
+  REHEARSE_READ(slot.next_retry_at,
+                read_optional_instant(v.at("next_retry_at"), where + "/next_retry_at",
+                                      "the next retry instant"));
   REHEARSE_READ(slot.next_action, read_action(v.at("next_action"), where + "/next_action"));
   REHEARSE_READ(slot.stalled_count,
                 read_count(v.at("stalled_count"), where + "/stalled_count", "a stall count"));
@@ -519,8 +521,8 @@ bool intact_record_follows(std::string_view region) {
 }
 
 Error at_line(Error e, std::uint64_t line) {
-  e.where = e.where.empty() ? fmt::format("line {}", line) : fmt::format("line {}#{}", line,
-                                                                        e.where);
+  e.where =
+      e.where.empty() ? fmt::format("line {}", line) : fmt::format("line {}#{}", line, e.where);
   return e;
 }
 
@@ -609,11 +611,12 @@ Result<json> parse_with(std::string_view bytes, StrictSax& sax) {
 
 const std::vector<std::string>& job_field_names() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> n = {
-        "job_id",      "retry_status",   "failure_class", "retry_count",   "retry_limit",
-        "next_retry_at", "next_action",  "last_error",    "updated_at",    "next_run_at",
-        "last_slot",   "policy_error",   "misfire_runs",  "coalesced_slots",
-        "max_lateness_ms", "slots"};
+    std::vector<std::string> n = {"job_id",       "retry_status",    "failure_class",
+                                  "retry_count",  "retry_limit",     "next_retry_at",
+                                  "next_action",  "last_error",      "updated_at",
+                                  "next_run_at",  "last_slot",       "policy_error",
+                                  "misfire_runs", "coalesced_slots", "max_lateness_ms",
+                                  "slots"};
     std::sort(n.begin(), n.end());
     return n;
   }();
@@ -622,9 +625,8 @@ const std::vector<std::string>& job_field_names() {
 
 const std::vector<std::string>& slot_field_names() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> n = {"slot",        "retry_status",  "failure_class",
-                                  "retry_count", "next_retry_at", "next_action",
-                                  "stalled_count", "last_error"};
+    std::vector<std::string> n = {"slot",          "retry_status", "failure_class", "retry_count",
+                                  "next_retry_at", "next_action",  "stalled_count", "last_error"};
     std::sort(n.begin(), n.end());
     return n;
   }();
@@ -697,27 +699,26 @@ Result<JobState> decode_job(const json& v, const std::string& where) {
                 read_count(v.at("retry_count"), where + "/retry_count", "a retry count"));
   REHEARSE_READ(state.retry_limit,
                 read_count(v.at("retry_limit"), where + "/retry_limit", "a retry limit"));
-  REHEARSE_READ(state.next_retry_at, read_optional_instant(v.at("next_retry_at"),
-                                                           where + "/next_retry_at",
-                                                           "the next retry instant"));
+  REHEARSE_READ(state.next_retry_at,
+                read_optional_instant(v.at("next_retry_at"), where + "/next_retry_at",
+                                      "the next retry instant"));
   REHEARSE_READ(state.next_action, read_action(v.at("next_action"), where + "/next_action"));
   REHEARSE_READ(state.last_error,
                 read_string(v.at("last_error"), where + "/last_error", "the last error text"));
-  REHEARSE_READ(state.updated_at, read_optional_instant(v.at("updated_at"),
-                                                        where + "/updated_at",
+  REHEARSE_READ(state.updated_at, read_optional_instant(v.at("updated_at"), where + "/updated_at",
                                                         "the update instant"));
-  REHEARSE_READ(state.next_run_at, read_optional_instant(v.at("next_run_at"),
-                                                         where + "/next_run_at",
-                                                         "the next regular run instant"));
+  REHEARSE_READ(state.next_run_at,
+                read_optional_instant(v.at("next_run_at"), where + "/next_run_at",
+                                      "the next regular run instant"));
   REHEARSE_READ(state.last_slot, read_optional_instant(v.at("last_slot"), where + "/last_slot",
                                                        "the last regular slot instant"));
   REHEARSE_READ(state.policy_error, read_string(v.at("policy_error"), where + "/policy_error",
                                                 "the policy error text"));
   REHEARSE_READ(state.misfire_runs,
                 read_count(v.at("misfire_runs"), where + "/misfire_runs", "a misfire run count"));
-  REHEARSE_READ(state.coalesced_slots, read_count(v.at("coalesced_slots"),
-                                                  where + "/coalesced_slots",
-                                                  "a coalesced slot count"));
+  REHEARSE_READ(state.coalesced_slots,
+                read_count(v.at("coalesced_slots"), where + "/coalesced_slots",
+                           "a coalesced slot count"));
   REHEARSE_READ(state.max_lateness_ms,
                 read_integer(v.at("max_lateness_ms"), where + "/max_lateness_ms", 0,
                              std::numeric_limits<std::int64_t>::max(),
@@ -746,8 +747,8 @@ Result<JobState> decode_job(const json& v, const std::string& where) {
     REHEARSE_READ(slot, decode_slot(record, slot_where));
     if (slot.slot != *at) {
       return schema(slot_where + "/slot",
-                    fmt::format("expected the slot's own instant \"{}\" (its key), got \"{}\"",
-                                key, format_instant(slot.slot)));
+                    fmt::format("expected the slot's own instant \"{}\" (its key), got \"{}\"", key,
+                                format_instant(slot.slot)));
     }
     state.slots.emplace(*at, std::move(slot));
   }
@@ -828,9 +829,9 @@ Result<StateDocument> decode_state(std::string_view bytes) {
       return;
     }
     if (state->job_id != id) {
-      job_error = schema(where + "/job_id",
-                         fmt::format("expected the job id \"{}\" (its key), got \"{}\"",
-                                     printable(id), printable(state->job_id)));
+      job_error =
+          schema(where + "/job_id", fmt::format("expected the job id \"{}\" (its key), got \"{}\"",
+                                                printable(id), printable(state->job_id)));
       return;
     }
     document.jobs.emplace(id, std::move(*state));
@@ -839,9 +840,10 @@ Result<StateDocument> decode_state(std::string_view bytes) {
   if (!parsed.ok()) return std::move(parsed).error();
   const json& root = *parsed;
   if (!root.is_object()) {
-    return schema("", "expected the state document, an object {\"format\": 1, \"journal_seq\": "
-                      "N, \"jobs\": {...}}, got " +
-                          type_of(root));
+    return schema("",
+                  "expected the state document, an object {\"format\": 1, \"journal_seq\": "
+                  "N, \"jobs\": {...}}, got " +
+                      type_of(root));
   }
   // The format first, so that a newer file says so instead of "unknown key".
   if (!root.contains("format")) return schema("", "missing key \"format\" in the state document");
@@ -862,8 +864,8 @@ Result<StateDocument> decode_state(std::string_view bytes) {
   document.journal_seq = static_cast<std::uint64_t>(seq);
   const json& jobs = root.at("jobs");
   if (!jobs.is_object()) {
-    return schema("/jobs", "expected an object of job records keyed by job id, got " +
-                               type_of(jobs));
+    return schema("/jobs",
+                  "expected an object of job records keyed by job id, got " + type_of(jobs));
   }
   if (job_error) return *job_error;
   for (const auto& [id, record] : jobs.items()) {
@@ -966,9 +968,10 @@ Result<JournalScan> decode_journal_region(std::string_view bytes, std::uint64_t 
     }
     if (const auto announced = announced_size(region); announced && region.size() > *announced) {
       Error e = *bad;
-      e.message = fmt::format("bad last record followed by {} more bytes than it announces (not "
-                              "a torn tail): {}",
-                              region.size() - *announced, e.message);
+      e.message = fmt::format(
+          "bad last record followed by {} more bytes than it announces (not "
+          "a torn tail): {}",
+          region.size() - *announced, e.message);
       return at_line(std::move(e), line);
     }
     scan.torn_tail = TornTail{offset + pos, region.size(), line, bad->message};
@@ -1011,8 +1014,8 @@ Result<JournalHeader> decode_journal_header(std::string_view bytes) {
 Result<JournalScan> decode_journal(std::string_view bytes) {
   auto header = decode_journal_header(bytes);
   if (!header.ok()) return std::move(header).error();
-  auto scan = decode_journal_region(bytes.substr(header->length), header->length, 2,
-                                    header->base_seq + 1);
+  auto scan =
+      decode_journal_region(bytes.substr(header->length), header->length, 2, header->base_seq + 1);
   if (!scan.ok()) return scan;
   scan->base_seq = header->base_seq;
   scan->header_length = header->length;

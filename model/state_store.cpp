@@ -66,20 +66,16 @@ Status check_journal_against_snapshot(const JournalScan& scan, bool have_snapsho
 
 const char* to_string(Durability d) noexcept {
   switch (d) {
-    case Durability::full:
-      return "full";
-    case Durability::no_sync:
-      return "no_sync";
+    case Durability::full: return "full";
+    case Durability::no_sync: return "no_sync";
   }
   return "?";
 }
 
 const char* to_string(HealthKind k) noexcept {
   switch (k) {
-    case HealthKind::ok:
-      return "ok";
-    case HealthKind::corrupt:
-      return "corrupt";
+    case HealthKind::ok: return "ok";
+    case HealthKind::corrupt: return "corrupt";
   }
   return "?";
 }
@@ -230,8 +226,7 @@ Status StateStore::full_load() {
     journal_records_ = scan->records.size();
     journal_last_seq_ = scan->records.empty() ? scan->base_seq : scan->records.back().seq;
     seq = std::max(seq, journal_last_seq_);
-    const std::uint64_t last_offset =
-        scan->records.empty() ? 0 : scan->records.back().offset;
+    const std::uint64_t last_offset = scan->records.empty() ? 0 : scan->records.back().offset;
     remember_last_record(last_offset, bytes.substr(last_offset, journal_end_ - last_offset));
     tail = std::move(scan->torn_tail);
   }
@@ -305,7 +300,8 @@ Status StateStore::refresh() {
   }
   if (!scan->records.empty()) {
     const JournalRecord& last = scan->records.back();
-    remember_last_record(last.offset, after.substr(last.offset - journal_end_, last.end - last.offset));
+    remember_last_record(last.offset,
+                         after.substr(last.offset - journal_end_, last.end - last.offset));
   }
   journal_records_ += scan->records.size();
   journal_line_ += scan->records.size();
@@ -387,8 +383,7 @@ Result<std::map<std::string, JobState>> StateStore::read_all() {
   return jobs_;
 }
 
-Status StateStore::update(const std::string& job_id,
-                          const std::function<void(JobState&)>& mutate) {
+Status StateStore::update(const std::string& job_id, const std::function<void(JobState&)>& mutate) {
   if (job_id.empty()) return make_error(ErrorCode::invalid_argument, "job id is empty");
   auto held = lock();
   if (!held.ok()) return std::move(held).error();

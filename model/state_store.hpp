@@ -136,8 +136,7 @@ class StateStore final : public JobStateStore {
   // storage system): re-read before deciding to repeat it. mutate must not
   // call back into a store on the same directory (the lock is not
   // re-entrant).
-  Status update(const std::string& job_id,
-                const std::function<void(JobState&)>& mutate) override;
+  Status update(const std::string& job_id, const std::function<void(JobState&)>& mutate) override;
 
   // Folds the journal into a new snapshot now.
   Status compact();
@@ -177,7 +176,7 @@ class StateStore final : public JobStateStore {
   // Cache of the files as of the last refresh (valid while loaded_).
   bool loaded_ = false;
   std::map<std::string, JobState> jobs_;
-  std::uint64_t seq_ = 0;                       // last update folded into jobs_
+  std::uint64_t seq_ = 0;                      // last update folded into jobs_
   std::optional<std::uint64_t> journal_base_;  // nullopt: no journal file
   std::uint64_t journal_end_ = 0;              // offset after the last intact record
   std::uint64_t journal_line_ = 0;             // line number of the next record

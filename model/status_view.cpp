@@ -23,9 +23,7 @@ std::string clip(std::string text) {
   return text;
 }
 
-std::string instant_or_dash(const std::optional<TimeMs>& t) {
-  return t ? format_instant(*t) : "-";
-}
+std::string instant_or_dash(const std::optional<TimeMs>& t) { return t ? format_instant(*t) : "-"; }
 
 json instant_or_null(const std::optional<TimeMs>& t) {
   return t ? json(format_instant(*t)) : json(nullptr);
@@ -106,8 +104,7 @@ void render_group(std::string& out, const char* title, const std::vector<StatusJ
 }  // namespace
 
 StatusReport build_status(const std::vector<StatusJob>& jobs,
-                          std::optional<std::string> state_corrupt,
-                          const StatusNotices& notices) {
+                          std::optional<std::string> state_corrupt, const StatusNotices& notices) {
   StatusReport report;
   report.state_corrupt = std::move(state_corrupt);
   report.store_notices = notices.store_notices;

@@ -52,8 +52,8 @@ struct StatusJobView {
   std::string job_id;
   JobState state;
   std::string badge;
-  std::string policy;        // describe(policy), or "invalid" when it is not valid
-  std::string policy_error;  // the policy's error (or the one the state recorded)
+  std::string policy;          // describe(policy), or "invalid" when it is not valid
+  std::string policy_error;    // the policy's error (or the one the state recorded)
   bool limit_overrun = false;  // retry_count > retry_limit
   // Which store each runtime field came from (merged views only).
   std::map<std::string, std::string> sources;
@@ -86,9 +86,9 @@ struct StatusReport {
   std::optional<std::string> state_corrupt;  // why the state store cannot be trusted
   std::vector<std::string> store_notices;    // damage reported and survived
   std::vector<DroppedRetry> dropped_retries;
-  std::vector<StatusJobView> retrying;       // retry_status retrying
-  std::vector<StatusJobView> exhausted;      // retry_exhausted
-  std::vector<StatusJobView> failed;         // failed (manual review)
+  std::vector<StatusJobView> retrying;   // retry_status retrying
+  std::vector<StatusJobView> exhausted;  // retry_exhausted
+  std::vector<StatusJobView> failed;     // failed (manual review)
   std::vector<StatusJobView> ok;
   std::vector<StatusViewError> policy_errors;
   std::vector<std::string> limit_overruns;   // job ids
@@ -110,8 +110,8 @@ StatusReport build_status_from_stores(const std::vector<StatusSource>& sources,
                                       std::optional<std::string> state_corrupt = std::nullopt);
 
 // Fixed-width text, one line per job, groups in the order: state store,
-// store notices, dropped retries, counts, retrying, retry_exhausted, failed, ok, policy errors, limit
-// overruns, view errors.
+// store notices, dropped retries, counts, retrying, retry_exhausted, failed, ok, policy errors,
+// limit overruns, view errors.
 std::string render_text(const StatusReport& report);
 nlohmann::json to_json(const StatusReport& report);
 

@@ -162,8 +162,8 @@ std::string format_instant(TimeMs t) {
     return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", c.date.year, c.date.month,
                        c.date.day, c.hour, c.minute, c.second, c.millisecond);
   }
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", c.date.year, c.date.month,
-                     c.date.day, c.hour, c.minute, c.second);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", c.date.year, c.date.month, c.date.day,
+                     c.hour, c.minute, c.second);
 }
 
 Result<DurationMs> parse_duration(std::string_view text) {
@@ -172,8 +172,8 @@ Result<DurationMs> parse_duration(std::string_view text) {
     DurationMs ms;
   };
   // Longest unit names first where one is a prefix of another ("ms" vs "m").
-  static constexpr std::array<Unit, 5> kUnits{{
-      {"d", kDayMs}, {"h", kHourMs}, {"m", kMinuteMs}, {"s", kSecondMs}, {"ms", 1}}};
+  static constexpr std::array<Unit, 5> kUnits{
+      {{"d", kDayMs}, {"h", kHourMs}, {"m", kMinuteMs}, {"s", kSecondMs}, {"ms", 1}}};
   auto fail = [&](const std::string& what) {
     return make_error(ErrorCode::invalid_argument,
                       fmt::format("invalid duration \"{}\": {} (expected a number with units in "

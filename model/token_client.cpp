@@ -32,7 +32,7 @@ Headers context_headers(const ServiceRequest& request) {
 LogFields fields_from(const Headers& context) {
   LogFields fields;
   const std::pair<const char*, const char*> names[] = {
-      {kRequestHeaderJob, "job_id"},     {kRequestHeaderSlot, "slot"},
+      {kRequestHeaderJob, "job_id"},      {kRequestHeaderSlot, "slot"},
       {kRequestHeaderAttempt, "attempt"}, {kRequestHeaderItem, "item"},
       {kRequestHeaderId, "request_id"},
   };
@@ -334,7 +334,8 @@ Task<TokenClient::Grant> TokenClient::acquire(std::uint64_t rejected_generation,
     Grant grant = co_await issue(reason, std::move(origin));
     co_return grant;
   }
-  co_return Grant{{}, 0,
+  co_return Grant{{},
+                  0,
                   local_failure(503, fmt::format("token issuance did not settle after {} waits",
                                                  config_.acquire_rounds_max))};
 }

@@ -130,14 +130,14 @@ struct TokenInfo {
 
 // Counters over the client's life (process memory), for tests and reports.
 struct TokenClientStats {
-  std::uint64_t requests = 0;          // request() calls
-  std::uint64_t sends = 0;             // authenticated sends (first tries + retries)
-  std::uint64_t issuances = 0;         // issue_token calls this client made
-  std::uint64_t reissues = 0;          // of which after a 401
-  std::uint64_t issue_failures = 0;    // issuances that failed
-  std::uint64_t joined = 0;            // times a request waited for another's issuance
-  std::uint64_t stale_retries = 0;     // 401 with an older token: retried with the newer one
-  std::uint64_t auth_failures = 0;     // second 401 of a request, returned as is
+  std::uint64_t requests = 0;        // request() calls
+  std::uint64_t sends = 0;           // authenticated sends (first tries + retries)
+  std::uint64_t issuances = 0;       // issue_token calls this client made
+  std::uint64_t reissues = 0;        // of which after a 401
+  std::uint64_t issue_failures = 0;  // issuances that failed
+  std::uint64_t joined = 0;          // times a request waited for another's issuance
+  std::uint64_t stale_retries = 0;   // 401 with an older token: retried with the newer one
+  std::uint64_t auth_failures = 0;   // second 401 of a request, returned as is
 };
 
 class TokenClient {

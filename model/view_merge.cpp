@@ -34,10 +34,9 @@ Result<Side> read_side(const json& record, RuntimeStoreKind kind) {
   if (it == record.end() || it->is_null()) return side;
   const std::string where = std::string(to_string(kind)) + "#/updated_at";
   if (!it->is_string()) {
-    return make_error(ErrorCode::schema_error,
-                      fmt::format("expected an ISO-8601 UTC instant or null, got {}",
-                                  it->type_name()),
-                      where);
+    return make_error(
+        ErrorCode::schema_error,
+        fmt::format("expected an ISO-8601 UTC instant or null, got {}", it->type_name()), where);
   }
   auto t = parse_instant(it->get_ref<const std::string&>());
   if (!t.ok()) {
@@ -52,10 +51,8 @@ Result<Side> read_side(const json& record, RuntimeStoreKind kind) {
 
 const char* to_string(RuntimeStoreKind k) noexcept {
   switch (k) {
-    case RuntimeStoreKind::jobs_json:
-      return "jobs.json";
-    case RuntimeStoreKind::jobs_state_json:
-      return "jobs_state.json";
+    case RuntimeStoreKind::jobs_json: return "jobs.json";
+    case RuntimeStoreKind::jobs_state_json: return "jobs_state.json";
   }
   return "?";
 }

@@ -32,8 +32,8 @@ enum class RuntimeStoreKind : unsigned char { jobs_json, jobs_state_json };
 const char* to_string(RuntimeStoreKind k) noexcept;
 
 struct RuntimeMerge {
-  nlohmann::json fields = nlohmann::json::object();     // the merged runtime fields
-  std::map<std::string, RuntimeStoreKind> source;       // which store each field came from
+  nlohmann::json fields = nlohmann::json::object();            // the merged runtime fields
+  std::map<std::string, RuntimeStoreKind> source;              // which store each field came from
   RuntimeStoreKind newer = RuntimeStoreKind::jobs_state_json;  // the record that won
 };
 

@@ -54,8 +54,7 @@ Worker::~Worker() {
 }
 
 Result<std::unique_ptr<Worker>> Worker::open(WorkerPorts ports, std::vector<JobConfig> jobs,
-                                             WorkerOptions options,
-                                             const JobKinds& kinds) {
+                                             WorkerOptions options, const JobKinds& kinds) {
   auto store = StateStore::open(ports.disk, options.state_dir);
   if (!store.ok()) return std::move(store).error();
   auto ledger = DeliveryLedger::open(ports.disk, options.ledger_dir);
@@ -69,9 +68,9 @@ Result<std::unique_ptr<Worker>> Worker::open(WorkerPorts ports, std::vector<JobC
   }
   w.ledger_.emplace(std::move(ledger).value());
   w.token_client_ = std::make_unique<TokenClient>(ports.clock, ports.services, ports.log);
-  w.job_ports_ = std::make_unique<JobPorts>(JobPorts{ports.clock, ports.services, ports.notifier,
-                                                     ports.log, ports.disk, *w.ledger_,
-                                                     *w.token_client_, ports.env});
+  w.job_ports_ =
+      std::make_unique<JobPorts>(JobPorts{ports.clock, ports.services, ports.notifier, ports.log,
+                                          ports.disk, *w.ledger_, *w.token_client_, ports.env});
   std::vector<ScheduledJob> scheduled;
   for (const JobConfig& job : w.jobs_) w.add_job(job, kinds, scheduled);
 
@@ -80,10 +79,10 @@ Result<std::unique_ptr<Worker>> Worker::open(WorkerPorts ports, std::vector<JobC
   scheduler_options.misfire_grace_ms = w.options_.misfire_grace_ms;
   scheduler_options.ops_target = w.options_.ops_target;
   scheduler_options.start_ms = w.options_.start_ms;
-  w.scheduler_ = std::make_unique<Scheduler>(
-      SchedulerPorts{ports.clock, ports.queue, w.states(), ports.notifier, ports.log, ports.random,
-                     &*w.ledger_},
-      std::move(scheduled), scheduler_options);
+  w.scheduler_ = std::make_unique<Scheduler>(SchedulerPorts{ports.clock, ports.queue, w.states(),
+                                                            ports.notifier, ports.log, ports.random,
+                                                            &*w.ledger_},
+                                             std::move(scheduled), scheduler_options);
   return worker;
 }
 

@@ -108,8 +108,7 @@ class Worker {
 
  private:
   Worker(WorkerPorts ports, std::vector<JobConfig> jobs, WorkerOptions options);
-  void add_job(const JobConfig& job, const JobKinds& kinds,
-               std::vector<ScheduledJob>& scheduled);
+  void add_job(const JobConfig& job, const JobKinds& kinds, std::vector<ScheduledJob>& scheduled);
   void refuse_job(const JobConfig& job, const char* event, const Error& error);
 
   WorkerPorts ports_;

@@ -70,7 +70,8 @@ void SimBrokerage::revoke_all() {
 }
 
 void SimBrokerage::schedule_revoke_all(TimeMs at_ms) {
-  simulator_.schedule_call_for(kWorld, at_ms, [this] { revoke_all(); }, "revoke_all");
+  simulator_.schedule_call_for(
+      kWorld, at_ms, [this] { revoke_all(); }, "revoke_all");
 }
 
 TraceEvent SimBrokerage::event(const ServiceRequest& request, TimeMs now_ms,
@@ -135,10 +136,10 @@ std::optional<SimReply> SimBrokerage::apply_faults(const ServiceRequest& request
         if (!issuing) e.data["reason"] = "scripted";
       }
     } else {
-      std::string message = fault.message.empty()
-                                ? transport_error_text(fault.transport, config_.name,
-                                                          config_.timeout_ms)
-                                : fault.message;
+      std::string message =
+          fault.message.empty()
+              ? transport_error_text(fault.transport, config_.name, config_.timeout_ms)
+              : fault.message;
       reply = SimReply{ServiceResult(TransportError{fault.transport, std::move(message)}),
                        fault.transport == TransportErrorKind::timeout ? config_.timeout_ms
                                                                       : latency_ms};

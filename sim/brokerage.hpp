@@ -74,8 +74,8 @@ struct BrokerageFault {
   std::string operation;  // empty: every operation, "issue_token" included
   TimeMs from_ms = std::numeric_limits<TimeMs>::min();
   TimeMs until_ms = std::numeric_limits<TimeMs>::max();  // exclusive
-  double rate = 1.0;                    // share of matching calls hit
-  std::optional<std::uint64_t> hits_max;  // at most this many hits (empty: no limit)
+  double rate = 1.0;                                     // share of matching calls hit
+  std::optional<std::uint64_t> hits_max;                 // at most this many hits (empty: no limit)
   // What a hit answers: an HTTP status, or (http_status == 0) a transport
   // error of kind `transport`.
   int http_status = 0;

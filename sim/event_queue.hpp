@@ -248,8 +248,7 @@ class EventQueue {
   static constexpr std::size_t kPendingLimit = kSlotMask;  // slot index kSlotMask unused
   static constexpr std::uint64_t kSeqMax = (std::uint64_t{1} << (64 - kSlotBits)) - 1;
 
-  explicit EventQueue(std::size_t pending_max = std::size_t{1} << 20)
-      : pending_max_(pending_max) {
+  explicit EventQueue(std::size_t pending_max = std::size_t{1} << 20) : pending_max_(pending_max) {
     REHEARSE_ASSERT(pending_max_ >= 1);
     REHEARSE_ASSERT(pending_max_ <= kPendingLimit);
   }
@@ -336,9 +335,8 @@ class EventQueue {
     // The next pop will read the new top's slot, which is anywhere in the
     // slot array: start loading it now so the miss overlaps with the rest of
     // this pop and whatever the caller does in between.
-    heap_.pop([this](std::uint64_t next_tag) {
-      prefetch_line(slots_.data() + (next_tag & kSlotMask));
-    });
+    heap_.pop(
+        [this](std::uint64_t next_tag) { prefetch_line(slots_.data() + (next_tag & kSlotMask)); });
     const auto slot = static_cast<std::uint32_t>(key.tag & kSlotMask);
     PoppedEvent<Payload> event{key.time, key.tag >> kSlotBits, EventId{key.tag},
                                std::move(slots_[slot].payload)};

@@ -41,8 +41,9 @@ std::string short_duration(DurationMs ms) {
 bool expectations_need_trace(const Expectations& expect) {
   const bool messages = std::any_of(expect.jobs.begin(), expect.jobs.end(),
                                     [](const auto& job) { return !job.second.messages.empty(); });
-  const bool not_found = std::any_of(expect.items.begin(), expect.items.end(),
-                                     [](const auto& item) { return item.second.not_found.has_value(); });
+  const bool not_found =
+      std::any_of(expect.items.begin(), expect.items.end(),
+                  [](const auto& item) { return item.second.not_found.has_value(); });
   return messages || not_found;
 }
 

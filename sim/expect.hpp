@@ -29,8 +29,8 @@
 
 // world.hpp first: it orders the sim headers so that the scenario's
 // `sim::Services` does not hide the `rehearse::Services` port.
-#include "sim/world.hpp"
 #include "sim/scenario.hpp"
+#include "sim/world.hpp"
 
 namespace rehearse::sim {
 

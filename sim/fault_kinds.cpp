@@ -46,7 +46,8 @@ std::vector<std::string> transport_error_names() {
 template <typename E>
 std::vector<std::string> names_up_to(E last) {
   std::vector<std::string> names;
-  for (int i = 0; i <= static_cast<int>(last); ++i) names.emplace_back(to_string(static_cast<E>(i)));
+  for (int i = 0; i <= static_cast<int>(last); ++i)
+    names.emplace_back(to_string(static_cast<E>(i)));
   return names;
 }
 
@@ -78,7 +79,9 @@ FaultKeySpec rate_key() {
                       .schema_ref = "rate",
                       .doc = "`rate` (default 1)",
                       .default_value = 1.0,
-                      .store = [](FaultSpec& f, const FaultValue& v) { f.rate = v.value.get<double>(); }};
+                      .store = [](FaultSpec& f, const FaultValue& v) {
+                        f.rate = v.value.get<double>();
+                      }};
 }
 
 // An HTTP status a hit answers with (required).
@@ -218,14 +221,19 @@ Status add_service_window(const FaultSpec& fault, std::size_t index, TimeMs from
     ModelApi& api = *world.model_api;
     switch (hit.model_kind) {
       case ModelFaultKind::quota: api.add_quota_outage(from, until); break;
-      case ModelFaultKind::http_error: api.add_http_errors(from, until, hit.http_status, fault.rate); break;
+      case ModelFaultKind::http_error:
+        api.add_http_errors(from, until, hit.http_status, fault.rate);
+        break;
       case ModelFaultKind::timeout: api.add_timeouts(from, until, fault.rate); break;
-      case ModelFaultKind::network: api.add_network_errors(from, until, fault.rate, hit.transport); break;
+      case ModelFaultKind::network:
+        api.add_network_errors(from, until, fault.rate, hit.transport);
+        break;
     }
   } else if (fault.service == ServiceKind::brokerage && world.brokerage) {
     add_brokerage_window(fault, index, from, until, *world.brokerage, hit);
   }
-  if (GenericService* user = world.user_service ? world.user_service(fault.user_service) : nullptr) {
+  if (GenericService* user =
+          world.user_service ? world.user_service(fault.user_service) : nullptr) {
     add_user_window(fault, from, until, *user, hit);
   }
   if (fault.service != ServiceKind::orchestrator) return {};
@@ -263,7 +271,9 @@ FaultKindSpec quota_exhausted() {
                            "`service` (`\"model-api\"`, the default, or a service of your own)")},
       .trace = {},
       .meaning = "calls fail with the usage limit (HTTP 429, quota message)",
-      .schedule = service_window([](const FaultSpec&) { return Hit{ModelFaultKind::quota, 429}; }),
+      .schedule = service_window([](const FaultSpec&) {
+        return Hit{ModelFaultKind::quota, 429};
+      }),
   };
 }
 
@@ -313,9 +323,10 @@ FaultKindSpec network_errors() {
                             .doc = "`error` (`connection_refused`, `connection_reset` (default), "
                                    "`dns`, `broken_pipe`)",
                             .default_value = "connection_reset",
-                            .store = [](FaultSpec& f, const FaultValue& v) {
-                              f.transport = transport_errors()[v.index].second;
-                            }}},
+                            .store =
+                                [](FaultSpec& f, const FaultValue& v) {
+                                  f.transport = transport_errors()[v.index].second;
+                                }}},
       .trace = {trace_rate()},
       .meaning = "calls fail below HTTP",
       .schedule = service_window([](const FaultSpec& f) {
@@ -345,18 +356,21 @@ FaultKindSpec issues_deleted() {
                             .type = FaultKeyType::issue_list,
                             .required = true,
                             .doc = "`issues` (required, non-empty, unique orchestrator issue ids)",
-                            .store = [](FaultSpec& f, const FaultValue& v) {
-                              f.issues = v.value.get<std::vector<std::string>>();
-                            }},
+                            .store =
+                                [](FaultSpec& f, const FaultValue& v) {
+                                  f.issues = v.value.get<std::vector<std::string>>();
+                                }},
                FaultKeySpec{.name = "new_instance",
                             .type = FaultKeyType::new_instance,
                             .schema_ref = "identifier",
                             .doc = "`new_instance` (ID, must differ from the current instance)",
-                            .store = [](FaultSpec& f, const FaultValue& v) {
-                              f.new_instance = v.value.get<std::string>();
-                            }}},
-      .meaning = "a migration loses these issues (404 from now on), optionally reporting a new "
-                 "instance id",
+                            .store =
+                                [](FaultSpec& f, const FaultValue& v) {
+                                  f.new_instance = v.value.get<std::string>();
+                                }}},
+      .meaning =
+          "a migration loses these issues (404 from now on), optionally reporting a new "
+          "instance id",
       .schedule = on_orchestrator([](const FaultSpec& f, SimOrchestrator& o) {
         o.schedule_delete_issues(f.at_ms, f.issues, f.new_instance);
       }),
@@ -372,9 +386,10 @@ FaultKindSpec issue_status() {
                             .required = true,
                             .schema_ref = "identifier",
                             .doc = "`issue` (required)",
-                            .store = [](FaultSpec& f, const FaultValue& v) {
-                              f.issue = v.value.get<std::string>();
-                            }},
+                            .store =
+                                [](FaultSpec& f, const FaultValue& v) {
+                                  f.issue = v.value.get<std::string>();
+                                }},
                FaultKeySpec{.name = "status",
                             .type = FaultKeyType::name,
                             .required = true,
@@ -383,9 +398,10 @@ FaultKindSpec issue_status() {
                             .expected = "the new external status",
                             .schema_ref = "issue_status",
                             .doc = "`status` (required, STATUS)",
-                            .store = [](FaultSpec& f, const FaultValue& v) {
-                              f.status = v.value.get<std::string>();
-                            }}},
+                            .store =
+                                [](FaultSpec& f, const FaultValue& v) {
+                                  f.status = v.value.get<std::string>();
+                                }}},
       .meaning = "an external status change (possibly out of order)",
       .schedule = on_orchestrator([](const FaultSpec& f, SimOrchestrator& o) {
         o.schedule_issue_status(f.at_ms, f.issue, f.status);
@@ -424,8 +440,8 @@ FaultKindSpec restart() {
       .keys = {down_for_key(true, "`down_for` (required, DURATION >= 0, must end by `until`)")},
       .trace = {trace_down_for()},
       .meaning = "the worker process crashes at `at` and comes back `down_for` later",
-      .at_instant =
-          [](const FaultSpec& f, FaultWorld& world) { world.crash_worker("restart", f.down_for_ms); },
+      .at_instant = [](const FaultSpec& f,
+                       FaultWorld& world) { world.crash_worker("restart", f.down_for_ms); },
   };
 }
 
@@ -442,24 +458,28 @@ FaultKindSpec state_corrupted() {
                             .doc = "`mode` (`garbage` (default), `empty`, `truncated`, `schema`, "
                                    "`flip`)",
                             .default_value = "garbage",
-                            .store = [](FaultSpec& f, const FaultValue& v) {
-                              f.mode = static_cast<CorruptionMode>(v.index);
-                            }},
+                            .store =
+                                [](FaultSpec& f, const FaultValue& v) {
+                                  f.mode = static_cast<CorruptionMode>(v.index);
+                                }},
                FaultKeySpec{.name = "cut",
                             .type = FaultKeyType::cut,
                             .doc = "`cut` (mode `truncated` only: bytes kept, integer >= 0)",
-                            .store = [](FaultSpec& f, const FaultValue& v) {
-                              f.cut = v.value.get<std::uint64_t>();
-                            }},
+                            .store =
+                                [](FaultSpec& f, const FaultValue& v) {
+                                  f.cut = v.value.get<std::uint64_t>();
+                                }},
                FaultKeySpec{.name = "flips",
                             .type = FaultKeyType::flips,
                             .doc = "`flips` (mode `flip` only: non-empty array of unique byte "
                                    "offsets)",
-                            .store = [](FaultSpec& f, const FaultValue& v) {
-                              f.flips = v.value.get<std::vector<std::uint64_t>>();
-                            }}},
+                            .store =
+                                [](FaultSpec& f, const FaultValue& v) {
+                                  f.flips = v.value.get<std::vector<std::uint64_t>>();
+                                }}},
       .trace = {trace_file(),
-                {"mode", [](const FaultSpec& f) -> std::optional<json> { return to_string(f.mode); }},
+                {"mode",
+                 [](const FaultSpec& f) -> std::optional<json> { return to_string(f.mode); }},
                 {"cut",
                  [](const FaultSpec& f) -> std::optional<json> {
                    if (!f.cut) return std::nullopt;
@@ -482,12 +502,11 @@ FaultKindSpec torn_write() {
       .keys = {state_file_key("`file` (as above)"),
                down_for_key(false, "`down_for` (DURATION >= 0, default 0)")},
       .trace = {trace_down_for(), trace_file()},
-      .meaning = "the next write of that file is torn by a crash; the process restarts "
-                 "`down_for` later",
-      .at_instant =
-          [](const FaultSpec& f, FaultWorld& world) {
-            world.tear_next_write(f.file, f.down_for_ms);
-          },
+      .meaning =
+          "the next write of that file is torn by a crash; the process restarts "
+          "`down_for` later",
+      .at_instant = [](const FaultSpec& f,
+                       FaultWorld& world) { world.tear_next_write(f.file, f.down_for_ms); },
   };
 }
 
@@ -500,9 +519,10 @@ FaultKindSpec messenger_down() {
                             .type = FaultKeyType::targets,
                             .schema_ref = "target_list",
                             .doc = "`targets` (non-empty, default: every target)",
-                            .store = [](FaultSpec& f, const FaultValue& v) {
-                              f.targets = v.value.get<std::vector<std::string>>();
-                            }}},
+                            .store =
+                                [](FaultSpec& f, const FaultValue& v) {
+                                  f.targets = v.value.get<std::vector<std::string>>();
+                                }}},
       .trace = {{"targets", [](const FaultSpec& f) -> std::optional<json> { return f.targets; }}},
       .meaning = "deliveries to these targets fail",
       .schedule =
@@ -517,11 +537,13 @@ FaultKindSpec messenger_down() {
 
 json key_schema(const FaultKeySpec& key) {
   json out = json::object();
-  const auto ref = [](std::string_view name) { return json{{"$ref", fmt::format("#/$defs/{}", name)}}; };
+  const auto ref = [](std::string_view name) {
+    return json{{"$ref", fmt::format("#/$defs/{}", name)}};
+  };
   switch (key.type) {
     case FaultKeyType::service: {
-      json builtins = key.names.size() == 1 ? json{{"const", key.names.front()}}
-                                            : json{{"enum", key.names}};
+      json builtins =
+          key.names.size() == 1 ? json{{"const", key.names.front()}} : json{{"enum", key.names}};
       out = key.user_services ? json{{"anyOf", {builtins, ref("identifier")}}} : builtins;
       break;
     }
@@ -532,11 +554,10 @@ json key_schema(const FaultKeySpec& key) {
       out = key.schema_ref.empty() ? json{{"enum", key.names}} : ref(key.schema_ref);
       break;
     case FaultKeyType::issue_list:
-      out = json{{"type", "array"}, {"minItems", 1}, {"uniqueItems", true}, {"items", ref("identifier")}};
+      out = json{
+          {"type", "array"}, {"minItems", 1}, {"uniqueItems", true}, {"items", ref("identifier")}};
       break;
-    case FaultKeyType::cut:
-      out = json{{"type", "integer"}, {"minimum", 0}};
-      break;
+    case FaultKeyType::cut: out = json{{"type", "integer"}, {"minimum", 0}}; break;
     case FaultKeyType::flips:
       out = json{{"type", "array"},
                  {"minItems", 1},
@@ -585,8 +606,8 @@ const char* to_string(FaultTarget target) noexcept {
 const FaultKinds& fault_kinds() {
   // One entry per kind, in FaultKind order (sim/scenario.hpp names them).
   static const FaultKinds kinds{
-      quota_exhausted(), http_errors(),  timeouts(),        network_errors(), token_revoked(),
-      issues_deleted(),  issue_status(), agent_removed(),   agent_restored(), restart(),
+      quota_exhausted(), http_errors(),  timeouts(),       network_errors(), token_revoked(),
+      issues_deleted(),  issue_status(), agent_removed(),  agent_restored(), restart(),
       state_corrupted(), torn_write(),   messenger_down(),
   };
   return kinds;
@@ -619,8 +640,9 @@ json fault_kinds_schema(const FaultKinds& kinds) {
   for (const FaultKindSpec& kind : kinds) {
     const std::string def = fmt::format("fault_{}", kind.name);
     names.push_back(kind.name);
-    branches.push_back({{"if", {{"properties", {{"kind", {{"const", kind.name}}}}}, {"required", {"kind"}}}},
-                        {"then", {{"$ref", "#/$defs/" + def}}}});
+    branches.push_back(
+        {{"if", {{"properties", {{"kind", {{"const", kind.name}}}}}, {"required", {"kind"}}}},
+         {"then", {{"$ref", "#/$defs/" + def}}}});
     defs[def] = kind_schema(kind);
   }
   defs["fault"] = {{"type", "object"},

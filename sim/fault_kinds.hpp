@@ -57,12 +57,12 @@ const char* to_string(FaultTarget target) noexcept;
 // How a key's value is read (one reader per type in the loader) and
 // described in the schema.
 enum class FaultKeyType : unsigned char {
-  service,       // a service name: `names` (built-ins) or, with `user_services`, one of the user's own
-  down_time,     // DURATION >= 0 the worker process stays down: it must be back by `until`
-  integer,       // an integer from `min` to `max`
-  rate,          // a number from 0 to 1
-  name,          // one of `names`
-  issue,         // an issue id declared in /services/orchestrator/issues
+  service,    // a service name: `names` (built-ins) or, with `user_services`, one of the user's own
+  down_time,  // DURATION >= 0 the worker process stays down: it must be back by `until`
+  integer,    // an integer from `min` to `max`
+  rate,       // a number from 0 to 1
+  name,       // one of `names`
+  issue,      // an issue id declared in /services/orchestrator/issues
   issue_list,    // non-empty list of unique declared issue ids
   agent,         // an agent id declared in /services/orchestrator/agents
   new_instance,  // an instance id, not the orchestrator's current one
@@ -73,8 +73,8 @@ enum class FaultKeyType : unsigned char {
 
 // The loader's reading of one key, handed to FaultKeySpec::store.
 struct FaultValue {
-  nlohmann::json value;     // as read: names and ids as strings, durations in ms, lists as arrays
-  std::size_t index = 0;    // name / service: the position in `names`
+  nlohmann::json value;       // as read: names and ids as strings, durations in ms, lists as arrays
+  std::size_t index = 0;      // name / service: the position in `names`
   bool user_service = false;  // service: a service of the user's own (value is its name)
 };
 
@@ -86,8 +86,8 @@ struct FaultKeySpec {
   bool user_services = false;      // service: a service of the user's own is allowed too
   std::int64_t min = 0;            // integer
   std::int64_t max = 0;
-  std::string_view what;      // the value's noun in messages ("an HTTP status", "network error")
-  std::string_view expected;  // a missing required key: what is expected (empty: from the type)
+  std::string_view what;        // the value's noun in messages ("an HTTP status", "network error")
+  std::string_view expected;    // a missing required key: what is expected (empty: from the type)
   std::string_view schema_ref;  // the schema's $defs entry for the value, when it has one
   std::string_view doc;         // the docs table's text for this key (markdown)
   // Absent: stored as if written (null: nothing is stored, the FaultSpec's
@@ -124,11 +124,11 @@ struct FaultWorld {
 
 struct FaultKindSpec {
   std::string_view name;  // a string literal (to_string(FaultKind) returns its data())
-  bool lasting = false;  // takes `for`; its window is [at, at + for) or [at, until]
+  bool lasting = false;   // takes `for`; its window is [at, at + for) or [at, until]
   FaultTarget applies_to = FaultTarget::service;
-  std::vector<FaultKeySpec> keys;  // besides at, kind, note, for; in reading order
+  std::vector<FaultKeySpec> keys;      // besides at, kind, note, for; in reading order
   std::vector<FaultTraceField> trace;  // fault_start fields besides fault, kind, until, note
-  std::string_view meaning;        // the docs table's meaning column (markdown)
+  std::string_view meaning;            // the docs table's meaning column (markdown)
   // When the run is prepared, after the fault's `fault_start` is scheduled:
   // windows inside services, events of the orchestrator. `index` is the
   // fault's position in the file; [from, until) its window.
@@ -146,7 +146,8 @@ const FaultKinds& fault_kinds();
 // The entry of `kind`; REHEARSE_ASSERTs that it exists.
 const FaultKindSpec& fault_kind_spec(FaultKind kind);
 // The entry named `name` in `kinds`, or nullptr.
-const FaultKindSpec* find_fault_kind(std::string_view name, const FaultKinds& kinds = fault_kinds());
+const FaultKindSpec* find_fault_kind(std::string_view name,
+                                     const FaultKinds& kinds = fault_kinds());
 
 // The keys the loader accepts for a kind besides at, kind and note: its
 // table keys, and `for` when it lasts.

@@ -114,8 +114,8 @@ class FleetParser {
       return fallback;
     }
     const bool integer = it->is_number_integer() || it->is_number_unsigned();
-    if (!integer || (it->is_number_unsigned() &&
-                     it->get<std::uint64_t>() > static_cast<std::uint64_t>(max)) ||
+    if (!integer ||
+        (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(max)) ||
         it->get<std::int64_t>() < min || it->get<std::int64_t>() > max) {
       error(integer ? ErrorCode::invalid_argument : ErrorCode::schema_error, at,
             fmt::format("expected an integer from {} to {}, got {}", min, max, describe(*it)));
@@ -141,7 +141,8 @@ class FleetParser {
       const json& entry = (*it)[i];
       const std::string ep = at + "/" + std::to_string(i);
       if (!entry.is_object()) {
-        error(ErrorCode::schema_error, ep, fmt::format("expected an object, got {}", describe(entry)));
+        error(ErrorCode::schema_error, ep,
+              fmt::format("expected an object, got {}", describe(entry)));
         continue;
       }
       check_keys(entry, ep, level);
@@ -153,7 +154,8 @@ class FleetParser {
 
   void read_block(const json& block, const std::string& pointer);
   std::optional<FleetKind> read_kind(const json& entry, const std::string& pointer);
-  std::optional<std::vector<std::string>> read_targets(const json& entry, const std::string& pointer);
+  std::optional<std::vector<std::string>> read_targets(const json& entry,
+                                                       const std::string& pointer);
   std::optional<std::string> read_schedule(const json& entry, const std::string& pointer);
   std::optional<FleetFailure> read_failure(const json& entry, const std::string& pointer);
   void check_service_names(const std::string& pointer);
@@ -177,7 +179,8 @@ void FleetParser::read_block(const json& block, const std::string& pointer) {
     } else {
       error(ErrorCode::invalid_argument, pointer + "/id_prefix",
             fmt::format("expected 1-64 letters, digits, _ and -, starting with a letter or digit, "
-                        "got {}", describe(*it)));
+                        "got {}",
+                        describe(*it)));
     }
   }
   for (const char* key : {"kinds", "schedules"}) {
@@ -206,8 +209,7 @@ void FleetParser::read_block(const json& block, const std::string& pointer) {
 std::optional<FleetKind> FleetParser::read_kind(const json& entry, const std::string& pointer) {
   FleetKind kind;
   const auto it = entry.find("kind");
-  if (it == entry.end() || !it->is_string() ||
-      (*it != "call" && *it != "group")) {
+  if (it == entry.end() || !it->is_string() || (*it != "call" && *it != "group")) {
     error(it == entry.end() ? ErrorCode::schema_error : ErrorCode::invalid_argument,
           it == entry.end() ? pointer : pointer + "/kind",
           it == entry.end() ? fmt::format("missing required key 'kind' (one of: {})", kKindNames)
@@ -278,7 +280,8 @@ std::optional<std::string> FleetParser::read_schedule(const json& entry,
   const std::string text = it->get<std::string>();
   auto parsed = CronSchedule::parse(text);
   if (!parsed) {
-    error(parsed.error().code, at, fmt::format("invalid cron \"{}\": {}", text, parsed.error().message));
+    error(parsed.error().code, at,
+          fmt::format("invalid cron \"{}\": {}", text, parsed.error().message));
     return std::nullopt;
   }
   auto first = parsed->next_after(context_.start_ms);
@@ -314,7 +317,8 @@ void FleetParser::check_service_names(const std::string& pointer) {
     if (context_.user_services.count(name) != 0) {
       error(ErrorCode::invalid_argument, pointer + "/failure_rates/" + std::to_string(i),
             fmt::format("the fleet's service '{}' is already declared in /services; choose "
-                        "another /fleet/id_prefix", name));
+                        "another /fleet/id_prefix",
+                        name));
     }
   }
 }
@@ -368,7 +372,8 @@ FleetExpansion expand_fleet(const FleetSpec& spec, std::uint64_t seed, TimeMs st
   const auto schedules = assign(spec.schedules, spec.jobs, root, "schedule");
   const auto policies = assign(spec.policies, spec.jobs, root, "policy");
   const auto failures = assign(spec.failure_rates, spec.jobs, root, "failure");
-  const int width = static_cast<int>(std::to_string(std::max<std::int64_t>(spec.jobs - 1, 0)).size());
+  const int width =
+      static_cast<int>(std::to_string(std::max<std::int64_t>(spec.jobs - 1, 0)).size());
   FleetExpansion out;
   out.jobs.reserve(static_cast<std::size_t>(spec.jobs));
   std::vector<bool> service_used(spec.failure_rates.size(), false);

@@ -70,7 +70,7 @@ struct FleetSpec {
   std::int64_t jobs = 0;
   std::string id_prefix = "fleet";
   std::vector<FleetBucket<FleetKind>> kinds;
-  std::vector<FleetBucket<std::string>> schedules;                  // cron expressions
+  std::vector<FleetBucket<std::string>> schedules;                   // cron expressions
   std::vector<FleetBucket<std::optional<nlohmann::json>>> policies;  // as written; absent: none
   std::vector<FleetBucket<FleetFailure>> failure_rates;
 };
@@ -79,8 +79,8 @@ struct FleetSpec {
 struct FleetContext {
   TimeMs start_ms = 0;
   bool has_model_api = false;
-  std::vector<std::string> targets;            // messenger targets (none: no messenger)
-  std::set<std::string> user_services;         // declared user service names
+  std::vector<std::string> targets;     // messenger targets (none: no messenger)
+  std::set<std::string> user_services;  // declared user service names
 };
 
 struct FleetParse {
@@ -95,9 +95,9 @@ FleetParse parse_fleet(const nlohmann::json& block, const std::string& pointer,
 
 // The generated part of the scenario.
 struct FleetExpansion {
-  std::vector<JobSpec> jobs;                       // ids "<prefix>-<index>", index order
-  std::map<std::string, UserService> services;     // one per failure bucket (call kinds only)
-  std::vector<FaultSpec> faults;                   // one http_errors per failing bucket
+  std::vector<JobSpec> jobs;                    // ids "<prefix>-<index>", index order
+  std::map<std::string, UserService> services;  // one per failure bucket (call kinds only)
+  std::vector<FaultSpec> faults;                // one http_errors per failing bucket
 };
 
 // Generates the jobs from the spec, deterministically from `seed`.

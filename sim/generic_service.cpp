@@ -17,8 +17,7 @@ ServiceResponse error_response(int status, std::string message) {
 
 }  // namespace
 
-GenericService::GenericService(std::string name, const Rng& run_rng,
-                               GenericServiceOptions options)
+GenericService::GenericService(std::string name, const Rng& run_rng, GenericServiceOptions options)
     : name_(std::move(name)), options_(options), rng_(run_rng.derive("service/" + name_)) {}
 
 std::optional<SimReply> GenericService::inject_fault(TimeMs now_ms) {
@@ -34,9 +33,8 @@ std::optional<SimReply> GenericService::inject_fault(TimeMs now_ms) {
                         options_.latency_ms};
       case ModelFaultKind::http_error: {
         const char* reason = http_reason_phrase(f.http_status);
-        return SimReply{error_response(f.http_status,
-                                       fmt::format("HTTP {} {}", f.http_status,
-                                                   reason ? reason : "Error")),
+        return SimReply{error_response(f.http_status, fmt::format("HTTP {} {}", f.http_status,
+                                                                  reason ? reason : "Error")),
                         options_.latency_ms};
       }
       case ModelFaultKind::timeout:
@@ -45,9 +43,8 @@ std::optional<SimReply> GenericService::inject_fault(TimeMs now_ms) {
                                                             options_.timeout_ms)},
                         options_.timeout_ms};
       case ModelFaultKind::network:
-        return SimReply{TransportError{f.transport,
-                                       transport_error_text(f.transport, name_,
-                                                            options_.timeout_ms)},
+        return SimReply{TransportError{f.transport, transport_error_text(f.transport, name_,
+                                                                         options_.timeout_ms)},
                         options_.latency_ms};
     }
   }

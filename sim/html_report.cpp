@@ -115,8 +115,8 @@ class TimeAxis {
   json to_json(TimeMs origin) const {
     json out = json::array();
     for (const Piece& p : pieces_) {
-      out.push_back({p.t0 - origin, p.t1 - origin, std::round(p.x0 * 10) / 10,
-                     std::round(p.x1 * 10) / 10});
+      out.push_back(
+          {p.t0 - origin, p.t1 - origin, std::round(p.x0 * 10) / 10, std::round(p.x1 * 10) / 10});
     }
     return out;
   }
@@ -138,7 +138,8 @@ class TimeAxis {
     double x = 0;
     for (std::size_t i = 0; i < busy.size(); ++i) {
       const auto [a, b] = busy[i];
-      const double w = min_piece + (total > 0 ? share * double(b - a) / total : share / double(busy.size()));
+      const double w =
+          min_piece + (total > 0 ? share * double(b - a) / total : share / double(busy.size()));
       pieces_.push_back({a, b, x, x + w, false});
       x += w;
       if (i + 1 < busy.size()) {
@@ -153,8 +154,8 @@ class TimeAxis {
 
 // "Fri 12-04 17:00" style tick labels at nice intervals inside busy pieces.
 std::string axis_svg(const TimeAxis& axis, double height) {
-  static constexpr DurationMs kSteps[] = {60'000,     300'000,    900'000,     1'800'000,
-                                          3'600'000,  10'800'000, 21'600'000,  43'200'000,
+  static constexpr DurationMs kSteps[] = {60'000,     300'000,     900'000,    1'800'000,
+                                          3'600'000,  10'800'000,  21'600'000, 43'200'000,
                                           86'400'000, 172'800'000, 604'800'000};
   std::string out;
   for (const TimeAxis::Piece& p : axis.pieces()) {
@@ -178,10 +179,10 @@ std::string axis_svg(const TimeAxis& axis, double height) {
       if (axis.x(t) > p.x1 - 30) break;  // no label cut off by a fold or the edge
       const double x = kLabelWidth + axis.x(t);
       const std::string label = timeline_time(t).substr(5, 11);  // "12-04 17:00"
-      out += fmt::format("<line class=\"tick\" x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\"/>"
-                         "<text class=\"ticklabel\" x=\"{0}\" y=\"{3}\">{4}</text>",
-                         num(x), num(kAxisHeight - 6), num(height), num(kAxisHeight - 10),
-                         esc(label));
+      out += fmt::format(
+          "<line class=\"tick\" x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\"/>"
+          "<text class=\"ticklabel\" x=\"{0}\" y=\"{3}\">{4}</text>",
+          num(x), num(kAxisHeight - 6), num(height), num(kAxisHeight - 10), esc(label));
     }
   }
   return out;
@@ -220,7 +221,9 @@ Lanes make_lanes(const Scenario& scenario, const std::vector<TimelineEntry>& ent
     for (const std::string& item : items[job.id]) lanes.add(item);
   }
   for (const TimelineEntry& e : entries) lanes.add(e.lane);
-  lanes.height = lanes.names.size() <= 8 ? 32 : lanes.names.size() <= 60 ? 22 : (lanes.names.size() <= 300 ? 14 : 9);
+  lanes.height = lanes.names.size() <= 8    ? 32
+                 : lanes.names.size() <= 60 ? 22
+                                            : (lanes.names.size() <= 300 ? 14 : 9);
   return lanes;
 }
 
@@ -243,7 +246,7 @@ struct Drawn {
   std::size_t lane = 0;
   std::string cls;
   double x = 0;
-  double x2 = 0;  // retries: where the arrow ends
+  double x2 = 0;                       // retries: where the arrow ends
   const TimelineEntry* rep = nullptr;  // the entry the mark looks like
   std::vector<const TimelineEntry*> entries;
 };
@@ -285,7 +288,9 @@ int severity(const TimelineEntry& e) {
   }
 }
 
-bool drawable(const TimelineEntry& e) { return e.mark != Mark::fault_end && e.mark != Mark::run_end; }
+bool drawable(const TimelineEntry& e) {
+  return e.mark != Mark::fault_end && e.mark != Mark::run_end;
+}
 
 // One merge pass: entries of one lane within one bucket become one mark;
 // with by_kind, only those of the same kind and colour. The mark looks like
@@ -299,7 +304,8 @@ std::vector<Drawn> bucket_marks(const std::vector<TimelineEntry>& entries, const
     const std::size_t lane = lanes.index.at(e.lane);
     const std::string cls = mark_class(e);
     const double x = axis.x(e.t);
-    const auto key = std::make_tuple(lane, by_kind ? cls : std::string(), static_cast<long>(x / bucket_px));
+    const auto key =
+        std::make_tuple(lane, by_kind ? cls : std::string(), static_cast<long>(x / bucket_px));
     const auto it = at.find(key);
     if (it == at.end()) {
       at.emplace(key, out.size());
@@ -461,8 +467,8 @@ std::string violations_svg(const ScenarioRunResult& run, const Verdict& verdict,
         "y1=\"{3}\" y2=\"{4}\"/><circle cx=\"{2}\" cy=\"{5}\" r=\"9\"/><title>{6} violated at "
         "event {7} ({8}): {9}</title></g>",
         i, v.t, num(x), num(kAxisHeight), num(lanes.bottom()),
-        num(lanes.y(lane) + lanes.height / 2), esc(v.invariant), v.event_index,
-        timeline_time(v.t), esc(v.message));
+        num(lanes.y(lane) + lanes.height / 2), esc(v.invariant), v.event_index, timeline_time(v.t),
+        esc(v.message));
   }
   return out;
 }
@@ -477,8 +483,8 @@ std::string lanes_svg(const Lanes& lanes) {
         "<g class=\"lane{}\"><rect x=\"0\" y=\"{}\" width=\"{}\" height=\"{}\"/><text x=\"{}\" "
         "y=\"{}\" font-size=\"{}\">{}</text></g>",
         i % 2 == 0 ? " even" : "", num(lanes.y(i)), num(kLabelWidth + kPlotWidth),
-        num(lanes.height), item ? 16 : 6, num(lanes.y(i) + lanes.height / 2 + font / 2.8), num(font),
-        esc(item ? "\xe2\x86\xb3 " + name.substr(name.find(" / ") + 3) : name));
+        num(lanes.height), item ? 16 : 6, num(lanes.y(i) + lanes.height / 2 + font / 2.8),
+        num(font), esc(item ? "\xe2\x86\xb3 " + name.substr(name.find(" / ") + 3) : name));
   }
   return out;
 }
@@ -556,8 +562,8 @@ std::string invariants_html(const ScenarioRunResult& run, const Verdict& verdict
   std::string rows;
   auto row = [&](const std::string& name, const char* cls, const std::string& what,
                  const std::string& link) {
-    rows += fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td></tr>\n", cls,
-                        esc(name), what, link);
+    rows += fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td></tr>\n", cls, esc(name),
+                        what, link);
   };
   std::set<std::string> fired;
   std::size_t i = 0;
@@ -652,11 +658,18 @@ document.getElementById('selftest').textContent=JSON.stringify(self);
 std::string legend_html() {
   std::string out = "<div class=\"legend\">";
   const std::pair<const char*, const char*> items[] = {
-      {"#16a34a", "success / delivered / recovered"}, {"#9ca3af", "skipped"},
-      {"#dc2626", "rate_limit"}, {"#d97706", "timeout / retry (dashed: until it runs)"},
-      {"#0891b2", "network"}, {"#9333ea", "provider_5xx"}, {"#db2777", "auth"},
-      {"#4f46e5", "validation"}, {"#a16207", "config"}, {"#7c3aed", "notification / stage"},
-      {"rgba(239,68,68,.3)", "fault span"}, {"rgba(100,116,139,.4)", "process down"}};
+      {"#16a34a", "success / delivered / recovered"},
+      {"#9ca3af", "skipped"},
+      {"#dc2626", "rate_limit"},
+      {"#d97706", "timeout / retry (dashed: until it runs)"},
+      {"#0891b2", "network"},
+      {"#9333ea", "provider_5xx"},
+      {"#db2777", "auth"},
+      {"#4f46e5", "validation"},
+      {"#a16207", "config"},
+      {"#7c3aed", "notification / stage"},
+      {"rgba(239,68,68,.3)", "fault span"},
+      {"rgba(100,116,139,.4)", "process down"}};
   for (const auto& [colour, label] : items) {
     out += fmt::format("<span><i style=\"background:{}\"></i>{}</span>", colour, label);
   }
@@ -667,7 +680,8 @@ std::string legend_html() {
 
 PolicyOrError scenario_job_policy(const Scenario& scenario, const JobSpec& job) {
   if (!job.retry_policy) {
-    return make_error(ErrorCode::invalid_argument, fmt::format("job '{}' has no retry_policy", job.id));
+    return make_error(ErrorCode::invalid_argument,
+                      fmt::format("job '{}' has no retry_policy", job.id));
   }
   std::optional<ScheduleFacts> facts;
   auto schedule = effective_schedule(job.schedule, job.schedule_env, scenario.env);
@@ -678,7 +692,8 @@ PolicyOrError scenario_job_policy(const Scenario& scenario, const JobSpec& job) 
 std::string render_html_report(const Scenario& scenario, const ScenarioRunResult& run,
                                const Verdict& verdict, HtmlReportStats* stats) {
   const std::vector<TraceEvent>& events = run.trace.events();
-  const std::vector<TimelineEntry> entries = timeline_entries(events, /*verbose=*/false, /*fold_notifications=*/false);
+  const std::vector<TimelineEntry> entries =
+      timeline_entries(events, /*verbose=*/false, /*fold_notifications=*/false);
   std::vector<TimeMs> points;
   for (const TimelineEntry& e : entries) {
     points.push_back(e.t);
@@ -725,13 +740,14 @@ std::string render_html_report(const Scenario& scenario, const ScenarioRunResult
   page += fmt::format(
       "<div class=\"meta\"><span>{} .. {} (UTC)</span><span>seed {}</span><span>{} trace "
       "events</span><span>{} marks ({} merged, {} px buckets{})</span></div>\n",
-      timeline_time(run.start_ms), timeline_time(run.end_ms), run.seed, events.size(),
-      drawn.size(), merged, num(bucket_px), by_kind ? "" : ", all kinds per lane");
+      timeline_time(run.start_ms), timeline_time(run.end_ms), run.seed, events.size(), drawn.size(),
+      merged, num(bucket_px), by_kind ? "" : ", all kinds per lane");
   page += "<p>Replay: <code>" + esc(replay_command(where, run.seed)) + "</code></p>\n";
   page += "<h2>Timeline</h2>" + legend_html() + svg + "\n";
   page += "<p>Click the timeline to see the status at that instant.</p>\n";
-  page += "<h2>Status at <span id=\"at-time\"></span> (from the trace)</h2>"
-          "<table id=\"at-table\"><tr><td></td></tr></table>\n";
+  page +=
+      "<h2>Status at <span id=\"at-time\"></span> (from the trace)</h2>"
+      "<table id=\"at-table\"><tr><td></td></tr></table>\n";
   page += "<h2>Invariants and expectations</h2>" + invariants_html(run, verdict, scenario);
   page += "<h2>Status view at the end (the core's, from the durable store)</h2><pre>" +
           esc(final_status_text(scenario, run)) + "</pre>\n";

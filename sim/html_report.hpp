@@ -36,7 +36,6 @@ struct HtmlReportStats {
   bool by_kind = true;           // false: merged across kinds (over budget)
 };
 
-
 // A scenario job's policy as the run parses it ("auto" on the job's
 // effective schedule); an error when it has none. For the status views.
 PolicyOrError scenario_job_policy(const Scenario& scenario, const JobSpec& job);

@@ -85,8 +85,9 @@ Task<Status> Messenger::send(std::string target, nlohmann::json message) {
 
   Status answer;
   if (!knows(target)) {
-    answer = make_error(ErrorCode::not_found,
-                        fmt::format("messenger: 404 channel_not_found: unknown target '{}'", target));
+    answer =
+        make_error(ErrorCode::not_found,
+                   fmt::format("messenger: 404 channel_not_found: unknown target '{}'", target));
   } else if (is_down(target, now)) {
     answer = make_error(ErrorCode::io_error,
                         "messenger: 503 Service Unavailable (the platform is down)");
@@ -119,15 +120,13 @@ std::int64_t Messenger::delivery_count(const std::string& job, TimeMs slot,
   return it == deliveries_.end() ? 0 : it->second;
 }
 
-std::int64_t Messenger::count(const std::string& kind, const std::string& job,
-                              TimeMs slot) const {
+std::int64_t Messenger::count(const std::string& kind, const std::string& job, TimeMs slot) const {
   return std::count_if(accepted_.begin(), accepted_.end(), [&](const AcceptedMessage& m) {
     return m.kind == kind && m.job == job && m.slot == slot;
   });
 }
 
-std::vector<std::tuple<std::string, TimeMs, std::string>> Messenger::duplicate_deliveries()
-    const {
+std::vector<std::tuple<std::string, TimeMs, std::string>> Messenger::duplicate_deliveries() const {
   std::vector<std::tuple<std::string, TimeMs, std::string>> out;
   for (const auto& [k, n] : deliveries_) {
     if (n > 1) out.push_back(k);

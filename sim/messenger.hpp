@@ -73,8 +73,7 @@ class Messenger final : public Notifier {
   bool knows(const std::string& target) const;
 
   // Deliveries (kind "delivery") of a slot to a target so far.
-  std::int64_t delivery_count(const std::string& job, TimeMs slot,
-                              const std::string& target) const;
+  std::int64_t delivery_count(const std::string& job, TimeMs slot, const std::string& target) const;
   // Accepted messages of a kind for a slot, over every target.
   std::int64_t count(const std::string& kind, const std::string& job, TimeMs slot) const;
   // (job, slot, target) keys delivered more than once.

@@ -78,7 +78,8 @@ void ModelApi::add_quota_outage(TimeMs from_ms, TimeMs until_ms) {
 
 void ModelApi::add_http_errors(TimeMs from_ms, TimeMs until_ms, int status, double rate) {
   REHEARSE_ASSERT(status >= 400 && status <= 599);
-  add_fault({ModelFaultKind::http_error, from_ms, until_ms, status, rate, TransportErrorKind::none});
+  add_fault(
+      {ModelFaultKind::http_error, from_ms, until_ms, status, rate, TransportErrorKind::none});
 }
 
 void ModelApi::add_timeouts(TimeMs from_ms, TimeMs until_ms, double rate) {
@@ -97,21 +98,20 @@ std::optional<SimReply> ModelApi::inject_fault(TimeMs now_ms) {
     if (!rng_.next_bool(f.rate)) continue;
     switch (f.kind) {
       case ModelFaultKind::quota:
-        return SimReply{
-            error_response(429, fmt::format("You exceeded your current quota: usage limit "
-                                            "reached; the limit resets at {}",
-                                            format_instant(f.until_ms))),
-            options_.latency_ms};
+        return SimReply{error_response(429,
+                                       fmt::format("You exceeded your current quota: usage limit "
+                                                   "reached; the limit resets at {}",
+                                                   format_instant(f.until_ms))),
+                        options_.latency_ms};
       case ModelFaultKind::http_error:
         return SimReply{error_response(f.http_status, fmt::format("HTTP {} {}", f.http_status,
                                                                   reason_phrase(f.http_status))),
                         options_.latency_ms};
       case ModelFaultKind::timeout:
-        return SimReply{
-            TransportError{TransportErrorKind::timeout,
-                           fmt::format("ETIMEDOUT: model-api did not answer within {}",
-                                       format_duration(options_.timeout_ms))},
-            options_.timeout_ms};
+        return SimReply{TransportError{TransportErrorKind::timeout,
+                                       fmt::format("ETIMEDOUT: model-api did not answer within {}",
+                                                   format_duration(options_.timeout_ms))},
+                        options_.timeout_ms};
       case ModelFaultKind::network:
         return SimReply{TransportError{f.transport, transport_message(f.transport)},
                         options_.latency_ms};
@@ -158,8 +158,8 @@ std::int64_t ModelApi::calls(const std::string& job, const std::string& task) co
 
 std::int64_t ModelApi::calls_for_job(const std::string& job) const {
   std::int64_t n = 0;
-  for (auto it = calls_.lower_bound({job, std::string()}); it != calls_.end() && it->first.first == job;
-       ++it) {
+  for (auto it = calls_.lower_bound({job, std::string()});
+       it != calls_.end() && it->first.first == job; ++it) {
     n += it->second;
   }
   return n;

@@ -178,8 +178,8 @@ std::optional<SimReply> SimOrchestrator::apply_faults(const ServiceRequest& requ
       e.data["status"] = fault.http_status;
     } else {
       answer = SimReply{
-          ServiceResult(TransportError{fault.transport,
-                                       transport_error_text(fault.transport, name_, timing_.timeout_ms)}),
+          ServiceResult(TransportError{fault.transport, transport_error_text(fault.transport, name_,
+                                                                             timing_.timeout_ms)}),
           fault.transport == TransportErrorKind::timeout ? timing_.timeout_ms : timing_.latency_ms};
       e.data["transport_error"] = to_string(fault.transport);
     }
@@ -235,15 +235,14 @@ SimReply SimOrchestrator::handle(const ServiceRequest& request, TimeMs now_ms) {
   if (request.operation == "assign") {
     IssueState& state = issues_.at(request.target);
     if (state.deleted) return not_found(request, now_ms);
-    const std::string agent_id =
-        request.body.is_object() && request.body.contains("agent") &&
-                request.body.at("agent").is_string()
-            ? request.body.at("agent").get<std::string>()
-            : std::string();
+    const std::string agent_id = request.body.is_object() && request.body.contains("agent") &&
+                                         request.body.at("agent").is_string()
+                                     ? request.body.at("agent").get<std::string>()
+                                     : std::string();
     const AgentState* agent = find_agent(agent_id);
     if (agent == nullptr || !agent->present) {
-      return reply(422, json{{"message", fmt::format("agent {} is not available",
-                                                     short_id(agent_id))}});
+      return reply(422,
+                   json{{"message", fmt::format("agent {} is not available", short_id(agent_id))}});
     }
     ++state.assigned;
     TraceEvent e = event(now_ms, "issue_assigned");

@@ -59,8 +59,8 @@
 // sim_services.hpp before scenario.hpp: scenario.hpp declares a struct
 // rehearse::sim::Services that would hide the rehearse::Services port that
 // SimServices derives from.
-#include "sim/sim_services.hpp"
 #include "sim/scenario.hpp"
+#include "sim/sim_services.hpp"
 #include "sim/simulator.hpp"
 #include "sim/trace.hpp"
 

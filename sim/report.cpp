@@ -29,8 +29,7 @@ Verdict judge_run(const Scenario& scenario, const ScenarioRunResult& run,
   Verdict v;
   v.strict = strict;
   v.flags = scenario.flags;
-  if (const auto it = run.tallies.find("unchecked");
-      it != run.tallies.end() && it->is_array()) {
+  if (const auto it = run.tallies.find("unchecked"); it != run.tallies.end() && it->is_array()) {
     v.unchecked = *it;
   }
   const std::set<std::string> expected(scenario.expect.violations.begin(),
@@ -135,13 +134,22 @@ std::vector<std::string> row_labels(const std::vector<SummaryRow>& rows) {
 using TableLine = std::array<std::string, 14>;
 
 TableLine table_cells(const SummaryRow& r, const std::string& label) {
-  if (!r.error.empty()) return {label, r.result(), "-", "-", "-", "-", "-", "-", "-", "-", "-",
-                                "-", "-", "-"};
-  return {label, r.result(), std::to_string(r.jobs), std::to_string(r.delivered),
-          std::to_string(r.skipped), std::to_string(r.failed), std::to_string(r.in_flight),
-          std::to_string(r.retries), std::to_string(r.exhausted),
-          std::to_string(r.notifications), std::to_string(r.events), short_duration(r.span_ms),
-          fmt::format("{:.0f}ms", r.wall_ms), r.trace_hash};
+  if (!r.error.empty())
+    return {label, r.result(), "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-"};
+  return {label,
+          r.result(),
+          std::to_string(r.jobs),
+          std::to_string(r.delivered),
+          std::to_string(r.skipped),
+          std::to_string(r.failed),
+          std::to_string(r.in_flight),
+          std::to_string(r.retries),
+          std::to_string(r.exhausted),
+          std::to_string(r.notifications),
+          std::to_string(r.events),
+          short_duration(r.span_ms),
+          fmt::format("{:.0f}ms", r.wall_ms),
+          r.trace_hash};
 }
 
 std::string aligned(const std::vector<TableLine>& cells) {
@@ -156,7 +164,8 @@ std::string aligned(const std::vector<TableLine>& cells) {
       // Text columns left-aligned, counts right-aligned.
       const bool left = i <= 1 || i == row.size() - 1;
       if (i > 0) line += "  ";
-      line += left ? fmt::format("{:<{}}", row[i], width[i]) : fmt::format("{:>{}}", row[i], width[i]);
+      line +=
+          left ? fmt::format("{:<{}}", row[i], width[i]) : fmt::format("{:>{}}", row[i], width[i]);
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
@@ -167,9 +176,9 @@ std::string aligned(const std::vector<TableLine>& cells) {
 }  // namespace
 
 std::string format_table(const std::vector<SummaryRow>& rows) {
-  const TableLine header{"scenario", "result",  "jobs",   "delivered", "skipped",
-                         "failed",   "in-flight", "retries", "exhausted",
-                         "notes",    "events",  "span",   "wall",      "trace"};
+  const TableLine header{"scenario", "result",    "jobs",    "delivered", "skipped",
+                         "failed",   "in-flight", "retries", "exhausted", "notes",
+                         "events",   "span",      "wall",    "trace"};
   const std::vector<std::string> labels = row_labels(rows);
   std::vector<TableLine> cells{header};
   for (std::size_t i = 0; i < rows.size(); ++i) cells.push_back(table_cells(rows[i], labels[i]));
@@ -214,9 +223,10 @@ std::string format_findings(const ScenarioRunResult& run, const Verdict& verdict
                        times_in_all(run, v.invariant));
   }
   for (const std::string& name : verdict.expected_missing) {
-    out += fmt::format("{}: expected invariant {} to be violated (expect.violations), but it "
-                       "held, seed {}\n",
-                       where, name, run.seed);
+    out += fmt::format(
+        "{}: expected invariant {} to be violated (expect.violations), but it "
+        "held, seed {}\n",
+        where, name, run.seed);
   }
   for (const ExpectFailure& f : verdict.expect_failures) {
     out += fmt::format("{}: {}\n", where, f.describe());

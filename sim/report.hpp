@@ -17,10 +17,10 @@
 
 // world.hpp first: it orders the sim headers so that the scenario's
 // `sim::Services` does not hide the `rehearse::Services` port.
-#include "sim/world.hpp"
 #include "sim/expect.hpp"
 #include "sim/monitors.hpp"
 #include "sim/scenario.hpp"
+#include "sim/world.hpp"
 
 namespace rehearse::sim {
 

@@ -5,9 +5,7 @@
 namespace rehearse::sim {
 namespace {
 
-constexpr std::uint64_t rotl(std::uint64_t x, int k) noexcept {
-  return (x << k) | (x >> (64 - k));
-}
+constexpr std::uint64_t rotl(std::uint64_t x, int k) noexcept { return (x << k) | (x >> (64 - k)); }
 
 // 64 x 64 -> 128-bit product. __extension__ keeps -Wpedantic quiet about the
 // GNU 128-bit type, which every compiler we build with has.

@@ -10,8 +10,8 @@
 // Flags (valid but suspicious: invalid retry policies on purpose, risky
 // side effects, unusable schedule overrides) are computed only for a valid
 // scenario, so they never pile onto errors.
-#include "model/state_codec.hpp"
 #include "sim/scenario.hpp"
+#include "model/state_codec.hpp"
 
 #include <fmt/format.h>
 
@@ -40,8 +40,8 @@ constexpr std::array<const char*, 4> kServiceNames{"model-api", "orchestrator", 
 constexpr std::array<const char*, 3> kTaskOutputNames{"summary", "preview", "skip"};
 constexpr std::array<const char*, 3> kStateFileNames{"retry_state.json", "jobs.json",
                                                      "jobs_state.json"};
-constexpr std::array<const char*, 5> kCorruptionModeNames{"garbage", "empty", "truncated",
-                                                          "schema", "flip"};
+constexpr std::array<const char*, 5> kCorruptionModeNames{"garbage", "empty", "truncated", "schema",
+                                                          "flip"};
 constexpr std::array<const char*, 4> kFlagKindNames{"policy_error", "side_effects",
                                                     "schedule_config", "schedule_idle"};
 
@@ -118,8 +118,8 @@ const std::vector<std::string>& issue_status_names() {
   // The orchestrator's external statuses. Only in_progress, in_review and done
   // move an internal stage (docs/semantics.md §8); the others exist so a
   // scenario can send "unknown to the mapping" statuses without typos passing.
-  static const std::vector<std::string> kNames{"backlog",   "todo", "in_progress", "in_review",
-                                               "blocked",   "done", "cancelled"};
+  static const std::vector<std::string> kNames{"backlog", "todo", "in_progress", "in_review",
+                                               "blocked", "done", "cancelled"};
   return kNames;
 }
 
@@ -132,9 +132,9 @@ const std::vector<std::string>& stage_names() {
 const std::vector<std::string>& notification_event_names() {
   // The core's NotificationEvent names (model/notification.hpp); the tests
   // check that each parses there, so the two lists cannot drift apart.
-  static const std::vector<std::string> kNames{"retry_scheduled", "retry_exhausted",
+  static const std::vector<std::string> kNames{"retry_scheduled",  "retry_exhausted",
                                                "failed_permanent", "recovered",
-                                               "policy_invalid", "state_corrupt"};
+                                               "policy_invalid",   "state_corrupt"};
   return kNames;
 }
 
@@ -174,42 +174,42 @@ std::optional<SlotOutcome> parse_slot_outcome(std::string_view name) noexcept {
 const std::map<std::string, std::vector<std::string>>& scenario_known_keys() {
   static const std::map<std::string, std::vector<std::string>> kKeys = [] {
     std::map<std::string, std::vector<std::string>> keys{
-      {"scenario",
-       {"format", "scenario", "description", "start", "until", "seed", "env", "queue", "services",
-        "jobs", "fleet", "faults", "expect"}},
-      {"queue", {"concurrency", "max_events"}},
-      {"services", {"model-api", "orchestrator", "brokerage", "messenger"}},
-      {"model_api", {"latency", "timeout"}},
-      {"orchestrator", {"instance", "issues", "agents", "latency", "timeout"}},
-      {"issue", {"id", "status"}},
-      {"agent", {"id", "role", "present"}},
-      {"brokerage", {"token_lifetime", "latency", "timeout"}},
-      {"messenger", {"targets", "latency", "timeout"}},
-      {"user_service", {"latency", "timeout"}},
-      {"job",
-       {"id", "kind", "schedule", "schedule_env", "retry_policy", "side_effects",
-        "idempotency_key", "note"}},
-      {"task", {"id", "produces", "model_calls"}},
-      {"item", {"issue", "stage", "lost"}},
-      {"call", {"service", "method", "path"}},
-      {"fault", {"at", "kind", "note"}},
-      {"expect", {"jobs", "items", "services", "notifications", "violations", "damaged_files"}},
-      {"job_expectation",
-       {"delivered_slots", "skipped_slots", "failed_slots", "in_flight_slots", "final_status",
-        "retries", "runs", "calls", "notifications", "max_delay", "state", "policy", "slots",
-        "messages", "lateness"}},
-      {"state_expectation",
-       {"retry_status", "next_action", "next_run_at", "next_retry_at", "retry_count",
-        "failure_class"}},
-      {"policy_expectation", {"max_retries", "backoff", "delay", "budget"}},
-      {"slot_expectation",
-       {"slot", "outcome", "attempts", "attempt_at", "tolerance", "notifications"}},
-      {"message_expectation", {"delivery", "failure_notice", "notification", "refused"}},
-      {"lateness_expectation", {"at_least", "at_most"}},
-      {"item_expectation", {"stage", "reason_contains", "queries", "not_found"}},
-      {"expect_services", {"model-api", "orchestrator", "brokerage", "messenger"}},
-      {"service_expectation", {"calls"}},
-      {"brokerage_expectation", {"calls", "token_issues"}},
+        {"scenario",
+         {"format", "scenario", "description", "start", "until", "seed", "env", "queue", "services",
+          "jobs", "fleet", "faults", "expect"}},
+        {"queue", {"concurrency", "max_events"}},
+        {"services", {"model-api", "orchestrator", "brokerage", "messenger"}},
+        {"model_api", {"latency", "timeout"}},
+        {"orchestrator", {"instance", "issues", "agents", "latency", "timeout"}},
+        {"issue", {"id", "status"}},
+        {"agent", {"id", "role", "present"}},
+        {"brokerage", {"token_lifetime", "latency", "timeout"}},
+        {"messenger", {"targets", "latency", "timeout"}},
+        {"user_service", {"latency", "timeout"}},
+        {"job",
+         {"id", "kind", "schedule", "schedule_env", "retry_policy", "side_effects",
+          "idempotency_key", "note"}},
+        {"task", {"id", "produces", "model_calls"}},
+        {"item", {"issue", "stage", "lost"}},
+        {"call", {"service", "method", "path"}},
+        {"fault", {"at", "kind", "note"}},
+        {"expect", {"jobs", "items", "services", "notifications", "violations", "damaged_files"}},
+        {"job_expectation",
+         {"delivered_slots", "skipped_slots", "failed_slots", "in_flight_slots", "final_status",
+          "retries", "runs", "calls", "notifications", "max_delay", "state", "policy", "slots",
+          "messages", "lateness"}},
+        {"state_expectation",
+         {"retry_status", "next_action", "next_run_at", "next_retry_at", "retry_count",
+          "failure_class"}},
+        {"policy_expectation", {"max_retries", "backoff", "delay", "budget"}},
+        {"slot_expectation",
+         {"slot", "outcome", "attempts", "attempt_at", "tolerance", "notifications"}},
+        {"message_expectation", {"delivery", "failure_notice", "notification", "refused"}},
+        {"lateness_expectation", {"at_least", "at_most"}},
+        {"item_expectation", {"stage", "reason_contains", "queries", "not_found"}},
+        {"expect_services", {"model-api", "orchestrator", "brokerage", "messenger"}},
+        {"service_expectation", {"calls"}},
+        {"brokerage_expectation", {"calls", "token_issues"}},
     };
     add_job_kind_keys(keys);
     add_fault_kind_keys(keys);
@@ -230,7 +230,7 @@ namespace {
 constexpr std::size_t kMaxFileBytes = 64u << 20;
 constexpr std::size_t kMaxListedJobs = 100'000;
 constexpr std::size_t kMaxJobs = static_cast<std::size_t>(kMaxFleetJobs);  // listed + generated
-constexpr std::size_t kMaxCalls = 100;  // calls per call job
+constexpr std::size_t kMaxCalls = 100;                                     // calls per call job
 constexpr std::size_t kMaxFaults = 100'000;
 constexpr std::size_t kMaxListItems = 10'000;
 constexpr std::size_t kMaxIdLength = 128;
@@ -345,8 +345,8 @@ bool is_kebab(std::string_view s) {
   if (s.empty() || s.size() > kMaxIdLength || s.front() == '-' || s.back() == '-') return false;
   for (std::size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                    (c == '-' && s[i - 1] != '-');
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c == '-' && s[i - 1] != '-');
     if (!ok) return false;
   }
   return true;
@@ -418,7 +418,8 @@ class DuplicateKeyFinder {
     switch (event) {
       case json::parse_event_t::object_start:
       case json::parse_event_t::array_start:
-        frames_.push_back(Frame{event == json::parse_event_t::array_start, 0, next_token(), {}, {}});
+        frames_.push_back(
+            Frame{event == json::parse_event_t::array_start, 0, next_token(), {}, {}});
         if (frames_.size() > kMaxNestingDepth) throw NestingTooDeep{pointer()};
         break;
       case json::parse_event_t::object_end:
@@ -568,7 +569,8 @@ class Loader {
 
   // Reports every key of `obj` not in `allowed`. `elsewhere` maps keys that
   // are valid for another kind of the same object to a hint.
-  void check_keys(const json& obj, const std::string& pointer, const std::vector<std::string>& allowed,
+  void check_keys(const json& obj, const std::string& pointer,
+                  const std::vector<std::string>& allowed,
                   const std::map<std::string, std::string>& elsewhere = {}) {
     for (const auto& [key, value] : obj.items()) {
       if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
@@ -620,7 +622,8 @@ class Loader {
     auto s = read_string(v, pointer, what);
     if (!s) return std::nullopt;
     if (!is_identifier(*s)) {
-      value_error(pointer, fmt::format("invalid {} \"{}\": expected {}", what, *s, kIdentifierRule));
+      value_error(pointer,
+                  fmt::format("invalid {} \"{}\": expected {}", what, *s, kIdentifierRule));
       return std::nullopt;
     }
     return s;
@@ -635,9 +638,11 @@ class Loader {
     const bool too_big = v.is_number_unsigned() &&
                          v.get<std::uint64_t>() >
                              static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-    const std::int64_t n = too_big ? std::numeric_limits<std::int64_t>::max() : v.get<std::int64_t>();
+    const std::int64_t n =
+        too_big ? std::numeric_limits<std::int64_t>::max() : v.get<std::int64_t>();
     if (too_big || n < min || n > max) {
-      value_error(pointer, fmt::format("expected {} from {} to {}, got {}", what, min, max, v.dump()));
+      value_error(pointer,
+                  fmt::format("expected {} from {} to {}, got {}", what, min, max, v.dump()));
       return std::nullopt;
     }
     return n;
@@ -691,9 +696,9 @@ class Loader {
       return std::nullopt;
     }
     if (*d < min_ms) {
-      value_error(pointer, min_ms == 0 ? fmt::format("expected a duration >= 0, got {}", v.dump())
-                                       : fmt::format("expected a positive duration, got {}",
-                                                     v.dump()));
+      value_error(pointer, min_ms == 0
+                               ? fmt::format("expected a duration >= 0, got {}", v.dump())
+                               : fmt::format("expected a positive duration, got {}", v.dump()));
       return std::nullopt;
     }
     if (*d > kMaxInstantMs) {
@@ -716,13 +721,15 @@ class Loader {
 
   // One of `names`; reports the list and a close match.
   std::optional<std::size_t> read_name(const json& v, const std::string& pointer,
-                                       const std::vector<std::string>& names, std::string_view what) {
+                                       const std::vector<std::string>& names,
+                                       std::string_view what) {
     auto s = read_string(v, pointer, fmt::format("{} (one of: {})", what, join(names)));
     if (!s) return std::nullopt;
     for (std::size_t i = 0; i < names.size(); ++i) {
       if (names[i] == *s) return i;
     }
-    std::string message = fmt::format("unknown {} \"{}\" (expected one of: {})", what, *s, join(names));
+    std::string message =
+        fmt::format("unknown {} \"{}\" (expected one of: {})", what, *s, join(names));
     if (const auto near = closest(*s, names)) message += fmt::format("; did you mean '{}'?", *near);
     value_error(pointer, std::move(message));
     return std::nullopt;
@@ -735,7 +742,8 @@ class Loader {
     if (std::find(declared.begin(), declared.end(), name) != declared.end()) return true;
     std::string message =
         fmt::format("unknown {} '{}' (not declared in {})", what, name, declared_where);
-    if (const auto near = closest(name, declared)) message += fmt::format("; did you mean '{}'?", *near);
+    if (const auto near = closest(name, declared))
+      message += fmt::format("; did you mean '{}'?", *near);
     reference_error(pointer, std::move(message));
     return false;
   }
@@ -813,7 +821,8 @@ class Loader {
                                                  const std::vector<std::string>& declared,
                                                  std::string_view what, std::string_view where);
   std::optional<FaultValue> read_fault_new_instance(const json& value, const std::string& at);
-  std::optional<FaultValue> read_fault_cut(FaultReading& r, const json& value, const std::string& at);
+  std::optional<FaultValue> read_fault_cut(FaultReading& r, const json& value,
+                                           const std::string& at);
   std::optional<FaultValue> read_fault_flips(FaultReading& r, const json& value,
                                              const std::string& at);
   void load_expect(const json& v, const std::string& pointer);
@@ -822,8 +831,8 @@ class Loader {
   void load_expected_violations(const json& list, const std::string& pointer);
   void load_job_expectation(const json& v, const std::string& pointer, const std::string& job,
                             JobExpectation& out);
-  void load_later_job_expectation(const json& v, const std::string& pointer,
-                                  const std::string& job, JobExpectation& out);
+  void load_later_job_expectation(const json& v, const std::string& pointer, const std::string& job,
+                                  JobExpectation& out);
   std::optional<StateExpectation> load_state_expectation(const json& v, const std::string& pointer);
   std::optional<std::optional<TimeMs>> read_instant_or_null(const json& v,
                                                             const std::string& pointer);
@@ -834,11 +843,13 @@ class Loader {
   std::optional<SlotExpectation> load_slot_expectation(const json& v, const std::string& pointer);
   std::optional<TimeMs> read_attempt_instant(const json& v, const std::string& pointer,
                                              TimeMs slot);
-  std::map<std::string, MessageExpectation> load_message_expectations(
-      const json& v, const std::string& pointer, const std::string& job);
+  std::map<std::string, MessageExpectation> load_message_expectations(const json& v,
+                                                                      const std::string& pointer,
+                                                                      const std::string& job);
   std::optional<LatenessExpectation> load_lateness(const json& v, const std::string& pointer);
   void load_damaged_files(const json& v, const std::string& pointer);
-  std::map<NotificationEvent, std::int64_t> load_event_counts(const json& v, const std::string& pointer);
+  std::map<NotificationEvent, std::int64_t> load_event_counts(const json& v,
+                                                              const std::string& pointer);
 
   std::string path_;
   const FaultKinds& fault_kinds_;  // fault_kinds(), or a test's table
@@ -855,7 +866,7 @@ class Loader {
   std::vector<std::string> agent_ids_;
   std::vector<std::string> target_names_;
   std::vector<std::string> job_ids_;
-  std::set<std::string> job_id_set_;  // job_ids_ for lookups (fleets have many)
+  std::set<std::string> job_id_set_;      // job_ids_ for lookups (fleets have many)
   std::vector<std::string> item_issues_;  // issues of every reconcile item
   bool jobs_ok_ = false;  // every job parsed (so unknown-job references are meaningful)
 };
@@ -904,9 +915,9 @@ void Loader::load(const json& root) {
     }
   }
   if (start_ok_ && until_ok_ && scenario_.until_ms <= scenario_.start_ms) {
-    value_error("/until", fmt::format("until {} must be after start {}",
-                                      format_instant(scenario_.until_ms),
-                                      format_instant(scenario_.start_ms)));
+    value_error("/until",
+                fmt::format("until {} must be after start {}", format_instant(scenario_.until_ms),
+                            format_instant(scenario_.start_ms)));
     until_ok_ = false;
   }
   if (const json* v = field(root, "seed")) {
@@ -922,7 +933,8 @@ void Loader::load(const json& root) {
         const std::string at = child("/env", name);
         if (!is_env_name(name)) {
           value_error(at, fmt::format("invalid environment variable name '{}' (letters, digits "
-                                      "and _, not starting with a digit)", name));
+                                      "and _, not starting with a digit)",
+                                      name));
           continue;
         }
         if (auto s = read_string(value, at, "a string value")) scenario_.env[name] = *s;
@@ -986,9 +998,7 @@ void Loader::load_services(const json& v, const std::string& pointer) {
         check_keys(body, at, keys_of("model_api"));
         scenario_.services.model_api = ModelApiService{load_timing(body, at)};
         break;
-      case ServiceKind::orchestrator:
-        load_orchestrator(body, at);
-        break;
+      case ServiceKind::orchestrator: load_orchestrator(body, at); break;
       case ServiceKind::brokerage: {
         check_keys(body, at, keys_of("brokerage"));
         BrokerageService brokerage;
@@ -1027,8 +1037,8 @@ void Loader::load_user_service(const std::string& name, const json& body,
     return;
   }
   if (!is_identifier(name)) {
-    value_error(pointer, fmt::format("invalid service name \"{}\": expected {}", name,
-                                     kIdentifierRule));
+    value_error(pointer,
+                fmt::format("invalid service name \"{}\": expected {}", name, kIdentifierRule));
     return;
   }
   user_services_.insert(name);
@@ -1071,8 +1081,8 @@ void Loader::load_calls(const json& v, const std::string& pointer, JobSpec& job)
       const std::string pp = child(at, "path");
       if (auto text = read_string(*p, pp, "a path starting with '/'")) {
         if (text->empty() || text->front() != '/') {
-          value_error(pp, fmt::format("invalid path \"{}\": expected a path starting with '/'",
-                                      *text));
+          value_error(pp,
+                      fmt::format("invalid path \"{}\": expected a path starting with '/'", *text));
         } else {
           call.path = *text;
         }
@@ -1157,9 +1167,11 @@ void Loader::load_orchestrator(const json& v, const std::string& pointer) {
         if (const json* r = require(entry, ap, "role", "the role name the orchestrator reports")) {
           auto s = read_string(*r, child(ap, "role"), "a role name");
           if (s && !is_role_name(*s)) {
-            value_error(child(ap, "role"),
-                        fmt::format("invalid role name \"{}\": expected lower-case letters, digits, "
-                                    "_ and -, starting with a letter", *s));
+            value_error(
+                child(ap, "role"),
+                fmt::format("invalid role name \"{}\": expected lower-case letters, digits, "
+                            "_ and -, starting with a letter",
+                            *s));
             s.reset();
           }
           if (s) {
@@ -1191,8 +1203,9 @@ bool Loader::require_service(ServiceKind kind, const std::string& pointer, std::
 std::vector<std::string> Loader::load_targets(const json& v, const std::string& pointer,
                                               bool non_empty) {
   if (declared_services_.count(ServiceKind::messenger) == 0) {
-    reference_error(pointer, "targets are messenger targets, but no 'messenger' service is "
-                             "declared in /services");
+    reference_error(pointer,
+                    "targets are messenger targets, but no 'messenger' service is "
+                    "declared in /services");
     return {};
   }
   return read_name_list(v, pointer, "target", non_empty, &target_names_,
@@ -1288,15 +1301,16 @@ void Loader::load_job_schedule(const json& v, const std::string& pointer, JobSpe
         job.schedule_env = *name;
       } else {
         value_error(at, fmt::format("invalid environment variable name \"{}\" (letters, digits "
-                                    "and _, not starting with a digit)", *name));
+                                    "and _, not starting with a digit)",
+                                    *name));
       }
     }
   }
 }
 
 // The keys every kind shares: policy, side effects, idempotency key, note.
-void Loader::load_job_common(const json& v, const std::string& pointer,
-                             std::optional<JobKind> kind, JobSpec& job) {
+void Loader::load_job_common(const json& v, const std::string& pointer, std::optional<JobKind> kind,
+                             JobSpec& job) {
   if (const json* p = field(v, "retry_policy")) job.retry_policy = *p;
   if (kind) job.side_effects = default_side_effects(*kind);
   if (const json* s = field(v, "side_effects")) {
@@ -1368,9 +1382,8 @@ void Loader::load_group(const json& v, const std::string& pointer, JobSpec& job)
         bool ok = true;
         if (const json* id = require(entry, tp, "id", "the task id")) {
           auto s = read_identifier(*id, child(tp, "id"), "task id");
-          const bool duplicate =
-              s && std::any_of(job.tasks.begin(), job.tasks.end(),
-                               [&](const GroupTask& t) { return t.id == *s; });
+          const bool duplicate = s && std::any_of(job.tasks.begin(), job.tasks.end(),
+                                                  [&](const GroupTask& t) { return t.id == *s; });
           if (duplicate) value_error(child(tp, "id"), fmt::format("duplicate task id '{}'", *s));
           if (s && !duplicate) {
             task.id = *s;
@@ -1519,8 +1532,9 @@ std::optional<TimeMs> Loader::read_fault_at(const json& v, const std::string& po
 // The `fleet` block (sim/fleet.hpp): read and checked there, generated from
 // the scenario's seed; the jobs, services and faults join the listed ones.
 void Loader::load_fleet(const json& v, const std::string& pointer) {
-  const FleetContext context{scenario_.start_ms, declared_services_.count(ServiceKind::model_api) != 0,
-                             target_names_, user_services_};
+  const FleetContext context{scenario_.start_ms,
+                             declared_services_.count(ServiceKind::model_api) != 0, target_names_,
+                             user_services_};
   FleetParse parsed = parse_fleet(v, pointer, context);
   for (Error& e : parsed.errors) add(e.code, e.where, std::move(e.message));
   jobs_ok_ = jobs_ok_ && parsed.spec && start_ok_;
@@ -1591,10 +1605,10 @@ const FaultKindSpec* Loader::load_fault_kind(const json& v, const std::string& p
       if (mine) {
         allowed.push_back(key);
       } else if (elsewhere.count(key) == 0) {
-        elsewhere[key] = key == "for"
-                             ? fmt::format("does not apply to '{}': it happens at one instant",
-                                           kind->name)
-                             : fmt::format("does not apply to a '{}' fault", kind->name);
+        elsewhere[key] =
+            key == "for"
+                ? fmt::format("does not apply to '{}': it happens at one instant", kind->name)
+                : fmt::format("does not apply to a '{}' fault", kind->name);
       }
     }
   }
@@ -1606,7 +1620,8 @@ const FaultKindSpec* Loader::load_fault_kind(const json& v, const std::string& p
 // `at` (inside the span) and `note`; false when `at` is missing or wrong.
 bool Loader::load_fault_when(const json& v, const std::string& pointer, FaultSpec& fault) {
   bool ok = true;
-  if (const json* a = require(v, pointer, "at", "an instant or an offset from start such as \"+16h\"")) {
+  if (const json* a =
+          require(v, pointer, "at", "an instant or an offset from start such as \"+16h\"")) {
     if (auto t = read_fault_at(*a, child(pointer, "at"))) {
       fault.at_ms = *t;
     } else {
@@ -1702,7 +1717,8 @@ void Loader::read_absent_fault_key(FaultReading& r, const FaultKeySpec& key) {
   if (key.default_value.is_null()) return;
   FaultValue value{key.default_value};
   if (key.default_value.is_string()) {
-    const auto it = std::find(key.names.begin(), key.names.end(), key.default_value.get<std::string>());
+    const auto it =
+        std::find(key.names.begin(), key.names.end(), key.default_value.get<std::string>());
     value.index = static_cast<std::size_t>(it - key.names.begin());
   }
   if (key.type == FaultKeyType::service &&
@@ -1738,9 +1754,9 @@ std::optional<FaultValue> Loader::read_fault_value(FaultReading& r, const FaultK
     case FaultKeyType::targets: {
       const std::size_t before = errors_.size() + omitted_;
       const std::vector<std::string> names =
-          key.type == FaultKeyType::targets
-              ? load_targets(value, at, true)
-              : read_name_list(value, at, "issue", true, &issue_ids_, "/services/orchestrator/issues");
+          key.type == FaultKeyType::targets ? load_targets(value, at, true)
+                                            : read_name_list(value, at, "issue", true, &issue_ids_,
+                                                             "/services/orchestrator/issues");
       if (errors_.size() + omitted_ != before) return std::nullopt;
       return FaultValue{names};
     }
@@ -1791,13 +1807,15 @@ std::optional<FaultValue> Loader::read_fault_reference(const json& value, const 
   return FaultValue{*s};
 }
 
-std::optional<FaultValue> Loader::read_fault_new_instance(const json& value, const std::string& at) {
+std::optional<FaultValue> Loader::read_fault_new_instance(const json& value,
+                                                          const std::string& at) {
   auto s = read_identifier(value, at, "instance id");
   if (!s) return std::nullopt;
   const auto& orchestrator = scenario_.services.orchestrator;
   if (orchestrator && *s == orchestrator->instance) {
     value_error(at, fmt::format("new_instance '{}' is the instance the orchestrator already "
-                                "runs (see /services/orchestrator/instance)", *s));
+                                "runs (see /services/orchestrator/instance)",
+                                *s));
     return std::nullopt;
   }
   return FaultValue{*s};
@@ -1850,7 +1868,7 @@ std::optional<FaultValue> Loader::read_fault_flips(FaultReading& r, const json& 
 }
 
 std::map<NotificationEvent, std::int64_t> Loader::load_event_counts(const json& v,
-                                                              const std::string& pointer) {
+                                                                    const std::string& pointer) {
   std::map<NotificationEvent, std::int64_t> out;
   if (!expect_object(v, pointer, "notification counts by event")) return out;
   const auto& events = notification_event_names();
@@ -1860,7 +1878,8 @@ std::map<NotificationEvent, std::int64_t> Loader::load_event_counts(const json& 
     if (!event) {
       std::string message =
           fmt::format("unknown notification event '{}' (expected one of: {})", name, join(events));
-      if (const auto near = closest(name, events)) message += fmt::format("; did you mean '{}'?", *near);
+      if (const auto near = closest(name, events))
+        message += fmt::format("; did you mean '{}'?", *near);
       value_error(at, std::move(message));
       continue;
     }
@@ -1869,8 +1888,8 @@ std::map<NotificationEvent, std::int64_t> Loader::load_event_counts(const json& 
   return out;
 }
 
-void Loader::load_job_expectation(const json& v, const std::string& pointer,
-                                  const std::string& job, JobExpectation& out) {
+void Loader::load_job_expectation(const json& v, const std::string& pointer, const std::string& job,
+                                  JobExpectation& out) {
   if (!expect_object(v, pointer, "a job expectation")) return;
   check_keys(v, pointer, keys_of("job_expectation"));
   const auto count = [&](std::string_view key, std::optional<std::int64_t>& slot) {
@@ -1905,8 +1924,8 @@ void Loader::load_item_expectations(const json& items, const std::string& pointe
   if (expect_object(items, at, "expectations by issue id")) {
     for (const auto& [issue, body] : items.items()) {
       const std::string ip = child(at, issue);
-      if (jobs_ok_ && !check_reference(issue, ip, item_issues_, "item",
-                                       "the items of any reconcile job")) {
+      if (jobs_ok_ &&
+          !check_reference(issue, ip, item_issues_, "item", "the items of any reconcile job")) {
         continue;
       }
       if (!expect_object(body, ip, "an item expectation")) continue;
@@ -1920,7 +1939,8 @@ void Loader::load_item_expectations(const json& items, const std::string& pointe
       if (const json* r = field(body, "reason_contains")) {
         item.reason_contains = read_string(*r, child(ip, "reason_contains"));
       }
-      if (const json* q = field(body, "queries")) item.queries = read_count(*q, child(ip, "queries"));
+      if (const json* q = field(body, "queries"))
+        item.queries = read_count(*q, child(ip, "queries"));
       if (const json* n = field(body, "not_found")) {
         item.not_found = read_count(*n, child(ip, "not_found"));
       }
@@ -1944,7 +1964,8 @@ void Loader::load_service_expectations(const json& services, const std::string& 
         check_keys(body, sp, keys_of("service_expectation"),
                    {{"token_issues", "applies to the 'brokerage' service only"}});
         ServiceExpectation& service = expect.user_services[name];
-        if (const json* c = field(body, "calls")) service.calls = read_count(*c, child(sp, "calls"));
+        if (const json* c = field(body, "calls"))
+          service.calls = read_count(*c, child(sp, "calls"));
       }
       if (!kind) continue;
       if (!require_service(*kind, sp, "this expectation")) continue;
@@ -2007,7 +2028,8 @@ void Loader::load_expect(const json& v, const std::string& pointer) {
     expect.notifications = load_event_counts(*n, child(pointer, "notifications"));
   }
   if (const json* list = field(v, "violations")) load_expected_violations(*list, pointer);
-  if (const json* d = field(v, "damaged_files")) load_damaged_files(*d, child(pointer, "damaged_files"));
+  if (const json* d = field(v, "damaged_files"))
+    load_damaged_files(*d, child(pointer, "damaged_files"));
 }
 
 // ------------------------------------------- expect: the later job keys
@@ -2273,9 +2295,10 @@ void Loader::load_damaged_files(const json& v, const std::string& pointer) {
       continue;
     }
     const auto file = static_cast<StateFile>(it - files.begin());
-    const bool damaged = std::any_of(
-        scenario_.faults.begin(), scenario_.faults.end(),
-        [&](const FaultSpec& f) { return f.kind == FaultKind::state_corrupted && f.file == file; });
+    const bool damaged =
+        std::any_of(scenario_.faults.begin(), scenario_.faults.end(), [&](const FaultSpec& f) {
+          return f.kind == FaultKind::state_corrupted && f.file == file;
+        });
     if (!damaged) {
       reference_error(at, fmt::format("no state_corrupted fault damages '{}'", name));
       continue;
@@ -2309,9 +2332,8 @@ void Loader::compute_flags() {
     if (schedule) {
       // The first slot at or after start (next_after is strictly after).
       const TimeMs start = scenario_.start_ms;
-      auto first = start % kSecondMs == 0 && schedule->matches(start)
-                       ? Result<TimeMs>(start)
-                       : schedule->next_after(start);
+      auto first = start % kSecondMs == 0 && schedule->matches(start) ? Result<TimeMs>(start)
+                                                                      : schedule->next_after(start);
       if (!first || *first > scenario_.until_ms) {
         flag(FlagKind::schedule_idle, job.pointer + "/schedule",
              fmt::format("job '{}' never runs: its schedule \"{}\" does not fire between start "
@@ -2352,13 +2374,19 @@ void Loader::compute_flags() {
 const std::vector<ScenarioJobKind>& Loader::job_kinds() {
   static const std::vector<ScenarioJobKind> kKinds = [] {
     std::vector<ScenarioJobKind> kinds{
-      {JobKind::group, "group", {"tasks", "targets"}, SideEffectKind::draft, &Loader::load_group},
-      {JobKind::fetch, "fetch", {"service", "requests", "parallel"}, SideEffectKind::none,
-       &Loader::load_fetch},
-      {JobKind::reconcile, "reconcile", {"items", "batch_size"}, SideEffectKind::none,
-       &Loader::load_reconcile},
-      {JobKind::publish, "publish", {"targets"}, SideEffectKind::publish, &Loader::load_publish},
-      {JobKind::call, "call", {"calls"}, SideEffectKind::none, &Loader::load_call_job},
+        {JobKind::group, "group", {"tasks", "targets"}, SideEffectKind::draft, &Loader::load_group},
+        {JobKind::fetch,
+         "fetch",
+         {"service", "requests", "parallel"},
+         SideEffectKind::none,
+         &Loader::load_fetch},
+        {JobKind::reconcile,
+         "reconcile",
+         {"items", "batch_size"},
+         SideEffectKind::none,
+         &Loader::load_reconcile},
+        {JobKind::publish, "publish", {"targets"}, SideEffectKind::publish, &Loader::load_publish},
+        {JobKind::call, "call", {"calls"}, SideEffectKind::none, &Loader::load_call_job},
     };
     for (std::size_t i = 0; i < kinds.size(); ++i) {
       REHEARSE_ASSERT(static_cast<std::size_t>(kinds[i].kind) == i);  // in JobKind order

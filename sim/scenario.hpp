@@ -130,7 +130,7 @@ struct GroupTask {
 struct ReconcileItem {
   std::string issue;                // external issue id in the orchestrator
   std::string stage = "DESIGNING";  // initial internal stage, one of stage_names()
-  bool lost = false;  // the issue is already gone from the orchestrator at `start`
+  bool lost = false;                // the issue is already gone from the orchestrator at `start`
 };
 
 // One scheduled job. Fields after the common block apply to one kind only and
@@ -138,7 +138,7 @@ struct ReconcileItem {
 struct JobSpec {
   std::string id;
   JobKind kind = JobKind::group;
-  std::string schedule;  // default cron expression, as written (validated)
+  std::string schedule;                     // default cron expression, as written (validated)
   std::optional<std::string> schedule_env;  // env variable that overrides `schedule`
   // The policy exactly as written (object, "auto", or anything else): the
   // core's policy parser decides what it means, so an invalid policy reaches
@@ -211,8 +211,8 @@ const char* to_string(CorruptionMode mode) noexcept;
 // table's keys (FaultKeySpec::store).
 struct FaultSpec {
   FaultKind kind = FaultKind::restart;
-  TimeMs at_ms = 0;                   // absolute; an offset "+16h" is resolved against start
-  std::optional<DurationMs> for_ms;   // lasting kinds; absent: until the end of the run
+  TimeMs at_ms = 0;                  // absolute; an offset "+16h" is resolved against start
+  std::optional<DurationMs> for_ms;  // lasting kinds; absent: until the end of the run
   std::string note;
 
   std::optional<ServiceKind> service;  // quota_exhausted, http_errors, timeouts,
@@ -221,20 +221,20 @@ struct FaultSpec {
   int http_status = 0;                 // http_errors
   double rate = 1.0;                   // http_errors, timeouts, network_errors: share of calls hit
   TransportErrorKind transport = TransportErrorKind::none;  // network_errors
-  std::vector<std::string> issues;                 // issues_deleted
-  std::optional<std::string> new_instance;         // issues_deleted
-  std::string issue;                               // issue_status
-  std::string status;                              // issue_status
-  std::string agent;                               // agent_removed, agent_restored
-  DurationMs down_for_ms = 0;                      // restart, torn_write
-  StateFile file = StateFile::retry_state;         // state_corrupted, torn_write
-  CorruptionMode mode = CorruptionMode::garbage;   // state_corrupted
+  std::vector<std::string> issues;                          // issues_deleted
+  std::optional<std::string> new_instance;                  // issues_deleted
+  std::string issue;                                        // issue_status
+  std::string status;                                       // issue_status
+  std::string agent;                                        // agent_removed, agent_restored
+  DurationMs down_for_ms = 0;                               // restart, torn_write
+  StateFile file = StateFile::retry_state;                  // state_corrupted, torn_write
+  CorruptionMode mode = CorruptionMode::garbage;            // state_corrupted
   // state_corrupted, exact damage (seed-independent): `cut` keeps that many
   // bytes (mode truncated); `flips` are byte offsets, each XORed with 0x01
   // (mode flip). Absent: drawn from the disk's generator.
   std::optional<std::uint64_t> cut;
   std::vector<std::uint64_t> flips;
-  std::vector<std::string> targets;                // messenger_down (empty: every target)
+  std::vector<std::string> targets;  // messenger_down (empty: every target)
   // The keys of a kind whose table entry gives them no field above, by name,
   // as the loader read them (FaultValue::value).
   nlohmann::json params = nlohmann::json::object();
@@ -242,9 +242,7 @@ struct FaultSpec {
   std::string pointer;  // "/faults/2"
 
   // End of a lasting fault: at + for, or `until` when `for` is absent.
-  TimeMs end_ms(TimeMs until_ms) const noexcept {
-    return for_ms ? at_ms + *for_ms : until_ms;
-  }
+  TimeMs end_ms(TimeMs until_ms) const noexcept { return for_ms ? at_ms + *for_ms : until_ms; }
 };
 
 // ------------------------------------------------------------- expectations
@@ -275,7 +273,13 @@ struct PolicyExpectation {
 
 // How a slot ended, as the monitors' slot tracker saw it at `until`.
 enum class SlotOutcome : unsigned char {
-  delivered, skipped, failed, exhausted, in_flight, superseded, coalesced
+  delivered,
+  skipped,
+  failed,
+  exhausted,
+  in_flight,
+  superseded,
+  coalesced
 };
 const char* to_string(SlotOutcome outcome) noexcept;
 std::optional<SlotOutcome> parse_slot_outcome(std::string_view name) noexcept;
@@ -291,7 +295,7 @@ struct SlotExpectation {
   std::optional<std::vector<TimeMs>> attempt_at;
   DurationMs tolerance_ms = kSecondMs;
   std::map<NotificationEvent, std::int64_t> notifications;  // for this slot
-  std::string pointer;  // "/expect/jobs/x/slots/2"
+  std::string pointer;                                      // "/expect/jobs/x/slots/2"
 };
 
 // Messages of one job to one messenger target, by kind.
@@ -323,7 +327,7 @@ struct JobExpectation {
   // Format 1, later additions (docs/scenario-format.md, `expect`):
   std::optional<StateExpectation> state;
   std::optional<PolicyExpectation> policy;
-  std::optional<std::vector<SlotExpectation>> slots;  // every slot, in time order
+  std::optional<std::vector<SlotExpectation>> slots;   // every slot, in time order
   std::map<std::string, MessageExpectation> messages;  // by messenger target
   std::optional<LatenessExpectation> lateness;
 };
@@ -422,8 +426,8 @@ Result<Scenario> load_scenario_file(const std::string& path);
 // --------------------------------------------------- vocabulary and keys
 
 // Names accepted in files, in one place so docs, schema and tests agree.
-const std::vector<std::string>& issue_status_names();   // todo, in_progress, ...
-const std::vector<std::string>& stage_names();          // DESIGNING, BUILDING, ...
+const std::vector<std::string>& issue_status_names();  // todo, in_progress, ...
+const std::vector<std::string>& stage_names();         // DESIGNING, BUILDING, ...
 const std::vector<std::string>& notification_event_names();
 // For expect.violations: defined by the monitors' registry (one class per
 // invariant, sim/monitors/registry.cpp), in its order.

@@ -63,24 +63,18 @@ std::pair<std::string, std::string> split(const std::string& path) {
 
 const char* to_string(CorruptionKind kind) noexcept {
   switch (kind) {
-    case CorruptionKind::flip_bytes:
-      return "flip_bytes";
-    case CorruptionKind::truncate:
-      return "truncate";
-    case CorruptionKind::empty:
-      return "empty";
-    case CorruptionKind::garbage:
-      return "garbage";
+    case CorruptionKind::flip_bytes: return "flip_bytes";
+    case CorruptionKind::truncate: return "truncate";
+    case CorruptionKind::empty: return "empty";
+    case CorruptionKind::garbage: return "garbage";
   }
   return "?";
 }
 
 const char* to_string(TornKind kind) noexcept {
   switch (kind) {
-    case TornKind::prefix:
-      return "prefix";
-    case TornKind::prefix_garbage:
-      return "prefix_garbage";
+    case TornKind::prefix: return "prefix";
+    case TornKind::prefix_garbage: return "prefix_garbage";
   }
   return "?";
 }
@@ -130,10 +124,7 @@ class SimDisk::Lock final : public DiskLock {
 SimDisk::SimDisk() : SimDisk(nullptr) {}
 
 SimDisk::SimDisk(Trace* trace, Rng rng, SimDiskHooks hooks)
-    : trace_(trace),
-      rng_(rng),
-      hooks_(std::move(hooks)),
-      locks_(std::make_shared<LockTable>()) {
+    : trace_(trace), rng_(rng), hooks_(std::move(hooks)), locks_(std::make_shared<LockTable>()) {
   dirs_.emplace("/", Directory{});
   dirs_.emplace(".", Directory{});
   locks_->on_release = [this](const std::string& path, DiskOwner holder) {
@@ -413,14 +404,13 @@ Status SimDisk::write_file(const std::string& path, std::string_view bytes) {
   Inode& f = **file;
   if (torn_ && at->path.rfind(torn_->path_prefix, 0) == 0) return tear(*at, f, bytes, false);
   f.data.assign(bytes);
-  f.durable_is_prefix = f.durable.size() <= f.data.size() &&
-                        f.data.compare(0, f.durable.size(), f.durable) == 0;
+  f.durable_is_prefix =
+      f.durable.size() <= f.data.size() && f.data.compare(0, f.durable.size(), f.durable) == 0;
   counters_.bytes_written += bytes.size();
   if (trace_ != nullptr) {
-    record("disk_write", {{"path", at->path},
-                          {"bytes", bytes.size()},
-                          {"created", created},
-                          {"process", owner()}});
+    record(
+        "disk_write",
+        {{"path", at->path}, {"bytes", bytes.size()}, {"created", created}, {"process", owner()}});
   }
   return {};
 }
@@ -529,7 +519,8 @@ Status SimDisk::fsync_dir(const std::string& dir) {
   }
   sync_dir(*d);
   if (trace_ != nullptr) {
-    record("disk_fsync_dir", {{"path", path}, {"entries", d->durable.size()}, {"process", owner()}});
+    record("disk_fsync_dir",
+           {{"path", path}, {"entries", d->durable.size()}, {"process", owner()}});
   }
   return {};
 }
@@ -756,9 +747,8 @@ Status SimDisk::corrupt(const std::string& path, const Corruption& corruption) {
         offset = *positions.begin();
       }
       for (const std::uint64_t p : positions) {
-        const auto mask = corruption.xor_mask
-                              ? *corruption.xor_mask
-                              : static_cast<std::uint8_t>(1 + rng_.next_below(255));
+        const auto mask = corruption.xor_mask ? *corruption.xor_mask
+                                              : static_cast<std::uint8_t>(1 + rng_.next_below(255));
         const auto i = static_cast<std::size_t>(p);
         bytes[i] = static_cast<char>(static_cast<std::uint8_t>(bytes[i]) ^ mask);
       }

@@ -106,8 +106,8 @@ struct Corruption {
   // positions otherwise; truncate: the length kept (< size); garbage: where
   // the garbage starts (0 when drawn: the whole file). Ignored by empty.
   std::optional<std::uint64_t> offset;
-  std::uint64_t count = 1;                 // flip_bytes: bytes flipped
-  std::optional<std::uint8_t> xor_mask;    // flip_bytes: non-zero; drawn per byte if unset
+  std::uint64_t count = 1;               // flip_bytes: bytes flipped
+  std::optional<std::uint8_t> xor_mask;  // flip_bytes: non-zero; drawn per byte if unset
 };
 
 enum class TornKind : unsigned char {
@@ -136,8 +136,8 @@ struct SimDiskCounters {
   std::uint64_t create_dirs = 0;
   std::uint64_t list_dirs = 0;
   std::uint64_t locks = 0;
-  std::uint64_t locks_busy = 0;     // lock attempts refused as busy
-  std::uint64_t refused = 0;        // operations of a dead process (not performed)
+  std::uint64_t locks_busy = 0;  // lock attempts refused as busy
+  std::uint64_t refused = 0;     // operations of a dead process (not performed)
   std::uint64_t bytes_read = 0;
   std::uint64_t bytes_written = 0;  // write + append payloads (torn ones: what persisted)
   std::uint64_t bytes_synced = 0;   // bytes made durable by fsync_file
@@ -279,8 +279,7 @@ class SimDisk final : public Disk {
   Result<Inode*> open_for_write(const Located& at, const char* operation);
   Status tear(const Located& at, Inode& file, std::string_view bytes, bool append);
   Result<std::string> read_impl(const std::string& path, const char* operation,
-                                std::uint64_t offset, std::uint64_t length_max,
-                                bool& missing);
+                                std::uint64_t offset, std::uint64_t length_max, bool& missing);
 
   Trace* trace_ = nullptr;
   Rng rng_;

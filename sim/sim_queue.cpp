@@ -39,8 +39,7 @@ TimeMs SimQueue::trace_now() const { return hooks_.now ? hooks_.now() : 0; }
 
 Status SimQueue::admit(const char* operation) {
   const QueueOwner who = owner();
-  const bool dead =
-      dead_.count(who) != 0 || (hooks_.dead_elsewhere && hooks_.dead_elsewhere(who));
+  const bool dead = dead_.count(who) != 0 || (hooks_.dead_elsewhere && hooks_.dead_elsewhere(who));
   if (dead) {
     ++counters_.refused;
     return make_error(ErrorCode::io_error,
@@ -57,10 +56,9 @@ Status SimQueue::admit(const char* operation) {
              {{"operation", operation}, {"operation_index", operations_}, {"process", who}});
       dead_.insert(who);
       if (hooks_.on_death) hooks_.on_death(who);
-      return make_error(ErrorCode::io_error,
-                        fmt::format("{}: the process died before the operation (fail-stop)",
-                                    operation),
-                        "queue");
+      return make_error(
+          ErrorCode::io_error,
+          fmt::format("{}: the process died before the operation (fail-stop)", operation), "queue");
     }
     --fail_stop_->remaining;
   }
@@ -94,7 +92,8 @@ void SimQueue::record_outbox_add(const OutboxMessage& m) {
   e.data = {{"id", m.id}, {"target", m.target}, {"event", event_of(m.payload)}};
   const nlohmann::json j = nlohmann::json::parse(m.payload, nullptr, /*allow_exceptions=*/false);
   if (j.is_object()) {
-    if (j.contains("job_id") && j.at("job_id").is_string()) e.job = j.at("job_id").get<std::string>();
+    if (j.contains("job_id") && j.at("job_id").is_string())
+      e.job = j.at("job_id").get<std::string>();
     if (j.contains("slot") && j.at("slot").is_string()) {
       const auto slot = parse_instant(j.at("slot").get<std::string>());
       if (slot.ok()) e.slot = *slot;
@@ -179,8 +178,8 @@ Status SimQueue::set_intent(std::uint64_t id, std::string intent) {
     return make_error(ErrorCode::not_found, fmt::format("no queue entry {}", id), "queue");
   }
   if (it->second.state != QueueEntryState::active) {
-    return make_error(ErrorCode::invalid_argument,
-                      fmt::format("queue entry {} is not active", id), "queue");
+    return make_error(ErrorCode::invalid_argument, fmt::format("queue entry {} is not active", id),
+                      "queue");
   }
   it->second.intent = std::move(intent);
   ++counters_.intents;

@@ -133,9 +133,9 @@ class SimQueue final : public JobQueue {
 
   Trace* trace_ = nullptr;
   SimQueueHooks hooks_;
-  std::map<std::uint64_t, QueueEntry> entries_;      // by id
-  std::map<std::string, std::uint64_t> by_key_;      // queue_key -> id
-  std::map<std::uint64_t, OutboxMessage> outbox_;    // by id
+  std::map<std::uint64_t, QueueEntry> entries_;    // by id
+  std::map<std::string, std::uint64_t> by_key_;    // queue_key -> id
+  std::map<std::uint64_t, OutboxMessage> outbox_;  // by id
   std::uint64_t next_id_ = 1;
   std::uint64_t next_outbox_id_ = 1;
   std::set<QueueOwner> dead_;

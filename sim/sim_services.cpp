@@ -70,8 +70,8 @@ Task<ServiceResult> SimServices::call(ServiceRequest request) {
   if (it == services_.end()) {
     sent.data["error"] = "unknown service";
     trace_.record(std::move(sent));
-    ServiceResult failed(TransportError{TransportErrorKind::dns,
-                                        "getaddrinfo ENOTFOUND " + request.service});
+    ServiceResult failed(
+        TransportError{TransportErrorKind::dns, "getaddrinfo ENOTFOUND " + request.service});
     co_await simulator_.clock().sleep_for(0);
     co_return failed;
   }

@@ -51,7 +51,7 @@ class SimService {
 // Request headers the trace copies (context, never credentials). The core
 // sets these on its requests so that monitors can attribute calls.
 inline constexpr const char* kHeaderJob = "x-job-id";
-inline constexpr const char* kHeaderSlot = "x-slot";          // ISO instant
+inline constexpr const char* kHeaderSlot = "x-slot";  // ISO instant
 inline constexpr const char* kHeaderAttempt = "x-attempt";
 inline constexpr const char* kHeaderItem = "x-item";
 inline constexpr const char* kHeaderRequestId = "x-request-id";

@@ -170,7 +170,8 @@ void Simulator::crash(ProcessId process) {
 
 EventId Simulator::schedule_boot(ProcessId process, TimeMs at_ms) {
   (void)process_ref(process);
-  return schedule_call_for(kWorld, at_ms, [this, process] { boot(process); }, "boot");
+  return schedule_call_for(
+      kWorld, at_ms, [this, process] { boot(process); }, "boot");
 }
 
 EventId Simulator::schedule_crash(ProcessId process, TimeMs at_ms,
@@ -311,7 +312,8 @@ void Simulator::collect_finished_roots(ProcessId process) {
     } else if (root.task.failed() && !halt_) {
       halt_.emplace(RunOutcome::task_failed,
                     fmt::format("process '{}' task '{}' failed at {}: {}", p.name, root.name,
-                                format_instant(now_ms_), describe_exception(root.task.exception())));
+                                format_instant(now_ms_),
+                                describe_exception(root.task.exception())));
     }
     p.roots.erase(p.roots.begin() + static_cast<std::ptrdiff_t>(i));
   }
@@ -350,9 +352,8 @@ RunResult Simulator::run_loop(std::optional<TimeMs> horizon_ms) {
     REHEARSE_ASSERT(event.has_value());
     REHEARSE_ASSERT(event->time >= now_ms_);
     now_ms_ = event->time;
-    const ExecutedEvent executed{events_executed_, event->time, event->seq,
-                                 event->payload.process, event->payload.kind,
-                                 event->payload.label};
+    const ExecutedEvent executed{events_executed_,       event->time,         event->seq,
+                                 event->payload.process, event->payload.kind, event->payload.label};
     try {
       execute(*event);
     } catch (const AssertionFailedInRun&) {
@@ -375,9 +376,8 @@ Result<CrashSweepReport> sweep_crash_points(const CrashSweepScenario& scenario,
                                             std::uint64_t points_max) {
   const CrashSweepRun baseline = scenario(std::nullopt);
   if (!baseline.verdict.ok()) {
-    return make_error(ErrorCode::invalid_argument,
-                      "the scenario fails without any crash: " +
-                          baseline.verdict.error().describe());
+    return make_error(ErrorCode::invalid_argument, "the scenario fails without any crash: " +
+                                                       baseline.verdict.error().describe());
   }
   CrashSweepReport report;
   report.baseline_events = baseline.events_executed;

@@ -76,16 +76,16 @@ bool classify_status(const TraceEvent& e, TimelineEntry& out) {
     out.tone = Tone::warn;
     out.until = instant_field(e, "next_retry_at");
     const DurationMs delay = out.until ? *out.until - e.t : 0;
-    out.text = fmt::format("retry {} scheduled in {} at {} ({})", e.num("attempt"),
-                           format_duration(delay), out.until ? timeline_time(*out.until) : "?",
-                           out.failure_class);
+    out.text =
+        fmt::format("retry {} scheduled in {} at {} ({})", e.num("attempt"), format_duration(delay),
+                    out.until ? timeline_time(*out.until) : "?", out.failure_class);
   } else if (type == "retry_exhausted" || type == "failed_permanent" || type == "policy_invalid" ||
              type == "state_corrupt") {
     out.mark = Mark::exhausted;
     out.tone = Tone::bad;
-    out.text = fmt::format("{} after {} retries ({}), next: {}", type, e.num("attempt"),
-                           out.failure_class.empty() ? "-" : out.failure_class,
-                           e.str("next_action"));
+    out.text =
+        fmt::format("{} after {} retries ({}), next: {}", type, e.num("attempt"),
+                    out.failure_class.empty() ? "-" : out.failure_class, e.str("next_action"));
     if (const std::string d = e.str("detail"); !d.empty()) out.text += ": " + d;
   } else if (type == "recovered") {
     out.mark = Mark::recovered;
@@ -113,8 +113,9 @@ bool classify_other(const TraceEvent& e, TimelineEntry& out) {
       out.mark = Mark::notification;
       out.tone = refused ? Tone::bad : Tone::info;
       const std::string what = kind == "notification" ? e.str("event") : kind;
-      out.text = refused ? fmt::format("{} to {} refused: {}", what, e.str("target"), e.str("reason"))
-                         : fmt::format("notified {} of {}", e.str("target"), what);
+      out.text = refused
+                     ? fmt::format("{} to {} refused: {}", what, e.str("target"), e.str("reason"))
+                     : fmt::format("notified {} of {}", e.str("target"), what);
     } else {
       return false;  // failure notices: detail
     }
@@ -129,7 +130,8 @@ bool classify_other(const TraceEvent& e, TimelineEntry& out) {
   } else if (type == "fault_end") {
     out.mark = Mark::fault_end;
     out.tone = Tone::fault;
-    out.text = fmt::format("fault {} {} ends", e.str("kind"), e.service.empty() ? "" : "on " + e.service);
+    out.text =
+        fmt::format("fault {} {} ends", e.str("kind"), e.service.empty() ? "" : "on " + e.service);
   } else if (type == "process_boot") {
     out.mark = Mark::boot;
     out.text = fmt::format("{} boots (boot {})", e.str("process"), e.num("boots"));
@@ -156,12 +158,14 @@ bool classify_other(const TraceEvent& e, TimelineEntry& out) {
     out.until = instant_field(e, "until");
     out.text = fmt::format("{} {}{}", type.substr(5), e.str("reason"),
                            out.until ? " until " + timeline_time(*out.until) : "");
-  } else if ((type == "token_issued" && e.str("reason") == "after_401") || type == "token_revoked") {
+  } else if ((type == "token_issued" && e.str("reason") == "after_401") ||
+             type == "token_revoked") {
     out.mark = Mark::token;
     out.tone = Tone::warn;
-    out.text = type == "token_revoked"
-                   ? fmt::format("token generation {} revoked ({})", e.num("generation"), e.str("cause"))
-                   : fmt::format("token reissued after a 401 (generation {})", e.num("generation"));
+    out.text =
+        type == "token_revoked"
+            ? fmt::format("token generation {} revoked ({})", e.num("generation"), e.str("cause"))
+            : fmt::format("token reissued after a 401 (generation {})", e.num("generation"));
   } else {
     return false;
   }
@@ -169,9 +173,7 @@ bool classify_other(const TraceEvent& e, TimelineEntry& out) {
 }
 
 // Events a reader never needs: the run_finished / status events say it all.
-bool silent(const std::string& type) {
-  return type == "run_started" || type == "scheduler_boot";
-}
+bool silent(const std::string& type) { return type == "run_started" || type == "scheduler_boot"; }
 
 }  // namespace
 
@@ -247,8 +249,8 @@ std::vector<TimelineEntry> timeline_entries(const std::vector<TraceEvent>& event
     auto entry = classify_event(events[i], i);
     if (!entry || (entry->mark == Mark::detail && !verbose)) continue;
     const TraceEvent& e = events[i];
-    if (entry->mark == Mark::notification && e.type == "message_delivered" &&
-        fold_notifications && !verbose) {
+    if (entry->mark == Mark::notification && e.type == "message_delivered" && fold_notifications &&
+        !verbose) {
       const auto it = announced.find({entry->lane, e.str("event")});
       if (it != announced.end() && out[it->second].t == e.t) {
         out[it->second].text += " -> notified " + e.str("target");

@@ -25,21 +25,21 @@ namespace rehearse::sim {
 
 // What an event is to a reader. `detail` is everything hidden unless verbose.
 enum class Mark : unsigned char {
-  slot_due,        // a regular slot became due (or misfired)
-  attempt,         // a run finished: outcome, failure class
-  retry,           // a retry was scheduled (with its delay)
-  exhausted,       // retries ran out / failed permanently / policy invalid
-  recovered,       // the job recovered
-  delivery,        // a delivery reached its target
-  notification,    // a notification was sent or refused
+  slot_due,      // a regular slot became due (or misfired)
+  attempt,       // a run finished: outcome, failure class
+  retry,         // a retry was scheduled (with its delay)
+  exhausted,     // retries ran out / failed permanently / policy invalid
+  recovered,     // the job recovered
+  delivery,      // a delivery reached its target
+  notification,  // a notification was sent or refused
   fault_start,
   fault_end,
-  boot,            // a process booted
-  crash,           // a process crashed or was restarted
-  stage,           // a reconcile item changed stage
-  item_problem,    // a reconcile item failed, was deferred or backed off
-  token,           // a token reissue or revocation
-  scheduler,       // other scheduler decisions (stall, superseded, restored, halted)
+  boot,          // a process booted
+  crash,         // a process crashed or was restarted
+  stage,         // a reconcile item changed stage
+  item_problem,  // a reconcile item failed, was deferred or backed off
+  token,         // a token reissue or revocation
+  scheduler,     // other scheduler decisions (stall, superseded, restored, halted)
   run_end,
   detail,
 };
@@ -54,8 +54,8 @@ struct TimelineEntry {
   TimeMs t = 0;
   Mark mark = Mark::detail;
   Tone tone = Tone::plain;
-  std::string lane;       // "world", a job id, or "job / item"
-  std::string text;       // one line, without the time: "attempt 2 (retry) failure rate_limit"
+  std::string lane;           // "world", a job id, or "job / item"
+  std::string text;           // one line, without the time: "attempt 2 (retry) failure rate_limit"
   std::string failure_class;  // attempts, retries, exhaustion: the class, if any
   std::optional<TimeMs> until;  // retries: when the retry runs; faults: until
 };

@@ -32,12 +32,12 @@ struct TraceEvent {
   TimeMs t = 0;
   std::uint64_t seq = 0;  // assigned by Trace::record, strictly increasing
   std::string type;
-  std::string job;               // empty when not about a job
-  std::optional<TimeMs> slot;    // the regular slot concerned
-  std::string item;              // reconcile item (external issue id)
-  std::string service;           // simulated service concerned
+  std::string job;                                 // empty when not about a job
+  std::optional<TimeMs> slot;                      // the regular slot concerned
+  std::string item;                                // reconcile item (external issue id)
+  std::string service;                             // simulated service concerned
   nlohmann::json data = nlohmann::json::object();  // event-specific fields
-  EventSource source = EventSource::world;          // SimLog marks the core's
+  EventSource source = EventSource::world;         // SimLog marks the core's
 
   // Convenience accessors for data fields (absent -> fallback).
   std::string str(std::string_view key, std::string fallback = {}) const;

@@ -27,8 +27,8 @@ std::vector<std::string> split(std::string_view text, char sep) {
   std::size_t from = 0;
   while (true) {
     const std::size_t at = text.find(sep, from);
-    std::string part(text.substr(from, at == std::string_view::npos ? std::string_view::npos
-                                                                     : at - from));
+    std::string part(
+        text.substr(from, at == std::string_view::npos ? std::string_view::npos : at - from));
     // trim
     const auto b = part.find_first_not_of(" \t\r\n");
     const auto e = part.find_last_not_of(" \t\r\n");
@@ -50,7 +50,8 @@ Result<DurationMs> positive_duration(const std::string& text, const std::string&
 
 Result<int> small_int(const std::string& text, const std::string& where, int lo, int hi) {
   int v = 0;
-  if (text.empty() || text.size() > 6 || text.find_first_not_of("0123456789") != std::string::npos) {
+  if (text.empty() || text.size() > 6 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
     return bad(where, fmt::format("expected an integer from {} to {}, got \"{}\"", lo, hi, text));
   }
   v = std::stoi(text);
@@ -98,7 +99,8 @@ Status read_grid_entry(TuneGrid& grid, const std::string& key, const std::string
     grid.kinds.clear();
     for (const auto& i : items) {
       auto k = parse_backoff_kind(i);
-      if (!k) return bad(where, fmt::format("expected exponential, fixed or linear, got \"{}\"", i));
+      if (!k)
+        return bad(where, fmt::format("expected exponential, fixed or linear, got \"{}\"", i));
       grid.kinds.push_back(*k);
     }
   } else if (key == "cap") {
@@ -241,7 +243,8 @@ Result<JobFacts> job_facts(const Scenario& scenario, const TuneOptions& options)
   if (spec == nullptr) {
     std::string ids;
     for (const auto& j : scenario.jobs) ids += fmt::format("{}{}", ids.empty() ? "" : ", ", j.id);
-    return bad("--job", fmt::format("no job \"{}\" in the scenario (jobs: {})", options.job_id, ids));
+    return bad("--job",
+               fmt::format("no job \"{}\" in the scenario (jobs: {})", options.job_id, ids));
   }
   auto effective = effective_schedule(spec->schedule, spec->schedule_env, scenario.env);
   if (!effective) return bad(spec->pointer + "/schedule", effective.error().describe());
@@ -249,8 +252,9 @@ Result<JobFacts> job_facts(const Scenario& scenario, const TuneOptions& options)
   if (spec->kind == JobKind::fetch) {
     f.provider = ServiceKind::brokerage;
   } else if (spec->kind == JobKind::reconcile) {
-    return bad("--job", "tune sweeps group, publish and fetch jobs; a reconcile job's failures "
-                        "are per item (docs/tune.md)");
+    return bad("--job",
+               "tune sweeps group, publish and fetch jobs; a reconcile job's failures "
+               "are per item (docs/tune.md)");
   }
   f.fault = options.fault.value_or(f.provider == ServiceKind::model_api ? FaultKind::quota_exhausted
                                                                         : FaultKind::http_errors);
@@ -273,7 +277,8 @@ Result<JobFacts> job_facts(const Scenario& scenario, const TuneOptions& options)
 // ------------------------------------------------------------ the policies
 
 std::string policy_label(int attempts, const Backoff& b) {
-  std::string s = fmt::format("{} x {} {}", attempts, format_duration(b.delay_ms), to_string(b.kind));
+  std::string s =
+      fmt::format("{} x {} {}", attempts, format_duration(b.delay_ms), to_string(b.kind));
   if (b.max_delay_ms > 0) s += fmt::format(" cap {}", format_duration(b.max_delay_ms));
   if (b.jitter > 0.0) s += fmt::format(" jitter {}", b.jitter);
   return s;
@@ -309,7 +314,8 @@ Result<std::vector<TunePolicy>> tune_policies(const TuneGrid& grid, const JobFac
             p.written = grid_policy_json(attempts, p.backoff);
             p.label = policy_label(attempts, p.backoff);
             auto parsed = parse_retry_policy(p.written);
-            if (!parsed) return bad("--grid", fmt::format("{}: {}", p.label, parsed.error().describe()));
+            if (!parsed)
+              return bad("--grid", fmt::format("{}: {}", p.label, parsed.error().describe()));
             if (current && !current_found && same_behaviour(*parsed, *current)) {
               p.current = current_found = true;
             }
@@ -361,7 +367,8 @@ DurationMs draw_length(const OutageDistribution& d, std::size_t run, Rng& rng) {
     case OutageShape::lognormal: break;
   }
   // low and high are the 5th and 95th percentiles: z = 1.645.
-  const double mu = (std::log(static_cast<double>(d.low_ms)) + std::log(static_cast<double>(d.high_ms))) / 2;
+  const double mu =
+      (std::log(static_cast<double>(d.low_ms)) + std::log(static_cast<double>(d.high_ms))) / 2;
   const double sigma = (std::log(static_cast<double>(d.high_ms)) - mu) / 1.6448536269514722;
   const double v = std::exp(mu + sigma * standard_normal(rng));
   return std::clamp(static_cast<DurationMs>(v), std::max<DurationMs>(kSecondMs, d.low_ms / 4),
@@ -377,7 +384,8 @@ OutageSample draw_sample(const TuneOptions& options, const JobFacts& job, std::s
   s.length_ms = draw_length(options.outages, run, rng);
   s.slot_ms = job.slots[rng.next_below(job.slots.size())];
   const auto elapsed = static_cast<DurationMs>(rng.next_unit() * static_cast<double>(s.length_ms));
-  s.start_ms = s.slot_ms - std::clamp<DurationMs>(elapsed, kSecondMs, std::max(kSecondMs, s.length_ms - kSecondMs));
+  s.start_ms = s.slot_ms - std::clamp<DurationMs>(elapsed, kSecondMs,
+                                                  std::max(kSecondMs, s.length_ms - kSecondMs));
   auto next = job.schedule.next_after(s.slot_ms);
   s.next_slot_ms = next ? *next : kMaxInstantMs;
   s.world_seed = rng.next_u64();
@@ -564,8 +572,10 @@ Result<TuneResult> run_tune(const Scenario& scenario, const TuneOptions& options
     const TunePolicy& policy = (*policies)[index / runs];
     const OutageSample& s = samples[index % runs];
     // Long enough for the longest chain of any policy (the same span for all).
-    const TimeMs until = std::min(kMaxInstantMs, std::max(s.next_slot_ms + kMinuteMs,
-                                   s.slot_ms + std::max(longest_window, s.length_ms) + kHourMs));
+    const TimeMs until =
+        std::min(kMaxInstantMs,
+                 std::max(s.next_slot_ms + kMinuteMs,
+                          s.slot_ms + std::max(longest_window, s.length_ms) + kHourMs));
     const Scenario sc = run_scenario_for(scenario, *job, policy, s, until);
     RunOptions ro;
     ro.seed = s.world_seed;
@@ -592,7 +602,8 @@ Result<TuneResult> run_tune(const Scenario& scenario, const TuneOptions& options
   result.seed = options.seed;
   for (std::size_t p = 0; p < policies->size(); ++p) {
     const std::vector<RunMetrics> mine(metrics.begin() + static_cast<std::ptrdiff_t>(p * runs),
-                                       metrics.begin() + static_cast<std::ptrdiff_t>((p + 1) * runs));
+                                       metrics.begin() +
+                                           static_cast<std::ptrdiff_t>((p + 1) * runs));
     result.rows.push_back(aggregate((*policies)[p], mine));
     if ((*policies)[p].current) result.current = p;
   }

@@ -36,9 +36,8 @@ struct TuneGrid {
   std::vector<int> attempts{2, 3, 4, 5, 6};  // the first run included (BullMQ's count)
   std::vector<DurationMs> delays{kMinuteMs,      5 * kMinuteMs, 15 * kMinuteMs,
                                  30 * kMinuteMs, kHourMs,       2 * kHourMs};
-  std::vector<BackoffKind> kinds{BackoffKind::exponential, BackoffKind::fixed,
-                                 BackoffKind::linear};
-  std::vector<DurationMs> caps{0};  // 0: no cap
+  std::vector<BackoffKind> kinds{BackoffKind::exponential, BackoffKind::fixed, BackoffKind::linear};
+  std::vector<DurationMs> caps{0};   // 0: no cap
   std::vector<double> jitters{0.0};  // BullMQ's proportional jitter
 };
 // "attempts=2-6;delay=1m,5m,30m;backoff=exponential,fixed;cap=none,4h;jitter=0,0.5";
@@ -48,7 +47,7 @@ Result<TuneGrid> parse_tune_grid(std::string_view text);
 enum class OutageShape : unsigned char { list, uniform, lognormal, empirical };
 struct OutageDistribution {
   OutageShape shape = OutageShape::uniform;
-  std::vector<DurationMs> values;   // list (taken in turn), empirical (drawn)
+  std::vector<DurationMs> values;      // list (taken in turn), empirical (drawn)
   DurationMs low_ms = 30 * kMinuteMs;  // uniform, lognormal
   DurationMs high_ms = 12 * kHourMs;
   std::string text;  // as given, for reports
@@ -63,8 +62,8 @@ struct TuneOptions {
   std::string job_id;
   TuneGrid grid;
   OutageDistribution outages;
-  int runs = 100;              // Monte Carlo runs per policy (--seeds)
-  std::uint64_t seed = 1;      // base seed of the outage sample
+  int runs = 100;          // Monte Carlo runs per policy (--seeds)
+  std::uint64_t seed = 1;  // base seed of the outage sample
   int threads = 1;
   // quota_exhausted (model-api only) or http_errors (503); default:
   // quota_exhausted for model-api, http_errors otherwise.
@@ -79,7 +78,7 @@ struct TunePolicy {
   nlohmann::json written;  // the retry_policy the runs use
   std::string label;       // "4 x 30m exponential"
   bool in_grid = true;
-  bool current = false;    // the job's own policy
+  bool current = false;  // the job's own policy
 };
 
 struct TuneRow {
@@ -88,10 +87,10 @@ struct TuneRow {
   int recovered = 0;
   double recovery = 0.0, recovery_low = 0.0, recovery_high = 0.0;  // Wilson 95%
   std::optional<DurationMs> ttr_p50_ms, ttr_p95_ms;  // time to recovery, recovered runs
-  double extra_calls = 0.0;         // mean calls to the provider by the job's retries
-  double queue_delay_ms = 0.0;      // mean of each run's longest start delay of another job
+  double extra_calls = 0.0;     // mean calls to the provider by the job's retries
+  double queue_delay_ms = 0.0;  // mean of each run's longest start delay of another job
   DurationMs queue_delay_max_ms = 0;
-  double next_slot_overrun = 0.0;   // share of runs whose retry chain reaches the next slot
+  double next_slot_overrun = 0.0;  // share of runs whose retry chain reaches the next slot
   // On the Pareto front of recovery against cost: no other row recovers at
   // least as often with no more extra calls and no later p95 time to
   // recovery, being better in one of the three.

@@ -247,8 +247,9 @@ Status World::check_supported() const {
 void World::add_services() {
   if (scenario_.services.model_api) {
     const ServiceTiming& timing = scenario_.services.model_api->timing;
-    model_api_ = std::make_unique<ModelApi>(
-        sim_.rng(), ModelApiOptions{.latency_ms = timing.latency_ms, .timeout_ms = timing.timeout_ms});
+    model_api_ =
+        std::make_unique<ModelApi>(sim_.rng(), ModelApiOptions{.latency_ms = timing.latency_ms,
+                                                               .timeout_ms = timing.timeout_ms});
     for (const JobSpec& job : scenario_.jobs) {
       if (job.kind == JobKind::group) {
         for (const GroupTask& task : job.tasks) {
@@ -443,7 +444,7 @@ void World::corrupt_state(const FaultSpec& fault) {
       case CorruptionMode::schema: bytes = "{\"format\":\"not-a-version\",\"jobs\":7}\n"; break;
       case CorruptionMode::empty: bytes = ""; break;
       case CorruptionMode::truncated: bytes = "{\"format\":1,\"journal_seq\":"; break;
-        case CorruptionMode::garbage:
+      case CorruptionMode::garbage:
       case CorruptionMode::flip: bytes = "\x7f\x01garbage\xff\xfe"; break;
     }
     applied = disk_.put_durable(path, bytes).ok();
@@ -513,14 +514,14 @@ void World::boot(Simulator& sim, ProcessId process) {
   JobKinds kinds = job_kinds();
   if (options_.runner_factory) {
     for (JobKindEntry& kind : kinds) {
-      kind.make = [this, &sim, process, core = kind.make](
-                      const JobConfig& config, const PolicyOrError& policy,
-                      JobPorts& ports) -> Result<std::unique_ptr<JobRunner>> {
+      kind.make = [this, &sim, process,
+                   core = kind.make](const JobConfig& config, const PolicyOrError& policy,
+                                     JobPorts& ports) -> Result<std::unique_ptr<JobRunner>> {
         const JobSpec* spec = find_job(config.id);
         REHEARSE_ASSERT(spec != nullptr);
-        RunnerPorts runner_ports{sim,       process,   ports.clock,        ports.services,
-                                 ports.notifier, ports.log, ports.disk, ports.ledger,
-                                 ports.token_client, scenario_};
+        RunnerPorts runner_ports{
+            sim,       process,    ports.clock,  ports.services,     ports.notifier,
+            ports.log, ports.disk, ports.ledger, ports.token_client, scenario_};
         if (auto runner = options_.runner_factory(*spec, runner_ports)) return runner;
         return core(config, policy, ports);
       };
@@ -548,7 +549,9 @@ void World::boot(Simulator& sim, ProcessId process) {
                             // supervisor restarts the worker.
                             sim_.schedule_call_for(
                                 kWorld, sim_.now(),
-                                [this] { crash_worker("scheduler_halted", kWorldSupervisorRestartMs); },
+                                [this] {
+                                  crash_worker("scheduler_halted", kWorldSupervisorRestartMs);
+                                },
                                 "crash");
                           }),
             "scheduler");
@@ -577,9 +580,9 @@ void World::on_violation(Violation violation) {
   if (fired_.count(violation.invariant) != 0) return;  // the first occurrence is the one reported
   fired_.insert(violation.invariant);
   const bool expected = expected_violations_.count(violation.invariant) != 0;
-  const std::string reason = fmt::format("invariant {} violated at event {}: {}",
-                                         violation.invariant, violation.event_index,
-                                         violation.message);
+  const std::string reason =
+      fmt::format("invariant {} violated at event {}: {}", violation.invariant,
+                  violation.event_index, violation.message);
   violations_.push_back(std::move(violation));
   if (!expected && options_.stop_on_violation) sim_.stop(reason);
 }
@@ -596,8 +599,7 @@ void World::on_trace_event(const TraceEvent& event, std::size_t index) {
   drain_monitor_violations();
   // Last: it may record events of its own (and `event` is not used after).
   std::vector<TraceEvent> tails = tail_watch_.events_after(disk_, event, sim_.now());
-  if (event.type == "disk_rename" || event.type == "disk_fsync" ||
-      event.type == "disk_fsync_dir") {
+  if (event.type == "disk_rename" || event.type == "disk_fsync" || event.type == "disk_fsync_dir") {
     const std::string type = event.type;
     const std::string path = event.str(type == "disk_rename" ? "to" : "path");
     record_durable_stages();
@@ -663,8 +665,8 @@ void World::record_ledger_facts(const std::string& file) {
 void World::record_durable_stages() {
   for (const JobSpec* reconcile : reconcile_specs_) {  // not every job: per event
     const JobSpec& spec = *reconcile;
-    const std::string path = fmt::format("{}/{}", reconcile_config_from(spec).store_dir,
-                                         PipelineStore::kFileName);
+    const std::string path =
+        fmt::format("{}/{}", reconcile_config_from(spec).store_dir, PipelineStore::kFileName);
     const std::optional<std::string> bytes = disk_.durable_content(path);
     if (!bytes) continue;
     const json doc = json::parse(*bytes, nullptr, /*allow_exceptions=*/false);
@@ -775,8 +777,8 @@ void World::install_monitors_and_listeners() {
     ++events_seen_;
     if (options_.progress && options_.progress_every_events > 0 &&
         events_seen_ % options_.progress_every_events == 0) {
-      options_.progress(RunProgress{sim_.now(), scenario_.start_ms, scenario_.until_ms,
-                                    events_seen_});
+      options_.progress(
+          RunProgress{sim_.now(), scenario_.start_ms, scenario_.until_ms, events_seen_});
     }
   });
   sim_.add_process_listener([this](ProcessId process, ProcessChange change, TimeMs) {
@@ -792,7 +794,6 @@ void World::install_monitors_and_listeners() {
                                         {"boots", sim_.boot_count(process)}});
     }
   });
-
 }
 
 // The run loop's outcome into the result; a bounded run is a violation,
@@ -837,8 +838,8 @@ ScenarioRunResult World::run() {
   record_outcome(run, result);
   // (No seed here: a scenario without random faults gives the same trace
   // under every seed, and the trace shows that.)
-  record_world("run_end", json{{"outcome", to_string(run.outcome)},
-                               {"events", run.events_executed}});
+  record_world("run_end",
+               json{{"outcome", to_string(run.outcome)}, {"events", run.events_executed}});
   // End-of-run invariants judge a run that reached `until` only: a stopped
   // or bounded run has already failed, and its end state is not an end.
   if (run.outcome == RunOutcome::completed) {
@@ -858,7 +859,8 @@ ScenarioRunResult World::run() {
   result.trace_hash = hex64(trace_.hash());
   result.trace = trace_.take();
   if (options_.progress) {
-    options_.progress(RunProgress{sim_.now(), scenario_.start_ms, scenario_.until_ms, events_seen_});
+    options_.progress(
+        RunProgress{sim_.now(), scenario_.start_ms, scenario_.until_ms, events_seen_});
   }
   return result;
 }
@@ -911,8 +913,8 @@ bool world_supports(FaultKind kind) noexcept {
 Result<std::unique_ptr<JobRunner>> make_default_runner(const JobSpec& job, RunnerPorts& ports) {
   const JobConfig config = job_config_of(job);
   const JobPlan plan = plan_job(config, ports.scenario.env);
-  JobPorts job_ports{ports.clock, ports.services,     ports.notifier,      ports.log,
-                     ports.disk,  ports.ledger,       ports.token_client,  ports.scenario.env};
+  JobPorts job_ports{ports.clock, ports.services, ports.notifier,     ports.log,
+                     ports.disk,  ports.ledger,   ports.token_client, ports.scenario.env};
   return make_job_runner(config, plan.policy, job_ports);
 }
 

@@ -86,8 +86,8 @@ struct RunnerPorts {
 };
 
 // Builds the runner of one job. Returning nullptr means "the core's own
-// runner" (the job-kind registry, model/job_kinds.hpp; make_default_runner). A TEST target uses this to swap in a
-// deliberately faulty variant of a core component (the seed bugs) without any
+// runner" (the job-kind registry, model/job_kinds.hpp; make_default_runner). A TEST target uses
+// this to swap in a deliberately faulty variant of a core component (the seed bugs) without any
 // switch in model/. Called at every boot of the worker, since runners are
 // process memory.
 using RunnerFactory =
@@ -185,7 +185,7 @@ struct ScenarioRunResult {
   // Every event, in order (RunOptions::keep_trace); otherwise its count and
   // hash only.
   Trace trace;
-  std::string trace_hash;  // hex64 of the FNV-1a 64 over the JSON Lines bytes
+  std::string trace_hash;            // hex64 of the FNV-1a 64 over the JSON Lines bytes
   std::int64_t messenger_calls = 0;  // messenger sends (delivered or refused)
 
   // Every distinct invariant that fired, first occurrence each, in firing order.
@@ -194,13 +194,13 @@ struct ScenarioRunResult {
   std::vector<Violation> all_violations;
   std::map<std::string, std::size_t> violation_counts;  // per invariant, all of them
   std::size_t violations_dropped = 0;  // seen beyond max_violations (counted, not kept)
-  nlohmann::json tallies;  // MonitorSet::tallies() at the end
+  nlohmann::json tallies;              // MonitorSet::tallies() at the end
 
   // Durable end state: one entry per scenario job, in scenario order.
   std::vector<FinalJobState> final_states;
   std::vector<FinalItemState> final_items;  // reconcile jobs' items, store order
   bool store_corrupt = false;
-  std::string store_error;  // why the store could not be read, if it could not
+  std::string store_error;                 // why the store could not be read, if it could not
   std::vector<DamagedFile> damaged_files;  // one per state file a fault damaged
 
   // The run ran out of memory and was cut short where it was: end_ms,

@@ -23,12 +23,10 @@ const json& member(const json& o, const char* key) {
 }
 
 json slot_facts(const json& r) {
-  return {{"retry_status", member(r, "retry_status")},
-          {"retry_count", member(r, "retry_count")},
-          {"failure_class", member(r, "failure_class")},
-          {"next_retry_at", member(r, "next_retry_at")},
-          {"next_action", member(r, "next_action")},
-          {"stalled_count", member(r, "stalled_count")}};
+  return {
+      {"retry_status", member(r, "retry_status")},   {"retry_count", member(r, "retry_count")},
+      {"failure_class", member(r, "failure_class")}, {"next_retry_at", member(r, "next_retry_at")},
+      {"next_action", member(r, "next_action")},     {"stalled_count", member(r, "stalled_count")}};
 }
 
 std::optional<std::uint64_t> read_decimal(std::string_view s) {
@@ -72,7 +70,8 @@ std::uint32_t witness_crc32c(std::string_view bytes) {
     return t;
   }();
   std::uint32_t crc = 0xFFFFFFFFu;
-  for (const char ch : bytes) crc = kTable[(crc ^ static_cast<unsigned char>(ch)) & 0xFFu] ^ (crc >> 8);
+  for (const char ch : bytes)
+    crc = kTable[(crc ^ static_cast<unsigned char>(ch)) & 0xFFu] ^ (crc >> 8);
   return crc ^ 0xFFFFFFFFu;
 }
 
@@ -290,7 +289,8 @@ std::vector<TraceEvent> JournalTailWatch::events_after(const SimDisk& disk, cons
   if (journal_changed) check_gone(disk, now, out);
   const bool in_dir = path.size() > dir_.size() && path.compare(0, dir_.size(), dir_) == 0 &&
                       path[dir_.size()] == '/';
-  if (damaged_ && ((type == "disk_fsync_dir" && path == dir_) || (type == "disk_fsync" && in_dir))) {
+  if (damaged_ &&
+      ((type == "disk_fsync_dir" && path == dir_) || (type == "disk_fsync" && in_dir))) {
     look_for_copies(disk, now, out);
   }
   return out;

@@ -15,7 +15,6 @@
 
 #include <cstdint>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -74,9 +73,9 @@ class DurableStateReader {
   std::set<std::string> touched_;
   bool all_touched_ = false;
   std::uint64_t snapshot_seq_ = 0;
-  std::string header_;        // the journal header line read last ("" none)
-  std::size_t offset_ = 0;    // journal bytes read (after the last whole record)
-  bool readable_ = false;     // the last full read succeeded
+  std::string header_;      // the journal header line read last ("" none)
+  std::size_t offset_ = 0;  // journal bytes read (after the last whole record)
+  bool readable_ = false;   // the last full read succeeded
 };
 
 // The tail of a state journal (docs/state-file.md, rule 6) as the world reads

@@ -25,9 +25,7 @@ JobConfig job_config_of(const JobSpec& job) {
       params["requests"] = job.requests;
       params["parallel"] = job.parallel;
       break;
-    case JobKind::publish:
-      params["task"] = kPublishTask;
-      break;
+    case JobKind::publish: params["task"] = kPublishTask; break;
     case JobKind::reconcile: {
       const ReconcileConfig reconcile = reconcile_config_from(job);
       params["service"] = reconcile.service;

@@ -25,7 +25,7 @@ inline constexpr int kExitAssertion = 3;
 inline constexpr int kExitOutOfMemory = 4;
 
 struct OptionSpec {
-  std::string name;       // "--from"
+  std::string name;  // "--from"
   bool takes_value = false;
   std::string value_name;  // "INSTANT"
   std::string help;

@@ -24,7 +24,8 @@ constexpr const char* kCronHelp =
     "separate arguments.\n";
 
 const std::vector<OptionSpec> kNextOptions{
-    {"--from", true, "INSTANT", "start instant, ISO-8601 UTC (default: now); results are strictly after it"},
+    {"--from", true, "INSTANT",
+     "start instant, ISO-8601 UTC (default: now); results are strictly after it"},
     {"--count", true, "N", "how many instants to print (1-10000, default 5)"},
     {"--json", false, "", "print one JSON document"},
 };
@@ -52,9 +53,10 @@ int cron_error(const std::string& expr, const Error& e) {
 // A complete answer for that range, so the exit code stays 0; the note says
 // why the list is short (stderr, and "note" in --json).
 std::string short_list_note(std::size_t got, long long asked) {
-  return fmt::format("only {} of {} instants: the schedule has no further instant before the "
-                     "end of year 9999 (the supported range)",
-                     got, asked);
+  return fmt::format(
+      "only {} of {} instants: the schedule has no further instant before the "
+      "end of year 9999 (the supported range)",
+      got, asked);
 }
 
 int cron_next(const Args& args) {

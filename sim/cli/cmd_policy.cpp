@@ -25,7 +25,8 @@ constexpr const char* kPolicyHelp =
     "window (delays without jitter; jitter's range is noted).\n"
     "\n"
     "POLICY is inline JSON or @FILE.json, in any accepted form:\n"
-    "  per-job  '{\"max\": 2, \"backoff_sec\": 300, \"retryable_classes\": [\"timeout\"], \"reason\": \"...\"}'\n"
+    "  per-job  '{\"max\": 2, \"backoff_sec\": 300, \"retryable_classes\": [\"timeout\"], "
+    "\"reason\": \"...\"}'\n"
     "  BullMQ   '{\"attempts\": 4, \"backoff\": {\"type\": \"exponential\", \"delay\": 1800000}}'\n"
     "  auto     '\"auto\"' (or auto) with --schedule EXPR, the job's effective schedule\n"
     "  system   '{\"temporal\": {...}}' (bullmq, temporal, stepfunctions, sidekiq, celery, k8s)\n"
@@ -58,9 +59,8 @@ Error located(const Error& e, const std::string& origin) {
 
 Result<Explained> read_from_system(const std::string& system, const std::string& arg) {
   if (find_policy_system(system) == nullptr) {
-    return make_error(ErrorCode::invalid_argument,
-                      fmt::format("--from \"{}\": expected one of {}", system,
-                                  policy_system_names()));
+    return make_error(ErrorCode::invalid_argument, fmt::format("--from \"{}\": expected one of {}",
+                                                               system, policy_system_names()));
   }
   auto input = read_argument_text(arg);
   if (!input) return std::move(input).error();
@@ -114,8 +114,8 @@ nlohmann::json slot_gap(const std::optional<CronSchedule>& schedule, const Retry
           {"gap_ms", r.shortest_gap_ms - window}};
 }
 
-void print_text(const Explained& e, const RetryPlan& plan, const std::vector<std::string>& surprises,
-                const nlohmann::json& gap) {
+void print_text(const Explained& e, const RetryPlan& plan,
+                const std::vector<std::string>& surprises, const nlohmann::json& gap) {
   if (e.converted) {
     const PolicySystem& s = *e.converted->system;
     fmt::print("system:            {} ({})\n", s.title, s.attempts_meaning);
@@ -149,13 +149,13 @@ void print_text(const Explained& e, const RetryPlan& plan, const std::vector<std
   }
   if (!gap.is_null()) {
     const DurationMs g = gap["gap_ms"].get<DurationMs>();
-    fmt::print("next slot:         slots can be {} apart (from {}); {}\n",
-               gap["shortest_slot_gap"].get<std::string>(),
-               gap["shortest_slot_gap_from"].get<std::string>(),
-               g > 0 ? fmt::format("the recovery window leaves {} before the next slot",
-                                   format_duration(g))
-                     : fmt::format("the retry chain runs {} into the next slot",
-                                   format_duration(-g)));
+    fmt::print(
+        "next slot:         slots can be {} apart (from {}); {}\n",
+        gap["shortest_slot_gap"].get<std::string>(),
+        gap["shortest_slot_gap_from"].get<std::string>(),
+        g > 0
+            ? fmt::format("the recovery window leaves {} before the next slot", format_duration(g))
+            : fmt::format("the retry chain runs {} into the next slot", format_duration(-g)));
   }
   for (const auto& s : surprises) fmt::print("note:              {}\n", s);
 }
@@ -181,8 +181,8 @@ int policy_explain(const Args& args) {
   const std::string& arg = parsed->positionals.front();
   auto from = parsed->value("--from");
   if (from && find_policy_system(*from) == nullptr) {
-    return usage_error(fmt::format("--from \"{}\": expected one of {}", *from,
-                                   policy_system_names()));
+    return usage_error(
+        fmt::format("--from \"{}\": expected one of {}", *from, policy_system_names()));
   }
   auto explained = from ? read_from_system(*from, arg) : read_policy(arg, facts);
   if (!explained) return input_error(explained.error());

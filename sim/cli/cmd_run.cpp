@@ -33,13 +33,13 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
 #include "sim/cli/output_file.hpp"
-#include "sim/html_report.hpp"
-#include "sim/timeline.hpp"
 #include "sim/cli/scenario_files.hpp"
-#include "sim/report.hpp"
-#include "sim/world.hpp"
+#include "sim/html_report.hpp"
 #include "sim/monitors.hpp"
+#include "sim/report.hpp"
 #include "sim/scenario.hpp"
+#include "sim/timeline.hpp"
+#include "sim/world.hpp"
 
 namespace rehearse::cli {
 namespace {
@@ -175,7 +175,8 @@ std::function<void(const sim::RunProgress&)> progress_printer(const std::string&
     const double done = static_cast<double>(p.now_ms - p.start_ms) / span;
     const double rate = wall_s > 0 ? static_cast<double>(p.events) / wall_s : 0.0;
     const double eta_s = done > 0 ? wall_s * (1.0 - done) / done : 0.0;
-    fmt::print(stderr, "\r{}: {:5.1f}% of virtual time (at {}), {} events, {:.0f} events/s, "
+    fmt::print(stderr,
+               "\r{}: {:5.1f}% of virtual time (at {}), {} events, {:.0f} events/s, "
                "ETA {:.0f}s   ",
                label, 100.0 * done, format_instant(p.now_ms), p.events, rate, eta_s);
     std::fflush(stderr);
@@ -321,9 +322,10 @@ void print_report(const RunReport& report, const RunSettings& settings) {
   if (report.errors > 0) {
     doc["error"] = {{"code", "invalid_scenario"},
                     {"exit_code", kExitUsage},
-                    {"message", fmt::format("{} of {} scenario file{} did not load or could not run",
-                                            report.errors, report.rows.size(),
-                                            report.rows.size() == 1 ? "" : "s")}};
+                    {"message",
+                     fmt::format("{} of {} scenario file{} did not load or could not run",
+                                 report.errors, report.rows.size(),
+                                 report.rows.size() == 1 ? "" : "s")}};
   }
   fmt::print("{}\n", doc.dump(2));
 }
@@ -343,8 +345,8 @@ Result<RunSettings> read_settings(const ParsedArgs& parsed) {
   settings.strict = parsed.has("--strict");
   settings.once = parsed.has("--once");
   settings.show_progress = parsed.has("--progress") || isatty(fileno(stderr)) != 0;
-  for (const auto& [flag, path] : {std::pair{"--trace", settings.trace_path},
-                                    std::pair{"--report", settings.report_path}}) {
+  for (const auto& [flag, path] :
+       {std::pair{"--trace", settings.trace_path}, std::pair{"--report", settings.report_path}}) {
     if (settings.as_json && path == "-") {
       return make_error(ErrorCode::invalid_argument,
                         fmt::format("{} - and --json both want standard output: give {} a file",
@@ -374,13 +376,12 @@ int cmd_run(const Args& args) {
   if (!settings) return input_error(settings.error());
   auto files = expand_scenario_paths(parsed->positionals);
   if (!files) return input_error(files.error());
-  for (const auto& [flag, path] : {std::pair{"--trace", settings->trace_path},
-                                    std::pair{"--report", settings->report_path}}) {
+  for (const auto& [flag, path] :
+       {std::pair{"--trace", settings->trace_path}, std::pair{"--report", settings->report_path}}) {
     if (!path) continue;
     if (files->size() != 1) {
-      return usage_error(
-          fmt::format("{} takes exactly one scenario ({} given): run them one at a time", flag,
-                      files->size()));
+      return usage_error(fmt::format(
+          "{} takes exactly one scenario ({} given): run them one at a time", flag, files->size()));
     }
     if (Status s = check_output_path(*path, *files); !s.ok()) return input_error(s.error());
   }

@@ -179,10 +179,14 @@ StatusReport build_report(const std::vector<std::map<std::string, JobState>>& di
 std::string html_escape(const std::string& s) {
   std::string out;
   for (const char c : s) {
-    if (c == '&') out += "&amp;";
-    else if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else out += c;
+    if (c == '&')
+      out += "&amp;";
+    else if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else
+      out += c;
   }
   return out;
 }
@@ -236,8 +240,8 @@ int cmd_status(const Args& args) {
   for (const std::string& dir : parsed->positionals) {
     auto states = read_state_dir(disk, dir);
     if (!states) {
-      return usage_error(fmt::format("status: {}: {} (nothing was written)", dir,
-                                     states.error().describe()));
+      return usage_error(
+          fmt::format("status: {}: {} (nothing was written)", dir, states.error().describe()));
     }
     dirs.push_back(std::move(*states));
   }
@@ -246,7 +250,8 @@ int cmd_status(const Args& args) {
     // The state directories' files and the scenario are inputs: never overwritten.
     std::vector<std::string> inputs = files_in(parsed->positionals);
     if (auto scenario = parsed->value("--scenario")) inputs.push_back(*scenario);
-    if (Status s = check_output_path(*html, inputs); !s.ok()) return usage_error(s.error().describe());
+    if (Status s = check_output_path(*html, inputs); !s.ok())
+      return usage_error(s.error().describe());
     if (Status s = write_output_file(*html, status_html(report, parsed->positionals)); !s.ok()) {
       return usage_error(s.error().describe());
     }

@@ -32,7 +32,8 @@ constexpr const char* kTuneHelp =
     "the Pareto front (recovery against extra calls and p95 time to recovery)\n"
     "and where the job's own policy sits.\n"
     "\n"
-    "  --grid 'attempts=2-6;delay=1m,5m,15m,30m,1h,2h;backoff=exponential,fixed,linear;cap=none;jitter=0'\n"
+    "  --grid "
+    "'attempts=2-6;delay=1m,5m,15m,30m,1h,2h;backoff=exponential,fixed,linear;cap=none;jitter=0'\n"
     "         (the default; keys left out keep theirs)\n"
     "  --outages 30m,2h,6h | uniform:30m-12h (default) | lognormal:30m-12h | @FILE\n"
     "         (FILE: one duration per line, drawn at random)\n"
@@ -91,7 +92,8 @@ Result<sim::TuneOptions> read_options(const ParsedArgs& args, const sim::Scenari
   }
   if (auto f = args.value("--fault")) {
     auto kind = sim::parse_fault_kind(*f);
-    if (!kind || (*kind != sim::FaultKind::quota_exhausted && *kind != sim::FaultKind::http_errors)) {
+    if (!kind ||
+        (*kind != sim::FaultKind::quota_exhausted && *kind != sim::FaultKind::http_errors)) {
       return make_error(ErrorCode::invalid_argument,
                         fmt::format("--fault \"{}\": expected quota_exhausted or http_errors", *f));
     }
@@ -140,7 +142,8 @@ int cmd_tune(const Args& args) {
   auto result = sim::run_tune(*scenario, *options);
   if (!result) return input_error(result.error());
   if (svg) {
-    if (Status s = write_output_file(*svg, tune_svg(*result)); !s.ok()) return input_error(s.error());
+    if (Status s = write_output_file(*svg, tune_svg(*result)); !s.ok())
+      return input_error(s.error());
   }
   if (parsed->has("--json")) {
     fmt::print("{}\n", tune_json(*result).dump(2));

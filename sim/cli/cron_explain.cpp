@@ -48,16 +48,19 @@ ScheduleRhythm schedule_rhythm(const CronSchedule& schedule) {
 std::optional<std::string> rhythm_warning(const CronSchedule& schedule, const ScheduleRhythm& r) {
   const bool low = schedule.is_low_frequency();
   const bool often = r.count_capped || r.firings > kRhythmLowFrequencyMax;
-  const std::string count = fmt::format("{}{} times", r.count_capped ? "more than " : "", r.firings);
+  const std::string count =
+      fmt::format("{}{} times", r.count_capped ? "more than " : "", r.firings);
   if (low && often) {
-    return fmt::format("the low-frequency verdict (yes) disagrees with the firings: it fires {} "
-                       "in 28 days, more often than weekly, yet gets the long retry plan",
-                       count);
+    return fmt::format(
+        "the low-frequency verdict (yes) disagrees with the firings: it fires {} "
+        "in 28 days, more often than weekly, yet gets the long retry plan",
+        count);
   }
   if (!low && !often) {
-    return fmt::format("the low-frequency verdict (no) disagrees with the firings: it fires only "
-                       "{} in 28 days, at most weekly, yet gets the short retry plan",
-                       count);
+    return fmt::format(
+        "the low-frequency verdict (no) disagrees with the firings: it fires only "
+        "{} in 28 days, at most weekly, yet gets the short retry plan",
+        count);
   }
   return std::nullopt;
 }
@@ -68,7 +71,8 @@ Result<CronExplanation> explain_cron(const CronSchedule& schedule) {
   std::string text = fmt::format("expression:    {}\n", schedule.source());
   if (!schedule.macro().empty()) text += fmt::format("macro:         {}\n", schedule.macro());
   text += fmt::format("fields:        {} ({} fields as written)\n",
-                      schedule.has_seconds_field() ? "sec min hour dom mon dow" : "min hour dom mon dow",
+                      schedule.has_seconds_field() ? "sec min hour dom mon dow"
+                                                   : "min hour dom mon dow",
                       schedule.has_seconds_field() ? 6 : 5);
   for (std::size_t i = 0; i < schedule.fields().size(); ++i) {
     const CronField& f = schedule.fields()[i];
@@ -104,9 +108,9 @@ Result<CronExplanation> explain_cron(const CronSchedule& schedule) {
   }
   text += fmt::format(
       "auto policy:   attempts {}, {} {} (retries after {}; recovery window {}), budget {}\n",
-      plan.max_retries + 1, to_string(policy.backoff.kind), format_duration(policy.backoff.delay_ms),
-      delays.empty() ? "none" : delays, format_duration(plan.recovery_window_ms),
-      to_string(plan.budget));
+      plan.max_retries + 1, to_string(policy.backoff.kind),
+      format_duration(policy.backoff.delay_ms), delays.empty() ? "none" : delays,
+      format_duration(plan.recovery_window_ms), to_string(plan.budget));
 
   out.text = std::move(text);
   out.json = {{"expression", schedule.source()},

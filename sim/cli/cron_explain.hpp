@@ -27,7 +27,7 @@ inline constexpr int kRhythmLowFrequencyMax = 4;  // at most weekly
 inline constexpr int kRhythmCountMax = 10000;     // counting stops here
 
 struct ScheduleRhythm {
-  int firings = 0;           // in the window, at most kRhythmCountMax
+  int firings = 0;            // in the window, at most kRhythmCountMax
   bool count_capped = false;  // more than kRhythmCountMax
   // The shortest gap between consecutive firings from the window's start
   // (looking past the window when it holds fewer than two), and where.

@@ -37,10 +37,11 @@ std::string xml_escape(std::string_view text) {
 }
 
 std::string row_summary(const TuneRow& row) {
-  return fmt::format("{}: recovery {:.3f} [{:.3f}, {:.3f}], {:.2f} extra calls, p95 time to "
-                     "recovery {}",
-                     row.policy.label, row.recovery, row.recovery_low, row.recovery_high,
-                     row.extra_calls, optional_duration(row.ttr_p95_ms));
+  return fmt::format(
+      "{}: recovery {:.3f} [{:.3f}, {:.3f}], {:.2f} extra calls, p95 time to "
+      "recovery {}",
+      row.policy.label, row.recovery, row.recovery_low, row.recovery_high, row.extra_calls,
+      optional_duration(row.ttr_p95_ms));
 }
 
 }  // namespace
@@ -65,11 +66,11 @@ std::string tune_verdict(const TuneResult& result) {
     for (const std::size_t i : result.front_above) {
       if (result.rows[i].recovered < result.rows[next].recovered) next = i;
     }
-    return text + fmt::format("; on the Pareto front; {} front polic{} recover more often at a "
-                              "higher cost, the next step up: {}",
-                              result.front_above.size(),
-                              result.front_above.size() == 1 ? "y" : "ies",
-                              row_summary(result.rows[next]));
+    return text + fmt::format(
+                      "; on the Pareto front; {} front polic{} recover more often at a "
+                      "higher cost, the next step up: {}",
+                      result.front_above.size(), result.front_above.size() == 1 ? "y" : "ies",
+                      row_summary(result.rows[next]));
   }
   return text + fmt::format("; off the Pareto front: {} front polic{} dominate{} it, e.g. {}",
                             result.dominating.size(), result.dominating.size() == 1 ? "y" : "ies",
@@ -89,16 +90,17 @@ std::string tune_table(const TuneResult& r) {
                      width, "recovery", "95% CI", "ttr p50", "ttr p95", "extra calls",
                      "queue delay", "next slot", "front");
   for (const auto& row : r.rows) {
-    out += fmt::format("{:<{}}  {:>8.3f}  [{:.3f}, {:.3f}]  {:>8}  {:>8}  {:>11.2f}  {:>11}  {:>9}  {}{}\n",
-                       row.policy.label, width, row.recovery, row.recovery_low, row.recovery_high,
-                       optional_duration(row.ttr_p50_ms), optional_duration(row.ttr_p95_ms),
-                       row.extra_calls,
-                       format_duration(static_cast<DurationMs>(row.queue_delay_ms)),
-                       percent(row.next_slot_overrun), row.pareto ? "*" : " ",
-                       row.policy.current ? "  <- current" : "");
+    out += fmt::format(
+        "{:<{}}  {:>8.3f}  [{:.3f}, {:.3f}]  {:>8}  {:>8}  {:>11.2f}  {:>11}  {:>9}  {}{}\n",
+        row.policy.label, width, row.recovery, row.recovery_low, row.recovery_high,
+        optional_duration(row.ttr_p50_ms), optional_duration(row.ttr_p95_ms), row.extra_calls,
+        format_duration(static_cast<DurationMs>(row.queue_delay_ms)),
+        percent(row.next_slot_overrun), row.pareto ? "*" : " ",
+        row.policy.current ? "  <- current" : "");
   }
-  out += "\n* on the Pareto front: no other policy recovers at least as often with no more extra "
-         "calls and no later p95 time to recovery\n";
+  out +=
+      "\n* on the Pareto front: no other policy recovers at least as often with no more extra "
+      "calls and no later p95 time to recovery\n";
   out += tune_verdict(r) + "\n";
   return out;
 }
@@ -109,10 +111,11 @@ json tune_json(const TuneResult& r) {
     const Backoff& b = row.policy.backoff;
     rows.push_back({{"label", row.policy.label},
                     {"attempts", row.policy.attempts},
-                    {"backoff", {{"type", to_string(b.kind)},
-                                 {"delay_ms", b.delay_ms},
-                                 {"max_delay_ms", b.max_delay_ms},
-                                 {"jitter", b.jitter}}},
+                    {"backoff",
+                     {{"type", to_string(b.kind)},
+                      {"delay_ms", b.delay_ms},
+                      {"max_delay_ms", b.max_delay_ms},
+                      {"jitter", b.jitter}}},
                     {"retry_policy", row.policy.written},
                     {"in_grid", row.policy.in_grid},
                     {"current", row.policy.current},
@@ -142,12 +145,13 @@ json tune_json(const TuneResult& r) {
           {"runs_per_policy", r.runs_per_policy},
           {"seed", r.seed},
           {"policies", rows},
-          {"current", {{"index", r.current},
-                       {"label", r.rows[r.current].policy.label},
-                       {"pareto", r.rows[r.current].pareto},
-                       {"dominated_by", dominated_by},
-                       {"front_recovering_more", front_above},
-                       {"verdict", tune_verdict(r)}}}};
+          {"current",
+           {{"index", r.current},
+            {"label", r.rows[r.current].policy.label},
+            {"pareto", r.rows[r.current].pareto},
+            {"dominated_by", dominated_by},
+            {"front_recovering_more", front_above},
+            {"verdict", tune_verdict(r)}}}};
 }
 
 std::string tune_csv(const TuneResult& r) {
@@ -160,13 +164,13 @@ std::string tune_csv(const TuneResult& r) {
   };
   for (const auto& row : r.rows) {
     const Backoff& b = row.policy.backoff;
-    out += fmt::format("\"{}\",{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{},{},{:.6f},{:.3f},{},{:.6f},{},{}\n",
-                       row.policy.label, row.policy.attempts, to_string(b.kind), b.delay_ms,
-                       b.max_delay_ms, b.jitter, row.runs, row.recovered, row.recovery,
-                       row.recovery_low, row.recovery_high, opt(row.ttr_p50_ms),
-                       opt(row.ttr_p95_ms), row.extra_calls, row.queue_delay_ms,
-                       row.queue_delay_max_ms, row.next_slot_overrun, row.pareto ? 1 : 0,
-                       row.policy.current ? 1 : 0);
+    out += fmt::format(
+        "\"{}\",{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{},{},{:.6f},{:.3f},{},{:.6f},{},{}\n",
+        row.policy.label, row.policy.attempts, to_string(b.kind), b.delay_ms, b.max_delay_ms,
+        b.jitter, row.runs, row.recovered, row.recovery, row.recovery_low, row.recovery_high,
+        opt(row.ttr_p50_ms), opt(row.ttr_p95_ms), row.extra_calls, row.queue_delay_ms,
+        row.queue_delay_max_ms, row.next_slot_overrun, row.pareto ? 1 : 0,
+        row.policy.current ? 1 : 0);
   }
   return out;
 }
@@ -177,7 +181,8 @@ namespace {
 std::string heat_colour(double p) {
   const double t = std::clamp(p, 0.0, 1.0);
   const int red = t < 0.5 ? 215 : static_cast<int>(215 - (t - 0.5) * 2 * (215 - 26));
-  const int green = t < 0.5 ? static_cast<int>(48 + t * 2 * (190 - 48)) : static_cast<int>(190 - (t - 0.5) * 2 * (190 - 150));
+  const int green = t < 0.5 ? static_cast<int>(48 + t * 2 * (190 - 48))
+                            : static_cast<int>(190 - (t - 0.5) * 2 * (190 - 150));
   const int blue = 39;
   return fmt::format("#{:02x}{:02x}{:02x}", red, green, blue);
 }
@@ -188,9 +193,9 @@ using PanelCells = std::map<std::pair<int, DurationMs>, const TuneRow*>;
 
 struct HeatLayout {
   static constexpr int kCell = 56, kLeft = 80, kTop = 70, kGap = 40;
-  std::vector<int> attempts;        // rows, ascending
-  std::vector<DurationMs> delays;   // columns, ascending
-  std::vector<PanelKey> order;      // panels in grid order
+  std::vector<int> attempts;       // rows, ascending
+  std::vector<DurationMs> delays;  // columns, ascending
+  std::vector<PanelKey> order;     // panels in grid order
   std::map<PanelKey, PanelCells> panels;
   int panel_width() const { return kLeft + kCell * static_cast<int>(delays.size()); }
   int width() const { return static_cast<int>(order.size()) * (panel_width() + kGap) + kGap; }
@@ -241,8 +246,8 @@ std::string svg_panel(const HeatLayout& l, const PanelKey& key, int x0) {
       "<g class=\"panel\">\n<text x=\"{}\" y=\"{}\" font-weight=\"bold\">{}</text>\n"
       "<text x=\"{}\" y=\"{}\">base delay</text>\n"
       "<text x=\"{}\" y=\"{}\" transform=\"rotate(-90 {} {})\">attempts</text>\n",
-      x0 + kLeft, kTop - 28, xml_escape(title), x0 + kLeft, kTop - 12, x0 + 14, kTop + 40,
-      x0 + 14, kTop + 40);
+      x0 + kLeft, kTop - 28, xml_escape(title), x0 + kLeft, kTop - 12, x0 + 14, kTop + 40, x0 + 14,
+      kTop + 40);
   for (std::size_t c = 0; c < l.delays.size(); ++c) {
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
                        x0 + kLeft + static_cast<int>(c) * kCell + kCell / 2,
@@ -252,11 +257,12 @@ std::string svg_panel(const HeatLayout& l, const PanelKey& key, int x0) {
   const PanelCells& cells = l.panels.at(key);
   for (std::size_t a = 0; a < l.attempts.size(); ++a) {
     const int y = kTop + static_cast<int>(a) * kCell;
-    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n",
-                       x0 + kLeft - 8, y + kCell / 2 + 4, l.attempts[a]);
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", x0 + kLeft - 8,
+                       y + kCell / 2 + 4, l.attempts[a]);
     for (std::size_t c = 0; c < l.delays.size(); ++c) {
       const auto it = cells.find({l.attempts[a], l.delays[c]});
-      if (it != cells.end()) svg += svg_cell(*it->second, x0 + kLeft + static_cast<int>(c) * kCell, y);
+      if (it != cells.end())
+        svg += svg_cell(*it->second, x0 + kLeft + static_cast<int>(c) * kCell, y);
     }
   }
   return svg + "</g>\n";

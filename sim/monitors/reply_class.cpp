@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <iterator>
 #include <cctype>
+#include <iterator>
 
 namespace rehearse::sim {
 

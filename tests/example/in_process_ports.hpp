@@ -41,8 +41,8 @@ class InProcessModelApi final : public Services {
     }
     ServiceResponse ok;
     ok.status = 200;
-    ok.body = nlohmann::json{{"output", "summary"},
-                             {"text", "This week: " + request.headers["x-slot"]}};
+    ok.body =
+        nlohmann::json{{"output", "summary"}, {"text", "This week: " + request.headers["x-slot"]}};
     co_return ok;
   }
 

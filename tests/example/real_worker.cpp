@@ -78,17 +78,17 @@ Incarnation run_worker(const std::string& root, const Environment& env, Duration
   options.state_dir = root + "/state";
   options.ledger_dir = root + "/ledger";
   options.ops_target = "ops-mail";
-  auto worker = Worker::open(
-      WorkerPorts{driver.clock(), *queue, disk, model, messenger, log, random, env}, jobs(),
-      options);
+  auto worker =
+      Worker::open(WorkerPorts{driver.clock(), *queue, disk, model, messenger, log, random, env},
+                   jobs(), options);
   EXPECT_TRUE(worker.ok()) << worker.error().describe();
   if (!worker.ok()) return {};
   {
     Task<void> loop = (*worker)->run();
     auto finished = driver.run_until(loop, SystemClock::wall_now_ms() + for_ms);
     EXPECT_TRUE(finished.ok()) << finished.error().describe();
-    EXPECT_FALSE(finished.ok() && *finished) << "the scheduler halted: "
-                                             << (*worker)->scheduler().halt_error()->describe();
+    EXPECT_FALSE(finished.ok() && *finished)
+        << "the scheduler halted: " << (*worker)->scheduler().halt_error()->describe();
   }  // the loop and its runs die here, then the worker
   worker = make_error(ErrorCode::internal, "process ended");
   return {messenger.sent(), log.lines};
@@ -121,7 +121,8 @@ TEST(RealWorker, RunsConfiguredJobsOnRealTimeAndSurvivesARestart) {
       ++per_slot[message.at("slot").get<std::string>()];
     }
   }
-  EXPECT_GE(per_slot.size(), 2u) << "about one slot a second over 4 s (a loaded machine may coalesce some)";
+  EXPECT_GE(per_slot.size(), 2u)
+      << "about one slot a second over 4 s (a loaded machine may coalesce some)";
   for (const auto& [slot, n] : per_slot) {
     EXPECT_EQ(n, 1) << "slot " << slot << " delivered " << n << " times";
     const TimeMs at = *parse_instant(slot);

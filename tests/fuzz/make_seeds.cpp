@@ -56,8 +56,8 @@ void cron_seeds(const fs::path& source) {
     const std::size_t step = list.size() > 100 ? 12 : 1;
     for (std::size_t i = 0; i < list.size(); i += step) {
       const TimeMs from = 1'704'067'200'000 + static_cast<TimeMs>(i) * 7'919'000;
-      seed("cron", std::to_string(n++), be64(static_cast<std::uint64_t>(from)) +
-                                            list[i].at("expr").get<std::string>());
+      seed("cron", std::to_string(n++),
+           be64(static_cast<std::uint64_t>(from)) + list[i].at("expr").get<std::string>());
     }
   }
 }
@@ -87,7 +87,8 @@ void policy_seeds() {
              "BackoffRate": 2, "JitterStrategy": "FULL"})"},
       {5, "{retry: 5} // sidekiq_options"},
       {6, "{max_retries: 3, retry_backoff: 1800, retry_backoff_max: 7200, retry_jitter: false}"},
-      {7, "{apiVersion: 'batch/v1', kind: 'Job', spec: {backoffLimit: 4, /* pods */ template: {}}}"},
+      {7,
+       "{apiVersion: 'batch/v1', kind: 'Job', spec: {backoffLimit: 4, /* pods */ template: {}}}"},
   };
   int n = 0;
   for (const auto& [form, text] : policies) {
@@ -132,7 +133,8 @@ void state_seeds() {
         seed("state_codec", std::to_string(n++), std::string(1, '\1') + bytes);
         seed("state_codec", std::to_string(n++), std::string(1, '\2') + bytes);
         // A torn tail: the journal cut inside its last record.
-        seed("state_codec", std::to_string(n++), std::string(1, '\1') + bytes.substr(0, bytes.size() - 7));
+        seed("state_codec", std::to_string(n++),
+             std::string(1, '\1') + bytes.substr(0, bytes.size() - 7));
       }
     }
   }
@@ -146,10 +148,11 @@ void state_seeds() {
   // The store target: options, updates, then bytes appended to the journal.
   const std::string record = encode_journal_record(9, job);
   seed("state_store", "0", std::string("\x02\x03") + std::string(60, '\x05') + '\0' + "");
-  seed("state_store", "1", std::string("\x04\x02") + std::string(40, '\x09') +
-                               static_cast<char>(record.size() / 2) + record);
-  seed("state_store", "2", std::string("\x01\x05") + std::string(90, '\x03') + '\x10' +
-                               "9 12 {\"job_id\":\n" + record);
+  seed("state_store", "1",
+       std::string("\x04\x02") + std::string(40, '\x09') + static_cast<char>(record.size() / 2) +
+           record);
+  seed("state_store", "2",
+       std::string("\x01\x05") + std::string(90, '\x03') + '\x10' + "9 12 {\"job_id\":\n" + record);
 }
 
 // Snapshot + journal inputs (prop_ledger.cpp): the snapshot holds the first
@@ -170,8 +173,9 @@ void ledger_journal_seeds(std::vector<DeliverySlot> slots) {
     seed("ledger", "j" + std::to_string(op),
          std::string(1, static_cast<char>(op)) + '\1' + snapshot + nul + journal + nul + appended);
   }
-  seed("ledger", "j-torn", std::string("\x02\x00", 2) + snapshot + nul +
-                               journal.substr(0, journal.size() - 7) + nul + "\"}\n");
+  seed("ledger", "j-torn",
+       std::string("\x02\x00", 2) + snapshot + nul + journal.substr(0, journal.size() - 7) + nul +
+           "\"}\n");
   seed("ledger", "j-no-snapshot", std::string("\x00\x03", 2) + snapshot + nul + journal);
   seed("ledger", "j-empty", std::string("\x01\x01", 2) + snapshot + nul + journal.substr(0, 60));
 }

@@ -61,7 +61,8 @@ void check_pipeline(std::string_view input) {
   if (!decoded.ok()) {
     REHEARSE_FUZZ_CHECK(loaded.error().code == ErrorCode::corrupt, loaded.error().describe());
     const Status s = store.save_item(new_item());
-    REHEARSE_FUZZ_CHECK(!s.ok() && s.error().code == ErrorCode::corrupt, "saved over a corrupt file");
+    REHEARSE_FUZZ_CHECK(!s.ok() && s.error().code == ErrorCode::corrupt,
+                        "saved over a corrupt file");
     REHEARSE_FUZZ_CHECK(disk.files[store.file_path()] == input, "a corrupt file was changed");
     return;
   }
@@ -83,7 +84,8 @@ void check_pipeline(std::string_view input) {
   const std::size_t replaced = decoded->size() - kept;
   REHEARSE_FUZZ_CHECK(replaced <= 1, "save_item changed other items");
   const auto found = store.find(item.issue);
-  REHEARSE_FUZZ_CHECK(found.ok() && found->has_value() && **found == item, "the saved item is lost");
+  REHEARSE_FUZZ_CHECK(found.ok() && found->has_value() && **found == item,
+                      "the saved item is lost");
 }
 
 }  // namespace rehearse::fuzz

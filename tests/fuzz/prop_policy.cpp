@@ -88,9 +88,8 @@ void check_plan(const RetryPolicy& policy) {
     const DurationMs before = i == 0 ? 0 : plan.offsets_ms[i - 1];
     REHEARSE_FUZZ_CHECK(plan.offsets_ms[i] == std::min(before + d, kBackoffSaturationMs), what);
   }
-  REHEARSE_FUZZ_CHECK(plan.recovery_window_ms ==
-                          (plan.offsets_ms.empty() ? 0 : plan.offsets_ms.back()),
-                      what);
+  REHEARSE_FUZZ_CHECK(
+      plan.recovery_window_ms == (plan.offsets_ms.empty() ? 0 : plan.offsets_ms.back()), what);
   REHEARSE_FUZZ_CHECK(plan.shortest_window_ms <= plan.recovery_window_ms &&
                           plan.recovery_window_ms <= plan.longest_window_ms,
                       what);

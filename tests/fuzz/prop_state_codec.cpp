@@ -60,7 +60,8 @@ void check_scan(const JournalScan& scan, std::string_view bytes, std::uint64_t o
   REHEARSE_FUZZ_CHECK(scan.valid_end == at, std::to_string(scan.valid_end));
   if (scan.torn_tail) {
     REHEARSE_FUZZ_CHECK(scan.torn_tail->offset == scan.valid_end &&
-                            scan.torn_tail->offset + scan.torn_tail->length == offset + bytes.size(),
+                            scan.torn_tail->offset + scan.torn_tail->length ==
+                                offset + bytes.size(),
                         scan.torn_tail->reason);
   } else {
     REHEARSE_FUZZ_CHECK(scan.valid_end == offset + bytes.size(), "bytes after the valid end");

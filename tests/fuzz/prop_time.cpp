@@ -21,9 +21,8 @@ void check_instant_value(TimeMs t) {
   REHEARSE_FUZZ_CHECK(back.ok() && *back == t, std::to_string(t) + " -> " + text);
   const CivilTime c = to_civil(t);
   REHEARSE_FUZZ_CHECK(c.date.month >= 1 && c.date.month <= 12 && c.date.day >= 1 &&
-                          c.date.day <= days_in_month(c.date.year, c.date.month) &&
-                          c.hour < 24 && c.minute < 60 && c.second < 60 &&
-                          c.millisecond < 1000 && c.weekday < 7,
+                          c.date.day <= days_in_month(c.date.year, c.date.month) && c.hour < 24 &&
+                          c.minute < 60 && c.second < 60 && c.millisecond < 1000 && c.weekday < 7,
                       text);
   REHEARSE_FUZZ_CHECK(from_civil(c.date, c.hour, c.minute, c.second, c.millisecond) == t, text);
   const std::int64_t days = days_from_civil(c.date.year, c.date.month, c.date.day);
@@ -65,7 +64,8 @@ void check_duration_text(std::string_view text) {
 
 void check_time(std::string_view input) {
   Input in(input);
-  check_instant_value(static_cast<TimeMs>(in.u64() % static_cast<std::uint64_t>(kMaxInstantMs + 1)));
+  check_instant_value(
+      static_cast<TimeMs>(in.u64() % static_cast<std::uint64_t>(kMaxInstantMs + 1)));
   const std::uint64_t raw_duration = in.u64();
   // Small durations are the interesting ones; the top bit widens to all of int64.
   const std::uint64_t bound = (raw_duration >> 63) != 0 ? (std::uint64_t{1} << 63) - 1

@@ -20,9 +20,27 @@ namespace rehearse::testing {
 // Text that stresses JSON escaping: quotes, backslashes, control bytes, NUL,
 // multi-byte UTF-8 (2, 3 and 4 bytes). Always valid UTF-8.
 inline rc::Gen<std::string> gen_text(bool non_empty) {
-  static const std::vector<std::string> pieces = {
-      "a", "Z", "0", " ", "\"", "\\", "/", "\n", "\t", std::string(1, '\0'), "\x1f",
-      "~", "é", "한", "😀", "HTTP 429", "quota exhausted", "{", "}", ":", ","};
+  static const std::vector<std::string> pieces = {"a",
+                                                  "Z",
+                                                  "0",
+                                                  " ",
+                                                  "\"",
+                                                  "\\",
+                                                  "/",
+                                                  "\n",
+                                                  "\t",
+                                                  std::string(1, '\0'),
+                                                  "\x1f",
+                                                  "~",
+                                                  "é",
+                                                  "한",
+                                                  "😀",
+                                                  "HTTP 429",
+                                                  "quota exhausted",
+                                                  "{",
+                                                  "}",
+                                                  ":",
+                                                  ","};
   return rc::gen::exec([non_empty] {
     const auto n = *rc::gen::inRange<std::size_t>(non_empty ? 1 : 0, 12);
     std::string out;
@@ -33,8 +51,8 @@ inline rc::Gen<std::string> gen_text(bool non_empty) {
 
 inline rc::Gen<std::string> gen_job_id() {
   return rc::gen::exec([] {
-    const auto prefix = *rc::gen::element<std::string>("job", "weekly-summary", "fetch/prices",
-                                                        "a~b", "한글", "x");
+    const auto prefix =
+        *rc::gen::element<std::string>("job", "weekly-summary", "fetch/prices", "a~b", "한글", "x");
     return prefix + "-" + std::to_string(*rc::gen::inRange(0, 1000));
   });
 }

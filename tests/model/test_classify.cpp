@@ -243,13 +243,15 @@ REHEARSE_PROP(ClassifyProperty, TotalOnArbitraryFailureInfo,
 }
 
 // Pieces of text a message may be assembled from.
-const std::vector<std::string> kBroadWords{
-    "ConnectionError", "connection reset", "ECONNRESET", "socket hang up", "network error",
-    "timeout",         "timed out",        "ETIMEDOUT",  "broken pipe",    "retrying",
-    "upstream",        "port 5000",        "after 500 ms", "request",      "failed:"};
+const std::vector<std::string> kBroadWords{"ConnectionError", "connection reset", "ECONNRESET",
+                                           "socket hang up",  "network error",    "timeout",
+                                           "timed out",       "ETIMEDOUT",        "broken pipe",
+                                           "retrying",        "upstream",         "port 5000",
+                                           "after 500 ms",    "request",          "failed:"};
 const std::vector<std::string> kAuthMarkers{
-    "HTTP 403", "403", "401", "Forbidden", "Unauthorized", "invalid token", "access denied",
-    "permission denied", "invalid_api_key"};
+    "HTTP 403",       "403",           "401",           "Forbidden",
+    "Unauthorized",   "invalid token", "access denied", "permission denied",
+    "invalid_api_key"};
 const std::vector<std::string> kSeparators{" ", ": ", " - ", " (", ") ", ", ", "\n"};
 
 std::string upper_some(std::string text, unsigned mask) {
@@ -278,8 +280,8 @@ REHEARSE_PROP(ClassifyProperty, PermanentMarkersBeatBroadWords, ()) {
 REHEARSE_PROP(ClassifyProperty, RateLimitBeatsTransientWords, ()) {
   const std::vector<std::string> markers{"429", "quota", "usage limit", "rate limit",
                                          "too many requests"};
-  const std::vector<std::string> transient{"timeout", "connection reset", "HTTP 503",
-                                           "Bad Gateway", "socket hang up", "ETIMEDOUT"};
+  const std::vector<std::string> transient{"timeout",     "connection reset", "HTTP 503",
+                                           "Bad Gateway", "socket hang up",   "ETIMEDOUT"};
   const auto words = *rc::gen::container<std::vector<std::string>>(rc::gen::elementOf(transient));
   const auto marker = *rc::gen::elementOf(markers);
   const auto position = *rc::gen::inRange<std::size_t>(0, words.size() + 1);

@@ -114,8 +114,7 @@ TEST(CronParse, MonthAndWeekdayNamesAreCaseInsensitive) {
   EXPECT_EQ(cron("0 9 * * MON-FRI").fields()[5].values, 0b0111110u);
   EXPECT_EQ(cron("0 9 * * mon-fri").fields()[5].values, 0b0111110u);
   EXPECT_EQ(cron("0 9 * * Sat,sun").fields()[5].values, 0b1000001u);
-  EXPECT_EQ(cron("0 0 1 jan,Jul,DEC *").fields()[4].values,
-            (1u << 1) | (1u << 7) | (1u << 12));
+  EXPECT_EQ(cron("0 0 1 jan,Jul,DEC *").fields()[4].values, (1u << 1) | (1u << 7) | (1u << 12));
   EXPECT_EQ(cron("0 0 1 JAN-MAR *").fields()[4].values, 0b1110u);
   EXPECT_EQ(parse_error("0 0 * * MONDAY").code, ErrorCode::invalid_argument);
   EXPECT_TRUE(has(parse_error("0 0 1 JANUARY *").message, "month name"));
@@ -146,13 +145,11 @@ TEST(CronParse, MacrosExpandToTheirFields) {
     const char* macro;
     const char* first_after_2024;
   };
-  for (const Case& c : {Case{"@yearly", "2025-01-01T00:00:00Z"},
-                        Case{"@annually", "2025-01-01T00:00:00Z"},
-                        Case{"@monthly", "2024-02-01T00:00:00Z"},
-                        Case{"@weekly", "2024-01-07T00:00:00Z"},
-                        Case{"@daily", "2024-01-02T00:00:00Z"},
-                        Case{"@midnight", "2024-01-02T00:00:00Z"},
-                        Case{"@hourly", "2024-01-01T01:00:00Z"}}) {
+  for (const Case& c :
+       {Case{"@yearly", "2025-01-01T00:00:00Z"}, Case{"@annually", "2025-01-01T00:00:00Z"},
+        Case{"@monthly", "2024-02-01T00:00:00Z"}, Case{"@weekly", "2024-01-07T00:00:00Z"},
+        Case{"@daily", "2024-01-02T00:00:00Z"}, Case{"@midnight", "2024-01-02T00:00:00Z"},
+        Case{"@hourly", "2024-01-01T01:00:00Z"}}) {
     const CronSchedule s = cron(c.macro);
     EXPECT_EQ(s.macro(), c.macro);
     EXPECT_EQ(s.source(), c.macro);
@@ -167,8 +164,13 @@ TEST(CronParse, MacrosExpandToTheirFields) {
 
 TEST(CronParse, WhitespaceSeparatesFieldsAsInJavaScript) {
   for (const char* spaced : {"0\t0\n1 * *", "  0   0  1 * *  ", "0 0 1 * *\r\n",
-                             "\xc2\xa0" "0 0 1 * *", "0\xe2\x80\x83" "0 1 * *",
-                             "\xef\xbb\xbf" "0 0 1 * *", "0 0 1 * *\xe3\x80\x80"}) {
+                             "\xc2\xa0"
+                             "0 0 1 * *",
+                             "0\xe2\x80\x83"
+                             "0 1 * *",
+                             "\xef\xbb\xbf"
+                             "0 0 1 * *",
+                             "0 0 1 * *\xe3\x80\x80"}) {
     EXPECT_EQ(next_n(spaced, "2024-01-01T00:00:00Z", 1), Instants{"2024-02-01T00:00:00Z"})
         << spaced;
   }
@@ -226,8 +228,7 @@ TEST(CronParse, InvalidFieldsNameTokenAndFieldPosition) {
            Case{"0 0 \x01 * *", "field 3 (day-of-month) \"\\x01\": "},
        }) {
     const Error e = parse_error(c.expression);
-    EXPECT_EQ(e.message.rfind(c.expected_prefix, 0), 0u)
-        << c.expression << " -> " << e.message;
+    EXPECT_EQ(e.message.rfind(c.expected_prefix, 0), 0u) << c.expression << " -> " << e.message;
     EXPECT_EQ(e.code, ErrorCode::invalid_argument) << c.expression;
   }
 }
@@ -368,8 +369,8 @@ TEST(CronNext, SparseExpressionsAreAnswered) {
 }
 
 TEST(CronNext, NeverFiringExpressionsAreRefused) {
-  for (const char* never : {"0 0 30 2 *", "0 0 31 4,6 *", "0 0 31 2,4,6,9,11 *",
-                            "0 0 * * 5L#2", "0 0 * * 5#1.5", "0 0 0 30 2 *", "0 0 5L 2 *"}) {
+  for (const char* never : {"0 0 30 2 *", "0 0 31 4,6 *", "0 0 31 2,4,6,9,11 *", "0 0 * * 5L#2",
+                            "0 0 * * 5#1.5", "0 0 0 30 2 *", "0 0 5L 2 *"}) {
     const Error e = parse_error(never);
     EXPECT_EQ(e.code, ErrorCode::never_fires) << never << ": " << e.message;
     EXPECT_TRUE(has(e.message, "never fires")) << e.message;
@@ -412,14 +413,14 @@ TEST(CronLowFrequency, LiteralRuleOnTheReportsExamples) {
 }
 
 TEST(CronLowFrequency, SpecialFormsAndMacros) {
-  for (const char* low : {"0 0 L * *", "0 0 * * 5L", "0 0 * * 5#3", "0 0 * * FRI", "0 0 * * 7",
-                          "@weekly", "@monthly", "@yearly", "@annually", "0 0 15 * *",
-                          "0 0 1 * 1-5", "*/5 * * * 5"}) {
+  for (const char* low :
+       {"0 0 L * *", "0 0 * * 5L", "0 0 * * 5#3", "0 0 * * FRI", "0 0 * * 7", "@weekly", "@monthly",
+        "@yearly", "@annually", "0 0 15 * *", "0 0 1 * 1-5", "*/5 * * * 5"}) {
     EXPECT_TRUE(cron(low).is_low_frequency()) << low;
   }
-  for (const char* frequent : {"@daily", "@midnight", "@hourly", "0 9 1,15 * *", "0 9 */2 * *",
-                               "0 9 1-7 * *", "0 9 * * MON-FRI", "0 9 ? * ?", "0 9 * * */2",
-                               "* * * * * *"}) {
+  for (const char* frequent :
+       {"@daily", "@midnight", "@hourly", "0 9 1,15 * *", "0 9 */2 * *", "0 9 1-7 * *",
+        "0 9 * * MON-FRI", "0 9 ? * ?", "0 9 * * */2", "* * * * * *"}) {
     EXPECT_FALSE(cron(frequent).is_low_frequency()) << frequent;
   }
 }
@@ -522,8 +523,8 @@ TEST(CronDescribe, FieldsInWords) {
 // instants; rarer day fields (L, #n) still get the window checked.
 rc::Gen<std::string> gen_field(int kind) {
   using rc::gen::element;
-  using rc::gen::map;
   using rc::gen::inRange;
+  using rc::gen::map;
   using rc::gen::oneOf;
   switch (kind) {
     case 0:  // second
@@ -534,9 +535,8 @@ rc::Gen<std::string> gen_field(int kind) {
       return oneOf(element<std::string>("*", "*/5", "0-29", "15,45", "59"),
                    map(inRange(1, 31), [](int k) { return "*/" + std::to_string(k); }),
                    map(inRange(0, 60), [](int a) { return std::to_string(a); }),
-                   map(inRange(0, 50), [](int a) {
-                     return std::to_string(a) + "-" + std::to_string(a + 9);
-                   }));
+                   map(inRange(0, 50),
+                       [](int a) { return std::to_string(a) + "-" + std::to_string(a + 9); }));
     case 2:  // hour
       return oneOf(element<std::string>("*", "*/2", "9-17", "0,12", "23"),
                    map(inRange(0, 24), [](int a) { return std::to_string(a); }),
@@ -631,11 +631,10 @@ void check_parse_is_total(const std::string& text) {
 }
 
 REHEARSE_PROP(CronProperty, ParseNeverCrashesOnCronLikeStrings, ()) {
-  const auto pieces = *rc::gen::container<std::vector<std::string>>(
-      rc::gen::element<std::string>("0", "5", "7", "12", "31", "59", "60", "*", "?", "L", "W",
-                                    "#", "/", "-", ",", " ", " ", " ", "\t", "MON", "fri", "jan",
-                                    "x", "@daily", "2", "#2", "/3", "-0", "99999999999999999999",
-                                    "\xc2\xa0", "\xff"));
+  const auto pieces = *rc::gen::container<std::vector<std::string>>(rc::gen::element<std::string>(
+      "0", "5", "7", "12", "31", "59", "60", "*", "?", "L", "W", "#", "/", "-", ",", " ", " ", " ",
+      "\t", "MON", "fri", "jan", "x", "@daily", "2", "#2", "/3", "-0", "99999999999999999999",
+      "\xc2\xa0", "\xff"));
   std::string text;
   for (const auto& p : pieces) text += p;
   check_parse_is_total(text);

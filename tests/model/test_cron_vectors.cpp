@@ -73,8 +73,9 @@ std::string replay(const std::string& expr, const std::string& from_text,
   for (std::size_t i = 0; i < next.size(); ++i) {
     auto n = schedule->next_after(t);
     const std::string want = next[i].get<std::string>();
-    if (!n) return show(expr) + " from " + from_text + ": next #" + std::to_string(i + 1) +
-                   " is an error (" + n.error().message + "), cron-parser: " + want;
+    if (!n)
+      return show(expr) + " from " + from_text + ": next #" + std::to_string(i + 1) +
+             " is an error (" + n.error().message + "), cron-parser: " + want;
     if (format_instant(*n) != want) {
       return show(expr) + " from " + from_text + ": next #" + std::to_string(i + 1) + " is " +
              format_instant(*n) + ", cron-parser: " + want;
@@ -108,8 +109,8 @@ TEST(CronVectors, FiresExactlyWhenCronParserFires) {
   Mismatches bad;
   int checked = 0;
   for (const auto& c : section("cases")) {
-    const std::string why = replay(c.at("expr").get<std::string>(),
-                                   c.at("from").get<std::string>(), c.at("next"));
+    const std::string why =
+        replay(c.at("expr").get<std::string>(), c.at("from").get<std::string>(), c.at("next"));
     ++checked;
     if (!why.empty()) bad.add("[" + c.value("tag", "") + "] " + why);
   }
@@ -171,8 +172,8 @@ TEST(CronVectors, StrictWhereCronParserIsLenient) {
 TEST(CronVectors, ExtensionsFireLikeTheirEquivalents) {
   Mismatches bad;
   for (const auto& e : section("extensions")) {
-    const std::string why = replay(e.at("expr").get<std::string>(),
-                                   e.at("from").get<std::string>(), e.at("next"));
+    const std::string why =
+        replay(e.at("expr").get<std::string>(), e.at("from").get<std::string>(), e.at("next"));
     if (!why.empty()) bad.add(why);
   }
   EXPECT_EQ(bad.count(), 0) << bad.text();

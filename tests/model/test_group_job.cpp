@@ -310,8 +310,8 @@ TEST_P(GroupJobDeliverable, SucceedsAndDeliversOncePerTarget) {
       order.push_back(e.type);
     }
   }
-  EXPECT_EQ(order, (std::vector<std::string>{"delivery_recorded", "delivery_recorded",
-                                             "guard_set", "slot_marked"}));
+  EXPECT_EQ(order, (std::vector<std::string>{"delivery_recorded", "delivery_recorded", "guard_set",
+                                             "slot_marked"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -633,11 +633,10 @@ TEST(JudgeGroup, FirstRetryableFailureNamesTheRun) {
 }
 
 TEST(JudgeGroup, WithoutRetryableFailureTheMostSpecificNamesTheRun) {
-  const auto j = judge_group({failed("a", FailureClass::unknown, "?"),
-                              failed("b", FailureClass::not_found, "gone"),
-                              failed("c", FailureClass::auth, "denied"),
-                              failed("d", FailureClass::auth, "denied again")},
-                             default_retryable_classes());
+  const auto j = judge_group(
+      {failed("a", FailureClass::unknown, "?"), failed("b", FailureClass::not_found, "gone"),
+       failed("c", FailureClass::auth, "denied"), failed("d", FailureClass::auth, "denied again")},
+      default_retryable_classes());
   EXPECT_EQ(j.failure_class, FailureClass::auth);
   EXPECT_EQ(j.failed_task, "c");  // ties: the earlier task
   // A policy that narrows its classes makes rate_limit permanent here.
@@ -650,26 +649,27 @@ TEST(JudgeGroup, WithoutRetryableFailureTheMostSpecificNamesTheRun) {
 }
 
 TEST(JudgeGroup, DeliverablesNotCountsDecide) {
-  const auto skip_fail = judge_group(
-      {produced("a", TaskOutcomeKind::skip), failed("b", FailureClass::rate_limit, "q")},
-      default_retryable_classes());
+  const auto skip_fail = judge_group({produced("a", TaskOutcomeKind::skip),
+                                      failed("b", FailureClass::rate_limit, "q")},
+                                     default_retryable_classes());
   EXPECT_EQ(skip_fail.verdict, GroupVerdict::failed);
-  const auto preview_fail = judge_group(
-      {failed("a", FailureClass::rate_limit, "q"), produced("b", TaskOutcomeKind::preview)},
-      default_retryable_classes());
+  const auto preview_fail = judge_group({failed("a", FailureClass::rate_limit, "q"),
+                                         produced("b", TaskOutcomeKind::preview)},
+                                        default_retryable_classes());
   EXPECT_EQ(preview_fail.verdict, GroupVerdict::deliver);
-  const auto skips = judge_group(
-      {produced("a", TaskOutcomeKind::skip), produced("b", TaskOutcomeKind::skip)},
-      default_retryable_classes());
+  const auto skips =
+      judge_group({produced("a", TaskOutcomeKind::skip), produced("b", TaskOutcomeKind::skip)},
+                  default_retryable_classes());
   EXPECT_EQ(skips.verdict, GroupVerdict::skipped);
   EXPECT_EQ(judge_group({}, default_retryable_classes()).verdict, GroupVerdict::skipped);
 }
 
 TEST(JudgeGroup, SpecificityFollowsTheClassifiersOrder) {
-  const std::vector<FailureClass> order = {
-      FailureClass::auth,       FailureClass::validation,   FailureClass::not_found,
-      FailureClass::config,     FailureClass::rate_limit,   FailureClass::provider_5xx,
-      FailureClass::timeout,    FailureClass::network,      FailureClass::unknown};
+  const std::vector<FailureClass> order = {FailureClass::auth,       FailureClass::validation,
+                                           FailureClass::not_found,  FailureClass::config,
+                                           FailureClass::rate_limit, FailureClass::provider_5xx,
+                                           FailureClass::timeout,    FailureClass::network,
+                                           FailureClass::unknown};
   ASSERT_EQ(order.size(), all_failure_classes().size());
   for (std::size_t i = 1; i < order.size(); ++i) {
     EXPECT_LT(failure_specificity(order[i - 1]), failure_specificity(order[i]));
@@ -682,18 +682,19 @@ TEST(JudgeGroup, NoticeTextKeepsTheErrorVerbatim) {
 }
 
 rc::Gen<TaskOutcome> gen_outcome(int index) {
-  return rc::gen::map(
-      rc::gen::pair(rc::gen::inRange(0, 4), rc::gen::inRange<int>(0, static_cast<int>(kFailureClassCount))),
-      [index](const std::pair<int, int>& p) {
-        TaskOutcome o;
-        o.task = fmt::format("t{}", index);
-        o.kind = static_cast<TaskOutcomeKind>(p.first);
-        if (o.kind == TaskOutcomeKind::failed) {
-          o.failure_class = all_failure_classes()[static_cast<std::size_t>(p.second)];
-          o.error = fmt::format("error of t{}", index);
-        }
-        return o;
-      });
+  return rc::gen::map(rc::gen::pair(rc::gen::inRange(0, 4),
+                                    rc::gen::inRange<int>(0, static_cast<int>(kFailureClassCount))),
+                      [index](const std::pair<int, int>& p) {
+                        TaskOutcome o;
+                        o.task = fmt::format("t{}", index);
+                        o.kind = static_cast<TaskOutcomeKind>(p.first);
+                        if (o.kind == TaskOutcomeKind::failed) {
+                          o.failure_class =
+                              all_failure_classes()[static_cast<std::size_t>(p.second)];
+                          o.error = fmt::format("error of t{}", index);
+                        }
+                        return o;
+                      });
 }
 
 REHEARSE_PROP(JudgeGroupProp, VerdictAndNamingFollowTheRule, ()) {
@@ -770,7 +771,9 @@ REHEARSE_PROP(GroupJobProp, DeliveryRulesHoldInRandomWorlds, ()) {
     const double rate = *rc::gen::element(0.3, 1.0);
     switch (*rc::gen::inRange(0, 4)) {
       case 0: w.model.add_quota_outage(from, until); break;
-      case 1: w.model.add_http_errors(from, until, *rc::gen::element(500, 503, 429, 404), rate); break;
+      case 1:
+        w.model.add_http_errors(from, until, *rc::gen::element(500, 503, 429, 404), rate);
+        break;
       case 2: w.model.add_timeouts(from, until, rate); break;
       default: w.model.add_network_errors(from, until, rate); break;
     }
@@ -849,7 +852,8 @@ TEST_F(LedgerFixture, MissingFileMeansNothingRecorded) {
 }
 
 TEST_F(LedgerFixture, RecordsSurviveAFreshLedgerObjectAndRoundTrip) {
-  ASSERT_TRUE(ledger.write_outbox("weekly", kSlot, nlohmann::json::array({{{"k", 1}}}), kSlot).ok());
+  ASSERT_TRUE(
+      ledger.write_outbox("weekly", kSlot, nlohmann::json::array({{{"k", 1}}}), kSlot).ok());
   ASSERT_TRUE(ledger.record_delivery("weekly", kSlot, "team-chat", kSlot + 1).ok());
   ASSERT_TRUE(ledger.record_delivery("weekly", kSlot, "alpha", kSlot + 2).ok());
   ASSERT_TRUE(ledger.record_delivery("weekly", kSlot, "alpha", kSlot + 3).ok());  // idempotent
@@ -924,8 +928,8 @@ TEST_F(LedgerFixture, CorruptFilesFailClosedAndStayUntouched) {
   {
     // Consistent checksum but a marker without a guard (a forged completion):
     // only the consistency check is left to catch it.
-    const std::vector<DeliverySlot> forged = {DeliverySlot{kSlot, std::nullopt, std::nullopt, {},
-                                                       std::nullopt, kSlot, SlotVerdict::skipped}};
+    const std::vector<DeliverySlot> forged = {DeliverySlot{
+        kSlot, std::nullopt, std::nullopt, {}, std::nullopt, kSlot, SlotVerdict::skipped}};
     EXPECT_FALSE(check_slot_records(forged).ok());
     const std::string text = encode_ledger("weekly", forged);
     damaged.emplace_back("marker without guard", text);
@@ -972,10 +976,9 @@ TEST_F(SimLedgerFixture, KeepsTheMostRecentCompletedSlotsAndEveryOpenOne) {
   EXPECT_EQ(all.back().slot, kSlot + static_cast<TimeMs>(total - 1) * kHourMs);
   // A late completion of an old slot is recent by completion time: kept.
   ASSERT_TRUE(ledger.consume_guard("hourly", kSlot - kDayMs, kSlot + 1000 * kHourMs).ok());
-  ASSERT_TRUE(ledger
-                  .mark_complete("hourly", kSlot - kDayMs, SlotVerdict::skipped,
-                                 kSlot + 1000 * kHourMs)
-                  .ok());
+  ASSERT_TRUE(
+      ledger.mark_complete("hourly", kSlot - kDayMs, SlotVerdict::skipped, kSlot + 1000 * kHourMs)
+          .ok());
   const auto after = *ledger.read_job("hourly");
   EXPECT_EQ(after.size(), kSmallBounds.completed_slots_kept);
   EXPECT_EQ(after.front().slot, kSlot - kDayMs);
@@ -1128,7 +1131,8 @@ TEST(MessengerSim, DeliversAtSendAnswersAfterLatencyAndCountsPerSlotTarget) {
   const auto p = s.add_process("p", [](sim::Simulator&, sim::ProcessId) {});
   s.boot(p);
   const RunContext ctx{"weekly", kSlot, 2, true};
-  const nlohmann::json delivery = make_group_message(kMessageDelivery, ctx, nlohmann::json::array());
+  const nlohmann::json delivery =
+      make_group_message(kMessageDelivery, ctx, nlohmann::json::array());
 
   std::optional<Status> first;
   s.spawn(p, send_one(m, "a", delivery, first));

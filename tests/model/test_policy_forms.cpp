@@ -57,17 +57,18 @@ const std::vector<DurationMs> kThirtyOneTwo{30 * kMinuteMs, 60 * kMinuteMs, 120 
 // ---- the done-means check: four systems, one plan ----
 
 TEST(PolicyForms, FourSystemsWriteTheSameThirtySixtyOneTwenty) {
-  EXPECT_EQ(delays(convert_ok("bullmq",
-                              "{attempts: 4, backoff: {type: 'exponential', delay: 1800000}}")),
-            kThirtyOneTwo);
-  EXPECT_EQ(delays(convert_ok("temporal",
-                              "{initialInterval: '30m', backoffCoefficient: 2, maximumAttempts: 4}")),
+  EXPECT_EQ(
+      delays(convert_ok("bullmq", "{attempts: 4, backoff: {type: 'exponential', delay: 1800000}}")),
+      kThirtyOneTwo);
+  EXPECT_EQ(delays(convert_ok(
+                "temporal", "{initialInterval: '30m', backoffCoefficient: 2, maximumAttempts: 4}")),
             kThirtyOneTwo);
   EXPECT_EQ(delays(convert_ok("stepfunctions", R"({"ErrorEquals": ["States.ALL"],
       "IntervalSeconds": 1800, "MaxAttempts": 3, "BackoffRate": 2.0})")),
             kThirtyOneTwo);
-  EXPECT_EQ(delays(convert_ok("celery", "{max_retries: 3, retry_backoff: 1800, "
-                                        "retry_backoff_max: 7200, retry_jitter: false}")),
+  EXPECT_EQ(delays(convert_ok("celery",
+                              "{max_retries: 3, retry_backoff: 1800, "
+                              "retry_backoff_max: 7200, retry_jitter: false}")),
             kThirtyOneTwo);
 }
 
@@ -80,13 +81,15 @@ TEST(PolicyForms, BullmqAttemptsAndImmediateRetries) {
   const auto none = convert_ok("bullmq", "{removeOnFail: 100}");
   EXPECT_EQ(none.policy.max_retries, 0);  // attempts defaults to 1
   EXPECT_EQ(none.ignored, std::vector<std::string>{"removeOnFail"});
-  const auto opts = convert_ok("bullmq", "{attempts: 3, backoff: 5_000, removeOnComplete: true, "
-                                         "priority: 2, jobId: 'x',}");
+  const auto opts = convert_ok("bullmq",
+                               "{attempts: 3, backoff: 5_000, removeOnComplete: true, "
+                               "priority: 2, jobId: 'x',}");
   EXPECT_EQ(delays(opts), (std::vector<DurationMs>{5000, 5000}));
   EXPECT_EQ(opts.ignored.size(), 3u);
   // Jitter 0.5 of exponential 1000 ms at retry 3: max 4000, drawn from [2000, 4000].
-  const auto j = convert_ok("bullmq", "{attempts: 4, backoff: {type: 'exponential', delay: 1000, "
-                                      "jitter: 0.5}}");
+  const auto j = convert_ok("bullmq",
+                            "{attempts: 4, backoff: {type: 'exponential', delay: 1000, "
+                            "jitter: 0.5}}");
   FixedRandom zero(0);
   EXPECT_EQ(backoff_delay_ms(j.policy.backoff, 3, &zero), 2000);
   const RetryPlan plan = plan_retries(j.policy);
@@ -102,15 +105,17 @@ TEST(PolicyForms, TemporalCoefficientAndDefaultCap) {
   // 1, 2, 4, 8, 16, 32, 64 s, then 128 s capped at 100 x 1 s.
   EXPECT_EQ(delays(d), seconds({1, 2, 4, 8, 16, 32, 64, 100, 100}));
   EXPECT_EQ(plan_retries(d.policy).capped_from, 8);
-  const auto f = convert_ok("temporal", "{initialInterval: 10000, backoffCoefficient: 1.5, "
-                                        "maximumAttempts: 4}");
+  const auto f = convert_ok("temporal",
+                            "{initialInterval: 10000, backoffCoefficient: 1.5, "
+                            "maximumAttempts: 4}");
   EXPECT_EQ(delays(f), (std::vector<DurationMs>{10'000, 15'000, 22'500}));
   const auto one = convert_ok("temporal", "{maximumAttempts: 1}");
   EXPECT_EQ(one.policy.max_retries, 0);
-  const auto c = convert_ok("temporal", "{initialInterval: '1m', maximumInterval: '3m', "
-                                        "maximumAttempts: 5}");
-  EXPECT_EQ(delays(c), (std::vector<DurationMs>{kMinuteMs, 2 * kMinuteMs, 3 * kMinuteMs,
-                                                3 * kMinuteMs}));
+  const auto c = convert_ok("temporal",
+                            "{initialInterval: '1m', maximumInterval: '3m', "
+                            "maximumAttempts: 5}");
+  EXPECT_EQ(delays(c),
+            (std::vector<DurationMs>{kMinuteMs, 2 * kMinuteMs, 3 * kMinuteMs, 3 * kMinuteMs}));
 }
 
 // ---- Step Functions: MaxAttempts counts retries; FULL jitter draws from [0, d] ----
@@ -136,7 +141,7 @@ TEST(PolicyForms, StepFunctionsDefaultsCapAndJitter) {
 TEST(PolicyForms, SidekiqPolynomial) {
   const auto p = convert_ok("sidekiq", "{retry: 3, queue: 'low'}");
   EXPECT_EQ(delays(p), seconds({15, 16, 31}));  // 0+15, 1+15, 16+15
-  FixedRandom top(kTop);  // rand(10) = 9
+  FixedRandom top(kTop);                        // rand(10) = 9
   EXPECT_EQ(backoff_delay_ms(p.policy.backoff, 3, &top), (31 + 9 * 3) * kSecondMs);
   EXPECT_EQ(plan_retries(p.policy).longest_window_ms, (15 + 9 + 16 + 18 + 31 + 27) * kSecondMs);
   const auto all = convert_ok("sidekiq", "{retry: true}");
@@ -149,7 +154,8 @@ TEST(PolicyForms, SidekiqPolynomial) {
 // ---- Celery: factor * 2^retries capped at retry_backoff_max (600), full jitter on ----
 
 TEST(PolicyForms, CeleryDefaultsCapAndFixedCountdown) {
-  const auto t = convert_ok("celery", "{retry_backoff: true, max_retries: 12, retry_jitter: false}");
+  const auto t =
+      convert_ok("celery", "{retry_backoff: true, max_retries: 12, retry_jitter: false}");
   EXPECT_EQ(delays(t), seconds({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 600, 600}));
   EXPECT_EQ(plan_retries(t.policy).capped_from, 11);
   const auto cap = convert_ok("celery", "{retry_backoff: 1800}");  // default max 600 s, jitter on
@@ -160,8 +166,9 @@ TEST(PolicyForms, CeleryDefaultsCapAndFixedCountdown) {
   EXPECT_EQ(delays(frac), seconds({2, 4, 8}));  // int(max(1, 2.7)) = 2
   const auto fixed = convert_ok("celery", "{max_retries: 2}");
   EXPECT_EQ(delays(fixed), seconds({180, 180}));
-  const auto own = convert_ok("celery", "{max_retries: 2, default_retry_delay: 30, "
-                                        "autoretry_for: ['IOError']}");
+  const auto own = convert_ok("celery",
+                              "{max_retries: 2, default_retry_delay: 30, "
+                              "autoretry_for: ['IOError']}");
   EXPECT_EQ(delays(own), seconds({30, 30}));
   EXPECT_EQ(own.ignored.size(), 1u);
 }
@@ -172,8 +179,9 @@ TEST(PolicyForms, KubernetesBackoffLimit) {
   EXPECT_EQ(delays(convert_ok("k8s", "{}")), seconds({10, 20, 40, 80, 160, 320}));
   EXPECT_EQ(delays(convert_ok("k8s", "{backoffLimit: 8}")),
             seconds({10, 20, 40, 80, 160, 320, 360, 360}));
-  const auto m = convert_ok("k8s", "{apiVersion: 'batch/v1', kind: 'Job', metadata: {name: 'x'}, "
-                                   "spec: {backoffLimit: 2, template: {}}}");
+  const auto m = convert_ok("k8s",
+                            "{apiVersion: 'batch/v1', kind: 'Job', metadata: {name: 'x'}, "
+                            "spec: {backoffLimit: 2, template: {}}}");
   EXPECT_EQ(delays(m), seconds({10, 20}));
   EXPECT_EQ(m.ignored, std::vector<std::string>{"template"});
 }
@@ -282,9 +290,11 @@ TEST(Backoff, LinearPolynomialAndCap) {
 // ---- properties ----
 
 REHEARSE_PROP(PolicyFormsProperty, ExponentialWithoutJitterNeverShrinks, ()) {
-  Backoff b{BackoffKind::exponential, *rc::gen::inRange<DurationMs>(0, kBackoffDelayMaxMs + 1), 0.0};
+  Backoff b{BackoffKind::exponential, *rc::gen::inRange<DurationMs>(0, kBackoffDelayMaxMs + 1),
+            0.0};
   b.factor = *rc::gen::inRange(100, 1001) / 100.0;  // 1.00 .. 10.00
-  if (*rc::gen::arbitrary<bool>()) b.max_delay_ms = *rc::gen::inRange<DurationMs>(1, kBackoffDelayMaxMs);
+  if (*rc::gen::arbitrary<bool>())
+    b.max_delay_ms = *rc::gen::inRange<DurationMs>(1, kBackoffDelayMaxMs);
   const int n = *rc::gen::inRange(1, kRetryCountMax);
   RC_ASSERT(backoff_delay_ms(b, n + 1) >= backoff_delay_ms(b, n));
 }
@@ -341,8 +351,7 @@ REHEARSE_PROP(JsLiteralProperty, JsonIsASubset, ()) {
   for (const auto& k : keys) {
     object[k] = *rc::gen::oneOf(rc::gen::map(rc::gen::arbitrary<std::int32_t>(),
                                              [](std::int32_t v) { return json(v); }),
-                                rc::gen::map(ascii,
-                                             [](std::string v) { return json(v); }),
+                                rc::gen::map(ascii, [](std::string v) { return json(v); }),
                                 rc::gen::just(json(nullptr)), rc::gen::just(json(true)));
   }
   const std::string text = object.dump();

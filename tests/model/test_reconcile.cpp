@@ -65,8 +65,8 @@ OrchestratorService orchestrator(std::vector<OrchestratorIssue> issues,
   OrchestratorService service;
   service.instance = "orch-a";
   service.issues = std::move(issues);
-  service.agents = {OrchestratorAgent{kLeadId, "lead", true}, OrchestratorAgent{kDevId, "dev", true},
-                    OrchestratorAgent{kOpsId, "ops", true},
+  service.agents = {OrchestratorAgent{kLeadId, "lead", true},
+                    OrchestratorAgent{kDevId, "dev", true}, OrchestratorAgent{kOpsId, "ops", true},
                     OrchestratorAgent{kPlanId, "planning", true}};
   service.timing.latency_ms = latency_ms;
   return service;
@@ -75,7 +75,8 @@ OrchestratorService orchestrator(std::vector<OrchestratorIssue> issues,
 ReconcileConfig config_for(const std::vector<std::string>& issues) {
   ReconcileConfig config;
   config.store_dir = "/pipeline";
-  for (const std::string& issue : issues) config.items.push_back(ReconcileSeed{issue, kStageDesigning, {}});
+  for (const std::string& issue : issues)
+    config.items.push_back(ReconcileSeed{issue, kStageDesigning, {}});
   return config;
 }
 
@@ -111,8 +112,8 @@ struct World {
   std::vector<CycleReport> run_cycles(DurationMs period_ms, int count,
                                       std::optional<TimeMs> first_ms = std::nullopt) {
     std::vector<CycleReport> reports;
-    sim.spawn(worker, cycle_loop(sim.clock(), job, first_ms.value_or(sim.now()), period_ms, count,
-                                 reports),
+    sim.spawn(worker,
+              cycle_loop(sim.clock(), job, first_ms.value_or(sim.now()), period_ms, count, reports),
               "cycles");
     const sim::RunResult result = sim.run();
     REHEARSE_ASSERT(result.ok());
@@ -164,19 +165,27 @@ TEST(NextStage, MovesForwardOnlyAndKeepsTerminalAndUnknown) {
     const char* expected;
   };
   const std::vector<Case> cases = {
-      {"DESIGNING", "in_progress", "BUILDING"},   {"DESIGNING", "in_review", "REVIEWING"},
-      {"BUILDING", "in_review", "REVIEWING"},     {"REVIEWING", "in_progress", "REVIEWING"},
-      {"BUILDING", "todo", "BUILDING"},           {"REVIEWING", "todo", "REVIEWING"},
-      {"DESIGNING", "todo", "DESIGNING"},         {"BUILDING", "in_progress", "BUILDING"},
-      {"DESIGNING", "done", "DONE"},              {"REVIEWING", "done", "DONE"},
-      {"DONE", "in_progress", "DONE"},            {"DONE", "todo", "DONE"},
+      {"DESIGNING", "in_progress", "BUILDING"},
+      {"DESIGNING", "in_review", "REVIEWING"},
+      {"BUILDING", "in_review", "REVIEWING"},
+      {"REVIEWING", "in_progress", "REVIEWING"},
+      {"BUILDING", "todo", "BUILDING"},
+      {"REVIEWING", "todo", "REVIEWING"},
+      {"DESIGNING", "todo", "DESIGNING"},
+      {"BUILDING", "in_progress", "BUILDING"},
+      {"DESIGNING", "done", "DONE"},
+      {"REVIEWING", "done", "DONE"},
+      {"DONE", "in_progress", "DONE"},
+      {"DONE", "todo", "DONE"},
       {"DESIGN_FAILED", "in_progress", "DESIGN_FAILED"},
       {"DESIGN_FAILED", "done", "DESIGN_FAILED"},
-      {"BUILDING", "blocked", "BUILDING"},        {"DESIGNING", "cancelled", "DESIGNING"},
+      {"BUILDING", "blocked", "BUILDING"},
+      {"DESIGNING", "cancelled", "DESIGNING"},
       {"DESIGNING", "IN_PROGRESS", "DESIGNING"},  // statuses are exact names
       {"DESIGNING", "BUILDING", "DESIGNING"},     // a stage name is not a status
       {"LEGACY_QA", "in_review", "LEGACY_QA"},    // unknown current: left as it is
-      {"LEGACY_QA", "done", "LEGACY_QA"},         {"", "in_progress", ""},
+      {"LEGACY_QA", "done", "LEGACY_QA"},
+      {"", "in_progress", ""},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(next_stage(c.current, c.incoming), c.expected) << c.current << " + " << c.incoming;
@@ -192,8 +201,8 @@ TEST(NextStage, MovesForwardOnlyAndKeepsTerminalAndUnknown) {
 }
 
 const std::vector<std::string>& all_statuses() {
-  static const std::vector<std::string> kStatuses{"backlog", "todo",      "in_progress", "in_review",
-                                                  "blocked", "done",      "cancelled",   "weird"};
+  static const std::vector<std::string> kStatuses{"backlog", "todo", "in_progress", "in_review",
+                                                  "blocked", "done", "cancelled",   "weird"};
   return kStatuses;
 }
 const std::vector<std::string>& all_stages() {
@@ -210,7 +219,8 @@ int order_of(const std::string& stage) {
 
 REHEARSE_PROP(NextStage, NeverRegressesOverAnySequence, ()) {
   const std::string start = *rc::gen::elementOf(all_stages());
-  const auto statuses = *rc::gen::container<std::vector<std::string>>(rc::gen::elementOf(all_statuses()));
+  const auto statuses =
+      *rc::gen::container<std::vector<std::string>>(rc::gen::elementOf(all_statuses()));
   std::string stage = start;
   for (const std::string& status : statuses) {
     const std::string next = next_stage(stage, status);
@@ -255,13 +265,13 @@ REHEARSE_PROP(ReconcileBackoff, MonotoneAndBounded, ()) {
 
 TEST(AgentRoles, MapsTheFourRolesAndTheLegacyNames) {
   const std::map<std::string, Role> table = {
-      {"lead", Role::lead},         {"dev", Role::dev},           {"ops", Role::ops},
-      {"planning", Role::planning}, {"ceo", Role::lead},          {"chief", Role::lead},
-      {"manager", Role::lead},      {"engineer", Role::dev},      {"developer", Role::dev},
-      {"coder", Role::dev},         {"builder", Role::dev},       {"sre", Role::ops},
-      {"devops", Role::ops},        {"operator", Role::ops},      {"pm", Role::planning},
-      {"planner", Role::planning},  {"product", Role::planning},  {"strategist", Role::planning},
-      {"Lead", Role::lead},         {" CEO ", Role::lead},        {"DevOps", Role::ops},
+      {"lead", Role::lead},         {"dev", Role::dev},          {"ops", Role::ops},
+      {"planning", Role::planning}, {"ceo", Role::lead},         {"chief", Role::lead},
+      {"manager", Role::lead},      {"engineer", Role::dev},     {"developer", Role::dev},
+      {"coder", Role::dev},         {"builder", Role::dev},      {"sre", Role::ops},
+      {"devops", Role::ops},        {"operator", Role::ops},     {"pm", Role::planning},
+      {"planner", Role::planning},  {"product", Role::planning}, {"strategist", Role::planning},
+      {"Lead", Role::lead},         {" CEO ", Role::lead},       {"DevOps", Role::ops},
   };
   for (const auto& [name, role] : table) {
     auto parsed = parse_role(name);
@@ -319,8 +329,8 @@ TEST(InterpretAnswer, NotFoundIsItsOwnTypeAndTransientIsSeparated) {
   EXPECT_TRUE(std::holds_alternative<TransientFailure>(interpret_answer(status(408))));
   EXPECT_TRUE(std::holds_alternative<TransientFailure>(interpret_answer(
       ServiceResult(TransportError{TransportErrorKind::connection_reset, "read ECONNRESET"}))));
-  EXPECT_EQ(std::get<TransientFailure>(interpret_answer(ServiceResult(
-                TransportError{TransportErrorKind::timeout, "timed out"})))
+  EXPECT_EQ(std::get<TransientFailure>(interpret_answer(ServiceResult(TransportError{
+                                           TransportErrorKind::timeout, "timed out"})))
                 .failure_class,
             FailureClass::timeout);
   EXPECT_TRUE(std::holds_alternative<RejectedFailure>(interpret_answer(status(403))));
@@ -370,18 +380,19 @@ TEST(PlanHandoff, ChecksTheLeadAndTheRoleAgentBeforeHandingOver) {
                       "lead agent agt-lead (AGENT_LEAD_ID) is missing");
   expect_config_error(plan_handoff("BUILDING", config, env, directory_with({{kLeadId, "lead"}})),
                       "dev agent agt-dev0 (AGENT_DEV_ID) is missing");
-  expect_config_error(
-      plan_handoff("BUILDING", config, env, directory_with({{kLeadId, "wizard"}, {kDevId, "dev"}})),
-      "unknown role 'wizard'");
-  expect_config_error(
-      plan_handoff("BUILDING", config, env, directory_with({{kLeadId, "sre"}, {kDevId, "dev"}})),
-      "expected lead");
+  expect_config_error(plan_handoff("BUILDING", config, env,
+                                   directory_with({{kLeadId, "wizard"}, {kDevId, "dev"}})),
+                      "unknown role 'wizard'");
+  expect_config_error(plan_handoff("BUILDING", config, env,
+                                   directory_with({{kLeadId, "sre"}, {kDevId, "dev"}})),
+                      "expected lead");
   Environment no_lead = env;
   no_lead.erase("AGENT_LEAD_ID");
   expect_config_error(plan_handoff("BUILDING", config, no_lead, full), "AGENT_LEAD_ID is not set");
   ReconcileConfig bad_role = config;
   bad_role.stage_roles["BUILDING"] = "janitor";
-  expect_config_error(plan_handoff("BUILDING", bad_role, env, full), "unknown agent role 'janitor'");
+  expect_config_error(plan_handoff("BUILDING", bad_role, env, full),
+                      "unknown agent role 'janitor'");
   ReconcileConfig legacy_role = config;
   legacy_role.stage_roles["BUILDING"] = "coder";
   auto legacy = plan_handoff("BUILDING", legacy_role, env, full);
@@ -473,10 +484,10 @@ TEST(PipelineStore, SeedingNeverResetsProgress) {
 }
 
 TEST(PipelineStore, CorruptFileFailsClosedAndIsKept) {
-  for (const std::string& bad : {std::string(), std::string("{\"format\": 1, \"items\": ["),
-                                std::string("{\"format\": 2, \"items\": []}"),
-                                std::string("{\"format\": 1, \"items\": [{\"id\": \"x\"}]}"),
-                                std::string("[]")}) {
+  for (const std::string& bad :
+       {std::string(), std::string("{\"format\": 1, \"items\": ["),
+        std::string("{\"format\": 2, \"items\": []}"),
+        std::string("{\"format\": 1, \"items\": [{\"id\": \"x\"}]}"), std::string("[]")}) {
     sim::SimDisk disk;
     ASSERT_TRUE(disk.make_dirs("/pipe").ok());
     ASSERT_TRUE(disk.put_durable("/pipe/pipeline.json", bad).ok());
@@ -505,7 +516,8 @@ REHEARSE_PROP(PipelineCodec, RoundTripsAnyItems, ()) {
         *rc::gen::container<std::string>(rc::gen::inRange<char>(32, 127)) + "\u00e9\u4e2d";
     item.failures = *rc::gen::inRange(0, 50);
     item.next_attempt_at = kStart + *rc::gen::inRange<std::int64_t>(0, 10 * kDayMs);
-    if (*rc::gen::arbitrary<bool>()) item.last_config_error_at = kStart + *rc::gen::inRange(0, 1000);
+    if (*rc::gen::arbitrary<bool>())
+      item.last_config_error_at = kStart + *rc::gen::inRange(0, 1000);
     item.validated_instance = *rc::gen::elementOf(std::vector<std::string>{"", "orch-a", "orch-b"});
     item.updated_at = kStart;
     items.push_back(std::move(item));
@@ -579,8 +591,9 @@ TEST(ReconcileWorld, NotFoundOnAssignEndsTheItemToo) {
 // stage is the furthest any observed status pointed to.
 REHEARSE_PROP(ReconcileWorld, OutOfOrderStatusesNeverRegress, ()) {
   const std::string start = *rc::gen::elementOf(all_stages());
-  const auto statuses = *rc::gen::container<std::vector<std::string>>(
-      *rc::gen::inRange(1, 10), rc::gen::elementOf(all_statuses()));
+  const auto statuses =
+      *rc::gen::container<std::vector<std::string>>(*rc::gen::inRange(1, 10),
+                                                    rc::gen::elementOf(all_statuses()));
   ReconcileConfig config = config_for({});
   config.items.push_back(ReconcileSeed{"ISS-1", start, {}});
   World w(orchestrator({{"ISS-1", "todo"}}), config, default_env(),
@@ -691,8 +704,8 @@ TEST(ReconcileWorld, LeadRemovedThenRestoredRecoversOnTheNextCycle) {
 // 1 h; the item is queried exactly when due and recovers after the window.
 TEST(ReconcileWorld, ServerErrorsBackOffDoublingCappedAtOneHour) {
   // get_issue answers 503 for 4 h (list_agents keeps working).
-  const sim::OrchestratorFault fault{"get_issue", kStart, kStart + 4 * kHourMs, 1.0, 503,
-                                     TransportErrorKind::none, "503"};
+  const sim::OrchestratorFault fault{
+      "get_issue", kStart, kStart + 4 * kHourMs, 1.0, 503, TransportErrorKind::none, "503"};
   World w(orchestrator({{"ISS-1", "in_progress"}}, 0), config_for({"ISS-1"}));
   w.orch.add_fault(fault);
   w.run_cycles(kMinuteMs, 6 * 60);
@@ -725,8 +738,8 @@ TEST(ReconcileWorld, NetworkErrorsBackOffPerItem) {
   for (const TransportErrorKind kind :
        {TransportErrorKind::connection_reset, TransportErrorKind::timeout}) {
     World w(orchestrator({{"ISS-1", "in_progress"}}, 0), config_for({"ISS-1"}));
-    w.orch.add_fault(sim::OrchestratorFault{"get_issue", kStart, kStart + 10 * kMinuteMs, 1.0, 0,
-                                            kind, "net"});
+    w.orch.add_fault(
+        sim::OrchestratorFault{"get_issue", kStart, kStart + 10 * kMinuteMs, 1.0, 0, kind, "net"});
     const auto reports = w.run_cycles(kMinuteMs, 30);
     for (const CycleReport& r : reports) EXPECT_EQ(r.outcome.kind, RunOutcomeKind::success);
     const auto backoffs = w.events("item_backoff", "ISS-1");
@@ -780,7 +793,8 @@ TEST(ReconcileWorld, MigrationValidatesEveryStoredIdInTheFirstCycle) {
     EXPECT_EQ(w.orch.queries_after_not_found(lost), 0u) << lost;
     EXPECT_NE(w.item(lost).reconcile_error.find("orch-b"), std::string::npos);
   }
-  for (const std::string kept : {"A", "B", "D"}) EXPECT_EQ(w.item(kept).validated_instance, "orch-b");
+  for (const std::string kept : {"A", "B", "D"})
+    EXPECT_EQ(w.item(kept).validated_instance, "orch-b");
   // B's deferral still holds: no second config-error attempt inside the hour.
   EXPECT_EQ(w.events("item_deferred", "B").size(), 1u);
   EXPECT_EQ(w.item("B").next_attempt_at, kStart + kHourMs);
@@ -791,7 +805,7 @@ TEST(ReconcileWorld, MigrationValidatesEveryStoredIdInTheFirstCycle) {
 // Agent ids appear in logs and traces only as their first 8 characters.
 TEST(ReconcileWorld, LogsAndTracesCarryOnlyShortAgentIds) {
   OrchestratorService service = orchestrator({{"ISS-1", "in_progress"}, {"ISS-2", "in_review"}});
-  service.agents[0].role = "ceo";        // legacy names in the list
+  service.agents[0].role = "ceo";  // legacy names in the list
   service.agents[1].role = "developer";
   World w(service, config_for({"ISS-1", "ISS-2"}));
   w.orch.schedule_remove_agent(kStart + kMinuteMs, kDevId);
@@ -915,8 +929,8 @@ TEST(ReconcileWorld, BuildsFromScenarioInputs) {
   world.until_ms = kStart + kDayMs;
   for (std::size_t i = 0; i < 3; ++i) {
     const sim::FaultKindSpec& kind = sim::fault_kind_spec(faults[i].kind);
-    ASSERT_TRUE(kind.schedule(faults[i], i, faults[i].at_ms, faults[i].end_ms(world.until_ms), world)
-                    .ok());
+    ASSERT_TRUE(
+        kind.schedule(faults[i], i, faults[i].at_ms, faults[i].end_ms(world.until_ms), world).ok());
   }
   // A restart is the worker process's business, not the orchestrator's.
   EXPECT_EQ(sim::fault_kind_spec(faults[3].kind).applies_to, sim::FaultTarget::process);

@@ -82,8 +82,8 @@ TEST(RetryMachine, ThreeFailuresWithMaxTwoKeepTheRegularTime) {
   const TimeMs slot = at("2026-12-04T10:00:00Z");
 
   // Failure 1.
-  auto t = on_run_failed(p, s, {slot, RunKind::regular}, FailureClass::rate_limit, "HTTP 429",
-                         slot, nullptr);
+  auto t = on_run_failed(p, s, {slot, RunKind::regular}, FailureClass::rate_limit, "HTTP 429", slot,
+                         nullptr);
   s = t.state;
   EXPECT_EQ(s.retry_status, RetryStatus::retrying);
   EXPECT_EQ(s.retry_count, 1);
@@ -137,9 +137,9 @@ TEST(RetryMachine, ThreeFailuresWithMaxTwoKeepTheRegularTime) {
 
 TEST(RetryMachine, NonRetryableClassIsNeverRetried) {
   const auto p = policy(R"({"max": 2, "backoff_sec": 300})");
-  for (const FailureClass c : {FailureClass::auth, FailureClass::validation,
-                               FailureClass::not_found, FailureClass::config,
-                               FailureClass::unknown}) {
+  for (const FailureClass c :
+       {FailureClass::auth, FailureClass::validation, FailureClass::not_found, FailureClass::config,
+        FailureClass::unknown}) {
     const auto t = on_run_failed(p, fresh(), {0, RunKind::regular}, c, "boom", 1000, nullptr);
     EXPECT_EQ(t.state.retry_status, RetryStatus::failed) << to_string(c);
     EXPECT_EQ(t.state.next_action, NextAction::manual_review);
@@ -161,9 +161,9 @@ TEST(RetryMachine, NonRetryableClassIsNeverRetried) {
 
 TEST(RetryMachine, SuccessResetsAndReportsRecovery) {
   const auto p = policy(R"({"max": 2, "backoff_sec": 300})");
-  JobState s = on_run_failed(p, fresh(), {0, RunKind::regular}, FailureClass::timeout, "t/o", 0,
-                             nullptr)
-                   .state;
+  JobState s =
+      on_run_failed(p, fresh(), {0, RunKind::regular}, FailureClass::timeout, "t/o", 0, nullptr)
+          .state;
   s = on_run_started(p, s, {0, RunKind::retry}, 300'000).state;
   const auto t = on_run_succeeded(p, s, {0, RunKind::retry}, 300'500);
   EXPECT_EQ(t.state.retry_status, RetryStatus::ok);
@@ -180,8 +180,8 @@ TEST(RetryMachine, SuccessResetsAndReportsRecovery) {
   EXPECT_EQ(t.notifications[0].next_action, NextAction::none);
   EXPECT_EQ(badge(t.state), "ok");
   // A success of a healthy job says nothing.
-  EXPECT_TRUE(on_run_succeeded(p, t.state, {kHourMs, RunKind::regular}, kHourMs)
-                  .notifications.empty());
+  EXPECT_TRUE(
+      on_run_succeeded(p, t.state, {kHourMs, RunKind::regular}, kHourMs).notifications.empty());
   // ...and the next outage starts with a fresh budget.
   const auto next = on_run_failed(p, t.state, {kHourMs, RunKind::regular}, FailureClass::timeout,
                                   "t/o", kHourMs, nullptr);
@@ -196,8 +196,8 @@ TEST(RetryMachine, LimitOverrunStaysVisible) {
   s.failure_class = FailureClass::rate_limit;
   s.retry_count = 3;
   s.retry_limit = 5;
-  const auto t = on_run_failed(p, s, {0, RunKind::regular}, FailureClass::rate_limit, "429", 0,
-                               nullptr);
+  const auto t =
+      on_run_failed(p, s, {0, RunKind::regular}, FailureClass::rate_limit, "429", 0, nullptr);
   EXPECT_EQ(t.state.retry_status, RetryStatus::retry_exhausted);
   EXPECT_EQ(t.state.retry_count, 3) << "the overrun is kept, not clamped away";
   EXPECT_EQ(t.state.retry_limit, 2);
@@ -231,8 +231,9 @@ TEST(RetryMachine, InvalidPolicyRunsButNeverRetries) {
   s.failure_class = FailureClass::timeout;
   s.next_retry_at = 5000;
   s.next_action = NextAction::retry;
-  s.slots[0] = SlotRecord{0, RetryStatus::retrying, FailureClass::timeout, 1, 5000,
-                          NextAction::retry, 0, "t/o"};
+  s.slots[0] =
+      SlotRecord{0,    RetryStatus::retrying, FailureClass::timeout, 1, 5000, NextAction::retry, 0,
+                 "t/o"};
   auto t = apply_policy(bad, s, 1000);
   EXPECT_EQ(t.state.retry_limit, 0);
   EXPECT_NE(t.state.policy_error.find("/retryable_clases"), std::string::npos);
@@ -263,8 +264,8 @@ TEST(RetryMachine, InvalidPolicyRunsButNeverRetries) {
 
 TEST(RetryMachine, BullmqSingleAttemptIsExhaustedAtOnce) {
   const auto p = policy(R"({"attempts": 1})");
-  const auto t = on_run_failed(p, fresh(), {0, RunKind::regular}, FailureClass::auth, "401", 0,
-                               nullptr);
+  const auto t =
+      on_run_failed(p, fresh(), {0, RunKind::regular}, FailureClass::auth, "401", 0, nullptr);
   EXPECT_EQ(t.state.retry_status, RetryStatus::retry_exhausted)
       << "BullMQ retries every class; the budget of 0 is spent";
   EXPECT_EQ(badge(t.state), "auth 0/0 retry_exhausted");
@@ -327,9 +328,8 @@ TEST(RetryMachine, PerEpisodeWorkedExampleHourlyMaxTwoOutageTenToFourteen) {
     s = std::move(t.state);
     return t.scheduled_retry;
   };
-  for (const char* hour : {"2026-12-04T10:00:00Z", "2026-12-04T11:00:00Z",
-                           "2026-12-04T12:00:00Z", "2026-12-04T13:00:00Z",
-                           "2026-12-04T14:00:00Z"}) {
+  for (const char* hour : {"2026-12-04T10:00:00Z", "2026-12-04T11:00:00Z", "2026-12-04T12:00:00Z",
+                           "2026-12-04T13:00:00Z", "2026-12-04T14:00:00Z"}) {
     const TimeMs now = at(hour);
     auto step = *take_due_slot(s, kHourly, now);
     ASSERT_TRUE(step.handout.has_value()) << hour;
@@ -360,10 +360,10 @@ TEST(RetryMachine, PerEpisodeWorkedExampleHourlyMaxTwoOutageTenToFourteen) {
   for (const auto& n : all) {
     events.push_back(std::string(to_string(n.event)) + " " + std::to_string(n.attempt));
   }
-  EXPECT_EQ(events, (std::vector<std::string>{
-                        "retry_scheduled 1", "retry_scheduled 2", "retry_exhausted 2",
-                        "retry_exhausted 2", "retry_exhausted 2", "retry_exhausted 2",
-                        "recovered 2"}));
+  EXPECT_EQ(events,
+            (std::vector<std::string>{"retry_scheduled 1", "retry_scheduled 2", "retry_exhausted 2",
+                                      "retry_exhausted 2", "retry_exhausted 2", "retry_exhausted 2",
+                                      "recovered 2"}));
 }
 
 TEST(RetryMachine, PerEpisodeRegularSlotSupersedesAPendingRetry) {
@@ -372,8 +372,8 @@ TEST(RetryMachine, PerEpisodeRegularSlotSupersedesAPendingRetry) {
   const auto p = policy(R"({"max": 3, "backoff": {"type": "fixed", "delay": "2h"}})");
   const TimeMs ten = at("2026-12-04T10:00:00Z");
   const TimeMs eleven = at("2026-12-04T11:00:00Z");
-  JobState s = on_run_failed(p, fresh(), {ten, RunKind::regular}, FailureClass::provider_5xx,
-                             "503", ten, nullptr)
+  JobState s = on_run_failed(p, fresh(), {ten, RunKind::regular}, FailureClass::provider_5xx, "503",
+                             ten, nullptr)
                    .state;
   EXPECT_EQ(s.next_retry_at, at("2026-12-04T12:00:00Z"));
   auto t = on_slot_due(p, s, eleven, eleven);
@@ -398,9 +398,9 @@ TEST(RetryMachine, PerEpisodeQueuedRegularRunSupersedesAtStart) {
   const auto p = policy(R"({"max": 3, "backoff_sec": 600})");
   const TimeMs ten = at("2026-12-04T10:00:00Z");
   const TimeMs eleven = at("2026-12-04T11:00:00Z");
-  JobState s = on_run_failed(p, fresh(), {ten, RunKind::regular}, FailureClass::timeout, "t/o",
-                             ten, nullptr)
-                   .state;
+  JobState s =
+      on_run_failed(p, fresh(), {ten, RunKind::regular}, FailureClass::timeout, "t/o", ten, nullptr)
+          .state;
   s = on_run_started(p, s, {ten, RunKind::retry}, ten + 600'000).state;
   auto due = on_slot_due(p, s, eleven, eleven);
   EXPECT_TRUE(due.cancelled_retries.empty()) << "a running retry is not superseded";
@@ -419,9 +419,9 @@ TEST(RetryMachine, PerSlotBudgetsAreIndependentAndTheRowShowsTheLatest) {
   ASSERT_EQ(p->budget, BudgetScope::per_slot);
   const TimeMs a = at("2026-12-04T10:00:00Z");
   const TimeMs b = at("2026-12-04T11:00:00Z");
-  JobState s = on_run_failed(p, fresh(), {a, RunKind::regular}, FailureClass::rate_limit, "429",
-                             a, nullptr)
-                   .state;
+  JobState s =
+      on_run_failed(p, fresh(), {a, RunKind::regular}, FailureClass::rate_limit, "429", a, nullptr)
+          .state;
   auto due = on_slot_due(p, s, b, b);
   EXPECT_TRUE(due.cancelled_retries.empty()) << "per_slot: the next slot leaves A's retry alone";
   s = due.state;
@@ -436,8 +436,8 @@ TEST(RetryMachine, PerSlotBudgetsAreIndependentAndTheRowShowsTheLatest) {
   // A's retry fails: A's own count goes to 2; B untouched.
   s = on_run_started(p, s, {a, RunKind::retry}, a + 90 * kMinuteMs).state;
   EXPECT_EQ(s.failure_class, FailureClass::rate_limit) << "the retry start is the latest event";
-  t = on_run_failed(p, s, {a, RunKind::retry}, FailureClass::rate_limit, "429",
-                    a + 90 * kMinuteMs, nullptr);
+  t = on_run_failed(p, s, {a, RunKind::retry}, FailureClass::rate_limit, "429", a + 90 * kMinuteMs,
+                    nullptr);
   s = t.state;
   EXPECT_EQ(s.slots.at(a).retry_count, 2);
   EXPECT_EQ(s.slots.at(b).retry_count, 1);
@@ -458,9 +458,9 @@ TEST(RetryMachine, PerSlotBudgetsAreIndependentAndTheRowShowsTheLatest) {
 
 TEST(RetryMachine, FirstStallRerunsWithoutConsumingARetrySecondFails) {
   const auto p = policy(R"({"max": 2, "backoff_sec": 60})");
-  JobState s = on_run_failed(p, fresh(), {0, RunKind::regular}, FailureClass::timeout, "t/o", 0,
-                             nullptr)
-                   .state;
+  JobState s =
+      on_run_failed(p, fresh(), {0, RunKind::regular}, FailureClass::timeout, "t/o", 0, nullptr)
+          .state;
   s = on_run_started(p, s, {0, RunKind::retry}, 60'000).state;
   const JobState before_stall = s;
   auto first = on_run_stalled(p, s, {0, RunKind::retry}, 500'000);
@@ -486,8 +486,8 @@ TEST(RetryMachine, FirstStallRerunsWithoutConsumingARetrySecondFails) {
   // A run that ends normally after one stall forgets the stall.
   auto rerun = on_run_stalled(p, fresh(), {kHourMs, RunKind::regular}, kHourMs + 5);
   EXPECT_EQ(rerun.transition.state.slots.at(kHourMs).stalled_count, 1);
-  const auto done = on_run_succeeded(p, rerun.transition.state, {kHourMs, RunKind::regular},
-                                     kHourMs + 10);
+  const auto done =
+      on_run_succeeded(p, rerun.transition.state, {kHourMs, RunKind::regular}, kHourMs + 10);
   EXPECT_TRUE(done.state.slots.empty());
   EXPECT_EQ(decide_stall(0), StallDecision::rerun);
   EXPECT_EQ(decide_stall(1), StallDecision::fail);
@@ -645,8 +645,8 @@ rc::Gen<Outcome> outcome_gen() {
 rc::Gen<json> policy_json_gen() {
   return rc::gen::exec([] {
     const int retries = *rc::gen::inRange(0, 5);
-    const std::string delay = *rc::gen::elementOf(std::vector<std::string>{
-        "1m", "5m", "30m", "59m", "1h", "90m", "3h"});
+    const std::string delay =
+        *rc::gen::elementOf(std::vector<std::string>{"1m", "5m", "30m", "59m", "1h", "90m", "3h"});
     const std::string kind = *rc::gen::elementOf(std::vector<std::string>{"fixed", "exponential"});
     json classes = json::array();
     for (const FailureClass c : all_failure_classes()) {
@@ -655,8 +655,10 @@ rc::Gen<json> policy_json_gen() {
     json j;
     switch (*rc::gen::inRange(0, 4)) {
       case 0:
-        j = {{"max", retries}, {"backoff", {{"type", kind}, {"delay", delay}}},
-             {"retryable_classes", classes}, {"reason", "generated"}};
+        j = {{"max", retries},
+             {"backoff", {{"type", kind}, {"delay", delay}}},
+             {"retryable_classes", classes},
+             {"reason", "generated"}};
         break;
       case 1:
         j = {{"attempts", retries + 1}, {"backoff", {{"type", kind}, {"delay", delay}}}};
@@ -677,7 +679,7 @@ rc::Gen<json> policy_json_gen() {
 // random restarts. It feeds the machine and records what happened, then the
 // property judges from the record alone.
 struct DriveLog {
-  std::vector<std::pair<TimeMs, TimeMs>> retries_run;  // (slot, time) of each retry executed
+  std::vector<std::pair<TimeMs, TimeMs>> retries_run;   // (slot, time) of each retry executed
   std::vector<TimeMs> successes;                        // times of successful runs
   std::vector<std::pair<FailureClass, bool>> failures;  // class, whether a retry was scheduled
   bool next_run_checked = true;

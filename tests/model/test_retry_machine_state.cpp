@@ -34,7 +34,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::int64_t kHour = 3'600'000;         // the grid, in ms (restated, not imported)
+constexpr std::int64_t kHour = 3'600'000;  // the grid, in ms (restated, not imported)
 constexpr std::int64_t kMinute = 60'000;
 constexpr std::int64_t kStart = 493'608 * kHour;  // 2026-04-24T00:00:00Z, on the grid
 
@@ -147,7 +147,8 @@ std::int64_t model_delay(Model& m, int n) {
   if (m.policy.jitter <= 0.0) return max_delay;
   const double rand = static_cast<double>(m.random.next() >> 11) / 9007199254740992.0;
   const double mx = static_cast<double>(max_delay);
-  return static_cast<std::int64_t>(std::floor(rand * mx * m.policy.jitter + mx * (1.0 - m.policy.jitter)));
+  return static_cast<std::int64_t>(
+      std::floor(rand * mx * m.policy.jitter + mx * (1.0 - m.policy.jitter)));
 }
 
 void model_note(Model& m, NotificationEvent e, std::optional<FailureClass> cls, int attempt,
@@ -213,14 +214,16 @@ void model_fail(Model& m, FailureClass cls, bool forced) {
   if (!scoped_per_slot) m.episode_pending.reset();
   ModelRow r;
   r.cls = cls;
-  const bool retryable = m.policy.valid && !forced && m.policy.retries_class[static_cast<std::size_t>(cls)];
+  const bool retryable =
+      m.policy.valid && !forced && m.policy.retries_class[static_cast<std::size_t>(cls)];
   if (!retryable) {
     r = ModelRow{RetryStatus::failed, before, std::nullopt, NextAction::manual_review, cls};
     m.budgets.erase(run.slot);
     model_note(m, NotificationEvent::failed_permanent, cls, before, NextAction::manual_review,
                run.slot);
   } else if (before >= m.policy.max) {
-    r = ModelRow{RetryStatus::retry_exhausted, before, std::nullopt, NextAction::wait_next_run, cls};
+    r = ModelRow{RetryStatus::retry_exhausted, before, std::nullopt, NextAction::wait_next_run,
+                 cls};
     m.budgets.erase(run.slot);
     model_note(m, NotificationEvent::retry_exhausted, cls, before, NextAction::wait_next_run,
                run.slot);
@@ -253,7 +256,8 @@ void model_succeed(Model& m) {
   }
   const std::optional<FailureClass> previous = m.row.cls;
   m.row = ModelRow{};
-  if (was_failing) model_note(m, NotificationEvent::recovered, previous, taken, NextAction::none, run.slot);
+  if (was_failing)
+    model_note(m, NotificationEvent::recovered, previous, taken, NextAction::none, run.slot);
 }
 
 // -------------------------------------------------------- system under test
@@ -641,9 +645,9 @@ rc::Gen<GeneratedPolicy> policy_gen() {
     const int retries = *rc::gen::element(0, 1, 2, 3, 4);
     const bool exponential = *rc::gen::arbitrary<bool>();
     // Delays from well below to well above the hourly interval, odd ones too.
-    const std::int64_t delay = *rc::gen::element(
-        std::int64_t{1}, std::int64_t{999}, 59 * kMinute, 5 * kMinute, 30 * kMinute, kHour,
-        90 * kMinute, 3 * kHour + 7);
+    const std::int64_t delay =
+        *rc::gen::element(std::int64_t{1}, std::int64_t{999}, 59 * kMinute, 5 * kMinute,
+                          30 * kMinute, kHour, 90 * kMinute, 3 * kHour + 7);
     std::vector<bool> classes(kFailureClassCount, false);
     json class_list = json::array();
     for (std::size_t i = 0; i < kFailureClassCount; ++i) {
@@ -750,11 +754,11 @@ REHEARSE_PROP(RetryMachineState, AgreesWithTheModelAfterEveryCommand, ()) {
   model.random.state = seed;
 
   RC_TAG(g.model.valid ? (g.model.per_slot ? "per_slot" : "per_episode") : "invalid");
-  rc::state::check(model, sut,
-                   rc::state::gen::execOneOfWithArgs<SlotDue, SlotDue, RetryDue, RetryDue,
-                                                     RunFails, RunFails, RunFails, RunSucceeds,
-                                                     ForeignJobStarts, ForeignJobEnds, Crash,
-                                                     Restart>());
+  rc::state::check(
+      model, sut,
+      rc::state::gen::execOneOfWithArgs<SlotDue, SlotDue, RetryDue, RetryDue, RunFails, RunFails,
+                                        RunFails, RunSucceeds, ForeignJobStarts, ForeignJobEnds,
+                                        Crash, Restart>());
 }
 
 }  // namespace

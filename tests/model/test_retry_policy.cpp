@@ -77,8 +77,8 @@ TEST(RetryPolicyParse, PerJobFormFromReport004) {
 
 TEST(RetryPolicyParse, PerJobDefaultsAndBackoffObject) {
   // Omitted classes: the table's per-job defaults; omitted budget: per_episode.
-  const auto p = parse_ok(json::parse(
-      R"({"max": 3, "backoff": {"type": "exponential", "delay": "30s"}})"));
+  const auto p =
+      parse_ok(json::parse(R"({"max": 3, "backoff": {"type": "exponential", "delay": "30s"}})"));
   EXPECT_EQ(p.retryable_classes, default_retryable_classes());
   EXPECT_FALSE(contains(p.retryable_classes, FailureClass::auth));
   EXPECT_FALSE(contains(p.retryable_classes, FailureClass::unknown));
@@ -110,8 +110,8 @@ TEST(RetryPolicyParse, PerJobDisabledNeedsReason) {
 }
 
 TEST(RetryPolicyParse, BullmqFormFromReport001) {
-  const auto p = parse_ok(json::parse(
-      R"({"attempts": 4, "backoff": {"type": "exponential", "delay": 1800000}})"));
+  const auto p = parse_ok(
+      json::parse(R"({"attempts": 4, "backoff": {"type": "exponential", "delay": 1800000}})"));
   EXPECT_EQ(p.form, PolicyForm::bullmq);
   EXPECT_EQ(p.max_retries, 3);  // attempts counts the first run
   EXPECT_EQ(p.backoff, (Backoff{BackoffKind::exponential, 1'800'000, 0.0}));
@@ -136,8 +136,9 @@ TEST(RetryPolicyParse, BullmqBareNumberMeansFixedAndJitterParses) {
   EXPECT_EQ(j.retryable_classes, set_of({FailureClass::rate_limit}));
   EXPECT_EQ(j.budget, BudgetScope::per_episode);
   EXPECT_EQ(j.reason, "quota resets hourly");
-  for (const char* edge : {R"({"attempts": 2, "backoff": {"type": "fixed", "delay": 1, "jitter": 0}})",
-                           R"({"attempts": 2, "backoff": {"type": "fixed", "delay": 1, "jitter": 1}})"}) {
+  for (const char* edge :
+       {R"({"attempts": 2, "backoff": {"type": "fixed", "delay": 1, "jitter": 0}})",
+        R"({"attempts": 2, "backoff": {"type": "fixed", "delay": 1, "jitter": 1}})"}) {
     parse_ok(json::parse(edge));
   }
   // attempts 1: no retries, no backoff needed.
@@ -319,17 +320,17 @@ TEST(Backoff, JitterVectorsByHand) {
   const std::vector<Case> cases{
       {{BackoffKind::exponential, 1000, 0.5}, 3, kHalf, 3000},  // max 4000: 1000 + 2000
       {{BackoffKind::exponential, 1000, 0.5}, 3, 0, 2000},
-      {{BackoffKind::exponential, 1000, 0.5}, 3, kTop, 4000},   // double rounding reaches max
+      {{BackoffKind::exponential, 1000, 0.5}, 3, kTop, 4000},  // double rounding reaches max
       {{BackoffKind::exponential, 1'800'000, 1.0}, 2, kTop, 3'599'999},
       {{BackoffKind::exponential, 1'800'000, 1.0}, 2, 0, 0},
-      {{BackoffKind::exponential, 7, 0.3}, 4, 0, 39},           // 56 * 0.7 = 39.199...
+      {{BackoffKind::exponential, 7, 0.3}, 4, 0, 39},  // 56 * 0.7 = 39.199...
       {{BackoffKind::exponential, 7, 0.3}, 4, kTop, 55},
-      {{BackoffKind::exponential, 3, 0.1}, 1, kHalf, 2},        // 0.15 + 2.7
+      {{BackoffKind::exponential, 3, 0.1}, 1, kHalf, 2},  // 0.15 + 2.7
       {{BackoffKind::exponential, 60000, 0.25}, 1, 0x123456789abcdef0ULL, 46066},
       {{BackoffKind::fixed, 1000, 0.3}, 7, kHalf, 850},
       {{BackoffKind::fixed, 1000, 0.3}, 1, 0, 700},
       {{BackoffKind::fixed, 1000, 0.3}, 1, kTop, 1000},
-      {{BackoffKind::fixed, 999, 0.7}, 1, 0, 299},              // 299.70000000000005
+      {{BackoffKind::fixed, 999, 0.7}, 1, 0, 299},  // 299.70000000000005
       {{BackoffKind::fixed, 999, 0.7}, 1, kTop, 998},
       {{BackoffKind::fixed, 1, 1.0}, 1, kTop, 0},
       {{BackoffKind::fixed, 300000, 0.1}, 2, 0xdeadbeefcafebabeULL, 296095},
@@ -337,8 +338,8 @@ TEST(Backoff, JitterVectorsByHand) {
   for (const auto& c : cases) {
     ScriptedRandom random({c.draw});
     EXPECT_EQ(backoff_delay_ms(c.backoff, c.n, &random), c.expected)
-        << to_string(c.backoff.kind) << " delay " << c.backoff.delay_ms << " j "
-        << c.backoff.jitter << " n " << c.n;
+        << to_string(c.backoff.kind) << " delay " << c.backoff.delay_ms << " j " << c.backoff.jitter
+        << " n " << c.n;
     EXPECT_EQ(random.used(), 1);
   }
   // No jitter: no draw at all (the seeded stream is not disturbed).
@@ -353,10 +354,10 @@ TEST(Backoff, JitterVectorsByHand) {
 TEST(RetryPlan, LowFrequencyAutoPlanGivesThreeAndAHalfHours) {
   const RetryPlan plan = plan_retries(auto_retry_policy(ScheduleFacts{"0 17 * * 5", true}));
   EXPECT_EQ(plan.max_retries, 3);
-  EXPECT_EQ(plan.delays_ms, (std::vector<DurationMs>{30 * kMinuteMs, 60 * kMinuteMs,
-                                                      120 * kMinuteMs}));
-  EXPECT_EQ(plan.offsets_ms, (std::vector<DurationMs>{30 * kMinuteMs, 90 * kMinuteMs,
-                                                       210 * kMinuteMs}));
+  EXPECT_EQ(plan.delays_ms,
+            (std::vector<DurationMs>{30 * kMinuteMs, 60 * kMinuteMs, 120 * kMinuteMs}));
+  EXPECT_EQ(plan.offsets_ms,
+            (std::vector<DurationMs>{30 * kMinuteMs, 90 * kMinuteMs, 210 * kMinuteMs}));
   EXPECT_EQ(plan.recovery_window_ms, 3 * kHourMs + 30 * kMinuteMs);
   const json j = to_json(plan);
   EXPECT_EQ(j.at("max_retries"), 3);
@@ -427,8 +428,8 @@ TEST(AutoPolicy, FiveAndSixFieldCronsPickTheRightPolicy) {
     EXPECT_EQ(p.max_retries, 3) << low;
     EXPECT_EQ(p.backoff.delay_ms, 30 * kMinuteMs) << low;
   }
-  for (const char* high : {"10 17 * * 1-5", "*/3 * * * *", "0 */5 * * * *", "@daily",
-                           "0 9 * * *", "30 10 17 * * 1-5"}) {
+  for (const char* high : {"10 17 * * 1-5", "*/3 * * * *", "0 */5 * * * *", "@daily", "0 9 * * *",
+                           "30 10 17 * * 1-5"}) {
     const auto p = auto_for(high);
     EXPECT_FALSE(p.low_frequency) << high;
     EXPECT_EQ(p.max_retries, 1) << high;
@@ -471,9 +472,9 @@ DurationMs reference_backoff(BackoffKind kind, DurationMs delay, int n) {
 
 REHEARSE_PROP(BackoffProperty, MatchesIndependentFormula, ()) {
   const bool exponential = *rc::gen::arbitrary<bool>();
-  const DurationMs delay = *rc::gen::oneOf(rc::gen::inRange<DurationMs>(0, 10),
-                                           rc::gen::inRange<DurationMs>(0, 100'000),
-                                           rc::gen::inRange<DurationMs>(0, kBackoffDelayMaxMs + 1));
+  const DurationMs delay =
+      *rc::gen::oneOf(rc::gen::inRange<DurationMs>(0, 10), rc::gen::inRange<DurationMs>(0, 100'000),
+                      rc::gen::inRange<DurationMs>(0, kBackoffDelayMaxMs + 1));
   const int attempts = *rc::gen::inRange(2, kRetryCountMax + 2);
   const int n = *rc::gen::inRange(1, attempts);  // retried failures: n < attempts
   const Backoff b{exponential ? BackoffKind::exponential : BackoffKind::fixed, delay, 0.0};
@@ -499,7 +500,9 @@ REHEARSE_PROP(BackoffProperty, JitterStaysInBullmqRange, (std::uint64_t draw)) {
   } else {
     RC_ASSERT(got == max_delay);
   }
-  RC_ASSERT(got >= static_cast<DurationMs>(std::floor(static_cast<double>(max_delay) * (1.0 - jitter))) - 1);
+  RC_ASSERT(got >=
+            static_cast<DurationMs>(std::floor(static_cast<double>(max_delay) * (1.0 - jitter))) -
+                1);
   RC_ASSERT(got <= max_delay);
 }
 
@@ -546,24 +549,29 @@ REHEARSE_PROP(RetryPolicyProperty, GeneratedValidPoliciesParseToTheirParameters,
 // Random JSON built from the policy vocabulary and junk.
 rc::Gen<json> scalar_json() {
   return rc::gen::oneOf(
-      rc::gen::just(json(nullptr)), rc::gen::map(rc::gen::arbitrary<bool>(), [](bool b) { return json(b); }),
+      rc::gen::just(json(nullptr)),
+      rc::gen::map(rc::gen::arbitrary<bool>(), [](bool b) { return json(b); }),
       rc::gen::map(rc::gen::arbitrary<std::int64_t>(), [](std::int64_t v) { return json(v); }),
-      rc::gen::map(rc::gen::inRange<std::int64_t>(-3, 2000), [](std::int64_t v) { return json(v); }),
+      rc::gen::map(rc::gen::inRange<std::int64_t>(-3, 2000),
+                   [](std::int64_t v) { return json(v); }),
       rc::gen::map(rc::gen::arbitrary<std::uint64_t>(), [](std::uint64_t v) { return json(v); }),
       rc::gen::map(rc::gen::arbitrary<double>(),
                    [](double v) { return std::isfinite(v) ? json(v) : json(0.5); }),
       rc::gen::map(rc::gen::elementOf(std::vector<std::string>{
-                       "auto", "fixed", "exponential", "timeout", "auth", "per_slot",
-                       "per_episode", "30m", "1h30m", "90", "", "linear", "rate_limit",
-                       "400d", "1x", "unknown"}),
+                       "auto", "fixed", "exponential", "timeout", "auth", "per_slot", "per_episode",
+                       "30m", "1h30m", "90", "", "linear", "rate_limit", "400d", "1x", "unknown"}),
                    [](const std::string& s) { return json(s); }),
-      rc::gen::map(rc::gen::arbitrary<std::string>(), [](const std::string& s) { return json(s); }));
+      rc::gen::map(rc::gen::arbitrary<std::string>(),
+                   [](const std::string& s) { return json(s); }));
 }
 
 const std::vector<std::string> kPolicyKeys{
-    "max", "backoff_sec", "backoff", "retryable_classes", "reason", "budget", "attempts",
-    "type", "delay", "jitter", "extra", "max_delay", "bullmq", "temporal", "stepfunctions",
-    "sidekiq", "celery", "k8s", "maximumAttempts", "retry", "backoffLimit", "max_retries"};
+    "max",          "backoff_sec", "backoff",         "retryable_classes",
+    "reason",       "budget",      "attempts",        "type",
+    "delay",        "jitter",      "extra",           "max_delay",
+    "bullmq",       "temporal",    "stepfunctions",   "sidekiq",
+    "celery",       "k8s",         "maximumAttempts", "retry",
+    "backoffLimit", "max_retries"};
 
 rc::Gen<json> random_json(int depth) {
   if (depth <= 0) return scalar_json();
@@ -610,9 +618,21 @@ rc::Gen<json> mutated_valid_policy() {
     std::vector<std::string> keys;
     for (const auto& [k, v] : j.items()) keys.push_back(k);
     const std::string key = *rc::gen::elementOf(keys);
-    const std::vector<json> plausible{0, 1, 3, -1, 2.5, "30m", "fixed", "exponential",
-                                      json::array(), json::array({"timeout"}), "per_slot",
-                                      "reason", 0.25, 1001, nullptr};
+    const std::vector<json> plausible{0,
+                                      1,
+                                      3,
+                                      -1,
+                                      2.5,
+                                      "30m",
+                                      "fixed",
+                                      "exponential",
+                                      json::array(),
+                                      json::array({"timeout"}),
+                                      "per_slot",
+                                      "reason",
+                                      0.25,
+                                      1001,
+                                      nullptr};
     if (action == 4) return j;  // unchanged: valid policies must stay accepted
     if (action == 5) {
       j[key] = *rc::gen::elementOf(plausible);
@@ -648,7 +668,8 @@ REHEARSE_PROP(RetryPolicyProperty, RandomJsonNeverCrashesAndNeverYieldsOutOfRang
   if (!r.ok()) {
     RC_ASSERT(!r.error().message.empty());
     const std::string& where = r.error().where;
-    const bool pointer_or_root = where.empty() || where.front() == '/';  // RC_ASSERT evaluates both sides of ||
+    const bool pointer_or_root =
+        where.empty() || where.front() == '/';  // RC_ASSERT evaluates both sides of ||
     RC_ASSERT(pointer_or_root);
     RC_TAG("rejected");
     return;

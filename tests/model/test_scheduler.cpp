@@ -191,8 +191,8 @@ class World {
       jobs.push_back(std::move(job));
     }
     Scheduler& scheduler = s.emplace_memory<Scheduler>(
-        p, SchedulerPorts{s.clock(), queue_, st, messenger_, log_, s.rng(), ledger}, std::move(jobs),
-        options_);
+        p, SchedulerPorts{s.clock(), queue_, st, messenger_, log_, s.rng(), ledger},
+        std::move(jobs), options_);
     scheduler_ = &scheduler;
     s.spawn(p, scheduler.run(), "scheduler");
   }
@@ -284,8 +284,8 @@ struct Started {
 std::vector<Started> starts(const World& w, const std::string& job) {
   std::vector<Started> out;
   for (const TraceEvent& e : w.events("run_started", job)) {
-    out.push_back({e.slot.value_or(-1), e.str("kind"), e.num("attempt"), e.t,
-                   e.num("start_delay_ms")});
+    out.push_back(
+        {e.slot.value_or(-1), e.str("kind"), e.num("attempt"), e.t, e.num("start_delay_ms")});
   }
   return out;
 }
@@ -330,8 +330,8 @@ TEST(Scheduler, HourlyOutageExampleEndToEnd) {
   EXPECT_EQ(s.next_run_at, at("2026-03-02T11:00:00Z"));
   EXPECT_EQ(badge(s), "rate_limit 2/2 retry_exhausted");
   // The status view lists it among the exhausted, with its policy.
-  const StatusReport report = build_status({{s, policy_of({"digest", "0 * * * *", per_job_max2()},
-                                                           *CronSchedule::parse("0 * * * *"))}});
+  const StatusReport report = build_status(
+      {{s, policy_of({"digest", "0 * * * *", per_job_max2()}, *CronSchedule::parse("0 * * * *"))}});
   ASSERT_EQ(report.exhausted.size(), 1u);
   EXPECT_EQ(report.exhausted[0].badge, "rate_limit 2/2 retry_exhausted");
   EXPECT_NE(render_text(report).find("policy: per_job max=2 backoff=fixed 5m"), std::string::npos);
@@ -425,7 +425,8 @@ TEST(Scheduler, PerEpisodeRegularSlotSupersedesPendingRetry) {
 // and stays on its grid; a slot's retries do not touch the next slot's.
 TEST(Scheduler, PerSlotEachSlotHasFullBudgetOnItsGrid) {
   World w(at("2026-03-02T09:30:00Z"),
-          {{"sync", "0 * * * *",
+          {{"sync",
+            "0 * * * *",
             {{"attempts", 3}, {"backoff", {{"type", "fixed"}, {"delay", "10m"}}}}}});
   w.api().add_outage(at("2026-03-02T10:00:00Z"), at("2026-03-02T11:15:00Z"));
   w.start();
@@ -594,8 +595,7 @@ TEST(Scheduler, SecondStallOfTheSameRunFailsIt) {
   // The next slot still runs, and succeeds.
   w.run_until(at("2026-03-02T11:01:00Z"));
   EXPECT_EQ(w.stored("digest").retry_status, RetryStatus::ok);
-  EXPECT_EQ(w.note_events("digest"),
-            (std::vector<std::string>{"failed_permanent", "recovered"}));
+  EXPECT_EQ(w.note_events("digest"), (std::vector<std::string>{"failed_permanent", "recovered"}));
 }
 
 // Slots that came due while the process was down coalesce into one late run;
@@ -670,8 +670,8 @@ TEST(Scheduler, CorruptStoreFailsClosed) {
   w.run_until(at("2026-03-02T10:35:00Z"));  // down, after a successful 10:00 run
   const std::string snapshot = std::string(kStateDir) + "/" + StateStore::kSnapshotName;
   ASSERT_TRUE(w.disk().put_durable(snapshot, "{not json").ok());
-  const auto journal = w.disk().durable_content(std::string(kStateDir) + "/" +
-                                                StateStore::kJournalName);
+  const auto journal =
+      w.disk().durable_content(std::string(kStateDir) + "/" + StateStore::kJournalName);
   w.run_until(at("2026-03-02T12:30:00Z"));
 
   ASSERT_NE(w.scheduler(), nullptr);
@@ -703,8 +703,8 @@ TEST(Scheduler, CorruptStoreFailsClosed) {
   // Visible in the status view, over what this boot knows.
   std::vector<StatusJob> jobs;
   for (const auto& [id, st] : w.scheduler()->states()) {
-    jobs.push_back({st, policy_of({id, "0 * * * *", per_job_max2()},
-                                  *CronSchedule::parse("0 * * * *"))});
+    jobs.push_back(
+        {st, policy_of({id, "0 * * * *", per_job_max2()}, *CronSchedule::parse("0 * * * *"))});
   }
   const StatusReport report = build_status(jobs, health.error->describe());
   EXPECT_EQ(render_text(report).rfind("state_corrupt:", 0), 0u);
@@ -779,8 +779,8 @@ TEST(Scheduler, ARetryQueuedBeforeTheStoreIsDamagedIsDroppedVisibly) {
   // The in-memory state no longer shows the retry pending.
   const JobState& s = w.scheduler()->states().at("digest");
   for (const auto& [slot, record] : s.slots) EXPECT_NE(record.next_action, NextAction::retry);
-  std::vector<StatusJob> jobs{{s, policy_of({"digest", "0 * * * *", per_job_max2()},
-                                            *CronSchedule::parse("0 * * * *"))}};
+  std::vector<StatusJob> jobs{
+      {s, policy_of({"digest", "0 * * * *", per_job_max2()}, *CronSchedule::parse("0 * * * *"))}};
   const StatusReport report = build_status(jobs, std::string("corrupt"), notices);
   const std::string text = render_text(report);
   EXPECT_NE(text.find("retries dropped (1):\n  digest  slot 2026-03-02T11:00:00Z  attempt 2"),
@@ -850,9 +850,8 @@ TEST(Scheduler, InvalidPolicyRunsOnScheduleNeverRetried) {
   std::vector<std::string> kinds;
   for (const Started& r : starts(w, "legacy")) kinds.push_back(r.kind);
   EXPECT_EQ(kinds, (std::vector<std::string>{"regular", "regular", "regular"}));
-  EXPECT_EQ(w.note_events("legacy"),
-            (std::vector<std::string>{"policy_invalid", "failed_permanent", "failed_permanent",
-                                      "recovered"}));
+  EXPECT_EQ(w.note_events("legacy"), (std::vector<std::string>{"policy_invalid", "failed_permanent",
+                                                               "failed_permanent", "recovered"}));
   const JobState s = w.stored("legacy");
   EXPECT_FALSE(s.policy_error.empty());
   EXPECT_EQ(s.retry_limit, 0);
@@ -892,7 +891,8 @@ TEST(Scheduler, SameSeedSameTrace) {
   auto run_once = [] {
     World w(at("2026-03-02T09:30:00Z"),
             {{"digest", "0 * * * *", per_job_max2()},
-             {"sync", "*/20 * * * *",
+             {"sync",
+              "*/20 * * * *",
               {{"attempts", 3},
                {"backoff", {{"type", "exponential"}, {"delay", "2m"}, {"jitter", 0.5}}}}}});
     w.api().add_outage(at("2026-03-02T10:00:00Z"), at("2026-03-02T11:00:00Z"), 503);

@@ -112,8 +112,7 @@ TEST(StateCodecFields, SchemaFileMatchesCodec) {
   EXPECT_EQ((*schema)["additionalProperties"], false);
   std::vector<std::string> statuses;
   for (const auto& v : defs["retry_status"]["enum"]) statuses.push_back(v.get<std::string>());
-  EXPECT_EQ(statuses,
-            (std::vector<std::string>{"ok", "retrying", "retry_exhausted", "failed"}));
+  EXPECT_EQ(statuses, (std::vector<std::string>{"ok", "retrying", "retry_exhausted", "failed"}));
   std::vector<std::string> classes;
   for (const auto& v : defs["failure_class"]["enum"]) classes.push_back(v.get<std::string>());
   std::vector<std::string> expected_classes;
@@ -601,8 +600,8 @@ TEST(JournalCodec, ALastRecordAnnouncingFewerBytesThanItHoldsIsCorruption) {
 
 TEST(JournalCodec, ZeroFilledAndNewlineGarbageTailsAreTorn) {
   const std::string two = journal_of(0, {sample_job(), sample_job()});
-  for (const std::string& garbage : {std::string(300, '\0'), std::string("\n\n\0\n12 9", 8),
-                                    std::string("99 5 {}")}) {
+  for (const std::string& garbage :
+       {std::string(300, '\0'), std::string("\n\n\0\n12 9", 8), std::string("99 5 {}")}) {
     auto scan = decode_journal(two + garbage);
     ASSERT_TRUE(scan.ok()) << scan.error().describe();
     EXPECT_EQ(scan->records.size(), 2u);

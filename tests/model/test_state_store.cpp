@@ -9,8 +9,8 @@
 // RapidCheck properties damage snapshots and journals at random.
 #include "model/state_store.hpp"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -243,12 +243,15 @@ TEST(StateStore, CountersSurviveARestart) {
   {
     auto store = open_ok(disk, dir.path());
     for (int i = 0; i < 3; ++i) ASSERT_TRUE(store.update("a", increment).ok());
-    ASSERT_TRUE(store.update("b", [](JobState& s) {
-      s.retry_status = RetryStatus::retrying;
-      s.failure_class = FailureClass::rate_limit;
-      s.retry_limit = 2;
-      s.next_retry_at = 1000;
-    }).ok());
+    ASSERT_TRUE(store
+                    .update("b",
+                            [](JobState& s) {
+                              s.retry_status = RetryStatus::retrying;
+                              s.failure_class = FailureClass::rate_limit;
+                              s.retry_limit = 2;
+                              s.next_retry_at = 1000;
+                            })
+                    .ok());
   }  // the process "restarts": nothing survives but the files
   auto store = open_ok(disk, dir.path());
   EXPECT_EQ(store.read("a")->retry_count, 3);
@@ -340,8 +343,8 @@ TEST(StateStoreCorrupt, EmptySnapshot) {
 
 TEST(StateStoreCorrupt, UnparsableSnapshot) {
   TempDir dir;
-  expect_corrupt_and_kept(dir.path(), "retry_state.json", "{\"format\":1,\"jobs\":{\"a\":",
-                          "retry_state.json:1:");
+  expect_corrupt_and_kept(dir.path(), "retry_state.json",
+                          "{\"format\":1,\"jobs\":{\"a\":", "retry_state.json:1:");
 }
 
 TEST(StateStoreCorrupt, SchemaInvalidSnapshot) {
@@ -422,8 +425,8 @@ TEST(StateStoreJournal, TornLastRecordIsDroppedReportedAndRemovedByTheNextWrite)
   five.job_id = "a";
   five.retry_count = 5;
   const std::string record = encode_journal_record(5, five);
-  ASSERT_TRUE(disk.append_file(dir.file("retry_state.journal"),
-                               record.substr(0, record.size() / 2)).ok());
+  ASSERT_TRUE(
+      disk.append_file(dir.file("retry_state.journal"), record.substr(0, record.size() / 2)).ok());
 
   auto store = open_ok(disk, dir.path());
   StoreHealth health = store.health();
@@ -533,9 +536,9 @@ TEST(StateStoreJournal, CompactsIntoASnapshotPastTheBound) {
   EXPECT_EQ(snapshot->jobs.at("even").retry_count, 5);
   EXPECT_EQ(journal_records(disk, dir), 2u);
   // No temp file is left behind.
-  EXPECT_EQ(listing(disk, dir.path()),
-            (std::vector<std::string>{"retry_state.journal", "retry_state.json",
-                                      "retry_state.lock"}));
+  EXPECT_EQ(
+      listing(disk, dir.path()),
+      (std::vector<std::string>{"retry_state.journal", "retry_state.json", "retry_state.lock"}));
   auto reopened = open_ok(disk, dir.path(), options);
   EXPECT_EQ(*reopened.read_all(), *store.read_all());
   EXPECT_EQ(reopened.read("even")->retry_count, 6);
@@ -772,8 +775,9 @@ TEST(StateStoreFleet, UpdatesOfOneJobInA100kFleetAreAppends) {
 // --- Properties: damage never shows an empty or invented state ------------
 
 REHEARSE_PROP(StateStoreProps, DamagedSnapshotFailsClosedOrKeepsEveryJob, ()) {
-  const auto states = *rc::gen::container<std::vector<JobState>>(
-      static_cast<std::size_t>(*rc::gen::inRange(1, 8)), testing::gen_job_state(false));
+  const auto states =
+      *rc::gen::container<std::vector<JobState>>(static_cast<std::size_t>(*rc::gen::inRange(1, 8)),
+                                                 testing::gen_job_state(false));
   TempDir dir;
   PosixDisk disk;
   StateDocument d;

@@ -87,8 +87,7 @@ TEST(StatusView, ListsRetryingAndExhaustedApartWithCountsAndBadges) {
             "budget=per_episode");
 
   const std::string text = render_text(report);
-  EXPECT_NE(text.find("jobs: 5 (retrying 2, retry_exhausted 1, failed 1, ok 1)"),
-            std::string::npos)
+  EXPECT_NE(text.find("jobs: 5 (retrying 2, retry_exhausted 1, failed 1, ok 1)"), std::string::npos)
       << text;
   EXPECT_NE(text.find("retrying (2):"), std::string::npos);
   EXPECT_NE(text.find("retry_exhausted (1):\n  digest  rate_limit 2/2 retry_exhausted"),
@@ -154,8 +153,9 @@ TEST(StatusView, StoreDamageAndDroppedRetriesAreVisible) {
   notices.dropped_retries.push_back(DroppedRetry{"digest", at_instant("2026-12-07T12:00:00Z"), 2,
                                                  at_instant("2026-12-07T12:05:00Z"),
                                                  "state_corrupt"});
-  const StatusReport report = build_status(
-      {{state("digest", RetryStatus::failed, 1, 2), per_job_max2()}}, std::nullopt, notices);
+  const StatusReport report =
+      build_status({{state("digest", RetryStatus::failed, 1, 2), per_job_max2()}}, std::nullopt,
+                   notices);
   const std::string text = render_text(report);
   EXPECT_EQ(text.rfind("state_damage: /srv/state/retry_state.journal: a damaged tail", 0), 0u)
       << text;
@@ -195,12 +195,10 @@ TEST(StatusView, MergesBothRuntimeStores) {
                           {"next_action", "none"},
                           {"last_error", ""},
                           {"updated_at", "2026-03-02T10:00:00Z"}};
-  const json retry_in_progress = {{"retry_status", "retrying"},
-                                  {"failure_class", "rate_limit"},
-                                  {"retry_count", 1},
-                                  {"next_retry_at", "2026-03-02T10:05:30Z"},
-                                  {"next_action", "retry"},
-                                  {"updated_at", "2026-03-02T10:00:30Z"}};
+  const json retry_in_progress = {
+      {"retry_status", "retrying"}, {"failure_class", "rate_limit"},
+      {"retry_count", 1},           {"next_retry_at", "2026-03-02T10:05:30Z"},
+      {"next_action", "retry"},     {"updated_at", "2026-03-02T10:00:30Z"}};
   const json old_ok = {{"retry_status", "ok"},
                        {"retry_count", 0},
                        {"next_action", "none"},

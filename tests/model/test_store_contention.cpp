@@ -11,8 +11,8 @@
 // reads, A writes, B writes) in each of 100 rounds, and ends at exactly 100 of
 // 200 increments every run: it shows the first run's result is due to the
 // lock and not to luck in scheduling.
-#include <gtest/gtest.h>
 #include <errno.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>

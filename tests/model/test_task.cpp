@@ -163,8 +163,8 @@ TEST(Task, ValueArrivesAfterSuspensionThroughEveryLevel) {
   ASSERT_TRUE(gate.release_one());
   ASSERT_TRUE(task.done());
   EXPECT_EQ(task.take_result(), 11);
-  EXPECT_EQ(steps, (std::vector<std::string>{"leaf waits", "leaf resumed", "middle got 5",
-                                             "top got 10"}));
+  EXPECT_EQ(steps,
+            (std::vector<std::string>{"leaf waits", "leaf resumed", "middle got 5", "top got 10"}));
 }
 
 TEST(Task, ExceptionIsRethrownAtAwaitAndCatchable) {

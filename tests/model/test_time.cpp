@@ -21,12 +21,12 @@ TEST(Instant, ParsesAndFormatsUtc) {
 }
 
 TEST(Instant, RejectsMalformedAndOutOfRange) {
-  for (const char* bad : {"", "2026-12-04", "2026-12-04 17:00:00Z", "2026-12-04T17:00:00",
-                          "2026-12-04T17:00:00+00:00", "2026-13-01T00:00:00Z",
-                          "2026-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-12-04T24:00:00Z",
-                          "2026-12-04T23:60:00Z", "2026-12-04T23:59:60Z", "1969-12-31T23:59:59Z",
-                          "2026-12-04T17:00:00.1234Z", "2026-12-04T17:00:00.Z",
-                          "2026-12-04T17:00:00Zjunk", "２026-12-04T17:00:00Z"}) {
+  for (const char* bad :
+       {"", "2026-12-04", "2026-12-04 17:00:00Z", "2026-12-04T17:00:00",
+        "2026-12-04T17:00:00+00:00", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z",
+        "2026-04-31T00:00:00Z", "2026-12-04T24:00:00Z", "2026-12-04T23:60:00Z",
+        "2026-12-04T23:59:60Z", "1969-12-31T23:59:59Z", "2026-12-04T17:00:00.1234Z",
+        "2026-12-04T17:00:00.Z", "2026-12-04T17:00:00Zjunk", "２026-12-04T17:00:00Z"}) {
     auto r = parse_instant(bad);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {
@@ -62,7 +62,7 @@ TEST(Duration, FormatsCanonically) {
 }
 
 TEST(Civil, KnownWeekdays) {
-  EXPECT_EQ(to_civil(0).weekday, 4u);                               // Thursday
+  EXPECT_EQ(to_civil(0).weekday, 4u);                                       // Thursday
   EXPECT_EQ(to_civil(*parse_instant("2026-12-04T17:00:00Z")).weekday, 5u);  // Friday
   EXPECT_EQ(to_civil(*parse_instant("2000-01-01T00:00:00Z")).weekday, 6u);  // Saturday
 }

@@ -146,8 +146,8 @@ std::size_t issuances(const Trace& trace, std::string_view reason) {
   const std::string jsonl = world.trace.to_jsonl();
   for (const BrokerageToken& token : world.brokerage.tokens()) {
     if (jsonl.find(token.value) != std::string::npos) {
-      return ::testing::AssertionFailure() << "token of generation " << token.generation
-                                           << " appears in the trace";
+      return ::testing::AssertionFailure()
+             << "token of generation " << token.generation << " appears in the trace";
     }
     for (const std::string& line : world.log.lines()) {
       if (line.find(token.value) != std::string::npos) {
@@ -244,8 +244,8 @@ TEST(TokenClient, SecondConsecutive401FailsWithAuthWithoutAnotherReissue) {
     EXPECT_EQ(classify(info), FailureClass::auth);
     EXPECT_EQ(info.message, "외부 증권 API HTTP 오류: 401");
   }
-  EXPECT_EQ(world.brokerage.calls("quote"), 5u);                // 1 + 2 + 2
-  EXPECT_EQ(world.brokerage.calls(kIssueTokenOperation), 3u);   // initial + one per request
+  EXPECT_EQ(world.brokerage.calls("quote"), 5u);               // 1 + 2 + 2
+  EXPECT_EQ(world.brokerage.calls(kIssueTokenOperation), 3u);  // initial + one per request
   EXPECT_EQ(issuances(world.trace, "after_401"), 2u);
   EXPECT_EQ(world.client->stats().auth_failures, 2u);
   EXPECT_EQ(events(world.trace, "token_rejected_again").size(), 2u);
@@ -474,7 +474,8 @@ TEST(TokenClient, ConcurrentRequestsMeetingA401ShareOneReissue) {
   World world;
   world.request_at(kStart, "warm");
   world.brokerage.schedule_revoke_all(kStart + kHourMs);
-  for (int i = 0; i < kRequests; ++i) world.request_at(kStart + 2 * kHourMs, "c" + std::to_string(i));
+  for (int i = 0; i < kRequests; ++i)
+    world.request_at(kStart + 2 * kHourMs, "c" + std::to_string(i));
   ASSERT_TRUE(world.sim.run().ok());
 
   for (int i = 0; i < kRequests; ++i) EXPECT_EQ(world.status("c" + std::to_string(i)), 200);
@@ -570,7 +571,7 @@ TEST(TokenClient, AnAbandonedIssuanceIsTakenOverByAWaiter) {
   EXPECT_FALSE(leader_result.has_value());
   EXPECT_EQ(world.status("waiter"), 200);
   EXPECT_EQ(world.brokerage.calls(kIssueTokenOperation), 2u);  // abandoned + the waiter's
-  EXPECT_EQ(world.client->cached()->generation, 1u);  // the abandoned one never reached us
+  EXPECT_EQ(world.client->cached()->generation, 1u);           // the abandoned one never reached us
 }
 
 // --- the original bug, and the recovery without restart ----------------------------
@@ -608,7 +609,8 @@ class KeepsTokenAfter401Client {
 // Durable outcome per hourly slot (outside the process).
 using SlotOutcomes = std::map<TimeMs, bool>;
 
-Task<void> hourly_fetch_fixed(Clock& clock, FetchJob& job, SlotOutcomes& outcomes, TimeMs until_ms) {
+Task<void> hourly_fetch_fixed(Clock& clock, FetchJob& job, SlotOutcomes& outcomes,
+                              TimeMs until_ms) {
   for (TimeMs slot = kStart; slot < until_ms; slot += kHourMs) {
     if (outcomes.count(slot) != 0 || slot + kMinuteMs < clock.now()) continue;
     co_await clock.sleep_until(slot);
@@ -697,8 +699,8 @@ TEST(TokenClientScenario, TheOriginalClientFailsUntilRestartAndTheJudgeSaysSo) {
   // Exactly incident 001's shape: fails from the revocation until the restart,
   // then "recovers" only because the restart emptied the cache.
   for (TimeMs slot = kStart; slot < kStart + kDayMs; slot += kHourMs) {
-    const bool expected_ok = slot < instant("2026-11-30T07:00:00Z") ||
-                             slot >= instant("2026-11-30T18:00:00Z");
+    const bool expected_ok =
+        slot < instant("2026-11-30T07:00:00Z") || slot >= instant("2026-11-30T18:00:00Z");
     EXPECT_EQ(day.outcomes.at(slot), expected_ok) << format_instant(slot);
   }
   EXPECT_EQ(day.issue_calls, 2u);  // never reissued after the 401s
@@ -715,12 +717,12 @@ struct JobWorld {
   explicit JobWorld(FetchJobConfig config, BrokerageConfig brokerage = {})
       : world(std::move(brokerage)), job_config(std::move(config)) {
     job = &world.sim.emplace_memory<FetchJob>(world.process, world.sim.clock(), *world.client,
-                                             world.log, job_config);
+                                              world.log, job_config);
   }
   void run_at(TimeMs slot, std::optional<rehearse::RunOutcome>& out, int attempt = 1) {
     world.sim.schedule_call_for(world.process, slot, [this, slot, attempt, &out] {
-      world.sim.spawn(world.process, run_job(*job, RunContext{"quote-fetch", slot, attempt, false},
-                                             out));
+      world.sim.spawn(world.process,
+                      run_job(*job, RunContext{"quote-fetch", slot, attempt, false}, out));
     });
   }
   World world;
@@ -731,7 +733,8 @@ struct JobWorld {
 TEST(FetchJob, ParallelRequestsShareOneIssuanceAndOneReissue) {
   FetchJobConfig config;
   config.parallel = true;
-  for (const char* op : {"quote", "positions", "quote", "balance"}) config.requests.push_back({op, "X", {}});
+  for (const char* op : {"quote", "positions", "quote", "balance"})
+    config.requests.push_back({op, "X", {}});
   JobWorld jw(config);
   jw.world.brokerage.schedule_revoke_all(kStart + 30 * kMinuteMs);
   std::optional<rehearse::RunOutcome> first, second;
@@ -886,8 +889,7 @@ std::optional<std::string> check_token_rules(const Trace& trace) {
       --issuing;
     } else if (e.type == "service_call") {
       if (++sends[id] > 2) return "request " + id + " sent more than twice";
-      if (sends[id] == 2 &&
-          (reply_statuses[id].empty() || reply_statuses[id].back() != 401)) {
+      if (sends[id] == 2 && (reply_statuses[id].empty() || reply_statuses[id].back() != 401)) {
         return "request " + id + " retried without a 401";
       }
     } else if (e.type == "service_reply") {
@@ -963,8 +965,8 @@ REHEARSE_PROP(TokenClientProperty, AtMostOneReissuePerRequestUnderRandomFaults, 
     if (f.status > 0) {
       fault.http_status = f.status;
     } else {
-      fault.transport = f.status == 0 ? TransportErrorKind::timeout
-                                      : TransportErrorKind::connection_reset;
+      fault.transport =
+          f.status == 0 ? TransportErrorKind::timeout : TransportErrorKind::connection_reset;
     }
     world.brokerage.add_fault(fault);
   }
@@ -985,8 +987,8 @@ REHEARSE_PROP(TokenClientProperty, AtMostOneReissuePerRequestUnderRandomFaults, 
   RC_TAG(stats.auth_failures > 0 ? "second 401" : "no second 401");
 }
 
-void add_event(Trace& trace, std::string type, std::string operation, std::string id,
-               int status, std::string reason) {
+void add_event(Trace& trace, std::string type, std::string operation, std::string id, int status,
+               std::string reason) {
   TraceEvent e;
   e.type = std::move(type);
   if (!operation.empty()) e.data["operation"] = operation;
@@ -1081,7 +1083,8 @@ TEST(SimBrokerage, IssuesOpaqueTokensAndJudgesEachOne) {
   EXPECT_EQ(expired->response().status, 401);
   EXPECT_EQ(to_failure_info(*expired).message, "401 Unauthorized: token expired");
   std::vector<std::string> reasons;
-  for (const TraceEvent* e : events(world.trace, "auth_rejected")) reasons.push_back(e->str("reason"));
+  for (const TraceEvent* e : events(world.trace, "auth_rejected"))
+    reasons.push_back(e->str("reason"));
   EXPECT_EQ(reasons, (std::vector<std::string>{"missing", "unknown", "expired"}));
 
   // A second token, revoked by the fault: revoked wins over expired later.
@@ -1090,7 +1093,8 @@ TEST(SimBrokerage, IssuesOpaqueTokensAndJudgesEachOne) {
   const std::string token2 = second->response().body.at("access_token").get<std::string>();
   EXPECT_NE(token2, token);
   world.brokerage.schedule_revoke_all(kStart + 2 * kHourMs + kMinuteMs);
-  auto& revoked = calls.at(kStart + 2 * kHourMs + 2 * kMinuteMs, with_token(quote_request("rv"), token2));
+  auto& revoked =
+      calls.at(kStart + 2 * kHourMs + 2 * kMinuteMs, with_token(quote_request("rv"), token2));
   ASSERT_TRUE(world.sim.run().ok());
   EXPECT_EQ(revoked->response().status, 401);
   const auto revocations = events(world.trace, "token_revoked");
@@ -1234,8 +1238,8 @@ TEST(WaitList, DestroyingTheListDetachesParkedWaiters) {
   });
   sim.boot(p);
   ASSERT_TRUE(sim.run_until(1).ok());
-  list.reset();   // the waiter is never resumed...
-  sim.crash(p);   // ...and its frame can still be destroyed safely
+  list.reset();  // the waiter is never resumed...
+  sim.crash(p);  // ...and its frame can still be destroyed safely
   EXPECT_TRUE(order.empty());
 }
 

@@ -21,15 +21,22 @@ using nlohmann::json;
 
 // 004: the job failed on rate limits at 10:00 (jobs.json still says so),
 // then recovered at 14:00 (recorded in jobs_state.json).
-const json kStaleFailureInline = {
-    {"retry_status", "retry_exhausted"}, {"failure_class", "rate_limit"}, {"retry_count", 2},
-    {"retry_limit", 2}, {"next_retry_at", "2026-12-04T10:30:00Z"},
-    {"next_action", "wait_next_run"}, {"last_error", "HTTP 429 quota exhausted"},
-    {"updated_at", "2026-12-04T10:00:00Z"}, {"next_run_at", "2026-12-04T15:00:00Z"}};
-const json kRecoveredState = {
-    {"retry_status", "ok"},      {"failure_class", nullptr}, {"retry_count", 0},
-    {"next_retry_at", nullptr},  {"next_action", "none"},    {"last_error", ""},
-    {"updated_at", "2026-12-04T14:00:00Z"}};
+const json kStaleFailureInline = {{"retry_status", "retry_exhausted"},
+                                  {"failure_class", "rate_limit"},
+                                  {"retry_count", 2},
+                                  {"retry_limit", 2},
+                                  {"next_retry_at", "2026-12-04T10:30:00Z"},
+                                  {"next_action", "wait_next_run"},
+                                  {"last_error", "HTTP 429 quota exhausted"},
+                                  {"updated_at", "2026-12-04T10:00:00Z"},
+                                  {"next_run_at", "2026-12-04T15:00:00Z"}};
+const json kRecoveredState = {{"retry_status", "ok"},
+                              {"failure_class", nullptr},
+                              {"retry_count", 0},
+                              {"next_retry_at", nullptr},
+                              {"next_action", "none"},
+                              {"last_error", ""},
+                              {"updated_at", "2026-12-04T14:00:00Z"}};
 
 TEST(ViewMerge, RecoveredJobIsNotShownAsFailed) {
   auto view = merge_job_view("weekly-summary", kStaleFailureInline, kRecoveredState);
@@ -52,14 +59,11 @@ TEST(ViewMerge, RecoveredJobIsNotShownAsFailed) {
 TEST(ViewMerge, RetryInProgressIsNotMissed) {
   // jobs_state.json holds an old success; the job's current retry was
   // written inline in jobs.json.
-  const json old_success = {{"retry_status", "ok"}, {"retry_count", 0},
-                            {"updated_at", "2026-12-04T09:00:00Z"}};
-  const json retrying = {{"retry_status", "retrying"},
-                         {"failure_class", "provider_5xx"},
-                         {"retry_count", 1},
-                         {"next_retry_at", "2026-12-04T10:01:00Z"},
-                         {"next_action", "retry"},
-                         {"updated_at", "2026-12-04T10:00:00Z"}};
+  const json old_success = {
+      {"retry_status", "ok"}, {"retry_count", 0}, {"updated_at", "2026-12-04T09:00:00Z"}};
+  const json retrying = {{"retry_status", "retrying"}, {"failure_class", "provider_5xx"},
+                         {"retry_count", 1},           {"next_retry_at", "2026-12-04T10:01:00Z"},
+                         {"next_action", "retry"},     {"updated_at", "2026-12-04T10:00:00Z"}};
   auto view = merge_job_view("fetch", retrying, old_success);
   ASSERT_TRUE(view.ok()) << view.error().describe();
   EXPECT_EQ(view->retry_status, RetryStatus::retrying);
@@ -85,8 +89,8 @@ TEST(ViewMerge, TiesGoToJobsState) {
 
 TEST(ViewMerge, RecordWithoutUpdatedAtLoses) {
   const json dated = {{"retry_count", 1}, {"updated_at", "1970-01-01T00:00:00Z"}};
-  for (const json& undated : {json{{"retry_count", 5}}, json{{"retry_count", 5},
-                                                             {"updated_at", nullptr}}}) {
+  for (const json& undated :
+       {json{{"retry_count", 5}}, json{{"retry_count", 5}, {"updated_at", nullptr}}}) {
     auto m1 = merge_runtime_fields(dated, undated);  // jobs.json dated
     ASSERT_TRUE(m1.ok());
     EXPECT_EQ(m1->fields["retry_count"], 1);
@@ -149,12 +153,11 @@ TEST(ViewMerge, MalformedInputIsAnErrorNotAGuess) {
 // --- Property: the merge equals a field-by-field oracle ---------------------
 
 rc::Gen<json> gen_updated_at() {
-  return rc::gen::oneOf(
-      rc::gen::just(json()),  // marker for "absent"
-      rc::gen::just(json(nullptr)),
-      rc::gen::map(rc::gen::inRange<TimeMs>(0, 5), [](TimeMs minutes) {
-        return json(format_instant(1'700'000'000'000 + minutes * kMinuteMs));
-      }));
+  return rc::gen::oneOf(rc::gen::just(json()),  // marker for "absent"
+                        rc::gen::just(json(nullptr)),
+                        rc::gen::map(rc::gen::inRange<TimeMs>(0, 5), [](TimeMs minutes) {
+                          return json(format_instant(1'700'000'000'000 + minutes * kMinuteMs));
+                        }));
 }
 
 rc::Gen<json> gen_record() {
@@ -201,9 +204,8 @@ REHEARSE_PROP(ViewMergeProps, EachFieldComesFromTheNewerRecordThatHasIt, ()) {
     const bool from_first = first.is_object() && first.contains(key);
     const json& expected = from_first ? first[key] : second[key];
     RC_ASSERT(merged->fields[key] == expected);
-    const RuntimeStoreKind source =
-        (from_first == inline_wins) ? RuntimeStoreKind::jobs_json
-                                    : RuntimeStoreKind::jobs_state_json;
+    const RuntimeStoreKind source = (from_first == inline_wins) ? RuntimeStoreKind::jobs_json
+                                                                : RuntimeStoreKind::jobs_state_json;
     RC_ASSERT(merged->source.at(key) == source);
   }
   // Merging a record with itself changes nothing.

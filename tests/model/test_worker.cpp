@@ -61,8 +61,8 @@ struct Fixture {
     WorkerOptions options;
     options.state_dir = "/srv/state";
     options.ledger_dir = "/srv/ledger";
-    return Worker::open(WorkerPorts{sim.clock(), queue, disk, services, messenger, log,
-                                    sim.rng(), env},
+    return Worker::open(WorkerPorts{sim.clock(), queue, disk, services, messenger, log, sim.rng(),
+                                    env},
                         std::move(jobs), options, kinds);
   }
   bool logged(const std::string& event) const {
@@ -163,11 +163,11 @@ TEST(Worker, TheRegistryHasOneEntryPerKindAndACallersTableIsUsed) {
   // lacks is a config error; its factory builds the runners of its kind.
   Fixture f;
   int built = 0;
-  JobKinds only_group{{"group", [&built](const JobConfig& job, const PolicyOrError& policy,
-                                         JobPorts& ports) {
-                         ++built;
-                         return find_job_kind("group")->make(job, policy, ports);
-                       }}};
+  JobKinds only_group{
+      {"group", [&built](const JobConfig& job, const PolicyOrError& policy, JobPorts& ports) {
+         ++built;
+         return find_job_kind("group")->make(job, policy, ports);
+       }}};
   JobConfig fetch = group_job("f");
   fetch.kind = "fetch";
   auto worker = f.open({group_job("a"), group_job("b"), fetch}, only_group);
@@ -207,9 +207,9 @@ TEST(Worker, TheSimulatedWorldDoesNotAssembleTheWorker) {
   for (const char* file : {"sim/world.cpp", "sim/world_runners.cpp", "sim/world.hpp"}) {
     const std::string text = source(file);
     ASSERT_FALSE(text.empty()) << file;
-    for (const char* word : {"parse_retry_policy", "effective_schedule", "record_config_error",
-                             "Scheduler>(", "ScheduledJob", "GroupJob", "FetchJob", "PublishJob",
-                             "ReconcileJob", "TokenClient>("}) {
+    for (const char* word :
+         {"parse_retry_policy", "effective_schedule", "record_config_error", "Scheduler>(",
+          "ScheduledJob", "GroupJob", "FetchJob", "PublishJob", "ReconcileJob", "TokenClient>("}) {
       EXPECT_EQ(text.find(word), std::string::npos) << file << " mentions " << word;
     }
   }

@@ -21,9 +21,9 @@
 #include <gtest/gtest.h>
 
 #include "model/time.hpp"
-#include "sim/world.hpp"
 #include "sim/orchestrator.hpp"
 #include "sim/report.hpp"
+#include "sim/world.hpp"
 #include "tests/variants/lying_cores.hpp"
 #include "tests/variants/seed_bugs.hpp"
 
@@ -97,17 +97,19 @@ Pair run_both(const std::string& name, RunnerFactory factory) {
 TEST(BugVariants, SwallowedGroupFailureBreaksNothingLost) {
   // The all-fail job of group-run-verdicts: every task fails in a quota
   // outage. The variant turns the failed run into a delivered slot.
-  Pair r = run_both("group-run-verdicts", [](const JobSpec& job, RunnerPorts& ports)
-                                              -> std::unique_ptr<JobRunner> {
-    if (job.id != "all-fail") return nullptr;
-    auto core = make_default_runner(job, ports);
-    if (!core.ok()) return nullptr;
-    return variants::make_swallowing_group_job(std::move(core).value(), ports.clock, ports.log,
-                                               ports.ledger);
-  });
+  Pair r =
+      run_both("group-run-verdicts",
+               [](const JobSpec& job, RunnerPorts& ports) -> std::unique_ptr<JobRunner> {
+                 if (job.id != "all-fail") return nullptr;
+                 auto core = make_default_runner(job, ports);
+                 if (!core.ok()) return nullptr;
+                 return variants::make_swallowing_group_job(std::move(core).value(), ports.clock,
+                                                            ports.log, ports.ledger);
+               });
   const auto core_fired = fired(r.core);
   EXPECT_EQ(core_fired.count("nothing_lost") + core_fired.count("no_duplicate_delivery"), 0u)
-      << "core run:\n" << describe(r.core);
+      << "core run:\n"
+      << describe(r.core);
   const auto bad = fired(r.variant);
   EXPECT_GE(bad.count("nothing_lost") + bad.count("no_duplicate_delivery"), 1u)
       << "the swallowed failure went unnoticed by the invariants; variant run:\n"
@@ -119,13 +121,14 @@ TEST(BugVariants, SwallowedGroupFailureBreaksNothingLost) {
 }
 
 TEST(BugVariants, NotFoundTreatedAsTransientBreaksItemQueriesBounded) {
-  Pair r = run_both("reconcile-migration-404", [](const JobSpec& job, RunnerPorts& ports)
-                                                   -> std::unique_ptr<JobRunner> {
-    if (job.kind != JobKind::reconcile) return nullptr;
-    return variants::make_transient_404_reconcile_job(ports.clock, ports.services, ports.log,
-                                                      ports.disk, ports.scenario.env,
-                                                      reconcile_config_from(job));
-  });
+  Pair r = run_both("reconcile-migration-404",
+                    [](const JobSpec& job, RunnerPorts& ports) -> std::unique_ptr<JobRunner> {
+                      if (job.kind != JobKind::reconcile) return nullptr;
+                      return variants::make_transient_404_reconcile_job(ports.clock, ports.services,
+                                                                        ports.log, ports.disk,
+                                                                        ports.scenario.env,
+                                                                        reconcile_config_from(job));
+                    });
   EXPECT_EQ(fired(r.core).count("item_queries_bounded"), 0u) << "core run:\n" << describe(r.core);
   EXPECT_EQ(fired(r.variant).count("item_queries_bounded"), 1u)
       << "a lost issue was queried again and nobody noticed; variant run:\n"
@@ -136,12 +139,12 @@ TEST(BugVariants, NotFoundTreatedAsTransientBreaksItemQueriesBounded) {
 }
 
 TEST(BugVariants, StickyTokenBreaksTokenReissueBounded) {
-  Pair r = run_both("token-revoked-early", [](const JobSpec& job, RunnerPorts& ports)
-                                               -> std::unique_ptr<JobRunner> {
-    if (job.kind != JobKind::fetch) return nullptr;
-    return variants::make_sticky_token_fetch_job(ports.clock, ports.services, ports.log, job.id,
-                                                 job.requests);
-  });
+  Pair r = run_both("token-revoked-early",
+                    [](const JobSpec& job, RunnerPorts& ports) -> std::unique_ptr<JobRunner> {
+                      if (job.kind != JobKind::fetch) return nullptr;
+                      return variants::make_sticky_token_fetch_job(ports.clock, ports.services,
+                                                                   ports.log, job.id, job.requests);
+                    });
   EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
   // The variant keeps the token a 401 refused and sends the next request with
   // it: invariant 7 read with docs/semantics.md §7's rule (the first 401 drops the token
@@ -159,13 +162,13 @@ TEST(BugVariants, StickyTokenBreaksTokenReissueBounded) {
 // core logs forward moves: caught by stage_monotonic, which reads the durable
 // file as the world decodes it.
 TEST(LyingCores, StaleSnapshotPipelineStoreBreaksStageMonotonic) {
-  Pair r = run_both("reconcile-out-of-order", [](const JobSpec& job, RunnerPorts& ports)
-                                                  -> std::unique_ptr<JobRunner> {
-    if (job.kind != JobKind::reconcile) return nullptr;
-    return variants::make_stale_pipeline_reconcile_job(ports.clock, ports.services, ports.log,
-                                                       ports.disk, ports.scenario.env,
-                                                       reconcile_config_from(job));
-  });
+  Pair r = run_both("reconcile-out-of-order",
+                    [](const JobSpec& job, RunnerPorts& ports) -> std::unique_ptr<JobRunner> {
+                      if (job.kind != JobKind::reconcile) return nullptr;
+                      return variants::make_stale_pipeline_reconcile_job(
+                          ports.clock, ports.services, ports.log, ports.disk, ports.scenario.env,
+                          reconcile_config_from(job));
+                    });
   EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
   EXPECT_EQ(fired(r.variant).count("stage_monotonic"), 1u)
       << "a stage that went back on disk passed; variant run:\n"
@@ -176,13 +179,13 @@ TEST(LyingCores, StaleSnapshotPipelineStoreBreaksStageMonotonic) {
 // skipped): caught by nothing_lost from the model-api replies (every task
 // skipped) and the retry the queue then received.
 TEST(LyingCores, SkipCountedAsFailureBreaksNothingLost) {
-  Pair r = run_both("group-run-verdicts", [](const JobSpec& job, RunnerPorts& ports)
-                                              -> std::unique_ptr<JobRunner> {
-    if (job.id != "all-skip") return nullptr;
-    auto core = make_default_runner(job, ports);
-    if (!core.ok()) return nullptr;
-    return variants::make_skip_as_failure_group_job(std::move(core).value());
-  });
+  Pair r = run_both("group-run-verdicts",
+                    [](const JobSpec& job, RunnerPorts& ports) -> std::unique_ptr<JobRunner> {
+                      if (job.id != "all-skip") return nullptr;
+                      auto core = make_default_runner(job, ports);
+                      if (!core.ok()) return nullptr;
+                      return variants::make_skip_as_failure_group_job(std::move(core).value());
+                    });
   EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
   EXPECT_EQ(fired(r.variant).count("nothing_lost"), 1u)
       << "a skip counted as a failure passed; variant run:\n"
@@ -194,13 +197,14 @@ TEST(LyingCores, SkipCountedAsFailureBreaksNothingLost) {
 // (the core believes it holds it, its log is unchanged) is caught by
 // state_durable from the disk's lock records.
 TEST(LyingCores, LocklessPipelineStoreBreaksStateDurable) {
-  Pair r = run_both("reconcile-out-of-order", [](const JobSpec& job, RunnerPorts& ports)
-                                                  -> std::unique_ptr<JobRunner> {
-    if (job.kind != JobKind::reconcile) return nullptr;
-    return variants::make_lockless_reconcile_job(ports.clock, ports.services, ports.log,
-                                                 ports.disk, ports.scenario.env,
-                                                 reconcile_config_from(job));
-  });
+  Pair r = run_both("reconcile-out-of-order",
+                    [](const JobSpec& job, RunnerPorts& ports) -> std::unique_ptr<JobRunner> {
+                      if (job.kind != JobKind::reconcile) return nullptr;
+                      return variants::make_lockless_reconcile_job(ports.clock, ports.services,
+                                                                   ports.log, ports.disk,
+                                                                   ports.scenario.env,
+                                                                   reconcile_config_from(job));
+                    });
   EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
   EXPECT_EQ(fired(r.variant), std::set<std::string>{"state_durable"})
       << "a store written without its lock passed; variant run:\n"
@@ -254,9 +258,10 @@ WorkerPortsDecorator lying_queue(variants::QueueLie lie, DurationMs shift_ms) {
 // 10:10: retries_bounded reads the queue's ready_at (8 min, outside [10 min,
 // 10 min]).
 TEST(LyingCores, RetryQueuedEarlierThanLoggedBreaksRetriesBounded) {
-  Pair r = run_both(
-      digest_scenario(R"([{"at": "2026-12-07T09:59:30Z", "for": "15m", "kind": "quota_exhausted"}])"),
-      lying_queue(variants::QueueLie::shorter_retries, 2 * kMinuteMs));
+  Pair r =
+      run_both(digest_scenario(
+                   R"([{"at": "2026-12-07T09:59:30Z", "for": "15m", "kind": "quota_exhausted"}])"),
+               lying_queue(variants::QueueLie::shorter_retries, 2 * kMinuteMs));
   EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
   EXPECT_EQ(r.core.tallies["jobs"]["digest"]["retries"], 2) << r.core.tallies.dump();
   EXPECT_EQ(fired(r.variant), std::set<std::string>{"retries_bounded"})
@@ -270,9 +275,10 @@ TEST(LyingCores, RetryQueuedEarlierThanLoggedBreaksRetriesBounded) {
 // then receives a third retry, due 10:30, that the core never logs:
 // retries_bounded reads the queue's own record.
 TEST(LyingCores, RetryQueuedButNeverLoggedBreaksRetriesBounded) {
-  Pair r = run_both(
-      digest_scenario(R"([{"at": "2026-12-07T09:59:30Z", "for": "1h", "kind": "quota_exhausted"}])"),
-      lying_queue(variants::QueueLie::unlogged_retry, 10 * kMinuteMs));
+  Pair r =
+      run_both(digest_scenario(
+                   R"([{"at": "2026-12-07T09:59:30Z", "for": "1h", "kind": "quota_exhausted"}])"),
+               lying_queue(variants::QueueLie::unlogged_retry, 10 * kMinuteMs));
   EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
   EXPECT_EQ(r.core.tallies["jobs"]["digest"]["retries"], 2) << r.core.tallies.dump();
   EXPECT_EQ(fired(r.variant), std::set<std::string>{"retries_bounded"}) << describe(r.variant);
@@ -283,8 +289,8 @@ TEST(LyingCores, RetryQueuedButNeverLoggedBreaksRetriesBounded) {
 // 10:00 and next_run_at tomorrow 10:00: schedule_kept reads the queue's own
 // record (a regular slot is due at its firing).
 TEST(LyingCores, SlotQueuedAtAnotherTimeBreaksScheduleKept) {
-  Pair r = run_both(digest_scenario("[]"),
-                    lying_queue(variants::QueueLie::late_slots, 5 * kMinuteMs));
+  Pair r =
+      run_both(digest_scenario("[]"), lying_queue(variants::QueueLie::late_slots, 5 * kMinuteMs));
   EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
   EXPECT_EQ(fired(r.variant), std::set<std::string>{"schedule_kept"})
       << "a slot queued off its firing passed; variant run:\n"
@@ -319,10 +325,13 @@ Scenario store_scenario(const std::string& schedule, const std::string& policy,
                         const std::string& faults, const std::string& until) {
   const std::string text = R"({
     "format": 1, "scenario": "seed-004",
-    "start": "2026-12-07T09:30:00Z", "until": ")" + until + R"(",
+    "start": "2026-12-07T09:30:00Z", "until": ")" +
+                           until + R"(",
     "services": {"model-api": {}, "messenger": {"targets": ["team"]}},
-    "jobs": [{"id": "job", "kind": "group", "schedule": ")" + schedule + R"(",
-              "retry_policy": )" + policy + R"(,
+    "jobs": [{"id": "job", "kind": "group", "schedule": ")" +
+                           schedule + R"(",
+              "retry_policy": )" +
+                           policy + R"(,
               "tasks": [{"id": "t", "produces": "summary"}], "targets": ["team"]}],
     "faults": )" + faults + "}";
   auto loaded = load_scenario_json(text, "seed-004.json");
@@ -410,7 +419,8 @@ TEST(SeedBug004, RetryMovingNextRunAtBreaksScheduleKept) {
 // second (due 11:10) instead of a first (due 11:05).
 TEST(SeedBug004, SuccessKeepingTheCounterBreaksRetriesBounded) {
   Pair r = run_with_store_bug(
-      store_scenario("0 * * * *", R"({"max": 3, "backoff": {"type": "exponential", "delay": "5m"}})",
+      store_scenario("0 * * * *",
+                     R"({"max": 3, "backoff": {"type": "exponential", "delay": "5m"}})",
                      R"([{"at": "2026-12-07T09:59:30Z", "for": "3m", "kind": "quota_exhausted"},
                          {"at": "2026-12-07T10:30:00Z", "kind": "restart", "down_for": "2m"},
                          {"at": "2026-12-07T10:59:30Z", "for": "3m", "kind": "quota_exhausted"}])",
@@ -438,14 +448,14 @@ TEST(SeedBug004, SuccessKeepingTheCounterBreaksRetriesBounded) {
 // auth) and fires when the queue hands out the retry (its queue_take); the
 // durable row's class is not believed.
 TEST(LyingCores, A403WrittenAsNetworkBreaksRetriesBounded) {
-  Pair r = run_both("token-no-reissue", [](const JobSpec& job, RunnerPorts& ports)
-                                            -> std::unique_ptr<JobRunner> {
-    if (job.kind != JobKind::fetch) return nullptr;
-    auto core = make_default_runner(job, ports);
-    if (!core.ok()) return nullptr;
-    return variants::make_misclassifying_runner(std::move(core).value(), FailureClass::auth,
-                                                FailureClass::network);
-  });
+  Pair r = run_both("token-no-reissue",
+                    [](const JobSpec& job, RunnerPorts& ports) -> std::unique_ptr<JobRunner> {
+                      if (job.kind != JobKind::fetch) return nullptr;
+                      auto core = make_default_runner(job, ports);
+                      if (!core.ok()) return nullptr;
+                      return variants::make_misclassifying_runner(
+                          std::move(core).value(), FailureClass::auth, FailureClass::network);
+                    });
   EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
   EXPECT_EQ(fired(r.variant), std::set<std::string>{"retries_bounded"})
       << "an auth failure written and retried as network passed; variant run:\n"
@@ -503,7 +513,8 @@ TEST(LyingCores, AGroupTask403WrittenAsNetworkBreaksRetriesBounded) {
   ASSERT_TRUE(core.ok()) << core.error().message;
   RunOptions options;
   options.stop_on_violation = false;
-  options.runner_factory = [](const JobSpec& job, RunnerPorts& ports) -> std::unique_ptr<JobRunner> {
+  options.runner_factory = [](const JobSpec& job,
+                              RunnerPorts& ports) -> std::unique_ptr<JobRunner> {
     auto runner = make_default_runner(job, ports);
     if (!runner.ok()) return nullptr;
     return variants::make_misclassifying_runner(std::move(runner).value(), FailureClass::auth,

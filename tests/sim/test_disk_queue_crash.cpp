@@ -22,14 +22,14 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <cstdlib>
 #include <map>
-#include <set>
-#include <tuple>
 #include <memory>
+#include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -190,7 +190,8 @@ void crash(SimDisk& disk, CrashKind kind) {
 // lose power once more, check the exact end. Returns the steps held.
 Result<int> recover_and_finish(SimDisk& disk, int acked) {
   auto queue = DiskJobQueue::open(disk, kDir);
-  if (!queue.ok()) return make_error(ErrorCode::internal, "reopen failed: " + queue.error().describe());
+  if (!queue.ok())
+    return make_error(ErrorCode::internal, "reopen failed: " + queue.error().describe());
   const QueueContent now = content_of(*queue);
   int held = -1;
   if (now == expected()[acked]) {
@@ -334,7 +335,6 @@ TEST(DiskQueueCrash, ABrokenQueueRefusesEveryLaterOperation) {
   EXPECT_EQ(later.error().code, ErrorCode::io_error);
 }
 
-
 // --- the same answers as SimQueue, for any sequence -------------------------
 
 // One generated operation: what, and two small numbers it uses.
@@ -350,15 +350,18 @@ std::string apply(JobQueue& q, const Op& op) {
   const TimeMs slot = TimeMs{op.b % 4} * kHourMs;
   const auto pick = [&](bool active) -> std::uint64_t {
     auto all = active ? q.list_active() : q.list();
-    if (!all.ok() || all->empty()) return 1000 + static_cast<std::uint64_t>(op.b);  // none: not_found
+    if (!all.ok() || all->empty())
+      return 1000 + static_cast<std::uint64_t>(op.b);  // none: not_found
     return (*all)[static_cast<std::size_t>(op.b) % all->size()].id;
   };
-  const auto status = [](const Status& s) { return s.ok() ? std::string("ok") : std::string(to_string(s.error().code)); };
+  const auto status = [](const Status& s) {
+    return s.ok() ? std::string("ok") : std::string(to_string(s.error().code));
+  };
   switch (op.what % 11) {
     case 0:
     case 1: {
-      auto r = q.add({job, slot, op.what % 2 == 0 ? RunKind::regular : RunKind::retry,
-                      1 + op.b % 3, TimeMs{op.a % 4} * 1000});
+      auto r = q.add({job, slot, op.what % 2 == 0 ? RunKind::regular : RunKind::retry, 1 + op.b % 3,
+                      TimeMs{op.a % 4} * 1000});
       return r.ok() ? fmt::format("{} {}", r->id, r->added) : status(r.error());
     }
     case 2: {
@@ -368,13 +371,15 @@ std::string apply(JobQueue& q, const Op& op) {
       return r.ok() ? (r->has_value() ? std::to_string((*r)->id) : "none") : status(r.error());
     }
     case 3: {
-      auto r = q.next_ready_at(op.b % 2 == 1 ? std::set<std::string>{job} : std::set<std::string>{});
+      auto r =
+          q.next_ready_at(op.b % 2 == 1 ? std::set<std::string>{job} : std::set<std::string>{});
       return r.ok() ? (r->has_value() ? std::to_string(**r) : "none") : status(r.error());
     }
     case 4: return status(q.set_intent(pick(op.a % 2 == 0), fmt::format("intent {}", op.b)));
     case 5: {
       QueueFinish finish;
-      if (op.a % 2 == 0) finish.adds.push_back({job, slot, RunKind::retry, 2, TimeMs{op.b % 4} * 1000});
+      if (op.a % 2 == 0)
+        finish.adds.push_back({job, slot, RunKind::retry, 2, TimeMs{op.b % 4} * 1000});
       if (op.a % 3 == 0) finish.cancels.push_back({job, slot});
       if (op.b % 2 == 0) finish.outbox.push_back({0, "ops", fmt::format("m{}", op.a)});
       auto r = q.finish(pick(op.a % 2 == 1), std::move(finish));
@@ -391,7 +396,8 @@ std::string apply(JobQueue& q, const Op& op) {
     }
     case 9: {
       auto all = q.outbox_list();
-      const std::uint64_t id = all.ok() && !all->empty() ? all->front().id + static_cast<std::uint64_t>(op.b % 2) : 7;
+      const std::uint64_t id =
+          all.ok() && !all->empty() ? all->front().id + static_cast<std::uint64_t>(op.b % 2) : 7;
       auto r = q.outbox_remove(id);
       return r.ok() ? (*r ? "removed" : "absent") : status(r.error());
     }
@@ -454,7 +460,8 @@ TEST(DiskQueueCrash, PosixDiskHoldsTheSameContentAndBytes) {
   auto reopened = DiskJobQueue::open(posix, posix_dir);
   ASSERT_TRUE(reopened.ok());
   EXPECT_EQ(content_of(*reopened), expected()[kSteps]);
-  EXPECT_EQ(*posix.read_file(posix_dir + "/queue.json"), *sim_disk->read_file(kDir + "/queue.json"));
+  EXPECT_EQ(*posix.read_file(posix_dir + "/queue.json"),
+            *sim_disk->read_file(kDir + "/queue.json"));
 }
 
 }  // namespace

@@ -250,8 +250,8 @@ void replay(const std::vector<Op>& ops, TimeMs time_range, std::size_t pending_m
 }
 
 rc::Gen<std::vector<Op>> gen_ops() {
-  return rc::gen::container<std::vector<Op>>(rc::gen::construct<Op>(
-      rc::gen::inRange(0, 8), rc::gen::inRange(0, 1'000'000)));
+  return rc::gen::container<std::vector<Op>>(
+      rc::gen::construct<Op>(rc::gen::inRange(0, 8), rc::gen::inRange(0, 1'000'000)));
 }
 
 REHEARSE_PROP(EventQueueProp, MatchesModelWithManyTies, ()) {

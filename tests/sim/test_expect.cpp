@@ -17,9 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "model/time.hpp"
-#include "sim/world.hpp"
 #include "sim/expect.hpp"
 #include "sim/report.hpp"
+#include "sim/world.hpp"
 
 namespace rehearse::sim {
 namespace {
@@ -219,9 +219,9 @@ TEST(Expect, LatenessFailsBelowItsLowerAndAboveItsUpperBound) {
   serial["expect"]["jobs"]["fast"]["lateness"] = {{"at_most", "1m"}};
   const Lines lines = failures(serial);
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(
-      lines[0].rfind("expect /expect/jobs/fast/lateness/at_most: expected at most 1m, got 5m", 0),
-      0u)
+  EXPECT_EQ(lines[0].rfind("expect /expect/jobs/fast/lateness/at_most: expected at most 1m, got 5m",
+                           0),
+            0u)
       << lines[0];
 }
 

@@ -86,12 +86,18 @@ TEST(FaultKinds, DocsTableIsWhatTheTableGenerates) {
 
 TEST(FaultKinds, NamedEnumeratorsAreTheirTablePositions) {
   const std::vector<std::pair<FaultKind, std::string>> named{
-      {FaultKind::quota_exhausted, "quota_exhausted"}, {FaultKind::http_errors, "http_errors"},
-      {FaultKind::timeouts, "timeouts"},               {FaultKind::network_errors, "network_errors"},
-      {FaultKind::token_revoked, "token_revoked"},     {FaultKind::issues_deleted, "issues_deleted"},
-      {FaultKind::issue_status, "issue_status"},       {FaultKind::agent_removed, "agent_removed"},
-      {FaultKind::agent_restored, "agent_restored"},   {FaultKind::restart, "restart"},
-      {FaultKind::state_corrupted, "state_corrupted"}, {FaultKind::torn_write, "torn_write"},
+      {FaultKind::quota_exhausted, "quota_exhausted"},
+      {FaultKind::http_errors, "http_errors"},
+      {FaultKind::timeouts, "timeouts"},
+      {FaultKind::network_errors, "network_errors"},
+      {FaultKind::token_revoked, "token_revoked"},
+      {FaultKind::issues_deleted, "issues_deleted"},
+      {FaultKind::issue_status, "issue_status"},
+      {FaultKind::agent_removed, "agent_removed"},
+      {FaultKind::agent_restored, "agent_restored"},
+      {FaultKind::restart, "restart"},
+      {FaultKind::state_corrupted, "state_corrupted"},
+      {FaultKind::torn_write, "torn_write"},
       {FaultKind::messenger_down, "messenger_down"}};
   for (const auto& [kind, name] : named) {
     EXPECT_EQ(fault_kinds().at(static_cast<std::size_t>(kind)).name, name);
@@ -182,7 +188,9 @@ json required_keys(const FaultKindSpec& kind) {
 TEST(FaultKindsLoader, EachKindLoadsWithItsRequiredKeysOnly) {
   for (const FaultKindSpec& kind : fault_kinds()) {
     SCOPED_TRACE(std::string(kind.name));
-    const ScenarioCheck c = check_scenario_json(scenario_with(std::string(kind.name), required_keys(kind)).dump(), "k.json");
+    const ScenarioCheck c =
+        check_scenario_json(scenario_with(std::string(kind.name), required_keys(kind)).dump(),
+                            "k.json");
     ASSERT_TRUE(c.valid()) << c.errors.front().describe();
     ASSERT_EQ(c.scenario->faults.size(), 1u);
     EXPECT_EQ(to_string(c.scenario->faults.front().kind), kind.name);
@@ -196,10 +204,12 @@ TEST(FaultKindsLoader, EachRequiredKeyIsReportedMissingAtTheFault) {
       SCOPED_TRACE(std::string(kind.name) + "/" + std::string(key.name));
       json keys = required_keys(kind);
       keys.erase(std::string(key.name));
-      const ScenarioCheck c = check_scenario_json(scenario_with(std::string(kind.name), keys).dump(), "k.json");
+      const ScenarioCheck c =
+          check_scenario_json(scenario_with(std::string(kind.name), keys).dump(), "k.json");
       ASSERT_EQ(c.errors.size(), 1u);
       EXPECT_EQ(c.errors.front().where, "k.json:/faults/0");
-      EXPECT_NE(c.errors.front().message.find("missing required key '" + std::string(key.name) + "'"),
+      EXPECT_NE(c.errors.front().message.find("missing required key '" + std::string(key.name) +
+                                              "'"),
                 std::string::npos)
           << c.errors.front().message;
     }
@@ -215,7 +225,8 @@ TEST(FaultKindsLoader, AKeyOfAnotherKindSaysWhereItBelongs) {
         SCOPED_TRACE(std::string(kind.name) + " with " + key);
         json keys = required_keys(kind);
         keys[key] = 1;
-        const ScenarioCheck c = check_scenario_json(scenario_with(std::string(kind.name), keys).dump(), "k.json");
+        const ScenarioCheck c =
+            check_scenario_json(scenario_with(std::string(kind.name), keys).dump(), "k.json");
         ASSERT_FALSE(c.valid());
         EXPECT_EQ(c.errors.front().where, "k.json:/faults/0/" + key);
         EXPECT_NE(c.errors.front().message.find("does not apply to"), std::string::npos)
@@ -241,9 +252,10 @@ FaultKindSpec token_endpoint_errors() {
                             .names = {"brokerage"},
                             .doc = "`service` (`\"brokerage\"`, the default)",
                             .default_value = "brokerage",
-                            .store = [](FaultSpec& f, const FaultValue& v) {
-                              f.service = parse_service_kind(v.value.get<std::string>());
-                            }},
+                            .store =
+                                [](FaultSpec& f, const FaultValue& v) {
+                                  f.service = parse_service_kind(v.value.get<std::string>());
+                                }},
                FaultKeySpec{.name = "status",
                             .type = FaultKeyType::integer,
                             .required = true,
@@ -251,10 +263,12 @@ FaultKindSpec token_endpoint_errors() {
                             .max = 599,
                             .what = "an HTTP status",
                             .doc = "`status` (required, 400..599)",
-                            .store = [](FaultSpec& f, const FaultValue& v) {
-                              f.http_status = v.value.get<int>();
-                            }}},
-      .trace = {{"status", [](const FaultSpec& f) -> std::optional<json> { return f.http_status; }}},
+                            .store =
+                                [](FaultSpec& f, const FaultValue& v) {
+                                  f.http_status = v.value.get<int>();
+                                }}},
+      .trace = {{"status",
+                 [](const FaultSpec& f) -> std::optional<json> { return f.http_status; }}},
       .meaning = "token requests fail with that status; tokens already issued keep working",
       .schedule =
           [](const FaultSpec& f, std::size_t index, TimeMs from, TimeMs until, FaultWorld& world) {
@@ -291,7 +305,8 @@ json example_scenario(const json& fault) {
 
 TEST(FaultKindsWorkedExample, TheLoaderTakesTheNewKindFromTheTableAlone) {
   const FaultKinds kinds = table_with_example();
-  const json fault{{"at", "+1h"}, {"for", "2h"}, {"kind", "token_endpoint_errors"}, {"status", 503}};
+  const json fault{
+      {"at", "+1h"}, {"for", "2h"}, {"kind", "token_endpoint_errors"}, {"status", 503}};
   const ScenarioCheck good = check_scenario_json(example_scenario(fault).dump(), "t.json", kinds);
   ASSERT_TRUE(good.valid()) << good.errors.front().describe();
   const FaultSpec& spec = good.scenario->faults.at(0);
@@ -319,11 +334,15 @@ TEST(FaultKindsWorkedExample, AKeyWithoutAFieldLandsInParams) {
   // A new kind's key that no FaultSpec field holds (its entry gives no
   // `store`) reaches the hooks through FaultSpec::params.
   FaultKinds kinds = table_with_example();
-  FaultKeySpec requests{.name = "requests", .type = FaultKeyType::integer, .min = 1, .max = 10,
-                        .what = "a request count", .doc = "`requests` (1..10)"};
+  FaultKeySpec requests{.name = "requests",
+                        .type = FaultKeyType::integer,
+                        .min = 1,
+                        .max = 10,
+                        .what = "a request count",
+                        .doc = "`requests` (1..10)"};
   kinds.back().keys.push_back(requests);
-  const json fault{{"at", "+1h"}, {"kind", "token_endpoint_errors"}, {"status", 503},
-                   {"requests", 3}};
+  const json fault{
+      {"at", "+1h"}, {"kind", "token_endpoint_errors"}, {"status", 503}, {"requests", 3}};
   const ScenarioCheck c = check_scenario_json(example_scenario(fault).dump(), "t.json", kinds);
   ASSERT_TRUE(c.valid()) << c.errors.front().describe();
   EXPECT_EQ(c.scenario->faults.at(0).params, json({{"requests", 3}}));

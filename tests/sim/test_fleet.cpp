@@ -65,10 +65,12 @@ void expect_error(const json& doc, const std::string& where, const std::string& 
   ASSERT_FALSE(c.errors.empty()) << "expected an error at " << where;
   bool found = false;
   for (const auto& e : c.errors) {
-    if (e.where == (where.empty() ? "f.json" : "f.json:" + where) && e.message.find(fragment) != std::string::npos) found = true;
+    if (e.where == (where.empty() ? "f.json" : "f.json:" + where) &&
+        e.message.find(fragment) != std::string::npos)
+      found = true;
   }
-  EXPECT_TRUE(found) << "no error at " << where << " containing '" << fragment << "'; first: "
-                     << c.errors[0].describe();
+  EXPECT_TRUE(found) << "no error at " << where << " containing '" << fragment
+                     << "'; first: " << c.errors[0].describe();
 }
 
 TEST(Fleet, ApportionIsExactWithLargestRemainders) {
@@ -242,8 +244,10 @@ TEST(Fleet, LimitsAreTheNamedOnes) {
   doc.erase("fleet");
   doc["jobs"] = json::array();
   for (int i = 0; i < 1001; ++i) {
-    doc["jobs"].push_back({{"id", "j" + std::to_string(i)}, {"kind", "group"},
-                           {"schedule", "0 9 * * *"}, {"retry_policy", "auto"},
+    doc["jobs"].push_back({{"id", "j" + std::to_string(i)},
+                           {"kind", "group"},
+                           {"schedule", "0 9 * * *"},
+                           {"retry_policy", "auto"},
                            {"tasks", json::array({{{"id", "t"}, {"produces", "summary"}}})},
                            {"targets", json::array({"team"})}});
   }
@@ -251,7 +255,8 @@ TEST(Fleet, LimitsAreTheNamedOnes) {
   // Listed and generated together beyond 1,000,000: refused before generating.
   doc["fleet"] = fleet_scenario()["fleet"];
   doc["fleet"]["jobs"] = kMaxFleetJobs;
-  expect_error(doc, "/fleet/jobs", "too many jobs: 1001 listed + 1000000 in the fleet (at most 1000000");
+  expect_error(doc, "/fleet/jobs",
+               "too many jobs: 1001 listed + 1000000 in the fleet (at most 1000000");
 }
 
 TEST(Fleet, TheBenchmarkFleetOfOneHundredThousandJobsLoads) {

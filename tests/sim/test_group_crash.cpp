@@ -101,15 +101,15 @@ Task<void> worker_loop(Simulator& sim, SimDisk& disk, ProcessId self, WorkerMemo
       queue.violations.push_back("ledger unreadable after a failed run: " +
                                  record.error().describe());
     } else if (record->guard_consumed() || record->complete()) {
-      queue.violations.push_back(fmt::format("attempt {} failed but left the guard or marker",
-                                             attempt));
+      queue.violations.push_back(
+          fmt::format("attempt {} failed but left the guard or marker", attempt));
     }
     co_await sim.clock().sleep_for(kBackoffMs);
   }
 }
 
 struct CutPlan {
-  std::optional<std::uint64_t> crash_after_events;  // a suspension point
+  std::optional<std::uint64_t> crash_after_events;   // a suspension point
   std::optional<std::uint64_t> fail_stop_after_ops;  // a disk operation
   // Test-only faulty variant: the ledger's disk forgets every directory
   // fsync, so renamed files are not durable (the witness must catch it).
@@ -153,8 +153,8 @@ class NoDirSyncDisk final : public Disk {
 
 struct RunReport {
   CrashSweepRun run;
-  bool cut = false;                  // the planned cut happened
-  std::uint64_t worker_disk_ops = 0;  // disk operations of the whole run
+  bool cut = false;                         // the planned cut happened
+  std::uint64_t worker_disk_ops = 0;        // disk operations of the whole run
   std::map<std::string, int> window_cases;  // per target
   std::map<std::string, std::int64_t> deliveries;
   int duplicates = 0;  // extra deliveries over all targets
@@ -380,8 +380,7 @@ TEST(GroupCrash, EveryDiskOperationKeepsInvariantFive) {
     int windows = 0;
     for (std::uint64_t n = 0; n < baseline.worker_disk_ops; ++n) {
       const RunReport r = run_world(setup, {std::nullopt, n});
-      EXPECT_TRUE(r.cut) << setup.name << ": fail-stop at disk operation " << n
-                         << " never fired";
+      EXPECT_TRUE(r.cut) << setup.name << ": fail-stop at disk operation " << n << " never fired";
       if (!r.run.verdict.ok()) {
         ADD_FAILURE() << setup.name << ": fail-stop at disk operation " << n << ": "
                       << r.run.verdict.error().message;

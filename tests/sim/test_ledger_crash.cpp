@@ -236,8 +236,8 @@ TEST(LedgerCrash, TornJournalAppendsLoseNothingAcknowledged) {
 // every change) reads as it is, and the next change goes to a new journal.
 TEST(LedgerFormat, ASnapshotWithoutJournalStillReadsAndTakesChanges) {
   const auto disk = fresh_disk();
-  DeliverySlot done{kStart, std::nullopt, std::nullopt, {"team-chat"}, kStart + 1, kStart + 2,
-                    SlotVerdict::delivered};
+  DeliverySlot done{kStart,     std::nullopt, std::nullopt,          {"team-chat"},
+                    kStart + 1, kStart + 2,   SlotVerdict::delivered};
   ASSERT_TRUE(disk->put_durable(kDir + "/alpha.ledger.json", encode_ledger("alpha", {done})).ok());
   DeliveryLedger ledger = *DeliveryLedger::open(*disk, kDir, kBounds);
   EXPECT_EQ(*ledger.read_job("alpha"), std::vector<DeliverySlot>{done});
@@ -285,7 +285,7 @@ TEST(LedgerFormat, BytesWrittenPerChangeDoNotGrowWithHistory) {
     }
     return (disk->counters().bytes_written - before) / static_cast<std::uint64_t>(to - from);
   };
-  run_slots(0, 250);                         // a history of 250 completed slots
+  run_slots(0, 250);  // a history of 250 completed slots
   const std::uint64_t late = run_slots(250, 500);
   // A whole-file rewrite would write ~4 x 250 records (~150 KB) per slot.
   EXPECT_LT(late, 4096u) << late << " bytes written per slot";

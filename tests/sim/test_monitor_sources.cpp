@@ -79,10 +79,10 @@ TEST(MonitorSources, NoMonitorReadsACoreEventBeyondTheShrinkingList) {
     if (it != sources.end()) return it->second.count(EventSource::core) != 0;
     // Not seen in a bundled scenario: a core event unless the world's own
     // vocabulary (services, queue, disk, messenger, brokerage, world runner).
-    static const std::set<std::string> kWorldUnseen{"disk_corrupted", "disk_crash",
-                                                    "disk_process_crashed", "store_corrupt_injected",
-                                                    "auth_rejected", "token_issue_failed",
-                                                    "message_refused", "disk_remove", "queue_cancel"};
+    static const std::set<std::string> kWorldUnseen{
+        "disk_corrupted",         "disk_crash",    "disk_process_crashed",
+        "store_corrupt_injected", "auth_rejected", "token_issue_failed",
+        "message_refused",        "disk_remove",   "queue_cancel"};
     return kWorldUnseen.count(type) == 0;
   };
   std::set<std::string> core_read;

@@ -222,7 +222,8 @@ std::size_t handout(Script& s, const char* t, const std::string& job, const char
   std::int64_t& coalesced = s.coalesced[job];
   coalesced += f.value("coalesced_count", 0);
   s.add("durable_job_state", t, job, std::nullopt,
-        {{"next_run_at", f.value("next_run_at", json())}, {"coalesced_slots", coalesced},
+        {{"next_run_at", f.value("next_run_at", json())},
+         {"coalesced_slots", coalesced},
          {"slots", json::object()}});
   return added;
 }
@@ -235,8 +236,10 @@ std::size_t handout(Script& s, const char* t, const std::string& job, const char
 std::size_t run_start(Script& s, const char* t, const std::string& job, const char* slot, json f) {
   const std::uint64_t id = s.start_run(job);
   return s.add("queue_take", t, job, slot,
-               {{"id", id}, {"kind", f.value("kind", "regular")},
-                {"attempt", f.value("attempt", 1)}, {"ready_at", t}});
+               {{"id", id},
+                {"kind", f.value("kind", "regular")},
+                {"attempt", f.value("attempt", 1)},
+                {"ready_at", t}});
 }
 
 // A reply the world records for a failed request of `job`'s run, of `cls`
@@ -244,10 +247,10 @@ std::size_t run_start(Script& s, const char* t, const std::string& job, const ch
 void failed_reply(Script& s, const char* t, const std::string& job, const char* slot,
                   const std::string& cls) {
   static const std::map<std::string, json> kReplies{
-      {"timeout", {{"status", 408}}},       {"network", {{"transport_error", "connection_reset"}}},
-      {"provider_5xx", {{"status", 503}}},  {"rate_limit", {{"status", 429}}},
-      {"auth", {{"status", 403}}},          {"validation", {{"status", 400}}},
-      {"not_found", {{"status", 404}}},     {"config", {{"message", "configuration error"}}}};
+      {"timeout", {{"status", 408}}},      {"network", {{"transport_error", "connection_reset"}}},
+      {"provider_5xx", {{"status", 503}}}, {"rate_limit", {{"status", 429}}},
+      {"auth", {{"status", 403}}},         {"validation", {{"status", 400}}},
+      {"not_found", {{"status", 404}}},    {"config", {{"message", "configuration error"}}}};
   const auto it = kReplies.find(cls);
   json data = it == kReplies.end() ? json{{"status", 418}} : it->second;
   data["request_id"] = job + "/r0";
@@ -257,8 +260,8 @@ void failed_reply(Script& s, const char* t, const std::string& job, const char* 
 
 std::size_t run_end(Script& s, const char* t, const std::string& job, const char* slot, json f) {
   const std::uint64_t id = s.run_of(job);
-  const json entry = {{"id", id}, {"kind", f.value("kind", "regular")},
-                      {"attempt", f.value("attempt", 1)}};
+  const json entry = {
+      {"id", id}, {"kind", f.value("kind", "regular")}, {"attempt", f.value("attempt", 1)}};
   const bool failed = f.value("outcome", "") == "failure";
   if (failed) failed_reply(s, t, job, slot, f.value("failure_class", "unknown"));
   s.add("queue_intent", t, job, slot, entry);
@@ -280,8 +283,7 @@ void regular(Script& s, const std::string& job, const char* slot, const char* t,
 
 std::size_t retry_run(Script& s, const std::string& job, const char* slot, const char* t,
                       int attempt, const std::string& outcome, const std::string& cls = {}) {
-  const std::size_t started =
-      run_start(s, t, job, slot, {{"kind", "retry"}, {"attempt", attempt}});
+  const std::size_t started = run_start(s, t, job, slot, {{"kind", "retry"}, {"attempt", attempt}});
   json f = {{"kind", "retry"}, {"attempt", attempt}, {"outcome", outcome}};
   if (!cls.empty()) f["failure_class"] = cls;
   run_end(s, t, job, slot, f);
@@ -298,8 +300,8 @@ std::size_t note(Script& s, const std::string& event, const std::string& job, co
   e.service = "queue";
   e.job = job;
   if (slot != nullptr) e.slot = at(slot);
-  e.data = {{"event", event}, {"target", "ops"}, {"attempt", attempt}, {"failure_class", cls},
-            {"at", t}};
+  e.data = {
+      {"event", event}, {"target", "ops"}, {"attempt", attempt}, {"failure_class", cls}, {"at", t}};
   return s.add_event(std::move(e));
 }
 
@@ -312,14 +314,16 @@ std::size_t note_state_corrupt(Script& s, const char* t) {
 TEST(StageMonotonic, FiresWhenAStageMovesBack) {
   Script s;
   s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "REVIEWING"}});
-  const auto bad = s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "BUILDING"}});
+  const auto bad =
+      s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "BUILDING"}});
   expect_first(run(s, base_scenario()), "stage_monotonic", bad);
 }
 
 TEST(StageMonotonic, FiresWhenATerminalStageChanges) {
   Script s;
   s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-2", {{"stage", "DESIGN_FAILED"}});
-  const auto bad = s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-2", {{"stage", "REVIEWING"}});
+  const auto bad =
+      s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-2", {{"stage", "REVIEWING"}});
   expect_first(run(s, base_scenario()), "stage_monotonic", bad);
 }
 
@@ -471,8 +475,9 @@ TEST(RetriesBounded, FiresWhenARetryIsQueuedOutsideItsExactWindow) {
   const char* slot = "2026-03-02T17:00:00Z";
   regular(s, "weekly", slot, slot, "2026-03-09T17:00:00Z", "failure", "timeout");
   // "auto", low frequency: exponential 30 min; retry 1 is due 30 min after.
-  const auto bad = s.add("queue_add", slot, "weekly", slot,
-                         {{"added", true}, {"kind", "retry"}, {"ready_at", "2026-03-02T18:00:00Z"}});
+  const auto bad =
+      s.add("queue_add", slot, "weekly", slot,
+            {{"added", true}, {"kind", "retry"}, {"ready_at", "2026-03-02T18:00:00Z"}});
   expect_first(run(s, only({"weekly"}), at("2026-03-02T17:01:00Z")), "retries_bounded", bad);
 }
 
@@ -500,8 +505,9 @@ Script weekly_linear_first_retry(const char* slot) {
 TEST(RetriesBounded, FiresWhenALinearRetryIgnoresItsCap) {
   const char* slot = "2026-03-02T17:00:00Z";
   Script s = weekly_linear_first_retry(slot);
-  const auto bad = s.add("queue_add", "2026-03-02T17:30:00Z", "weekly", slot,
-                         {{"added", true}, {"kind", "retry"}, {"ready_at", "2026-03-02T18:30:00Z"}});
+  const auto bad =
+      s.add("queue_add", "2026-03-02T17:30:00Z", "weekly", slot,
+            {{"added", true}, {"kind", "retry"}, {"ready_at", "2026-03-02T18:30:00Z"}});
   expect_first(run(s, weekly_linear_capped(), at("2026-03-02T17:40:00Z")), "retries_bounded", bad);
 }
 
@@ -560,21 +566,21 @@ TEST(ScheduleKept, FiresWhenARegularSlotIsSkipped) {
   regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
           "success");
   const auto bad = handout(s, "2026-03-02T12:00:00Z", "hourly", "2026-03-02T12:00:00Z",
-                         {{"next_run_at", "2026-03-02T13:00:00Z"}});
+                           {{"next_run_at", "2026-03-02T13:00:00Z"}});
   expect_first(run(s, base_scenario()), "schedule_kept", bad);
 }
 
 TEST(ScheduleKept, FiresWhenNextRunAtIsMovedByAFailure) {
   Script s;
   const auto added = handout(s, "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
-                           {{"next_run_at", "2026-03-02T10:05:00Z"}});
+                             {{"next_run_at", "2026-03-02T10:05:00Z"}});
   expect_first(run(s, base_scenario()), "schedule_kept", added + 1);  // the durable row
 }
 
 TEST(ScheduleKept, FiresWhenAnOffGridSlotIsHandedOut) {
   Script s;
   const auto bad = handout(s, "2026-03-02T10:07:00Z", "hourly", "2026-03-02T10:07:00Z",
-                         {{"next_run_at", "2026-03-02T11:00:00Z"}});
+                           {{"next_run_at", "2026-03-02T11:00:00Z"}});
   expect_first(run(s, base_scenario()), "schedule_kept", bad);
 }
 
@@ -585,9 +591,9 @@ TEST(ScheduleKept, FiresWhenCoalescedSlotsAreNotRecorded) {
   // Down 10:30-13:10: 11:00 runs late at 13:10 and 12:00, 13:00 fold into
   // it, but the durable row after the hand-out counts none of them.
   const auto late = handout(s, "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
-                          {{"next_run_at", "2026-03-02T14:00:00Z"}});
+                            {{"next_run_at", "2026-03-02T14:00:00Z"}});
   handout(s, "2026-03-02T14:00:00Z", "hourly", "2026-03-02T14:00:00Z",
-        {{"next_run_at", "2026-03-02T15:00:00Z"}});
+          {{"next_run_at", "2026-03-02T15:00:00Z"}});
   expect_first(run(s, base_scenario()), "schedule_kept", late + 1);
 }
 
@@ -602,11 +608,11 @@ TEST(ScheduleKept, NearMissSlotsMissedWhileDownAreCoalescedAndRecorded) {
   s.add("process_boot", "2026-03-02T13:10:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
   handout(s, "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
-        {{"next_run_at", "2026-03-02T14:00:00Z"}, {"coalesced_count", 2}});
+          {{"next_run_at", "2026-03-02T14:00:00Z"}, {"coalesced_count", 2}});
   run_start(s, "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
-        {{"kind", "regular"}, {"attempt", 1}});
+            {{"kind", "regular"}, {"attempt", 1}});
   run_end(s, "2026-03-02T13:10:30Z", "hourly", "2026-03-02T11:00:00Z",
-        {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
+          {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
   regular(s, "hourly", "2026-03-02T14:00:00Z", "2026-03-02T14:00:00Z", "2026-03-02T15:00:00Z",
           "success");
   const Outcome o = run(s, only({"hourly"}), at("2026-03-02T14:30:00Z"));
@@ -626,7 +632,7 @@ TEST(ScheduleKept, FiresWhenARestartHandsAnOlderSlotOutAgain) {
   s.add("process_boot", "2026-03-02T11:11:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
   const auto bad = handout(s, "2026-03-02T11:11:00Z", "hourly", "2026-03-02T10:00:00Z",
-                         {{"next_run_at", "2026-03-02T12:00:00Z"}});
+                           {{"next_run_at", "2026-03-02T12:00:00Z"}});
   expect_first(run(s, base_scenario()), "schedule_kept", bad);
 }
 
@@ -635,13 +641,13 @@ TEST(ScheduleKept, NearMissSameSlotAgainAfterACrashOrUnderACorruptStore) {
   // out again (the add is idempotent).
   Script s;
   handout(s, "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
-        {{"next_run_at", "2026-03-02T11:00:00Z"}});
+          {{"next_run_at", "2026-03-02T11:00:00Z"}});
   s.add("process_crash", "2026-03-02T10:00:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"cause", "crash point"}});
   s.add("process_boot", "2026-03-02T10:01:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
   handout(s, "2026-03-02T10:01:00Z", "hourly", "2026-03-02T10:00:00Z",
-        {{"next_run_at", "2026-03-02T11:00:00Z"}});
+          {{"next_run_at", "2026-03-02T11:00:00Z"}});
   EXPECT_TRUE(run(s, base_scenario()).seen.empty());
   // A corrupt store fails closed and cannot know its schedule: an older slot
   // handed out again is expected (the ledger makes the run exit quietly).
@@ -654,11 +660,11 @@ TEST(ScheduleKept, NearMissSameSlotAgainAfterACrashOrUnderACorruptStore) {
         {{"process", "worker"}, {"boots", 2}});
   note_state_corrupt(c, "2026-03-02T11:31:00Z");
   handout(c, "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
-        {{"next_run_at", "2026-03-02T12:00:00Z"}, {"coalesced_count", 1}});
+          {{"next_run_at", "2026-03-02T12:00:00Z"}, {"coalesced_count", 1}});
   run_start(c, "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
-        {{"kind", "regular"}, {"attempt", 1}});
+            {{"kind", "regular"}, {"attempt", 1}});
   run_end(c, "2026-03-02T11:31:00Z", "hourly", "2026-03-02T10:00:00Z",
-        {{"kind", "regular"}, {"attempt", 1}, {"outcome", "already_complete"}});
+          {{"kind", "regular"}, {"attempt", 1}, {"outcome", "already_complete"}});
   const Outcome o = run(c, only({"hourly"}), at("2026-03-02T11:45:00Z"));
   expect_clean(o);
   EXPECT_EQ(o.tallies["jobs"]["hourly"]["delivered_slots"], 2);  // 11:00 keeps its own fate
@@ -735,8 +741,9 @@ TEST(ScheduleKept, FiresWhenAJobWithAnEmptyOverrideIsQueued) {
   Script s;
   s.add("queue_add", "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
         {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T10:00:00Z"}});
-  const auto bad = s.add("queue_add", "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
-                         {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T10:30:00Z"}});
+  const auto bad =
+      s.add("queue_add", "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
+            {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T10:30:00Z"}});
   const Outcome o = run(s, sc, at("2026-03-02T10:31:00Z"));
   ASSERT_FALSE(o.seen.empty());
   EXPECT_EQ(o.seen.front().invariant, "schedule_kept");
@@ -752,10 +759,12 @@ TEST(ScheduleKept, FiresWhenTheQueueReceivesARegularEntryOffItsFiring) {
   Script s;
   s.add("queue_add", "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
         {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T10:00:00Z"}});
-  const auto late = s.add("queue_add", "2026-03-02T11:00:00Z", "hourly", "2026-03-02T11:00:00Z",
-                          {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T11:05:00Z"}});
-  const auto off = s.add("queue_add", "2026-03-02T11:10:00Z", "hourly", "2026-03-02T11:10:00Z",
-                         {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T11:10:00Z"}});
+  const auto late =
+      s.add("queue_add", "2026-03-02T11:00:00Z", "hourly", "2026-03-02T11:00:00Z",
+            {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T11:05:00Z"}});
+  const auto off =
+      s.add("queue_add", "2026-03-02T11:10:00Z", "hourly", "2026-03-02T11:10:00Z",
+            {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T11:10:00Z"}});
   const Outcome o = run(s, sc, at("2026-03-02T11:11:00Z"));
   std::vector<std::size_t> fired_at;
   for (const Violation& v : o.seen) {
@@ -771,15 +780,14 @@ TEST(NothingLost, FiresAtTheEndOnASwallowedFailure) {
   s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 1}});
   handout(s, "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
-        {{"next_run_at", "2026-03-02T11:30:00Z"}});
+          {{"next_run_at", "2026-03-02T11:30:00Z"}});
   run_start(s, "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
-        {{"kind", "regular"}, {"attempt", 1}});
-  const auto failed =
-      run_end(s, "2026-03-02T10:31:00Z", "slotty", "2026-03-02T10:30:00Z",
-            {{"kind", "regular"},
-             {"attempt", 1},
-             {"outcome", "failure"},
-             {"failure_class", "rate_limit"}});
+            {{"kind", "regular"}, {"attempt", 1}});
+  const auto failed = run_end(s, "2026-03-02T10:31:00Z", "slotty", "2026-03-02T10:30:00Z",
+                              {{"kind", "regular"},
+                               {"attempt", 1},
+                               {"outcome", "failure"},
+                               {"failure_class", "rate_limit"}});
   const Outcome o = run(s, base_scenario(), at("2026-03-02T11:00:00Z"));
   EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
   ASSERT_FALSE(o.end.empty());
@@ -940,14 +948,13 @@ TEST(NoDuplicateDelivery, NearMissCrashInsideTheWindowAllowsOneAndReportsIt) {
 TEST(NoDuplicateDelivery, FiresWhenAFailedRunSetTheGuard) {
   Script s;
   const char* slot = "2026-03-02T10:00:00Z";
-  run_start(s, "2026-03-02T10:00:00Z", "hourly", slot,
-        {{"kind", "regular"}, {"attempt", 1}});
+  run_start(s, "2026-03-02T10:00:00Z", "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
   s.add("durable_delivery", "2026-03-02T10:00:05Z", "hourly", slot, ledger({}, true));
   const auto bad = run_end(s, "2026-03-02T10:00:06Z", "hourly", slot,
-                         {{"kind", "regular"},
-                          {"attempt", 1},
-                          {"outcome", "failure"},
-                          {"failure_class", "rate_limit"}});
+                           {{"kind", "regular"},
+                            {"attempt", 1},
+                            {"outcome", "failure"},
+                            {"failure_class", "rate_limit"}});
   expect_first(run(s, base_scenario()), "no_duplicate_delivery", bad);
 }
 
@@ -967,7 +974,7 @@ TEST(NothingLost, FiresWhenAGroupRunReportsSuccessWithoutDelivering) {
   run_start(s, slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
   s.add("durable_delivery", "2026-03-02T10:00:05Z", "hourly", slot, ledger({}, true));
   const auto bad = run_end(s, "2026-03-02T10:00:06Z", "hourly", slot,
-                         {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
+                           {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
   expect_first(run(s, group_hourly(), at("2026-03-02T10:30:00Z")), "nothing_lost", bad);
 }
 
@@ -979,13 +986,13 @@ TEST(NothingLost, NearMissGroupRunThatDeliveredOrMarkedTheSlotSkipped) {
   s.add_event(delivered("2026-03-02T10:00:04Z", slot, "team-chat"));
   s.add("durable_delivery", "2026-03-02T10:00:04Z", "hourly", slot, ledger({"team-chat"}));
   run_end(s, "2026-03-02T10:00:06Z", "hourly", slot,
-        {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
+          {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
   const char* skipped = "2026-03-02T11:00:00Z";
   handout(s, skipped, "hourly", skipped, {{"next_run_at", "2026-03-02T12:00:00Z"}});
   run_start(s, skipped, "hourly", skipped, {{"kind", "regular"}, {"attempt", 1}});
   s.add("durable_delivery", "2026-03-02T11:00:05Z", "hourly", skipped, ledger({}, true, "skipped"));
   run_end(s, "2026-03-02T11:00:06Z", "hourly", skipped,
-        {{"kind", "regular"}, {"attempt", 1}, {"outcome", "skipped"}});
+          {{"kind", "regular"}, {"attempt", 1}, {"outcome", "skipped"}});
   const Outcome o = run(s, group_hourly(), at("2026-03-02T11:30:00Z"));
   expect_clean(o);
   EXPECT_EQ(o.tallies["jobs"]["hourly"]["delivered_slots"], 1);
@@ -1070,8 +1077,8 @@ TEST(StateDurable, FiresWhenTheCorruptStoreIsReplaced) {
 // replaced even with a copy.
 TEST(StateDurable, ATornTailMayBeDroppedOnlyWithACopyOfTheDamagedJournalKept) {
   const std::string journal = "/srv/state/retry_state.journal";
-  const json tail = {{"path", journal}, {"offset", 50}, {"length", 12}, {"torn", true},
-                     {"digest", "52c3c793"}};
+  const json tail = {
+      {"path", journal}, {"offset", 50}, {"length", 12}, {"torn", true}, {"digest", "52c3c793"}};
   Script s;
   s.add("store_corrupt_injected", "2026-03-02T10:00:00Z", {}, std::nullopt,
         {{"file", "retry_state.json"}, {"path", journal}, {"mode", "truncated"}});
@@ -1104,7 +1111,8 @@ TEST(StateDurable, ATornTailMayBeDroppedOnlyWithACopyOfTheDamagedJournalKept) {
                             {{"from", journal + ".tmp"}, {"to", journal}});
   json none = tail;
   none["kept_as"] = json::array();
-  const auto dropped = lost.add("journal_tail_gone", "2026-03-02T10:02:00Z", {}, std::nullopt, none);
+  const auto dropped =
+      lost.add("journal_tail_gone", "2026-03-02T10:02:00Z", {}, std::nullopt, none);
   const Outcome l = run(lost, base_scenario());
   expect_first(l, "state_durable", bad);
   EXPECT_TRUE(std::any_of(l.seen.begin(), l.seen.end(), [&](const Violation& v) {
@@ -1213,9 +1221,10 @@ TEST(TokenReissueBounded, FiresWhenATokenRefusedWithA401IsUsedAgain) {
 TEST(TokenReissueBounded, NearMissParallelRequestSentBeforeThe401Arrived) {
   const Outcome o =
       run(token_reuse("2026-03-02T10:00:00.150Z"), base_scenario(), at("2026-03-02T10:30:00Z"));
-  EXPECT_EQ(std::count_if(o.seen.begin(), o.seen.end(),
-                          [](const Violation& v) { return v.invariant == "token_reissue_bounded"; }),
-            0)
+  EXPECT_EQ(
+      std::count_if(o.seen.begin(), o.seen.end(),
+                    [](const Violation& v) { return v.invariant == "token_reissue_bounded"; }),
+      0)
       << describe(o.seen);
 }
 
@@ -1224,8 +1233,8 @@ TEST(TokenReissueBounded, NearMissParallelRequestSentBeforeThe401Arrived) {
 // expiry. 61 s before is fine; 59 s before fires.
 TEST(TokenReissueBounded, FiresWhenATokenIsReusedWithin60sOfItsExpiry) {
   Script s;
-  const json token = {{"generation", 1}, {"operation", "list"},
-                      {"expires_at", "2026-03-02T11:00:00Z"}};
+  const json token = {
+      {"generation", 1}, {"operation", "list"}, {"expires_at", "2026-03-02T11:00:00Z"}};
   s.broker("token_presented", "2026-03-02T10:58:59Z", "r-1", token);
   const auto bad = s.broker("token_presented", "2026-03-02T10:59:01Z", "r-2", token);
   expect_first(run(s, base_scenario()), "token_reissue_bounded", bad);
@@ -1464,7 +1473,7 @@ Script legal_trace(const std::vector<int>& failures, const std::vector<bool>& cr
     for (int attempt = 1; attempt <= std::min(fails + 1, 3); ++attempt) {
       const bool fail = attempt <= fails;
       run_start(s, c(t), "slotty", sl,
-            {{"kind", attempt == 1 ? "regular" : "retry"}, {"attempt", attempt}});
+                {{"kind", attempt == 1 ? "regular" : "retry"}, {"attempt", attempt}});
       json f = {{"kind", attempt == 1 ? "regular" : "retry"},
                 {"attempt", attempt},
                 {"outcome", fail ? "failure" : "success"}};
@@ -1593,9 +1602,9 @@ RealRun run_real_world(const json& core_policy, TimeMs outage_until) {
   Simulator sim({.start_ms = start, .seed = 17});
   SimDisk disk(&trace, sim.rng().derive("disk"));
   REHEARSE_ASSERT(disk.make_dirs("/srv").ok());
-  bind_to_simulator(
-      disk, sim,
-      {.crash_effect = ProcessCrashEffect::power_loss, .reboot_after_ms = 2 * kMinuteMs});
+  bind_to_simulator(disk, sim,
+                    {.crash_effect = ProcessCrashEffect::power_loss,
+                     .reboot_after_ms = 2 * kMinuteMs});
   SimQueue queue(&trace);
   bind_to_simulator(queue, sim, SimQueueBinding{2 * kMinuteMs, &disk});
   SimServices services(sim, trace);
@@ -1658,9 +1667,10 @@ RealRun run_real_world(const json& core_policy, TimeMs outage_until) {
     job.notify_target = ops;
     SchedulerOptions options;
     options.start_ms = start;
-    Scheduler& scheduler = s.emplace_memory<Scheduler>(
-        self, SchedulerPorts{s.clock(), queue, st, messenger, log, s.rng()},
-        std::vector<ScheduledJob>{std::move(job)}, options);
+    Scheduler& scheduler =
+        s.emplace_memory<Scheduler>(self,
+                                    SchedulerPorts{s.clock(), queue, st, messenger, log, s.rng()},
+                                    std::vector<ScheduledJob>{std::move(job)}, options);
     s.spawn(self, scheduler.run(), "scheduler");
   });
   sim.boot(p);

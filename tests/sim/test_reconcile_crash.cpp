@@ -92,12 +92,12 @@ SweepRun run_sync_day(std::optional<std::uint64_t> crash_after,
                     SimDiskBinding{ProcessCrashEffect::power_loss, DurationMs{kMinuteMs}});
   OrchestratorService service;
   service.instance = "orch-a";
-  service.issues = {{"A", "in_progress"}, {"B", "todo"},   {"C", "in_review"},
-                    {"D", "todo"},        {"E", "todo"},   {"F", "todo"}};
+  service.issues = {{"A", "in_progress"}, {"B", "todo"}, {"C", "in_review"},
+                    {"D", "todo"},        {"E", "todo"}, {"F", "todo"}};
   service.agents = {{kLeadId, "ceo", true}, {kDevId, "engineer", true}};
   SimOrchestrator orch(sim, trace, service);
   services.add(orch);
-  orch.delete_issues({"B"}, std::nullopt);                             // lost before the run
+  orch.delete_issues({"B"}, std::nullopt);                                  // lost before the run
   orch.schedule_issue_status(kStart + 15 * kMinuteMs, "C", "in_progress");  // goes back
   orch.schedule_issue_status(kStart + 45 * kMinuteMs, "C", "done");
   orch.schedule_delete_issues(kStart + 25 * kMinuteMs, {"D"}, std::string("orch-b"));
@@ -165,8 +165,8 @@ SweepRun run_sync_day(std::optional<std::uint64_t> crash_after,
       auto it = seen.find(item.issue);
       if (it != seen.end() && it->second != item.stage) {
         if (is_terminal_stage(it->second)) {
-          problems.push_back(fmt::format("{}: terminal {} changed to {}", item.issue, it->second,
-                                         item.stage));
+          problems.push_back(
+              fmt::format("{}: terminal {} changed to {}", item.issue, it->second, item.stage));
         } else if (order_of(item.stage) < order_of(it->second)) {
           problems.push_back(
               fmt::format("{}: stage regressed {} -> {}", item.issue, it->second, item.stage));
@@ -196,7 +196,8 @@ SweepRun run_sync_day(std::optional<std::uint64_t> crash_after,
   for (const auto& [issue, stage] : expected) {
     const auto it = seen.find(issue);
     const std::string got = it == seen.end() ? std::string("(absent)") : it->second;
-    if (got != stage) problems.push_back(fmt::format("{} ended {} instead of {}", issue, got, stage));
+    if (got != stage)
+      problems.push_back(fmt::format("{} ended {} instead of {}", issue, got, stage));
   }
   // Invariant 8: config-error attempts at most hourly, across crashes.
   std::map<std::string, TimeMs> last_deferral;
@@ -269,8 +270,8 @@ TEST(ReconcileCrash, DyingBetweenDiskOperationsNeverCorruptsThePipeline) {
     EXPECT_TRUE(run.run.verdict.ok())
         << "fail-stop after " << n << ": " << run.run.verdict.error().message;
   }
-  std::cout << "disk fail-stop points covered: " << points << " of "
-            << baseline.disk_operations << " disk operations" << std::endl;
+  std::cout << "disk fail-stop points covered: " << points << " of " << baseline.disk_operations
+            << " disk operations" << std::endl;
   ::testing::Test::RecordProperty("disk_fail_stop_points", static_cast<int>(points));
   EXPECT_GE(points, 20u);
 }

@@ -199,9 +199,9 @@ TEST(GroupFailureClass, ElseTheMostSpecificPermanentFailure) {
 }
 
 TEST(GroupFailureClass, TheSpecificityOrderIsSection1s) {
-  const std::vector<std::string> order = {"auth",         "validation", "not_found",
-                                          "config",       "rate_limit", "provider_5xx",
-                                          "timeout",      "network",    "unknown"};
+  const std::vector<std::string> order = {"auth",    "validation", "not_found",
+                                          "config",  "rate_limit", "provider_5xx",
+                                          "timeout", "network",    "unknown"};
   for (std::size_t i = 0; i + 1 < order.size(); ++i) {
     EXPECT_LT(failure_specificity(order[i]), failure_specificity(order[i + 1])) << order[i];
   }

@@ -79,8 +79,8 @@ TEST(Xoshiro256StarStar, JumpMatchesPublishedStateAndOutputs) {
 // the first four SplitMix64 outputs of the seed.
 TEST(Rng, SeedFillsStateWithSplitMix64Outputs) {
   const Rng rng(0);
-  const Rng::State expected = {0xe220a8397b1dcdafull, 0x6e789e6aa1b965f4ull,
-                               0x06c45d188009454full, 0xf88bb8a8724c81ecull};
+  const Rng::State expected = {0xe220a8397b1dcdafull, 0x6e789e6aa1b965f4ull, 0x06c45d188009454full,
+                               0xf88bb8a8724c81ecull};
   EXPECT_EQ(rng.state(), expected);
   EXPECT_EQ(rng.seed(), 0u);
 }

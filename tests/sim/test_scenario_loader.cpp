@@ -7,8 +7,8 @@
 // schema's property names and enums are compared with the loader's own key
 // lists; properties insert unknown keys and wrong types at every location,
 // move faults across the time span, and break the syntax on random lines.
-#include "sim/scenario.hpp"
 #include "sim/fleet.hpp"
+#include "sim/scenario.hpp"
 
 #include <gtest/gtest.h>
 
@@ -153,9 +153,9 @@ std::string all_errors(const ScenarioCheck& c) {
       return ::testing::AssertionSuccess();
     }
   }
-  return ::testing::AssertionFailure() << "no error at '" << where << "' containing '" << fragment
-                                       << "'; errors:\n"
-                                       << all_errors(c);
+  return ::testing::AssertionFailure()
+         << "no error at '" << where << "' containing '" << fragment << "'; errors:\n"
+         << all_errors(c);
 }
 
 TEST(ScenarioLoader, BaseScenarioIsValidWithoutFlags) {
@@ -357,8 +357,7 @@ const std::vector<Mutation>& mutations() {
        "/untill", "unknown key 'untill' (did you mean 'until'?)"},
       {"unknown key far from any", [](json& d) { set(d, "/zzzzzzzz", 1); }, "/zzzzzzzz",
        "unknown key 'zzzzzzzz' (expected one of: 'format'"},
-      {"missing format", [](json& d) { erase(d, "/format"); }, "",
-       "missing required key 'format'"},
+      {"missing format", [](json& d) { erase(d, "/format"); }, "", "missing required key 'format'"},
       {"format 2", [](json& d) { set(d, "/format", 2); }, "/format", "unsupported format 2"},
       {"format as string", [](json& d) { set(d, "/format", "1"); }, "/format",
        "expected the integer 1, got string \"1\""},
@@ -396,8 +395,9 @@ const std::vector<Mutation>& mutations() {
       {"queue max_events 0", [](json& d) { set(d, "/queue/max_events", 0); }, "/queue/max_events",
        "expected an integer from 1 to 100000000"},
       // services
-      {"service near a built-in name", [](json& d) { set(d, "/services/brokrage", json::object()); },
-       "/services/brokrage", "unknown key 'brokrage' (did you mean 'brokerage'?"},
+      {"service near a built-in name",
+       [](json& d) { set(d, "/services/brokrage", json::object()); }, "/services/brokrage",
+       "unknown key 'brokrage' (did you mean 'brokerage'?"},
       {"user service not object", [](json& d) { set(d, "/services/slack", true); },
        "/services/slack", "expected the 'slack' service settings (an object), got true"},
       {"user service unknown key", [](json& d) { set(d, "/services/billing-api/quota", 5); },
@@ -422,8 +422,8 @@ const std::vector<Mutation>& mutations() {
        "/jobs/4/calls/0/method", "unknown HTTP method \"FETCH\""},
       {"call relative path", [](json& d) { set(d, "/jobs/4/calls/0/path", "sync"); },
        "/jobs/4/calls/0/path", "expected a path starting with '/'"},
-      {"requests on a call job", [](json& d) { set(d, "/jobs/4/requests", 2); },
-       "/jobs/4/requests", "key 'requests' does not apply to a 'call' job"},
+      {"requests on a call job", [](json& d) { set(d, "/jobs/4/requests", 2); }, "/jobs/4/requests",
+       "key 'requests' does not apply to a 'call' job"},
       {"calls on a fetch job", [](json& d) { set(d, "/jobs/1/calls", json::array()); },
        "/jobs/1/calls", "key 'calls' does not apply to a 'fetch' job"},
       {"token_revoked on a user service",
@@ -465,9 +465,11 @@ const std::vector<Mutation>& mutations() {
        "/services/orchestrator/issues/0", "missing required key 'status'"},
       {"duplicate issue id", [](json& d) { set(d, "/services/orchestrator/issues/1/id", "ISS-1"); },
        "/services/orchestrator/issues/1/id", "duplicate issue id 'ISS-1'"},
-      {"issue id with space", [](json& d) { set(d, "/services/orchestrator/issues/1/id", "ISS 2"); },
+      {"issue id with space",
+       [](json& d) { set(d, "/services/orchestrator/issues/1/id", "ISS 2"); },
        "/services/orchestrator/issues/1/id", "invalid issue id \"ISS 2\""},
-      {"agent role upper case", [](json& d) { set(d, "/services/orchestrator/agents/0/role", "Lead"); },
+      {"agent role upper case",
+       [](json& d) { set(d, "/services/orchestrator/agents/0/role", "Lead"); },
        "/services/orchestrator/agents/0/role", "invalid role name \"Lead\""},
       {"agent present not bool",
        [](json& d) { set(d, "/services/orchestrator/agents/0/present", "yes"); },
@@ -476,10 +478,13 @@ const std::vector<Mutation>& mutations() {
        "/services/brokerage/token_lifetime", "expected a positive duration, got 0"},
       {"messenger without targets", [](json& d) { erase(d, "/services/messenger/targets"); },
        "/services/messenger", "missing required key 'targets'"},
-      {"messenger empty targets", [](json& d) { set(d, "/services/messenger/targets", json::array()); },
+      {"messenger empty targets",
+       [](json& d) { set(d, "/services/messenger/targets", json::array()); },
        "/services/messenger/targets", "at least one entry, got an empty array"},
       {"messenger duplicate target",
-       [](json& d) { set(d, "/services/messenger/targets", json::array({"ops", "ops"})); },
+       [](json& d) {
+         set(d, "/services/messenger/targets", json::array({"ops", "ops"}));
+       },
        "/services/messenger/targets/1", "duplicate target 'ops'"},
       // jobs
       {"missing jobs", [](json& d) { erase(d, "/jobs"); }, "", "missing required key 'jobs'"},
@@ -534,7 +539,8 @@ const std::vector<Mutation>& mutations() {
        "unknown target 'teem' (not declared in /services/messenger/targets); did you mean 'team'?"},
       {"group without targets", [](json& d) { erase(d, "/jobs/0/targets"); }, "/jobs/0",
        "missing required key 'targets'"},
-      {"group without model-api", [](json& d) {
+      {"group without model-api",
+       [](json& d) {
          erase(d, "/services/model-api");
          erase(d, "/expect/services/model-api");
          d["faults"].erase(2);  // the timeouts fault on model-api
@@ -542,15 +548,14 @@ const std::vector<Mutation>& mutations() {
        },
        "/jobs/0/tasks",
        "group job 'weekly-summary' uses the 'model-api' service, which is not declared"},
-      {"targets without messenger", [](json& d) {
-         erase(d, "/services/messenger");
-       },
+      {"targets without messenger", [](json& d) { erase(d, "/services/messenger"); },
        "/jobs/0/targets", "no 'messenger' service is declared"},
       {"fetch service other", [](json& d) { set(d, "/jobs/1/service", "orchestrator"); },
        "/jobs/1/service", "unknown fetch service \"orchestrator\" (expected one of: brokerage)"},
       {"fetch requests 0", [](json& d) { set(d, "/jobs/1/requests", 0); }, "/jobs/1/requests",
        "expected an integer from 1 to 1000, got 0"},
-      {"fetch without brokerage", [](json& d) {
+      {"fetch without brokerage",
+       [](json& d) {
          erase(d, "/services/brokerage");
          erase(d, "/expect/services/brokerage");
          d["faults"].erase(4);
@@ -567,7 +572,8 @@ const std::vector<Mutation>& mutations() {
        "/jobs/2/items/1/issue", "duplicate item 'ISS-1' in this job"},
       {"reconcile batch 0", [](json& d) { set(d, "/jobs/2/batch_size", 0); }, "/jobs/2/batch_size",
        "expected an integer from 1 to 10000, got 0"},
-      {"reconcile without orchestrator", [](json& d) {
+      {"reconcile without orchestrator",
+       [](json& d) {
          erase(d, "/services/orchestrator");
          d["faults"].erase(8);
          d["faults"].erase(7);
@@ -583,10 +589,10 @@ const std::vector<Mutation>& mutations() {
        "/faults/0/at",
        "fault at 2026-12-03T23:59:59Z is outside the scenario's time span "
        "[2026-12-04T00:00:00Z, 2026-12-05T00:00:00Z]"},
-      {"fault offset after until", [](json& d) { set(d, "/faults/4/at", "+1d1s"); },
-       "/faults/4/at", "is outside the scenario's time span"},
-      {"fault offset without plus", [](json& d) { set(d, "/faults/4/at", "16h"); },
-       "/faults/4/at", "(or an offset from start such as \"+16h\")"},
+      {"fault offset after until", [](json& d) { set(d, "/faults/4/at", "+1d1s"); }, "/faults/4/at",
+       "is outside the scenario's time span"},
+      {"fault offset without plus", [](json& d) { set(d, "/faults/4/at", "16h"); }, "/faults/4/at",
+       "(or an offset from start such as \"+16h\")"},
       {"fault bad offset", [](json& d) { set(d, "/faults/4/at", "+soon"); }, "/faults/4/at",
        "invalid offset \"+soon\""},
       {"fault at number", [](json& d) { set(d, "/faults/4/at", 3600000); }, "/faults/4/at",
@@ -597,15 +603,14 @@ const std::vector<Mutation>& mutations() {
        "expected a positive duration, got -5"},
       {"fault zero for", [](json& d) { set(d, "/faults/0/for", "0m"); }, "/faults/0/for",
        "expected a positive duration"},
-      {"fault lasting past until", [](json& d) { set(d, "/faults/0/for", "8h"); },
-       "/faults/0/for",
+      {"fault lasting past until", [](json& d) { set(d, "/faults/0/for", "8h"); }, "/faults/0/for",
        "the fault would end at 2026-12-05T00:30:00Z, after until 2026-12-05T00:00:00Z"},
-      {"for on an instant fault", [](json& d) { set(d, "/faults/4/for", "1h"); },
-       "/faults/4/for", "key 'for' does not apply to 'token_revoked': it happens at one instant"},
+      {"for on an instant fault", [](json& d) { set(d, "/faults/4/for", "1h"); }, "/faults/4/for",
+       "key 'for' does not apply to 'token_revoked': it happens at one instant"},
       {"fault key of another kind", [](json& d) { set(d, "/faults/9/status", 500); },
        "/faults/9/status", "key 'status' does not apply to a 'restart' fault"},
-      {"fault unknown kind", [](json& d) { set(d, "/faults/0/kind", "quota"); },
-       "/faults/0/kind", "unknown fault kind \"quota\""},
+      {"fault unknown kind", [](json& d) { set(d, "/faults/0/kind", "quota"); }, "/faults/0/kind",
+       "unknown fault kind \"quota\""},
       {"fault kind typo", [](json& d) { set(d, "/faults/4/kind", "token_revoke"); },
        "/faults/4/kind", "did you mean 'token_revoked'?"},
       {"fault missing kind", [](json& d) { erase(d, "/faults/4/kind"); }, "/faults/4",
@@ -633,7 +638,8 @@ const std::vector<Mutation>& mutations() {
        "fault kind 'http_errors' cannot target the messenger (use messenger_down for the "
        "messenger)"},
       {"deleted unknown issue", [](json& d) { set(d, "/faults/5/issues/0", "ISS-3"); },
-       "/faults/5/issues/0", "unknown issue 'ISS-3' (not declared in /services/orchestrator/issues)"},
+       "/faults/5/issues/0",
+       "unknown issue 'ISS-3' (not declared in /services/orchestrator/issues)"},
       {"deleted empty list", [](json& d) { set(d, "/faults/5/issues", json::array()); },
        "/faults/5/issues", "at least one entry"},
       {"new instance unchanged", [](json& d) { set(d, "/faults/5/new_instance", "paperclip-a"); },
@@ -643,8 +649,9 @@ const std::vector<Mutation>& mutations() {
       {"status change bad status", [](json& d) { set(d, "/faults/6/status", "review"); },
        "/faults/6/status", "unknown issue status \"review\""},
       {"agent unknown", [](json& d) { set(d, "/faults/7/agent", "agent-lead-2"); },
-       "/faults/7/agent", "unknown agent 'agent-lead-2' (not declared in "
-                          "/services/orchestrator/agents); did you mean 'agent-lead-1'?"},
+       "/faults/7/agent",
+       "unknown agent 'agent-lead-2' (not declared in "
+       "/services/orchestrator/agents); did you mean 'agent-lead-1'?"},
       {"agent missing", [](json& d) { erase(d, "/faults/8/agent"); }, "/faults/8",
        "missing required key 'agent'"},
       {"restart without down_for", [](json& d) { erase(d, "/faults/9/down_for"); }, "/faults/9",
@@ -662,9 +669,7 @@ const std::vector<Mutation>& mutations() {
       // expect
       {"expect unknown key", [](json& d) { set(d, "/expect/job", json::object()); }, "/expect/job",
        "unknown key 'job' (did you mean 'jobs'?)"},
-      {"expect unknown job", [](json& d) {
-         set(d, "/expect/jobs/weekly-sumary", json::object());
-       },
+      {"expect unknown job", [](json& d) { set(d, "/expect/jobs/weekly-sumary", json::object()); },
        "/expect/jobs/weekly-sumary",
        "unknown job 'weekly-sumary' (not declared in /jobs); did you mean 'weekly-summary'?"},
       {"expect bad final status",
@@ -676,8 +681,7 @@ const std::vector<Mutation>& mutations() {
       {"expect fractional count",
        [](json& d) { set(d, "/expect/jobs/weekly-summary/retries", 1.5); },
        "/expect/jobs/weekly-summary/retries", "expected a count from 0 to"},
-      {"expect job key typo",
-       [](json& d) { set(d, "/expect/jobs/weekly-summary/retires", 1); },
+      {"expect job key typo", [](json& d) { set(d, "/expect/jobs/weekly-summary/retires", 1); },
        "/expect/jobs/weekly-summary/retires", "did you mean 'retries'?"},
       {"expect unknown event",
        [](json& d) { set(d, "/expect/jobs/weekly-summary/notifications/retry_schedule", 1); },
@@ -694,7 +698,8 @@ const std::vector<Mutation>& mutations() {
        [](json& d) { set(d, "/expect/services/model-api/token_issues", 1); },
        "/expect/services/model-api/token_issues",
        "key 'token_issues' applies to the 'brokerage' service only"},
-      {"expect undeclared service", [](json& d) {
+      {"expect undeclared service",
+       [](json& d) {
          erase(d, "/services/messenger");
          erase(d, "/jobs/3");
          erase(d, "/jobs/0");
@@ -706,8 +711,8 @@ const std::vector<Mutation>& mutations() {
       {"expect unknown invariant", [](json& d) { set(d, "/expect/violations/0", "no_dupes"); },
        "/expect/violations/0", "unknown invariant \"no_dupes\""},
       {"expect duplicate invariant",
-       [](json& d) { d["expect"]["violations"].push_back("nothing_lost"); },
-       "/expect/violations/1", "duplicate invariant 'nothing_lost'"},
+       [](json& d) { d["expect"]["violations"].push_back("nothing_lost"); }, "/expect/violations/1",
+       "duplicate invariant 'nothing_lost'"},
       {"expect unknown total event", [](json& d) { set(d, "/expect/notifications/sent", 1); },
        "/expect/notifications/sent", "unknown notification event 'sent'"},
       // expect: the keys added to format 1 later (each refused with its pointer)
@@ -728,7 +733,8 @@ const std::vector<Mutation>& mutations() {
        "/expect/jobs/weekly-summary/state/retry_count", "expected a count from 0 to"},
       {"expect state bad class",
        [](json& d) { set(d, "/expect/jobs/weekly-summary/state/failure_class", "quota"); },
-       "/expect/jobs/weekly-summary/state/failure_class", "unknown failure class (or null) \"quota\""},
+       "/expect/jobs/weekly-summary/state/failure_class",
+       "unknown failure class (or null) \"quota\""},
       {"expect state bad word",
        [](json& d) { set(d, "/expect/jobs/weekly-summary/state", "corrupt"); },
        "/expect/jobs/weekly-summary/state",
@@ -754,8 +760,10 @@ const std::vector<Mutation>& mutations() {
       {"expect slot without instant",
        [](json& d) { erase(d, "/expect/jobs/weekly-summary/slots/0/slot"); },
        "/expect/jobs/weekly-summary/slots/0", "missing required key 'slot'"},
-      {"expect slots out of order", [](json& d) {
-         d["expect"]["jobs"]["weekly-summary"]["slots"].push_back({{"slot", "2026-12-04T16:00:00Z"}});
+      {"expect slots out of order",
+       [](json& d) {
+         d["expect"]["jobs"]["weekly-summary"]["slots"].push_back(
+             {{"slot", "2026-12-04T16:00:00Z"}});
        },
        "/expect/jobs/weekly-summary/slots/1/slot", "is not after the previous one"},
       {"expect slot bad outcome",
@@ -1041,7 +1049,8 @@ TEST(ScenarioLoader, RefusesAbsurdNestingAndSize) {
   const auto c = check(doc);
   ASSERT_EQ(c.errors.size(), 1u) << all_errors(c);
   EXPECT_EQ(c.errors[0].code, ErrorCode::schema_error);
-  EXPECT_EQ(c.errors[0].where.rfind("s.json:/jobs/1/retry_policy/0/0/", 0), 0u) << c.errors[0].where;
+  EXPECT_EQ(c.errors[0].where.rfind("s.json:/jobs/1/retry_policy/0/0/", 0), 0u)
+      << c.errors[0].where;
   EXPECT_NE(c.errors[0].message.find("nested more than 64 levels"), std::string::npos);
 
   // A million brackets stop at the bound instead of exhausting the stack.
@@ -1112,8 +1121,10 @@ TEST(ScenarioFlags, RetryingPublishJobNeedsKeyOrReason) {
   // A publish job that never retries needs neither.
   doc = base_scenario();
   erase(doc, "/jobs/3/idempotency_key");
-  set(doc, "/jobs/3/retry_policy", json{{"max", 0}, {"retryable_classes", json::array()},
-                                        {"reason", "live posts are never retried"}});
+  set(doc, "/jobs/3/retry_policy",
+      json{{"max", 0},
+           {"retryable_classes", json::array()},
+           {"reason", "live posts are never retried"}});
   EXPECT_TRUE(flags_of(doc).empty());
 
   // side_effects decides, not the kind: a group job declared "publish" too.
@@ -1218,8 +1229,7 @@ TEST(ScenarioFiles, BadFilesFailWithTheExpectedError) {
   // Every bad file and the first error it must produce; the table and the
   // directory must match exactly so no file goes untested.
   const std::map<std::string, std::pair<std::string, std::string>> expected{
-      {"bad-duration.json",
-       {":/services/messenger/latency", "invalid duration \"1.5s\""}},
+      {"bad-duration.json", {":/services/messenger/latency", "invalid duration \"1.5s\""}},
       {"bad-instant.json", {":/start", "invalid instant"}},
       {"duplicate-key.json", {":/jobs/0/schedule", "duplicate key 'schedule'"}},
       {"expect-slot-outcome.json",
@@ -1227,15 +1237,18 @@ TEST(ScenarioFiles, BadFilesFailWithTheExpectedError) {
       {"fault-outside-span.json", {":/faults/0/at", "outside the scenario's time span"}},
       {"never-fires.json", {":/jobs/0/schedule", "invalid cron \"0 0 30 2 *\": "}},
       {"messenger-service-fault.json",
-       {":/faults/0/service", "fault kind 'http_errors' cannot target the messenger (use "
-                              "messenger_down for the messenger)"}},
+       {":/faults/0/service",
+        "fault kind 'http_errors' cannot target the messenger (use "
+        "messenger_down for the messenger)"}},
       {"syntax-error.json", {":7:1", "syntax error while parsing object key"}},
       {"unknown-job-reference.json",
-       {":/expect/jobs/posts", "unknown job 'posts' (not declared in /jobs); did you mean 'post'?"}},
+       {":/expect/jobs/posts",
+        "unknown job 'posts' (not declared in /jobs); did you mean 'post'?"}},
       {"unknown-key.json", {":/untill", "unknown key 'untill' (did you mean 'until'?)"}},
       {"unknown-target.json",
-       {":/jobs/0/targets/0", "unknown target 'team-weekley' (not declared in "
-                              "/services/messenger/targets); did you mean 'team-weekly'?"}},
+       {":/jobs/0/targets/0",
+        "unknown target 'team-weekley' (not declared in "
+        "/services/messenger/targets); did you mean 'team-weekly'?"}},
       {"wrong-type.json",
        {":/queue/concurrency", "expected an integer from 1 to 64, got string \"1\""}},
   };
@@ -1359,10 +1372,14 @@ TEST(ScenarioSchema, EnumsEqualTheLoadersVocabulary) {
   EXPECT_EQ(defs.at("issue_status").at("enum").get<std::vector<std::string>>(),
             issue_status_names());
   EXPECT_EQ(defs.at("stage").at("enum").get<std::vector<std::string>>(), stage_names());
-  EXPECT_EQ(defs.at("notification_counts").at("propertyNames").at("enum")
-                .get<std::vector<std::string>>(),
-            notification_event_names());
-  EXPECT_EQ(defs.at("expect").at("properties").at("violations").at("items").at("enum")
+  EXPECT_EQ(
+      defs.at("notification_counts").at("propertyNames").at("enum").get<std::vector<std::string>>(),
+      notification_event_names());
+  EXPECT_EQ(defs.at("expect")
+                .at("properties")
+                .at("violations")
+                .at("items")
+                .at("enum")
                 .get<std::vector<std::string>>(),
             invariant_names());
   std::vector<std::string> files;
@@ -1370,20 +1387,29 @@ TEST(ScenarioSchema, EnumsEqualTheLoadersVocabulary) {
     files.push_back(to_string(static_cast<StateFile>(i)));
   }
   EXPECT_EQ(defs.at("state_file").at("enum").get<std::vector<std::string>>(), files);
-  EXPECT_EQ(defs.at("slot_expectation").at("properties").at("outcome").at("enum")
+  EXPECT_EQ(defs.at("slot_expectation")
+                .at("properties")
+                .at("outcome")
+                .at("enum")
                 .get<std::vector<std::string>>(),
             slot_outcome_names());
   std::vector<json> classes;
   for (const FailureClass c : all_failure_classes()) classes.emplace_back(to_string(c));
   classes.emplace_back(nullptr);
-  EXPECT_EQ(defs.at("state_expectation").at("properties").at("failure_class").at("enum")
+  EXPECT_EQ(defs.at("state_expectation")
+                .at("properties")
+                .at("failure_class")
+                .at("enum")
                 .get<std::vector<json>>(),
             classes);
   std::vector<std::string> modes;
   for (int i = 0; i <= static_cast<int>(CorruptionMode::flip); ++i) {
     modes.push_back(to_string(static_cast<CorruptionMode>(i)));
   }
-  EXPECT_EQ(defs.at("fault_state_corrupted").at("properties").at("mode").at("enum")
+  EXPECT_EQ(defs.at("fault_state_corrupted")
+                .at("properties")
+                .at("mode")
+                .at("enum")
                 .get<std::vector<std::string>>(),
             modes);
 }
@@ -1467,8 +1493,9 @@ REHEARSE_PROP(ScenarioProperties, WrongTypeIsReportedAtItsPointer, ()) {
   }();
   RC_ASSERT(leaves.size() > 100u);
   const std::string at = *rc::gen::elementOf(leaves);
-  json replacement = *rc::gen::elementOf(std::vector<json>{
-      json(nullptr), json::array(), json::object(), json::array({1}), json{{"a", 1}}});
+  json replacement =
+      *rc::gen::elementOf(std::vector<json>{json(nullptr), json::array(), json::object(),
+                                            json::array({1}), json{{"a", 1}}});
   // expect.jobs.<id>.state: an instant or a class may be null ("none expected").
   const bool nullable = at.find("/state/next_") != std::string::npos ||
                         at.find("/state/failure_class") != std::string::npos;

@@ -140,8 +140,7 @@ class World {
         log_(sim_, trace_),
         runner_(services_) {
     REHEARSE_ASSERT(disk_->make_dirs("/srv").ok());
-    bind_to_simulator(*disk_, sim_,
-                      SimDiskBinding{ProcessCrashEffect::power_loss, kRebootAfterMs});
+    bind_to_simulator(*disk_, sim_, SimDiskBinding{ProcessCrashEffect::power_loss, kRebootAfterMs});
     bind_to_simulator(queue_, sim_, SimQueueBinding{kRebootAfterMs, disk_.get()});
     api_.add_outage("digest", at("2026-03-02T10:00:00Z"), at("2026-03-02T10:10:00Z"));
     api_.add_outage("sync", at("2026-03-02T10:30:00Z"), at("2026-03-02T10:45:00Z"));
@@ -275,7 +274,8 @@ Status judge(World& w, bool exactly_once_success) {
       }
       const int n = successes[slot];
       if (n == 0 || (exactly_once_success && n != 1)) {
-        return fail(fmt::format("{}: slot {} succeeded {} times", spec.id, format_instant(slot), n));
+        return fail(
+            fmt::format("{}: slot {} succeeded {} times", spec.id, format_instant(slot), n));
       }
     }
     // Retries within budget: attempts 2..max+1 only.
@@ -405,7 +405,9 @@ void sweep_fail_stops(FailStopTarget target, const char* name) {
                                 << describe_failures(failures);
 }
 
-TEST(SchedulerCrash, FailStopAtEveryDiskOperation) { sweep_fail_stops(FailStopTarget::disk, "disk"); }
+TEST(SchedulerCrash, FailStopAtEveryDiskOperation) {
+  sweep_fail_stops(FailStopTarget::disk, "disk");
+}
 
 TEST(SchedulerCrash, FailStopAtEveryQueueCommand) {
   sweep_fail_stops(FailStopTarget::queue, "queue");

@@ -407,12 +407,8 @@ TEST(SimDiskCorrupt, EachKindDamagesTheBytesDurably) {
         EXPECT_LT(damaged->size(), original.size());
         EXPECT_EQ(*damaged, original.substr(0, damaged->size()));
         break;
-      case CorruptionKind::empty:
-        EXPECT_EQ(*damaged, "");
-        break;
-      case CorruptionKind::garbage:
-        EXPECT_EQ(damaged->size(), original.size());
-        break;
+      case CorruptionKind::empty: EXPECT_EQ(*damaged, ""); break;
+      case CorruptionKind::garbage: EXPECT_EQ(damaged->size(), original.size()); break;
     }
     disk.crash();
     EXPECT_EQ(read(disk, "/d/s"), damaged) << "the damage is on the medium";
@@ -571,10 +567,10 @@ TEST(SimDiskTrace, EveryMutationAndFaultIsTracedWithSizesNotContents) {
     types.push_back(e.type);
     EXPECT_EQ(to_json_line(e).find("abcdef"), std::string::npos) << "no contents in the trace";
   }
-  EXPECT_EQ(types, (Names{"disk_create_dir", "disk_write", "disk_fsync", "disk_rename",
-                          "disk_fsync_dir", "disk_append", "disk_remove", "disk_write",
-                          "disk_corrupted", "disk_torn_write", "disk_process_crashed",
-                          "disk_fail_stop", "disk_crash"}));
+  EXPECT_EQ(types,
+            (Names{"disk_create_dir", "disk_write", "disk_fsync", "disk_rename", "disk_fsync_dir",
+                   "disk_append", "disk_remove", "disk_write", "disk_corrupted", "disk_torn_write",
+                   "disk_process_crashed", "disk_fail_stop", "disk_crash"}));
   const auto& e = trace.events();
   EXPECT_EQ(e[1].t, 1000);
   EXPECT_EQ(e[1].str("path"), "/d/s/f.tmp");
@@ -674,7 +670,8 @@ TEST(SimDiskBinding, ProcessOnlyCrashKeepsThePageCache) {
   EXPECT_EQ(read(disk, "/d/f"), "unsynced");
 }
 
-// --- property: SimDisk agrees with a simple model of the rules -------------------------------------
+// --- property: SimDisk agrees with a simple model of the rules
+// -------------------------------------
 
 // The rules restated as plainly as possible: one directory; a name points at a
 // file object; each object has live and durable bytes; the directory has live
@@ -789,8 +786,7 @@ REHEARSE_PROP(SimDiskProps, CrashOutcomesMatchTheModel, ()) {
         if (s.ok()) model.durable_names = model.live_names;
         break;
       }
-      case Op::read:
-        break;  // every step is compared below
+      case Op::read: break;  // every step is compared below
       case Op::crash:
         disk.crash();
         model.crash();
@@ -807,7 +803,9 @@ REHEARSE_PROP(SimDiskProps, CrashOutcomesMatchTheModel, ()) {
         }
         auto& f = model.open(op.a);
         const std::size_t keep =
-            op.bytes.empty() ? 0 : static_cast<std::size_t>(std::min<std::uint64_t>(op.keep, op.bytes.size() - 1));
+            op.bytes.empty()
+                ? 0
+                : static_cast<std::size_t>(std::min<std::uint64_t>(op.keep, op.bytes.size() - 1));
         f.live += op.bytes.substr(0, keep);
         f.durable = f.live;
         model.dead = true;

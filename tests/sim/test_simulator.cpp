@@ -323,8 +323,8 @@ TEST(Simulator, CrashDestroysFramesCancelsEventsAndWipesMemory) {
   EXPECT_EQ(sim.boot_count(p), 2u);
   ASSERT_TRUE(sim.run().ok());
   EXPECT_TRUE(resumed_after_crash);
-  EXPECT_EQ(durable.log, (std::vector<std::string>{"leaf sleeping", "leaf sleeping",
-                                                   "process timer"}));
+  EXPECT_EQ(durable.log,
+            (std::vector<std::string>{"leaf sleeping", "leaf sleeping", "process timer"}));
   EXPECT_EQ(frames_destroyed, 6);  // the second incarnation finished normally
 }
 
@@ -381,17 +381,17 @@ std::vector<EventRecord> run_mixed_scenario(std::uint64_t seed, bool random_slee
   std::vector<EventRecord> events;
   record_events(sim, events);
   for (int i = 0; i < 3; ++i) {
-    const ProcessId p = sim.add_process("p" + std::to_string(i), [&, i](Simulator& s,
-                                                                      ProcessId self) {
-      auto body = [](Simulator& sim_ref, int index, bool random) -> Task<void> {
-        for (int n = 0; n < 20; ++n) {
-          const DurationMs d =
-              random ? sim_ref.rng().next_in(0, 50) : static_cast<DurationMs>(10 + 7 * index);
-          co_await sim_ref.clock().sleep_for(d);
-        }
-      };
-      s.spawn(self, body(s, i, random_sleeps));
-    });
+    const ProcessId p =
+        sim.add_process("p" + std::to_string(i), [&, i](Simulator& s, ProcessId self) {
+          auto body = [](Simulator& sim_ref, int index, bool random) -> Task<void> {
+            for (int n = 0; n < 20; ++n) {
+              const DurationMs d =
+                  random ? sim_ref.rng().next_in(0, 50) : static_cast<DurationMs>(10 + 7 * index);
+              co_await sim_ref.clock().sleep_for(d);
+            }
+          };
+          s.spawn(self, body(s, i, random_sleeps));
+        });
     sim.boot(p);
   }
   for (TimeMs t = 0; t < 300; t += 40) sim.schedule_call_for(kWorld, t, [] {});
@@ -527,8 +527,7 @@ TEST(CrashSweep, CatchesProgressKeptInProcessMemory) {
   std::vector<std::uint64_t> failed;
   for (const auto& f : report->failures) failed.push_back(f.crash_after_events);
   EXPECT_EQ(failed, (std::vector<std::uint64_t>{3, 4, 5, 6, 7}));
-  EXPECT_NE(report->failures.front().error.message.find("steps committed: 0 0"),
-            std::string::npos);
+  EXPECT_NE(report->failures.front().error.message.find("steps committed: 0 0"), std::string::npos);
 }
 
 TEST(CrashSweep, RefusesABaselineThatFailsOrIsTooLong) {
@@ -542,8 +541,8 @@ TEST(CrashSweep, RefusesABaselineThatFailsOrIsTooLong) {
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.error().message.find("broken without crash"), std::string::npos);
 
-  const auto b = sweep_crash_points(
-      [](std::optional<std::uint64_t> k) { return run_toy(k, false).run; }, 5);
+  const auto b =
+      sweep_crash_points([](std::optional<std::uint64_t> k) { return run_toy(k, false).run; }, 5);
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.error().message.find("8 crash points"), std::string::npos);
 }

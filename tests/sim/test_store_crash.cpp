@@ -88,7 +88,7 @@ std::string journal_path() { return kStateDir + "/" + StateStore::kJournalName; 
 
 // What one crashed run left behind.
 struct CrashedRun {
-  int acked = 0;      // updates that returned ok
+  int acked = 0;  // updates that returned ok
   bool opened = false;
   bool fault_fired = false;
 };
@@ -126,11 +126,12 @@ void crash(SimDisk& disk, CrashKind kind) {
 // the recovered state held (acked or acked + 1), or an error.
 Result<int> recover_and_finish(SimDisk& disk, int acked, bool expect_no_torn_tail) {
   auto store = StateStore::open(disk, kStateDir, small_journal());
-  if (!store.ok()) return make_error(ErrorCode::internal, "reopen failed: " + store.error().describe());
+  if (!store.ok())
+    return make_error(ErrorCode::internal, "reopen failed: " + store.error().describe());
   const StoreHealth health = store->health();
   if (!health.ok()) {
-    return make_error(ErrorCode::internal, "the store is corrupt after a crash: " +
-                                               health.error->describe());
+    return make_error(ErrorCode::internal,
+                      "the store is corrupt after a crash: " + health.error->describe());
   }
   if (expect_no_torn_tail && health.torn_tail) {
     return make_error(ErrorCode::internal, "a torn tail without a torn write");
@@ -155,8 +156,8 @@ Result<int> recover_and_finish(SimDisk& disk, int acked, bool expect_no_torn_tai
   if (acked > 0 && all->empty()) return make_error(ErrorCode::internal, "an empty state");
   for (int i = held; i < kUpdates; ++i) {
     if (auto s = do_update(*store, i); !s.ok()) {
-      return make_error(ErrorCode::internal,
-                        fmt::format("update {} after recovery failed: {}", i, s.error().describe()));
+      return make_error(ErrorCode::internal, fmt::format("update {} after recovery failed: {}", i,
+                                                         s.error().describe()));
     }
   }
   if (store->health().torn_tail) {
@@ -190,9 +191,9 @@ TEST(StoreCrash, BaselineWorkloadCompactsSeveralTimes) {
   auto store = StateStore::open(disk, kStateDir, small_journal());
   ASSERT_TRUE(store.ok());
   EXPECT_EQ(*store->read_all(), expected_after(kUpdates));
-  EXPECT_EQ(disk.durable_listing(kStateDir),
-            (std::vector<std::string>{"retry_state.journal", "retry_state.json",
-                                      "retry_state.lock"}))
+  EXPECT_EQ(
+      disk.durable_listing(kStateDir),
+      (std::vector<std::string>{"retry_state.journal", "retry_state.json", "retry_state.lock"}))
       << "no temp file is left durable";
 }
 
@@ -200,7 +201,7 @@ TEST(StoreCrash, FailStopAtEveryDiskOperationLosesNothingAcknowledged) {
   std::uint64_t baseline_ops = 0;
   {
     const auto disk_owner = fresh_disk();
-  SimDisk& disk = *disk_owner;
+    SimDisk& disk = *disk_owner;
     const CrashedRun run = run_until_death(disk);
     ASSERT_EQ(run.acked, kUpdates);
     baseline_ops = disk.operations();
@@ -211,7 +212,7 @@ TEST(StoreCrash, FailStopAtEveryDiskOperationLosesNothingAcknowledged) {
   for (const CrashKind kind : {CrashKind::power_loss, CrashKind::process_only}) {
     for (std::uint64_t k = 0; k <= baseline_ops; ++k) {
       const auto disk_owner = fresh_disk();
-  SimDisk& disk = *disk_owner;
+      SimDisk& disk = *disk_owner;
       disk.fail_stop_after(k);
       const CrashedRun run = run_until_death(disk);
       const bool fired = disk.counters().fail_stops == 1;
@@ -294,10 +295,9 @@ bool torn_run(const std::string& prefix, int before, std::uint64_t seed, TornKin
   disk.disarm_torn_write();
   crash(disk, crash_kind);
   auto held = recover_and_finish(disk, run.acked, false);
-  EXPECT_TRUE(held.ok()) << "torn write of " << prefix << " armed before update " << before
-                         << " (" << to_string(torn_kind) << ", seed " << seed << ", "
-                         << name_of(crash_kind) << "): "
-                         << (held.ok() ? std::string() : held.error().describe());
+  EXPECT_TRUE(held.ok()) << "torn write of " << prefix << " armed before update " << before << " ("
+                         << to_string(torn_kind) << ", seed " << seed << ", " << name_of(crash_kind)
+                         << "): " << (held.ok() ? std::string() : held.error().describe());
   if (held.ok() && fired) {
     ++outcomes[fmt::format("{}: in-flight update {}", name_of(crash_kind),
                            *held > run.acked ? "present" : "absent")];
@@ -412,7 +412,7 @@ TEST(StoreCrash, CorruptedLiveSnapshotFailsClosedAndIsKept) {
                                     CorruptionKind::empty, CorruptionKind::garbage}) {
     SCOPED_TRACE(to_string(kind));
     const auto disk_owner = fresh_disk(77);
-  SimDisk& disk = *disk_owner;
+    SimDisk& disk = *disk_owner;
     ASSERT_EQ(run_until_death(disk).acked, kUpdates);
     ASSERT_TRUE(disk.durable_content(snapshot_path()).has_value());
     Corruption corruption;
@@ -460,7 +460,8 @@ TEST(StoreCrash, UndetectedSnapshotFlipsAreCounted) {
   EXPECT_GT(detected, 0);
 }
 
-// --- the store inside a simulated process, crashed at every event --------------------------------------
+// --- the store inside a simulated process, crashed at every event
+// --------------------------------------
 
 struct SweepWorld {
   static constexpr int kTarget = 12;
@@ -509,9 +510,9 @@ TEST(StoreCrash, SimulatedProcessCrashedAtEveryEventKeepsEveryIncrement) {
     }
     auto job = store->read("counter");
     if (!job.ok() || job->retry_count != SweepWorld::kTarget) {
-      out.verdict = make_error(
-          ErrorCode::internal,
-          fmt::format("count {} != {}", job.ok() ? job->retry_count : -1, SweepWorld::kTarget));
+      out.verdict = make_error(ErrorCode::internal,
+                               fmt::format("count {} != {}", job.ok() ? job->retry_count : -1,
+                                           SweepWorld::kTarget));
     }
     return out;
   };
@@ -525,7 +526,8 @@ TEST(StoreCrash, SimulatedProcessCrashedAtEveryEventKeepsEveryIncrement) {
   EXPECT_GE(report->points, static_cast<std::uint64_t>(SweepWorld::kTarget));
 }
 
-// --- the same store on PosixDisk and SimDisk ---------------------------------------------------------
+// --- the same store on PosixDisk and SimDisk
+// ---------------------------------------------------------
 
 class TempDir {
  public:
@@ -619,8 +621,10 @@ TYPED_TEST(StoreOnEveryDisk, TornJournalTailIsDroppedAndRemoved) {
   }
   JobState next = expected_after(4).at(job_of(3));
   const std::string record = encode_journal_record(4, next);
-  ASSERT_TRUE(this->disk().append_file(this->file("retry_state.journal"),
-                                       record.substr(0, record.size() / 3)).ok());
+  ASSERT_TRUE(
+      this->disk()
+          .append_file(this->file("retry_state.journal"), record.substr(0, record.size() / 3))
+          .ok());
   auto store = this->open();
   ASSERT_TRUE(store.ok());
   ASSERT_TRUE(store->health().torn_tail);
@@ -667,7 +671,8 @@ TEST(StoreOnBothDisks, TheSameWorkloadWritesTheSameBytes) {
   EXPECT_EQ(*posix.disk.list_dir(posix.dir()), *sim.disk.list_dir(sim.dir()));
 }
 
-// --- a 100k-job fleet on the simulated disk ----------------------------------------------------------
+// --- a 100k-job fleet on the simulated disk
+// ----------------------------------------------------------
 
 TEST(StoreCrash, FleetOf100kJobsIsUsableOnSimDisk) {
   constexpr int kJobs = 100'000;
@@ -689,7 +694,8 @@ TEST(StoreCrash, FleetOf100kJobsIsUsableOnSimDisk) {
   ASSERT_TRUE(store.ok());
   const SimDiskCounters before = disk.counters();
   for (int i = 0; i < kUpdatesFleet; ++i) {
-    ASSERT_TRUE(store->update(id_of((i * 7919) % kJobs), [](JobState& s) { ++s.retry_count; }).ok());
+    ASSERT_TRUE(
+        store->update(id_of((i * 7919) % kJobs), [](JobState& s) { ++s.retry_count; }).ok());
   }
   const SimDiskCounters& after = disk.counters();
   EXPECT_EQ(after.appends - before.appends, static_cast<std::uint64_t>(kUpdatesFleet));

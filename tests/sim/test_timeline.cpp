@@ -46,16 +46,22 @@ std::vector<TraceEvent> outage() {
       ev("2026-12-04T17:00:00Z", "run_started", "weekly", {{"attempt", 1}, {"kind", "regular"}}),
       ev("2026-12-04T17:00:00Z", "disk_write", "", {{"path", "/state/x"}, {"bytes", 10}}),
       ev("2026-12-04T17:00:00.200Z", "run_finished", "weekly",
-         {{"attempt", 1}, {"kind", "regular"}, {"outcome", "failure"},
-          {"failure_class", "rate_limit"}, {"duration_ms", 200}}),
+         {{"attempt", 1},
+          {"kind", "regular"},
+          {"outcome", "failure"},
+          {"failure_class", "rate_limit"},
+          {"duration_ms", 200}}),
       ev("2026-12-04T17:00:00.200Z", "retry_scheduled", "weekly",
-         {{"attempt", 1}, {"failure_class", "rate_limit"},
-          {"next_retry_at", "2026-12-04T17:30:00.200Z"}, {"next_action", "retry"}}),
+         {{"attempt", 1},
+          {"failure_class", "rate_limit"},
+          {"next_retry_at", "2026-12-04T17:30:00.200Z"},
+          {"next_action", "retry"}}),
       ev("2026-12-04T17:00:00.200Z", "message_delivered", "weekly",
          {{"kind", "notification"}, {"event", "retry_scheduled"}, {"target", "team"}}),
       ev("2026-12-04T17:10:00Z", "stage_changed", "reconcile", {{"from", "open"}, {"to", "triage"}},
          "ISS-1"),
-      ev("2026-12-04T17:20:00Z", "token_issued", "fetch", {{"reason", "after_401"}, {"generation", 2}}),
+      ev("2026-12-04T17:20:00Z", "token_issued", "fetch",
+         {{"reason", "after_401"}, {"generation", 2}}),
       ev("2026-12-04T17:30:00.400Z", "retry_exhausted", "weekly",
          {{"attempt", 3}, {"failure_class", "rate_limit"}, {"next_action", "wait_next_run"}}),
       ev("2026-12-04T22:59:30Z", "fault_end", "", {{"fault", 0}, {"kind", "quota_exhausted"}}),
@@ -156,8 +162,7 @@ Scenario small_scenario() {
          {"retry_policy", "auto"},
          {"tasks", {{{"id", "summary"}, {"produces", "summary"}}}},
          {"targets", {"team"}}}}},
-      {"faults",
-       {{{"at", "2026-12-04T16:59:30Z"}, {"for", "6h"}, {"kind", "quota_exhausted"}}}}};
+      {"faults", {{{"at", "2026-12-04T16:59:30Z"}, {"for", "6h"}, {"kind", "quota_exhausted"}}}}};
   auto loaded = load_scenario_json(doc.dump(), "timeline-unit.json");
   EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : loaded.error().describe());
   return std::move(loaded).value();

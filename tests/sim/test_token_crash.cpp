@@ -85,7 +85,8 @@ std::optional<std::string> check_incarnation(const std::vector<TraceEvent>& even
       --issuing;
     } else if (e.type == "service_call") {
       if (++sends[id] > 2) return "request " + id + " sent more than twice";
-      if (sends[id] == 2 && last_status[id] != 401) return "request " + id + " retried without a 401";
+      if (sends[id] == 2 && last_status[id] != 401)
+        return "request " + id + " retried without a 401";
     } else if (e.type == "service_reply") {
       last_status[id] = static_cast<int>(e.num("status", 0));
       if (last_status[id] == 401) saw_401[id] = true;
@@ -154,7 +155,8 @@ SweepRun run_fetch_day(std::optional<std::uint64_t> crash_after, bool parallel) 
   std::vector<std::string> problems;
   if (!result.ok()) problems.push_back("run: " + result.message);
   for (const TimeMs slot : slots) {
-    if (durable.done.count(slot) == 0) problems.push_back("slot never succeeded: " + format_instant(slot));
+    if (durable.done.count(slot) == 0)
+      problems.push_back("slot never succeeded: " + format_instant(slot));
     if (durable.failed_attempts[slot] != 0) {
       problems.push_back("a crash turned into a failed run at " + format_instant(slot));
     }

@@ -53,7 +53,8 @@ TraceEvent event_with(json data) {
 TEST(TraceLine, MatchesTheOrderedDocumentOnAwkwardValues) {
   std::vector<TraceEvent> events;
   events.push_back(event_with(json::object()));
-  events.push_back(event_with({{"text", "quote \" backslash \\ tab \t nl \n cr \r bell \x07 del \x7f"}}));
+  events.push_back(
+      event_with({{"text", "quote \" backslash \\ tab \t nl \n cr \r bell \x07 del \x7f"}}));
   events.push_back(event_with({{"utf8", "\xE2\x9A\xA0\xEF\xB8\x8F caf\xC3\xA9"}}));
   events.push_back(event_with({{"invalid", std::string("bad \xC3\x28 and \xFF end")}}));
   events.push_back(event_with({{"n", -9'223'372'036'854'775'807LL - 1},
@@ -62,9 +63,10 @@ TEST(TraceLine, MatchesTheOrderedDocumentOnAwkwardValues) {
                                {"e", 1e300},
                                {"z", nullptr},
                                {"b", true}}));
-  events.push_back(event_with(
-      {{"nested", {{"a", json::array({1, "two", json::object(), json::array(), nullptr})},
-                   {"k\"ey", {{"x", false}}}}}}));
+  events.push_back(
+      event_with({{"nested",
+                   {{"a", json::array({1, "two", json::object(), json::array(), nullptr})},
+                    {"k\"ey", {{"x", false}}}}}}));
   TraceEvent full = event_with({{"attempt", 3}, {"zeta", "last"}, {"alpha", "first"}});
   full.job = "job/\"quoted\"";
   full.slot = 1'796'000'000'000;
@@ -130,8 +132,8 @@ TEST(TraceStream, StreamedRunsHashCountAndJudgeLikeKeptOnes) {
 // run so far (docs/run.md): simulated time reached, events, violations and
 // tallies, and an error that says so; never a bare exception.
 TEST(TraceStream, OutOfMemoryInTheRunLoopReportsTheRunSoFar) {
-  auto scenario = load_scenario_file(std::string(REHEARSE_SOURCE_DIR) +
-                                     "/scenarios/weekly-quota-2h.json");
+  auto scenario =
+      load_scenario_file(std::string(REHEARSE_SOURCE_DIR) + "/scenarios/weekly-quota-2h.json");
   ASSERT_TRUE(scenario.ok());
   int calls = 0;
   RunOptions options;

@@ -55,8 +55,8 @@ TEST(Tune, GridAndOutageSpecs) {
   ASSERT_TRUE(g.ok());
   EXPECT_EQ(g->attempts, (std::vector<int>{2, 3, 4, 6}));
   EXPECT_EQ(g->caps, (std::vector<DurationMs>{0, 2 * kHourMs}));
-  for (const char* bad : {"attempts=0", "attempts=4-2", "delay=soon", "backoff=quadratic",
-                          "foo=1", "jitter=2", "attempts", "delay=0s"}) {
+  for (const char* bad : {"attempts=0", "attempts=4-2", "delay=soon", "backoff=quadratic", "foo=1",
+                          "jitter=2", "attempts", "delay=0s"}) {
     EXPECT_FALSE(parse_tune_grid(bad).ok()) << bad;
   }
   auto list = parse_outages("30m, 2h,6h");

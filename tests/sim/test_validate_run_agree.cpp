@@ -35,7 +35,8 @@ TEST(ValidateAndRun, AcceptExactlyTheSameFiles) {
   const std::string root = REHEARSE_SOURCE_DIR;
   int accepted = 0;
   int refused = 0;
-  for (const char* dir : {"/scenarios", "/tests/data/scenarios-good", "/tests/data/scenarios-bad"}) {
+  for (const char* dir :
+       {"/scenarios", "/tests/data/scenarios-good", "/tests/data/scenarios-bad"}) {
     for (const std::string& path : json_files(root + dir)) {
       SCOPED_TRACE(path);
       const ScenarioCheck check = check_scenario_file(path);

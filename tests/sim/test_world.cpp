@@ -22,8 +22,8 @@
 #include <nlohmann/json.hpp>
 
 #include "model/time.hpp"
-#include "sim/world.hpp"
 #include "sim/report.hpp"
+#include "sim/world.hpp"
 
 namespace rehearse::sim {
 namespace {
@@ -197,7 +197,8 @@ TEST(World, ExactStateDamageIsTheSameUnderEverySeed) {
     if (e.type != "store_corrupt_injected") continue;
     refused = true;
     EXPECT_FALSE(e.data.at("applied").get<bool>());
-    EXPECT_NE(e.str("error").find("not shorter than the file"), std::string::npos) << e.str("error");
+    EXPECT_NE(e.str("error").find("not shorter than the file"), std::string::npos)
+        << e.str("error");
   }
   EXPECT_TRUE(refused);
   EXPECT_FALSE(c.store_corrupt);
@@ -246,8 +247,9 @@ TEST(World, ExpectationFailuresNameTheirPointer) {
                    }));
   const Verdict verdict = judge_run(scenario, r, std::nullopt);
   EXPECT_FALSE(verdict.held());
-  EXPECT_NE(format_findings(r, verdict).find("replay: rehearse run test.json --seed 1 --trace t.jsonl"),
-            std::string::npos);
+  EXPECT_NE(
+      format_findings(r, verdict).find("replay: rehearse run test.json --seed 1 --trace t.jsonl"),
+      std::string::npos);
 }
 
 TEST(World, TheEventBoundFailsTheRunWithBoundedRun) {
@@ -269,7 +271,8 @@ TEST(World, TheEventBoundFailsTheRunWithBoundedRun) {
 // delivery sent once more to every target, bypassing the per-slot guard.
 class DoubleDelivery final : public JobRunner {
  public:
-  DoubleDelivery(std::unique_ptr<JobRunner> core, Notifier& notifier, std::vector<std::string> targets)
+  DoubleDelivery(std::unique_ptr<JobRunner> core, Notifier& notifier,
+                 std::vector<std::string> targets)
       : core_(std::move(core)), notifier_(notifier), targets_(std::move(targets)) {}
 
   Task<rehearse::RunOutcome> run(RunContext context) override {
@@ -386,7 +389,9 @@ TEST(World, TraceSinkSeesEveryEventInOrder) {
   const Scenario scenario = load(weekly_scenario());
   std::vector<std::size_t> indices;
   RunOptions options;
-  options.trace_sink = [&indices](const TraceEvent&, std::size_t index) { indices.push_back(index); };
+  options.trace_sink = [&indices](const TraceEvent&, std::size_t index) {
+    indices.push_back(index);
+  };
   const ScenarioRunResult r = run(scenario, options);
   ASSERT_EQ(indices.size(), r.trace.size());
   for (std::size_t i = 0; i < indices.size(); ++i) ASSERT_EQ(indices[i], i);
@@ -450,8 +455,8 @@ TEST(World, APublishJobRetriesOnlyTheTargetThatRefused) {
 
 TEST(World, APublishJobWhoseModelCallFailsSendsNothing) {
   json doc = publish_scenario();
-  doc["faults"] = json::parse(
-      R"([{"at": "2026-12-07T09:59:00Z", "for": "50m", "kind": "quota_exhausted"}])");
+  doc["faults"] =
+      json::parse(R"([{"at": "2026-12-07T09:59:00Z", "for": "50m", "kind": "quota_exhausted"}])");
   const Scenario scenario = load(doc);
   const ScenarioRunResult r = run(scenario);
   EXPECT_TRUE(r.violations.empty()) << violations_text(r);
@@ -505,8 +510,8 @@ TEST(World, ACallJobsFailureClassFollowsTheReply) {
       // The first failing call ends the run: ledger-api is never called.
       {"first call fails", R"({"kind": "http_errors", "service": "billing-api", "status": 404})",
        FailureClass::not_found, RetryStatus::failed, 1, 1, 0},
-      {"quota", R"({"kind": "quota_exhausted", "service": "ledger-api"})",
-       FailureClass::rate_limit, RetryStatus::retry_exhausted, 3, 3, 3},
+      {"quota", R"({"kind": "quota_exhausted", "service": "ledger-api"})", FailureClass::rate_limit,
+       RetryStatus::retry_exhausted, 3, 3, 3},
       {"timeouts", R"({"kind": "timeouts", "service": "ledger-api"})", FailureClass::timeout,
        RetryStatus::retry_exhausted, 3, 3, 3},
   };

@@ -25,10 +25,16 @@ namespace {
 using nlohmann::json;
 
 json record(const std::string& job, int count, const std::string& status) {
-  return {{"job_id", job}, {"retry_status", status}, {"retry_count", count},
+  return {{"job_id", job},
+          {"retry_status", status},
+          {"retry_count", count},
           {"failure_class", count > 0 ? json("timeout") : json(nullptr)},
-          {"next_action", "none"}, {"next_run_at", nullptr}, {"next_retry_at", nullptr},
-          {"last_slot", nullptr}, {"policy_error", ""}, {"slots", json::object()}};
+          {"next_action", "none"},
+          {"next_run_at", nullptr},
+          {"next_retry_at", nullptr},
+          {"last_slot", nullptr},
+          {"policy_error", ""},
+          {"slots", json::object()}};
 }
 
 std::string frame(std::uint64_t seq, const json& payload) {
@@ -62,8 +68,7 @@ TEST(WorldFacts, TheStateReaderFollowsTheJournalAndSkipsATornOrAlteredRecord) {
   EXPECT_TRUE(reader.changed(disk, false).empty());
   const std::string whole = frame(2, record("a", 2, "retrying"));
   ASSERT_TRUE(
-      disk.put_durable("/s/retry_state.journal", journal + whole.substr(0, whole.size() - 3))
-          .ok());
+      disk.put_durable("/s/retry_state.journal", journal + whole.substr(0, whole.size() - 3)).ok());
   EXPECT_TRUE(reader.changed(disk, false).empty());
   // Once whole, it is read (and only the change is reported).
   journal += whole + frame(3, record("b", 0, "ok"));
@@ -77,11 +82,12 @@ TEST(WorldFacts, TheStateReaderFollowsTheJournalAndSkipsATornOrAlteredRecord) {
 TEST(WorldFacts, TheSnapshotHoldsWhatTheJournalDoesNotRepeat) {
   SimDisk disk;
   ASSERT_TRUE(disk.create_dir("/s").ok());
-  const json snap = {{"format", 1}, {"journal_seq", 2}, {"jobs", {{"a", record("a", 2, "retrying")}}}};
+  const json snap = {
+      {"format", 1}, {"journal_seq", 2}, {"jobs", {{"a", record("a", 2, "retrying")}}}};
   ASSERT_TRUE(disk.put_durable("/s/retry_state.json", snap.dump()).ok());
   // Record 2 is folded into the snapshot already: not applied again.
-  const std::string journal = "#rehearse-journal format=1 base=1 crc32c=00000000\n" +
-                              frame(2, record("a", 1, "retrying"));
+  const std::string journal =
+      "#rehearse-journal format=1 base=1 crc32c=00000000\n" + frame(2, record("a", 1, "retrying"));
   ASSERT_TRUE(disk.put_durable("/s/retry_state.journal", journal).ok());
   DurableStateReader reader("/s");
   const auto changed = reader.changed(disk, true);
@@ -94,10 +100,15 @@ TEST(WorldFacts, TheSnapshotHoldsWhatTheJournalDoesNotRepeat) {
 }
 
 TEST(WorldFacts, TheLedgerReaderGivesGuardDeliveriesAndVerdictPerSlot) {
-  const json doc = {{"format", 1}, {"job_id", "g"}, {"checksum", "x"},
-                    {"slots", {{{"slot", "2026-12-04T17:00:00Z"}, {"delivered_to", {"team"}},
-                                {"guard_at", "2026-12-04T17:00:05Z"},
-                                {"marked_at", "2026-12-04T17:00:06Z"}, {"verdict", "delivered"}}}}};
+  const json doc = {{"format", 1},
+                    {"job_id", "g"},
+                    {"checksum", "x"},
+                    {"slots",
+                     {{{"slot", "2026-12-04T17:00:00Z"},
+                       {"delivered_to", {"team"}},
+                       {"guard_at", "2026-12-04T17:00:05Z"},
+                       {"marked_at", "2026-12-04T17:00:06Z"},
+                       {"verdict", "delivered"}}}}};
   const auto facts = ledger_facts(doc.dump());
   ASSERT_TRUE(facts.has_value());
   EXPECT_EQ(facts->first, "g");
@@ -114,7 +125,7 @@ TEST(WorldFacts, AJournalTailIsTornOnlyWhenOneInterruptedAppendCanExplainIt) {
   const std::string one = frame(1, record("a", 1, "retrying"));
   const std::string two = frame(2, record("a", 2, "retrying"));
   const std::string head = kHeader + one;
-  EXPECT_FALSE(journal_tail(head + two).has_value());  // whole records only
+  EXPECT_FALSE(journal_tail(head + two).has_value());        // whole records only
   EXPECT_FALSE(journal_tail("#rehearse-jour").has_value());  // no header: nothing to tell
   // The last record cut short: torn, from its first byte to the end.
   auto tail = journal_tail(head + two.substr(0, 20));
@@ -211,7 +222,8 @@ TEST(WorldFacts, ARunRecordsTheDurableStateAndTheLedgerAsTheyBecomeDurable) {
     "jobs": [{"id": "weekly", "kind": "group", "schedule": "0 17 * * 5", "retry_policy": "auto",
               "tasks": [{"id": "summary", "produces": "summary"}], "targets": ["team"]}],
     "faults": [{"at": "2026-12-04T16:59:30Z", "for": "40m", "kind": "quota_exhausted"}]
-  })", "facts.json");
+  })",
+                                   "facts.json");
   ASSERT_TRUE(loaded.ok()) << loaded.error().describe();
   auto run = run_scenario(*loaded);
   ASSERT_TRUE(run.ok()) << run.error().describe();
@@ -238,8 +250,10 @@ TEST(WorldFacts, ARunRecordsTheDurableStateAndTheLedgerAsTheyBecomeDurable) {
       return s.rfind(minute, 0) == 0 && s.find(facts) != std::string::npos;
     });
   };
-  EXPECT_TRUE(seen("2026-12-04T17:00", "retrying 1 rate_limit")) << ::testing::PrintToString(states);
-  EXPECT_TRUE(seen("2026-12-04T17:30", "retrying 2 rate_limit")) << ::testing::PrintToString(states);
+  EXPECT_TRUE(seen("2026-12-04T17:00", "retrying 1 rate_limit"))
+      << ::testing::PrintToString(states);
+  EXPECT_TRUE(seen("2026-12-04T17:30", "retrying 2 rate_limit"))
+      << ::testing::PrintToString(states);
   EXPECT_EQ(states.back().substr(states.back().find(' ') + 1), "ok 0 -");
   ASSERT_FALSE(ledger.empty());
   EXPECT_EQ(ledger.back().substr(ledger.back().find(' ') + 1), "guard=1 to=1 verdict=delivered");

@@ -38,7 +38,7 @@ void check_property(Testable&& testable) {
 
 }  // namespace rehearse::testing
 
-#define REHEARSE_PROP(Suite, Name, ArgList)                                     \
-  void rehearse_prop_##Suite##_##Name ArgList;                                  \
+#define REHEARSE_PROP(Suite, Name, ArgList)                                                   \
+  void rehearse_prop_##Suite##_##Name ArgList;                                                \
   TEST(Suite, Name) { ::rehearse::testing::check_property(&rehearse_prop_##Suite##_##Name); } \
   void rehearse_prop_##Suite##_##Name ArgList

@@ -242,8 +242,8 @@ std::unique_ptr<JobRunner> make_skip_as_failure_group_job(std::unique_ptr<JobRun
 std::unique_ptr<JobRunner> make_lockless_reconcile_job(Clock& clock, Services& services, Log& log,
                                                        Disk& disk, Environment env,
                                                        ReconcileConfig config) {
-  return std::make_unique<ReconcileOverLyingDisk<LocklessDisk>>(
-      clock, services, log, disk, std::move(env), std::move(config));
+  return std::make_unique<ReconcileOverLyingDisk<LocklessDisk>>(clock, services, log, disk,
+                                                                std::move(env), std::move(config));
 }
 
 std::unique_ptr<JobRunner> make_stale_pipeline_reconcile_job(Clock& clock, Services& services,

@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "model/failure.hpp"
 #include "model/delivery_ledger.hpp"
 #include "model/disk.hpp"
+#include "model/failure.hpp"
 #include "model/job_state.hpp"
 #include "model/reconcile.hpp"
 #include "model/time.hpp"
@@ -78,8 +78,8 @@ class NotFoundIsTransient final : public Services {
 
 class Transient404ReconcileJob final : public JobRunner {
  public:
-  Transient404ReconcileJob(Clock& clock, Services& services, Log& log, Disk& disk,
-                           Environment env, ReconcileConfig config)
+  Transient404ReconcileJob(Clock& clock, Services& services, Log& log, Disk& disk, Environment env,
+                           ReconcileConfig config)
       : services_(services), job_(clock, services_, log, disk, std::move(env), std::move(config)) {}
 
   Task<RunOutcome> run(RunContext context) override {
@@ -96,9 +96,11 @@ class Transient404ReconcileJob final : public JobRunner {
 
 class StickyTokenFetchJob final : public JobRunner {
  public:
-  StickyTokenFetchJob(Clock& clock, Services& services, Log& log, std::string job_id,
-                      int requests)
-      : clock_(clock), services_(services), log_(log), job_id_(std::move(job_id)),
+  StickyTokenFetchJob(Clock& clock, Services& services, Log& log, std::string job_id, int requests)
+      : clock_(clock),
+        services_(services),
+        log_(log),
+        job_id_(std::move(job_id)),
         requests_(requests) {}
 
   Task<RunOutcome> run(RunContext context) override {
@@ -144,23 +146,23 @@ class StickyTokenFetchJob final : public JobRunner {
     request.headers[kRequestHeaderSlot] = format_instant(context.slot);
     request.headers[kRequestHeaderAttempt] = std::to_string(context.attempt);
     request.headers[kRequestHeaderId] =
-        fmt::format("{}/{}/a{}/r{}", context.job_id, format_instant(context.slot),
-                    context.attempt, index);
+        fmt::format("{}/{}/a{}/r{}", context.job_id, format_instant(context.slot), context.attempt,
+                    index);
     return request;
   }
 
   RunOutcome fail(const RunContext& context, int index, const ServiceResult& result) {
     const FailureInfo info = to_failure_info(result);
     const FailureClass failure_class = classify(info);
-    log_.warning("fetch_request_failed",
-                 LogFields{{"job_id", context.job_id},
-                           {"slot", format_instant(context.slot)},
-                           {"attempt", context.attempt},
-                           {"request_id", fmt::format("{}/{}/a{}/r{}", context.job_id,
-                                                      format_instant(context.slot),
-                                                      context.attempt, index)},
-                           {"failure_class", to_string(failure_class)},
-                           {"message", info.message}});
+    log_.warning(
+        "fetch_request_failed",
+        LogFields{{"job_id", context.job_id},
+                  {"slot", format_instant(context.slot)},
+                  {"attempt", context.attempt},
+                  {"request_id", fmt::format("{}/{}/a{}/r{}", context.job_id,
+                                             format_instant(context.slot), context.attempt, index)},
+                  {"failure_class", to_string(failure_class)},
+                  {"message", info.message}});
     return RunOutcome::failure(failure_class, info.message);
   }
 
@@ -190,8 +192,7 @@ class BuggyStore final : public JobStateStore {
     }
     return all;
   }
-  Status update(const std::string& job_id,
-                const std::function<void(JobState&)>& mutate) override {
+  Status update(const std::string& job_id, const std::function<void(JobState&)>& mutate) override {
     return inner_->update(job_id, [&](JobState& state) {
       const int before = state.retry_count;
       mutate(state);
@@ -206,8 +207,8 @@ class BuggyStore final : public JobStateStore {
   void bend(JobState& state, int count_before) const {
     if (bug_ == StoreBug::retry_moves_next_run_at && state.next_retry_at) {
       state.next_run_at = state.next_retry_at;
-    } else if (bug_ == StoreBug::success_keeps_counter &&
-               state.retry_status == RetryStatus::ok && state.retry_count == 0) {
+    } else if (bug_ == StoreBug::success_keeps_counter && state.retry_status == RetryStatus::ok &&
+               state.retry_count == 0) {
       state.retry_count = count_before;
     }
   }
@@ -242,9 +243,8 @@ std::unique_ptr<JobStateStore> make_buggy_store(StateStore& store, Disk& disk, S
   return std::make_unique<BuggyStore>(store, bug);
 }
 
-std::unique_ptr<JobRunner> make_swallowing_group_job(std::unique_ptr<JobRunner> core,
-                                                     Clock& clock, Log& log,
-                                                     DeliveryLedger& ledger) {
+std::unique_ptr<JobRunner> make_swallowing_group_job(std::unique_ptr<JobRunner> core, Clock& clock,
+                                                     Log& log, DeliveryLedger& ledger) {
   return std::make_unique<SwallowingGroupJob>(std::move(core), clock, log, ledger);
 }
 

@@ -38,9 +38,8 @@ namespace rehearse::variants {
 // core's runner: whenever the core judges the run failed (after sending its
 // failure notices), the wrapper consumes the guard, marks the slot delivered
 // (logging guard_set / slot_marked as the core does) and reports success.
-std::unique_ptr<JobRunner> make_swallowing_group_job(std::unique_ptr<JobRunner> core,
-                                                     Clock& clock, Log& log,
-                                                     DeliveryLedger& ledger);
+std::unique_ptr<JobRunner> make_swallowing_group_job(std::unique_ptr<JobRunner> core, Clock& clock,
+                                                     Log& log, DeliveryLedger& ledger);
 
 // (b) 000, "a 404 retried forever": a reconcile job whose orchestrator client
 // treats a 404 for an issue as a passing error. Rebuilt as the core's
