@@ -37,24 +37,39 @@ std::optional<std::uint64_t> read_decimal(std::string_view s) {
   return v;
 }
 
+// A journal frame's "<seq> <length> " prefix: the numbers and the position
+// of the second space.
+struct FramePrefix {
+  std::uint64_t seq;
+  std::uint64_t length;
+  std::size_t sp2;
+};
+std::optional<FramePrefix> read_frame_prefix(std::string_view bytes) {
+  const auto sp1 = bytes.find(' ');
+  if (sp1 == std::string_view::npos) return std::nullopt;
+  const auto sp2 = bytes.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos) return std::nullopt;
+  const auto seq = read_decimal(bytes.substr(0, sp1));
+  const auto length = read_decimal(bytes.substr(sp1 + 1, sp2 - sp1 - 1));
+  if (!seq || !length) return std::nullopt;
+  return FramePrefix{*seq, *length, sp2};
+}
+
 // One journal line without its newline: "<seq> <length> <payload> <crc32c>".
 // The payload when the frame and its checksum hold.
 std::optional<std::pair<std::uint64_t, std::string_view>> read_record(std::string_view line) {
-  const auto sp1 = line.find(' ');
-  if (sp1 == std::string_view::npos) return std::nullopt;
-  const auto sp2 = line.find(' ', sp1 + 1);
-  if (sp2 == std::string_view::npos) return std::nullopt;
-  const auto seq = read_decimal(line.substr(0, sp1));
-  const auto length = read_decimal(line.substr(sp1 + 1, sp2 - sp1 - 1));
-  if (!seq || !length || sp2 + 1 + *length + 9 != line.size()) return std::nullopt;
-  const std::size_t crc_at = sp2 + 1 + *length;
+  const auto prefix = read_frame_prefix(line);
+  if (!prefix) return std::nullopt;
+  const auto [seq, length, sp2] = *prefix;
+  if (sp2 + 1 + length + 9 != line.size()) return std::nullopt;
+  const std::size_t crc_at = sp2 + 1 + length;
   if (line[crc_at] != ' ') return std::nullopt;
   std::uint32_t crc = 0;
   const auto hex = line.substr(crc_at + 1);
   const auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), crc, 16);
   if (ec != std::errc() || end != hex.data() + hex.size()) return std::nullopt;
   if (witness_crc32c(line.substr(0, crc_at)) != crc) return std::nullopt;
-  return std::make_pair(*seq, line.substr(sp2 + 1, *length));
+  return std::make_pair(seq, line.substr(sp2 + 1, length));
 }
 
 }  // namespace
@@ -213,14 +228,9 @@ namespace {
 // The size of the record a "<seq> <length> " prefix announces (frame, payload,
 // checksum and newline), when the bytes begin with such a prefix.
 std::optional<std::uint64_t> announced_record_size(std::string_view bytes) {
-  const auto sp1 = bytes.find(' ');
-  if (sp1 == std::string_view::npos) return std::nullopt;
-  const auto sp2 = bytes.find(' ', sp1 + 1);
-  if (sp2 == std::string_view::npos) return std::nullopt;
-  const auto seq = read_decimal(bytes.substr(0, sp1));
-  const auto length = read_decimal(bytes.substr(sp1 + 1, sp2 - sp1 - 1));
-  if (!seq || !length || *length > bytes.size()) return std::nullopt;
-  return sp2 + 1 + *length + 1 + 8 + 1;
+  const auto prefix = read_frame_prefix(bytes);
+  if (!prefix || prefix->length > bytes.size()) return std::nullopt;
+  return prefix->sp2 + 1 + prefix->length + 1 + 8 + 1;
 }
 
 // Whether an intact record starts at `at` (a whole line whose frame and
