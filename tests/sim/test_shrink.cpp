@@ -10,6 +10,7 @@
 // RunOptions::store_decorator) breaks retries_bounded in a scenario with noise
 // faults; the shrunk file replays to the same violation with the variant and
 // not with the core.
+#include <filesystem>
 #include <iostream>
 #include <set>
 #include <string>
@@ -19,6 +20,7 @@
 
 #include "model/time.hpp"
 #include "sim/check/shrink.hpp"
+#include "sim/cli/shrink_case.hpp"
 #include "sim/report.hpp"
 #include "sim/world.hpp"
 #include "tests/variants/seed_bugs.hpp"
@@ -307,6 +309,43 @@ TEST(ShrinkRealRun, ACounterResettingStoreShrinksToItsTwoFaults) {
   EXPECT_TRUE(judge_run(*shrunk, *replay, std::nullopt).held()) << describe_shrink(*r);
   EXPECT_EQ(fired(*shrunk, resetting_store()).count("retries_bounded"), 1u);
   EXPECT_EQ(fired(*shrunk, RunOptions{}).count("retries_bounded"), 0u);
+}
+
+// --shrink-to's step (sim/cli/shrink_case.hpp): the file is written under
+// its name, the record points at it, the text says how to replay it.
+TEST(ShrinkFailedCase, WritesTheFileAndSetsTheRecord) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "rehearse-test-shrink-case" / "out";
+  std::filesystem::remove_all(dir.parent_path());
+  ASSERT_TRUE(cli::prepare_shrink_dir(dir.string()).ok());  // created when missing
+  CaseRecord record;
+  record.scenario = "seed-004-noisy";
+  record.seed = 3;
+  record.verdict = CaseVerdict::fail;
+  record.violations = {"deterministic", "retries_bounded", "state_durable"};
+  EXPECT_EQ(cli::invariant_to_shrink(record), "retries_bounded");
+  cli::ShrinkCaseOptions options;
+  options.dir = dir.string();
+  options.run_options = resetting_store();
+  auto text = cli::shrink_failed_case(record, real_document(), options);
+  ASSERT_TRUE(text.ok()) << text.error().describe();
+  const std::string file = (dir / "seed-004-noisy-seed3-retries-bounded.json").string();
+  EXPECT_EQ(record.shrunk, file);
+  EXPECT_NE(text->find("replay: rehearse run " + file), std::string::npos) << *text;
+  EXPECT_NE(text->find("before: 7 faults, 2 jobs"), std::string::npos) << *text;
+  auto loaded = load_scenario_file(file);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().describe();
+  EXPECT_EQ(loaded->expect.violations.front(), "retries_bounded");
+  EXPECT_EQ(loaded->seed, 3u);
+  // A path that is a file, not a directory: refused before anything runs.
+  EXPECT_FALSE(cli::prepare_shrink_dir(file).ok());
+  // Nothing one run can show: no shrinking, no file.
+  CaseRecord only_determinism = record;
+  only_determinism.shrunk.clear();
+  only_determinism.violations = {"deterministic"};
+  EXPECT_FALSE(cli::shrink_failed_case(only_determinism, real_document(), options).ok());
+  EXPECT_TRUE(only_determinism.shrunk.empty());
+  std::filesystem::remove_all(dir.parent_path());
 }
 
 }  // namespace
