@@ -2,11 +2,11 @@
 // small one that still violates the same invariant, deterministically, within
 // its budget, and writes it as a scenario `rehearse run` reproduces.
 // Method: (a) a fake probe whose rule is known exactly ("violates iff a
-// quota_exhausted fault of at least 10 minutes covers 10:00 and a restart
-// exists"; the real loader decides what loads) over a document with 12
-// faults, 3 jobs and unused services: the result must be exactly the two
-// needed faults at their minimal sizes. (b) a real run: the test-only store
-// that resets its counters at boot (tests/variants/seed_bugs.hpp, through
+// quota_exhausted fault of at least 10 minutes covers 10:00, a restart exists
+// and the job digest is there"; the real loader decides what loads) over a
+// document with 12 faults, 3 jobs and unused services: the result must be
+// exactly the two needed faults and the one job at their minimal sizes. (b) a real run: the
+// test-only store that resets its counters at boot (tests/variants/seed_bugs.hpp, through
 // RunOptions::store_decorator) breaks retries_bounded in a scenario with noise
 // faults; the shrunk file replays to the same violation with the variant and
 // not with the core.
@@ -71,7 +71,8 @@ json fake_document() {
   })");
 }
 
-// The fake rule on a loaded scenario.
+// The fake rule on a loaded scenario: a quota outage of at least 10 minutes
+// covering 10:00, a restart, and the job "digest" (the one that fails).
 bool fake_rule(const Scenario& s) {
   const TimeMs ten = instant("2026-12-07T10:00:00Z");
   bool quota = false;
@@ -84,7 +85,7 @@ bool fake_rule(const Scenario& s) {
     }
     restart |= f.kind == FaultKind::restart;
   }
-  return quota && restart;
+  return quota && restart && s.find_job("digest") != nullptr;
 }
 
 // The real loader decides what loads; `refuse` may refuse more; the fake
@@ -126,7 +127,8 @@ TEST(Shrink, KeepsExactlyTheNeededFaultsAtTheirMinimalSizes) {
   EXPECT_EQ((*restart)["at"], "2026-12-07T10:05:00Z");
   // The span ends with the last fault.
   EXPECT_EQ(doc["until"], "2026-12-07T10:05:00Z");
-  EXPECT_EQ(doc["jobs"].size(), 1u);
+  ASSERT_EQ(doc["jobs"].size(), 1u);
+  EXPECT_EQ(doc["jobs"][0]["id"], "digest");
   EXPECT_EQ(doc["jobs"][0]["tasks"].size(), 1u);
   EXPECT_EQ(doc["jobs"][0]["targets"].size(), 1u);
   // The services nothing uses any more are gone; those the job needs stay.
