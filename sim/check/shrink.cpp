@@ -148,24 +148,25 @@ class Search {
   std::map<std::string, std::optional<ProbeOutcome>> seen_;
 };
 
-// The lowest value on the grid lo + k * step below `hi` (the current value,
-// known to violate) that `accepts`: lo first, then bisection, assuming that
-// what holds for a value holds for the larger ones. nullopt: none below hi.
+// The lowest value below `hi` (the current value, known to violate) that
+// `accepts`: `lo` first, then bisection over the multiples of `step` between
+// the highest value known not to work and the lowest known to work (so times
+// land on whole minutes), assuming that what holds for a value holds for the
+// larger ones. Values are >= 0. nullopt: nothing below hi was accepted.
 std::optional<std::int64_t> search_lowest(std::int64_t lo, std::int64_t hi, std::int64_t step,
                                           const std::function<bool(std::int64_t)>& accepts) {
   if (lo >= hi) return std::nullopt;
   if (accepts(lo)) return lo;
   std::optional<std::int64_t> best;
-  std::int64_t bad = lo;
-  std::int64_t good = hi;
-  while (true) {
-    const std::int64_t mid = bad + (good - bad) / 2 / step * step;
-    if (mid <= bad || mid >= good) break;
-    if (accepts(mid)) {
-      good = mid;
-      best = mid;
+  std::int64_t first = lo / step + 1;  // multiples k * step with lo < k * step < hi
+  std::int64_t last = (hi - 1) / step;
+  while (first <= last) {
+    const std::int64_t mid = first + (last - first) / 2;
+    if (accepts(mid * step)) {
+      best = mid * step;
+      last = mid - 1;
     } else {
-      bad = mid;
+      first = mid + 1;
     }
   }
   return best;

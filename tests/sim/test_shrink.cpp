@@ -11,6 +11,7 @@
 // faults; the shrunk file replays to the same violation with the variant and
 // not with the core.
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <set>
 #include <string>
@@ -21,6 +22,7 @@
 #include "model/time.hpp"
 #include "sim/check/shrink.hpp"
 #include "sim/cli/shrink_case.hpp"
+#include "sim/orchestrator.hpp"
 #include "sim/report.hpp"
 #include "sim/world.hpp"
 #include "tests/variants/seed_bugs.hpp"
@@ -311,6 +313,34 @@ TEST(ShrinkRealRun, ACounterResettingStoreShrinksToItsTwoFaults) {
   EXPECT_TRUE(judge_run(*shrunk, *replay, std::nullopt).held()) << describe_shrink(*r);
   EXPECT_EQ(fired(*shrunk, resetting_store()).count("retries_bounded"), 1u);
   EXPECT_EQ(fired(*shrunk, RunOptions{}).count("retries_bounded"), 0u);
+}
+
+// A bundled scenario (000's migration that loses issues) with the test-only
+// reconcile client that takes a 404 for a passing error: item_queries_bounded
+// fires; the shrunk file keeps one lost item and what it needs, and replays.
+TEST(ShrinkRealRun, ALostIssueQueriedAgainShrinksOnTheBundledScenario) {
+  std::ifstream in(std::string(REHEARSE_SOURCE_DIR) + "/scenarios/reconcile-migration-404.json");
+  const json original = json::parse(in);
+  RunOptions variant;
+  variant.runner_factory = [](const JobSpec& job,
+                              RunnerPorts& ports) -> std::unique_ptr<JobRunner> {
+    if (job.kind != JobKind::reconcile) return nullptr;
+    return variants::make_transient_404_reconcile_job(ports.clock, ports.services, ports.log,
+                                                      ports.disk, ports.scenario.env,
+                                                      reconcile_config_from(job));
+  };
+  auto r = shrink_scenario(original, "item_queries_bounded", world_probe(variant));
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  std::cout << describe_shrink(*r) << scenario_file_text(r->document);
+  EXPECT_LE(r->document["faults"].size(), 3u);
+  EXPECT_LT(r->document["jobs"][0]["items"].size(), original["jobs"][0]["items"].size());
+  EXPECT_LT(r->after.events, r->before.events);
+  auto shrunk = load_scenario_json(scenario_file_text(r->document), "shrunk.json");
+  ASSERT_TRUE(shrunk.ok()) << shrunk.error().describe();
+  auto replay = run_scenario(*shrunk, variant);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_TRUE(judge_run(*shrunk, *replay, std::nullopt).held()) << describe_shrink(*r);
+  EXPECT_EQ(fired(*shrunk, RunOptions{}).count("item_queries_bounded"), 0u);
 }
 
 // --shrink-to's step (sim/cli/shrink_case.hpp): the file is written under
