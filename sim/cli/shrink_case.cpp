@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 #include <vector>
@@ -12,8 +13,10 @@
 namespace rehearse::cli {
 
 std::string invariant_to_shrink(const sim::CaseRecord& record) {
+  const std::vector<std::string>& invariants = sim::invariant_names();
   for (const std::string& name : record.violations) {
-    if (name != "deterministic") return name;
+    const bool known = std::find(invariants.begin(), invariants.end(), name) != invariants.end();
+    if (known && name != "deterministic") return name;
   }
   return {};
 }
@@ -35,8 +38,10 @@ Result<std::string> shrink_failed_case(sim::CaseRecord& record, const nlohmann::
                                        const ShrinkCaseOptions& options) {
   const std::string invariant = invariant_to_shrink(record);
   if (invariant.empty()) {
-    return make_error(ErrorCode::invalid_argument,
-                      "shrink: the case violated no invariant one run can show");
+    return make_error(
+        ErrorCode::invalid_argument,
+        "shrink: the case violated no invariant one run can show (deterministic needs two runs; "
+        "a core assertion is no invariant a scenario can expect)");
   }
   sim::ShrinkOptions shrink;
   shrink.max_probes = options.max_probes;

@@ -25,7 +25,9 @@ struct ShrinkCaseOptions {
 };
 
 // The invariant a failed case is shrunk for: the first of its violations that
-// one run can show (not `deterministic`, which needs two); empty when none.
+// is an invariant of the monitors' registry (so expect.violations can name it)
+// and that one run can show (not `deterministic`, which needs two; not a core
+// assertion); empty when none.
 std::string invariant_to_shrink(const sim::CaseRecord& record);
 
 // Before anything runs: DIR is created when missing; an existing path that

@@ -354,7 +354,7 @@ TEST(ShrinkFailedCase, WritesTheFileAndSetsTheRecord) {
   record.scenario = "seed-004-noisy";
   record.seed = 3;
   record.verdict = CaseVerdict::fail;
-  record.violations = {"deterministic", "retries_bounded", "state_durable"};
+  record.violations = {"deterministic", "assertion_failed", "retries_bounded", "state_durable"};
   EXPECT_EQ(cli::invariant_to_shrink(record), "retries_bounded");
   cli::ShrinkCaseOptions options;
   options.dir = dir.string();
