@@ -115,8 +115,9 @@ CaseRecord run_and_judge(const Scenario& scenario, const CheckCaseInput& input,
   if (!run) return errored(std::move(r), run.error().describe());
   std::vector<Violation> violations = counted_violations(scenario, *run);
   if (options.check_determinism && !run->out_of_memory) {
+    // First: when the run is not reproducible, nothing else it shows is.
     if (auto differs = rerun_differs(scenario, input, options, *run)) {
-      violations.push_back(std::move(*differs));
+      violations.insert(violations.begin(), std::move(*differs));
     }
   }
   return judged(std::move(r), *run, violations);
