@@ -340,6 +340,17 @@ bool pull_together(Search& s) {
   return changed;
 }
 
+// The faults in time order in the file, as a reader expects them (only
+// faults at the same instant depend on file order: a candidate like any
+// other).
+bool order_faults(Search& s) {
+  const std::vector<std::size_t> order = faults_by_time(s.doc());
+  json candidate = s.doc();
+  for (std::size_t k = 0; k < order.size(); ++k)
+    candidate["faults"][k] = s.doc()["faults"][order[k]];
+  return candidate != s.doc() && s.try_doc(std::move(candidate));
+}
+
 // `until` lowered toward the end of the last fault (every fault must stay
 // inside the span; a lasting fault without `for` needs its `at`).
 bool shorten_span(Search& s) {
@@ -360,9 +371,9 @@ bool shorten_span(Search& s) {
 // ------------------------------------------------------------ the whole
 
 using Pass = bool (*)(Search&);
-constexpr std::array<Pass, 8> kPasses{drop_faults,       drop_jobs,      drop_job_parts,
+constexpr std::array<Pass, 9> kPasses{drop_faults,       drop_jobs,      drop_job_parts,
                                       drop_declarations, shorten_faults, lower_numbers,
-                                      pull_together,     shorten_span};
+                                      pull_together,     order_faults,   shorten_span};
 
 // The document the search starts from: `expect` names the invariant only
 // (the original's expectations were about the original), every fault's `at`

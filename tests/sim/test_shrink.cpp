@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -20,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/time.hpp"
+#include "sim/check/check.hpp"
 #include "sim/check/shrink.hpp"
 #include "sim/cli/shrink_case.hpp"
 #include "sim/orchestrator.hpp"
@@ -37,7 +39,7 @@ TimeMs instant(const char* text) { return parse_instant(text).value(); }
 // Three group jobs (one of them with three tasks), model-api, messenger with
 // two targets, an unused brokerage and orchestrator, and 12 faults of which
 // two matter to the fake rule: the quota outage 09:55-10:55 and the restart
-// at 12:00.
+// at 12:00 (first in the file, out of time order).
 json fake_document() {
   return json::parse(R"({
     "format": 1, "scenario": "noisy-day", "description": "a day with many faults",
@@ -53,6 +55,7 @@ json fake_document() {
       {"id": "evening", "kind": "group", "schedule": "0 18 * * *", "retry_policy": "auto",
        "tasks": [{"id": "t", "produces": "summary"}], "targets": ["team"]}],
     "faults": [
+      {"at": "2026-12-07T12:00:00Z", "kind": "restart", "down_for": "5m"},
       {"at": "+30m", "kind": "messenger_down", "for": "20m"},
       {"at": "2026-12-07T09:00:00Z", "kind": "http_errors", "service": "model-api",
        "status": 503, "rate": 0.5, "for": "15m"},
@@ -61,7 +64,6 @@ json fake_document() {
       {"at": "2026-12-07T10:30:00Z", "kind": "timeouts", "service": "model-api", "for": "10m"},
       {"at": "2026-12-07T11:00:00Z", "kind": "network_errors", "service": "brokerage",
        "rate": 0.3, "for": "5m"},
-      {"at": "2026-12-07T12:00:00Z", "kind": "restart", "down_for": "5m"},
       {"at": "2026-12-07T13:00:00Z", "kind": "quota_exhausted", "for": "5m"},
       {"at": "2026-12-07T14:00:00Z", "kind": "issue_status", "issue": "ISS-1",
        "status": "in_progress"},
@@ -118,6 +120,7 @@ TEST(Shrink, KeepsExactlyTheNeededFaultsAtTheirMinimalSizes) {
   ASSERT_TRUE(r.ok()) << r.error().describe();
   const json& doc = r->document;
   ASSERT_EQ(doc["faults"].size(), 2u) << doc.dump(2);
+  EXPECT_EQ(doc["faults"][0]["kind"], "quota_exhausted") << "faults in time order";
   const json* quota = find_kind(doc, "quota_exhausted");
   const json* restart = find_kind(doc, "restart");
   ASSERT_TRUE(quota != nullptr && restart != nullptr) << doc.dump(2);
@@ -341,6 +344,47 @@ TEST(ShrinkRealRun, ALostIssueQueriedAgainShrinksOnTheBundledScenario) {
   ASSERT_TRUE(replay.ok());
   EXPECT_TRUE(judge_run(*shrunk, *replay, std::nullopt).held()) << describe_shrink(*r);
   EXPECT_EQ(fired(*shrunk, RunOptions{}).count("item_queries_bounded"), 0u);
+}
+
+// End to end with the swarm (sim/check/check.hpp): the first seed whose
+// derived world makes the counter-resetting store break retries_bounded,
+// shrunk as `check --shrink-to` does, is at most 3 faults and replays.
+TEST(ShrinkFailedCase, TheFirstFailingSwarmSeedShrinksToAtMostThreeFaults) {
+  CheckOptions check;
+  check.prepare_run = [](RunOptions& options, int) {
+    options.store_decorator = resetting_store().store_decorator;
+  };
+  CheckCaseInput input;
+  input.scenario = real_document();
+  input.scenario.erase("faults");
+  input.name = "seed-004-noisy";
+  std::optional<CaseRecord> failed;
+  for (input.seed = 1; input.seed <= 200 && !failed; ++input.seed) {
+    CaseRecord r = check_case(input, check);
+    if (cli::invariant_to_shrink(r) == "retries_bounded") failed = r;
+  }
+  ASSERT_TRUE(failed.has_value()) << "no seed of 200 broke retries_bounded";
+  auto derived = derive_case(input.scenario, failed->seed, check.swarm, nullptr, input.name);
+  ASSERT_TRUE(derived.ok());
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "rehearse-test-shrink-swarm";
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(cli::prepare_shrink_dir(dir.string()).ok());
+  cli::ShrinkCaseOptions options;
+  options.dir = dir.string();
+  options.run_options = resetting_store();
+  auto text = cli::shrink_failed_case(*failed, *derived, options);
+  ASSERT_TRUE(text.ok()) << text.error().describe();
+  std::cout << "seed " << failed->seed << ": " << *text;
+  auto shrunk = load_scenario_file(failed->shrunk);
+  ASSERT_TRUE(shrunk.ok()) << shrunk.error().describe();
+  EXPECT_LE(shrunk->faults.size(), 3u) << *text;
+  EXPECT_LT(shrunk->faults.size(), (*derived)["faults"].size()) << *text;
+  auto replay = run_scenario(*shrunk, resetting_store());
+  ASSERT_TRUE(replay.ok());
+  EXPECT_TRUE(judge_run(*shrunk, *replay, std::nullopt).held()) << *text;
+  EXPECT_EQ(replay->violations.front().invariant, "retries_bounded") << *text;
+  std::filesystem::remove_all(dir);
 }
 
 // --shrink-to's step (sim/cli/shrink_case.hpp): the file is written under
