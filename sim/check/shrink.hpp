@@ -18,8 +18,9 @@
 //   referenced), shorten lasting faults (bisection on `for`), lower numbers
 //   (the fault-kind table's `rate`, `integer` and `down_time` keys, bisected
 //   toward the key's minimum), pull faults together (each later fault moved
-//   toward the end of the one before it), shorten the span (bisection on
-//   `until`, down to the end of the last fault).
+//   toward the end of the one before it), order the faults by time in the
+//   file, shorten the span (bisection on `until`, down to the end of the
+//   last fault).
 // Every candidate is run at most once (results are kept by the document's
 // text), so the budget counts distinct runs. Same input, same probe: same
 // output.
