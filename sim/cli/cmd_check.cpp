@@ -1,5 +1,5 @@
 // rehearse check SCENARIO|DIR... [--seeds N] [--first-seed S] [--json]
-//                [--check-determinism] [--emit DIR]
+//                [--check-determinism] [--emit DIR] [--shrink-to DIR]
 //
 // The swarm search (docs/check.md): for each scenario and each seed, derive
 // the seed's world (sim/check/swarm.hpp), run it once and judge it by the
@@ -13,6 +13,7 @@
 // cases (one small loop: run_cases), report.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
@@ -21,6 +22,8 @@
 #include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -33,6 +36,7 @@
 #include "sim/cli/error_report.hpp"
 #include "sim/cli/output_file.hpp"
 #include "sim/cli/scenario_files.hpp"
+#include "sim/cli/shrink_case.hpp"
 #include "sim/scenario.hpp"
 
 namespace rehearse::cli {
@@ -40,7 +44,7 @@ namespace {
 
 constexpr const char* kCheckHelp =
     "usage: rehearse check SCENARIO|DIR... [--seeds N] [--first-seed S] [--json]\n"
-    "                      [--check-determinism] [--emit DIR]\n"
+    "                      [--check-determinism] [--emit DIR] [--shrink-to DIR]\n"
     "\n"
     "Swarm search (docs/check.md): for each scenario and each seed S in\n"
     "[first-seed, first-seed + N), derives a world from the scenario (which fault\n"
@@ -54,6 +58,10 @@ constexpr const char* kCheckHelp =
     "difference is a failure of 'deterministic' naming both hashes and the first\n"
     "event that differs. --emit DIR writes each derived case as an ordinary\n"
     "scenario file DIR/<scenario>.seed-<S>.json (replay it with 'rehearse run').\n"
+    "--shrink-to DIR minimizes the first failing seed of each scenario and\n"
+    "invariant (fewer faults, jobs and tasks, shorter faults and span, keeping the\n"
+    "same invariant violated) and writes it as DIR/<scenario>-seed<S>-<invariant>.json,\n"
+    "a scenario 'rehearse run' replays to that violation (docs/shrinking.md).\n"
     "\n"
     "Exit codes (the worst over all cases): 0 every invariant held, 1 one failed,\n"
     "2 bad input (or a case that could not be run), 3 an assertion of the core\n"
@@ -65,6 +73,8 @@ const std::vector<OptionSpec> kCheckOptions{
     {"--json", false, "", "print one JSON document"},
     {"--check-determinism", false, "", "run each case twice; the traces must be identical"},
     {"--emit", true, "DIR", "write each derived case as a scenario file into DIR"},
+    {"--shrink-to", true, "DIR",
+     "shrink the first failing seed per scenario and invariant into DIR"},
 };
 
 constexpr long long kMaxSeeds = 1'000'000'000;
@@ -211,8 +221,9 @@ std::string joined(const std::vector<std::string>& names) {
 
 // Step 4: the report.
 void print_human(const std::vector<sim::CaseRecord>& records, const Summary& s,
-                 const sim::CheckOptions& o) {
-  for (const sim::CaseRecord& r : records) {
+                 const sim::CheckOptions& o, const std::vector<std::string>& shrink_notes) {
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const sim::CaseRecord& r = records[i];
     if (r.verdict == sim::CaseVerdict::pass) continue;
     const std::string what = r.verdict == sim::CaseVerdict::fail ? joined(r.violations) : "error";
     fmt::print("{} {} seed {}: {}: {}\n  replay: {}\n",
@@ -224,6 +235,7 @@ void print_human(const std::vector<sim::CaseRecord>& records, const Summary& s,
       c.seed = r.seed;
       fmt::print("  emitted: rehearse run {} --seed {}\n", emitted_path(o, c), r.seed);
     }
+    if (i < shrink_notes.size()) fmt::print("{}", shrink_notes[i]);
   }
   fmt::print("check: {} case{}, {} passed, {} failed, {} error{}, {:.1f} seeds/s ({:.1f}s)\n",
              s.cases, s.cases == 1 ? "" : "s", s.passed, s.failed, s.errors,
@@ -239,6 +251,37 @@ void print_json(const std::vector<sim::CaseRecord>& records, const Summary& s, i
                            {"cases", std::move(cases)},
                            {"summary", s.to_json()}};
   fmt::print("{}\n", doc.dump(2));
+}
+
+// --shrink-to (docs/shrinking.md): the first failing seed of each scenario
+// and invariant, its derived document shrunk with this build's core and
+// written into `dir` (the record's `shrunk` names the file). Returns, per
+// case, what to print under it.
+std::vector<std::string> shrink_failures(std::vector<sim::CaseRecord>& records,
+                                         const std::vector<sim::CheckCaseInput>& bases,
+                                         const sim::CheckOptions& o, const std::string& dir) {
+  std::vector<std::string> notes(records.size());
+  std::set<std::pair<std::string, std::string>> shrunk;  // (scenario, invariant)
+  ShrinkCaseOptions shrink;
+  shrink.dir = dir;
+  if (o.prepare_run) o.prepare_run(shrink.run_options, 0);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    sim::CaseRecord& r = records[i];
+    const std::string invariant = invariant_to_shrink(r);
+    if (r.verdict != sim::CaseVerdict::fail || invariant.empty()) continue;
+    if (!shrunk.insert({r.path.empty() ? r.scenario : r.path, invariant}).second) continue;
+    const auto base = std::find_if(bases.begin(), bases.end(), [&r](const sim::CheckCaseInput& b) {
+      return b.path == r.path && b.name == r.scenario;
+    });
+    if (base == bases.end()) continue;
+    // The document the case ran, derived again as check_case derives it.
+    auto derived = sim::derive_case(base->scenario, r.seed, o.swarm, nullptr,
+                                    base->path.empty() ? base->name : base->path);
+    auto text =
+        derived ? shrink_failed_case(r, *derived, shrink) : Result<std::string>(derived.error());
+    notes[i] = text ? *text : "  shrink: " + text.error().describe() + "\n";
+  }
+  return notes;
 }
 
 }  // namespace
@@ -260,6 +303,10 @@ int cmd_check(const Args& args) {
   if (options->emit_dir) {
     if (Status s = check_emit_dir(*options->emit_dir); !s.ok()) return input_error(s.error());
   }
+  const std::optional<std::string> shrink_to = parsed->value("--shrink-to");
+  if (shrink_to) {
+    if (Status s = prepare_shrink_dir(*shrink_to); !s.ok()) return input_error(s.error());
+  }
   std::vector<sim::CheckCaseInput> bases;
   for (const std::string& file : *files) {
     auto base = read_base(file);
@@ -267,15 +314,19 @@ int cmd_check(const Args& args) {
     bases.push_back(std::move(*base));
   }
   const auto started = std::chrono::steady_clock::now();
-  const std::vector<sim::CaseRecord> records = run_cases(bases, *options);
+  std::vector<sim::CaseRecord> records = run_cases(bases, *options);
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const std::vector<std::string> shrink_notes =
+      shrink_to ? shrink_failures(records, bases, *options, *shrink_to)
+                : std::vector<std::string>{};
   const Summary summary = summarize(records, wall_s);
   const int exit_code = sim::worst_exit_code(records);
   if (options->json) {
+    for (const std::string& note : shrink_notes) fmt::print(stderr, "{}", note);
     print_json(records, summary, exit_code);
   } else {
-    print_human(records, summary, *options);
+    print_human(records, summary, *options, shrink_notes);
   }
   return exit_code;
 }
