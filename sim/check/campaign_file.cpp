@@ -13,28 +13,32 @@ namespace rehearse::sim {
 namespace {
 
 using nlohmann::json;
+// The lines keep their keys in the documented order ("type" first).
+using ordered = nlohmann::ordered_json;
 
-json header_json(const CampaignHeader& h) {
-  return json{{"type", "header"},
-              {"format", kCampaignFormat},
-              {"command", h.command},
-              {"scenarios", h.scenarios},
-              {"first_seed", h.first_seed},
-              {"seeds", h.seeds},
-              {"shard", to_string(h.shard)},
-              {"options", h.options}};
+ordered header_json(const CampaignHeader& h) {
+  return ordered{{"type", "header"},
+                 {"format", kCampaignFormat},
+                 {"command", h.command},
+                 {"scenarios", h.scenarios},
+                 {"first_seed", h.first_seed},
+                 {"seeds", h.seeds},
+                 {"shard", to_string(h.shard)},
+                 {"options", h.options}};
 }
 
-json case_json(const TimedRecord& r) {
-  json line{{"type", "case"}};
-  line.update(to_json(r.record));
+ordered case_json(const TimedRecord& r) {
+  ordered line{{"type", "case"}};
+  const json record = to_json(r.record);
+  for (const auto& [key, value] : record.items()) line[key] = value;
   line["wall_ms"] = r.wall_ms;
   return line;
 }
 
-json summary_json(const CampaignSummary& s) {
-  return json{{"type", "summary"},         {"cases", s.counts.cases},   {"passed", s.counts.passed},
-              {"failed", s.counts.failed}, {"errors", s.counts.errors}, {"exit_code", s.exit_code}};
+ordered summary_json(const CampaignSummary& s) {
+  return ordered{{"type", "summary"},         {"cases", s.counts.cases},
+                 {"passed", s.counts.passed}, {"failed", s.counts.failed},
+                 {"errors", s.counts.errors}, {"exit_code", s.exit_code}};
 }
 
 }  // namespace
@@ -169,8 +173,11 @@ Status read_line(const json& j, std::size_t number, Expect& expect, CampaignFile
 
 Error parse_failure(const std::string& path, std::size_t number, const json::parse_error& e) {
   // e.byte is 1-based within the parsed line.
+  // what(): "[json.exception.parse_error.101] parse error at line 1, column 148: syntax ..."
   std::string what = e.what();
-  if (const auto cut = what.find("parse error"); cut != std::string::npos) what = what.substr(cut);
+  const auto column = what.find("column ");
+  const auto colon = what.find(": ", column == std::string::npos ? 0 : column);
+  if (colon != std::string::npos) what = what.substr(colon + 2);
   return at(path, number, std::max<std::size_t>(1, e.byte),
             "expected one complete JSON object per line (" + what + ")");
 }
@@ -273,7 +280,7 @@ Result<std::vector<const CampaignFile*>> files_by_shard(const std::vector<Campai
                                   to_string(missing),
                                   seeds_text(shard_seeds(first.header.whole(), missing)),
                                   to_string(missing), files.size()),
-                      "merge");
+                      "");
   }
   return by_shard;
 }
@@ -342,7 +349,7 @@ Status find_missing(const CampaignHeader& h, const std::map<CaseKey, Placed>& pl
 
 Result<MergedCampaign> merge_campaign_files(const std::vector<CampaignFile>& files) {
   if (files.empty()) {
-    return make_error(ErrorCode::invalid_argument, "expected at least one shard file", "merge");
+    return make_error(ErrorCode::invalid_argument, "expected at least one shard file");
   }
   auto by_shard = files_by_shard(files);
   if (!by_shard) return by_shard.error();

@@ -15,6 +15,8 @@ int cmd_validate(const Args& args);
 int cmd_run(const Args& args);
 int cmd_status(const Args& args);
 int cmd_tune(const Args& args);
+// issue 10: shard files of `rehearse check` merged into one report.
+int cmd_merge(const Args& args);
 
 // Prints "rehearse: error: <message>" to stderr and returns kExitUsage.
 int usage_error(const std::string& message, const std::string& hint = {});

@@ -351,7 +351,7 @@ void expect_refused(const std::vector<CampaignFile>& files, const std::string& w
 TEST(Merge, RefusesAMissingShard) {
   auto files = shard_files(4);
   files.erase(files.begin() + 2);
-  expect_refused(files, "merge", "shard 3/4 (seeds 106..107) is missing");
+  expect_refused(files, "", "shard 3/4 (seeds 106..107) is missing");
 }
 
 TEST(Merge, RefusesADuplicateShard) {
