@@ -38,16 +38,17 @@ ordered case_json(const TimedRecord& r) {
 ordered summary_json(const CampaignSummary& s) {
   return ordered{{"type", "summary"},         {"cases", s.counts.cases},
                  {"passed", s.counts.passed}, {"failed", s.counts.failed},
-                 {"errors", s.counts.errors}, {"exit_code", s.exit_code}};
+                 {"errors", s.counts.errors}, {"exit_code", s.exit_code},
+                 {"wall_ms", s.wall_ms}};
 }
 
 }  // namespace
 
 std::string campaign_jsonl(const CampaignHeader& header, const std::vector<TimedRecord>& records,
-                           int exit_code) {
+                           int exit_code, double wall_ms) {
   std::string out = header_json(header).dump() + "\n";
   for (const TimedRecord& r : records) out += case_json(r).dump() + "\n";
-  out += summary_json({count_verdicts(records), exit_code}).dump() + "\n";
+  out += summary_json({count_verdicts(records), exit_code, wall_ms}).dump() + "\n";
   return out;
 }
 
@@ -132,6 +133,13 @@ std::optional<std::string> read_summary(const json& j, CampaignSummary& s) {
   }
   s.counts = {*cases, *passed, *failed, *errors};
   s.exit_code = static_cast<int>(*exit_code);
+  const auto wall = j.find("wall_ms");
+  if (wall != j.end()) {
+    if (!wall->is_number() || wall->get<double>() < 0) {
+      return "summary: /wall_ms: expected a number of milliseconds";
+    }
+    s.wall_ms = wall->get<double>();
+  }
   return std::nullopt;
 }
 
@@ -361,10 +369,13 @@ Result<MergedCampaign> merge_campaign_files(const std::vector<CampaignFile>& fil
   MergedCampaign merged;
   merged.header = files.front().header;
   merged.header.shard = Shard{};
-  for (const auto& [key, where] : placed)
+  for (const auto& [key, where] : placed) {
     merged.records.push_back(where.file->records[where.index]);
-  for (const CampaignFile& f : files)
+  }
+  for (const CampaignFile& f : files) {
     merged.exit_code = std::max(merged.exit_code, f.summary.exit_code);
+    merged.wall_ms += f.summary.wall_ms;
+  }
   return merged;
 }
 

@@ -5,14 +5,15 @@
 //    "first_seed":0,"seeds":2000,"shard":"2/4","options":{...}}
 //   {"type":"case", <the CaseRecord's keys (case_record.hpp)>, "wall_ms":12.5}
 //   ...one line per case, in the run's case order...
-//   {"type":"summary","cases":500,"passed":499,"failed":1,"errors":0,"exit_code":1}
+//   {"type":"summary","cases":500,"passed":499,"failed":1,"errors":0,"exit_code":1,
+//    "wall_ms":61250}
 //
 // `first_seed` and `seeds` are the WHOLE run's range; the shard's own seeds
 // follow from `shard` (shard_seeds). `options` holds every option that
 // changes the records (e.g. random_jobs), so shards of different runs cannot
 // be merged. `wall_ms` is the only key that differs between two runs of the
-// same seeds. A file without its summary line is truncated. docs/check-ci.md
-// has the format for users.
+// same seeds (with the summary's `wall_ms`, the time the shard took). A file without its summary
+// line is truncated. docs/check-ci.md has the format for users.
 #pragma once
 
 #include <cstddef>
@@ -46,12 +47,13 @@ struct CampaignHeader {
 struct CampaignSummary {
   CampaignCounts counts;
   int exit_code = 0;
+  double wall_ms = 0;  // the wall time the run (or shard) took; optional when read
   bool operator==(const CampaignSummary&) const = default;
 };
 
 // The whole file: header line, one line per record, summary line.
 std::string campaign_jsonl(const CampaignHeader& header, const std::vector<TimedRecord>& records,
-                           int exit_code);
+                           int exit_code, double wall_ms = 0);
 
 // A file read back, with the line number of each case (for errors).
 struct CampaignFile {
@@ -70,11 +72,13 @@ Result<CampaignFile> parse_campaign_jsonl(std::string_view text, const std::stri
 Result<CampaignFile> read_campaign_file(const std::string& path);
 
 // Shard files merged into the whole run: the header with shard 1/1, every
-// record in the run's case order, the worst exit code of the shards.
+// record in the run's case order, the worst exit code of the shards, the sum
+// of their wall times.
 struct MergedCampaign {
   CampaignHeader header;
   std::vector<TimedRecord> records;
   int exit_code = 0;
+  double wall_ms = 0;
 };
 
 // Checks the files belong to one run (same command, scenarios, seed range

@@ -239,7 +239,7 @@ TEST(CampaignFile, RoundTripsHeaderRecordsAndSummary) {
   const CampaignHeader h = header_of(Shard{2, 3});
   auto records = shard_records(h);
   records[1].record.message = "quote \" backslash \\ newline \n tab \t unicode \xc3\xa9";
-  const std::string text = campaign_jsonl(h, records, 1);
+  const std::string text = campaign_jsonl(h, records, 1, 250.5);
   const auto back = parse_campaign_jsonl(text, "s.jsonl");
   ASSERT_TRUE(back.ok()) << back.error().describe();
   EXPECT_EQ(back->header, h);
@@ -249,8 +249,10 @@ TEST(CampaignFile, RoundTripsHeaderRecordsAndSummary) {
     EXPECT_EQ(back->records[i].wall_ms, records[i].wall_ms);
     EXPECT_EQ(back->lines[i], i + 2);
   }
-  EXPECT_EQ(back->summary, (CampaignSummary{count_verdicts(records), 1}));
-  EXPECT_EQ(campaign_jsonl(back->header, back->records, back->summary.exit_code), text);
+  EXPECT_EQ(back->summary, (CampaignSummary{count_verdicts(records), 1, 250.5}));
+  EXPECT_EQ(campaign_jsonl(back->header, back->records, back->summary.exit_code,
+                           back->summary.wall_ms),
+            text);
 }
 
 TEST(CampaignFile, TheHeaderLineHasTheDocumentedKeys) {
