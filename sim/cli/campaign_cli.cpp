@@ -24,6 +24,12 @@ const std::vector<OptionSpec>& campaign_option_specs() {
   return specs;
 }
 
+std::vector<OptionSpec> with_campaign_options(std::vector<OptionSpec> own) {
+  const auto& mine = campaign_option_specs();
+  own.insert(own.end(), mine.begin(), mine.end());
+  return own;
+}
+
 namespace {
 
 Status check_paths(const CampaignSettings& s, const std::vector<std::string>& inputs,
@@ -88,15 +94,22 @@ std::vector<sim::TimedRecord> run_check_cases(const std::vector<sim::CheckCase>&
 
 Status write_campaign_outputs(const sim::CampaignHeader& header,
                               const std::vector<sim::TimedRecord>& records, int exit_code,
-                              const CampaignSettings& settings) {
+                              double wall_ms, const CampaignSettings& settings) {
   if (settings.jsonl_path) {
-    const std::string text = sim::campaign_jsonl(header, records, exit_code);
+    const std::string text = sim::campaign_jsonl(header, records, exit_code, wall_ms);
     if (Status s = write_output_file(*settings.jsonl_path, text); !s.ok()) return s;
   }
   if (settings.junit_path) {
     return write_output_file(*settings.junit_path, sim::render_junit(header, records));
   }
   return {};
+}
+
+std::vector<sim::CaseRecord> plain_records(const std::vector<sim::TimedRecord>& records) {
+  std::vector<sim::CaseRecord> out;
+  out.reserve(records.size());
+  for (const sim::TimedRecord& r : records) out.push_back(r.record);
+  return out;
 }
 
 }  // namespace rehearse::cli

@@ -17,6 +17,8 @@ namespace rehearse::cli {
 
 // Appended to a command's own options.
 const std::vector<OptionSpec>& campaign_option_specs();
+// `own` followed by the campaign options.
+std::vector<OptionSpec> with_campaign_options(std::vector<OptionSpec> own);
 
 struct CampaignSettings {
   int threads = 1;
@@ -41,6 +43,9 @@ std::vector<sim::TimedRecord> run_check_cases(const std::vector<sim::CheckCase>&
 // Writes --jsonl and --junit when given (each whole or not at all).
 Status write_campaign_outputs(const sim::CampaignHeader& header,
                               const std::vector<sim::TimedRecord>& records, int exit_code,
-                              const CampaignSettings& settings);
+                              double wall_ms, const CampaignSettings& settings);
+
+// The records without their wall times.
+std::vector<sim::CaseRecord> plain_records(const std::vector<sim::TimedRecord>& records);
 
 }  // namespace rehearse::cli
