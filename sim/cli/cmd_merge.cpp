@@ -3,19 +3,21 @@
 // Combines the JSON Lines files of `rehearse check --shard K/N --jsonl FILE`
 // into the report of the whole run: the same table, --json document and exit
 // code the unsharded run gives (the report is printed by the same code,
-// sim/check/campaign_report.hpp). The files must be the shards of one run:
-// the same command, scenarios, seed range and options, shards K/N with one N,
-// each K once, every case present once. Anything else is bad input (exit 2)
-// naming the file and line and what was expected. docs/check-ci.md.
+// print_check_report of cmd_check.cpp; wall times are the sum of the shards'). The files must be
+// the shards of one run: the same command, scenarios, seed range and options, shards K/N with one
+// N, each K once, every case present once. Anything else is bad input (exit 2) naming the file and
+// line and what was expected. docs/check-ci.md.
 #include <fmt/core.h>
 
 #include <string>
 #include <vector>
 
 #include "sim/check/campaign_file.hpp"
-#include "sim/check/campaign_report.hpp"
+#include "sim/check/check.hpp"
 #include "sim/check/junit.hpp"
 #include "sim/cli/args.hpp"
+#include "sim/cli/campaign_cli.hpp"
+#include "sim/cli/check_report.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
 #include "sim/cli/output_file.hpp"
@@ -91,6 +93,16 @@ Status write_outputs(const ParsedArgs& parsed, const sim::MergedCampaign& merged
   return {};
 }
 
+// What the report needs of the check options: --json from this command,
+// --emit from the shards' header.
+sim::CheckOptions report_options(const ParsedArgs& parsed, const sim::CampaignHeader& header) {
+  sim::CheckOptions o;
+  o.json = parsed.has("--json");
+  const auto emit = header.options.find("emit");
+  if (emit != header.options.end() && emit->is_string()) o.emit_dir = emit->get<std::string>();
+  return o;
+}
+
 }  // namespace
 
 int cmd_merge(const Args& args) {
@@ -110,12 +122,8 @@ int cmd_merge(const Args& args) {
   auto merged = sim::merge_campaign_files(*files);
   if (!merged) return input_error(merged.error());
   if (Status s = write_outputs(*parsed, *merged); !s.ok()) return input_error(s.error());
-  if (parsed->has("--json")) {
-    fmt::print("{}\n",
-               sim::check_report_json(merged->header, merged->records, merged->exit_code).dump(2));
-  } else {
-    fmt::print("{}", sim::format_check_report(merged->header, merged->records, merged->exit_code));
-  }
+  print_check_report(plain_records(merged->records), merged->wall_ms / 1000,
+                     report_options(*parsed, merged->header), merged->exit_code);
   return merged->exit_code;
 }
 

@@ -54,7 +54,7 @@ rc=0; "$R" merge s3.jsonl s1.jsonl s4.jsonl s2.jsonl > merged.txt 2> merged.err 
 cmp -s whole.txt merged.txt && ok || bad "merged table differs: $(diff whole.txt merged.txt)"
 [ ! -s merged.err ] && ok || bad "merge wrote to stderr: $(cat merged.err)"
 grep -qF 'FAIL b&c.json seed 3: retries_bounded' merged.txt && ok || bad "finding: $(cat merged.txt)"
-grep -qF '20 cases (seeds 0..9, shard 1/1): 19 passed, 1 failed, 0 errors; exit code 1' merged.txt && ok || bad "total: $(cat merged.txt)"
+grep -qF 'check: 20 cases, 19 passed, 1 failed, 0 errors' merged.txt && ok || bad "total: $(cat merged.txt)"
 "$R" merge whole.jsonl --json > whole.json
 "$R" merge s1.jsonl s2.jsonl s3.jsonl s4.jsonl --json --junit out.xml --jsonl all.jsonl > merged.json
 cmp -s whole.json merged.json && ok || bad "merged --json differs: $(diff whole.json merged.json)"
@@ -62,9 +62,10 @@ python3 - merged.json <<'PY' && ok || bad "--json shape"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["ok"] is False and d["exit_code"] == 1, d
-assert d["counts"] == {"cases": 20, "passed": 19, "failed": 1, "errors": 0}, d["counts"]
-assert [s["path"] for s in d["scenarios"]] == ["a.json", "b&c.json"]
-assert [(f["path"], f["seed"]) for f in d["failures"]] == [("b&c.json", 3)]
+s = d["summary"]
+assert (s["cases"], s["passed"], s["failed"], s["errors"]) == (20, 19, 1, 0), s
+assert [(c["path"], c["seed"]) for c in d["cases"]] == [(p, k) for p in ("a.json", "b&c.json") for k in range(10)]
+assert [(c["path"], c["seed"]) for c in d["cases"] if c["verdict"] != "pass"] == [("b&c.json", 3)]
 PY
 # The merged JSON Lines file is the whole run's, byte for byte.
 "$R" merge whole.jsonl --jsonl whole-again.jsonl > /dev/null
