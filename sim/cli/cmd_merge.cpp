@@ -1,7 +1,7 @@
 // rehearse merge FILE... [--json] [--junit FILE] [--jsonl FILE]
 //
 // Combines the JSON Lines files of `rehearse check --shard K/N --jsonl FILE`
-// into the report of the whole run: the same table, --json document and exit
+// into the report of the whole run: the same lines, --json document and exit
 // code the unsharded run gives (the report is printed by the same code,
 // print_check_report of cmd_check.cpp; wall times are the sum of the shards'). The files must be
 // the shards of one run: the same command, scenarios, seed range and options, shards K/N with one
@@ -29,7 +29,7 @@ constexpr const char* kMergeHelp =
     "usage: rehearse merge FILE... [--json] [--junit FILE] [--jsonl FILE]\n"
     "\n"
     "Combines the JSON Lines files written by 'rehearse check --shard K/N --jsonl FILE'\n"
-    "into one report: the same table, --json document and exit code as the same\n"
+    "into one report: the same lines, --json document and exit code as the same\n"
     "check run without --shard. The files may come in any order; they must be the\n"
     "shards of one run (same command, scenarios, first seed, seed count and options;\n"
     "shards K/N with the same N, each K exactly once, every case once). A missing,\n"
