@@ -14,6 +14,10 @@ REHEARSE_PACKAGES+=(universal-ctags clang-format-14)
 # the fuzz targets (.ci/fuzz, docs/fuzzing.md).
 REHEARSE_PACKAGES+=(clang-14 libclang-rt-14-dev)
 
+# GNU parallel: four `check --shard K/4` runs merged (tests/cli/test_check_shards.sh,
+# docs/check-ci.md); the test fails, not skips, without it.
+REHEARSE_PACKAGES+=(parallel)
+
 rehearse_missing_packages() {
   local missing=()
   for p in "${REHEARSE_PACKAGES[@]}"; do

@@ -1,5 +1,6 @@
 // rehearse check SCENARIO|DIR... [--seeds N] [--first-seed S] [--json]
 //                [--check-determinism] [--emit DIR] [--shrink-to DIR]
+//                [--threads T] [--shard K/N] [--jsonl FILE] [--junit FILE] [--progress]
 //
 // The swarm search (docs/check.md): for each scenario and each seed, derive
 // the seed's world (sim/check/swarm.hpp), run it once and judge it by the
@@ -10,7 +11,9 @@
 // be run, 3 an assertion of the core failed).
 //
 // The steps are named below: read the options, read the scenarios, run the
-// cases (one small loop: run_cases), report.
+// cases (run_cases: the campaign runner's threads over this shard's cases,
+// sim/check/campaign.hpp), write --jsonl / --junit, report (the report is
+// shared with `rehearse merge`: print_check_report).
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -29,9 +32,12 @@
 #include <system_error>
 #include <vector>
 
+#include "sim/check/campaign.hpp"
 #include "sim/check/case_record.hpp"
 #include "sim/check/check.hpp"
 #include "sim/cli/args.hpp"
+#include "sim/cli/campaign_cli.hpp"
+#include "sim/cli/check_report.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
 #include "sim/cli/output_file.hpp"
@@ -63,11 +69,18 @@ constexpr const char* kCheckHelp =
     "same invariant violated) and writes it as DIR/<scenario>-seed<S>-<invariant>.json,\n"
     "a scenario 'rehearse run' replays to that violation (docs/shrinking.md).\n"
     "\n"
+    "--threads T runs T cases side by side (the output is the same for any T);\n"
+    "--shard K/N runs the K-th of N contiguous blocks of the seeds; --jsonl FILE\n"
+    "writes every case as JSON Lines for 'rehearse merge', which combines the N\n"
+    "shard files into this command's report; --junit FILE writes JUnit XML for CI;\n"
+    "a progress line goes to stderr on a terminal or with --progress.\n"
+    "docs/check-ci.md has the formats and recipes for CI, Kubernetes and GNU parallel.\n"
+    "\n"
     "Exit codes (the worst over all cases): 0 every invariant held, 1 one failed,\n"
     "2 bad input (or a case that could not be run), 3 an assertion of the core\n"
     "failed in a run.\n";
 
-const std::vector<OptionSpec> kCheckOptions{
+const std::vector<OptionSpec> kCheckOptions = with_campaign_options({
     {"--seeds", true, "N", "seeds per scenario (1..10^9, default 100)"},
     {"--first-seed", true, "S", "the first seed (0..2^64-1, default 1)"},
     {"--json", false, "", "print one JSON document"},
@@ -75,7 +88,7 @@ const std::vector<OptionSpec> kCheckOptions{
     {"--emit", true, "DIR", "write each derived case as a scenario file into DIR"},
     {"--shrink-to", true, "DIR",
      "shrink the first failing seed per scenario and invariant into DIR"},
-};
+});
 
 constexpr long long kMaxSeeds = 1'000'000'000;
 
@@ -171,19 +184,34 @@ sim::CaseRecord run_one_case(const sim::CheckCaseInput& c, const sim::CheckOptio
   return sim::check_derived(c, *derived, o);
 }
 
-// Step 3: every scenario with every seed, in order (the campaign runner may
-// replace this loop with its threads and shards).
-std::vector<sim::CaseRecord> run_cases(const std::vector<sim::CheckCaseInput>& bases,
-                                       const sim::CheckOptions& o) {
-  std::vector<sim::CaseRecord> records;
-  for (const sim::CheckCaseInput& base : bases) {
-    for (std::uint64_t i = 0; i < o.seeds; ++i) {
-      sim::CheckCaseInput c = base;
-      c.seed = o.first_seed + i;
-      records.push_back(run_one_case(c, o));
-    }
-  }
-  return records;
+// Step 3: every scenario with every seed of this shard, in the one global
+// order (scenario by scenario, seeds ascending), on the campaign's threads;
+// each case runs whole on one thread and the records come back in order.
+std::vector<sim::TimedRecord> run_cases(const std::vector<sim::CheckCaseInput>& bases,
+                                        const sim::CheckOptions& o,
+                                        const CampaignSettings& campaign, sim::SeedRange seeds) {
+  const auto one = [&](const sim::CheckCase& k) {
+    sim::CheckCaseInput c = bases[k.scenario];
+    c.seed = k.seed;
+    return run_one_case(c, o);
+  };
+  return run_check_cases(sim::campaign_cases(bases.size(), seeds), one, campaign);
+}
+
+// The run as the JSON Lines header names it: the whole run's seeds, this
+// shard, and the options that change what the records or the report say.
+sim::CampaignHeader campaign_header(const std::vector<std::string>& files,
+                                    const sim::CheckOptions& o, sim::Shard shard) {
+  sim::CampaignHeader h;
+  h.scenarios = files;
+  h.first_seed = o.first_seed;
+  h.seeds = o.seeds;
+  h.shard = shard;
+  h.options = {{"check_determinism", o.check_determinism},
+               {"emit", o.emit_dir ? nlohmann::json(*o.emit_dir) : nlohmann::json()},
+               {"max_instances", o.swarm.max_instances},
+               {"drop_base_faults", o.swarm.drop_base_faults}};
+  return h;
 }
 
 struct Summary {
@@ -286,6 +314,18 @@ std::vector<std::string> shrink_failures(std::vector<sim::CaseRecord>& records,
 
 }  // namespace
 
+void print_check_report(const std::vector<sim::CaseRecord>& records, double wall_s,
+                        const sim::CheckOptions& o, int exit_code,
+                        const std::vector<std::string>& shrink_notes) {
+  const Summary summary = summarize(records, wall_s);
+  if (o.json) {
+    for (const std::string& note : shrink_notes) fmt::print(stderr, "{}", note);
+    print_json(records, summary, exit_code);
+  } else {
+    print_human(records, summary, o, shrink_notes);
+  }
+}
+
 int cmd_check(const Args& args) {
   auto parsed = parse_args(args, kCheckOptions);
   if (!parsed) return usage_error(parsed.error().describe(), "see 'rehearse check --help'");
@@ -307,27 +347,30 @@ int cmd_check(const Args& args) {
   if (shrink_to) {
     if (Status s = prepare_shrink_dir(*shrink_to); !s.ok()) return input_error(s.error());
   }
+  auto campaign = read_campaign_settings(*parsed, *files, options->json);
+  if (!campaign) return input_error(campaign.error());
   std::vector<sim::CheckCaseInput> bases;
   for (const std::string& file : *files) {
     auto base = read_base(file);
     if (!base) return input_error(base.error());
     bases.push_back(std::move(*base));
   }
+  const sim::CampaignHeader header = campaign_header(*files, *options, campaign->shard);
   const auto started = std::chrono::steady_clock::now();
-  std::vector<sim::CaseRecord> records = run_cases(bases, *options);
+  auto timed = run_cases(bases, *options, *campaign, header.shard_range());
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::vector<sim::CaseRecord> records = plain_records(timed);
   const std::vector<std::string> shrink_notes =
       shrink_to ? shrink_failures(records, bases, *options, *shrink_to)
                 : std::vector<std::string>{};
-  const Summary summary = summarize(records, wall_s);
+  for (std::size_t i = 0; i < records.size(); ++i) timed[i].record.shrunk = records[i].shrunk;
   const int exit_code = sim::worst_exit_code(records);
-  if (options->json) {
-    for (const std::string& note : shrink_notes) fmt::print(stderr, "{}", note);
-    print_json(records, summary, exit_code);
-  } else {
-    print_human(records, summary, *options, shrink_notes);
+  if (Status s = write_campaign_outputs(header, timed, exit_code, wall_s * 1000, *campaign);
+      !s.ok()) {
+    return input_error(s.error());
   }
+  print_check_report(records, wall_s, *options, exit_code, shrink_notes);
   return exit_code;
 }
 

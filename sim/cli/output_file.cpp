@@ -103,9 +103,15 @@ Status write_through(const std::string& path, std::string_view bytes) {
   return {};
 }
 
+// umask() can only be read by setting it: read once (a thread-safe static),
+// so that files written from several threads at once (`check --threads T
+// --emit DIR`) never see, or leave behind, the momentary 0.
 mode_t new_file_mode() {
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
+  static const mode_t mask = [] {
+    const mode_t m = ::umask(0);
+    ::umask(m);
+    return m;
+  }();
   return static_cast<mode_t>(0666 & ~mask);
 }
 
