@@ -8,8 +8,10 @@
 // from the core's logs: the durable state read back from the simulated disk
 // (ScenarioRunResult::final_states, final_items) and the scenario's own facts.
 //
-//   - every job's retry_status is `ok`, `failed` or `retry_exhausted`: a job
-//     still `retrying` a bound after the last fault never settled;
+//   - no job is still `retrying` with a retry pending (next_action `retry`) a
+//     bound after the last fault: its chain never ended (a job `retrying`
+//     that waits for its next slot, next_action `wait_next_run`, is the
+//     schedule's business);
 //   - every reconcile item is terminal (DONE, DESIGN_FAILED) or progressing
 //     (its last cycle left no reconcile error), unless the world itself still
 //     stands against it: its issue was deleted, an agent removed and never

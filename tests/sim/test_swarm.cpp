@@ -281,7 +281,7 @@ TEST(CheckCase, ExitCodesFollowRun) {
 namespace liveness_test {
 
 // A core whose recovery is never written: when a job leaves `retrying`, the
-// store keeps it `retrying` (with its old next_retry_at). A realistic bug
+// store keeps it `retrying` (with its old next_retry_at and next_action). A realistic bug
 // (a lost "recovered" write); the world then never settles.
 class StuckRetryingStore final : public JobStateStore {
  public:
@@ -292,10 +292,12 @@ class StuckRetryingStore final : public JobStateStore {
     return inner_.update(id, [&](JobState& s) {
       const bool was_retrying = s.retry_status == RetryStatus::retrying;
       const auto next = s.next_retry_at;
+      const auto action = s.next_action;
       mutate(s);
       if (was_retrying && s.retry_status != RetryStatus::retrying) {
         s.retry_status = RetryStatus::retrying;
         s.next_retry_at = next;
+        s.next_action = action;
       }
     });
   }
@@ -375,6 +377,30 @@ TEST(Liveness, DerivedCasesLeaveTheBoundAfterTheLastFault) {
     EXPECT_GE(s->until_ms - last, settle_bound_ms(*s, last)) << "seed " << seed;
     EXPECT_GE(s->until_ms, parse_instant("2026-12-07T12:00:00Z").value());
   }
+}
+
+// ------------------------------------------- findings of the swarm search
+
+// Found by `rehearse check scenarios/serial-queue-delay.json --first-seed 1`
+// (harness bug, the schedule_kept monitor): a torn write of the state right
+// after a slot's queue add crashes the worker; at its boot 20 minutes later
+// the scheduler hands the same slot out again (the queue's add is idempotent:
+// `added` false) and folds the firings due since into its late run
+// (coalesced_slots +2). The monitor treated a re-handout as nothing new and
+// then reported the folded firings as skipped.
+TEST(Findings, AReHandoutAfterATornWriteFoldsTheFiringsDueSince) {
+  const json doc = json::parse(R"({
+    "format": 1, "scenario": "re-handout-after-torn-write", "start": "2026-12-07T10:00:00Z",
+    "until": "2026-12-07T11:40:00Z",
+    "services": {"brokerage": {}},
+    "jobs": [{"id": "quote-fetch", "kind": "fetch", "schedule": "*/10 * * * *",
+              "retry_policy": {"max": 2, "backoff_sec": 300}}],
+    "faults": [{"at": "2026-12-07T10:55:07Z", "kind": "torn_write", "file": "retry_state.json",
+                "down_for": "20m45s"}]
+  })");
+  CheckCaseInput in = input_of(doc, 1);
+  const CaseRecord r = check_derived(in, doc, CheckOptions{});
+  EXPECT_EQ(r.verdict, CaseVerdict::pass) << r.message;
 }
 
 }  // namespace
