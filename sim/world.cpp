@@ -705,6 +705,11 @@ void World::read_final_state(ScenarioRunResult& result) {
   // Read back what the store durably holds, as a fresh process would; the
   // read is not part of the run, so it is not traced.
   disk_.set_trace(nullptr);
+  // A torn write or fail-stop the run armed and never reached belongs to the
+  // run, not to this read (it would kill the reader and make the read-back
+  // fail: a harness error, found by `rehearse check`).
+  disk_.disarm_torn_write();
+  disk_.cancel_fail_stop();
   compare_damaged_files(result);
   auto store = StateStore::open(disk_, kWorldStateDir);
   if (!store.ok()) {

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 #include <new>
 #include <set>
 #include <utility>
 
+#include "sim/check/liveness.hpp"
 #include "sim/monitors/deterministic.hpp"
 #include "sim/scenario.hpp"
 
@@ -108,12 +110,34 @@ CaseRecord judged(CaseRecord r, const ScenarioRunResult& run,
   return r;
 }
 
+// The liveness phase's reference: the same world without faults, run once
+// on demand with the case's seed.
+ReferenceRun reference_run(const Scenario& scenario, const CheckCaseInput& input,
+                           const CheckOptions& options) {
+  auto kept = std::make_shared<std::optional<ScenarioRunResult>>();
+  return [&scenario, &input, &options, kept]() -> const ScenarioRunResult* {
+    if (!kept->has_value()) {
+      Scenario quiet = scenario;
+      quiet.faults.clear();
+      RunOptions o = case_run_options(input, options, 0);
+      o.keep_trace = false;
+      auto run = run_scenario(quiet, o);
+      if (!run) return nullptr;
+      *kept = std::move(*run);
+    }
+    return &kept->value();
+  };
+}
+
 CaseRecord run_and_judge(const Scenario& scenario, const CheckCaseInput& input,
                          const CheckOptions& options) {
   CaseRecord r = record_of(input);
   auto run = run_scenario(scenario, case_run_options(input, options, 0));
   if (!run) return errored(std::move(r), run.error().describe());
   std::vector<Violation> violations = counted_violations(scenario, *run);
+  if (auto unsettled = judge_liveness(scenario, *run, reference_run(scenario, input, options))) {
+    violations.push_back(std::move(*unsettled));
+  }
   if (options.check_determinism && !run->out_of_memory) {
     // First: when the run is not reproducible, nothing else it shows is.
     if (auto differs = rerun_differs(scenario, input, options, *run)) {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "model/time.hpp"
+#include "sim/check/liveness.hpp"
 #include "sim/fault_kinds.hpp"
 #include "sim/rng.hpp"
 #include "sim/scenario.hpp"
@@ -176,18 +177,38 @@ json draw_fault(const FaultKindSpec& kind, Rng& rng, const Declared& d, int& ins
   return fault;
 }
 
-// The base's own faults, each kept with probability 1/2 (or all).
-json kept_base_faults(const json& base, Rng& rng, const SwarmOptions& options, SwarmChoice& c) {
+// The base's own faults, each kept with probability 1/2 (or all). A lasting
+// one without `for` (to the end of the run) is pinned to the base's `until`,
+// so that extending the span does not lengthen it.
+json kept_base_faults(const json& base, const Scenario& typed, Rng& rng,
+                      const SwarmOptions& options, SwarmChoice& c) {
   json kept = json::array();
   const auto it = base.find("faults");
   if (it == base.end() || !it->is_array()) return kept;
-  for (const json& fault : *it) {
+  for (std::size_t i = 0; i < it->size(); ++i) {
     ++c.base_faults;
     if (options.drop_base_faults && !rng.next_bool(0.5)) continue;
-    kept.push_back(fault);
+    json fault = (*it)[i];
+    if (i < typed.faults.size() && fault_has_duration(typed.faults[i].kind) &&
+        !fault.contains("for")) {
+      fault["for"] = format_duration(typed.until_ms - typed.faults[i].at_ms);
+    }
+    kept.push_back(std::move(fault));
     ++c.base_faults_kept;
   }
   return kept;
+}
+
+// The settle window: `until` moved so that the settle bound follows the last
+// fault's end (never earlier than the base's own `until`).
+Status extend_for_settling(json& derived, SwarmChoice& c) {
+  auto typed = load_scenario_json(derived.dump(), "<derived>");
+  if (!typed) return typed.error();
+  const TimeMs last = last_fault_end_ms(*typed);
+  const DurationMs bound = settle_bound_ms(*typed, last);
+  c.settle_ms = bound;
+  derived["until"] = format_instant(std::max(typed->until_ms, last + bound));
+  return {};
 }
 
 // Swarm: each applicable kind on with probability 1/2; each kind on gets
@@ -214,11 +235,16 @@ void add_swarm_faults(json& faults, Rng& rng, const Declared& d, const SwarmOpti
 std::string describe_choice(const std::string& origin, std::uint64_t seed, const SwarmChoice& c) {
   std::string on;
   for (const std::string& k : c.kinds_on) on += (on.empty() ? "" : ", ") + k;
+  std::string settle;
+  if (c.settle_ms > 0) {
+    settle = fmt::format(" The span ends at least {} (the settle bound) after the last fault.",
+                         format_duration(c.settle_ms));
+  }
   return fmt::format(
       "Derived by `rehearse check` from {} with seed {}: fault kinds on: {}; {} swarm fault{} "
-      "added, {} of the base's {} fault{} kept.",
+      "added, {} of the base's {} fault{} kept.{}",
       origin, seed, on.empty() ? "none" : on, c.faults_added, c.faults_added == 1 ? "" : "s",
-      c.base_faults_kept, c.base_faults, c.base_faults == 1 ? "" : "s");
+      c.base_faults_kept, c.base_faults, c.base_faults == 1 ? "" : "s", settle);
 }
 
 }  // namespace
@@ -231,14 +257,17 @@ Result<json> derive_case(const json& base_scenario, std::uint64_t seed, const Sw
   Rng rng = Rng(seed).derive(kSwarmStream);
   SwarmChoice c;
   json derived = base_scenario;
-  json faults = kept_base_faults(base_scenario, rng, options, c);
+  json faults = kept_base_faults(base_scenario, *base, rng, options, c);
   add_swarm_faults(faults, rng, declared, options, c);
   derived["faults"] = std::move(faults);
   derived["seed"] = seed;
-  derived["description"] = describe_choice(origin.empty() ? base->name : origin, seed, c);
   derived.erase("expect");
   if (!base->expect.violations.empty())
     derived["expect"] = {{"violations", base->expect.violations}};
+  if (options.settle) {
+    if (Status s = extend_for_settling(derived, c); !s.ok()) return s.error();
+  }
+  derived["description"] = describe_choice(origin.empty() ? base->name : origin, seed, c);
   if (choice != nullptr) *choice = std::move(c);
   return derived;
 }

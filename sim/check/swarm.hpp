@@ -39,6 +39,9 @@ struct SwarmOptions {
   int max_instances = 3;  // per kind that is on: 1..max_instances faults
   // Each of the base's own faults is kept with probability 1/2 (false: all kept).
   bool drop_base_faults = true;
+  // Extend `until` so that the settle bound (sim/check/liveness.hpp) follows
+  // the last fault's end: the liveness phase can then judge the case.
+  bool settle = true;
 };
 
 // What one derivation chose (for the description, reports and tests).
@@ -48,6 +51,7 @@ struct SwarmChoice {
   std::size_t base_faults = 0;
   std::size_t base_faults_kept = 0;
   std::size_t faults_added = 0;
+  std::int64_t settle_ms = 0;  // the settle bound after the last fault (0: not extended)
 };
 
 // The derived document for `seed`. An error when the base does not load (its

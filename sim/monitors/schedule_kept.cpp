@@ -66,8 +66,11 @@ void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& ou
   }
   j.last_handed = s;
   if (!again) check_none_skipped(*job, j, s, e, i, out);
-  const auto due_after = cron.between(s, e.t, 1'000'000);
-  if (!again) {
+  // The firings due since this slot (a re-handout after a crash: since the
+  // last slot already folded) are folded into this late run.
+  const TimeMs folded_from = again ? std::max(s, *j.last_slot) : s;
+  const auto due_after = cron.between(folded_from, e.t, 1'000'000);
+  if (!again || !due_after.empty()) {
     j.pending_misfire =
         JobSchedule::PendingMisfire{s, static_cast<std::int64_t>(due_after.size()), i};
     j.last_slot = due_after.empty() ? s : due_after.back();

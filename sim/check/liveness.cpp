@@ -1,0 +1,181 @@
+#include "sim/check/liveness.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "sim/monitors/job_table.hpp"
+
+namespace rehearse::sim {
+
+namespace {
+
+constexpr DurationMs kPeriodHorizonMs = 400 * kDayMs;
+
+// Calls one run of the job makes at most (besides retries): what its
+// allowance is counted in.
+std::int64_t calls_per_run(const JobSpec& job) {
+  switch (job.kind) {
+    case JobKind::group: {
+      std::int64_t n = 0;
+      for (const GroupTask& t : job.tasks) n += t.model_calls;
+      return n + static_cast<std::int64_t>(job.targets.size());
+    }
+    case JobKind::fetch: return 2 * job.requests + 1;  // a reissue per request, the token
+    case JobKind::reconcile: return 3 * static_cast<std::int64_t>(job.items.size()) + 1;
+    case JobKind::publish: return static_cast<std::int64_t>(job.targets.size()) + 1;
+    case JobKind::call: return static_cast<std::int64_t>(job.calls.size());
+  }
+  return 1;
+}
+
+// The longest a call may take: the slowest service's timeout plus latency.
+DurationMs slowest_call_ms(const Scenario& s) {
+  DurationMs worst = kDefaultServiceTimeoutMs + kDefaultServiceLatencyMs;
+  const auto consider = [&](const ServiceTiming& t) {
+    worst = std::max(worst, t.timeout_ms + t.latency_ms);
+  };
+  if (s.services.model_api) consider(s.services.model_api->timing);
+  if (s.services.orchestrator) consider(s.services.orchestrator->timing);
+  if (s.services.brokerage) consider(s.services.brokerage->timing);
+  if (s.services.messenger) consider(s.services.messenger->timing);
+  for (const auto& [name, u] : s.services.user) consider(u.timing);
+  return worst;
+}
+
+// One job's longest full retry chain: every attempt's run allowance plus
+// every retry's largest delay.
+DurationMs chain_ms(const JobSpec& spec, const MonitoredJob& job, DurationMs call_ms) {
+  const int retries = job.policy.valid ? job.policy.retries_max : 0;
+  DurationMs total = (retries + 1) * (calls_per_run(spec) + 1) * call_ms;
+  for (int n = 1; n <= retries; ++n) total += job.policy.max_delay_ms(n);
+  // A reconcile item's own backoff and config deferral reach one hour
+  // (docs/reconcile.md): an item failed by the last fault waits that long.
+  if (spec.kind == JobKind::reconcile) total += kHourMs;
+  return total;
+}
+
+// The gap between the first two firings after `after` (0 when unknown).
+DurationMs period_ms(const MonitoredJob& job, TimeMs after) {
+  if (!job.cron) return 0;
+  const auto first = job.cron->next_after(after, kPeriodHorizonMs);
+  if (!first) return 0;
+  const auto second = job.cron->next_after(*first, kPeriodHorizonMs);
+  return second ? *second - *first : 0;
+}
+
+// Whether the world itself still stands against an item at the end: its
+// issue deleted, or an agent absent (declared so, or removed) and not
+// restored after.
+bool world_stands_against(const Scenario& s, const std::string& issue) {
+  std::set<std::string> absent;
+  if (const auto& o = s.services.orchestrator) {
+    for (const OrchestratorAgent& a : o->agents) {
+      if (!a.present) absent.insert(a.id);
+    }
+  }
+  std::vector<const FaultSpec*> faults;
+  for (const FaultSpec& f : s.faults) faults.push_back(&f);
+  std::stable_sort(faults.begin(), faults.end(),
+                   [](const FaultSpec* a, const FaultSpec* b) { return a->at_ms < b->at_ms; });
+  for (const FaultSpec* f : faults) {
+    if (f->kind == FaultKind::issues_deleted &&
+        std::find(f->issues.begin(), f->issues.end(), issue) != f->issues.end()) {
+      return true;
+    }
+    if (f->kind == FaultKind::agent_removed) absent.insert(f->agent);
+    if (f->kind == FaultKind::agent_restored) absent.erase(f->agent);
+  }
+  return !absent.empty();
+}
+
+std::optional<Violation> unsettled_job(const ScenarioRunResult& run, const std::string& when) {
+  for (const FinalJobState& f : run.final_states) {
+    // Waiting for its next slot (next_action wait_next_run) is the schedule's
+    // business; a retry still pending a bound after the last fault is not.
+    if (!f.state || f.state->retry_status != RetryStatus::retrying ||
+        f.state->next_action != NextAction::retry) {
+      continue;
+    }
+    return Violation{
+        kLivenessInvariant, run.trace.size(), run.end_ms,
+        fmt::format(
+            "job {} still has a retry pending at the end (retry_count {}, next_retry_at {}), {}",
+            f.job_id, f.state->retry_count,
+            f.state->next_retry_at ? format_instant(*f.state->next_retry_at) : "none", when)};
+  }
+  return std::nullopt;
+}
+
+// Whether the fault-free reference run has the item stuck too (a standing
+// condition of the world's configuration, such as an agent id not set).
+bool stuck_without_faults(const ScenarioRunResult* reference, const FinalItemState& item) {
+  if (reference == nullptr) return false;
+  for (const FinalItemState& r : reference->final_items) {
+    if (r.job_id == item.job_id && r.issue == item.issue) return !r.reconcile_error.empty();
+  }
+  return false;
+}
+
+std::optional<Violation> unsettled_item(const Scenario& s, const ScenarioRunResult& run,
+                                        const std::string& when, const ReferenceRun& reference) {
+  const ScenarioRunResult* ref = nullptr;
+  bool asked = false;
+  for (const FinalItemState& item : run.final_items) {
+    if (item.stage == "DONE" || item.stage == "DESIGN_FAILED" || item.reconcile_error.empty()) {
+      continue;
+    }
+    if (world_stands_against(s, item.issue)) continue;
+    if (!asked && reference) ref = reference();
+    asked = true;
+    if (stuck_without_faults(ref, item)) continue;
+    return Violation{
+        kLivenessInvariant, run.trace.size(), run.end_ms,
+        fmt::format("item {} of job {} is stuck at {} with the reconcile error '{}' (the same "
+                    "world without faults is not), {}",
+                    item.issue, item.job_id, item.stage, item.reconcile_error, when)};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+TimeMs last_fault_end_ms(const Scenario& s) {
+  TimeMs last = s.start_ms;
+  for (const FaultSpec& f : s.faults) {
+    TimeMs end = fault_has_duration(f.kind) ? f.end_ms(s.until_ms) : f.at_ms;
+    if (f.kind == FaultKind::restart || f.kind == FaultKind::torn_write) end += f.down_for_ms;
+    last = std::max(last, end);
+  }
+  return last;
+}
+
+DurationMs settle_bound_ms(const Scenario& s, TimeMs after) {
+  const JobTable table(s);
+  const DurationMs call_ms = slowest_call_ms(s);
+  DurationMs chains = 0;
+  DurationMs period = 0;
+  for (const JobSpec& spec : s.jobs) {
+    const MonitoredJob* job = table.find(spec.id);
+    if (job == nullptr) continue;
+    chains += chain_ms(spec, *job, call_ms);
+    period = std::max(period, period_ms(*job, after));
+  }
+  return std::min(kMaxSettleMs, chains + std::min(period, kSettlePeriodCapMs));
+}
+
+std::optional<Violation> judge_liveness(const Scenario& s, const ScenarioRunResult& run,
+                                        const ReferenceRun& reference) {
+  if (run.outcome != RunOutcome::completed) return std::nullopt;
+  const TimeMs last = last_fault_end_ms(s);
+  const DurationMs bound = settle_bound_ms(s, last);
+  if (s.until_ms - last < bound) return std::nullopt;  // the span leaves no settle window
+  const std::string when =
+      fmt::format("{} after the last fault ended at {} (settle bound {})",
+                  format_duration(s.until_ms - last), format_instant(last), format_duration(bound));
+  if (auto job = unsettled_job(run, when)) return job;
+  return unsettled_item(s, run, when, reference);
+}
+
+}  // namespace rehearse::sim
