@@ -177,6 +177,17 @@ const std::vector<OptionSpec>& crash_sweep_option_specs() {
   return specs;
 }
 
+const char* crash_sweep_help() {
+  return "\n"
+         "--crash-sweep (docs/crash-sweep.md) runs each scenario once per crash point\n"
+         "instead: the worker crashes after every event of the run (a process crash), and\n"
+         "at every disk operation (a power loss, and a process crash); --pairs (the\n"
+         "default) crashes it again at every point of the recovery that follows each\n"
+         "first crash. Every invariant is checked after each point; a failing point is\n"
+         "printed with its replay (--crash-at POINT). --points-max N bounds the runs per\n"
+         "scenario; a cut sweep says so.\n";
+}
+
 bool wants_crash_sweep(const ParsedArgs& parsed) { return parsed.has("--crash-sweep"); }
 
 Result<CrashSweepCliOptions> read_crash_sweep_options(const ParsedArgs& parsed) {
@@ -186,6 +197,12 @@ Result<CrashSweepCliOptions> read_crash_sweep_options(const ParsedArgs& parsed) 
     if (!sweep && (parsed.has(name) || parsed.value(name))) {
       return make_error(ErrorCode::invalid_argument,
                         fmt::format("option '{}' needs --crash-sweep", name));
+    }
+  }
+  for (const char* name : {"--seeds", "--first-seed", "--check-determinism", "--emit"}) {
+    if (sweep && (parsed.has(name) || parsed.value(name))) {
+      return make_error(ErrorCode::invalid_argument,
+                        fmt::format("option '{}' does not apply to --crash-sweep", name));
     }
   }
   if (parsed.has("--pairs") && parsed.has("--no-pairs")) {

@@ -22,10 +22,12 @@ struct CrashSweepCliOptions {
   bool json = false;
 };
 
-// The options this mode adds to `check`.
+// The options this mode adds to `check`, and its paragraph of `check --help`.
 const std::vector<OptionSpec>& crash_sweep_option_specs();
+const char* crash_sweep_help();
 // Whether `--crash-sweep` was given; the options it takes, or a usage error
-// (one of them given without --crash-sweep, a bad count or point).
+// (one of them given without --crash-sweep, a swarm option with it, a bad
+// count or point).
 bool wants_crash_sweep(const ParsedArgs& parsed);
 Result<CrashSweepCliOptions> read_crash_sweep_options(const ParsedArgs& parsed);
 
