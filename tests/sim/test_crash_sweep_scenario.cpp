@@ -107,8 +107,16 @@ TEST(CrashSweepScenario, PointsAreTheBaselinesEventsAndDiskOperations) {
   EXPECT_EQ(r.points_run(), r.events.run + 2 * r.baseline_disk_operations);
 }
 
+// Pairs over recoveries of at most 4 events (the boot's disk operations
+// included), to keep the debug suite quick; the CLI's default is 100.
+ScenarioCrashOptions short_recoveries() {
+  ScenarioCrashOptions options;
+  options.recovery_events_max = 4;
+  return options;
+}
+
 TEST(CrashSweepScenario, RealCoreHoldsWithPairs) {
-  const ScenarioCrashReport r = sweep(chain_scenario(), ScenarioCrashOptions{});
+  const ScenarioCrashReport r = sweep(chain_scenario(), short_recoveries());
   EXPECT_TRUE(r.held()) << describe(r);
   EXPECT_TRUE(r.cut.empty()) << describe(r);
   EXPECT_GT(r.pairs.planned, r.events.planned) << describe(r);
@@ -153,7 +161,7 @@ TEST(CrashSweepScenario, CountersOnlyInMemoryAreFoundBySingleCrashes) {
 
 // A bug only a crash during the recovery shows: singles hold, pairs fail.
 TEST(CrashSweepScenario, ARecoveryThatIsNotAtomicIsFoundByPairsOnly) {
-  ScenarioCrashOptions options;
+  ScenarioCrashOptions options = short_recoveries();
   options.base.store_decorator = [](StateStore& store, Disk&) {
     return make_rewriting_store(store);
   };
