@@ -133,7 +133,15 @@ class World {
   void record_world(std::string type, json data, std::string service = {});
   void boot(Simulator& sim, ProcessId process);
   const JobSpec* find_job(const std::string& id) const;
-  void crash_worker(const std::string& cause, DurationMs down_for_ms);
+  void crash_worker(const std::string& cause, DurationMs down_for_ms,
+                    std::optional<CrashEffect> planned = std::nullopt);
+  // RunOptions::crash_plan and record_marks.
+  void arm_next_crash_point();
+  void after_event();
+  bool planned_disk_death();
+  void miss_crash_point(std::string why);
+  RunMark current_mark() const;
+  void record_worker_mark(WorkerMarkKind kind, bool planned);
   void corrupt_state(const FaultSpec& fault);
   Status apply_corruption(const std::string& path, const FaultSpec& fault);
   void on_trace_event(const TraceEvent& event, std::size_t index);
@@ -194,6 +202,18 @@ class World {
   JournalTailWatch tail_watch_{kWorldStateDir};
   std::set<std::string> ledger_renamed_;  // ledger files renamed since the directory's fsync
   std::map<std::pair<std::string, std::string>, json> ledger_recorded_;  // (job, slot)
+  // The crash plan: the next point, whether a disk point is armed, the
+  // disk's fail-stops seen so far, what the next crash does to the disk.
+  std::size_t next_point_ = 0;
+  bool disk_point_armed_ = false;
+  std::uint64_t fail_stops_seen_ = 0;
+  std::optional<std::uint64_t> death_events_;  // the event a planned disk death fell in
+  CrashEffect crash_effect_ = CrashEffect::power_loss;
+  bool crash_planned_ = false;
+  std::size_t crash_points_fired_ = 0;
+  std::string crash_point_missed_;
+  std::vector<RunMark> run_marks_;
+  std::vector<WorkerMark> worker_marks_;
 };
 
 void World::record_world(std::string type, json data, std::string service) {
@@ -299,6 +319,7 @@ void World::attach_disk_and_queue() {
       .on_death =
           [this](DiskOwner owner) {
             if (owner == kWorld) return;
+            if (planned_disk_death()) return;
             DurationMs down = kWorldSupervisorRestartMs;
             std::string cause = "disk_fault";
             if (torn_down_for_) {
@@ -403,9 +424,12 @@ Status World::add_fault(const FaultSpec& fault, std::size_t index) {
   return {};
 }
 
-void World::crash_worker(const std::string& cause, DurationMs down_for_ms) {
+void World::crash_worker(const std::string& cause, DurationMs down_for_ms,
+                         std::optional<CrashEffect> planned) {
   if (finished_ || !sim_.is_up(process_)) return;  // already down: nothing to cut
   crash_cause_ = cause;
+  crash_effect_ = planned.value_or(CrashEffect::power_loss);
+  crash_planned_ = planned.has_value();
   sim_.crash(process_);
   const TimeMs at = sim_.now() + std::max<DurationMs>(0, down_for_ms);
   sim_.schedule_call_for(
@@ -414,6 +438,86 @@ void World::crash_worker(const std::string& cause, DurationMs down_for_ms) {
         if (!finished_ && !sim_.is_up(process_)) sim_.boot(process_);
       },
       "boot");
+  if (planned) {
+    ++crash_points_fired_;
+    arm_next_crash_point();
+  }
+}
+
+// The next point of RunOptions::crash_plan: an event point fires from
+// after_event (or at once when its count is already reached), a disk point
+// is a fail-stop of the worker's disk operations (planned_disk_death).
+void World::arm_next_crash_point() {
+  if (!options_.crash_plan || next_point_ >= options_.crash_plan->points.size()) return;
+  const WorkerCrashPoint& point = options_.crash_plan->points[next_point_];
+  if (point.at == CrashAt::event) {
+    if (events_seen_ > point.index) {
+      miss_crash_point(fmt::format("event point {} is behind the run ({} events executed)",
+                                   point.index, events_seen_));
+    } else if (events_seen_ == point.index) {
+      after_event();  // the count is reached now: the worker is down, so it is missed
+    }
+    return;
+  }
+  const std::uint64_t done = disk_.operations();
+  if (done > point.index) {
+    miss_crash_point(fmt::format("disk point {} is behind the run ({} operations performed)",
+                                 point.index, done));
+    return;
+  }
+  disk_.fail_stop_after(point.index - done, static_cast<DiskOwner>(process_));
+  fail_stops_seen_ = disk_.counters().fail_stops;
+  disk_point_armed_ = true;
+}
+
+// After every executed event (and once before the first): the run's mark,
+// then an event crash point whose count is reached.
+void World::after_event() {
+  if (options_.record_marks && run_marks_.size() == events_seen_) {
+    run_marks_.push_back(current_mark());
+  }
+  if (!options_.crash_plan || next_point_ >= options_.crash_plan->points.size()) return;
+  const WorkerCrashPoint point = options_.crash_plan->points[next_point_];
+  if (point.at != CrashAt::event || point.index != events_seen_) return;
+  if (!sim_.is_up(process_)) {
+    miss_crash_point(fmt::format("the worker is down after {} events", events_seen_));
+    return;
+  }
+  ++next_point_;
+  crash_worker("crash_sweep", options_.crash_plan->reboot_after_ms, point.effect);
+}
+
+// The disk's death of the worker is the armed disk point's fail-stop: crash
+// it from a world event at this instant with the point's effect.
+bool World::planned_disk_death() {
+  if (!disk_point_armed_ || disk_.counters().fail_stops <= fail_stops_seen_) return false;
+  disk_point_armed_ = false;
+  const WorkerCrashPoint point = options_.crash_plan->points[next_point_++];
+  death_events_ = sim_.events_executed();
+  const DurationMs down = options_.crash_plan->reboot_after_ms;
+  sim_.schedule_call_for(
+      kWorld, sim_.now(),
+      [this, down, effect = point.effect] { crash_worker("crash_sweep", down, effect); }, "crash");
+  return true;
+}
+
+void World::miss_crash_point(std::string why) {
+  if (crash_point_missed_.empty()) crash_point_missed_ = std::move(why);
+  next_point_ = options_.crash_plan->points.size();  // the plan ends here
+}
+
+RunMark World::current_mark() const {
+  return RunMark{trace_.size(), trace_.hash(), disk_.operations(), sim_.is_up(process_)};
+}
+
+void World::record_worker_mark(WorkerMarkKind kind, bool planned) {
+  if (!options_.record_marks) return;
+  std::uint64_t events = sim_.events_executed();
+  if (kind == WorkerMarkKind::crash && planned && death_events_) {
+    events = *death_events_;  // a disk point: the event it fell in, not the crash's
+    death_events_.reset();
+  }
+  worker_marks_.push_back(WorkerMark{kind, events, disk_.operations(), planned});
 }
 
 void World::corrupt_state(const FaultSpec& fault) {
@@ -589,6 +693,7 @@ void World::on_violation(Violation violation) {
 
 void World::on_trace_event(const TraceEvent& event, std::size_t index) {
   if (options_.trace_sink) options_.trace_sink(event, index);
+  if (event.type == "queue_done") record_worker_mark(WorkerMarkKind::run_done, false);
   if (event.service == to_string(ServiceKind::messenger) &&
       (event.type == "message_delivered" || event.type == "message_refused")) {
     ++messenger_calls_;
@@ -780,6 +885,7 @@ void World::install_monitors_and_listeners() {
       [this](const TraceEvent& event, std::size_t index) { on_trace_event(event, index); });
   sim_.add_event_listener([this](const ExecutedEvent&) {
     ++events_seen_;
+    after_event();
     if (options_.progress && options_.progress_every_events > 0 &&
         events_seen_ % options_.progress_every_events == 0) {
       options_.progress(
@@ -789,12 +895,22 @@ void World::install_monitors_and_listeners() {
   sim_.add_process_listener([this](ProcessId process, ProcessChange change, TimeMs) {
     if (finished_) return;
     if (change == ProcessChange::crashed) {
-      disk_.crash();  // the machine goes down with the worker
+      // The machine goes down with the worker (a planned crash may cut the
+      // process alone).
+      if (crash_effect_ == CrashEffect::process_only) {
+        disk_.process_crashed(static_cast<DiskOwner>(process));
+      } else {
+        disk_.crash();
+      }
+      record_worker_mark(WorkerMarkKind::crash, crash_planned_);
+      crash_effect_ = CrashEffect::power_loss;
+      crash_planned_ = false;
       record_world("process_crash", json{{"process", sim_.process_name(process)},
                                          {"cause", crash_cause_},
                                          {"crashes", sim_.crash_count(process)}});
       crash_cause_ = "unknown";
     } else {
+      record_worker_mark(WorkerMarkKind::boot, false);
       record_world("process_boot", json{{"process", sim_.process_name(process)},
                                         {"boots", sim_.boot_count(process)}});
     }
@@ -837,7 +953,14 @@ ScenarioRunResult World::run() {
 
   install_monitors_and_listeners();
   process_ = sim_.add_process("worker", [this](Simulator& s, ProcessId p) { boot(s, p); });
+  // A first disk point is armed before the first boot, which it may cut; an
+  // event point 0 fires once the worker is up, before the first event.
+  if (options_.crash_plan && !options_.crash_plan->points.empty() &&
+      options_.crash_plan->points.front().at == CrashAt::disk_operation) {
+    arm_next_crash_point();
+  }
   sim_.boot(process_);
+  after_event();  // the mark before the first event
   const RunResult run = run_loop_guarded(result);
 
   record_outcome(run, result);
@@ -860,6 +983,15 @@ ScenarioRunResult World::run() {
   result.violation_counts = violation_counts_;
   result.violations_dropped = violations_dropped_;
   result.messenger_calls = messenger_calls_;
+  result.crash_points_fired = crash_points_fired_;
+  result.crash_point_missed = crash_point_missed_;
+  if (options_.crash_plan && crash_point_missed_.empty() &&
+      crash_points_fired_ < options_.crash_plan->points.size()) {
+    result.crash_point_missed = fmt::format("crash point {} of the plan was not reached by the end",
+                                            crash_points_fired_ + 1);
+  }
+  result.run_marks = std::move(run_marks_);
+  result.worker_marks = std::move(worker_marks_);
   // Hand the events over in a Trace of their own, without the world's listeners.
   result.trace_hash = hex64(trace_.hash());
   result.trace = trace_.take();
@@ -908,6 +1040,14 @@ ScenarioRunResult World::cut_short_by_out_of_memory() {
 }
 
 }  // namespace
+
+const char* to_string(CrashEffect effect) noexcept {
+  return effect == CrashEffect::power_loss ? "power_loss" : "process_crash";
+}
+
+const char* to_string(CrashAt at) noexcept {
+  return at == CrashAt::event ? "event" : "disk_operation";
+}
 
 bool world_supports(JobKind kind) noexcept { return find_job_kind(to_string(kind)) != nullptr; }
 

@@ -122,6 +122,63 @@ struct RunProgress {
   std::uint64_t events = 0;  // simulator events executed so far
 };
 
+// --- planned crashes of the worker (crash sweeps: sim/check/crash_sweep.hpp) ---
+
+// What a planned crash does to the disk (docs/sim-disk.md): the machine loses
+// power with the worker (every unsynced byte, entry, rename and removal is
+// lost) or the worker process alone dies (the page cache survives; only its
+// locks go). A scenario's own `restart` faults are always power losses.
+enum class CrashEffect : unsigned char { power_loss, process_only };
+const char* to_string(CrashEffect effect) noexcept;
+
+// Where a planned crash falls.
+enum class CrashAt : unsigned char {
+  // Once `index` simulator events have executed (0: before the first), as
+  // Simulator::plan_crash: between two suspension points of the core.
+  event,
+  // The worker's disk operation number `index` (0-based, counted over the
+  // whole run) does not happen: the worker dies there (SimDisk's fail-stop),
+  // inside the synchronous code between two suspension points, and the world
+  // crashes it at that instant.
+  disk_operation,
+};
+const char* to_string(CrashAt at) noexcept;
+
+struct WorkerCrashPoint {
+  CrashAt at = CrashAt::event;
+  std::uint64_t index = 0;
+  CrashEffect effect = CrashEffect::process_only;
+};
+
+// Crash points in run order: the first is armed at the start, each next one
+// once the previous one fired (a point that cannot fire, because the worker
+// is down then or the run never gets there, ends the plan: see
+// ScenarioRunResult::crash_points_fired). After each, the worker boots again
+// `reboot_after_ms` later.
+struct WorkerCrashPlan {
+  std::vector<WorkerCrashPoint> points;
+  DurationMs reboot_after_ms = kWorldSupervisorRestartMs;
+};
+
+// The state of a run after some number of simulator events: what a crash
+// sweep compares to prove that a crashed run's prefix is the baseline's.
+struct RunMark {
+  std::uint64_t trace_events = 0;
+  std::uint64_t trace_hash = 0;       // the trace's running FNV-1a 64
+  std::uint64_t disk_operations = 0;  // SimDisk::operations() (only the worker uses the port)
+  bool worker_up = false;
+};
+
+// A moment of the worker's life, for a crash sweep's recovery windows.
+enum class WorkerMarkKind : unsigned char { boot, crash, run_done };
+struct WorkerMark {
+  WorkerMarkKind kind = WorkerMarkKind::boot;
+  // Simulator events executed before it (for an event's effect: that event's index).
+  std::uint64_t events = 0;
+  std::uint64_t disk_operations = 0;
+  bool planned = false;  // a crash of RunOptions::crash_plan
+};
+
 struct RunOptions {
   std::optional<std::uint64_t> seed;  // overrides the scenario's seed
   // Every trace event as it is recorded (e.g. a streaming writer).
@@ -146,6 +203,11 @@ struct RunOptions {
   // At most this many violations are kept in ScenarioRunResult::all_violations;
   // the rest are only counted (violation_counts, violations_dropped).
   std::size_t max_violations = 1000;
+  // Planned crashes of the worker (crash sweeps); none by default.
+  std::optional<WorkerCrashPlan> crash_plan;
+  // Record ScenarioRunResult::run_marks (one per executed event) and
+  // worker_marks. Off by default (memory grows with the run).
+  bool record_marks = false;
 };
 
 // The end state of one job, read back from the durable store after the run.
@@ -207,6 +269,16 @@ struct ScenarioRunResult {
   // events_executed, the violations and (when they still fit) the tallies
   // are the run so far; errors says where (docs/run.md).
   bool out_of_memory = false;
+
+  // RunOptions::crash_plan: how many of its points fired (in order), and why
+  // the next one did not (empty when all fired).
+  std::size_t crash_points_fired = 0;
+  std::string crash_point_missed;
+  // RunOptions::record_marks: run_marks[k] is the state once k events had
+  // executed (run_marks[0]: after the first boot, before any event);
+  // worker_marks the worker's boots, crashes and queue_done records in order.
+  std::vector<RunMark> run_marks;
+  std::vector<WorkerMark> worker_marks;
 
   // The run could not be carried out as the scenario says (a core task ended
   // with an exception, the queue overflowed): a failure, not an invariant.

@@ -37,6 +37,7 @@
 #include "sim/check/check.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/campaign_cli.hpp"
+#include "sim/cli/check_crash_sweep.hpp"
 #include "sim/cli/check_report.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
@@ -312,6 +313,17 @@ std::vector<std::string> shrink_failures(std::vector<sim::CaseRecord>& records,
   return notes;
 }
 
+// check's options and those of its --crash-sweep mode (check_crash_sweep.hpp).
+const std::vector<OptionSpec>& all_check_options() {
+  static const std::vector<OptionSpec> all = [] {
+    std::vector<OptionSpec> v = kCheckOptions;
+    const std::vector<OptionSpec>& sweep = crash_sweep_option_specs();
+    v.insert(v.end(), sweep.begin(), sweep.end());
+    return v;
+  }();
+  return all;
+}
+
 }  // namespace
 
 void print_check_report(const std::vector<sim::CaseRecord>& records, double wall_s,
@@ -327,11 +339,21 @@ void print_check_report(const std::vector<sim::CaseRecord>& records, double wall
 }
 
 int cmd_check(const Args& args) {
-  auto parsed = parse_args(args, kCheckOptions);
+  auto parsed = parse_args(args, all_check_options());
   if (!parsed) return usage_error(parsed.error().describe(), "see 'rehearse check --help'");
   if (parsed->has("--help")) {
-    fmt::print("{}\noptions:\n{}", kCheckHelp, format_options_help(kCheckOptions));
+    fmt::print("{}{}\noptions:\n{}", kCheckHelp, crash_sweep_help(),
+               format_options_help(all_check_options()));
     return kExitOk;
+  }
+  auto sweep = read_crash_sweep_options(*parsed);
+  if (!sweep) return input_error(sweep.error());
+  if (wants_crash_sweep(*parsed)) {
+    if (parsed->positionals.empty()) {
+      return usage_error("check: missing SCENARIO file or directory",
+                         "see 'rehearse check --help'");
+    }
+    return run_crash_sweep(parsed->positionals, *sweep);
   }
   auto options = read_options(*parsed);
   if (!options) return input_error(options.error());

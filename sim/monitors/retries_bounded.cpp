@@ -85,11 +85,11 @@ void RetriesBounded::on_retry_scheduled(const TraceEvent& e, std::size_t i, cons
   }
 }
 
-// The exact window: a retry the queue receives at the instant of a fresh
-// failure is due within the policy's window for the n-th retry of the budget
-// (n from the monitors' own count): no earlier than the jitter's floor, no
-// later than the base delay. From the queue's own record (`queue_add`, kind
-// retry: `ready_at`), not from the core's notice.
+// The exact window: a retry the queue receives for a fresh failure (at its
+// instant, or at the replay of its run's intent after a crash) is due within the policy's window
+// for the n-th retry of the budget (n from the monitors' own count): no earlier than the jitter's
+// floor, no later than the base delay. From the queue's own record (`queue_add`, kind retry:
+// `ready_at`), not from the core's notice.
 void RetriesBounded::check_window(const TraceEvent& e, std::size_t i, Violations& out) {
   if (e.type != "queue_add" || e.str("kind") != "retry" || !e.flag("added") || !e.slot) return;
   const MonitoredJob* job = context_.jobs.find(e.job);
@@ -98,8 +98,11 @@ void RetriesBounded::check_window(const TraceEvent& e, std::size_t i, Violations
   const SlotWatch& s = context_.slots.at(e.job, *e.slot);
   const bool fresh = context_.retry_count.fresh(e.job, *e.slot, p.per_slot);
   const auto& failed_t = p.per_slot ? s.last_failure_t : context_.slots.job(e.job)->last_failure_t;
-  // A replayed or restored retry (after a boot) keeps its old due time.
-  if (!fresh || !failed_t || *failed_t != e.t) return;
+  // A retry restored at a boot for a failure already answered keeps its old
+  // due time (not fresh: not judged again). One the boot's replay of a run's
+  // intent adds answers the failure that intent committed: its due time
+  // counts from that failure, as the queue's own at the failure's instant.
+  if (!fresh || !failed_t) return;
   const auto ready = parse_instant(e.str("ready_at"));
   if (!ready.ok()) return;
   const int n = context_.retry_count.scheduled(e.job, *e.slot, p.per_slot) + 1;
@@ -110,7 +113,7 @@ void RetriesBounded::check_window(const TraceEvent& e, std::size_t i, Violations
                                p.per_slot ? "per_slot" : "per_episode")});
     return;
   }
-  const DurationMs delay = *ready - e.t;
+  const DurationMs delay = *ready - *failed_t;
   const DurationMs lo = p.min_delay_ms(n);
   const DurationMs hi = p.max_delay_ms(n);
   if (delay < lo || delay > hi) {

@@ -87,18 +87,29 @@ std::vector<Fact> RunFacts::runs_of(const TraceEvent& e, std::size_t i) {
     replies_.begin(e.job, *e.slot);
   } else if (e.type == "queue_intent") {
     const auto it = open_runs_.find(static_cast<std::uint64_t>(e.num("id")));
-    if (it != open_runs_.end()) it->second.intent = true;
+    if (it != open_runs_.end()) {
+      it->second.intent = true;
+      it->second.intent_t = e.t;
+    }
   } else if (e.type == "queue_done") {
     on_done(e, i, out);
   } else if (e.type == "queue_cancel" && e.slot) {
     const OpenRun cancelled{e.job, *e.slot, "retry", e.num("attempt")};
     out.push_back({run_event(cancelled, "retry_superseded", e.t), i});
   } else if (is_crash_event(e.type)) {
-    for (const auto& [id, r] : open_runs_) {
-      out.push_back({run_event(r, "run_started", r.take_t), r.take_index});
-      replies_.end(r.job, r.slot);
+    // A run cut before its intent never finishes; one with its intent
+    // written is finished by the intent's replay at the next boot (its
+    // queue_done), so it stays open.
+    for (auto it = open_runs_.begin(); it != open_runs_.end();) {
+      if (it->second.intent) {
+        ++it;
+        continue;
+      }
+      out.push_back(
+          {run_event(it->second, "run_started", it->second.take_t), it->second.take_index});
+      replies_.end(it->second.job, it->second.slot);
+      it = open_runs_.erase(it);
     }
-    open_runs_.clear();
   }
   return out;
 }
@@ -121,7 +132,9 @@ void RunFacts::on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& ou
     }
   } else if (r.intent) {
     out.push_back({run_event(r, "run_started", r.take_t), r.take_index});
-    TraceEvent done = run_event(r, "run_finished", e.t);
+    // The run ended when its intent was written (the same instant, unless a
+    // crash fell in between and the boot replayed it).
+    TraceEvent done = run_event(r, "run_finished", r.intent_t);
     const json& facts = durable_state_[r.job];
     const json& status = facts.is_object() ? facts.value("retry_status", json()) : json();
     const bool ok = !status.is_string() || status.get<std::string>() == "ok";

@@ -17,7 +17,9 @@
 // While the store refuses writes the outcome is what the run's finish carries
 // (a failure notice, a retry queued: a failure), judged at the next event. A retry taken and
 // finished without an intent while the store refuses writes was dropped (`retry_dropped`); a run
-// cut by a crash started and never finished. A pending retry the queue cancels is superseded
+// cut by a crash before its intent started and never finished; one cut after its intent is
+// finished by that intent, which the next boot replays (docs/scheduler.md): its facts come at
+// the replay's `queue_done`. A pending retry the queue cancels is superseded
 // (`retry_superseded`). A notification is the message the core committed to send, as the outbox
 // holds it (`outbox_add`), read once per notification, under its event's name. The core's own log
 // lines of these names are not read.
@@ -79,7 +81,8 @@ class RunFacts {
     std::size_t take_index = 0;
     TimeMs take_t = 0;
     bool intent = false;
-    bool wrote = false;  // the job's durable state changed while it ran
+    TimeMs intent_t = 0;  // when the intent was written: the run's end
+    bool wrote = false;   // the job's durable state changed while it ran
   };
   struct PendingFinish {
     OpenRun run;
