@@ -9,6 +9,7 @@
 #include <tuple>
 #include <utility>
 
+#include "model/agent_roles.hpp"
 #include "sim/fault_kinds.hpp"
 #include "sim/world.hpp"
 
@@ -310,7 +311,6 @@ struct WorldPlan {
   int span_hours = 1;
   std::vector<std::string> targets;         // messenger targets
   std::vector<std::string> issue_statuses;  // one per orchestrator issue
-  int agents = 0;
   std::vector<std::string> user_services;
   int concurrency = 1;
   int token_hours = 24;
@@ -333,19 +333,18 @@ rc::Gen<WorldPlan> world_plan(const ScenarioLimits& limits) {
                      rc::gen::nonEmpty(
                          rc::gen::resize(3, rc::gen::container<std::vector<std::string>>(
                                                 rc::gen::elementOf(sim::issue_status_names())))),
-                     rc::gen::inRange(0, 3), rc::gen::inRange(1, 3), rc::gen::inRange(1, 4),
-                     rc::gen::inRange(1, 25), rc::gen::arbitrary<std::uint32_t>()),
+                     rc::gen::inRange(1, 3), rc::gen::inRange(1, 4), rc::gen::inRange(1, 25),
+                     rc::gen::arbitrary<std::uint32_t>()),
       [](const auto& t) {
         WorldPlan w;
         w.span_hours = std::get<0>(t);
         w.targets = numbered("team", std::get<1>(t));
         w.issue_statuses = std::get<2>(t);
         if (w.issue_statuses.size() > 3) w.issue_statuses.resize(3);
-        w.agents = std::get<3>(t);
-        w.user_services = numbered("api", std::get<4>(t));
-        w.concurrency = std::get<5>(t);
-        w.token_hours = std::get<6>(t);
-        w.seed = std::get<7>(t);
+        w.user_services = numbered("api", std::get<3>(t));
+        w.concurrency = std::get<4>(t);
+        w.token_hours = std::get<5>(t);
+        w.seed = std::get<6>(t);
         return w;
       });
 }
@@ -437,37 +436,41 @@ rc::Gen<json> kind_keys(sim::JobKind kind, const WorldPlan& w) {
   return rc::gen::just(json::object());
 }
 
-std::vector<sim::JobKind> supported_job_kinds() {
+// The kinds this build's world runs (of `allowed`, when not empty).
+std::vector<sim::JobKind> job_kinds(const std::vector<std::string>& allowed) {
   std::vector<sim::JobKind> out;
   for (int i = 0; i <= static_cast<int>(sim::JobKind::call); ++i) {
     const auto kind = static_cast<sim::JobKind>(i);
-    if (sim::world_supports(kind)) out.push_back(kind);
+    const bool wanted = allowed.empty() || std::find(allowed.begin(), allowed.end(),
+                                                     sim::to_string(kind)) != allowed.end();
+    if (wanted && sim::world_supports(kind)) out.push_back(kind);
   }
+  if (out.empty()) throw std::invalid_argument("gen::scenario: no job kind to draw from");
   return out;
 }
 
-rc::Gen<json> job(const WorldPlan& w) {
-  return rc::gen::mapcat(rc::gen::tuple(rc::gen::elementOf(supported_job_kinds()),
-                                        gen::cron_schedule(), gen::retry_policy()),
-                         [w](const std::tuple<sim::JobKind, std::string, json>& t) {
-                           const json common{{"kind", sim::to_string(std::get<0>(t))},
-                                             {"schedule", std::get<1>(t)},
-                                             {"retry_policy", std::get<2>(t)}};
-                           return rc::gen::map(kind_keys(std::get<0>(t), w),
-                                               [common](const json& own) {
-                                                 json out = common;
-                                                 out.update(own);
-                                                 return out;
-                                               });
-                         });
+rc::Gen<json> job(const WorldPlan& w, const std::vector<sim::JobKind>& kinds) {
+  return rc::gen::mapcat(
+      rc::gen::tuple(rc::gen::elementOf(kinds), gen::cron_schedule(), gen::retry_policy()),
+      [w](const std::tuple<sim::JobKind, std::string, json>& t) {
+        const json common{{"kind", sim::to_string(std::get<0>(t))},
+                          {"schedule", std::get<1>(t)},
+                          {"retry_policy", std::get<2>(t)}};
+        return rc::gen::map(kind_keys(std::get<0>(t), w), [common](const json& own) {
+          json out = common;
+          out.update(own);
+          return out;
+        });
+      });
 }
 
 // 1..max_jobs jobs; extra jobs shrink away.
-rc::Gen<std::vector<json>> jobs(const WorldPlan& w, std::size_t max_jobs) {
-  const int extra = static_cast<int>(max_jobs) - 1;
+rc::Gen<std::vector<json>> jobs(const WorldPlan& w, const ScenarioLimits& limits) {
+  const int extra = static_cast<int>(limits.max_jobs) - 1;
+  const rc::Gen<json> one = job(w, job_kinds(limits.job_kinds));
   return rc::gen::map(
-      rc::gen::tuple(job(w), rc::gen::resize(std::max(extra, 0),
-                                             rc::gen::container<std::vector<json>>(job(w)))),
+      rc::gen::tuple(one, rc::gen::resize(std::max(extra, 0),
+                                          rc::gen::container<std::vector<json>>(one))),
       [](const std::tuple<json, std::vector<json>>& t) {
         std::vector<json> out{std::get<0>(t)};
         out.insert(out.end(), std::get<1>(t).begin(), std::get<1>(t).end());
@@ -482,6 +485,8 @@ rc::Gen<std::vector<json>> jobs(const WorldPlan& w, std::size_t max_jobs) {
         return out;
       });
 }
+
+std::string agent_id(Role role) { return fmt::format("agent-{}", to_string(role)); }
 
 bool uses(const std::vector<json>& jobs, sim::JobKind kind) {
   return std::any_of(jobs.begin(), jobs.end(),
@@ -504,9 +509,9 @@ json services_for(const WorldPlan& w, const std::vector<json>& jobs) {
         issues.push_back({{"id", id}, {"status", w.issue_statuses[k]}});
       }
     }
-    json agents = json::array();
-    for (const std::string& id : numbered("agent", w.agents)) {
-      agents.push_back({{"id", id}, {"role", "dev"}});
+    json agents = json::array();  // every role staffed; agent faults take them away
+    for (const Role role : kAllRoles) {
+      agents.push_back({{"id", agent_id(role)}, {"role", to_string(role)}});
     }
     s["orchestrator"] = {{"issues", issues}, {"agents", agents}};
   }
@@ -514,6 +519,14 @@ json services_for(const WorldPlan& w, const std::vector<json>& jobs) {
     for (const std::string& name : w.user_services) s[name] = json::object();
   }
   return s;
+}
+
+// The environment the reconcile job reads its agents from (none without one).
+json environment(const std::vector<json>& jobs) {
+  json env = json::object();
+  if (!uses(jobs, sim::JobKind::reconcile)) return env;
+  for (const Role role : kAllRoles) env[role_env_var(role)] = agent_id(role);
+  return env;
 }
 
 json scenario_doc(const WorldPlan& w, const std::vector<json>& jobs) {
@@ -524,6 +537,7 @@ json scenario_doc(const WorldPlan& w, const std::vector<json>& jobs) {
               {"start", kGeneratedStart},
               {"until", format_instant(start + w.span_hours * kHourMs)},
               {"seed", w.seed},
+              {"env", environment(jobs)},
               {"queue", {{"concurrency", w.concurrency}}},
               {"services", services_for(w, jobs)},
               {"jobs", jobs},
@@ -587,7 +601,7 @@ rc::Gen<json> retry_policy() {
 
 rc::Gen<json> scenario(const ScenarioLimits& limits) {
   return rc::gen::mapcat(world_plan(limits), [limits](const WorldPlan& w) {
-    return rc::gen::mapcat(jobs(w, limits.max_jobs), [limits, w](const std::vector<json>& js) {
+    return rc::gen::mapcat(jobs(w, limits), [limits, w](const std::vector<json>& js) {
       const json doc = scenario_doc(w, js);
       auto loaded = sim::load_scenario_json(doc.dump(), "generated");
       if (!loaded) {

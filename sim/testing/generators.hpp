@@ -63,7 +63,7 @@ FaultTargets fault_targets(const sim::Scenario& scenario);
 struct FaultLimits {
   std::size_t max_faults = 6;
   // The fault kinds (table names) that may be drawn; empty: every applicable one.
-  std::vector<std::string> kinds;
+  std::vector<std::string> kinds{};
   // A lasting fault's `for` and a process's `down_for` are at most this long
   // (and always end by `until`).
   DurationMs max_duration_ms = 6 * kHourMs;
@@ -72,7 +72,10 @@ struct FaultLimits {
 struct ScenarioLimits {
   std::size_t max_jobs = 3;
   int max_span_hours = 24;
-  FaultLimits faults;
+  FaultLimits faults{};
+  // The job kinds ("group", "call", ...) that may be drawn; empty: every kind
+  // this build's world runs.
+  std::vector<std::string> job_kinds{};
 };
 
 namespace gen {

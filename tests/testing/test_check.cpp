@@ -126,7 +126,10 @@ FaultLimits holding_kinds() {
 
 // Generated worlds on the real core: every invariant holds.
 REHEARSE_PROP(TestingCheck, GeneratedScenariosHoldOnTheRealCore, ()) {
-  const json doc = *gen::scenario({.max_span_hours = 12, .faults = holding_kinds()});
+  ScenarioLimits limits;
+  limits.max_span_hours = 12;
+  limits.faults = holding_kinds();
+  const json doc = *gen::scenario(limits);
   REHEARSE_RC_ASSERT_HOLDS(doc);
 }
 
