@@ -127,7 +127,7 @@ FaultLimits holding_kinds() {
 // Generated worlds on the real core: every invariant holds.
 REHEARSE_PROP(TestingCheck, GeneratedScenariosHoldOnTheRealCore, ()) {
   ScenarioLimits limits;
-  limits.max_span_hours = 12;
+  limits.max_span_hours = 6;
   limits.faults = holding_kinds();
   const json doc = *gen::scenario(limits);
   REHEARSE_RC_ASSERT_HOLDS(doc);
