@@ -4,8 +4,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <fstream>
+#include <sstream>
 #include <utility>
 
+#include "sim/check/check.hpp"
 #include "sim/monitors/deterministic.hpp"
 #include "sim/report.hpp"
 #include "sim/world.hpp"
@@ -160,6 +163,49 @@ std::vector<CheckOutcome> check_seeds(const std::string& path, SeedRange seeds,
     if (!outcome.held()) failed.push_back(std::move(outcome));
   }
   return failed;
+}
+
+namespace {
+
+// The record of a swarm whose file could not be read as JSON.
+sim::CaseRecord unreadable(const std::string& path, const std::string& why) {
+  sim::CaseRecord record;
+  record.path = path;
+  record.verdict = sim::CaseVerdict::error;
+  record.message = why;
+  return record;
+}
+
+}  // namespace
+
+std::vector<sim::CaseRecord> check_swarm(const std::string& path, SeedRange seeds) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {unreadable(path, path + ": cannot be read")};
+  std::stringstream text;
+  text << in.rdbuf();
+  const nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);
+  if (doc.is_discarded()) return {unreadable(path, path + ": not a JSON document")};
+  std::vector<sim::CaseRecord> failed;
+  const sim::CheckOptions options;
+  for (std::uint64_t i = 0; i < seeds.count; ++i) {
+    sim::CheckCaseInput input{doc, path, doc.is_object() ? doc.value("scenario", "") : "",
+                              seeds.first + i};
+    sim::CaseRecord record = sim::check_case(input, options);
+    if (record.verdict != sim::CaseVerdict::pass) failed.push_back(std::move(record));
+  }
+  return failed;
+}
+
+std::string describe(const sim::CaseRecord& r) {
+  if (r.verdict == sim::CaseVerdict::pass) return {};
+  std::string out = fmt::format("scenario {} ({}), swarm seed {}: {}\n", r.scenario, r.path, r.seed,
+                                sim::to_string(r.verdict));
+  if (!r.violations.empty()) {
+    out += fmt::format("  invariant(s) violated: {}\n", fmt::join(r.violations, ", "));
+  }
+  out += fmt::format("  first: {}\n", r.message);
+  if (!r.replay.empty()) out += fmt::format("  replay: {}\n", r.replay);
+  return out;
 }
 
 }  // namespace rehearse::testing

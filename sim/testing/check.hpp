@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/check/case_record.hpp"
 #include "sim/scenario.hpp"
 
 namespace rehearse::testing {
@@ -65,5 +66,17 @@ struct SeedRange {
 // (empty: every seed held).
 std::vector<CheckOutcome> check_seeds(const std::string& path, SeedRange seeds,
                                       const CheckOptions& options = {});
+
+// The swarm search of `rehearse check` (docs/check.md) over a scenario file:
+// per seed, the world derived from it (sim/check/swarm.hpp: a random set of
+// fault kinds switched on, faults drawn for them), run and judged
+// (sim/check/check.hpp check_case). The records of the seeds that did not
+// pass, in seed order (empty: every seed passed); a file that cannot be read
+// or parsed is one `error` record.
+std::vector<sim::CaseRecord> check_swarm(const std::string& path, SeedRange seeds);
+
+// A failed case as a failure message: verdict, invariants, first message and
+// the replay command (`rehearse check PATH --seeds 1 --first-seed N`).
+std::string describe(const sim::CaseRecord& record);
 
 }  // namespace rehearse::testing

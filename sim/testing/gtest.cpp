@@ -41,9 +41,13 @@ constexpr std::size_t kSeedsInFull = 3;
   return to_assertion(check_scenario_doc(doc, with_seed(options, seed)));
 }
 
-::testing::AssertionResult swarm_holds(const std::string& path, SeedRange seeds,
-                                       const CheckOptions& options) {
-  const std::vector<CheckOutcome> failed = check_seeds(path, seeds, options);
+namespace {
+
+// "PATH: F of N seeds failed (seeds A..B)", then each failed one: the first
+// few in full, the rest by seed and replay command.
+template <typename Outcome>
+::testing::AssertionResult seed_failures(const std::string& path, SeedRange seeds,
+                                         const std::vector<Outcome>& failed) {
   if (failed.empty()) return ::testing::AssertionSuccess();
   std::string message =
       fmt::format("{}: {} of {} seeds failed (seeds {}..{})\n", path, failed.size(), seeds.count,
@@ -56,6 +60,17 @@ constexpr std::size_t kSeedsInFull = 3;
     }
   }
   return ::testing::AssertionFailure() << message;
+}
+
+}  // namespace
+
+::testing::AssertionResult swarm_holds(const std::string& path, SeedRange seeds) {
+  return seed_failures(path, seeds, check_swarm(path, seeds));
+}
+
+::testing::AssertionResult seeds_hold(const std::string& path, SeedRange seeds,
+                                      const CheckOptions& options) {
+  return seed_failures(path, seeds, check_seeds(path, seeds, options));
 }
 
 }  // namespace rehearse::testing

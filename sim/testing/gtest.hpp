@@ -6,6 +6,7 @@
 //   REHEARSE_EXPECT_SCENARIO_HOLDS("scenarios/my-api-outage.json", 7);  // seed 7
 //   REHEARSE_ASSERT_SCENARIO_HOLDS(doc);         // a JSON document
 //   REHEARSE_EXPECT_SWARM_HOLDS("scenarios/x.json", (rehearse::testing::SeedRange{1, 50}));
+//   REHEARSE_EXPECT_SEEDS_HOLD("scenarios/x.json", (rehearse::testing::SeedRange{1, 50}));
 //
 // The macros stream like EXPECT_*: `REHEARSE_EXPECT_SCENARIO_HOLDS(p) << "context";`.
 // The functions return a ::testing::AssertionResult for EXPECT_TRUE and
@@ -36,10 +37,12 @@ namespace rehearse::testing {
                                           std::optional<std::uint64_t> seed = std::nullopt,
                                           const CheckOptions& options = {});
 
-// The scenario once per seed of the range: every failing seed's message (the
-// first few in full), or success.
-::testing::AssertionResult swarm_holds(const std::string& path, SeedRange seeds,
-                                       const CheckOptions& options = {});
+// The swarm search (check_swarm: a derived world per seed, as `rehearse
+// check` runs it): every failing seed (the first few in full), or success.
+::testing::AssertionResult swarm_holds(const std::string& path, SeedRange seeds);
+// The scenario itself once per seed of the range (check_seeds), likewise.
+::testing::AssertionResult seeds_hold(const std::string& path, SeedRange seeds,
+                                      const CheckOptions& options = {});
 
 }  // namespace rehearse::testing
 
@@ -60,3 +63,7 @@ namespace rehearse::testing {
   REHEARSE_TESTING_CHECK_(::rehearse::testing::swarm_holds(__VA_ARGS__), ADD_FAILURE)
 #define REHEARSE_ASSERT_SWARM_HOLDS(...) \
   REHEARSE_TESTING_CHECK_(::rehearse::testing::swarm_holds(__VA_ARGS__), FAIL)
+#define REHEARSE_EXPECT_SEEDS_HOLD(...) \
+  REHEARSE_TESTING_CHECK_(::rehearse::testing::seeds_hold(__VA_ARGS__), ADD_FAILURE)
+#define REHEARSE_ASSERT_SEEDS_HOLD(...) \
+  REHEARSE_TESTING_CHECK_(::rehearse::testing::seeds_hold(__VA_ARGS__), FAIL)
