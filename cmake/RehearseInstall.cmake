@@ -12,6 +12,16 @@ if(TARGET rehearse)
 endif()
 install(EXPORT rehearseTargets NAMESPACE rehearse:: FILE rehearseTargets.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rehearse)
+# The `testing` component (docs/library.md): its own export file, which the
+# package config includes only when a project asks for the component, so that
+# find_package(rehearse) never looks for GoogleTest or RapidCheck otherwise.
+if(TARGET rehearse_testing)
+  install(TARGETS rehearse_testing EXPORT rehearseTestingTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(EXPORT rehearseTestingTargets NAMESPACE rehearse:: FILE rehearseTestingTargets.cmake
+    DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rehearse)
+endif()
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/rehearseConfig.cmake.in
   ${PROJECT_BINARY_DIR}/rehearseConfig.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rehearse)
