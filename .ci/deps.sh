@@ -14,6 +14,9 @@ REHEARSE_PACKAGES+=(universal-ctags clang-format-14)
 # the fuzz targets (.ci/fuzz, docs/fuzzing.md).
 REHEARSE_PACKAGES+=(clang-14 libclang-rt-14-dev)
 
+# patch: applies the mutant zoo's patches in the mutation build (docs/mutants.md).
+REHEARSE_PACKAGES+=(patch)
+
 rehearse_missing_packages() {
   local missing=()
   for p in "${REHEARSE_PACKAGES[@]}"; do

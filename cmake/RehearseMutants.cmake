@@ -22,15 +22,53 @@
 # Patches may touch model/*.cpp only (a header change would need every
 # including unit recompiled: not supported, see docs/mutants.md).
 
+# REHEARSE_MUTANTS_BASE (the `mutants-ci` preset): the binary directory of an
+# already built tree of the same sources and build type (build/debug). The
+# mutants then link that tree's rehearse_model / rehearse_sim archives and the
+# kill matrix uses its `rehearse`, so this tree compiles only the CLI and the
+# patched units (build the `rehearse_mutants` target, not `all`).
+set(REHEARSE_MUTANTS_BASE "" CACHE PATH
+    "A built tree of the same sources whose libraries and rehearse the mutants reuse")
+
 set(REHEARSE_MUTANTS_DIR ${PROJECT_SOURCE_DIR}/tests/mutants)
 set(REHEARSE_MUTANTS_TABLE ${REHEARSE_MUTANTS_DIR}/mutants.json)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${REHEARSE_MUTANTS_TABLE})
 file(READ ${REHEARSE_MUTANTS_TABLE} _rm_table)
 
+# What the mutants link: this tree's libraries, or the base tree's.
+if(REHEARSE_MUTANTS_BASE)
+  set(_rm_base_model ${REHEARSE_MUTANTS_BASE}/model/librehearse_model.a)
+  set(_rm_base_sim ${REHEARSE_MUTANTS_BASE}/sim/librehearse_sim.a)
+  set(_rm_production ${REHEARSE_MUTANTS_BASE}/sim/cli/rehearse)
+  foreach(f IN ITEMS ${_rm_base_model} ${_rm_base_sim} ${_rm_production})
+    if(NOT EXISTS ${f})
+      message(FATAL_ERROR "REHEARSE_MUTANTS_BASE=${REHEARSE_MUTANTS_BASE}: ${f} is missing; "
+                          "build that tree first (e.g. cmake --build --preset debug)")
+    endif()
+  endforeach()
+  find_package(Threads REQUIRED)
+  add_library(rehearse_mutant_base_model STATIC IMPORTED)
+  set_target_properties(rehearse_mutant_base_model PROPERTIES
+    IMPORTED_LOCATION ${_rm_base_model}
+    INTERFACE_INCLUDE_DIRECTORIES ${PROJECT_SOURCE_DIR}
+    INTERFACE_COMPILE_FEATURES cxx_std_20
+    INTERFACE_LINK_LIBRARIES "fmt::fmt;nlohmann_json::nlohmann_json")
+  add_library(rehearse_mutant_base_sim STATIC IMPORTED)
+  set_target_properties(rehearse_mutant_base_sim PROPERTIES
+    IMPORTED_LOCATION ${_rm_base_sim}
+    INTERFACE_LINK_LIBRARIES "rehearse_mutant_base_model;Threads::Threads")
+  set(_rm_model_lib rehearse_mutant_base_model)
+  set(_rm_sim_lib rehearse_mutant_base_sim)
+else()
+  set(_rm_model_lib rehearse::model)
+  set(_rm_sim_lib rehearse::sim)
+  set(_rm_production $<TARGET_FILE:rehearse>)
+endif()
+
 # The CLI's sources once, as objects every mutant executable reuses.
 file(GLOB _rm_cli_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/sim/cli/*.cpp)
 add_library(rehearse_mutant_cli OBJECT ${_rm_cli_sources})
-target_link_libraries(rehearse_mutant_cli PRIVATE rehearse::sim)
+target_link_libraries(rehearse_mutant_cli PRIVATE ${_rm_sim_lib})
 target_compile_definitions(rehearse_mutant_cli PRIVATE REHEARSE_VERSION="${PROJECT_VERSION}")
 rehearse_set_warnings(rehearse_mutant_cli)
 
@@ -82,13 +120,13 @@ function(_rm_add_mutant name patch_name)
 extern \"C\" __attribute__((used)) const char rehearse_mutant_marker[] =\n\
     \"REHEARSE_MUTANT=${name}\";\n")
   add_library(rehearse_mutant_${name} OBJECT ${outputs} ${marker})
-  target_link_libraries(rehearse_mutant_${name} PRIVATE rehearse::model)
+  target_link_libraries(rehearse_mutant_${name} PRIVATE ${_rm_model_lib})
   # The patched copies include "model/..." headers from the source tree.
   target_include_directories(rehearse_mutant_${name} PRIVATE ${PROJECT_SOURCE_DIR})
   rehearse_set_warnings(rehearse_mutant_${name})
   add_executable(rehearse_mutant_${name}_cli $<TARGET_OBJECTS:rehearse_mutant_${name}>
                                              $<TARGET_OBJECTS:rehearse_mutant_cli>)
-  target_link_libraries(rehearse_mutant_${name}_cli PRIVATE rehearse::sim)
+  target_link_libraries(rehearse_mutant_${name}_cli PRIVATE ${_rm_sim_lib})
   set_target_properties(rehearse_mutant_${name}_cli PROPERTIES
     OUTPUT_NAME rehearse RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/mutants/bin/${name})
   set_property(GLOBAL APPEND PROPERTY REHEARSE_MUTANT_TARGETS rehearse_mutant_${name}_cli)
@@ -112,7 +150,16 @@ add_custom_target(rehearse_mutants ALL DEPENDS ${_rm_targets})
 # The kill matrix (LABELS mutants): every mutant against the bundled
 # scenarios (and a bounded swarm when `rehearse check` exists); the
 # production `rehearse` of this build must pass them and carry no mutant.
-if(TARGET rehearse)
+if(REHEARSE_MUTANTS_BASE)
+  set(_rm_production_files ${_rm_base_model} ${_rm_base_sim})
+else()
+  set(_rm_production_files $<TARGET_FILE:rehearse_model> $<TARGET_FILE:rehearse_sim>)
+endif()
+set(_rm_production_args "")
+foreach(f IN LISTS _rm_production_files)
+  list(APPEND _rm_production_args --production-file ${f})
+endforeach()
+if(TARGET rehearse OR REHEARSE_MUTANTS_BASE)
   enable_testing()
   set(REHEARSE_MUTANTS_SWARM_SEEDS 0 CACHE STRING
       "Seeds per scenario of the kill matrix's swarm (0: scenarios only)")
@@ -122,7 +169,8 @@ if(TARGET rehearse)
            COMMAND python3 ${REHEARSE_MUTANTS_DIR}/kill_matrix.py
                    --table ${REHEARSE_MUTANTS_TABLE}
                    --bin-dir ${CMAKE_BINARY_DIR}/tests/mutants/bin
-                   --rehearse $<TARGET_FILE:rehearse>
+                   --rehearse ${_rm_production}
+                   ${_rm_production_args}
                    --scenarios ${PROJECT_SOURCE_DIR}/scenarios
                    --seeds ${REHEARSE_MUTANTS_SWARM_SEEDS}
                    --only "${REHEARSE_MUTANTS_ONLY}"
