@@ -50,6 +50,10 @@ Violations StateDurable::observe(const TraceEvent& e, std::size_t i) {
   }
   check_locked_writes(e, i, out);
   check_durable_before_unlock(e, i, out);
+  if (e.type == "durable_job_state") {
+    check_ok_row_count(e, i, out);
+    return out;
+  }
   if (note_state_damage(e, i)) return out;
   if (e.type == "journal_tail_gone") {
     check_tail_kept(e, i, out);
@@ -125,6 +129,17 @@ void StateDurable::check_durable_before_unlock(const TraceEvent& e, std::size_t 
       it = unsynced_.erase(it);
     }
   }
+}
+
+// A success resets the count (docs/semantics.md §4: `ok`, count 0): a durable
+// row the world reads as `ok` with a retry_count above 0 carries a spent
+// budget into the next episode.
+void StateDurable::check_ok_row_count(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (e.str("retry_status") != "ok" || e.num("retry_count") <= 0) return;
+  out.push_back({kName, i, e.t,
+                 fmt::format("job {}: durable row is ok with retry_count {}: a success resets "
+                             "the count to 0",
+                             e.job, e.num("retry_count"))});
 }
 
 // Damage the world did to a state file, and the copy of it the world saw kept.

@@ -13,6 +13,7 @@
 //   (disk_fsync; a rename moves the pending change to the new name);
 // - counters: the n-th retry a budget schedules announces attempt n, n the
 //   shared count (retry_count.hpp); a lower or a higher announced attempt fires;
+//   a durable row (`durable_job_state`) that is `ok` keeps no count above 0;
 // - a corrupt state file is never written, appended, renamed over or
 //   removed; no retry is scheduled or run while the store refuses writes;
 // - a journal's tail is dropped only as a torn last record and only once a
@@ -70,6 +71,7 @@ class StateDurable final : public Monitor {
  private:
   void check_locked_writes(const TraceEvent& e, std::size_t i, Violations& out);
   void check_durable_before_unlock(const TraceEvent& e, std::size_t i, Violations& out);
+  void check_ok_row_count(const TraceEvent& e, std::size_t i, Violations& out);
   bool note_state_damage(const TraceEvent& e, std::size_t i);
   bool check_corrupt_file_kept(const TraceEvent& e, std::size_t i, Violations& out);
   void check_tail_kept(const TraceEvent& e, std::size_t i, Violations& out);

@@ -1206,6 +1206,25 @@ TEST(StateDurable, FiresWhenAStoreReleasesItsLockBeforeAnFsync) {
   expect_first(run(renamed, base_scenario()), "state_durable", late);
 }
 
+// A success resets the count (docs/semantics.md §4), read from the durable
+// row the world reads: `ok` with retry_count 2 fires; `ok` with 0 and
+// `retrying` with 2 do not.
+TEST(StateDurable, FiresWhenAnOkRowKeepsItsRetryCount) {
+  const char* t = "2026-03-02T10:00:00Z";
+  Script s;
+  s.add("durable_job_state", t, "hourly", std::nullopt,
+        {{"retry_status", "retrying"}, {"retry_count", 2}, {"slots", json::object()}});
+  s.add("durable_job_state", t, "hourly", std::nullopt,
+        {{"retry_status", "ok"}, {"retry_count", 0}, {"slots", json::object()}});
+  const Outcome o = run(s, base_scenario());
+  EXPECT_TRUE(std::none_of(o.seen.begin(), o.seen.end(), [](const Violation& v) {
+    return v.invariant == "state_durable";
+  })) << describe(o.seen);
+  const auto bad = s.add("durable_job_state", t, "hourly", std::nullopt,
+                         {{"retry_status", "ok"}, {"retry_count", 2}, {"slots", json::object()}});
+  expect_first(run(s, base_scenario()), "state_durable", bad);
+}
+
 TEST(StateDurable, FiresAtTheEndWhenCorruptionIsNeverReported) {
   Script s;
   s.add("store_corrupt_injected", "2026-03-02T10:00:00Z", {}, std::nullopt,
