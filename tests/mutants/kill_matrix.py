@@ -131,7 +131,7 @@ def case_records(stdout):
     return out
 
 
-def swarm(binary, scenarios, seeds, first_seed):
+def swarm_records(binary, scenarios, seeds, first_seed):
     cmd = [binary, "check", scenarios, "--seeds", str(seeds), "--first-seed", str(first_seed),
            "--json"]
     p, err = run(cmd)
@@ -141,14 +141,34 @@ def swarm(binary, scenarios, seeds, first_seed):
     if not records:
         tail = p.stderr.decode(errors="replace")[-400:]
         return None, f"exit {p.returncode}, no case records: {tail}"
+    return records, ""
+
+
+def swarm_failures(records):
+    """{(scenario, seed): set of invariants} of the failed cases."""
+    out = {}
+    for r in records:
+        if r.get("verdict") == "fail" and r.get("violations"):
+            out[(r.get("scenario", "?"), int(r["seed"]))] = set(r["violations"])
+    return out
+
+
+def swarm(binary, scenarios, seeds, first_seed, baseline):
+    """The mutant's swarm: invariants that fired beyond what the production
+    core shows on the same (scenario, seed), and the position (1-based) in
+    the seed range of the first seed where one did."""
+    records, err = swarm_records(binary, scenarios, seeds, first_seed)
+    if records is None:
+        return None, err
     fired = {}
     first_fail = None
-    for r in records:
-        if r.get("verdict") != "fail" or not r.get("violations"):
+    for (scenario, seed), invariants in swarm_failures(records).items():
+        new = invariants - baseline.get((scenario, seed), set())
+        if not new:
             continue
-        position = int(r["seed"]) - first_seed + 1
-        for inv in r["violations"]:
-            fired.setdefault(inv, set()).add(r.get("scenario", "?"))
+        for inv in new:
+            fired.setdefault(inv, set()).add(scenario)
+        position = seed - first_seed + 1
         if first_fail is None or position < first_fail:
             first_fail = position
     errors = sum(1 for r in records if r.get("verdict") == "error")
@@ -172,7 +192,7 @@ def markers_in(path):
         start = end
 
 
-def judge_mutant(m, bin_dir, scenarios, baseline, args, use_swarm):
+def judge_mutant(m, bin_dir, scenarios, baseline, args, swarm_baseline):
     name = m["name"]
     binary = os.path.join(bin_dir, name, "rehearse")
     result = {"name": name, "problems": [], "fired": {}, "expect_only": [], "asserts": [],
@@ -195,8 +215,8 @@ def judge_mutant(m, bin_dir, scenarios, baseline, args, use_swarm):
             result["expect_only"].append(scenario)
         if row["outcome"] == "assertion_failed":
             result["asserts"].append(scenario)
-    if use_swarm:
-        s, err = swarm(binary, scenarios, args.seeds, args.first_seed)
+    if swarm_baseline is not None:
+        s, err = swarm(binary, scenarios, args.seeds, args.first_seed, swarm_baseline)
         if s is None:
             result["problems"].append(f"swarm: {err}")
         result["swarm"] = s
@@ -298,6 +318,32 @@ def summary(mutants, results, use_swarm):
     return failures
 
 
+def production_swarm(args, mutants):
+    """(use the swarm?, the production core's failed swarm cases, or None on an error)."""
+    probe = os.path.join(args.bin_dir, mutants[0]["name"], "rehearse") if mutants else ""
+    if args.seeds <= 0:
+        return False, {}
+    if not probe or not has_check(probe):
+        print("note: `rehearse check` is not in this build: scenarios only")
+        return False, {}
+    records, err = swarm_records(args.rehearse, args.scenarios, args.seeds, args.first_seed)
+    if records is None:
+        print(f"production rehearse check: {err}", file=sys.stderr)
+        return True, None
+    failed = swarm_failures(records)
+    if failed:
+        print(f"note: the production core fails {len(failed)} swarm case(s) itself (first: "
+              f"{sorted(failed)[0]}); those cases' invariants are not counted as kills")
+    return True, failed
+
+
+def judge_all(mutants, args, baseline, swarm_baseline):
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {m["name"]: pool.submit(judge_mutant, m, args.bin_dir, args.scenarios, baseline,
+                                          args, swarm_baseline) for m in mutants}
+        return {name: f.result() for name, f in futures.items()}
+
+
 def main():
     args = parse_args()
     mutants = load_table(args.table, args.only)
@@ -305,16 +351,12 @@ def main():
     if baseline is None:
         print("\n".join(problems), file=sys.stderr)
         return 1
-    probe = os.path.join(args.bin_dir, mutants[0]["name"], "rehearse") if mutants else ""
-    use_swarm = args.seeds > 0 and bool(probe) and has_check(probe)
-    if args.seeds > 0 and not use_swarm:
-        print("note: `rehearse check` is not in this build: scenarios only")
+    use_swarm, swarm_baseline = production_swarm(args, mutants)
+    if swarm_baseline is None:
+        return 1
     print(f"kill matrix: {len(mutants)} mutant(s) x {len(baseline['rows'])} bundled scenario(s)"
           + (f" + swarm of {args.seeds} seed(s) per scenario" if use_swarm else ""))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = {m["name"]: pool.submit(judge_mutant, m, args.bin_dir, args.scenarios, baseline,
-                                          args, use_swarm) for m in mutants}
-        results = {name: f.result() for name, f in futures.items()}
+    results = judge_all(mutants, args, baseline, swarm_baseline if use_swarm else None)
     invariants = sorted(set().union(*[killers(r) for r in results.values()]) if results else set())
     print_matrix(mutants, results, invariants, use_swarm, args.markdown)
     print("cells: scenarios where the invariant fired (+sN: swarm scenarios); "
