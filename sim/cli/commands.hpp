@@ -15,6 +15,7 @@ int cmd_validate(const Args& args);
 int cmd_run(const Args& args);
 int cmd_status(const Args& args);
 int cmd_tune(const Args& args);
+int cmd_check(const Args& args);  // docs/check.md
 
 // Prints "rehearse: error: <message>" to stderr and returns kExitUsage.
 int usage_error(const std::string& message, const std::string& hint = {});

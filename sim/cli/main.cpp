@@ -31,6 +31,7 @@ constexpr std::string_view kTopHelp =
     "                        (--timeline, --report FILE.html: see the incident)\n"
     "  status DIR [DIR]      status view of a state directory (two: merged)\n"
     "  tune SCENARIO --job ID  sweep retry policies for one job against outages\n"
+    "  check SCENARIO|DIR... swarm search: random faults per seed, every invariant\n"
     "\n"
     "Every command has --help; --json prints one JSON document on stdout, also\n"
     "for bad input ({\"error\": {...}}). 'rehearse --version' prints the version.\n"
@@ -70,6 +71,7 @@ int main(int argc, char** argv) {
     if (command == "run") return cmd_run(rest);
     if (command == "status") return cmd_status(rest);
     if (command == "tune") return cmd_tune(rest);
+    if (command == "check") return cmd_check(rest);
     return usage_error(fmt::format("unknown command '{}'", command),
                        "run 'rehearse --help' for the list of commands");
   } catch (const std::exception& e) {

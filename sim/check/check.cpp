@@ -1,0 +1,171 @@
+#include "sim/check/check.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <new>
+#include <set>
+#include <utility>
+
+#include "sim/monitors/deterministic.hpp"
+#include "sim/scenario.hpp"
+
+namespace rehearse::sim {
+
+using nlohmann::json;
+
+namespace {
+
+CaseRecord record_of(const CheckCaseInput& input) {
+  CaseRecord r;
+  r.scenario = input.name;
+  r.path = input.path;
+  r.seed = input.seed;
+  r.replay = check_replay_command(input.path, input.seed);
+  return r;
+}
+
+CaseRecord errored(CaseRecord r, std::string message) {
+  r.verdict = CaseVerdict::error;
+  r.message = std::move(message);
+  return r;
+}
+
+// Where a derived document is said to come from in loader messages.
+std::string derived_label(const CheckCaseInput& input) {
+  return fmt::format("{} (derived, seed {})", input.path.empty() ? input.name : input.path,
+                     input.seed);
+}
+
+RunOptions case_run_options(const CheckCaseInput& input, const CheckOptions& options, int run) {
+  RunOptions o;
+  o.seed = input.seed;
+  // Determinism needs both traces to name the first event that differs.
+  o.keep_trace = options.check_determinism;
+  if (options.prepare_run) options.prepare_run(o, run);
+  return o;
+}
+
+// The run's violations that count: every distinct one not allowed by the
+// scenario's expect.violations, then a core assertion or a bounded run the
+// outcome shows.
+std::vector<Violation> counted_violations(const Scenario& scenario, const ScenarioRunResult& run) {
+  const std::set<std::string> allowed(scenario.expect.violations.begin(),
+                                      scenario.expect.violations.end());
+  std::vector<Violation> out;
+  const auto have = [&](const std::string& name) {
+    return std::any_of(out.begin(), out.end(),
+                       [&](const Violation& v) { return v.invariant == name; });
+  };
+  for (const Violation& v : run.violations) {
+    if (allowed.count(v.invariant) == 0 && !have(v.invariant)) out.push_back(v);
+  }
+  if (run.outcome == RunOutcome::assertion_failed) {
+    out.push_back({kAssertionViolation, run.trace.size(), run.end_ms, run.outcome_message});
+  }
+  if (run.outcome == RunOutcome::bounded_run && !have("bounded_run")) {
+    out.push_back({"bounded_run", run.trace.size(), run.end_ms, run.outcome_message});
+  }
+  return out;
+}
+
+// The determinism re-run: the same seed must give the same trace, byte for
+// byte; on a difference, both hashes and the first event that differs.
+std::optional<Violation> rerun_differs(const Scenario& scenario, const CheckCaseInput& input,
+                                       const CheckOptions& options,
+                                       const ScenarioRunResult& first) {
+  auto second = run_scenario(scenario, case_run_options(input, options, 1));
+  if (!second) {
+    return Violation{"deterministic", 0, scenario.start_ms,
+                     "the second run could not start: " + second.error().describe()};
+  }
+  if (second->trace_hash == first.trace_hash && second->trace.size() == first.trace.size()) {
+    return std::nullopt;
+  }
+  std::string message =
+      fmt::format("the trace hashes differ ({} over {} events, then {} over {} events)",
+                  first.trace_hash, first.trace.size(), second->trace_hash, second->trace.size());
+  std::size_t index = 0;
+  if (auto found = compare_traces(first.trace, second->trace)) {
+    index = found->event_index;
+    message += fmt::format("; first diverging event: index {}: {}", index, found->message);
+  }
+  return Violation{"deterministic", index, scenario.start_ms, std::move(message)};
+}
+
+CaseRecord judged(CaseRecord r, const ScenarioRunResult& run,
+                  const std::vector<Violation>& violations) {
+  r.trace_hash = run.trace_hash;
+  r.events = run.events_executed;
+  for (const Violation& v : violations) r.violations.push_back(v.invariant);
+  if (!violations.empty()) {
+    r.verdict = CaseVerdict::fail;
+    r.message = violations.front().message;
+  } else if (run.out_of_memory || !run.errors.empty()) {
+    r.verdict = CaseVerdict::error;
+    r.message = run.errors.empty() ? "out of memory" : run.errors.front();
+  }
+  return r;
+}
+
+CaseRecord run_and_judge(const Scenario& scenario, const CheckCaseInput& input,
+                         const CheckOptions& options) {
+  CaseRecord r = record_of(input);
+  auto run = run_scenario(scenario, case_run_options(input, options, 0));
+  if (!run) return errored(std::move(r), run.error().describe());
+  std::vector<Violation> violations = counted_violations(scenario, *run);
+  if (options.check_determinism && !run->out_of_memory) {
+    // First: when the run is not reproducible, nothing else it shows is.
+    if (auto differs = rerun_differs(scenario, input, options, *run)) {
+      violations.insert(violations.begin(), std::move(*differs));
+    }
+  }
+  return judged(std::move(r), *run, violations);
+}
+
+}  // namespace
+
+CaseRecord check_derived(const CheckCaseInput& input, const json& derived,
+                         const CheckOptions& options) {
+  auto scenario = load_scenario_json(derived.dump(), derived_label(input));
+  if (!scenario) {
+    return errored(record_of(input),
+                   "the derived scenario does not load (a bug in the derivation): " +
+                       scenario.error().describe());
+  }
+  try {
+    return run_and_judge(*scenario, input, options);
+  } catch (const std::bad_alloc&) {
+    return errored(record_of(input), "out of memory while running this case");
+  }
+}
+
+CaseRecord check_case(const CheckCaseInput& input, const CheckOptions& options) {
+  auto derived = derive_case(input.scenario, input.seed, options.swarm, nullptr,
+                             input.path.empty() ? input.name : input.path);
+  if (!derived) return errored(record_of(input), derived.error().describe());
+  return check_derived(input, *derived, options);
+}
+
+std::string check_replay_command(const std::string& path, std::uint64_t seed) {
+  if (path.empty()) return fmt::format("rehearse check --seeds 1 --first-seed {}", seed);
+  return fmt::format("rehearse check {} --seeds 1 --first-seed {}", path, seed);
+}
+
+int case_exit_code(const CaseRecord& record) {
+  switch (record.verdict) {
+    case CaseVerdict::pass: return 0;
+    case CaseVerdict::error: return 2;
+    case CaseVerdict::fail: break;
+  }
+  const auto& v = record.violations;
+  return std::find(v.begin(), v.end(), kAssertionViolation) != v.end() ? 3 : 1;
+}
+
+int worst_exit_code(const std::vector<CaseRecord>& records) {
+  int worst = 0;
+  for (const CaseRecord& r : records) worst = std::max(worst, case_exit_code(r));
+  return worst;
+}
+
+}  // namespace rehearse::sim

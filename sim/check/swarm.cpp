@@ -1,0 +1,246 @@
+#include "sim/check/swarm.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "model/time.hpp"
+#include "sim/fault_kinds.hpp"
+#include "sim/rng.hpp"
+#include "sim/scenario.hpp"
+#include "sim/world.hpp"
+
+namespace rehearse::sim {
+
+using nlohmann::json;
+
+namespace {
+
+// What the base world declares: what a drawn key may name.
+struct Declared {
+  TimeMs start_ms = 0;
+  TimeMs until_ms = 0;
+  std::vector<std::string> services;  // built-in and the user's own, by name
+  std::vector<std::string> user_services;
+  bool orchestrator = false;
+  bool messenger = false;
+  std::string instance;
+  std::vector<std::string> issues;
+  std::vector<std::string> agents;
+  std::vector<std::string> targets;
+};
+
+Declared declared_of(const Scenario& s) {
+  Declared d;
+  d.start_ms = s.start_ms;
+  d.until_ms = s.until_ms;
+  for (ServiceKind kind : {ServiceKind::model_api, ServiceKind::orchestrator,
+                           ServiceKind::brokerage, ServiceKind::messenger}) {
+    if (s.services.has(kind)) d.services.emplace_back(to_string(kind));
+  }
+  for (const auto& [name, service] : s.services.user) d.user_services.push_back(name);
+  if (const auto& o = s.services.orchestrator) {
+    d.orchestrator = true;
+    d.instance = o->instance;
+    for (const OrchestratorIssue& issue : o->issues) d.issues.push_back(issue.id);
+    for (const OrchestratorAgent& agent : o->agents) d.agents.push_back(agent.id);
+  }
+  if (const auto& m = s.services.messenger) {
+    d.messenger = true;
+    d.targets = m->targets;
+  }
+  return d;
+}
+
+template <typename T>
+const T& pick(Rng& rng, const std::vector<T>& from) {
+  return from[rng.next_below(from.size())];
+}
+
+// A non-empty subset, in declared order: each element with probability 1/2.
+json pick_subset(Rng& rng, const std::vector<std::string>& from) {
+  json out = json::array();
+  for (const std::string& x : from) {
+    if (rng.next_bool(0.5)) out.push_back(x);
+  }
+  if (out.empty()) out.push_back(pick(rng, from));
+  return out;
+}
+
+// The services a `service` key may name in this world.
+std::vector<std::string> service_candidates(const FaultKeySpec& key, const Declared& d) {
+  std::vector<std::string> out;
+  for (const std::string& name : key.names) {
+    if (std::find(d.services.begin(), d.services.end(), name) != d.services.end()) {
+      out.push_back(name);
+    }
+  }
+  if (key.user_services) out.insert(out.end(), d.user_services.begin(), d.user_services.end());
+  return out;
+}
+
+// Whether the world has what a value of this key must name.
+bool key_drawable(const FaultKeySpec& key, const Declared& d) {
+  switch (key.type) {
+    case FaultKeyType::service: return !service_candidates(key, d).empty();
+    case FaultKeyType::issue:
+    case FaultKeyType::issue_list: return !d.issues.empty();
+    case FaultKeyType::agent: return !d.agents.empty();
+    case FaultKeyType::new_instance: return d.orchestrator;
+    case FaultKeyType::targets: return !d.targets.empty();
+    case FaultKeyType::name: return !key.names.empty();
+    default: return true;
+  }
+}
+
+// A rate: 1 half the time (every call hit), else one of 0.05 .. 0.95.
+double draw_rate(Rng& rng) {
+  if (rng.next_bool(0.5)) return 1.0;
+  return static_cast<double>(rng.next_in(1, 19)) / 20.0;
+}
+
+// A duration on a rough log scale: seconds, minutes, a quarter to two hours,
+// or hours; whole seconds, at least 1 s, at most `cap`.
+DurationMs draw_duration(Rng& rng, DurationMs cap) {
+  static const std::pair<DurationMs, DurationMs> kScales[] = {{kSecondMs, kMinuteMs},
+                                                              {kMinuteMs, 15 * kMinuteMs},
+                                                              {15 * kMinuteMs, 2 * kHourMs},
+                                                              {2 * kHourMs, 12 * kHourMs}};
+  const auto& [lo, hi] = kScales[rng.next_below(std::size(kScales))];
+  const DurationMs d = rng.next_in(lo / kSecondMs, hi / kSecondMs) * kSecondMs;
+  return std::max<DurationMs>(kSecondMs, std::min(d, cap));
+}
+
+// One value of `key` for a fault at `at_ms`, drawn by the key's type; nullopt:
+// leave the key out (its default, or the run's own draw).
+std::optional<json> draw_value(const FaultKeySpec& key, Rng& rng, const Declared& d, TimeMs at_ms,
+                               int& instances_made) {
+  switch (key.type) {
+    case FaultKeyType::service: return pick(rng, service_candidates(key, d));
+    case FaultKeyType::down_time: {
+      const DurationMs room = d.until_ms - at_ms;
+      const DurationMs cap = std::min<DurationMs>(room, 30 * kMinuteMs);
+      if (cap <= 0) return format_duration(0);
+      return format_duration(rng.next_in(0, cap / kSecondMs) * kSecondMs);
+    }
+    case FaultKeyType::integer: return rng.next_in(key.min, key.max);
+    case FaultKeyType::rate: return draw_rate(rng);
+    case FaultKeyType::name: return pick(rng, key.names);
+    case FaultKeyType::issue: return pick(rng, d.issues);
+    case FaultKeyType::issue_list: return pick_subset(rng, d.issues);
+    case FaultKeyType::agent: return pick(rng, d.agents);
+    case FaultKeyType::new_instance:
+      return fmt::format("{}-swarm-{}", d.instance, ++instances_made);
+    case FaultKeyType::targets: return pick_subset(rng, d.targets);
+    // Exact damage needs the file's size when the fault fires, which only
+    // the run knows: left to the run's generator (it varies with the seed).
+    case FaultKeyType::cut:
+    case FaultKeyType::flips: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// Whether a kind can be drawn in this world at all.
+bool kind_applicable(const FaultKindSpec& kind, const Declared& d) {
+  const auto parsed = parse_fault_kind(kind.name);
+  if (!parsed || !world_supports(*parsed)) return false;
+  if (kind.applies_to == FaultTarget::orchestrator && !d.orchestrator) return false;
+  if (kind.applies_to == FaultTarget::messenger && !d.messenger) return false;
+  for (const FaultKeySpec& key : kind.keys) {
+    const bool needed = key.required || key.type == FaultKeyType::service;
+    if (needed && !key_drawable(key, d)) return false;
+  }
+  return true;
+}
+
+// One fault of `kind`: `at` inside the span (a lasting one leaves at least a
+// second before `until`), `for` for a lasting kind, then each key: required
+// ones and `service` always, the other optional ones half the time.
+json draw_fault(const FaultKindSpec& kind, Rng& rng, const Declared& d, int& instances_made) {
+  const DurationMs span = d.until_ms - d.start_ms;
+  const DurationMs last_start = kind.lasting ? std::max<DurationMs>(0, span - kSecondMs) : span;
+  const TimeMs at = d.start_ms + rng.next_in(0, last_start / kSecondMs) * kSecondMs;
+  json fault{{"at", format_instant(at)}, {"kind", kind.name}};
+  if (kind.lasting) fault["for"] = format_duration(draw_duration(rng, d.until_ms - at));
+  for (const FaultKeySpec& key : kind.keys) {
+    const bool always = key.required || key.type == FaultKeyType::service;
+    if (!always && !rng.next_bool(0.5)) continue;
+    if (!key_drawable(key, d)) continue;
+    if (auto value = draw_value(key, rng, d, at, instances_made)) {
+      fault[std::string(key.name)] = std::move(*value);
+    }
+  }
+  fault["note"] = "swarm";
+  return fault;
+}
+
+// The base's own faults, each kept with probability 1/2 (or all).
+json kept_base_faults(const json& base, Rng& rng, const SwarmOptions& options, SwarmChoice& c) {
+  json kept = json::array();
+  const auto it = base.find("faults");
+  if (it == base.end() || !it->is_array()) return kept;
+  for (const json& fault : *it) {
+    ++c.base_faults;
+    if (options.drop_base_faults && !rng.next_bool(0.5)) continue;
+    kept.push_back(fault);
+    ++c.base_faults_kept;
+  }
+  return kept;
+}
+
+// Swarm: each applicable kind on with probability 1/2; each kind on gets
+// 1..max_instances faults.
+void add_swarm_faults(json& faults, Rng& rng, const Declared& d, const SwarmOptions& options,
+                      SwarmChoice& c) {
+  int instances_made = 0;
+  std::vector<const FaultKindSpec*> on;
+  for (const FaultKindSpec& kind : fault_kinds()) {
+    if (!kind_applicable(kind, d)) continue;
+    const bool is_on = rng.next_bool(0.5);
+    (is_on ? c.kinds_on : c.kinds_off).emplace_back(kind.name);
+    if (is_on) on.push_back(&kind);
+  }
+  for (const FaultKindSpec* kind : on) {
+    const auto n = rng.next_in(1, std::max(1, options.max_instances));
+    for (std::int64_t i = 0; i < n; ++i) {
+      faults.push_back(draw_fault(*kind, rng, d, instances_made));
+      ++c.faults_added;
+    }
+  }
+}
+
+std::string describe_choice(const std::string& origin, std::uint64_t seed, const SwarmChoice& c) {
+  std::string on;
+  for (const std::string& k : c.kinds_on) on += (on.empty() ? "" : ", ") + k;
+  return fmt::format(
+      "Derived by `rehearse check` from {} with seed {}: fault kinds on: {}; {} swarm fault{} "
+      "added, {} of the base's {} fault{} kept.",
+      origin, seed, on.empty() ? "none" : on, c.faults_added, c.faults_added == 1 ? "" : "s",
+      c.base_faults_kept, c.base_faults, c.base_faults == 1 ? "" : "s");
+}
+
+}  // namespace
+
+Result<json> derive_case(const json& base_scenario, std::uint64_t seed, const SwarmOptions& options,
+                         SwarmChoice* choice, const std::string& origin) {
+  auto base = load_scenario_json(base_scenario.dump(), origin.empty() ? "<base>" : origin);
+  if (!base) return base.error();
+  const Declared declared = declared_of(*base);
+  Rng rng = Rng(seed).derive(kSwarmStream);
+  SwarmChoice c;
+  json derived = base_scenario;
+  json faults = kept_base_faults(base_scenario, rng, options, c);
+  add_swarm_faults(faults, rng, declared, options, c);
+  derived["faults"] = std::move(faults);
+  derived["seed"] = seed;
+  derived["description"] = describe_choice(origin.empty() ? base->name : origin, seed, c);
+  derived.erase("expect");
+  if (!base->expect.violations.empty())
+    derived["expect"] = {{"violations", base->expect.violations}};
+  if (choice != nullptr) *choice = std::move(c);
+  return derived;
+}
+
+}  // namespace rehearse::sim
