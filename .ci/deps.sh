@@ -17,6 +17,8 @@ REHEARSE_PACKAGES+=(clang-14 libclang-rt-14-dev)
 # GNU parallel: four `check --shard K/4` runs merged (tests/cli/test_check_shards.sh,
 # docs/check-ci.md); the test fails, not skips, without it.
 REHEARSE_PACKAGES+=(parallel)
+# patch: applies the mutant zoo's patches in the mutation build (docs/mutants.md).
+REHEARSE_PACKAGES+=(patch)
 
 rehearse_missing_packages() {
   local missing=()

@@ -38,6 +38,7 @@ Violations StateDurable::observe(const TraceEvent& e, std::size_t i) {
   }
   if (is_crash_event(e.type)) {
     lock_holders_.clear();  // a crash releases every lock
+    unsynced_.clear();      // and what was not durable is the crash's to lose
     return out;
   }
   const bool known_slot = context_.jobs.find(e.job) != nullptr && e.slot;
@@ -48,6 +49,11 @@ Violations StateDurable::observe(const TraceEvent& e, std::size_t i) {
                                e.job, slot_text(e.slot))});
   }
   check_locked_writes(e, i, out);
+  check_durable_before_unlock(e, i, out);
+  if (e.type == "durable_job_state") {
+    check_ok_row_count(e, i, out);
+    return out;
+  }
   if (note_state_damage(e, i)) return out;
   if (e.type == "journal_tail_gone") {
     check_tail_kept(e, i, out);
@@ -85,6 +91,55 @@ void StateDurable::check_locked_writes(const TraceEvent& e, std::size_t i, Viola
       {kName, i, e.t,
        fmt::format("{} of {} by process {} without the store's lock (held: {})", e.type, path,
                    process, lock_holders_.empty() ? std::string("none") : "by another")});
+}
+
+// Acknowledged only once durable (docs/semantics.md §5): a store's update
+// ends when it releases its lock, so every file written or appended in a
+// locked store directory under that lock must have been fsynced since (a
+// rename carries the file's state to its new name) by the time the lock is
+// released. From the disk's own records; a crash forgets what was pending.
+void StateDurable::check_durable_before_unlock(const TraceEvent& e, std::size_t i,
+                                               Violations& out) {
+  if (e.type == "disk_write" || e.type == "disk_append") {
+    const std::string path = e.str("path");
+    if (lock_dirs_.count(dir_of(path)) != 0) unsynced_[path] = e.type;
+  } else if (e.type == "disk_fsync") {
+    unsynced_.erase(e.str("path"));
+  } else if (e.type == "disk_remove") {
+    unsynced_.erase(e.str("path"));
+  } else if (e.type == "disk_rename") {
+    const auto it = unsynced_.find(e.str("from"));
+    unsynced_.erase(e.str("to"));
+    if (it != unsynced_.end()) {
+      std::string how = it->second;
+      unsynced_.erase(it);
+      unsynced_[e.str("to")] = std::move(how);
+    }
+  } else if (e.type == "disk_unlock") {
+    const std::string dir = dir_of(e.str("path"));
+    for (auto it = unsynced_.begin(); it != unsynced_.end();) {
+      if (dir_of(it->first) != dir) {
+        ++it;
+        continue;
+      }
+      out.push_back({kName, i, e.t,
+                     fmt::format("{} released the store's lock with {} of {} not fsynced: an "
+                                 "update is acknowledged only once it is durable",
+                                 e.str("path"), it->second, it->first)});
+      it = unsynced_.erase(it);
+    }
+  }
+}
+
+// A success resets the count (docs/semantics.md §4: `ok`, count 0): a durable
+// row the world reads as `ok` with a retry_count above 0 carries a spent
+// budget into the next episode.
+void StateDurable::check_ok_row_count(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (e.str("retry_status") != "ok" || e.num("retry_count") <= 0) return;
+  out.push_back({kName, i, e.t,
+                 fmt::format("job {}: durable row is ok with retry_count {}: a success resets "
+                             "the count to 0",
+                             e.job, e.num("retry_count"))});
 }
 
 // Damage the world did to a state file, and the copy of it the world saw kept.

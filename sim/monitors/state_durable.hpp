@@ -8,8 +8,12 @@
 // - the lock: in a store directory (add_locked_store, or any directory a
 //   lock is taken in) a change by a process holding none of its locks fires
 //   (a crash releases every lock);
+// - durable before acknowledged: a lock of a store directory is released
+//   only when every file written or appended there since has been fsynced
+//   (disk_fsync; a rename moves the pending change to the new name);
 // - counters: the n-th retry a budget schedules announces attempt n, n the
 //   shared count (retry_count.hpp); a lower or a higher announced attempt fires;
+//   a durable row (`durable_job_state`) that is `ok` keeps no count above 0;
 // - a corrupt state file is never written, appended, renamed over or
 //   removed; no retry is scheduled or run while the store refuses writes;
 // - a journal's tail is dropped only as a torn last record and only once a
@@ -44,6 +48,7 @@ class StateDurable final : public Monitor {
             "disk_rename",
             "disk_lock",
             "disk_unlock",
+            "disk_fsync",
             "queue_take",
             "queue_intent",
             "queue_done",
@@ -65,6 +70,8 @@ class StateDurable final : public Monitor {
 
  private:
   void check_locked_writes(const TraceEvent& e, std::size_t i, Violations& out);
+  void check_durable_before_unlock(const TraceEvent& e, std::size_t i, Violations& out);
+  void check_ok_row_count(const TraceEvent& e, std::size_t i, Violations& out);
   bool note_state_damage(const TraceEvent& e, std::size_t i);
   bool check_corrupt_file_kept(const TraceEvent& e, std::size_t i, Violations& out);
   void check_tail_kept(const TraceEvent& e, std::size_t i, Violations& out);
@@ -73,6 +80,7 @@ class StateDurable final : public Monitor {
   MonitorContext& context_;
   std::map<std::string, std::int64_t> lock_holders_;  // lock file -> process holding it
   std::set<std::string> lock_dirs_;                   // directories of locked stores
+  std::map<std::string, std::string> unsynced_;       // store file -> its change not yet fsynced
   std::vector<std::string> corrupt_paths_;
   std::optional<std::size_t> corrupt_index_;
   bool corrupt_seen_by_core_ = false;  // a state_corrupt since the injection

@@ -1140,6 +1140,8 @@ TEST(StateDurable, FiresWhenAStoreIsWrittenWithoutItsLock) {
   s.add("disk_lock", "2026-03-02T10:00:00Z", {}, std::nullopt, {{"path", lock}, {"process", 1}});
   s.add("disk_append", "2026-03-02T10:00:00Z", {}, std::nullopt,
         {{"path", journal}, {"process", 1}});
+  s.add("disk_fsync", "2026-03-02T10:00:00Z", {}, std::nullopt,
+        {{"path", journal}, {"process", 1}});
   s.add("disk_unlock", "2026-03-02T10:00:00Z", {}, std::nullopt, {{"path", lock}, {"process", 1}});
   const auto bad = s.add("disk_append", "2026-03-02T10:01:00Z", {}, std::nullopt,
                          {{"path", journal}, {"process", 1}});
@@ -1153,6 +1155,74 @@ TEST(StateDurable, FiresWhenAStoreIsWrittenWithoutItsLock) {
   const auto v = set.observe(never.events()[unlocked], unlocked);
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->invariant, "state_durable");
+}
+
+// An update is acknowledged only once it is durable (docs/semantics.md §5),
+// from the disk's own records: a store's lock released while a file appended
+// or written in its directory under it has not been fsynced fires at the
+// unlock; fsynced (directly, or as a temp file before its rename) it does not,
+// and a crash forgets what was pending.
+TEST(StateDurable, FiresWhenAStoreReleasesItsLockBeforeAnFsync) {
+  const std::string lock = "/srv/state/retry_state.lock";
+  const std::string journal = "/srv/state/retry_state.journal";
+  const json p1 = {{"process", 1}};
+  auto with = [&](const std::string& path) { return json{{"path", path}, {"process", 1}}; };
+  Script s;
+  s.add("disk_lock", "2026-03-02T10:00:00Z", {}, std::nullopt, with(lock));
+  s.add("disk_append", "2026-03-02T10:00:00Z", {}, std::nullopt, with(journal));
+  const auto bad = s.add("disk_unlock", "2026-03-02T10:00:00Z", {}, std::nullopt, with(lock));
+  expect_first(run(s, base_scenario()), "state_durable", bad);
+
+  // Near misses: a temp file fsynced and renamed, an fsynced append, and an
+  // unsynced append a crash cut before the unlock.
+  Script ok;
+  const std::string temp = "/srv/state/retry_state.json.tmp";
+  ok.add("disk_lock", "2026-03-02T10:00:00Z", {}, std::nullopt, with(lock));
+  ok.add("disk_write", "2026-03-02T10:00:00Z", {}, std::nullopt, with(temp));
+  ok.add("disk_fsync", "2026-03-02T10:00:00Z", {}, std::nullopt, with(temp));
+  ok.add("disk_rename", "2026-03-02T10:00:00Z", {}, std::nullopt,
+         {{"from", temp}, {"to", "/srv/state/retry_state.json"}, {"process", 1}});
+  ok.add("disk_append", "2026-03-02T10:00:00Z", {}, std::nullopt, with(journal));
+  ok.add("disk_fsync", "2026-03-02T10:00:00Z", {}, std::nullopt, with(journal));
+  ok.add("disk_unlock", "2026-03-02T10:00:00Z", {}, std::nullopt, with(lock));
+  ok.add("disk_lock", "2026-03-02T10:01:00Z", {}, std::nullopt, with(lock));
+  ok.add("disk_append", "2026-03-02T10:01:00Z", {}, std::nullopt, with(journal));
+  ok.add("disk_crash", "2026-03-02T10:01:00Z", {}, std::nullopt, p1);
+  ok.add("disk_lock", "2026-03-02T10:02:00Z", {}, std::nullopt, with(lock));
+  ok.add("disk_unlock", "2026-03-02T10:02:00Z", {}, std::nullopt, with(lock));
+  const Outcome o = run(ok, base_scenario());
+  EXPECT_TRUE(std::none_of(o.seen.begin(), o.seen.end(), [](const Violation& v) {
+    return v.invariant == "state_durable";
+  })) << describe(o.seen);
+
+  // A renamed temp file that was never fsynced is still pending under its new name.
+  Script renamed;
+  renamed.add("disk_lock", "2026-03-02T10:00:00Z", {}, std::nullopt, with(lock));
+  renamed.add("disk_write", "2026-03-02T10:00:00Z", {}, std::nullopt, with(temp));
+  renamed.add("disk_rename", "2026-03-02T10:00:00Z", {}, std::nullopt,
+              {{"from", temp}, {"to", "/srv/state/retry_state.json"}, {"process", 1}});
+  const auto late =
+      renamed.add("disk_unlock", "2026-03-02T10:00:00Z", {}, std::nullopt, with(lock));
+  expect_first(run(renamed, base_scenario()), "state_durable", late);
+}
+
+// A success resets the count (docs/semantics.md §4), read from the durable
+// row the world reads: `ok` with retry_count 2 fires; `ok` with 0 and
+// `retrying` with 2 do not.
+TEST(StateDurable, FiresWhenAnOkRowKeepsItsRetryCount) {
+  const char* t = "2026-03-02T10:00:00Z";
+  Script s;
+  s.add("durable_job_state", t, "hourly", std::nullopt,
+        {{"retry_status", "retrying"}, {"retry_count", 2}, {"slots", json::object()}});
+  s.add("durable_job_state", t, "hourly", std::nullopt,
+        {{"retry_status", "ok"}, {"retry_count", 0}, {"slots", json::object()}});
+  const Outcome o = run(s, base_scenario());
+  EXPECT_TRUE(std::none_of(o.seen.begin(), o.seen.end(), [](const Violation& v) {
+    return v.invariant == "state_durable";
+  })) << describe(o.seen);
+  const auto bad = s.add("durable_job_state", t, "hourly", std::nullopt,
+                         {{"retry_status", "ok"}, {"retry_count", 2}, {"slots", json::object()}});
+  expect_first(run(s, base_scenario()), "state_durable", bad);
 }
 
 TEST(StateDurable, FiresAtTheEndWhenCorruptionIsNeverReported) {
