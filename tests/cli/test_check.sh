@@ -10,23 +10,7 @@
 # Method: small scenarios in a temporary directory, the built binary.
 set -u
 R="$1"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); }
-
-expect_rc() {  # expect_rc NAME WANT_RC ARGS...: stdout/stderr kept in $work/out, $work/err
-  local name="$1" want="$2"
-  shift 2
-  "$R" "$@" >"$work/out" 2>"$work/err"
-  local rc=$?
-  if [ "$rc" = "$want" ]; then ok; else bad "$name: exit $rc, expected $want; stderr: $(head -c 600 "$work/err"); stdout: $(head -c 600 "$work/out")"; fi
-}
-contains() {  # contains NAME FILE TEXT
-  if grep -qF -- "$3" "$2"; then ok; else bad "$1: $(basename "$2") lacks '$3': $(head -c 600 "$2")"; fi
-}
+. "$(dirname "$0")/lib.sh"
 
 mkdir -p "$work/good" "$work/empty"
 cat >"$work/good/weekly.json" <<'JSON'
