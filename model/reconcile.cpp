@@ -527,8 +527,12 @@ Task<CycleReport> Reconciler::run_cycle(RunContext context) {
     if (full) ++due_taken;
     // Items already backing off get validated at their due attempt: they had
     // no answer to confirm them with, and querying them now would defeat the
-    // backoff.
-    const bool validate_only = !full && needs_validation && item.failures == 0;
+    // backoff. So do items deferred before any answer (a refusal on their very
+    // first query): there is no stored id to re-check, only an hourly deferral.
+    const bool never_answered_and_waiting =
+        item.validated_instance.empty() && item.next_attempt_at > cycle_ms;
+    const bool validate_only =
+        !full && needs_validation && item.failures == 0 && !never_answered_and_waiting;
     if (!full && !validate_only) continue;
     if (needs_validation) ++state.validation_candidates;
     const bool kept = co_await visit(context, std::move(item), full, state);

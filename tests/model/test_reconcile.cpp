@@ -652,6 +652,23 @@ TEST(ReconcileWorld, ConfigErrorDefersExactlyOneHour) {
   EXPECT_EQ(w.orch.calls("assign"), 0u);  // nothing is handed over without a lead
 }
 
+// A refusal on an item's very first query leaves it without a validated
+// instance; the next cycles must not "validate" it inside its deferral (found
+// by the swarm: a 400 at cycle 0, then a query every cycle after it).
+TEST(ReconcileWorld, RefusalOnTheFirstQueryIsNotRevalidatedInsideTheHour) {
+  World w(orchestrator({{"ISS-1", "in_progress"}}), config_for({"ISS-1"}));
+  w.orch.add_fault(sim::OrchestratorFault{"get_issue", kStart, kStart + 10 * kMinuteMs, 1.0, 400,
+                                          TransportErrorKind::none, "bad request"});
+  w.run_cycles(5 * kMinuteMs, 2 * 12 + 1);  // 2 h of five-minute cycles
+  const auto times = w.query_times("ISS-1");
+  ASSERT_GE(times.size(), 2u);
+  EXPECT_EQ(times[0], kStart + 100);  // after list_agents (100 ms)
+  const auto replies = w.events("item_deferred", "ISS-1");
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_GE(times[1], replies[0].t + kHourMs) << format_instant(times[1]);
+  EXPECT_EQ(w.item("ISS-1").stage, kStageBuilding);  // then it recovers and moves on
+}
+
 // Invariant 8 from the trace: config-error attempts at most hourly, whatever
 // the cycle period and whatever else happens to the item (random periods,
 // a 503 window and a migration in the middle).
