@@ -522,12 +522,30 @@ FaultKindSpec messenger_down() {
                             .store =
                                 [](FaultSpec& f, const FaultValue& v) {
                                   f.targets = v.value.get<std::vector<std::string>>();
+                                }},
+               FaultKeySpec{.name = "status",
+                            .type = FaultKeyType::integer,
+                            .min = 400,
+                            .max = 599,
+                            .what = "an HTTP status",
+                            .doc = "`status` (400..599, default 503): 503 is the platform's "
+                                   "outage page; any other status is refused as text only, "
+                                   "`ConnectionError: HTTP <status>`",
+                            .default_value = MessengerOutage::kDefaultStatus,
+                            .store =
+                                [](FaultSpec& f, const FaultValue& v) {
+                                  f.http_status = v.value.get<int>();
                                 }}},
-      .trace = {{"targets", [](const FaultSpec& f) -> std::optional<json> { return f.targets; }}},
-      .meaning = "deliveries to these targets fail",
+      .trace = {{"targets", [](const FaultSpec& f) -> std::optional<json> { return f.targets; }},
+                trace_status()},
+      .meaning = "deliveries to these targets are refused with that status",
       .schedule =
           [](const FaultSpec& f, std::size_t, TimeMs from, TimeMs until, FaultWorld& world) {
-            if (world.messenger) world.messenger->add_outage(from, until, f.targets);
+            if (world.messenger) {
+              world.messenger->add_outage(from, until, f.targets,
+                                          f.http_status == 0 ? MessengerOutage::kDefaultStatus
+                                                             : f.http_status);
+            }
             return Status{};
           },
   };

@@ -41,6 +41,17 @@ MessageKey read_key(const nlohmann::json& m) {
   return k;
 }
 
+// What a refusal says. The platform's client library reports anything but
+// its outage page as text only, the way the 004 report quotes it
+// ("ConnectionError: HTTP 403"): no status field, and a word ("Connection")
+// that a classifier reading words before numbers takes for a network error.
+std::string refusal_text(int status) {
+  if (status == MessengerOutage::kDefaultStatus) {
+    return "messenger: 503 Service Unavailable (the platform is down)";
+  }
+  return fmt::format("messenger: ConnectionError: HTTP {}", status);
+}
+
 }  // namespace
 
 bool MessengerOutage::hits(const std::string& target, TimeMs t) const {
@@ -53,15 +64,23 @@ Messenger::Messenger(Simulator& simulator, Trace& trace, MessengerOptions option
   REHEARSE_ASSERT(options_.latency_ms >= 0);
 }
 
-void Messenger::add_outage(TimeMs from_ms, TimeMs until_ms, std::vector<std::string> targets) {
+void Messenger::add_outage(TimeMs from_ms, TimeMs until_ms, std::vector<std::string> targets,
+                           int status) {
   REHEARSE_ASSERT(from_ms <= until_ms);
   REHEARSE_ASSERT(outages_.size() < kOutagesMax);
-  outages_.push_back({from_ms, until_ms, std::move(targets)});
+  REHEARSE_ASSERT_GE(status, 400);
+  REHEARSE_ASSERT_LT(status, 600);
+  outages_.push_back({from_ms, until_ms, std::move(targets), status});
+}
+
+const MessengerOutage* Messenger::outage_at(const std::string& target, TimeMs t) const {
+  const auto it = std::find_if(outages_.begin(), outages_.end(),
+                               [&](const MessengerOutage& o) { return o.hits(target, t); });
+  return it == outages_.end() ? nullptr : &*it;
 }
 
 bool Messenger::is_down(const std::string& target, TimeMs t) const {
-  return std::any_of(outages_.begin(), outages_.end(),
-                     [&](const MessengerOutage& o) { return o.hits(target, t); });
+  return outage_at(target, t) != nullptr;
 }
 
 bool Messenger::knows(const std::string& target) const {
@@ -84,13 +103,15 @@ Task<Status> Messenger::send(std::string target, nlohmann::json message) {
   e.data["attempt"] = key.attempt;
 
   Status answer;
+  int refused_status = 0;
   if (!knows(target)) {
+    refused_status = 404;
     answer =
         make_error(ErrorCode::not_found,
                    fmt::format("messenger: 404 channel_not_found: unknown target '{}'", target));
-  } else if (is_down(target, now)) {
-    answer = make_error(ErrorCode::io_error,
-                        "messenger: 503 Service Unavailable (the platform is down)");
+  } else if (const MessengerOutage* outage = outage_at(target, now)) {
+    refused_status = outage->status;
+    answer = make_error(ErrorCode::io_error, refusal_text(outage->status));
   }
 
   if (answer.ok()) {
@@ -106,6 +127,7 @@ Task<Status> Messenger::send(std::string target, nlohmann::json message) {
     ++refused_;
     e.type = "message_refused";
     e.data["reason"] = answer.error().message;
+    e.data["status"] = refused_status;
   }
   trace_.record(std::move(e));
 

@@ -44,6 +44,9 @@ struct MessengerOutage {
   TimeMs from_ms = 0;
   TimeMs until_ms = 0;               // exclusive
   std::vector<std::string> targets;  // empty: every target
+  int status = kDefaultStatus;       // the HTTP status the platform refuses with
+
+  static constexpr int kDefaultStatus = 503;
 
   bool hits(const std::string& target, TimeMs t) const;
 };
@@ -68,8 +71,11 @@ class Messenger final : public Notifier {
 
   Task<Status> send(std::string target, nlohmann::json message) override;
 
-  void add_outage(TimeMs from_ms, TimeMs until_ms, std::vector<std::string> targets = {});
+  void add_outage(TimeMs from_ms, TimeMs until_ms, std::vector<std::string> targets = {},
+                  int status = MessengerOutage::kDefaultStatus);
   bool is_down(const std::string& target, TimeMs t) const;
+  // The outage that refuses `target` at `t`, or null.
+  const MessengerOutage* outage_at(const std::string& target, TimeMs t) const;
   bool knows(const std::string& target) const;
 
   // Deliveries (kind "delivery") of a slot to a target so far.

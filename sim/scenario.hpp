@@ -218,7 +218,7 @@ struct FaultSpec {
   std::optional<ServiceKind> service;  // quota_exhausted, http_errors, timeouts,
                                        // network_errors, token_revoked
   std::string user_service;            // instead of `service`: a user service's name
-  int http_status = 0;                 // http_errors
+  int http_status = 0;                 // http_errors, messenger_down
   double rate = 1.0;                   // http_errors, timeouts, network_errors: share of calls hit
   TransportErrorKind transport = TransportErrorKind::none;  // network_errors
   std::vector<std::string> issues;                          // issues_deleted

@@ -194,6 +194,13 @@ void RunReplies::observe(const TraceEvent& e) {
   }
 }
 
+void RunReplies::observe_refusal(const TraceEvent& e) {
+  if (e.type != "message_refused" || !e.slot || e.str("kind") != "delivery") return;
+  const auto own = runs_.find({e.job, *e.slot});
+  if (own == runs_.end()) return;
+  own->second.delivery_refusals.push_back(text_failure_class(e.str("reason")));
+}
+
 std::vector<std::string> RunReplies::failed_classes(const std::string& job, TimeMs slot) const {
   const auto run = runs_.find({job, slot});
   if (run == runs_.end()) return {};
@@ -230,6 +237,7 @@ GroupTaskReplies RunReplies::group_tasks(const std::string& job, TimeMs slot) co
   GroupTaskReplies out;
   const auto run = runs_.find({job, slot});
   if (run == runs_.end()) return out;
+  out.delivery_refusals = run->second.delivery_refusals;
   for (const auto& [target, result] : run->second.tasks) {
     if (result.empty()) {
       out.deliverable = true;

@@ -64,6 +64,10 @@ bool retried_by_default(std::string_view failure_class);
 struct GroupTaskReplies {
   bool deliverable = false;
   std::vector<std::string> failed;
+  // The classes of the messenger's refusals of the run's deliveries, in
+  // order: read from the refusal's text by the text rule of
+  // docs/semantics.md §1, since text is all the worker receives.
+  std::vector<std::string> delivery_refusals;
 };
 
 // The replies of runs. A run of (job, slot) begins at its queue take; every
@@ -80,6 +84,8 @@ class RunReplies {
  public:
   void begin(const std::string& job, TimeMs slot);
   void observe(const TraceEvent& service_reply);
+  // A `message_refused` of a delivery, under its run.
+  void observe_refusal(const TraceEvent& message_refused);
   // Empty when the run saw no failed request (or was never begun).
   std::vector<std::string> failed_classes(const std::string& job, TimeMs slot) const;
   // The run's `model-api` replies, by task (a group run).
@@ -97,6 +103,7 @@ class RunReplies {
     // model-api replies by task, in the order of their first reply: the
     // failure class, or "" for a deliverable, "skip" for a skip.
     std::vector<std::pair<std::string, std::string>> tasks;
+    std::vector<std::string> delivery_refusals;
   };
   static void observe_task(Run& run, const TraceEvent& e,
                            const std::optional<std::string>& failure);

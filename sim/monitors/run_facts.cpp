@@ -81,6 +81,8 @@ std::vector<Fact> RunFacts::runs_of(const TraceEvent& e, std::size_t i) {
     for (auto& [id, r] : open_runs_) r.wrote = r.wrote || r.job == e.job;
   } else if (e.type == "service_reply") {
     replies_.observe(e);
+  } else if (e.type == "message_refused") {
+    replies_.observe_refusal(e);
   } else if (e.type == "queue_take" && e.slot) {
     open_runs_[static_cast<std::uint64_t>(e.num("id"))] =
         OpenRun{e.job, *e.slot, e.str("kind"), e.num("attempt"), i, e.t, false};
@@ -160,11 +162,12 @@ std::string RunFacts::failure_class_of(const OpenRun& r, const json& facts) cons
   return std::find(seen.begin(), seen.end(), written) != seen.end() ? written : seen.front();
 }
 
-// A failed group run's class from its tasks' model-API replies: nullopt (the
-// row's class) for a job that is no group or whose policy the monitors do not
-// read, a run where a task produced a deliverable (it failed at the delivery)
-// and a run where no task's reply failed (a damaged ledger, a delivery
-// resumed from the stored outbox). "Retryable" is the classes of the job's
+// A failed group run's class from its tasks' model-API replies, or, for a run
+// that failed at the delivery (a task produced a deliverable, or a delivery
+// resumed from the stored outbox), from the messenger's first refusal of it.
+// nullopt (the row's class) for a job that is no group or whose policy the
+// monitors do not read, and a run with neither a failed task nor a refused
+// delivery (a damaged ledger). "Retryable" is the classes of the job's
 // policy as the monitors read it, whatever its count (an invalid policy:
 // §1's default classes, as the core does).
 std::optional<std::string> RunFacts::group_class_of(const OpenRun& r) const {
@@ -175,6 +178,11 @@ std::optional<std::string> RunFacts::group_class_of(const OpenRun& r) const {
         return t.model_calls == 0 && t.produces != "skip";
       });
   const GroupTaskReplies tasks = replies_.group_tasks(r.job, r.slot);
+  const bool failed_at_delivery = scripted_deliverable || tasks.deliverable || tasks.failed.empty();
+  if (failed_at_delivery && !tasks.delivery_refusals.empty()) {
+    // The first refusal decides (docs/group-jobs.md), as the messenger worded it.
+    return tasks.delivery_refusals.front();
+  }
   if (scripted_deliverable || tasks.deliverable || tasks.failed.empty()) return std::nullopt;
   const WitnessPolicy& policy = job->policy;
   return group_failure_class(tasks.failed, [&policy](const std::string& cls) {

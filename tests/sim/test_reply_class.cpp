@@ -236,5 +236,34 @@ TEST(RunReplies, AGroupRunsTasksFromTheModelApisReplies) {
   EXPECT_EQ(tasks.failed, (std::vector<std::string>{"auth", "unknown"}));
 }
 
+// A delivery refused by the messenger belongs to its run, classed by the
+// refusal's text alone (text is all the worker receives): the status number
+// outranks the word "Connection" (docs/semantics.md §1). Refused notices and
+// other runs' refusals do not count.
+TEST(RunReplies, ADeliveryRefusalIsClassedByItsTextUnderItsRun) {
+  RunReplies runs;
+  runs.begin("digest", 1000);
+  const auto refused = [](const std::string& job, TimeMs slot, const std::string& kind,
+                          const std::string& reason) {
+    TraceEvent e;
+    e.type = "message_refused";
+    e.service = "messenger";
+    e.job = job;
+    e.slot = slot;
+    e.data = {{"kind", kind}, {"target", "team"}, {"reason", reason}};
+    return e;
+  };
+  runs.observe_refusal(
+      refused("digest", 1000, "failure_notice", "messenger: 503 Service Unavailable"));
+  runs.observe_refusal(refused("other", 1000, "delivery", "messenger: 503 Service Unavailable"));
+  EXPECT_TRUE(runs.group_tasks("digest", 1000).delivery_refusals.empty());
+  runs.observe_refusal(refused("digest", 1000, "delivery", "messenger: ConnectionError: HTTP 403"));
+  runs.observe_refusal(refused("digest", 1000, "delivery", "messenger: 503 Service Unavailable"));
+  EXPECT_EQ(runs.group_tasks("digest", 1000).delivery_refusals,
+            (std::vector<std::string>{"auth", "provider_5xx"}));
+  runs.end("digest", 1000);
+  EXPECT_TRUE(runs.group_tasks("digest", 1000).delivery_refusals.empty());
+}
+
 }  // namespace
 }  // namespace rehearse::sim
