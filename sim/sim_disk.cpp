@@ -323,11 +323,28 @@ Result<std::string> SimDisk::read_impl(const std::string& path, const char* oper
   }
   if (e->dir) return os_error(operation, path, kIsDir);
   const std::string& data = inode(e->inode).data;
-  if (offset >= data.size()) return std::string{};
-  const std::uint64_t available = data.size() - offset;
-  const std::uint64_t n = std::min(available, length_max);
+  const std::uint64_t n = offset >= data.size() ? 0 : std::min(data.size() - offset, length_max);
+  note_read(at->path, offset, n);
+  if (n == 0) return std::string{};
   counters_.bytes_read += n;
   return data.substr(static_cast<std::size_t>(offset), static_cast<std::size_t>(n));
+}
+
+void SimDisk::watch_reads(const std::string& path) {
+  auto at = locate(path);
+  if (!at.ok()) return;
+  read_watched_.insert(at->path);
+  std::erase_if(reads_traced_, [&](const auto& read) { return read.second == at->path; });
+}
+
+// The first read of a watched file by this process since it was last damaged
+// or the process last crashed.
+void SimDisk::note_read(const std::string& normalised, std::uint64_t offset, std::uint64_t bytes) {
+  if (read_watched_.count(normalised) == 0) return;
+  const DiskOwner who = owner();
+  if (!reads_traced_.emplace(who, normalised).second) return;
+  record("disk_read",
+         {{"path", normalised}, {"offset", offset}, {"bytes", bytes}, {"process", who}});
 }
 
 Result<std::optional<std::string>> SimDisk::read_file(const std::string& path) {
@@ -693,6 +710,7 @@ void SimDisk::crash() {
   }
   locks_->held.clear();
   dead_.clear();
+  reads_traced_.clear();  // every process starts a new incarnation
   if (trace_ != nullptr) {
     record("disk_crash", {{"unsynced_files", unsynced_files},
                           {"unsynced_bytes", unsynced_bytes},
@@ -705,6 +723,7 @@ void SimDisk::process_crashed(DiskOwner who) {
   ++counters_.process_crashes;
   const std::size_t released = locks_->release_owner(who);
   const bool was_dead = dead_.erase(who) != 0;
+  std::erase_if(reads_traced_, [who](const auto& read) { return read.first == who; });
   if (trace_ != nullptr) {
     record("disk_process_crashed",
            {{"process", who}, {"locks_released", released}, {"was_dead", was_dead}});

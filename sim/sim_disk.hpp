@@ -52,7 +52,9 @@
 // disk_write, disk_append, disk_fsync, disk_rename, disk_fsync_dir,
 // disk_remove, disk_create_dir, disk_torn_write, disk_fail_stop,
 // disk_corrupted, disk_crash, disk_process_crashed (fields in
-// docs/sim-disk.md).
+// docs/sim-disk.md). Reads are traced only for the paths the world asks to
+// watch (watch_reads: the files its faults damaged), once per process and
+// damage: disk_read.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +65,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/disk.hpp"
@@ -195,6 +198,11 @@ class SimDisk final : public Disk {
                       std::optional<std::uint64_t> prefix_bytes = std::nullopt,
                       TornKind kind = TornKind::prefix);
   void disarm_torn_write() noexcept { torn_.reset(); }
+  // From now on, the first read (read_file or read_range of the existing
+  // file) of `path` by each process is traced as `disk_read`, and again after
+  // that process crashes (a new incarnation) or the path is watched anew (a
+  // new damage): who read the damaged bytes, as a world fact.
+  void watch_reads(const std::string& path);
   bool torn_write_armed() const noexcept { return torn_.has_value(); }
   // The next n operations of `owner` (of anyone when unset) run; the one
   // after fails and kills its issuer. One-shot; a new call replaces it.
@@ -280,6 +288,7 @@ class SimDisk final : public Disk {
   Status tear(const Located& at, Inode& file, std::string_view bytes, bool append);
   Result<std::string> read_impl(const std::string& path, const char* operation,
                                 std::uint64_t offset, std::uint64_t length_max, bool& missing);
+  void note_read(const std::string& normalised, std::uint64_t offset, std::uint64_t bytes);
 
   Trace* trace_ = nullptr;
   Rng rng_;
@@ -291,6 +300,8 @@ class SimDisk final : public Disk {
   std::set<DiskOwner> dead_;
   std::optional<TornWrite> torn_;
   std::optional<FailStop> fail_stop_;
+  std::set<std::string, std::less<>> read_watched_;           // normalised paths
+  std::set<std::pair<DiskOwner, std::string>> reads_traced_;  // since the last damage or crash
   std::uint64_t operations_ = 0;
   SimDiskCounters counters_;
 };

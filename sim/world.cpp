@@ -562,7 +562,11 @@ void World::corrupt_state(const FaultSpec& fault) {
   if (!fault.flips.empty()) data["flips"] = fault.flips;
   if (!refused.empty()) data["error"] = refused;
   record_world("store_corrupt_injected", std::move(data));
-  if (applied) damaged_[fault.file] = {path, disk_.live_content(path).value_or(std::string())};
+  if (!applied) return;
+  damaged_[fault.file] = {path, disk_.live_content(path).value_or(std::string())};
+  // Who reads the damaged bytes is a world fact (`disk_read`): state_durable
+  // asks for a report of the damage from a process that read it.
+  disk_.watch_reads(path);
 }
 
 // Each damaged state file at the end: the very bytes the damage left, or not.

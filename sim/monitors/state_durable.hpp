@@ -19,12 +19,13 @@
 // - a journal's tail is dropped only as a torn last record and only once a
 //   durable byte-for-byte copy of the damaged journal is kept (the copy is
 //   the damage's report, and lets the store replace a journal a fault cut);
-// - end: a corruption followed by a boot must have been reported.
+// - end: a damaged state file that a process booted after the damage read
+//   (the disk's `disk_read` of a watched file) must have been reported; a
+//   file no booted process reads needs no report from the worker.
 #pragma once
 
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -49,6 +50,7 @@ class StateDurable final : public Monitor {
             "disk_lock",
             "disk_unlock",
             "disk_fsync",
+            "disk_read",
             "queue_take",
             "queue_intent",
             "queue_done",
@@ -72,7 +74,8 @@ class StateDurable final : public Monitor {
   void check_locked_writes(const TraceEvent& e, std::size_t i, Violations& out);
   void check_durable_before_unlock(const TraceEvent& e, std::size_t i, Violations& out);
   void check_ok_row_count(const TraceEvent& e, std::size_t i, Violations& out);
-  bool note_state_damage(const TraceEvent& e, std::size_t i);
+  bool note_state_damage(const TraceEvent& e);
+  void note_damage_read(const TraceEvent& e);
   bool check_corrupt_file_kept(const TraceEvent& e, std::size_t i, Violations& out);
   void check_tail_kept(const TraceEvent& e, std::size_t i, Violations& out);
   void check_retry_counter(const TraceEvent& e, std::size_t i, Violations& out);
@@ -82,9 +85,14 @@ class StateDurable final : public Monitor {
   std::set<std::string> lock_dirs_;                   // directories of locked stores
   std::map<std::string, std::string> unsynced_;       // store file -> its change not yet fsynced
   std::vector<std::string> corrupt_paths_;
-  std::optional<std::size_t> corrupt_index_;
-  bool corrupt_seen_by_core_ = false;  // a state_corrupt since the injection
-  bool boot_after_corruption_ = false;
+  // Damage not reported yet (a state_corrupt, or a kept copy of a torn
+  // journal, reports every damage before it).
+  struct Damage {
+    std::string path;
+    bool booted = false;  // a process booted since
+    bool read = false;    // and read the damaged file
+  };
+  std::vector<Damage> unreported_;
 };
 
 }  // namespace rehearse::sim

@@ -1225,12 +1225,16 @@ TEST(StateDurable, FiresWhenAnOkRowKeepsItsRetryCount) {
   expect_first(run(s, base_scenario()), "state_durable", bad);
 }
 
+// Damage must be reported by a process that relies on the file: one that
+// booted after the damage and read it (the disk's own `disk_read`).
 TEST(StateDurable, FiresAtTheEndWhenCorruptionIsNeverReported) {
   Script s;
   s.add("store_corrupt_injected", "2026-03-02T10:00:00Z", {}, std::nullopt,
         {{"file", "retry_state.json"}, {"path", "/srv/state/retry_state.json"}});
   s.add("process_boot", "2026-03-02T10:01:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
+  s.add("disk_read", "2026-03-02T10:01:00Z", {}, std::nullopt,
+        {{"path", "/srv/state/retry_state.json"}, {"offset", 0}, {"bytes", 9}, {"process", 1}});
   const Outcome o = run(s, base_scenario(), at("2026-03-02T10:02:00Z"));
   const auto it = std::find_if(o.end.begin(), o.end.end(),
                                [](const Violation& v) { return v.invariant == "state_durable"; });
@@ -1249,6 +1253,45 @@ TEST(StateDurable, FiresAtTheEndWhenCorruptionIsNeverReported) {
   const auto bad = note(ok, "retry_scheduled", "hourly", "2026-03-02T10:00:00Z",
                         "2026-03-02T10:03:00Z", 1, "rate_limit");
   expect_first(run(ok, base_scenario()), "state_durable", bad);
+}
+
+// A damaged file no process read after a boot has no reader to report it
+// (jobs_state.json: the worker does not use it, docs/state-file.md, "Runtime
+// views"); read before the boot only, by the process that ran on, neither.
+// Read by the booted process, it fires like the store's own files.
+TEST(StateDurable, ADamagedFileMustBeReportedOnlyOnceABootedProcessReadIt) {
+  const std::string file = "/srv/state/jobs_state.json";
+  const auto ends_quiet = [](const Script& script) {
+    const Outcome o = run(script, base_scenario(), at("2026-03-02T10:30:00Z"));
+    return std::none_of(o.end.begin(), o.end.end(),
+                        [](const Violation& v) { return v.invariant == "state_durable"; });
+  };
+  const auto read_at = [&](Script& script, const char* t) {
+    script.add("disk_read", t, {}, std::nullopt,
+               {{"path", file}, {"offset", 0}, {"bytes", 10}, {"process", 1}});
+  };
+  Script s;
+  s.add("store_corrupt_injected", "2026-03-02T10:00:00Z", {}, std::nullopt,
+        {{"file", "jobs_state.json"}, {"path", file}, {"existed", false}, {"applied", true}});
+  Script running = s;
+  read_at(running, "2026-03-02T10:05:00Z");
+  s.add("process_crash", "2026-03-02T10:10:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"cause", "restart"}, {"crashes", 1}});
+  s.add("process_boot", "2026-03-02T10:20:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 2}});
+  EXPECT_TRUE(ends_quiet(s)) << "booted, never read";
+  EXPECT_TRUE(ends_quiet(running)) << "read by the process that ran on, no boot since";
+  Script read = s;
+  read_at(read, "2026-03-02T10:20:00Z");
+  const Outcome o = run(read, base_scenario(), at("2026-03-02T10:30:00Z"));
+  const auto it = std::find_if(o.end.begin(), o.end.end(),
+                               [](const Violation& v) { return v.invariant == "state_durable"; });
+  ASSERT_NE(it, o.end.end()) << describe(o.end);
+  EXPECT_NE(it->message.find(file), std::string::npos) << it->message;
+  EXPECT_NE(it->message.find("no state_corrupt was reported"), std::string::npos);
+  Script reported = read;
+  note_state_corrupt(reported, "2026-03-02T10:20:00Z");
+  EXPECT_TRUE(ends_quiet(reported));
 }
 
 // ------------------------------------------------------------ 7 token_reissue_bounded

@@ -21,6 +21,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/task.hpp"
@@ -601,6 +602,53 @@ TEST(SimDiskTrace, EveryMutationAndFaultIsTracedWithSizesNotContents) {
   EXPECT_EQ(c.fail_stops, 1u);
   EXPECT_EQ(c.crashes, 1u);
   EXPECT_EQ(c.process_crashes, 1u);
+}
+
+// Who read a damaged file is a world fact for state_durable: a watched path's
+// first read by each process is traced (read_file and read_range alike),
+// again after that process crashes or the path is watched anew (a new
+// damage); other paths' reads, and reads of a missing file, are not.
+TEST(SimDiskTrace, AWatchedFileIsTracedAtItsFirstReadPerProcessAndDamage) {
+  Trace trace;
+  DiskOwner who = 1;
+  SimDisk disk(&trace, Rng(3), SimDiskHooks{[&] { return who; }, [] { return TimeMs{7}; }, {}});
+  with_dir(disk);
+  ASSERT_TRUE(disk.put_durable("/d/jobs_state.json", "garbage").ok());
+  ASSERT_TRUE(disk.put_durable("/d/other", "x").ok());
+  disk.watch_reads("/d/gone");  // never there: nothing to read
+  disk.watch_reads("/d/./jobs_state.json");
+  const auto reads = [&] {
+    std::vector<std::pair<DiskOwner, std::string>> out;
+    for (const TraceEvent& e : trace.events()) {
+      if (e.type == "disk_read") out.emplace_back(e.num("process"), e.str("path"));
+    }
+    return out;
+  };
+  const std::pair<DiskOwner, std::string> one{1, "/d/jobs_state.json"};
+  const std::pair<DiskOwner, std::string> two{2, "/d/jobs_state.json"};
+  ASSERT_TRUE(disk.read_file("/d/other").ok());
+  ASSERT_TRUE(disk.read_file("/d/gone").ok());
+  EXPECT_TRUE(reads().empty());
+  ASSERT_TRUE(disk.read_range("/d/jobs_state.json", 3, 100).ok());
+  ASSERT_TRUE(disk.read_file("/d/jobs_state.json").ok());  // the same process again
+  EXPECT_EQ(reads(), (std::vector{one}));
+  EXPECT_EQ(trace.events().back().num("offset"), 3);
+  EXPECT_EQ(trace.events().back().num("bytes"), 4);
+  who = 2;
+  ASSERT_TRUE(disk.read_file("/d/jobs_state.json").ok());
+  EXPECT_EQ(reads(), (std::vector{one, two}));
+  disk.process_crashed(1);  // a new incarnation of process 1
+  who = 1;
+  ASSERT_TRUE(disk.read_file("/d/jobs_state.json").ok());
+  who = 2;
+  ASSERT_TRUE(disk.read_file("/d/jobs_state.json").ok());  // not crashed: seen
+  EXPECT_EQ(reads(), (std::vector{one, two, one}));
+  disk.watch_reads("/d/jobs_state.json");  // damaged again
+  ASSERT_TRUE(disk.read_file("/d/jobs_state.json").ok());
+  disk.crash();  // every process starts anew
+  ASSERT_TRUE(disk.read_file("/d/jobs_state.json").ok());
+  EXPECT_EQ(reads(), (std::vector{one, two, one, two, two}));
+  EXPECT_EQ(disk.counters().read_files, 8u);  // a traced read is an ordinary read
 }
 
 // --- the simulator binding ----------------------------------------------------------------------

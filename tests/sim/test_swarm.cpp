@@ -403,5 +403,80 @@ TEST(Findings, AReHandoutAfterATornWriteFoldsTheFiringsDueSince) {
   EXPECT_EQ(r.verdict, CaseVerdict::pass) << r.message;
 }
 
+// Found by `rehearse check scenarios --seeds 100` (30 cases on jobs_state.json,
+// 21 on jobs.json; e.g. corrupt-at-slot-handout seed 30): a state_corrupted
+// fault damaged /srv/state/jobs_state.json (created it damaged: no process
+// ever writes it), the worker booted after, and state_durable wanted a
+// state_corrupt. The worker keeps its runtime fields in retry_state.json and
+// its journal only and never reads jobs.json or jobs_state.json (the two
+// runtime stores of docs/semantics.md §5 are merged by the views from the
+// records they are given: docs/state-file.md, "Runtime views"), so it had
+// nothing to report: the monitor over-claimed. Now a damaged file must be
+// reported once a process that booted after the damage read it (the disk's
+// `disk_read`): the real core passes, and a core that reads the damaged file
+// at its boot and ignores the damage still fails.
+namespace views_test {
+
+json damaged_views_world() {
+  return json::parse(R"({
+    "format": 1, "scenario": "damaged-runtime-views", "start": "2026-12-07T00:00:00Z",
+    "until": "2026-12-07T02:00:00Z",
+    "services": {"billing-api": {}},
+    "jobs": [{"id": "bill", "kind": "call", "schedule": "*/30 * * * *",
+              "retry_policy": {"max": 2, "backoff_sec": 300},
+              "calls": [{"service": "billing-api"}]}],
+    "faults": [{"at": "2026-12-07T00:20:00Z", "kind": "state_corrupted", "file": "jobs.json"},
+               {"at": "2026-12-07T00:21:00Z", "kind": "state_corrupted",
+                "file": "jobs_state.json", "mode": "truncated"},
+               {"at": "2026-12-07T00:40:00Z", "kind": "restart", "down_for": "5m"}]
+  })");
+}
+
+// The core's store, unchanged, opened by a worker that also reads the legacy
+// runtime store jobs_state.json beside it at every boot and ignores what it
+// finds (a realistic bug: a file relied on and never checked).
+class LegacyReadingStore final : public JobStateStore {
+ public:
+  LegacyReadingStore(StateStore& inner, Disk& disk) : inner_(inner) {
+    (void)disk.read_file(inner.dir() + "/jobs_state.json");
+  }
+  Result<JobState> read(const std::string& id) override { return inner_.read(id); }
+  Result<std::map<std::string, JobState>> read_all() override { return inner_.read_all(); }
+  Status update(const std::string& id, const std::function<void(JobState&)>& mutate) override {
+    return inner_.update(id, mutate);
+  }
+  StoreHealth health() const override { return inner_.health(); }
+  const std::string& dir() const noexcept override { return inner_.dir(); }
+  std::string journal_path() const override { return inner_.journal_path(); }
+
+ private:
+  StateStore& inner_;
+};
+
+}  // namespace views_test
+
+TEST(Findings, DamagedRuntimeViewsTheWorkerNeverReadsNeedNoReport) {
+  const json doc = views_test::damaged_views_world();
+  const CaseRecord r = check_derived(input_of(doc, 1), doc, CheckOptions{});
+  EXPECT_EQ(r.verdict, CaseVerdict::pass) << r.message;
+}
+
+TEST(Findings, ADamagedFileACoreReadsAtItsBootMustBeReported) {
+  const json doc = views_test::damaged_views_world();
+  CheckOptions reading;
+  reading.prepare_run = [](RunOptions& run, int) {
+    run.store_decorator = [](StateStore& store, Disk& disk) -> std::unique_ptr<JobStateStore> {
+      return std::make_unique<views_test::LegacyReadingStore>(store, disk);
+    };
+  };
+  const CaseRecord r = check_derived(input_of(doc, 1), doc, reading);
+  ASSERT_EQ(r.verdict, CaseVerdict::fail);
+  EXPECT_NE(std::find(r.violations.begin(), r.violations.end(), "state_durable"),
+            r.violations.end())
+      << r.message;
+  EXPECT_NE(r.message.find("/srv/state/jobs_state.json"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("no state_corrupt was reported"), std::string::npos) << r.message;
+}
+
 }  // namespace
 }  // namespace rehearse::sim
