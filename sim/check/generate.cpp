@@ -558,6 +558,20 @@ json base_world(std::uint64_t seed, Rng& rng) {
   return doc;
 }
 
+// A job the loader flags for retrying side effects without saying why that
+// is safe (docs/semantics.md §2: a publish job whose drawn policy retries)
+// gets the idempotency key a generated publish job has: the search looks for
+// the core's mistakes, not for a configuration the loader already warns of.
+void add_missing_idempotency_keys(json& doc) {
+  const ScenarioCheck check = check_scenario_json(doc.dump(), "<random jobs>");
+  for (const ScenarioFlag& flag : check.flags) {
+    const auto at = flag.where.rfind("/jobs/");
+    if (flag.kind != FlagKind::side_effects || at == std::string::npos) continue;
+    const std::size_t i = std::stoul(flag.where.substr(at + 6));
+    if (i < doc["jobs"].size()) doc["jobs"][i]["idempotency_key"] = "{job}:{slot}";
+  }
+}
+
 }  // namespace
 
 // ------------------------------------------------------------ entry points
@@ -575,6 +589,7 @@ Result<json> randomize_jobs(const json& base_scenario, std::uint64_t seed) {
   for (std::size_t i = 0; i < jobs->size() && i < base->jobs.size(); ++i) {
     (*jobs)[i] = randomized_job((*jobs)[i], base->jobs[i].kind, rng, w);
   }
+  add_missing_idempotency_keys(out);
   if (auto check = load_scenario_json(out.dump(), "<random jobs>"); !check) return check.error();
   return out;
 }

@@ -1,7 +1,8 @@
 // Random jobs (`rehearse check --random-jobs`) and generated worlds (`rehearse
 // check` without a scenario), sim/check/generate.hpp: the same seed gives the
 // same document, different seeds different ones; every document loads with
-// the real loader and no drawn policy is one the core refuses; the jobs'
+// the real loader and no drawn policy is one the core refuses (nor a retried
+// publish without a key); the jobs'
 // schedules reach the low-frequency class and the policies every form and
 // budget; the job keys of the loader's table all have a drawer; the random
 // jobs use a stream of their own (the swarm's faults are unchanged).
@@ -72,6 +73,7 @@ std::optional<Scenario> load_clean(const json& doc, const std::string& what) {
                              << doc.dump(1);
   for (const ScenarioFlag& flag : check.flags) {
     EXPECT_NE(flag.kind, FlagKind::policy_error) << what << ": " << flag.message;
+    EXPECT_NE(flag.kind, FlagKind::side_effects) << what << ": " << flag.message;
   }
   return check.scenario;
 }
