@@ -529,6 +529,18 @@ void place_refusal(Placed& p) {
   }
 }
 
+// A publish job writes its post with the model API (model/publish_job.hpp),
+// which the loader does not require: without it every run fails with a
+// network error and the job never settles, a configuration mistake rather
+// than the core's. A generated world declares it.
+void declare_model_api_for_publish(json& doc) {
+  for (const json& job : doc["jobs"]) {
+    if (job["kind"] == to_string(JobKind::publish) && !doc["services"].contains("model-api")) {
+      doc["services"]["model-api"] = json::object();
+    }
+  }
+}
+
 json base_world(std::uint64_t seed, Rng& rng) {
   const TimeMs start =
       *parse_instant(kWorldWeek) + rng.next_in(0, 6) * kDayMs + rng.next_in(0, 23) * kHourMs;
@@ -555,6 +567,7 @@ json base_world(std::uint64_t seed, Rng& rng) {
     if (!parse_service_kind(name)) w.user_services.push_back(name);
   }
   doc["jobs"] = draw_jobs(rng, w);
+  declare_model_api_for_publish(doc);
   return doc;
 }
 

@@ -96,19 +96,19 @@ TEST(RandomJobs, SameSeedSameDocumentOtherSeedsOtherJobs) {
   for (const std::string& path : bundled_scenarios()) {
     const json base = read_json(path);
     std::set<std::string> jobs;
-    for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    for (std::uint64_t seed = 1; seed <= 6; ++seed) {
       const json doc = derive_random(base, seed);
       EXPECT_EQ(doc.dump(), derive_random(base, seed).dump()) << path << " seed " << seed;
       jobs.insert(doc["jobs"].dump());
     }
-    EXPECT_GE(jobs.size(), 7u) << path;
+    EXPECT_GE(jobs.size(), 5u) << path;
   }
 }
 
 TEST(RandomJobs, EveryBundledScenarioStaysValidAndKeepsItsJobs) {
   for (const std::string& path : bundled_scenarios()) {
     const json base = read_json(path);
-    for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    for (std::uint64_t seed = 1; seed <= 10; ++seed) {
       const json doc = derive_random(base, seed);
       const std::string what = path + " seed " + std::to_string(seed);
       auto loaded = load_clean(doc, what);
@@ -174,6 +174,11 @@ TEST(GeneratedWorlds, EveryWorldLoadsOverThreeHundredSeeds) {
     ASSERT_TRUE(loaded) << what;
     EXPECT_EQ(loaded->seed, seed);
     EXPECT_FALSE(loaded->jobs.empty()) << what;
+    for (const JobSpec& job : loaded->jobs) {  // a publish job writes with the model API
+      if (job.kind == JobKind::publish) {
+        EXPECT_TRUE(loaded->services.model_api) << what;
+      }
+    }
   }
 }
 
