@@ -493,8 +493,10 @@ void place_relapse(Placed& p) {
 }
 
 // A token whose lifetime ends within 5 s of a later request of a fetch job,
-// and (half the time) the brokerage failing that request and revoking the
-// token reissued for it a few seconds later, before the retry.
+// and (half the time) the brokerage failing that request's calls (503) from
+// 50 ms after it, when the token reissued for it is in hand (the reissue is
+// the request's first call), then revoking that token 1..10 s later, before
+// the retry presents it.
 void place_token_edge(Placed& p, json& brokerage) {
   const auto fetch = std::find_if(p.world.jobs.begin(), p.world.jobs.end(),
                                   [](const JobSpec& j) { return j.kind == JobKind::fetch; });
@@ -505,12 +507,12 @@ void place_token_edge(Placed& p, json& brokerage) {
   const DurationMs lifetime = near - slots[0] + p.rng.next_in(-5000, 5000);
   brokerage["token_lifetime"] = format_duration(std::max<DurationMs>(kSecondMs, lifetime));
   if (!p.rng.next_bool(0.5)) return;
-  json failing = window("http_errors", near - kSecondMs, 3 * kSecondMs,
-                        "generated: the request at the token's end fails");
+  json failing = window("http_errors", near + 50, 2 * kSecondMs,
+                        "generated: the request at the token's end fails after its reissue");
   failing["service"] = "brokerage";
   failing["status"] = 503;
   p.faults.push_back(std::move(failing));
-  p.faults.push_back({{"at", format_instant(near + p.rng.next_in(1, 10) * kSecondMs)},
+  p.faults.push_back({{"at", format_instant(near + p.rng.next_in(3, 10) * kSecondMs)},
                       {"kind", "token_revoked"},
                       {"note", "generated: revoked between the reissue and the retry"}});
 }
