@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "sim/check/generate.hpp"
 #include "sim/check/liveness.hpp"
 #include "sim/monitors/deterministic.hpp"
 #include "sim/scenario.hpp"
@@ -18,12 +19,12 @@ using nlohmann::json;
 
 namespace {
 
-CaseRecord record_of(const CheckCaseInput& input) {
+CaseRecord record_of(const CheckCaseInput& input, const CheckOptions& options) {
   CaseRecord r;
   r.scenario = input.name;
   r.path = input.path;
   r.seed = input.seed;
-  r.replay = check_replay_command(input.path, input.seed);
+  r.replay = check_replay_command(input.path, input.seed, options.swarm);
   return r;
 }
 
@@ -131,7 +132,7 @@ ReferenceRun reference_run(const Scenario& scenario, const CheckCaseInput& input
 
 CaseRecord run_and_judge(const Scenario& scenario, const CheckCaseInput& input,
                          const CheckOptions& options) {
-  CaseRecord r = record_of(input);
+  CaseRecord r = record_of(input, options);
   auto run = run_scenario(scenario, case_run_options(input, options, 0));
   if (!run) return errored(std::move(r), run.error().describe());
   std::vector<Violation> violations = counted_violations(scenario, *run);
@@ -153,27 +154,34 @@ CaseRecord check_derived(const CheckCaseInput& input, const json& derived,
                          const CheckOptions& options) {
   auto scenario = load_scenario_json(derived.dump(), derived_label(input));
   if (!scenario) {
-    return errored(record_of(input),
+    return errored(record_of(input, options),
                    "the derived scenario does not load (a bug in the derivation): " +
                        scenario.error().describe());
   }
   try {
     return run_and_judge(*scenario, input, options);
   } catch (const std::bad_alloc&) {
-    return errored(record_of(input), "out of memory while running this case");
+    return errored(record_of(input, options), "out of memory while running this case");
   }
 }
 
+Result<json> derive_for(const CheckCaseInput& input, const SwarmOptions& options) {
+  if (input.scenario.is_null()) return derive_world_case(input.seed, options);
+  return derive_case(input.scenario, input.seed, options, nullptr,
+                     input.path.empty() ? input.name : input.path);
+}
+
 CaseRecord check_case(const CheckCaseInput& input, const CheckOptions& options) {
-  auto derived = derive_case(input.scenario, input.seed, options.swarm, nullptr,
-                             input.path.empty() ? input.name : input.path);
-  if (!derived) return errored(record_of(input), derived.error().describe());
+  auto derived = derive_for(input, options.swarm);
+  if (!derived) return errored(record_of(input, options), derived.error().describe());
   return check_derived(input, *derived, options);
 }
 
-std::string check_replay_command(const std::string& path, std::uint64_t seed) {
-  if (path.empty()) return fmt::format("rehearse check --seeds 1 --first-seed {}", seed);
-  return fmt::format("rehearse check {} --seeds 1 --first-seed {}", path, seed);
+std::string check_replay_command(const std::string& path, std::uint64_t seed,
+                                 const SwarmOptions& swarm) {
+  const char* jobs = swarm.random_jobs ? " --random-jobs" : "";
+  if (path.empty()) return fmt::format("rehearse check --seeds 1 --first-seed {}{}", seed, jobs);
+  return fmt::format("rehearse check {} --seeds 1 --first-seed {}{}", path, seed, jobs);
 }
 
 int case_exit_code(const CaseRecord& record) {

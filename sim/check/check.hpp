@@ -28,7 +28,7 @@ inline constexpr const char* kAssertionViolation = "assertion_failed";
 
 // One case: a scenario document and a seed.
 struct CheckCaseInput {
-  nlohmann::json scenario;  // the base scenario document, as read from its file
+  nlohmann::json scenario;  // the base scenario document, as read from its file (null: generated)
   std::string path;         // the file as given on the command line (empty: generated)
   std::string name;         // the scenario's name
   std::uint64_t seed = 0;
@@ -48,7 +48,11 @@ struct CheckOptions {
   std::function<void(RunOptions& options, int run)> prepare_run;
 };
 
-// derive_case, then check_derived.
+// The case's document: derive_case over the base, or, for a generated case
+// (input.scenario null), derive_world_case (sim/check/generate.hpp).
+Result<nlohmann::json> derive_for(const CheckCaseInput& input, const SwarmOptions& options);
+
+// derive_for, then check_derived.
 CaseRecord check_case(const CheckCaseInput& input, const CheckOptions& options);
 
 // Loads `derived` (a scenario document) with the real loader, runs it with
@@ -57,8 +61,10 @@ CaseRecord check_case(const CheckCaseInput& input, const CheckOptions& options);
 CaseRecord check_derived(const CheckCaseInput& input, const nlohmann::json& derived,
                          const CheckOptions& options);
 
-// `rehearse check PATH --seeds 1 --first-seed S` (without PATH when generated).
-std::string check_replay_command(const std::string& path, std::uint64_t seed);
+// `rehearse check PATH --seeds 1 --first-seed S` (without PATH when generated;
+// with --random-jobs when the swarm randomizes jobs).
+std::string check_replay_command(const std::string& path, std::uint64_t seed,
+                                 const SwarmOptions& swarm = {});
 
 // The exit code a record stands for, as `rehearse run`'s: 0 pass, 1 fail,
 // 2 error (the case could not be run as described), 3 a core assertion failed.

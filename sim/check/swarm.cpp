@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "model/time.hpp"
+#include "sim/check/generate.hpp"
 #include "sim/check/liveness.hpp"
 #include "sim/fault_kinds.hpp"
 #include "sim/rng.hpp"
@@ -242,20 +243,30 @@ std::string describe_choice(const std::string& origin, std::uint64_t seed, const
   }
   return fmt::format(
       "Derived by `rehearse check` from {} with seed {}: fault kinds on: {}; {} swarm fault{} "
-      "added, {} of the base's {} fault{} kept.{}",
+      "added, {} of the base's {} fault{} kept.{}{}",
       origin, seed, on.empty() ? "none" : on, c.faults_added, c.faults_added == 1 ? "" : "s",
-      c.base_faults_kept, c.base_faults, c.base_faults == 1 ? "" : "s", settle);
+      c.base_faults_kept, c.base_faults, c.base_faults == 1 ? "" : "s", settle,
+      c.jobs_randomized ? " Jobs randomized (--random-jobs): new schedules, retry policies and "
+                          "kind keys."
+                        : "");
 }
 
 }  // namespace
 
-Result<json> derive_case(const json& base_scenario, std::uint64_t seed, const SwarmOptions& options,
+Result<json> derive_case(const json& given_base, std::uint64_t seed, const SwarmOptions& options,
                          SwarmChoice* choice, const std::string& origin) {
+  json base_scenario = given_base;
+  if (options.random_jobs) {
+    auto randomized = randomize_jobs(given_base, seed);
+    if (!randomized) return randomized.error();
+    base_scenario = std::move(*randomized);
+  }
   auto base = load_scenario_json(base_scenario.dump(), origin.empty() ? "<base>" : origin);
   if (!base) return base.error();
   const Declared declared = declared_of(*base);
   Rng rng = Rng(seed).derive(kSwarmStream);
   SwarmChoice c;
+  c.jobs_randomized = options.random_jobs;
   json derived = base_scenario;
   json faults = kept_base_faults(base_scenario, *base, rng, options, c);
   add_swarm_faults(faults, rng, declared, options, c);

@@ -42,6 +42,9 @@ struct SwarmOptions {
   // Extend `until` so that the settle bound (sim/check/liveness.hpp) follows
   // the last fault's end: the liveness phase can then judge the case.
   bool settle = true;
+  // `--random-jobs`: the base's jobs get new schedules, policies and kind keys
+  // first (randomize_jobs, sim/check/generate.hpp, its own stream).
+  bool random_jobs = false;
 };
 
 // What one derivation chose (for the description, reports and tests).
@@ -52,6 +55,7 @@ struct SwarmChoice {
   std::size_t base_faults_kept = 0;
   std::size_t faults_added = 0;
   std::int64_t settle_ms = 0;  // the settle bound after the last fault (0: not extended)
+  bool jobs_randomized = false;
 };
 
 // The derived document for `seed`. An error when the base does not load (its

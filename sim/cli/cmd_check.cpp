@@ -1,5 +1,5 @@
-// rehearse check SCENARIO|DIR... [--seeds N] [--first-seed S] [--json]
-//                [--check-determinism] [--emit DIR] [--shrink-to DIR]
+// rehearse check [SCENARIO|DIR...] [--seeds N] [--first-seed S] [--json]
+//                [--random-jobs] [--check-determinism] [--emit DIR] [--shrink-to DIR]
 //                [--threads T] [--shard K/N] [--jsonl FILE] [--junit FILE] [--progress]
 //
 // The swarm search (docs/check.md): for each scenario and each seed, derive
@@ -35,6 +35,7 @@
 #include "sim/check/campaign.hpp"
 #include "sim/check/case_record.hpp"
 #include "sim/check/check.hpp"
+#include "sim/check/generate.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/campaign_cli.hpp"
 #include "sim/cli/check_crash_sweep.hpp"
@@ -50,8 +51,8 @@ namespace rehearse::cli {
 namespace {
 
 constexpr const char* kCheckHelp =
-    "usage: rehearse check SCENARIO|DIR... [--seeds N] [--first-seed S] [--json]\n"
-    "                      [--check-determinism] [--emit DIR] [--shrink-to DIR]\n"
+    "usage: rehearse check [SCENARIO|DIR...] [--seeds N] [--first-seed S] [--json]\n"
+    "                      [--random-jobs] [--check-determinism] [--emit DIR] [--shrink-to DIR]\n"
     "\n"
     "Swarm search (docs/check.md): for each scenario and each seed S in\n"
     "[first-seed, first-seed + N), derives a world from the scenario (which fault\n"
@@ -60,6 +61,12 @@ constexpr const char* kCheckHelp =
     "invariant. A directory means every *.json file directly inside it, in name\n"
     "order. Prints one line per case that did not pass, with the command that\n"
     "replays it alone, then a summary (cases, passed, failed, errors, seeds/s).\n"
+    "\n"
+    "--random-jobs also gives the scenario's jobs new schedules (every few minutes\n"
+    "to weekly), retry policies, tasks and model calls, drawn from the seed.\n"
+    "Without a scenario, each seed generates a whole world (services, jobs, a\n"
+    "span and faults placed where incidents hide), then the swarm's faults on\n"
+    "top; --emit writes it as DIR/world.seed-<S>.json for 'rehearse run'.\n"
     "\n"
     "--check-determinism runs each case twice and compares the traces; a\n"
     "difference is a failure of 'deterministic' naming both hashes and the first\n"
@@ -85,6 +92,8 @@ const std::vector<OptionSpec> kCheckOptions = with_campaign_options({
     {"--seeds", true, "N", "seeds per scenario (1..10^9, default 100)"},
     {"--first-seed", true, "S", "the first seed (0..2^64-1, default 1)"},
     {"--json", false, "", "print one JSON document"},
+    {"--random-jobs", false, "",
+     "randomize the jobs too: schedules, retry policies, tasks and model calls"},
     {"--check-determinism", false, "", "run each case twice; the traces must be identical"},
     {"--emit", true, "DIR", "write each derived case as a scenario file into DIR"},
     {"--shrink-to", true, "DIR",
@@ -128,6 +137,7 @@ Result<sim::CheckOptions> read_options(const ParsedArgs& parsed) {
   o.json = parsed.has("--json");
   o.check_determinism = parsed.has("--check-determinism");
   o.emit_dir = parsed.value("--emit");
+  o.swarm.random_jobs = parsed.has("--random-jobs");
   return o;
 }
 
@@ -162,6 +172,13 @@ Result<sim::CheckCaseInput> read_base(const std::string& file) {
   return base;
 }
 
+// The base of generated cases: no document (each seed draws its own world).
+sim::CheckCaseInput generated_base() {
+  sim::CheckCaseInput base;
+  base.name = sim::kGeneratedWorldName;
+  return base;
+}
+
 std::string emitted_path(const sim::CheckOptions& o, const sim::CheckCaseInput& c) {
   return (std::filesystem::path(*o.emit_dir) / fmt::format("{}.seed-{}.json", c.name, c.seed))
       .string();
@@ -170,7 +187,7 @@ std::string emitted_path(const sim::CheckOptions& o, const sim::CheckCaseInput& 
 // One case: derive, emit when asked, run and judge.
 sim::CaseRecord run_one_case(const sim::CheckCaseInput& c, const sim::CheckOptions& o) {
   if (!o.emit_dir) return sim::check_case(c, o);
-  auto derived = sim::derive_case(c.scenario, c.seed, o.swarm, nullptr, c.path);
+  auto derived = sim::derive_for(c, o.swarm);
   if (!derived) return sim::check_case(c, o);  // the record carries the error
   if (Status s = write_output_file(emitted_path(o, c), derived->dump(2) + "\n"); !s.ok()) {
     sim::CaseRecord r;
@@ -179,7 +196,7 @@ sim::CaseRecord run_one_case(const sim::CheckCaseInput& c, const sim::CheckOptio
     r.seed = c.seed;
     r.verdict = sim::CaseVerdict::error;
     r.message = "--emit: " + s.error().describe();
-    r.replay = sim::check_replay_command(c.path, c.seed);
+    r.replay = sim::check_replay_command(c.path, c.seed, o.swarm);
     return r;
   }
   return sim::check_derived(c, *derived, o);
@@ -211,7 +228,8 @@ sim::CampaignHeader campaign_header(const std::vector<std::string>& files,
   h.options = {{"check_determinism", o.check_determinism},
                {"emit", o.emit_dir ? nlohmann::json(*o.emit_dir) : nlohmann::json()},
                {"max_instances", o.swarm.max_instances},
-               {"drop_base_faults", o.swarm.drop_base_faults}};
+               {"drop_base_faults", o.swarm.drop_base_faults},
+               {"random_jobs", o.swarm.random_jobs}};
   return h;
 }
 
@@ -304,8 +322,9 @@ std::vector<std::string> shrink_failures(std::vector<sim::CaseRecord>& records,
     });
     if (base == bases.end()) continue;
     // The document the case ran, derived again as check_case derives it.
-    auto derived = sim::derive_case(base->scenario, r.seed, o.swarm, nullptr,
-                                    base->path.empty() ? base->name : base->path);
+    sim::CheckCaseInput c = *base;
+    c.seed = r.seed;
+    auto derived = sim::derive_for(c, o.swarm);
     auto text =
         derived ? shrink_failed_case(r, *derived, shrink) : Result<std::string>(derived.error());
     notes[i] = text ? *text : "  shrink: " + text.error().describe() + "\n";
@@ -357,10 +376,9 @@ int cmd_check(const Args& args) {
   }
   auto options = read_options(*parsed);
   if (!options) return input_error(options.error());
-  if (options->paths.empty()) {
-    return usage_error("check: missing SCENARIO file or directory", "see 'rehearse check --help'");
-  }
-  auto files = expand_scenario_paths(options->paths);
+  // Without a scenario: one generated world per seed (sim/check/generate.hpp).
+  auto files = options->paths.empty() ? Result<std::vector<std::string>>(std::vector<std::string>{})
+                                      : expand_scenario_paths(options->paths);
   if (!files) return input_error(files.error());
   if (options->emit_dir) {
     if (Status s = check_emit_dir(*options->emit_dir); !s.ok()) return input_error(s.error());
@@ -377,6 +395,7 @@ int cmd_check(const Args& args) {
     if (!base) return input_error(base.error());
     bases.push_back(std::move(*base));
   }
+  if (files->empty()) bases.push_back(generated_base());
   const sim::CampaignHeader header = campaign_header(*files, *options, campaign->shard);
   const auto started = std::chrono::steady_clock::now();
   auto timed = run_cases(bases, *options, *campaign, header.shard_range());

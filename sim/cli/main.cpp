@@ -32,6 +32,7 @@ constexpr std::string_view kTopHelp =
     "  status DIR [DIR]      status view of a state directory (two: merged)\n"
     "  tune SCENARIO --job ID  sweep retry policies for one job against outages\n"
     "  check SCENARIO|DIR... swarm search: random faults per seed, every invariant\n"
+    "                        (no scenario: a generated world per seed; --random-jobs)\n"
     "  merge FILE...         combine check shard files (JSON Lines) into one report\n"
     "\n"
     "Every command has --help; --json prints one JSON document on stdout, also\n"

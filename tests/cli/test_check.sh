@@ -34,7 +34,7 @@ sed -e 's/"until"/"untill"/' "$work/good/weekly.json" >"$work/broken.json"
 
 # --help
 expect_rc help 0 check --help
-contains help "$work/out" "usage: rehearse check SCENARIO|DIR..."
+contains help "$work/out" "usage: rehearse check [SCENARIO|DIR...]"
 contains help-emit "$work/out" "--emit DIR"
 
 # Every case held: exit 0 and the summary line.
@@ -90,7 +90,7 @@ contains empty-dir-msg "$work/err" "contains no *.json scenario file"
 expect_rc missing 2 check "$work/nope.json" --seeds 1
 expect_rc broken 2 check "$work/broken.json" --seeds 1
 contains broken-pointer "$work/err" "broken.json:/untill"
-expect_rc no-args 2 check
+expect_rc no-args-zero-seeds 2 check --seeds 0  # without a scenario: generated worlds (test_check_worlds.sh)
 expect_rc zero-seeds 2 check "$work/good" --seeds 0
 expect_rc bad-seeds 2 check "$work/good" --seeds many
 expect_rc bad-first 2 check "$work/good" --first-seed -1
