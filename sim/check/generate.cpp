@@ -517,8 +517,12 @@ void place_token_edge(Placed& p, json& brokerage) {
                       {"note", "generated: revoked between the reissue and the retry"}});
 }
 
-// The messenger refusing the first delivery of a job that posts.
+// The messenger refusing the first delivery of a job that posts: half the
+// time with its outage page (503), else with a text-only error
+// (`ConnectionError: HTTP <status>`, sim/messenger.cpp) whose status the
+// worker can only read from the words.
 void place_refusal(Placed& p) {
+  static const std::vector<int> kTextOnly = {401, 403, 429, 500};
   for (const JobSpec& job : p.world.jobs) {
     if (job.targets.empty()) continue;
     const std::vector<TimeMs> slots = firings(p.world, job, 1);
@@ -526,6 +530,7 @@ void place_refusal(Placed& p) {
     json f = window("messenger_down", slots[0], p.rng.next_in(1, 10) * kMinuteMs,
                     "generated: the messenger refuses a delivery");
     f["targets"] = job.targets;
+    if (p.rng.next_bool(0.5)) f["status"] = pick(p.rng, kTextOnly);
     p.faults.push_back(std::move(f));
     return;
   }
