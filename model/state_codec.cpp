@@ -882,20 +882,41 @@ Result<StateDocument> decode_state(std::string_view bytes) {
   return document;
 }
 
+// Slicing by 8 (eight bytes per step through eight tables, table k being
+// the CRC of a byte followed by k zero bytes): the same value as the
+// byte-at-a-time loop at the tail, several times faster; every write checks
+// the whole journal with it (docs/state-file.md). Bytes are read one by one,
+// so the result does not depend on the machine's byte order.
 std::uint32_t crc32c(std::string_view bytes, std::uint32_t crc) noexcept {
-  static const std::array<std::uint32_t, 256> table = [] {
-    std::array<std::uint32_t, 256> t{};
+  using Tables = std::array<std::array<std::uint32_t, 256>, 8>;
+  static const Tables tables = [] {
+    Tables t{};
     for (std::uint32_t i = 0; i < 256; ++i) {
       std::uint32_t c = i;
       for (int k = 0; k < 8; ++k) c = (c & 1U) ? (c >> 1) ^ 0x82F63B78U : c >> 1;
-      t[i] = c;
+      t[0][i] = c;
+    }
+    for (std::size_t k = 1; k < t.size(); ++k) {
+      for (std::size_t i = 0; i < 256; ++i) {
+        t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xffU];
+      }
     }
     return t;
   }();
+  const auto byte = [&](std::size_t i) {
+    return static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i]));
+  };
   crc = ~crc;
-  for (const char ch : bytes) {
-    crc = table[(crc ^ static_cast<unsigned char>(ch)) & 0xffU] ^ (crc >> 8);
+  std::size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    const std::uint32_t lo =
+        crc ^ (byte(i) | byte(i + 1) << 8 | byte(i + 2) << 16 | byte(i + 3) << 24);
+    const std::uint32_t hi = byte(i + 4) | byte(i + 5) << 8 | byte(i + 6) << 16 | byte(i + 7) << 24;
+    crc = tables[7][lo & 0xffU] ^ tables[6][(lo >> 8) & 0xffU] ^ tables[5][(lo >> 16) & 0xffU] ^
+          tables[4][lo >> 24] ^ tables[3][hi & 0xffU] ^ tables[2][(hi >> 8) & 0xffU] ^
+          tables[1][(hi >> 16) & 0xffU] ^ tables[0][hi >> 24];
   }
+  for (; i < bytes.size(); ++i) crc = tables[0][(crc ^ byte(i)) & 0xffU] ^ (crc >> 8);
   return ~crc;
 }
 

@@ -157,6 +157,25 @@ std::optional<Error> StateStore::journal_moved_back(std::string_view from_last,
   return std::nullopt;
 }
 
+// Damage before the last record this store saw (journal_moved_back checks
+// that one): every byte up to where the journal ended must still have the
+// CRC-32C the store computed as it read and appended them. `journal` is the
+// whole file, which journal_moved_back found at least that long.
+std::optional<Error> StateStore::journal_changed_before(std::string_view journal) const {
+  REHEARSE_ASSERT(journal.size() >= journal_end_);
+  const std::uint32_t now = crc32c(journal.substr(0, journal_end_));
+  if (now == journal_crc_) return std::nullopt;
+  // Name the damage where the codec can locate it, as a full load would.
+  auto scan = decode_journal(journal);
+  if (!scan.ok()) return std::move(scan).error();
+  return make_error(
+      ErrorCode::corrupt,
+      fmt::format("the journal's bytes 0..{} changed behind the store (CRC-32C {:08x}, "
+                  "it saw {:08x}): an append now would follow damaged records",
+                  journal_end_, now, journal_crc_),
+      "line 1");
+}
+
 Status StateStore::keep_damaged_copy(std::string_view journal, std::uint64_t base,
                                      const TornTail& tail) {
   const std::string copy =
@@ -222,6 +241,7 @@ Status StateStore::full_load() {
     }
     journal_base_ = scan->base_seq;
     journal_end_ = scan->valid_end;
+    journal_crc_ = crc32c(bytes.substr(0, journal_end_));
     journal_line_ = 2 + scan->records.size();
     journal_records_ = scan->records.size();
     journal_last_seq_ = scan->records.empty() ? scan->base_seq : scan->records.back().seq;
@@ -254,7 +274,7 @@ Status StateStore::full_load() {
   return {};
 }
 
-Status StateStore::refresh() {
+Status StateStore::refresh(Check check) {
   if (!loaded_ || corrupt_) return full_load();
   // Follow the journal from where we stopped. Anything unexpected (another
   // process compacted, a record we cannot continue from) falls back to a
@@ -272,16 +292,23 @@ Status StateStore::refresh() {
   if (!header.ok() || header->base_seq != *journal_base_) return full_load();
   // Same base: the same journal file, or one a compaction at the same
   // sequence started afresh; either way its records continue ours. Read from
-  // our last record: it must still be there, whole, before anything follows.
+  // our last record (a write: from the start): it must still be there,
+  // whole, before anything follows.
   REHEARSE_ASSERT(seen_end_ && seen_end_->end == journal_end_);
-  const std::uint64_t from = seen_end_->last_offset;
+  const std::uint64_t from = check == Check::whole_journal ? 0 : seen_end_->last_offset;
   auto rest = disk_->read_range(journal_path(), from, kReadToEnd);
   if (!rest.ok()) return rest.error();
   if (!rest->has_value()) return full_load();
-  if (auto moved = journal_moved_back(**rest, from + (*rest)->size())) {
+  const std::string_view read = **rest;
+  const std::uint64_t skip = seen_end_->last_offset - from;
+  const std::string_view from_last = read.size() > skip ? read.substr(skip) : std::string_view();
+  if (auto moved = journal_moved_back(from_last, from + read.size())) {
     return mark_corrupt(journal_path(), *moved);
   }
-  const std::string_view after = std::string_view(**rest).substr(journal_end_ - from);
+  if (check == Check::whole_journal) {
+    if (auto changed = journal_changed_before(read)) return mark_corrupt(journal_path(), *changed);
+  }
+  const std::string_view after = read.substr(journal_end_ - from);
   if (after.empty()) {
     note_torn_tail(std::nullopt);
     return {};
@@ -305,6 +332,7 @@ Status StateStore::refresh() {
   }
   journal_records_ += scan->records.size();
   journal_line_ += scan->records.size();
+  journal_crc_ = crc32c(after.substr(0, scan->valid_end - journal_end_), journal_crc_);
   journal_end_ = scan->valid_end;
   note_torn_tail(scan->torn_tail);
   return {};
@@ -329,6 +357,7 @@ Status StateStore::start_journal(std::uint64_t base_seq) {
   if (auto s = write_atomically(journal_path(), header); !s.ok()) return s;
   journal_base_ = base_seq;
   journal_end_ = header.size();
+  journal_crc_ = crc32c(header);
   journal_line_ = 2;
   journal_records_ = 0;
   journal_last_seq_ = base_seq;
@@ -387,7 +416,7 @@ Status StateStore::update(const std::string& job_id, const std::function<void(Jo
   if (job_id.empty()) return make_error(ErrorCode::invalid_argument, "job id is empty");
   auto held = lock();
   if (!held.ok()) return std::move(held).error();
-  if (auto s = refresh(); !s.ok()) return s;
+  if (auto s = refresh(Check::whole_journal); !s.ok()) return s;
 
   JobState current;
   current.job_id = job_id;
@@ -436,6 +465,7 @@ Status StateStore::update(const std::string& job_id, const std::function<void(Jo
   seq_ = seq;
   journal_last_seq_ = seq;
   remember_last_record(journal_end_, record);
+  journal_crc_ = crc32c(record, journal_crc_);
   journal_end_ += record.size();
   ++journal_line_;
   ++journal_records_;
@@ -463,7 +493,7 @@ bool StateStore::journal_due_for_fold() const noexcept {
 Status StateStore::compact() {
   auto held = lock();
   if (!held.ok()) return std::move(held).error();
-  if (auto s = refresh(); !s.ok()) return s;
+  if (auto s = refresh(Check::whole_journal); !s.ok()) return s;
   auto s = compact_locked();
   if (s.ok()) compaction_error_.reset();
   return s;

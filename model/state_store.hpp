@@ -26,7 +26,11 @@
 //  - before every operation the store checks that the journal still ends
 //    where it last saw it end (size, and the checksum of its last record): a
 //    journal that shrank or changed behind it makes the store CORRUPT, never
-//    a silent append after a cut.
+//    a silent append after a cut;
+//  - before every write (update, compact) it also checks every byte of the
+//    journal it is about to append to or replace against the checksum of
+//    what it last saw there: damage anywhere in the journal, done behind a
+//    running store, makes the store CORRUPT before anything is written.
 //
 // A StateStore object is not thread-safe (the core is single-threaded); use
 // one object per thread or process. The exact file formats and recovery
@@ -154,8 +158,12 @@ class StateStore final : public JobStateStore {
   StateStore(Disk& disk, std::string dir, StoreOptions options);
 
   Result<DiskLockHandle> lock();
+  // How much of the journal refresh() re-checks: from the last record seen
+  // (reads), or every byte of it (writes, which must not append to damage).
+  enum class Check : unsigned char { from_last_record, whole_journal };
   // Brings the cache up to date with the files (under the lock).
-  Status refresh();
+  Status refresh(Check check = Check::from_last_record);
+  std::optional<Error> journal_changed_before(std::string_view journal) const;
   Status full_load();
   Status mark_corrupt(const std::string& path, Error cause);
   Status write_atomically(const std::string& path, std::string_view bytes);
@@ -182,6 +190,7 @@ class StateStore final : public JobStateStore {
   std::uint64_t journal_line_ = 0;             // line number of the next record
   std::uint64_t journal_records_ = 0;          // intact records in the journal file
   std::uint64_t journal_last_seq_ = 0;         // seq of its last record (base if none)
+  std::uint32_t journal_crc_ = 0;              // CRC-32C of its bytes up to journal_end_
   std::uint64_t snapshot_bytes_ = 0;           // size of the snapshot last read or written
   // Where this store last saw the journal end: the offset of its last record
   // (0: the header) and the CRC-32C of that record's bytes (up to

@@ -53,12 +53,7 @@ Violations StateDurable::observe(const TraceEvent& e, std::size_t i) {
     return out;
   }
   const bool known_slot = context_.jobs.find(e.job) != nullptr && e.slot;
-  if (e.type == "run_started" && e.str("kind") == "retry" && known_slot &&
-      context_.process.store_refused()) {
-    out.push_back({kName, i, e.t,
-                   fmt::format("job {} slot {}: a retry ran while the state store is corrupt",
-                               e.job, slot_text(e.slot))});
-  }
+  check_retry_start(e, i, known_slot, out);
   check_locked_writes(e, i, out);
   check_durable_before_unlock(e, i, out);
   if (e.type == "durable_job_state") {
@@ -74,6 +69,25 @@ Violations StateDurable::observe(const TraceEvent& e, std::size_t i) {
   // Counters survive restarts: the n-th retry of a budget announces attempt n.
   if (e.type == "retry_scheduled" && known_slot) check_retry_counter(e, i, out);
   return out;
+}
+
+// No retry runs while the store refuses writes (docs/semantics.md §5: a
+// retry queued before the damage was found does not run), judged at the
+// retry's start: the queue's take, while the core had reported the store
+// corrupt. The run fact (`run_started`, at the take's index) settles only at
+// the run's end, and a retry already running when the damage is found
+// cannot be held back; a retry taken and dropped (no run fact) is no run.
+void StateDurable::check_retry_start(const TraceEvent& e, std::size_t i, bool known_slot,
+                                     Violations& out) {
+  if (e.type == "queue_take" && e.str("kind") == "retry" && context_.process.store_refused()) {
+    taken_while_refused_.insert(i);
+    return;
+  }
+  if (e.type != "run_started" || e.str("kind") != "retry" || !known_slot) return;
+  if (taken_while_refused_.erase(i) == 0) return;
+  out.push_back({kName, i, e.t,
+                 fmt::format("job {} slot {}: a retry ran while the state store is corrupt", e.job,
+                             slot_text(e.slot))});
 }
 
 // The lock (docs/semantics.md §5): a store's files change only under its

@@ -15,7 +15,9 @@
 //   shared count (retry_count.hpp); a lower or a higher announced attempt fires;
 //   a durable row (`durable_job_state`) that is `ok` keeps no count above 0;
 // - a corrupt state file is never written, appended, renamed over or
-//   removed; no retry is scheduled or run while the store refuses writes;
+//   removed; no retry is scheduled or started while the store refuses writes
+//   (a retry's start is its queue take: one taken before the core reported
+//   the damage may finish after it);
 // - a journal's tail is dropped only as a torn last record and only once a
 //   durable byte-for-byte copy of the damaged journal is kept (the copy is
 //   the damage's report, and lets the store replace a journal a fault cut);
@@ -71,6 +73,7 @@ class StateDurable final : public Monitor {
   void add_locked_store(std::string dir);
 
  private:
+  void check_retry_start(const TraceEvent& e, std::size_t i, bool known_slot, Violations& out);
   void check_locked_writes(const TraceEvent& e, std::size_t i, Violations& out);
   void check_durable_before_unlock(const TraceEvent& e, std::size_t i, Violations& out);
   void check_ok_row_count(const TraceEvent& e, std::size_t i, Violations& out);
@@ -84,6 +87,7 @@ class StateDurable final : public Monitor {
   std::map<std::string, std::int64_t> lock_holders_;  // lock file -> process holding it
   std::set<std::string> lock_dirs_;                   // directories of locked stores
   std::map<std::string, std::string> unsynced_;       // store file -> its change not yet fsynced
+  std::set<std::size_t> taken_while_refused_;         // indexes of retry takes while refused
   std::vector<std::string> corrupt_paths_;
   // Damage not reported yet (a state_corrupt, or a kept copy of a torn
   // journal, reports every damage before it).

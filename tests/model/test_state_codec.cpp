@@ -500,6 +500,28 @@ TEST(Crc32c, MatchesTheCastagnoliCheckValue) {
   EXPECT_EQ(crc32c("56789", crc32c("1234")), crc32c("123456789"));
 }
 
+// crc32c steps eight bytes at a time: it must equal the plain bit-by-bit
+// definition at every length and split (the 8-byte steps and the tail).
+TEST(Crc32c, EqualsTheBitwiseDefinitionAtEveryLengthAndSplit) {
+  const auto bitwise = [](std::string_view bytes) {
+    std::uint32_t c = 0xFFFFFFFFu;
+    for (const char ch : bytes) {
+      c ^= static_cast<unsigned char>(ch);
+      for (int k = 0; k < 8; ++k) c = (c & 1U) ? (c >> 1) ^ 0x82F63B78U : c >> 1;
+    }
+    return ~c;
+  };
+  std::string bytes;
+  for (int i = 0; i < 70; ++i) bytes.push_back(static_cast<char>((i * 151 + 7) & 0xff));
+  for (std::size_t n = 0; n <= bytes.size(); ++n) {
+    const std::string_view v(bytes.data(), n);
+    ASSERT_EQ(crc32c(v), bitwise(v)) << n;
+    for (std::size_t cut = 0; cut <= n; cut += 3) {
+      ASSERT_EQ(crc32c(v.substr(cut), crc32c(v.substr(0, cut))), bitwise(v)) << n << "/" << cut;
+    }
+  }
+}
+
 TEST(JournalCodec, HeaderAndRecordsHaveTheDocumentedShape) {
   EXPECT_EQ(encode_journal_header(0).rfind("#rehearse-journal format=1 base=0 crc32c=", 0), 0u);
   JobState s;

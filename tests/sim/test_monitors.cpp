@@ -1294,6 +1294,36 @@ TEST(StateDurable, ADamagedFileMustBeReportedOnlyOnceABootedProcessReadIt) {
   EXPECT_TRUE(ends_quiet(reported));
 }
 
+// Issue 10: "a retry ran while the state store is corrupt" is judged at the
+// retry's start (the queue's take), not when its run fact settles at its end:
+// a retry already running when the damage is found cannot be held back
+// (docs/semantics.md §5: a retry queued before the damage was found does not
+// run). One taken after the core reported the store corrupt still fires.
+TEST(StateDurable, ARetryFiresOnlyWhenItStartedWhileTheStoreWasCorrupt) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  const json end = {
+      {"kind", "retry"}, {"attempt", 2}, {"outcome", "failure"}, {"failure_class", "rate_limit"}};
+  Script s;
+  regular(s, "hourly", slot, slot, "2026-03-02T11:00:00Z", "failure", "rate_limit");
+  note(s, "retry_scheduled", "hourly", slot, slot, 1, "rate_limit");
+  // Near miss: taken at 10:05, the damage reported at 10:06, ended at 10:10.
+  Script before = s;
+  run_start(before, "2026-03-02T10:05:00Z", "hourly", slot, {{"kind", "retry"}, {"attempt", 2}});
+  note_state_corrupt(before, "2026-03-02T10:06:00Z");
+  run_end(before, "2026-03-02T10:10:00Z", "hourly", slot, end);
+  const Outcome near = run(before, base_scenario());
+  EXPECT_TRUE(std::none_of(near.seen.begin(), near.seen.end(), [](const Violation& v) {
+    return v.invariant == "state_durable";
+  })) << describe(near.seen);
+  // Taken after the damage was reported: fires at the take.
+  Script after = s;
+  note_state_corrupt(after, "2026-03-02T10:04:00Z");
+  const auto bad =
+      run_start(after, "2026-03-02T10:05:00Z", "hourly", slot, {{"kind", "retry"}, {"attempt", 2}});
+  run_end(after, "2026-03-02T10:10:00Z", "hourly", slot, end);
+  expect_first(run(after, base_scenario()), "state_durable", bad);
+}
+
 // ------------------------------------------------------------ 7 token_reissue_bounded
 
 TEST(TokenReissueBounded, FiresOnASecondReissueForOneRequest) {
