@@ -43,6 +43,11 @@ void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& ou
   const bool refused = process.store_refused();
   const bool damaged = process.store_damaged();
   const TimeMs s = *e.slot;
+  // The same slot handed out again before its durable row (a crash between
+  // the queue add and the state write): the misfire record is still owed.
+  std::optional<JobSchedule::PendingMisfire> owed;
+  if (j.pending_misfire && j.pending_misfire->slot == s)
+    owed = std::exchange(j.pending_misfire, {});
   if (j.pending_misfire && j.pending_misfire->coalesced > 0 && !refused && !damaged) {
     out.push_back({kName, i, e.t,
                    fmt::format("job {}: {} slots after {} were folded into its late run without a "
@@ -76,9 +81,12 @@ void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& ou
   // last slot already folded) are folded into this late run.
   const TimeMs folded_from = again ? std::max(s, *j.last_slot) : s;
   const auto due_after = cron.between(folded_from, e.t, 1'000'000);
+  j.pending_misfire = owed;
   if (!again || !due_after.empty()) {
+    const std::int64_t before = owed ? owed->coalesced : 0;
     j.pending_misfire =
-        JobSchedule::PendingMisfire{s, static_cast<std::int64_t>(due_after.size()), i};
+        JobSchedule::PendingMisfire{s, before + static_cast<std::int64_t>(due_after.size()),
+                                    owed ? owed->index : i};
     j.last_slot = due_after.empty() ? s : due_after.back();
     context_.slots.mark_coalesced(e.job, s, due_after, i);
   }
