@@ -70,7 +70,7 @@ void ProcessTracker::observe_damage(const TraceEvent& e) {
 
 bool ProcessTracker::in_blind_window(TimeMs t) const {
   for (const auto& [down, booted] : blind_windows_) {
-    if (down < t && t <= booted) return true;
+    if (down <= t && t <= booted) return true;
   }
   return false;
 }

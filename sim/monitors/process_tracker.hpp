@@ -51,7 +51,8 @@ class ProcessTracker {
   // The last boot found the state store damaged (the world's records).
   bool boot_blind() const noexcept { return boot_blind_; }
   // `t` fell while the process was down before a blind boot (from the crash
-  // before it, exclusive, to the boot, inclusive).
+  // before it to the boot, both inclusive: a firing at the crash's instant
+  // that the trace shows no hand-out of before the crash fell while down).
   bool in_blind_window(TimeMs t) const;
 
  private:
@@ -64,7 +65,7 @@ class ProcessTracker {
   bool store_refused_ = false;
   std::set<std::string> damaged_paths_;
   bool boot_blind_ = false;
-  std::vector<std::pair<TimeMs, TimeMs>> blind_windows_;  // (down at, booted at]
+  std::vector<std::pair<TimeMs, TimeMs>> blind_windows_;  // [down at, booted at]
 };
 
 }  // namespace rehearse::sim

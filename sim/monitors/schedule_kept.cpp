@@ -48,7 +48,9 @@ void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& ou
   std::optional<JobSchedule::PendingMisfire> owed;
   if (j.pending_misfire && j.pending_misfire->slot == s)
     owed = std::exchange(j.pending_misfire, {});
-  if (j.pending_misfire && j.pending_misfire->coalesced > 0 && !refused && !damaged) {
+  const bool owed_before_blind_boot = process.boot_blind() && j.pending_boot != process.boots();
+  if (j.pending_misfire && j.pending_misfire->coalesced > 0 && !refused && !damaged &&
+      !owed_before_blind_boot) {
     out.push_back({kName, i, e.t,
                    fmt::format("job {}: {} slots after {} were folded into its late run without a "
                                "misfire record",
@@ -90,6 +92,9 @@ void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& ou
     j.last_slot = due_after.empty() ? s : due_after.back();
     context_.slots.mark_coalesced(e.job, s, due_after, i);
   }
+  // An older slot again after a blind boot folds what the surviving records
+  // leave due, which the damage hides: its misfire count is not judged.
+  if (again && rolled_back) j.pending_misfire.reset();
   if (damaged) {
     // The store is visibly damaged: it writes nothing (or a record the world
     // cannot read back), so no durable row is owed for this hand-out.
@@ -98,6 +103,7 @@ void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& ou
   }
   j.pending_next =
       JobSchedule::PendingNext{s, cron.next_after(std::max(s, e.t), kScheduleHorizonMs)};
+  j.pending_boot = process.boots();
 }
 
 void ScheduleKept::check_none_skipped(const MonitoredJob& job, JobSchedule& j, TimeMs s,
@@ -137,9 +143,11 @@ void ScheduleKept::check_durable_row(const TraceEvent& e, std::size_t i, Violati
   if (count == nullptr || !count->is_number_integer()) return;  // not a state row
   const std::int64_t coalesced = count->get<std::int64_t>();
   const std::int64_t before = std::exchange(j.durable_coalesced, coalesced);
-  if (context_.process.store_damaged()) {
-    // Read from damaged files: the world's reading of what survived the
-    // damage, not a write owed to a hand-out.
+  const ProcessTracker& process = context_.process;
+  if (process.store_damaged() || (process.boot_blind() && j.pending_boot != process.boots())) {
+    // Read from damaged files (the world's reading of what survived the
+    // damage, not a write owed to a hand-out), or a row owed before a blind
+    // boot: the write may be lost with the damaged records.
     j.pending_misfire.reset();
     j.pending_next.reset();
     return;

@@ -1849,6 +1849,54 @@ TEST(ScheduleKeptStoreDamage, NearMissSlotsMissedWhileDownBeforeABlindBoot) {
   EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
 }
 
+TEST(ScheduleKeptStoreDamage, NearMissAFiringAtTheCrashInstantFellWhileDown) {
+  // The crash at 11:00 came before any hand-out of 11:00.
+  const Outcome o = run(boot_after_damage("2026-03-02T11:00:00Z", "retry_state.json", true),
+                        only({"hourly"}), at("2026-03-02T14:30:00Z"));
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+}
+
+// 10:00 handed out and the process dead before the state write; with
+// `damaged` the journal is damaged while down; the boot's first row of the
+// job is a fresh one (next_run_at none), then it hands out 10:00 again late
+// with 11:00-13:00 folded into it (counted from the fresh state: 3).
+Script handout_lost_then_boot(bool damaged) {
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  s.add("queue_add", "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
+        {{"id", 0},
+         {"kind", "regular"},
+         {"attempt", 1},
+         {"ready_at", "2026-03-02T10:00:00Z"},
+         {"added", true}});
+  crash(s, "2026-03-02T10:00:00Z");
+  if (damaged) damage_store(s, "2026-03-02T10:20:00Z");
+  boot(s, "2026-03-02T13:10:00Z", 2);
+  if (damaged) {
+    s.add("journal_tail_gone", "2026-03-02T13:10:00Z", {}, std::nullopt,
+          {{"path", "/srv/state/retry_state.journal"},
+           {"torn", true},
+           {"kept_as", json::array({"/srv/state/retry_state.journal.damaged-0-10"})}});
+  }
+  s.add("durable_job_state", "2026-03-02T13:10:00Z", "hourly", std::nullopt,
+        {{"next_run_at", nullptr}, {"coalesced_slots", 0}, {"slots", json::object()}});
+  handout(s, "2026-03-02T13:10:00Z", "hourly", "2026-03-02T10:00:00Z",
+          {{"next_run_at", "2026-03-02T14:00:00Z"}, {"coalesced_count", 3}});
+  return s;
+}
+
+TEST(ScheduleKeptStoreDamage, NearMissRowsOwedBeforeABlindBootAreNotJudged) {
+  const Outcome o = run(handout_lost_then_boot(true), only({"hourly"}), at("2026-03-02T13:30:00Z"));
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+}
+
+TEST(ScheduleKeptStoreDamage, FiresOnARowOwedBeforeAPlainRestart) {
+  const Outcome o =
+      run(handout_lost_then_boot(false), only({"hourly"}), at("2026-03-02T13:30:00Z"));
+  EXPECT_TRUE(fired(o, "schedule_kept", "next_run_at is none after handing out"))
+      << describe(o.seen);
+}
+
 TEST(ScheduleKeptStoreDamage, FiresOnASlotSkippedWhileUpBeforeTheBlindBoot) {
   // 11:00 fell while the process was up (down only from 11:30): not excused.
   const Outcome o = run(boot_after_damage("2026-03-02T11:30:00Z", "retry_state.json", true),
