@@ -144,7 +144,8 @@ void NothingLost::judge_group_run(const std::string& id, std::size_t i, TimeMs t
 
 // The recovery notice (docs/semantics.md §4): after a failure notification
 // reached the messenger (delivered or refused), a success owes a `recovered`
-// notification. Judged at the end; a crash forgives it.
+// notification. Judged at the end; a crash forgives it, and so does a blind
+// boot between the failure shown and the success.
 void NothingLost::track_recovery(const TraceEvent& e, std::size_t i) {
   if (!notifications_seen_) return;
   const auto it = jobs_.find(e.job);
@@ -155,14 +156,23 @@ void NothingLost::track_recovery(const TraceEvent& e, std::size_t i) {
     const std::string event = e.str("event");
     if (failure_notification(event)) {
       j.showed_failure = true;
+      j.showed_failure_boot = context_.process.boots();
     } else if (event == "recovered") {
       j.showed_failure = false;
       j.success_unannounced.reset();
     }
     return;
   }
-  if (e.type == "run_finished" && e.str("outcome") == "success" && j.showed_failure &&
-      !j.success_unannounced) {
+  if (e.type != "run_finished" || e.str("outcome") != "success") return;
+  if (j.showed_failure && context_.process.boot_blind() &&
+      j.showed_failure_boot < context_.process.boots()) {
+    // The failure was shown before a boot that found the state store
+    // damaged: what the job showed was recorded only there (docs/monitors.md,
+    // "Damage the store cannot see past"), so no `recovered` is owed.
+    j.showed_failure = false;
+    return;
+  }
+  if (j.showed_failure && !j.success_unannounced) {
     j.success_unannounced = i;
     j.success_unannounced_t = e.t;
   }

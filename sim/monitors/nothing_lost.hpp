@@ -14,7 +14,8 @@
 //   the policy retries only with the budget spent, after a second stall,
 //   with an invalid policy or while the store refuses writes;
 // - the recovery notice: after a failure notification reached the messenger,
-//   the next success owes a `recovered` one (end; a crash forgives it);
+//   the next success owes a `recovered` one (end; a crash forgives it, and
+//   so does a blind boot, process_tracker.hpp, between the two);
 // - end: a failed run followed by nothing while the process is up.
 #pragma once
 
@@ -55,6 +56,7 @@ class NothingLost final : public Monitor {
   struct JobWatch {
     std::optional<GroupRun> group_run;
     bool showed_failure = false;                     // a failure notification reached the messenger
+    std::int64_t showed_failure_boot = 0;            // the boot it reached the messenger in
     std::optional<std::size_t> success_unannounced;  // the success still owing `recovered`
     TimeMs success_unannounced_t = 0;
   };

@@ -5,11 +5,24 @@
 // refused writes since the last boot (its `state_corrupt` notification was
 // committed to the outbox: the core then cannot know its counters nor its
 // schedule).
+//
+// Also the damage the world did to the state store's own files (the
+// snapshot `retry_state.json` and its journal), from the world's records
+// only (`store_corrupt_injected` applied, `disk_corrupted`): the store is
+// visibly damaged from such an event until the world saw the damaged journal
+// go (`journal_tail_gone`: a torn tail dropped, the file whole again). A boot
+// while it is damaged is *blind*: what the store held (the last slot handed
+// out, the counters, a failure shown) is unreadable or lost with the damaged
+// records, so firings that fell while the process was down before it cannot
+// be known (docs/monitors.md, "Damage the store cannot see past").
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "model/time.hpp"
 #include "sim/trace.hpp"
@@ -18,10 +31,13 @@ namespace rehearse::sim {
 
 bool is_boot_event(const std::string& type);
 bool is_crash_event(const std::string& type);
+// store_corrupt_injected, disk_corrupted, journal_tail_gone.
+bool is_store_damage_event(const std::string& type);
 
 class ProcessTracker {
  public:
-  // Reads boots and crashes (raw events) and the `state_corrupt` notification.
+  // Reads boots and crashes (raw events), the world's damage to the state
+  // store and the `state_corrupt` notification.
   void observe(const TraceEvent& event);
 
   bool up() const noexcept { return up_; }
@@ -30,11 +46,26 @@ class ProcessTracker {
   // A state_corrupt notification since the last boot or crash.
   bool store_refused() const noexcept { return store_refused_; }
 
+  // The world damaged the state store's files and the damage is still there.
+  bool store_damaged() const noexcept { return !damaged_paths_.empty(); }
+  // The last boot found the state store damaged (the world's records).
+  bool boot_blind() const noexcept { return boot_blind_; }
+  // `t` fell while the process was down before a blind boot (from the crash
+  // before it to the boot, both inclusive: a firing at the crash's instant
+  // that the trace shows no hand-out of before the crash fell while down).
+  bool in_blind_window(TimeMs t) const;
+
  private:
+  void observe_damage(const TraceEvent& event);
+
   bool up_ = false;
   std::int64_t boots_ = 0;
   std::optional<TimeMs> boot_t_;
+  std::optional<TimeMs> down_t_;  // the last crash
   bool store_refused_ = false;
+  std::set<std::string> damaged_paths_;
+  bool boot_blind_ = false;
+  std::vector<std::pair<TimeMs, TimeMs>> blind_windows_;  // [down at, booted at]
 };
 
 }  // namespace rehearse::sim

@@ -28,13 +28,15 @@ void RetriesBounded::on_retry_started(const TraceEvent& e, std::size_t i, const 
                                       Violations& out) {
   const WitnessPolicy& p = job.policy;
   const int attempt = static_cast<int>(e.num("attempt"));
+  rebase_after_blind_boot(e.job);
   std::set<int>& slot_attempts = slot_attempts_[{e.job, *e.slot}];
   std::set<std::pair<TimeMs, int>>& episode = episode_attempts_[e.job];
   const bool fresh =
       p.per_slot ? slot_attempts.insert(attempt).second : episode.insert({*e.slot, attempt}).second;
   if (fresh) ++retries_[e.job];
   if (!job.policy_judged || !fresh) return;
-  const int n = static_cast<int>(p.per_slot ? slot_attempts.size() : episode.size());
+  const int n = static_cast<int>(p.per_slot ? slot_attempts.size() : episode.size()) +
+                (p.per_slot ? slot_base_[{e.job, *e.slot}] : episode_base_[e.job]);
   static const SlotWatch kUnknownSlot;
   const SlotWatch* s = context_.slots.find(e.job, *e.slot);
   const SlotWatch& slot = s != nullptr ? *s : kUnknownSlot;
@@ -61,6 +63,22 @@ void RetriesBounded::on_retry_started(const TraceEvent& e, std::size_t i, const 
                                "backoff of {}",
                                e.job, slot_text(e.slot), n, format_duration(e.t - *failed_t),
                                format_duration(p.min_delay_ms(n) + 1))});
+  }
+}
+
+// The first retry of a job after a blind boot: its attempts so far are
+// those the damaged store still holds (the shared count's rebase,
+// retry_count.hpp), not the ones the monitor saw before the damage.
+void RetriesBounded::rebase_after_blind_boot(const std::string& job) {
+  const ProcessTracker& process = context_.process;
+  if (!process.boot_blind() || rebased_boot_[job] == process.boots()) return;
+  rebased_boot_[job] = process.boots();
+  episode_attempts_[job].clear();
+  episode_base_[job] = context_.retry_count.surviving(job, 0, false);
+  for (auto& [key, attempts] : slot_attempts_) {
+    if (key.first != job) continue;
+    attempts.clear();
+    slot_base_[key] = context_.retry_count.surviving(job, key.second, true);
   }
 }
 

@@ -50,6 +50,13 @@ class RetriesBounded final : public Monitor {
   // (slot, attempt) in the episode under per_episode.
   std::map<std::pair<std::string, TimeMs>, std::set<int>> slot_attempts_;
   std::map<std::string, std::set<std::pair<TimeMs, int>>> episode_attempts_;
+  // After a blind boot (process_tracker.hpp): the retries the damaged store
+  // still holds, counted before the attempts started since; the boot a
+  // job's attempts were last rebased at.
+  std::map<std::pair<std::string, TimeMs>, int> slot_base_;
+  std::map<std::string, int> episode_base_;
+  std::map<std::string, std::int64_t> rebased_boot_;
+  void rebase_after_blind_boot(const std::string& job);
   std::map<std::string, std::int64_t> retries_;  // tally
 };
 

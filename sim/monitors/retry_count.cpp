@@ -1,10 +1,60 @@
 #include "sim/monitors/retry_count.hpp"
 
+#include "model/time.hpp"
+#include "sim/monitors/event_text.hpp"
+
 namespace rehearse::sim {
+
+void RetryCount::rebase_after_blind_boot() {
+  episode_surviving_.clear();
+  slot_surviving_.clear();
+  for (const auto& [id, config] : jobs_.all()) rebase_.insert(id);
+}
+
+// The count the damaged store still holds for the job: the row the world
+// read (nullptr: none before the job ran again, so nothing survived).
+void RetryCount::rebase(const std::string& job, const TraceEvent* row) {
+  rebase_.erase(job);
+  const nlohmann::json* count = row == nullptr ? nullptr : field(*row, "retry_count");
+  episode_scheduled_[job] = count != nullptr && count->is_number_integer() ? count->get<int>() : 0;
+  episode_surviving_[job] = episode_scheduled_[job];
+  const nlohmann::json* slots = row == nullptr ? nullptr : field(*row, "slots");
+  for (auto& [key, n] : slot_scheduled_) {
+    if (key.first != job) continue;
+    n = 0;
+    if (slots != nullptr && slots->is_object()) {
+      for (const auto& [slot, record] : slots->items()) {
+        const auto t = parse_instant(slot);
+        if (t.ok() && *t == key.second && record.contains("retry_count") &&
+            record["retry_count"].is_number_integer()) {
+          n = record["retry_count"].get<int>();
+        }
+      }
+    }
+    slot_surviving_[key] = n;
+  }
+}
+
+int RetryCount::surviving(const std::string& job, TimeMs slot, bool per_slot) const {
+  if (per_slot) {
+    const auto it = slot_surviving_.find({job, slot});
+    return it == slot_surviving_.end() ? 0 : it->second;
+  }
+  const auto it = episode_surviving_.find(job);
+  return it == episode_surviving_.end() ? 0 : it->second;
+}
 
 void RetryCount::observe(const TraceEvent& e) {
   const MonitoredJob* job = jobs_.find(e.job);
-  if (job == nullptr || !e.slot) return;
+  if (job == nullptr) return;
+  if (rebase_.count(e.job) != 0) {
+    if (e.type == "durable_job_state") {
+      rebase(e.job, &e);
+      return;
+    }
+    if (e.type == "run_started" || e.type == "run_finished") rebase(e.job, nullptr);
+  }
+  if (!e.slot) return;
   const std::pair<std::string, TimeMs> key{e.job, *e.slot};
   if (e.type == "run_finished") {
     if (e.str("outcome") == "failure") {

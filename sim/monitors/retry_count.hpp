@@ -7,6 +7,14 @@
 // Read by retries_bounded (the exact window), nothing_lost (the budget spent)
 // and state_durable (the counter the core announces). Updated after the
 // monitors have judged an event.
+//
+// After a blind boot (process_tracker.hpp: the state store was damaged when
+// the process booted) the counts the store held may be lost with the damaged
+// records (docs/state-file.md: a journal cut at a record boundary, or how
+// much a cut took, cannot be told): each job's count is rebased on the first
+// durable row the world reads of it after that boot (`retry_count`, and each
+// in-flight slot's under per_slot), or 0 when the job runs before any row
+// was read (an unreadable store keeps nothing).
 #pragma once
 
 #include <map>
@@ -31,6 +39,10 @@ class RetryCount {
   bool fresh(const std::string& job, TimeMs slot, bool per_slot) const;
   // Retries scheduled so far in the job's budget (the slot's under per_slot).
   int scheduled(const std::string& job, TimeMs slot, bool per_slot) const;
+  // A blind boot: every job's count is rebased on what the store still holds.
+  void rebase_after_blind_boot();
+  // The count the last rebase found (0 when none was made).
+  int surviving(const std::string& job, TimeMs slot, bool per_slot) const;
 
  private:
   const JobTable& jobs_;
@@ -38,6 +50,11 @@ class RetryCount {
   std::set<std::pair<std::string, TimeMs>> fresh_slot_failure_;
   std::map<std::pair<std::string, TimeMs>, int> slot_scheduled_;
   std::map<std::string, int> episode_scheduled_;
+  std::set<std::string> rebase_;  // jobs whose count awaits the surviving durable row
+  std::map<std::pair<std::string, TimeMs>, int> slot_surviving_;
+  std::map<std::string, int> episode_surviving_;
+
+  void rebase(const std::string& job, const TraceEvent* row);
 };
 
 }  // namespace rehearse::sim

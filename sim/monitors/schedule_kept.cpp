@@ -39,9 +39,18 @@ void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& ou
   const MonitoredJob* job = context_.jobs.find(e.job);
   if (job == nullptr) return;
   JobSchedule& j = jobs_[e.job];
-  const bool refused = context_.process.store_refused();
+  const ProcessTracker& process = context_.process;
+  const bool refused = process.store_refused();
+  const bool damaged = process.store_damaged();
   const TimeMs s = *e.slot;
-  if (j.pending_misfire && j.pending_misfire->coalesced > 0 && !refused) {
+  // The same slot handed out again before its durable row (a crash between
+  // the queue add and the state write): the misfire record is still owed.
+  std::optional<JobSchedule::PendingMisfire> owed;
+  if (j.pending_misfire && j.pending_misfire->slot == s)
+    owed = std::exchange(j.pending_misfire, {});
+  const bool owed_before_blind_boot = process.boot_blind() && j.pending_boot != process.boots();
+  if (j.pending_misfire && j.pending_misfire->coalesced > 0 && !refused && !damaged &&
+      !owed_before_blind_boot) {
     out.push_back({kName, i, e.t,
                    fmt::format("job {}: {} slots after {} were folded into its late run without a "
                                "misfire record",
@@ -53,7 +62,11 @@ void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& ou
     return;  // skipped loudly / fired already
   const WitnessCron& cron = *job->cron;
   const bool again = context_.slots.known(e.job, s) && j.last_slot && s <= *j.last_slot;
-  if (again && !refused && j.last_handed != s) {
+  // After a blind boot the store's last slot may be lost with the damaged
+  // records: older slots may come again until the job hands out a new one.
+  const bool rolled_back = process.boot_blind() && j.caught_up_boot != process.boots();
+  if (!again) j.caught_up_boot = process.boots();
+  if (again && !refused && !rolled_back && j.last_handed != s) {
     // The same slot twice in a row is a crash between the queue add and the
     // state write (harmless: the add is idempotent); an older one means a
     // restart moved the schedule back. A store that refuses writes (fail
@@ -70,14 +83,27 @@ void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& ou
   // last slot already folded) are folded into this late run.
   const TimeMs folded_from = again ? std::max(s, *j.last_slot) : s;
   const auto due_after = cron.between(folded_from, e.t, 1'000'000);
+  j.pending_misfire = owed;
   if (!again || !due_after.empty()) {
+    const std::int64_t before = owed ? owed->coalesced : 0;
     j.pending_misfire =
-        JobSchedule::PendingMisfire{s, static_cast<std::int64_t>(due_after.size()), i};
+        JobSchedule::PendingMisfire{s, before + static_cast<std::int64_t>(due_after.size()),
+                                    owed ? owed->index : i};
     j.last_slot = due_after.empty() ? s : due_after.back();
     context_.slots.mark_coalesced(e.job, s, due_after, i);
   }
+  // An older slot again after a blind boot folds what the surviving records
+  // leave due, which the damage hides: its misfire count is not judged.
+  if (again && rolled_back) j.pending_misfire.reset();
+  if (damaged) {
+    // The store is visibly damaged: it writes nothing (or a record the world
+    // cannot read back), so no durable row is owed for this hand-out.
+    j.pending_misfire.reset();
+    return;
+  }
   j.pending_next =
       JobSchedule::PendingNext{s, cron.next_after(std::max(s, e.t), kScheduleHorizonMs)};
+  j.pending_boot = process.boots();
 }
 
 void ScheduleKept::check_none_skipped(const MonitoredJob& job, JobSchedule& j, TimeMs s,
@@ -89,12 +115,19 @@ void ScheduleKept::check_none_skipped(const MonitoredJob& job, JobSchedule& j, T
                                format_instant(s), format_instant(prev))});
     return;
   }
-  const auto skipped = job.cron->between(prev, s - 1, 1);
-  if (!skipped.empty()) {
-    out.push_back({kName, i, e.t,
-                   fmt::format("job {}: regular slot {} was skipped (never handed out nor "
-                               "coalesced; next handed out: {})",
-                               e.job, format_instant(skipped.front()), format_instant(s))});
+  // Firings that fell while the process was down before a blind boot are
+  // unknowable (the boot could not read the last slot handed out).
+  for (TimeMs from = prev;;) {
+    const auto skipped = job.cron->between(from, s - 1, 1);
+    if (skipped.empty()) return;
+    if (!context_.process.in_blind_window(skipped.front())) {
+      out.push_back({kName, i, e.t,
+                     fmt::format("job {}: regular slot {} was skipped (never handed out nor "
+                                 "coalesced; next handed out: {})",
+                                 e.job, format_instant(skipped.front()), format_instant(s))});
+      return;
+    }
+    from = skipped.front();
   }
 }
 
@@ -110,6 +143,15 @@ void ScheduleKept::check_durable_row(const TraceEvent& e, std::size_t i, Violati
   if (count == nullptr || !count->is_number_integer()) return;  // not a state row
   const std::int64_t coalesced = count->get<std::int64_t>();
   const std::int64_t before = std::exchange(j.durable_coalesced, coalesced);
+  const ProcessTracker& process = context_.process;
+  if (process.store_damaged() || (process.boot_blind() && j.pending_boot != process.boots())) {
+    // Read from damaged files (the world's reading of what survived the
+    // damage, not a write owed to a hand-out), or a row owed before a blind
+    // boot: the write may be lost with the damaged records.
+    j.pending_misfire.reset();
+    j.pending_next.reset();
+    return;
+  }
   if (j.pending_misfire && !refused) {
     const std::int64_t want = j.pending_misfire->coalesced;
     if (coalesced - before != want) {

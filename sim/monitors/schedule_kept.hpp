@@ -53,6 +53,8 @@ class ScheduleKept final : public Monitor {
     };
     std::optional<PendingNext> pending_next;
     std::int64_t durable_coalesced = 0;  // coalesced_slots in the last durable row
+    std::int64_t caught_up_boot = 0;     // the boot during which a new slot was last handed out
+    std::int64_t pending_boot = 0;       // the boot the pending rows were owed in
   };
 
   void on_handout(const TraceEvent& e, std::size_t i, Violations& out);

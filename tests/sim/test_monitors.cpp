@@ -1865,5 +1865,279 @@ TEST(MonitorsOnARealRun, ACoreThatOverRetriesIsCaught) {
   EXPECT_NE(run.seen.front().message.find("digest"), std::string::npos);
 }
 
+// ------------------------------------------------- damage the store cannot see past
+// docs/monitors.md, "Damage the store cannot see past": a boot while the
+// world's damage to the state store's files is still there is blind. Each
+// excuse is tested with the violation it must still catch next to it.
+
+std::size_t damage_store(Script& s, const char* t, const char* file = "retry_state.json",
+                         bool applied = true) {
+  const std::string path = std::string("/srv/state/") +
+                           (std::string(file) == "retry_state.json" ? "retry_state.journal" : file);
+  return s.add("store_corrupt_injected", t, {}, std::nullopt,
+               {{"file", file},
+                {"path", path},
+                {"mode", "garbage"},
+                {"existed", true},
+                {"applied", applied}});
+}
+
+void crash(Script& s, const char* t) {
+  s.add("process_crash", t, {}, std::nullopt, {{"process", "worker"}, {"cause", "restart"}});
+}
+
+void boot(Script& s, const char* t, int n) {
+  s.add("process_boot", t, {}, std::nullopt, {{"process", "worker"}, {"boots", n}});
+}
+
+bool fired(const Outcome& o, const std::string& invariant, const std::string& text) {
+  for (const auto* list : {&o.seen, &o.end}) {
+    for (const Violation& v : *list) {
+      if (v.invariant == invariant && v.message.find(text) != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
+// Up until 10:30 (10:00 handed out), damaged at `damage_at`, down from
+// `down_at` to a boot at 13:10 that reports the corruption, then 14:00
+// handed out: nothing of 11:00-13:00 was handed out nor coalesced.
+Script boot_after_damage(const char* down_at, const char* file, bool applied) {
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "success");
+  damage_store(s, "2026-03-02T10:20:00Z", file, applied);
+  crash(s, down_at);
+  boot(s, "2026-03-02T13:10:00Z", 2);
+  note_state_corrupt(s, "2026-03-02T13:10:00Z");
+  regular(s, "hourly", "2026-03-02T14:00:00Z", "2026-03-02T14:00:00Z", "2026-03-02T15:00:00Z",
+          "success");
+  return s;
+}
+
+TEST(ScheduleKeptStoreDamage, NearMissSlotsMissedWhileDownBeforeABlindBoot) {
+  const Outcome o = run(boot_after_damage("2026-03-02T10:30:00Z", "retry_state.json", true),
+                        only({"hourly"}), at("2026-03-02T14:30:00Z"));
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+}
+
+TEST(ScheduleKeptStoreDamage, NearMissAFiringAtTheCrashInstantFellWhileDown) {
+  // The crash at 11:00 came before any hand-out of 11:00.
+  const Outcome o = run(boot_after_damage("2026-03-02T11:00:00Z", "retry_state.json", true),
+                        only({"hourly"}), at("2026-03-02T14:30:00Z"));
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+}
+
+// 10:00 handed out and the process dead before the state write; with
+// `damaged` the journal is damaged while down; the boot's first row of the
+// job is a fresh one (next_run_at none), then it hands out 10:00 again late
+// with 11:00-13:00 folded into it (counted from the fresh state: 3).
+Script handout_lost_then_boot(bool damaged) {
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  s.add("queue_add", "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
+        {{"id", 0},
+         {"kind", "regular"},
+         {"attempt", 1},
+         {"ready_at", "2026-03-02T10:00:00Z"},
+         {"added", true}});
+  crash(s, "2026-03-02T10:00:00Z");
+  if (damaged) damage_store(s, "2026-03-02T10:20:00Z");
+  boot(s, "2026-03-02T13:10:00Z", 2);
+  if (damaged) {
+    s.add("journal_tail_gone", "2026-03-02T13:10:00Z", {}, std::nullopt,
+          {{"path", "/srv/state/retry_state.journal"},
+           {"torn", true},
+           {"kept_as", json::array({"/srv/state/retry_state.journal.damaged-0-10"})}});
+  }
+  s.add("durable_job_state", "2026-03-02T13:10:00Z", "hourly", std::nullopt,
+        {{"next_run_at", nullptr}, {"coalesced_slots", 0}, {"slots", json::object()}});
+  handout(s, "2026-03-02T13:10:00Z", "hourly", "2026-03-02T10:00:00Z",
+          {{"next_run_at", "2026-03-02T14:00:00Z"}, {"coalesced_count", 3}});
+  return s;
+}
+
+TEST(ScheduleKeptStoreDamage, NearMissRowsOwedBeforeABlindBootAreNotJudged) {
+  const Outcome o = run(handout_lost_then_boot(true), only({"hourly"}), at("2026-03-02T13:30:00Z"));
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+}
+
+TEST(ScheduleKeptStoreDamage, FiresOnARowOwedBeforeAPlainRestart) {
+  const Outcome o =
+      run(handout_lost_then_boot(false), only({"hourly"}), at("2026-03-02T13:30:00Z"));
+  EXPECT_TRUE(fired(o, "schedule_kept", "next_run_at is none after handing out"))
+      << describe(o.seen);
+}
+
+TEST(ScheduleKeptStoreDamage, FiresOnASlotSkippedWhileUpBeforeTheBlindBoot) {
+  // 11:00 fell while the process was up (down only from 11:30): not excused.
+  const Outcome o = run(boot_after_damage("2026-03-02T11:30:00Z", "retry_state.json", true),
+                        only({"hourly"}), at("2026-03-02T14:30:00Z"));
+  EXPECT_TRUE(fired(o, "schedule_kept", "regular slot 2026-03-02T11:00:00Z was skipped"))
+      << describe(o.seen);
+}
+
+TEST(ScheduleKeptStoreDamage, FiresWhenTheBootFoundTheStoreWhole) {
+  // Damage the world could not apply, or to a runtime view the store does
+  // not read its schedule from, leaves the boot able to read its last slot.
+  for (const auto& [file, applied] : std::vector<std::pair<const char*, bool>>{
+           {"retry_state.json", false}, {"jobs.json", true}}) {
+    const Outcome o = run(boot_after_damage("2026-03-02T10:30:00Z", file, applied),
+                          only({"hourly"}), at("2026-03-02T14:30:00Z"));
+    EXPECT_TRUE(fired(o, "schedule_kept", "regular slot 2026-03-02T11:00:00Z was skipped"))
+        << file << describe(o.seen);
+  }
+}
+
+TEST(ScheduleKeptStoreDamage, FiresOnASlotSkippedAfterTheBlindBoot) {
+  Script s = boot_after_damage("2026-03-02T10:30:00Z", "retry_state.json", true);
+  const auto bad = handout(s, "2026-03-02T16:00:00Z", "hourly", "2026-03-02T16:00:00Z",
+                           {{"next_run_at", "2026-03-02T17:00:00Z"}});
+  const Outcome o = run(s, only({"hourly"}), at("2026-03-02T16:30:00Z"));
+  expect_first(o, "schedule_kept", bad);
+  EXPECT_NE(o.seen.front().message.find("15:00:00Z was skipped"), std::string::npos);
+}
+
+TEST(ScheduleKeptStoreDamage, NearMissNoDurableRowJudgedWhileTheStoreIsDamaged) {
+  // Damaged at 10:20: the row read after the 11:00 hand-out is not the
+  // store's write (it writes nothing); once the world saw the damaged tail
+  // go, the rows are judged again.
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "success");
+  damage_store(s, "2026-03-02T10:20:00Z");
+  handout(s, "2026-03-02T11:00:00Z", "hourly", "2026-03-02T11:00:00Z",
+          {{"next_run_at", "2026-03-02T11:00:00Z"}});
+  s.add("journal_tail_gone", "2026-03-02T11:30:00Z", {}, std::nullopt,
+        {{"path", "/srv/state/retry_state.journal"},
+         {"torn", true},
+         {"kept_as", json::array({"/srv/state/retry_state.journal.damaged-0-10"})}});
+  const auto stale = handout(s, "2026-03-02T12:00:00Z", "hourly", "2026-03-02T12:00:00Z",
+                             {{"next_run_at", "2026-03-02T12:00:00Z"}});
+  const Outcome o = run(s, only({"hourly"}), at("2026-03-02T12:30:00Z"));
+  expect_first(o, "schedule_kept", stale + 1);
+  EXPECT_EQ(o.seen.size(), 1u) << describe(o.seen);
+}
+
+// 10:00 handed out; down 10:30-13:10; at 13:10 11:00 is handed out late
+// (12:00 and 13:00 folded into it) and the process dies before the state
+// write; the next boot hands 11:00 out again and writes `counted` misfires.
+Script late_run_handed_out_twice(int counted) {
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "success");
+  crash(s, "2026-03-02T10:30:00Z");
+  boot(s, "2026-03-02T13:10:00Z", 2);
+  s.add("queue_add", "2026-03-02T13:10:00Z", "hourly", "2026-03-02T11:00:00Z",
+        {{"id", 0},
+         {"kind", "regular"},
+         {"attempt", 1},
+         {"ready_at", "2026-03-02T11:00:00Z"},
+         {"added", true}});
+  crash(s, "2026-03-02T13:10:00Z");
+  boot(s, "2026-03-02T13:10:30Z", 3);
+  handout(s, "2026-03-02T13:10:30Z", "hourly", "2026-03-02T11:00:00Z",
+          {{"next_run_at", "2026-03-02T14:00:00Z"}, {"coalesced_count", counted}});
+  return s;
+}
+
+TEST(ScheduleKeptStoreDamage, NearMissMisfireRecordOwedAcrossTheSameSlotHandedOutAgain) {
+  const Outcome o = run(late_run_handed_out_twice(2), only({"hourly"}), at("2026-03-02T13:30:00Z"));
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+}
+
+TEST(ScheduleKeptStoreDamage, FiresWhenTheLateRunHandedOutAgainRecordsNoMisfire) {
+  const Outcome o = run(late_run_handed_out_twice(0), only({"hourly"}), at("2026-03-02T13:30:00Z"));
+  EXPECT_TRUE(fired(o, "schedule_kept", "records 0 coalesced slots")) << describe(o.seen);
+}
+
+// A failure announced at 10:00, the process down 10:03-10:04, then a
+// success at 11:00 with no `recovered`; `damaged`: the store was damaged
+// before that boot.
+Script failure_shown_then_restart(bool damaged) {
+  Script s;
+  const char* slot = "2026-03-02T10:00:00Z";
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  regular(s, "hourly", slot, slot, "2026-03-02T11:00:00Z", "failure", "timeout");
+  note(s, "failed_permanent", "hourly", slot, slot, 0, "timeout");
+  s.add("message_delivered", slot, "hourly", slot,
+        {{"kind", "notification"}, {"event", "failed_permanent"}, {"target", "ops"}});
+  if (damaged) damage_store(s, "2026-03-02T10:02:00Z");
+  crash(s, "2026-03-02T10:03:00Z");
+  boot(s, "2026-03-02T10:04:00Z", 2);
+  if (damaged) note_state_corrupt(s, "2026-03-02T10:04:00Z");
+  regular(s, "hourly", "2026-03-02T11:00:00Z", "2026-03-02T11:00:00Z", "2026-03-02T12:00:00Z",
+          "success");
+  return s;
+}
+
+TEST(NothingLostStoreDamage, NearMissNoRecoveredOwedForAFailureShownBeforeABlindBoot) {
+  const Outcome o =
+      run(failure_shown_then_restart(true), hourly_with_messenger(), at("2026-03-02T11:30:00Z"));
+  EXPECT_FALSE(fired(o, "nothing_lost", "recovered")) << describe(o.seen) << describe(o.end);
+}
+
+TEST(NothingLostStoreDamage, FiresWhenRecoveredIsMissingAfterAPlainRestart) {
+  const Outcome o =
+      run(failure_shown_then_restart(false), hourly_with_messenger(), at("2026-03-02T11:30:00Z"));
+  EXPECT_TRUE(fired(o, "nothing_lost", "recovered")) << describe(o.seen) << describe(o.end);
+}
+
+// Two retries of 10:00 (the per_episode budget of 2 spent, the episode not
+// over), the process down 10:06-10:08; at the boot the world reads the job's
+// row as `ok` with `retry_count` 0 (with `damaged`: the records of both
+// retries lost with the damage), and the core, seeing a new episode, retries
+// 11:00's failure `retries` times.
+Script retries_again_after_restart(bool damaged, int retries) {
+  Script s;
+  const char* slot = "2026-03-02T10:00:00Z";
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  regular(s, "hourly", slot, slot, "2026-03-02T11:00:00Z", "failure", "rate_limit");
+  note(s, "retry_scheduled", "hourly", slot, slot, 1, "rate_limit");
+  retry_run(s, "hourly", slot, "2026-03-02T10:05:00Z", 2, "failure", "rate_limit");
+  note(s, "retry_scheduled", "hourly", slot, "2026-03-02T10:05:00Z", 2, "rate_limit");
+  crash(s, "2026-03-02T10:06:00Z");
+  if (damaged) damage_store(s, "2026-03-02T10:07:00Z");
+  boot(s, "2026-03-02T10:08:00Z", 2);
+  s.add("durable_job_state", "2026-03-02T10:08:00Z", "hourly", std::nullopt,
+        {{"retry_status", "ok"},
+         {"retry_count", 0},
+         {"coalesced_slots", 0},
+         {"next_run_at", "2026-03-02T11:00:00Z"},
+         {"slots", json::object()}});
+  const char* next = "2026-03-02T11:00:00Z";
+  regular(s, "hourly", next, next, "2026-03-02T12:00:00Z", "failure", "rate_limit");
+  const char* times[] = {"2026-03-02T11:05:00Z", "2026-03-02T11:10:00Z", "2026-03-02T11:15:00Z"};
+  const char* prev = next;
+  for (int n = 1; n <= retries; ++n) {
+    note(s, "retry_scheduled", "hourly", next, prev, n, "rate_limit");
+    retry_run(s, "hourly", next, times[n - 1], n + 1, "failure", "rate_limit");
+    prev = times[n - 1];
+  }
+  return s;
+}
+
+TEST(RetriesBoundedStoreDamage, NearMissTheCountRebasedOnWhatTheDamagedStoreHolds) {
+  const Outcome o =
+      run(retries_again_after_restart(true, 2), only({"hourly"}), at("2026-03-02T11:12:00Z"));
+  EXPECT_FALSE(fired(o, "retries_bounded", "")) << describe(o.seen);
+  EXPECT_FALSE(fired(o, "state_durable", "retry counter")) << describe(o.seen);
+}
+
+TEST(RetriesBoundedStoreDamage, FiresBeyondTheBudgetAfterTheRebase) {
+  const Outcome o =
+      run(retries_again_after_restart(true, 3), only({"hourly"}), at("2026-03-02T11:20:00Z"));
+  EXPECT_TRUE(fired(o, "retries_bounded", "")) << describe(o.seen);
+}
+
+TEST(RetriesBoundedStoreDamage, FiresWhenAPlainRestartLosesTheCount) {
+  const Outcome o =
+      run(retries_again_after_restart(false, 2), only({"hourly"}), at("2026-03-02T11:12:00Z"));
+  EXPECT_TRUE(fired(o, "retries_bounded", "")) << describe(o.seen);
+}
+
 }  // namespace
 }  // namespace rehearse::sim
