@@ -14,6 +14,7 @@
 #include "model/failure.hpp"
 #include "model/retry_policy.hpp"
 #include "model/time.hpp"
+#include "sim/check/draw.hpp"
 #include "sim/fault_kinds.hpp"
 #include "sim/rng.hpp"
 #include "sim/scenario.hpp"
@@ -50,21 +51,6 @@ JobWorld job_world_of(const Scenario& s) {
   }
   for (const auto& [name, service] : s.services.user) w.user_services.push_back(name);
   return w;
-}
-
-template <typename T>
-const T& pick(Rng& rng, const std::vector<T>& from) {
-  return from[rng.next_below(from.size())];
-}
-
-// A non-empty subset, in declared order (each element with probability 1/2).
-json pick_subset(Rng& rng, const std::vector<std::string>& from) {
-  json out = json::array();
-  for (const std::string& x : from) {
-    if (rng.next_bool(0.5)) out.push_back(x);
-  }
-  if (out.empty()) out.push_back(pick(rng, from));
-  return out;
 }
 
 // 0 = Sunday, as cron counts weekdays (1970-01-01 was a Thursday).

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "model/time.hpp"
+#include "sim/check/draw.hpp"
 #include "sim/check/generate.hpp"
 #include "sim/check/liveness.hpp"
 #include "sim/fault_kinds.hpp"
@@ -54,21 +55,6 @@ Declared declared_of(const Scenario& s) {
     d.targets = m->targets;
   }
   return d;
-}
-
-template <typename T>
-const T& pick(Rng& rng, const std::vector<T>& from) {
-  return from[rng.next_below(from.size())];
-}
-
-// A non-empty subset, in declared order: each element with probability 1/2.
-json pick_subset(Rng& rng, const std::vector<std::string>& from) {
-  json out = json::array();
-  for (const std::string& x : from) {
-    if (rng.next_bool(0.5)) out.push_back(x);
-  }
-  if (out.empty()) out.push_back(pick(rng, from));
-  return out;
 }
 
 // The services a `service` key may name in this world.
