@@ -22,32 +22,16 @@
 #include "sim/check/swarm.hpp"
 #include "sim/fault_kinds.hpp"
 #include "sim/scenario.hpp"
+#include "tests/support/bundled.hpp"
 
 namespace rehearse::sim {
 namespace {
 
 using nlohmann::json;
 
-std::string source_dir() {
-  const char* dir = std::getenv("REHEARSE_SOURCE_DIR");
-  return dir != nullptr ? dir : ".";
-}
-
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return json::parse(text.str());
-}
-
-std::vector<std::string> bundled_scenarios() {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(source_dir() + "/scenarios")) {
-    if (e.path().extension() == ".json") out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
+using testsupport::bundled_scenarios;
+using testsupport::read_json;
+using testsupport::source_dir;
 
 // A world that declares every target a fault kind may name: every built-in
 // service, a service of the user's own, issues, agents and targets.
