@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "sim/monitors/stage_rank.hpp"
 
 namespace rehearse::sim {
@@ -57,12 +59,23 @@ void ItemQueriesBounded::check_config_attempts(const TraceEvent& e, std::size_t 
     for (auto& [id, w] : items_) w.validation_allowed = true;
     return;
   }
+  if (e.service == "orchestrator" && e.str("operation") == "list_agents") {
+    // The core knows the lead is missing only from an agent list its cycle
+    // got: a list lost to a network error hides it.
+    agent_list_answered_[e.job] = e.type == "service_reply" && e.num("status") == 200;
+    return;
+  }
   if (e.item.empty() || e.service != "orchestrator") return;
   ItemWatch& w = items_[e.item];
   if (e.type == "service_call" && e.str("operation") == "get_issue") {
+    // The item's first query after an instance change may validate its id
+    // inside a deferral; it is not a config attempt, so its answer does not
+    // restart the hour (the core only validates an item it is not due to try).
+    const bool first_after_change = std::exchange(w.validation_allowed, false);
+    w.validating = false;
     if (!w.config_error_at || e.t >= *w.config_error_at + kConfigDeferralMs) return;
-    if (w.validation_allowed) {
-      w.validation_allowed = false;
+    if (first_after_change) {
+      w.validating = true;
       return;
     }
     out.push_back({kName, i, e.t,
@@ -72,7 +85,7 @@ void ItemQueriesBounded::check_config_attempts(const TraceEvent& e, std::size_t 
                                format_instant(*w.config_error_at))});
     return;
   }
-  if (e.type != "service_reply") return;
+  if (e.type != "service_reply" || std::exchange(w.validating, false)) return;
   const std::int64_t status = e.num("status");
   if (status == 400 || status == 401 || status == 403 || status == 422) {
     w.config_error_at = e.t;
@@ -82,7 +95,9 @@ void ItemQueriesBounded::check_config_attempts(const TraceEvent& e, std::size_t 
   const int wanted = handoff_rank(e.str("body_class"));
   const auto st = stages_.find(e.item);
   const int current = st == stages_.end() ? -1 : stage_rank(st->second);
-  if (wanted > current && current >= 0 && !lead_present_) w.config_error_at = e.t;
+  if (wanted > current && current >= 0 && !lead_present_ && agent_list_answered_[e.job]) {
+    w.config_error_at = e.t;
+  }
 }
 
 // After an orchestrator 404 for an item, no further orchestrator call for it.

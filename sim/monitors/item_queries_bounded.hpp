@@ -8,9 +8,14 @@
 // - a reply refusing a request about an item (400, 401, 403, 422), or a
 //   get_issue answer whose status needs a handoff to a later stage than the
 //   item's durable one (own table: in_progress -> BUILDING, in_review ->
-//   REVIEWING) while the lead agent (AGENT_LEAD_ID) is missing, is a config
-//   error; a get_issue for the item less than 1 h after it fires (one
-//   validation query after an `instance_changed` is allowed).
+//   REVIEWING) while the lead agent (AGENT_LEAD_ID) is missing from the
+//   agent list the job's cycle got answered (a list_agents 200 since its
+//   last list_agents call: a list lost to a network error hides the missing
+//   lead), is a config error; a get_issue for the item less than 1 h after
+//   it fires. The item's first query after an `instance_changed` is allowed
+//   inside the hour: a validation, whose answer is no config attempt and
+//   leaves the hour where it was (the core validates only an item it is not
+//   due to try).
 #pragma once
 
 #include <cstdint>
@@ -43,7 +48,8 @@ class ItemQueriesBounded final : public Monitor {
     // From the orchestrator's own answers: the reply that showed a config
     // error (a refusal, or a handoff needed while the lead agent is missing).
     std::optional<TimeMs> config_error_at;
-    bool validation_allowed = false;  // an instance change since: one validation query
+    bool validation_allowed = false;  // an instance change since, and no query yet
+    bool validating = false;          // its last query was a validation inside a deferral
     std::int64_t queries = 0;
     std::string reason;  // the item's durable reconcile error
   };
@@ -55,6 +61,8 @@ class ItemQueriesBounded final : public Monitor {
   std::map<std::string, std::string> stages_;  // item -> its durable stage
   std::string lead_prefix_;    // AGENT_LEAD_ID's first 8 characters (events carry those)
   bool lead_present_ = false;  // the lead agent is in the orchestrator's list now
+  // job -> its last list_agents call was answered 200 (the core saw the list)
+  std::map<std::string, bool> agent_list_answered_;
 };
 
 }  // namespace rehearse::sim

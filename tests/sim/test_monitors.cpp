@@ -1455,7 +1455,7 @@ TEST(ItemQueriesBounded, FiresOnAnyOrchestratorCallAfterA404OnAssign) {
 // times, not from item_deferred (a config failure logged as a backoff would
 // hide there): the lead agent is gone, ISS-2 (BUILDING) is reported in_review,
 // so its handoff cannot be made: querying it again within the hour fires.
-Script lead_missing_then_queried(const char* again) {
+Script lead_missing_then_queried(const char* again, bool list_answered = true) {
   Script s;
   TraceEvent removed;
   removed.t = at("2026-03-02T10:00:00Z");
@@ -1463,6 +1463,15 @@ Script lead_missing_then_queried(const char* again) {
   removed.service = "orchestrator";
   removed.data = {{"agent", kAgentId.substr(0, 8)}, {"role", "lead"}};
   s.add_event(removed);
+  // The cycle's agent list, answered: the core sees the lead missing.
+  s.item("service_call", "2026-03-02T10:10:00Z", "", {{"operation", "list_agents"}});
+  if (list_answered) {
+    s.item("service_reply", "2026-03-02T10:10:00Z", "",
+           {{"operation", "list_agents"}, {"status", 200}});
+  } else {
+    s.item("service_reply", "2026-03-02T10:10:00Z", "",
+           {{"operation", "list_agents"}, {"transport_error", "broken_pipe"}});
+  }
   s.item("service_call", "2026-03-02T10:10:00Z", "ISS-2", {{"operation", "get_issue"}});
   s.item("service_reply", "2026-03-02T10:10:00Z", "ISS-2",
          {{"operation", "get_issue"}, {"status", 200}, {"body_class", "in_review"}});
@@ -1475,6 +1484,62 @@ TEST(ItemQueriesBounded, FiresWhenAConfigErrorShownByTheOrchestratorIsRetriedWit
   expect_first(run(s, base_scenario()), "item_queries_bounded", s.events().size() - 1);
   const Outcome later = run(lead_missing_then_queried("2026-03-02T11:10:00Z"), base_scenario());
   EXPECT_TRUE(later.seen.empty()) << describe(later.seen);
+}
+
+// Found by `rehearse check` (issue 10, reconcile-lead-missing seed 104): the
+// cycle's list_agents was lost to a network error, so the core could not know
+// the lead was missing and backed off as for a network error; the item's
+// query ten minutes later is no config attempt within the hour.
+TEST(ItemQueriesBounded, NearMissAnAgentListLostToTheNetworkHidesTheMissingLead) {
+  const Outcome o = run(lead_missing_then_queried("2026-03-02T10:20:00Z", /*list_answered=*/false),
+                        base_scenario());
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+}
+
+// A config error at 10:00, a migration at 10:30: the item's first query after
+// it (10:40) is the validation the hour allows, and its answer is no config
+// attempt, so the hour still ends at 11:00 (found by `rehearse check`,
+// reconcile-migration-404 seed 44). A second query inside the hour fires.
+Script config_error_then_migration(const char* again) {
+  Script s;
+  s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:00:00Z", "ISS-1",
+         {{"operation", "get_issue"}, {"status", 422}});
+  TraceEvent moved;
+  moved.t = at("2026-03-02T10:30:00Z");
+  moved.type = "instance_changed";
+  moved.service = "orchestrator";
+  s.add_event(moved);
+  s.item("service_call", "2026-03-02T10:40:00Z", "ISS-1", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:40:00Z", "ISS-1",
+         {{"operation", "get_issue"}, {"status", 403}});
+  s.item("service_call", again, "ISS-1", {{"operation", "get_issue"}});
+  return s;
+}
+
+TEST(ItemQueriesBounded, AValidationAfterAMigrationLeavesTheHourWhereItWas) {
+  const Outcome after_the_hour =
+      run(config_error_then_migration("2026-03-02T11:00:01Z"), base_scenario());
+  EXPECT_TRUE(after_the_hour.seen.empty()) << describe(after_the_hour.seen);
+  const Script twice = config_error_then_migration("2026-03-02T10:50:00Z");
+  expect_first(run(twice, base_scenario()), "item_queries_bounded", twice.events().size() - 1);
+}
+
+// A migration long before the config error: the item's first query after it
+// is a full attempt, not a validation the next hour would allow.
+TEST(ItemQueriesBounded, AMigrationAllowsOnlyTheFirstQueryAfterIt) {
+  Script s;
+  TraceEvent moved;
+  moved.t = at("2026-03-02T09:00:00Z");
+  moved.type = "instance_changed";
+  moved.service = "orchestrator";
+  s.add_event(moved);
+  s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:00:00Z", "ISS-1",
+         {{"operation", "get_issue"}, {"status", 422}});
+  const auto bad =
+      s.item("service_call", "2026-03-02T10:10:00Z", "ISS-1", {{"operation", "get_issue"}});
+  expect_first(run(s, base_scenario()), "item_queries_bounded", bad);
 }
 
 TEST(ItemQueriesBounded, NearMissLeadPresentItemDueEveryCycle) {
