@@ -561,6 +561,14 @@ void World::corrupt_state(const FaultSpec& fault) {
   if (fault.cut) data["cut"] = *fault.cut;
   if (!fault.flips.empty()) data["flips"] = fault.flips;
   if (!refused.empty()) data["error"] = refused;
+  // A cut at a record boundary of the journal leaves a valid, shorter
+  // journal: records lost that the file cannot show (docs/state-file.md,
+  // "What stays undetectable"); state_durable then holds the store to
+  // keeping the file only once the core itself found the loss.
+  if (applied && path.ends_with(StateStore::kJournalName) &&
+      journal_records_whole(disk_.live_content(path).value_or(std::string()))) {
+    data["records_whole"] = true;
+  }
   record_world("store_corrupt_injected", std::move(data));
   if (!applied) return;
   damaged_[fault.file] = {path, disk_.live_content(path).value_or(std::string())};
@@ -820,6 +828,7 @@ void World::read_final_state(ScenarioRunResult& result) {
   disk_.disarm_torn_write();
   disk_.cancel_fail_stop();
   compare_damaged_files(result);
+  result.unreported_torn_tail = tail_watch_.unreported_tail();
   auto store = StateStore::open(disk_, kWorldStateDir);
   if (!store.ok()) {
     result.store_error = store.error().describe();

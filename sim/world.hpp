@@ -264,6 +264,11 @@ struct ScenarioRunResult {
   bool store_corrupt = false;
   std::string store_error;                 // why the store could not be read, if it could not
   std::vector<DamagedFile> damaged_files;  // one per state file a fault damaged
+  // The run ended with a torn tail in the state journal that no process has
+  // reported yet (the world's own reading: a fault cut or flipped its last
+  // record after the last boot read it). The read-back drops it, as the next
+  // boot would, so final_states may be older than what was acknowledged.
+  bool unreported_torn_tail = false;
 
   // The run ran out of memory and was cut short where it was: end_ms,
   // events_executed, the violations and (when they still fit) the tallies

@@ -270,6 +270,11 @@ std::optional<JournalTail> journal_tail(std::string_view bytes) {
   return JournalTail{at, bytes.size() - at, is_torn(bytes.substr(at))};
 }
 
+bool journal_records_whole(std::string_view bytes) {
+  return bytes.rfind("#rehearse-journal ", 0) == 0 && bytes.find('\n') != std::string_view::npos &&
+         !journal_tail(bytes).has_value();
+}
+
 JournalTailWatch::JournalTailWatch(std::string dir)
     : dir_(std::move(dir)), journal_(dir_ + "/" + kJournalFile) {}
 

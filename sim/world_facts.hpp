@@ -93,6 +93,9 @@ struct JournalTail {
 // Nullopt when the bytes after the header are whole records, or when the
 // header line itself is missing or cut (no record can be told apart).
 std::optional<JournalTail> journal_tail(std::string_view bytes);
+// A journal header line followed only by whole records: what a cut at a
+// record boundary leaves (records lost that no reader of the file can see).
+bool journal_records_whole(std::string_view bytes);
 
 // The world's witness of torn journal tails in one state store directory
 // (issue 9; docs/trace-events.md): it follows the journal the store reads
@@ -116,6 +119,9 @@ class JournalTailWatch {
   std::vector<TraceEvent> events_after(const SimDisk& disk, const TraceEvent& event, TimeMs now);
 
   const std::string& journal_path() const noexcept { return journal_; }
+  // The journal holds a torn tail the world found and no process has kept
+  // a copy of (the core's report of it): no process has seen it yet.
+  bool unreported_tail() const noexcept { return damaged_ && damaged_->kept.empty(); }
 
  private:
   struct Damaged {

@@ -19,7 +19,10 @@
 //     configuration, e.g. an agent id not set; the reference run is made
 //     only when an item is stuck);
 //   - a store that cannot be read back failed closed, which is visible
-//     (state_corrupt): its jobs are not judged.
+//     (state_corrupt): its jobs are not judged; nor are they when the
+//     journal ends in a torn tail no process has seen yet (a fault cut or
+//     flipped its last record after the last boot's read: the read-back
+//     drops it, as the next boot will, so it may lack an acknowledged update).
 #pragma once
 
 #include <functional>

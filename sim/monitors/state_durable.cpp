@@ -181,12 +181,23 @@ bool StateDurable::note_state_damage(const TraceEvent& e) {
         applied != nullptr && applied->is_boolean() && !applied->get<bool>()) {
       return true;  // the world could not damage the file: nothing to report
     }
+    if (e.flag("records_whole")) {
+      // The cut left whole records (the disk_corrupted just before it named
+      // the same path): nothing in the file to report or to keep.
+      std::erase(corrupt_paths_, path);
+      std::erase_if(unreported_, [&](const Damage& d) { return d.path == path; });
+      hidden_loss_paths_.push_back(path);
+      return true;
+    }
     corrupt_paths_.push_back(path);
     unreported_.push_back(Damage{path});
     return true;
   }
   if (e.type == "state_corrupt") {
     unreported_.clear();
+    corrupt_paths_.insert(corrupt_paths_.end(), hidden_loss_paths_.begin(),
+                          hidden_loss_paths_.end());
+    hidden_loss_paths_.clear();
     return true;
   }
   if (e.type == "journal_tail_kept") {

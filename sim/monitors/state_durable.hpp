@@ -15,9 +15,10 @@
 //   shared count (retry_count.hpp); a lower or a higher announced attempt fires;
 //   a durable row (`durable_job_state`) that is `ok` keeps no count above 0;
 // - a corrupt state file is never written, appended, renamed over or
-//   removed; no retry is scheduled or started while the store refuses writes
-//   (a retry's start is its queue take: one taken before the core reported
-//   the damage may finish after it);
+//   removed (a journal cut at a record boundary, `records_whole`, counts as
+//   corrupt only once the core reports a damage: the file cannot show it); no retry is scheduled or
+//   started while the store refuses writes (a retry's start is its queue take: one taken before the
+//   core reported the damage may finish after it);
 // - a journal's tail is dropped only as a torn last record and only once a
 //   durable byte-for-byte copy of the damaged journal is kept (the copy is
 //   the damage's report, and lets the store replace a journal a fault cut);
@@ -89,6 +90,11 @@ class StateDurable final : public Monitor {
   std::map<std::string, std::string> unsynced_;       // store file -> its change not yet fsynced
   std::set<std::size_t> taken_while_refused_;         // indexes of retry takes while refused
   std::vector<std::string> corrupt_paths_;
+  // Journals a fault cut at a record boundary (`records_whole`): a valid,
+  // shorter journal no reader of the file can tell from a whole one. Corrupt
+  // (kept untouched) only once the core reports a damage (it found the loss
+  // some other way, e.g. the delivery ledger at a boot).
+  std::vector<std::string> hidden_loss_paths_;
   // Damage not reported yet (a state_corrupt, or a kept copy of a torn
   // journal, reports every damage before it).
   struct Damage {

@@ -1065,6 +1065,46 @@ TEST(StateDurable, FiresWhenTheCorruptStoreIsReplaced) {
   expect_first(run(s, base_scenario()), "state_durable", bad);
 }
 
+// Found by `rehearse check scenarios/journal-cut-at-record-boundary.json`
+// (seeds 5, 23, 27, ...; issue 10): the swarm's other faults change the
+// journal, so the scenario's cut lands on a record boundary that loses no
+// slot the ledger knows. The journal left is valid (`records_whole`), no
+// reader can see the loss (docs/state-file.md, "What stays undetectable"),
+// so appending to it is no corrupt file replaced; once the core reports a
+// damage (it found the loss another way), the file must be kept.
+Script journal_cut_whole_then_appended(bool reported) {
+  Script s;
+  const char* journal = "/srv/state/retry_state.journal";
+  s.add("disk_corrupted", "2026-03-02T10:00:00Z", {}, std::nullopt,
+        {{"path", journal}, {"kind", "truncate"}, {"offset", 1097}});
+  s.add("store_corrupt_injected", "2026-03-02T10:00:00Z", {}, std::nullopt,
+        {{"file", "retry_state.json"},
+         {"path", journal},
+         {"mode", "truncated"},
+         {"applied", true},
+         {"records_whole", true}});
+  s.add("process_boot", "2026-03-02T10:01:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 2}});
+  s.add("disk_read", "2026-03-02T10:01:00Z", {}, std::nullopt,
+        {{"path", journal}, {"offset", 0}, {"bytes", 1097}, {"process", 1}});
+  if (reported) note_state_corrupt(s, "2026-03-02T10:01:00Z");
+  s.add("disk_append", "2026-03-02T10:02:00Z", {}, std::nullopt,
+        {{"path", journal}, {"bytes", 300}, {"process", 1}});
+  return s;
+}
+
+TEST(StateDurable, AJournalCutAtARecordBoundaryIsCorruptOnlyOnceTheCoreFoundTheLoss) {
+  const Outcome unseen =
+      run(journal_cut_whole_then_appended(false), base_scenario(), at("2026-03-02T10:03:00Z"));
+  const auto state_durable = [](const Violation& v) { return v.invariant == "state_durable"; };
+  EXPECT_TRUE(std::none_of(unseen.seen.begin(), unseen.seen.end(), state_durable))
+      << describe(unseen.seen);
+  EXPECT_TRUE(std::none_of(unseen.end.begin(), unseen.end.end(), state_durable))
+      << describe(unseen.end);
+  const Script found = journal_cut_whole_then_appended(true);
+  expect_first(run(found, base_scenario()), "state_durable", found.events().size() - 1);
+}
+
 // Issue 8: a journal cut mid-record is dropped as a torn tail at the next
 // load. Reported (state_tail_dropped) with a copy of the damaged file kept
 // (kept_as), the store may then replace the journal; without the copy, it may

@@ -462,5 +462,33 @@ TEST(Findings, ADamagedFileACoreReadsAtItsBootMustBeReported) {
   EXPECT_NE(r.message.find("no state_corrupt was reported"), std::string::npos) << r.message;
 }
 
+// Found by `rehearse check scenarios/messenger-down-on-delivery.json
+// --first-seed 132`: the job recovered at 10:20, and a state_corrupted flip at
+// 10:25 hit the journal's last record; no process read the journal again.
+// The end-of-run read-back drops that record as a torn tail (as the next boot
+// would, and report it), which shows the retry taken before the recovery.
+// Liveness does not judge the jobs of a journal whose torn tail no process
+// has seen yet; the same run without that rule fires.
+TEST(Findings, ATornTailNoProcessHasSeenLeavesTheJobsUnjudged) {
+  const json base = read_json(source_dir() + "/scenarios/messenger-down-on-delivery.json");
+  auto doc = derive_case(base, 132, SwarmOptions{});
+  ASSERT_TRUE(doc.ok()) << doc.error().describe();
+  auto s = load_scenario_json(doc->dump(), "messenger-down-on-delivery.seed-132.json");
+  ASSERT_TRUE(s.ok()) << s.error().describe();
+  RunOptions options;
+  options.seed = 132;
+  auto run = run_scenario(*s, options);
+  ASSERT_TRUE(run.ok()) << run.error().describe();
+  EXPECT_TRUE(run->unreported_torn_tail);
+  const auto held = judge_liveness(*s, *run);
+  EXPECT_FALSE(held.has_value()) << held->message;
+  run->unreported_torn_tail = false;
+  const auto judged = judge_liveness(*s, *run);
+  ASSERT_TRUE(judged.has_value());
+  EXPECT_EQ(judged->invariant, "liveness");
+  EXPECT_NE(judged->message.find("still has a retry pending"), std::string::npos)
+      << judged->message;
+}
+
 }  // namespace
 }  // namespace rehearse::sim
