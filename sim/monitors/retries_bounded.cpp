@@ -20,8 +20,32 @@ Violations RetriesBounded::observe(const TraceEvent& e, std::size_t i) {
       episode_attempts_[e.job].clear();  // the episode ends
     }
   }
+  note_queued_retry(e);
   check_window(e, i, out);
   return out;
+}
+
+void RetriesBounded::note_queued_retry(const TraceEvent& e) {
+  if (e.type != "queue_add" || e.str("kind") != "retry" || !e.flag("added") || !e.slot) return;
+  const MonitoredJob* job = context_.jobs.find(e.job);
+  if (job == nullptr) return;
+  const SlotWatch& s = context_.slots.at(e.job, *e.slot);
+  const auto& failed_t =
+      job->policy.per_slot ? s.last_failure_t : context_.slots.job(e.job)->last_failure_t;
+  queued_[{e.job, *e.slot, static_cast<int>(e.num("attempt"))}] =
+      QueuedRetry{failed_t, context_.process.boots()};
+}
+
+// The failure a started retry answers: the last one, except for a retry the
+// queue held from before a blind boot (the damage may have lost the records
+// of the retries between), which answers the failure that queued it.
+std::optional<TimeMs> RetriesBounded::failure_answered(const TraceEvent& e,
+                                                       std::optional<TimeMs> last) const {
+  const ProcessTracker& process = context_.process;
+  if (!process.boot_blind()) return last;
+  const auto it = queued_.find({e.job, *e.slot, static_cast<int>(e.num("attempt"))});
+  if (it == queued_.end() || it->second.boot >= process.boots()) return last;
+  return it->second.failed_t;
 }
 
 void RetriesBounded::on_retry_started(const TraceEvent& e, std::size_t i, const MonitoredJob& job,
@@ -42,7 +66,8 @@ void RetriesBounded::on_retry_started(const TraceEvent& e, std::size_t i, const 
   const SlotWatch& slot = s != nullptr ? *s : kUnknownSlot;
   const JobRuns& runs = *context_.slots.job(e.job);
   const auto& cls = p.per_slot ? slot.last_failure_class : runs.last_failure_class;
-  const auto& failed_t = p.per_slot ? slot.last_failure_t : runs.last_failure_t;
+  const std::optional<TimeMs> failed_t =
+      failure_answered(e, p.per_slot ? slot.last_failure_t : runs.last_failure_t);
   if (!p.valid) {
     out.push_back({kName, i, e.t,
                    fmt::format("job {} slot {}: retried although its policy is invalid ({})", e.job,

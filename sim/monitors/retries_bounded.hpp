@@ -7,7 +7,9 @@
 // - more distinct retries than the budget allows (per (job, slot) under
 //   per_slot, per job until a run that did not fail under per_episode);
 // - a retry after a failure class the policy does not retry;
-// - a retry started before the failure + the least backoff;
+// - a retry started before the failure + the least backoff (after a blind
+//   boot, a retry the queue held from before it counts from the failure
+//   that queued it);
 // - a retry_scheduled beyond the limit or for a class not retried;
 // - the exact window: a retry queued at a fresh failure is due within
 //   [floor(d * (1 - jitter)), d] of it, d the delay of the n-th retry of the
@@ -15,8 +17,10 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -57,6 +61,18 @@ class RetriesBounded final : public Monitor {
   std::map<std::string, int> episode_base_;
   std::map<std::string, std::int64_t> rebased_boot_;
   void rebase_after_blind_boot(const std::string& job);
+  // Each retry entry the queue received (job, slot, attempt): the failure it
+  // answered and the boot it was added in. A retry the queue still held
+  // from before a blind boot may start right after the re-run of a retry
+  // whose records the damage lost; its backoff counts from the failure that
+  // queued it.
+  struct QueuedRetry {
+    std::optional<TimeMs> failed_t;
+    std::int64_t boot = 0;
+  };
+  std::map<std::tuple<std::string, TimeMs, int>, QueuedRetry> queued_;
+  void note_queued_retry(const TraceEvent& e);
+  std::optional<TimeMs> failure_answered(const TraceEvent& e, std::optional<TimeMs> last) const;
   std::map<std::string, std::int64_t> retries_;  // tally
 };
 

@@ -1,5 +1,7 @@
 #include "sim/monitors/retry_count.hpp"
 
+#include <algorithm>
+
 #include "model/time.hpp"
 #include "sim/monitors/event_text.hpp"
 
@@ -11,27 +13,41 @@ void RetryCount::rebase_after_blind_boot() {
   for (const auto& [id, config] : jobs_.all()) rebase_.insert(id);
 }
 
+namespace {
+
+// A retry the record still has pending (scheduled, not finished): the boot
+// runs it again as the same retry, so it is not one already started.
+int pending_retry(const nlohmann::json& record) {
+  const auto it = record.find("next_action");
+  return it != record.end() && it->is_string() && it->get<std::string>() == "retry" ? 1 : 0;
+}
+
+}  // namespace
+
 // The count the damaged store still holds for the job: the row the world
 // read (nullptr: none before the job ran again, so nothing survived).
 void RetryCount::rebase(const std::string& job, const TraceEvent* row) {
   rebase_.erase(job);
   const nlohmann::json* count = row == nullptr ? nullptr : field(*row, "retry_count");
   episode_scheduled_[job] = count != nullptr && count->is_number_integer() ? count->get<int>() : 0;
-  episode_surviving_[job] = episode_scheduled_[job];
+  episode_surviving_[job] =
+      std::max(0, episode_scheduled_[job] - (row == nullptr ? 0 : pending_retry(row->data)));
   const nlohmann::json* slots = row == nullptr ? nullptr : field(*row, "slots");
   for (auto& [key, n] : slot_scheduled_) {
     if (key.first != job) continue;
     n = 0;
+    int pending = 0;
     if (slots != nullptr && slots->is_object()) {
       for (const auto& [slot, record] : slots->items()) {
         const auto t = parse_instant(slot);
         if (t.ok() && *t == key.second && record.contains("retry_count") &&
             record["retry_count"].is_number_integer()) {
           n = record["retry_count"].get<int>();
+          pending = pending_retry(record);
         }
       }
     }
-    slot_surviving_[key] = n;
+    slot_surviving_[key] = std::max(0, n - pending);
   }
 }
 

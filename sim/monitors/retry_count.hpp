@@ -41,7 +41,9 @@ class RetryCount {
   int scheduled(const std::string& job, TimeMs slot, bool per_slot) const;
   // A blind boot: every job's count is rebased on what the store still holds.
   void rebase_after_blind_boot();
-  // The count the last rebase found (0 when none was made).
+  // The retries the last rebase found already started (0 when none was
+  // made): the row's count, less the retry it still has pending
+  // (next_action retry), which the boot runs again as that same retry.
   int surviving(const std::string& job, TimeMs slot, bool per_slot) const;
 
  private:

@@ -2244,5 +2244,79 @@ TEST(RetriesBoundedStoreDamage, FiresWhenAPlainRestartLosesTheCount) {
   EXPECT_TRUE(fired(o, "retries_bounded", "")) << describe(o.seen);
 }
 
+// Found by `rehearse check` (messenger-refuses-403 seeds 1325 and 1442,
+// issue 10): 10:00 failed, retry 1 (attempt 2) failed at 10:05 and retry 2
+// (attempt 3) was queued for 10:15; the process went down at 10:06 and a
+// damage to the store lost the records after retry 1 was scheduled. At the
+// blind boot (10:20) the row the world reads has retry_count 1 with that
+// retry still pending (next_action retry): the boot runs retry 1 again, and
+// when it fails the queue still holds retry 2 from before (the core's add is
+// idempotent), which starts at once. Neither is a retry beyond the budget
+// nor one before its backoff: the pending retry is the one the count already
+// holds, and retry 2 answers the failure that queued it. `tail` adds what
+// must still fire: a third retry, or a retry 2 queued after the boot that
+// runs 0 ms after the failure.
+enum class AfterLostRetry : unsigned char { nothing, third_retry, early_new_entry };
+
+Script pending_retry_lost_with_the_damage(bool damaged, AfterLostRetry tail) {
+  Script s;
+  const char* slot = "2026-03-02T10:00:00Z";
+  const auto queue_retry = [&](const char* t, int attempt, const char* ready, bool added) {
+    s.add("queue_add", t, "hourly", slot,
+          {{"kind", "retry"}, {"added", added}, {"attempt", attempt}, {"ready_at", ready}});
+  };
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  regular(s, "hourly", slot, slot, "2026-03-02T11:00:00Z", "failure", "rate_limit");
+  note(s, "retry_scheduled", "hourly", slot, slot, 1, "rate_limit");
+  queue_retry(slot, 2, "2026-03-02T10:05:00Z", true);
+  retry_run(s, "hourly", slot, "2026-03-02T10:05:00Z", 2, "failure", "rate_limit");
+  note(s, "retry_scheduled", "hourly", slot, "2026-03-02T10:05:00Z", 2, "rate_limit");
+  queue_retry("2026-03-02T10:05:00Z", 3, "2026-03-02T10:15:00Z", true);
+  crash(s, "2026-03-02T10:06:00Z");
+  if (damaged) damage_store(s, "2026-03-02T10:07:00Z");
+  boot(s, "2026-03-02T10:20:00Z", 2);
+  s.add("durable_job_state", "2026-03-02T10:20:00Z", "hourly", std::nullopt,
+        {{"retry_status", "retrying"},
+         {"retry_count", 1},
+         {"next_action", "retry"},
+         {"next_retry_at", "2026-03-02T10:05:00Z"},
+         {"next_run_at", "2026-03-02T11:00:00Z"},
+         {"slots", json::object()}});
+  retry_run(s, "hourly", slot, "2026-03-02T10:20:00Z", 2, "failure", "rate_limit");
+  const bool early = tail == AfterLostRetry::early_new_entry;
+  if (early) s.add("queue_cancel", "2026-03-02T10:20:00Z", "hourly", slot, {{"attempt", 3}});
+  queue_retry("2026-03-02T10:20:00Z", 3, early ? "2026-03-02T10:20:00Z" : "2026-03-02T10:15:00Z",
+              early);
+  retry_run(s, "hourly", slot, "2026-03-02T10:20:00Z", 3, "failure", "rate_limit");
+  if (tail == AfterLostRetry::third_retry) {
+    retry_run(s, "hourly", slot, "2026-03-02T10:40:00Z", 4, "failure", "rate_limit");
+  }
+  return s;
+}
+
+TEST(RetriesBoundedStoreDamage, NearMissAPendingRetryLostWithTheDamageRunsAgain) {
+  const Outcome o = run(pending_retry_lost_with_the_damage(true, AfterLostRetry::nothing),
+                        only({"hourly"}), at("2026-03-02T10:30:00Z"));
+  EXPECT_FALSE(fired(o, "retries_bounded", "")) << describe(o.seen);
+}
+
+TEST(RetriesBoundedStoreDamage, FiresOnAThirdRetryAfterAPendingOneRanAgain) {
+  const Outcome o = run(pending_retry_lost_with_the_damage(true, AfterLostRetry::third_retry),
+                        only({"hourly"}), at("2026-03-02T10:50:00Z"));
+  EXPECT_TRUE(fired(o, "retries_bounded", "retry 3 exceeds")) << describe(o.seen);
+}
+
+TEST(RetriesBoundedStoreDamage, FiresOnARetryQueuedAfterTheBlindBootBeforeItsBackoff) {
+  const Outcome o = run(pending_retry_lost_with_the_damage(true, AfterLostRetry::early_new_entry),
+                        only({"hourly"}), at("2026-03-02T10:30:00Z"));
+  EXPECT_TRUE(fired(o, "retries_bounded", "before its backoff")) << describe(o.seen);
+}
+
+TEST(RetriesBoundedStoreDamage, FiresOnTheOldEntryRightAfterAFailureWithoutDamage) {
+  const Outcome o = run(pending_retry_lost_with_the_damage(false, AfterLostRetry::nothing),
+                        only({"hourly"}), at("2026-03-02T10:30:00Z"));
+  EXPECT_TRUE(fired(o, "retries_bounded", "before its backoff")) << describe(o.seen);
+}
+
 }  // namespace
 }  // namespace rehearse::sim
