@@ -357,6 +357,12 @@ Task<bool> Reconciler::visit(const RunContext& context, PipelineItem item, bool 
   v.now = clock_.now();
   const OrchestratorAnswer answer = interpret_answer(result);
   if (auto failed = decide_on_failure(answer, result, "get_issue", full)) {
+    // A refusal is the current instance's answer about the item: it is not
+    // validated again before its due attempt (an hour away), which would be
+    // a config attempt inside the hour (docs/reconcile.md).
+    if (std::holds_alternative<RejectedFailure>(answer) && !v.instance.empty()) {
+      v.item.validated_instance = v.instance;
+    }
     co_return apply_decision(v, *failed, state);
   }
   if (!v.instance.empty()) v.item.validated_instance = v.instance;

@@ -13,6 +13,14 @@ namespace {
 constexpr DurationMs kConfigDeferralMs = kHourMs;
 constexpr std::size_t kAgentPrefixChars = 8;  // logs may carry this much of an agent id
 
+// A refusal a human must look at (docs/semantics.md §8: 400, 401, 403,
+// 422 and every other 4xx that is neither gone, 404 / 410, nor transient,
+// 408 / 429).
+bool is_refusal(std::int64_t status) {
+  return status >= 400 && status < 500 && status != 404 && status != 410 && status != 408 &&
+         status != 429;
+}
+
 // The stage a handoff for the issue's status leads to (its rank), or -1.
 int handoff_rank(const std::string& issue_status) {
   if (issue_status == "in_progress") return stage_rank("BUILDING");
@@ -68,26 +76,43 @@ void ItemQueriesBounded::check_config_attempts(const TraceEvent& e, std::size_t 
   if (e.item.empty() || e.service != "orchestrator") return;
   ItemWatch& w = items_[e.item];
   if (e.type == "service_call" && e.str("operation") == "get_issue") {
-    // The item's first query after an instance change may validate its id
-    // inside a deferral; it is not a config attempt, so its answer does not
-    // restart the hour (the core only validates an item it is not due to try).
-    const bool first_after_change = std::exchange(w.validation_allowed, false);
-    w.validating = false;
-    if (!w.config_error_at || e.t >= *w.config_error_at + kConfigDeferralMs) return;
-    if (first_after_change) {
-      w.validating = true;
-      return;
-    }
-    out.push_back({kName, i, e.t,
-                   fmt::format("issue {} queried {} after a config error the orchestrator "
-                               "showed at {} (config attempts at most hourly)",
-                               e.item, format_duration(e.t - *w.config_error_at),
-                               format_instant(*w.config_error_at))});
+    on_item_query(e, i, w, out);
+  } else if (e.type == "service_reply") {
+    on_item_reply(e, w);
+  }
+}
+
+// A get_issue for an item: inside the hour after a config error it fires,
+// unless it may be the validation a migration calls for: the core validates
+// an item it is not due to try once it knows the new instance (from an agent
+// list its cycle got) until the instance answers about the item.
+void ItemQueriesBounded::on_item_query(const TraceEvent& e, std::size_t i, ItemWatch& w,
+                                       Violations& out) {
+  w.validating = false;
+  if (!w.config_error_at || e.t >= *w.config_error_at + kConfigDeferralMs) return;
+  if (w.validation_allowed && agent_list_answered_[e.job]) {
+    w.validating = true;
     return;
   }
-  if (e.type != "service_reply" || std::exchange(w.validating, false)) return;
+  out.push_back({kName, i, e.t,
+                 fmt::format("issue {} queried {} after a config error the orchestrator "
+                             "showed at {} (config attempts at most hourly)",
+                             e.item, format_duration(e.t - *w.config_error_at),
+                             format_instant(*w.config_error_at))});
+}
+
+// An orchestrator reply about an item: a definitive answer (2xx, or a 4xx
+// that is not transient) in a cycle that knows the instance ends the
+// validation a migration called for; the answer to a validation is no config
+// attempt and leaves the hour where it was; a refusal, or a handoff the
+// missing lead agent blocks, is a config error.
+void ItemQueriesBounded::on_item_reply(const TraceEvent& e, ItemWatch& w) {
   const std::int64_t status = e.num("status");
-  if (status == 400 || status == 401 || status == 403 || status == 422) {
+  const bool definitive =
+      (status >= 200 && status < 300) || is_refusal(status) || status == 404 || status == 410;
+  if (definitive && agent_list_answered_[e.job]) w.validation_allowed = false;
+  if (std::exchange(w.validating, false)) return;
+  if (is_refusal(status)) {
     w.config_error_at = e.t;
     return;
   }

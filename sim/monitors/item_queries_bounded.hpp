@@ -5,15 +5,17 @@
 // the orchestrator's agent and instance events:
 // - after an orchestrator 404 for an item, any further orchestrator call for
 //   it fires;
-// - a reply refusing a request about an item (400, 401, 403, 422), or a
+// - a reply refusing a request about an item (a 4xx but 404, 408, 410,
+//   429: 400, 401, 403, 422, ...), or a
 //   get_issue answer whose status needs a handoff to a later stage than the
 //   item's durable one (own table: in_progress -> BUILDING, in_review ->
 //   REVIEWING) while the lead agent (AGENT_LEAD_ID) is missing from the
 //   agent list the job's cycle got answered (a list_agents 200 since its
 //   last list_agents call: a list lost to a network error hides the missing
 //   lead), is a config error; a get_issue for the item less than 1 h after
-//   it fires. The item's first query after an `instance_changed` is allowed
-//   inside the hour: a validation, whose answer is no config attempt and
+//   it fires. The item's first query after an `instance_changed` in a cycle
+//   whose agent list was answered (the core learns the instance from it) is
+//   allowed inside the hour: a validation, whose answer is no config attempt and
 //   leaves the hour where it was (the core validates only an item it is not
 //   due to try).
 #pragma once
@@ -48,13 +50,15 @@ class ItemQueriesBounded final : public Monitor {
     // From the orchestrator's own answers: the reply that showed a config
     // error (a refusal, or a handoff needed while the lead agent is missing).
     std::optional<TimeMs> config_error_at;
-    bool validation_allowed = false;  // an instance change since, and no query yet
+    bool validation_allowed = false;  // an instance change since, not answered yet
     bool validating = false;          // its last query was a validation inside a deferral
     std::int64_t queries = 0;
     std::string reason;  // the item's durable reconcile error
   };
 
   void check_config_attempts(const TraceEvent& e, std::size_t i, Violations& out);
+  void on_item_query(const TraceEvent& e, std::size_t i, ItemWatch& w, Violations& out);
+  void on_item_reply(const TraceEvent& e, ItemWatch& w);
   void check_after_not_found(const TraceEvent& e, std::size_t i, Violations& out);
 
   std::map<std::string, ItemWatch> items_;

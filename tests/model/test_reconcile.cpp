@@ -669,6 +669,25 @@ TEST(ReconcileWorld, RefusalOnTheFirstQueryIsNotRevalidatedInsideTheHour) {
   EXPECT_EQ(w.item("ISS-1").stage, kStageBuilding);  // then it recovers and moves on
 }
 
+// After a migration, a due attempt the new instance refuses (a 403) is that
+// instance's answer about the item: it is not queried again for validation
+// inside its hour (found by `rehearse check`, issue 10: a validation-only
+// query one cycle after the refusal).
+TEST(ReconcileWorld, ARefusalFromTheNewInstanceIsNotValidatedAgainInsideTheHour) {
+  World w(orchestrator({{"ISS-1", "in_progress"}}), config_for({"ISS-1"}));
+  w.orch.schedule_delete_issues(kStart + 7 * kMinuteMs, {}, std::string("orch-b"));
+  w.orch.add_fault(sim::OrchestratorFault{"get_issue", kStart + 8 * kMinuteMs,
+                                          kStart + 12 * kMinuteMs, 1.0, 403,
+                                          TransportErrorKind::none, "forbidden"});
+  w.run_cycles(5 * kMinuteMs, 2 * 12 + 1);  // 2 h of five-minute cycles
+  const auto deferred = w.events("item_deferred", "ISS-1");
+  ASSERT_EQ(deferred.size(), 1u);
+  for (const TimeMs t : w.query_times("ISS-1")) {
+    EXPECT_FALSE(t > deferred[0].t && t < deferred[0].t + kHourMs) << format_instant(t);
+  }
+  EXPECT_EQ(w.item("ISS-1").validated_instance, "orch-b");
+}
+
 // Invariant 8 from the trace: config-error attempts at most hourly, whatever
 // the cycle period and whatever else happens to the item (random periods,
 // a 503 window and a migration in the middle).

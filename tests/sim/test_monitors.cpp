@@ -1550,6 +1550,10 @@ Script config_error_then_migration(const char* again) {
   moved.type = "instance_changed";
   moved.service = "orchestrator";
   s.add_event(moved);
+  // The cycle's agent list, answered: the core knows the new instance.
+  s.item("service_call", "2026-03-02T10:40:00Z", "", {{"operation", "list_agents"}});
+  s.item("service_reply", "2026-03-02T10:40:00Z", "",
+         {{"operation", "list_agents"}, {"status", 200}});
   s.item("service_call", "2026-03-02T10:40:00Z", "ISS-1", {{"operation", "get_issue"}});
   s.item("service_reply", "2026-03-02T10:40:00Z", "ISS-1",
          {{"operation", "get_issue"}, {"status", 403}});
@@ -1603,6 +1607,9 @@ TEST(ItemQueriesBounded, NearMissHourlyConfigAttemptsAndOtherItems) {
   moved.type = "instance_changed";
   moved.service = "orchestrator";
   s.add_event(moved);
+  s.item("service_call", "2026-03-02T10:05:00Z", "", {{"operation", "list_agents"}});
+  s.item("service_reply", "2026-03-02T10:05:00Z", "",
+         {{"operation", "list_agents"}, {"status", 200}});
   s.item("service_call", "2026-03-02T10:05:00Z", "ISS-1", {{"operation", "get_issue"}});
   s.item("service_call", "2026-03-02T10:10:00Z", "ISS-2", {{"operation", "get_issue"}});
   s.item("service_reply", "2026-03-02T10:10:01Z", "ISS-2",
