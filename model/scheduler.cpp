@@ -285,6 +285,7 @@ Task<void> Scheduler::boot() {
   if (!halted()) start_schedules();
   if (!halted()) restore_pending_retries();
   if (!halted()) recover_stalled();
+  if (!halted()) restore_orphaned_retries();
   if (halted()) co_return;
   booted_ = true;
   // What the outbox still holds (a crash cut a send, or this boot added it):
@@ -513,6 +514,35 @@ void Scheduler::recover_stalled() {
                                  {"stalled_count", record != state_of(job->id).slots.end()
                                                        ? record->second.stalled_count
                                                        : kMaxStalledCount + 1}});
+  }
+}
+
+// A retry the state records as started (next_action retry, no instant) that
+// the queue no longer holds, waiting or active: the records of its end were
+// lost with damage to the store (a run's end is written before the queue's
+// finish, so nothing else leaves one; recover_stalled has handled the active
+// entries). Its outcome is unknown, so it runs again now, the same attempt,
+// as a stalled run does (at least once; docs/scheduler.md).
+void Scheduler::restore_orphaned_retries() {
+  if (corrupt_) return;
+  auto entries = queue_.list();
+  if (!entries.ok()) return halt(std::move(entries).error());
+  std::set<std::string> held;
+  for (const QueueEntry& entry : *entries) held.insert(queue_key(entry.spec));
+  const TimeMs now = clock_.now();
+  for (const ScheduledJob& job : jobs_) {
+    for (const auto& [slot, record] : state_of(job.id).slots) {
+      if (record.next_action != NextAction::retry || record.next_retry_at.has_value()) continue;
+      const QueueEntrySpec spec{job.id, slot, RunKind::retry, record.retry_count + 1, now};
+      if (held.count(queue_key(spec)) != 0) continue;
+      auto added = queue_.add(spec);
+      if (!added.ok()) return halt(std::move(added).error());
+      log_.warning("retry_restored", {{"job_id", job.id},
+                                      {"slot", format_instant(slot)},
+                                      {"attempt", spec.attempt},
+                                      {"next_retry_at", format_instant(now)},
+                                      {"reason", "started, and its end was lost"}});
+    }
   }
 }
 

@@ -188,6 +188,7 @@ class Scheduler {
   void start_schedules();
   void restore_pending_retries();
   void recover_stalled();
+  void restore_orphaned_retries();
 
   // Loop steps.
   void hand_out_due_slots();

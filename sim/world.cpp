@@ -179,6 +179,9 @@ class World {
   std::optional<DurationMs> torn_down_for_;  // an armed torn_write's down time
   std::size_t secrets_synced_ = 0;
   std::int64_t messenger_calls_ = 0;
+  bool store_damaged_ = false;           // the world damaged the state store's files
+  bool store_reported_corrupt_ = false;  // and a state_corrupt was sent since the last boot
+  void note_store_verdict(const TraceEvent& event);
   std::vector<const JobSpec*> reconcile_specs_;  // the scenario's reconcile jobs
   std::set<std::string> expected_violations_;
   std::set<std::string> fired_;
@@ -703,9 +706,26 @@ void World::on_violation(Violation violation) {
   if (!expected && options_.stop_on_violation) sim_.stop(reason);
 }
 
+// Whether the worker's store is failing closed at the end, from world facts
+// only: a `state_corrupt` notification the outbox received since the last
+// boot, after the world damaged the state store's files (liveness does not
+// judge jobs a store keeps from changing: docs/check.md).
+void World::note_store_verdict(const TraceEvent& event) {
+  const bool state_dir = event.str("path").rfind(std::string(kWorldStateDir) + "/", 0) == 0;
+  if ((event.type == "store_corrupt_injected" && event.flag("applied")) ||
+      ((event.type == "disk_corrupted" || event.type == "disk_torn_write") && state_dir)) {
+    store_damaged_ = true;
+  } else if (event.type == "process_boot") {
+    store_reported_corrupt_ = false;
+  } else if (event.type == "outbox_add" && event.str("event") == "state_corrupt") {
+    store_reported_corrupt_ = store_damaged_;
+  }
+}
+
 void World::on_trace_event(const TraceEvent& event, std::size_t index) {
   if (options_.trace_sink) options_.trace_sink(event, index);
   if (event.type == "queue_done") record_worker_mark(WorkerMarkKind::run_done, false);
+  note_store_verdict(event);
   if (event.service == to_string(ServiceKind::messenger) &&
       (event.type == "message_delivered" || event.type == "message_refused")) {
     ++messenger_calls_;
@@ -829,6 +849,7 @@ void World::read_final_state(ScenarioRunResult& result) {
   disk_.cancel_fail_stop();
   compare_damaged_files(result);
   result.unreported_torn_tail = tail_watch_.unreported_tail();
+  result.store_failing_closed = store_reported_corrupt_;
   auto store = StateStore::open(disk_, kWorldStateDir);
   if (!store.ok()) {
     result.store_error = store.error().describe();

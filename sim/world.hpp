@@ -269,6 +269,11 @@ struct ScenarioRunResult {
   // record after the last boot read it). The read-back drops it, as the next
   // boot would, so final_states may be older than what was acknowledged.
   bool unreported_torn_tail = false;
+  // The worker's store was failing closed at the end: the world damaged the
+  // state store's files and a state_corrupt notification reached the outbox
+  // since the last boot (it may have found a loss the files alone cannot
+  // show, e.g. from the delivery ledger, which the read-back does not ask).
+  bool store_failing_closed = false;
 
   // The run ran out of memory and was cut short where it was: end_ms,
   // events_executed, the violations and (when they still fit) the tallies

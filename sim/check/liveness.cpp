@@ -177,7 +177,7 @@ std::optional<Violation> judge_liveness(const Scenario& s, const ScenarioRunResu
   // A torn tail no process has seen yet: the read-back drops it as the next
   // boot would (reported then), so the jobs' durable state may lack what was
   // acknowledged before the damage; they are not judged (docs/check.md).
-  if (!run.unreported_torn_tail) {
+  if (!run.unreported_torn_tail && !run.store_failing_closed) {
     if (auto job = unsettled_job(run, when)) return job;
   }
   return unsettled_item(s, run, when, reference);

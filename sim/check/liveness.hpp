@@ -22,7 +22,10 @@
 //     (state_corrupt): its jobs are not judged; nor are they when the
 //     journal ends in a torn tail no process has seen yet (a fault cut or
 //     flipped its last record after the last boot's read: the read-back
-//     drops it, as the next boot will, so it may lack an acknowledged update).
+//     drops it, as the next boot will, so it may lack an acknowledged update),
+//     or when the worker's store is failing closed at the end (a
+//     state_corrupt sent since the last boot, after the world damaged the
+//     store: ScenarioRunResult::store_failing_closed).
 #pragma once
 
 #include <functional>

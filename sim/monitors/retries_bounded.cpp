@@ -25,15 +25,24 @@ Violations RetriesBounded::observe(const TraceEvent& e, std::size_t i) {
   return out;
 }
 
+// The first time the queue received each retry (a retry run again after its
+// end was lost keeps the failure it first answered); a cancelled entry's
+// retry never ran, so a later add of it is a new one.
 void RetriesBounded::note_queued_retry(const TraceEvent& e) {
-  if (e.type != "queue_add" || e.str("kind") != "retry" || !e.flag("added") || !e.slot) return;
+  if (e.str("kind") != "retry" || !e.slot) return;
+  const std::tuple<std::string, TimeMs, int> key{e.job, *e.slot,
+                                                 static_cast<int>(e.num("attempt"))};
+  if (e.type == "queue_cancel") {
+    queued_.erase(key);
+    return;
+  }
+  if (e.type != "queue_add" || !e.flag("added")) return;
   const MonitoredJob* job = context_.jobs.find(e.job);
   if (job == nullptr) return;
   const SlotWatch& s = context_.slots.at(e.job, *e.slot);
   const auto& failed_t =
       job->policy.per_slot ? s.last_failure_t : context_.slots.job(e.job)->last_failure_t;
-  queued_[{e.job, *e.slot, static_cast<int>(e.num("attempt"))}] =
-      QueuedRetry{failed_t, context_.process.boots()};
+  queued_.try_emplace(key, QueuedRetry{failed_t, context_.process.boots()});
 }
 
 // The failure a started retry answers: the last one, except for a retry the

@@ -33,8 +33,8 @@ class RetriesBounded final : public Monitor {
  public:
   static constexpr const char* kName = "retries_bounded";
   static std::vector<std::string> reads() {
-    return {"queue_take",        "queue_intent", "queue_done",
-            "durable_job_state", "outbox_add",   "queue_add"};
+    return {"queue_take", "queue_intent", "queue_done",  "durable_job_state",
+            "outbox_add", "queue_add",    "queue_cancel"};
   }
 
   RetriesBounded(const Scenario& scenario, MonitorContext& context);
@@ -61,11 +61,11 @@ class RetriesBounded final : public Monitor {
   std::map<std::string, int> episode_base_;
   std::map<std::string, std::int64_t> rebased_boot_;
   void rebase_after_blind_boot(const std::string& job);
-  // Each retry entry the queue received (job, slot, attempt): the failure it
-  // answered and the boot it was added in. A retry the queue still held
-  // from before a blind boot may start right after the re-run of a retry
-  // whose records the damage lost; its backoff counts from the failure that
-  // queued it.
+  // Each retry the queue received (job, slot, attempt), first time: the
+  // failure it answered and the boot it was added in (a cancel forgets it).
+  // After a blind boot, a retry queued before it (one the queue still held,
+  // or one run again because the damage lost its end) counts its backoff
+  // from the failure that first queued it.
   struct QueuedRetry {
     std::optional<TimeMs> failed_t;
     std::int64_t boot = 0;

@@ -573,6 +573,56 @@ TEST(Scheduler, StalledRunRerunsOnceWithoutConsumingAnAttempt) {
   EXPECT_EQ(w.api().calls("digest"), 2);
 }
 
+// The state records a retry as started (next_action retry, no instant) but
+// the queue holds nothing for it: the records of its end were lost (in the
+// swarm, a journal tail dropped with acknowledged records in it; here the
+// store is rewritten by hand while the process is down). The boot re-queues
+// it, ready now, the same attempt, and the job settles instead of waiting
+// for its next slot (found by `rehearse check`, restart-mid-run seed 197).
+TEST(Scheduler, AStartedRetryTheQueueNoLongerHoldsRunsAgainAtBoot) {
+  World w(at("2026-03-02T09:30:00Z"), {{"digest", "0 * * * *", per_job_max2()}});
+  w.api().add_outage(at("2026-03-02T10:00:00Z"), at("2026-03-02T10:03:00Z"));
+  w.restart(at("2026-03-02T10:20:00Z"), at("2026-03-02T10:30:00Z"));
+  w.start();
+  w.run_until(at("2026-03-02T10:25:00Z"));
+  ASSERT_EQ(w.stored("digest").retry_status, RetryStatus::ok);  // retry 1 succeeded
+  const TimeMs slot = at("2026-03-02T10:00:00Z");
+  {
+    auto store = StateStore::open(w.disk(), kStateDir);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE(store
+                    ->update("digest",
+                             [&](JobState& s) {
+                               s.retry_status = RetryStatus::retrying;
+                               s.failure_class = FailureClass::rate_limit;
+                               s.retry_count = 1;
+                               s.next_action = NextAction::retry;
+                               s.next_retry_at.reset();
+                               SlotRecord r;
+                               r.slot = slot;
+                               r.retry_status = RetryStatus::retrying;
+                               r.failure_class = FailureClass::rate_limit;
+                               r.retry_count = 1;
+                               r.next_action = NextAction::retry;
+                               s.slots[slot] = r;
+                             })
+                    .ok());
+  }
+  w.run_until(at("2026-03-02T10:40:00Z"));
+  const std::vector<TraceEvent> restored = w.events("retry_restored", "digest");
+  ASSERT_EQ(restored.size(), 1u);
+  EXPECT_EQ(restored[0].num("attempt"), 2);
+  EXPECT_EQ(restored[0].str("reason"), "started, and its end was lost");
+  const std::vector<Started> runs = starts(w, "digest");
+  ASSERT_FALSE(runs.empty());
+  EXPECT_EQ(runs.back().kind, "retry");
+  EXPECT_EQ(runs.back().attempt, 2) << "the same attempt, run again";
+  EXPECT_EQ(runs.back().t, at("2026-03-02T10:30:00Z"));
+  const JobState s = w.stored("digest");
+  EXPECT_EQ(s.retry_status, RetryStatus::ok);
+  EXPECT_EQ(s.retry_count, 0);
+}
+
 // A second stall of the same run fails it (BullMQ's maxStalledCount 1).
 TEST(Scheduler, SecondStallOfTheSameRunFailsIt) {
   World w(at("2026-03-02T09:30:00Z"), {{"digest", "0 * * * *", per_job_max2()}});

@@ -2291,7 +2291,10 @@ Script pending_retry_lost_with_the_damage(bool damaged, AfterLostRetry tail) {
          {"slots", json::object()}});
   retry_run(s, "hourly", slot, "2026-03-02T10:20:00Z", 2, "failure", "rate_limit");
   const bool early = tail == AfterLostRetry::early_new_entry;
-  if (early) s.add("queue_cancel", "2026-03-02T10:20:00Z", "hourly", slot, {{"attempt", 3}});
+  if (early) {
+    s.add("queue_cancel", "2026-03-02T10:20:00Z", "hourly", slot,
+          {{"kind", "retry"}, {"attempt", 3}});
+  }
   queue_retry("2026-03-02T10:20:00Z", 3, early ? "2026-03-02T10:20:00Z" : "2026-03-02T10:15:00Z",
               early);
   retry_run(s, "hourly", slot, "2026-03-02T10:20:00Z", 3, "failure", "rate_limit");

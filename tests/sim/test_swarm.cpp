@@ -490,5 +490,34 @@ TEST(Findings, ATornTailNoProcessHasSeenLeavesTheJobsUnjudged) {
       << judged->message;
 }
 
+// Found by `rehearse check scenarios/per-episode-hourly.json --first-seed
+// 1362`: a cut of the journal while the worker ran (12:52) lost the records
+// of a finished retry chain; the worker found the store damaged, reported
+// it, and at its boot after a restart the delivery ledger showed a slot the
+// retry state had lost: state_corrupt again, failing closed. The read-back
+// (which does not ask the ledger) shows the retry pending from before.
+// Liveness does not judge the jobs of a store failing closed at the end;
+// the same run judged without the rule fires.
+TEST(Findings, AStoreFailingClosedAtTheEndLeavesTheJobsUnjudged) {
+  const json base = read_json(source_dir() + "/scenarios/per-episode-hourly.json");
+  auto doc = derive_case(base, 1362, SwarmOptions{});
+  ASSERT_TRUE(doc.ok()) << doc.error().describe();
+  auto s = load_scenario_json(doc->dump(), "per-episode-hourly.seed-1362.json");
+  ASSERT_TRUE(s.ok()) << s.error().describe();
+  RunOptions options;
+  options.seed = 1362;
+  auto run = run_scenario(*s, options);
+  ASSERT_TRUE(run.ok()) << run.error().describe();
+  EXPECT_TRUE(run->store_failing_closed);
+  EXPECT_FALSE(run->unreported_torn_tail);
+  const auto held = judge_liveness(*s, *run);
+  EXPECT_FALSE(held.has_value()) << held->message;
+  run->store_failing_closed = false;
+  const auto judged = judge_liveness(*s, *run);
+  ASSERT_TRUE(judged.has_value());
+  EXPECT_NE(judged->message.find("still has a retry pending"), std::string::npos)
+      << judged->message;
+}
+
 }  // namespace
 }  // namespace rehearse::sim
