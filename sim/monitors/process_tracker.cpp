@@ -47,7 +47,11 @@ void ProcessTracker::observe(const TraceEvent& e) {
     up_ = true;
     boot_t_ = e.t;
   } else {
-    if (up_) down_t_ = e.t;
+    // A process that dies at the very instant it booted never ran its
+    // scheduler's first pass: the firings owed since the crash before
+    // stay owed, so the down time is that crash's (a blind boot after it
+    // excuses them; found by `rehearse check`, serial-queue-delay 492).
+    if (up_ && (!boot_t_ || e.t > *boot_t_)) down_t_ = e.t;
     up_ = false;
   }
 }

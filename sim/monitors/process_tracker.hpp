@@ -61,7 +61,7 @@ class ProcessTracker {
   bool up_ = false;
   std::int64_t boots_ = 0;
   std::optional<TimeMs> boot_t_;
-  std::optional<TimeMs> down_t_;  // the last crash
+  std::optional<TimeMs> down_t_;  // the last crash (not one at its boot's instant)
   bool store_refused_ = false;
   std::set<std::string> damaged_paths_;
   bool boot_blind_ = false;

@@ -2082,6 +2082,41 @@ TEST(ScheduleKeptStoreDamage, FiresOnARowOwedBeforeAPlainRestart) {
       << describe(o.seen);
 }
 
+// Down 10:20-12:10, a boot at 12:10 that dies at the instant it booted (its
+// store's first write torn: `dies_at`), the store damaged at 12:20, a blind
+// boot at 13:10: 11:00 and 12:00 were owed by a boot that never ran its
+// scheduler, so the blind boot's window reaches back to 10:20 (found by
+// `rehearse check`, serial-queue-delay seed 492). A boot that lived (dies
+// at 12:15) owed them itself: 11:00 skipped still fires.
+Script boot_that_dies_then_blind_boot(const char* dies_at) {
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "success");
+  crash(s, "2026-03-02T10:20:00Z");
+  boot(s, "2026-03-02T12:10:00Z", 2);
+  crash(s, dies_at);
+  damage_store(s, "2026-03-02T12:20:00Z");
+  boot(s, "2026-03-02T13:10:00Z", 3);
+  note_state_corrupt(s, "2026-03-02T13:10:00Z");
+  regular(s, "hourly", "2026-03-02T14:00:00Z", "2026-03-02T14:00:00Z", "2026-03-02T15:00:00Z",
+          "success");
+  return s;
+}
+
+TEST(ScheduleKeptStoreDamage, NearMissABootThatDiedAtOnceOwedNothing) {
+  const Outcome o = run(boot_that_dies_then_blind_boot("2026-03-02T12:10:00Z"), only({"hourly"}),
+                        at("2026-03-02T14:30:00Z"));
+  EXPECT_FALSE(fired(o, "schedule_kept", "")) << describe(o.seen);
+}
+
+TEST(ScheduleKeptStoreDamage, FiresOnASlotABootThatLivedOwed) {
+  const Outcome o = run(boot_that_dies_then_blind_boot("2026-03-02T12:15:00Z"), only({"hourly"}),
+                        at("2026-03-02T14:30:00Z"));
+  EXPECT_TRUE(fired(o, "schedule_kept", "regular slot 2026-03-02T11:00:00Z was skipped"))
+      << describe(o.seen);
+}
+
 TEST(ScheduleKeptStoreDamage, FiresOnASlotSkippedWhileUpBeforeTheBlindBoot) {
   // 11:00 fell while the process was up (down only from 11:30): not excused.
   const Outcome o = run(boot_after_damage("2026-03-02T11:30:00Z", "retry_state.json", true),
