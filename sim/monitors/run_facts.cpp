@@ -122,8 +122,11 @@ void RunFacts::on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& ou
   const OpenRun r = it->second;
   open_runs_.erase(it);
   const bool refused = process_.store_refused();
-  if (r.intent && !r.wrote && refused) {
-    // The store refuses writes: the outcome is what the run's finish
+  if (r.intent && !r.wrote && (refused || process_.store_damaged())) {
+    // The store refuses writes, or its files are damaged so that the world
+    // cannot read the row the run wrote (a snapshot damaged behind the
+    // running store, which follows its journal: found by `rehearse check`,
+    // messenger-refuses-403 seed 816): the outcome is what the run's finish
     // carries (a failure notice, a retry), judged after it (settle_pending).
     out.push_back({run_event(r, "run_started", r.take_t), r.take_index});
     pending_finish_ = PendingFinish{r, i, e.t, std::nullopt, {}};

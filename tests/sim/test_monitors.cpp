@@ -2117,6 +2117,42 @@ TEST(ScheduleKeptStoreDamage, FiresOnASlotABootThatLivedOwed) {
       << describe(o.seen);
 }
 
+// The world damaged the store's snapshot behind the running store (which
+// follows its journal), so the world reads no durable row of the runs after
+// it. A run's outcome is then what its finish carries (its failure notice),
+// so the retries are still counted (found by `rehearse check`,
+// messenger-refuses-403 seed 816: every run was taken for a success and the
+// exhaustion for one after 0 of 2 retries). `retries` failed retries before
+// retry_exhausted: 2 spends the budget; 1 does not, and fires.
+Script retries_with_rows_unreadable(int retries) {
+  Script s;
+  const char* slot = "2026-03-02T10:00:00Z";
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  damage_store(s, "2026-03-02T09:40:00Z", "retry_state.json");
+  const char* times[] = {slot, "2026-03-02T10:05:00Z", "2026-03-02T10:15:00Z"};
+  for (int n = 0; n <= retries; ++n) {
+    const std::uint64_t id = s.start_run("hourly");
+    const json entry = {{"id", id}, {"kind", n == 0 ? "regular" : "retry"}, {"attempt", n + 1}};
+    s.add("queue_take", times[n], "hourly", slot, entry);
+    failed_reply(s, times[n], "hourly", slot, "rate_limit");
+    s.add("queue_intent", times[n], "hourly", slot, entry);
+    s.add("queue_done", times[n], "hourly", slot, entry);
+    note(s, n == retries ? "retry_exhausted" : "retry_scheduled", "hourly", slot, times[n],
+         n == retries ? n : n + 1, "rate_limit");
+  }
+  return s;
+}
+
+TEST(NothingLostStoreDamage, RetriesAreCountedWhenTheWorldCannotReadTheRows) {
+  const Outcome spent =
+      run(retries_with_rows_unreadable(2), only({"hourly"}), at("2026-03-02T10:30:00Z"));
+  EXPECT_FALSE(fired(spent, "nothing_lost", "")) << describe(spent.seen);
+  const Outcome early =
+      run(retries_with_rows_unreadable(1), only({"hourly"}), at("2026-03-02T10:30:00Z"));
+  EXPECT_TRUE(fired(early, "nothing_lost", "declared retry_exhausted after 1 of 2"))
+      << describe(early.seen);
+}
+
 TEST(ScheduleKeptStoreDamage, FiresOnASlotSkippedWhileUpBeforeTheBlindBoot) {
   // 11:00 fell while the process was up (down only from 11:30): not excused.
   const Outcome o = run(boot_after_damage("2026-03-02T11:30:00Z", "retry_state.json", true),
