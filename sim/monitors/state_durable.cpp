@@ -68,7 +68,21 @@ Violations StateDurable::observe(const TraceEvent& e, std::size_t i) {
   if (check_corrupt_file_kept(e, i, out)) return out;
   // Counters survive restarts: the n-th retry of a budget announces attempt n.
   if (e.type == "retry_scheduled" && known_slot) check_retry_counter(e, i, out);
+  if (e.type == "queue_add") check_retry_queued(e, i, out);
   return out;
+}
+
+// No retry is scheduled while the store refuses writes (its counters cannot
+// be trusted), judged from the queue's own record of the retry (a notice an
+// intent decided before the damage, replayed at the boot that found it with
+// no retry queued, schedules nothing: found by `rehearse check`,
+// restart-mid-run seed 290).
+void StateDurable::check_retry_queued(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (e.str("kind") != "retry" || !e.flag("added") || !context_.process.store_refused()) return;
+  out.push_back({kName, i, e.t,
+                 fmt::format("job {} slot {}: a retry was scheduled while the state store is "
+                             "corrupt (its counters cannot be trusted)",
+                             e.job, slot_text(e.slot))});
 }
 
 // No retry runs while the store refuses writes (docs/semantics.md §5: a
@@ -254,12 +268,6 @@ bool StateDurable::check_corrupt_file_kept(const TraceEvent& e, std::size_t i, V
 // counter not reset after a success announces a higher attempt, a reset one
 // a lower).
 void StateDurable::check_retry_counter(const TraceEvent& e, std::size_t i, Violations& out) {
-  if (context_.process.store_refused()) {
-    out.push_back({kName, i, e.t,
-                   fmt::format("job {} slot {}: a retry was scheduled while the state store is "
-                               "corrupt (its counters cannot be trusted)",
-                               e.job, slot_text(e.slot))});
-  }
   const WitnessPolicy& p = context_.jobs.find(e.job)->policy;
   const RetryCount& counts = context_.retry_count;
   if (!counts.fresh(e.job, *e.slot, p.per_slot)) return;  // a replayed intent: the same retry

@@ -16,9 +16,9 @@
 //   a durable row (`durable_job_state`) that is `ok` keeps no count above 0;
 // - a corrupt state file is never written, appended, renamed over or
 //   removed (a journal cut at a record boundary, `records_whole`, counts as
-//   corrupt only once the core reports a damage: the file cannot show it); no retry is scheduled or
-//   started while the store refuses writes (a retry's start is its queue take: one taken before the
-//   core reported the damage may finish after it);
+//   corrupt only once the core reports a damage: the file cannot show it); no retry is scheduled
+//   (the queue's retry queue_add) or started while the store refuses writes (a retry's start is its
+//   queue take: one taken before the core reported the damage may finish after it);
 // - a journal's tail is dropped only as a torn last record and only once a
 //   durable byte-for-byte copy of the damaged journal is kept (the copy is
 //   the damage's report, and lets the store replace a journal a fault cut);
@@ -55,6 +55,7 @@ class StateDurable final : public Monitor {
             "disk_fsync",
             "disk_read",
             "queue_take",
+            "queue_add",
             "queue_intent",
             "queue_done",
             "durable_job_state",
@@ -83,6 +84,7 @@ class StateDurable final : public Monitor {
   bool check_corrupt_file_kept(const TraceEvent& e, std::size_t i, Violations& out);
   void check_tail_kept(const TraceEvent& e, std::size_t i, Violations& out);
   void check_retry_counter(const TraceEvent& e, std::size_t i, Violations& out);
+  void check_retry_queued(const TraceEvent& e, std::size_t i, Violations& out);
 
   MonitorContext& context_;
   std::map<std::string, std::int64_t> lock_holders_;  // lock file -> process holding it

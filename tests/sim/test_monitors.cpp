@@ -1287,11 +1287,21 @@ TEST(StateDurable, FiresAtTheEndWhenCorruptionIsNeverReported) {
   EXPECT_TRUE(std::none_of(o2.end.begin(), o2.end.end(), [](const Violation& v) {
     return v.invariant == "state_durable";
   })) << describe(o2.end);
-  // ...and a retry scheduled while corrupt fires.
+  // ...and a retry scheduled while corrupt (the queue's add of it) fires;
+  // the notice alone (a replayed intent's, no retry queued) does not.
   regular(ok, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:03:00Z", "2026-03-02T11:00:00Z",
           "failure", "rate_limit");
-  const auto bad = note(ok, "retry_scheduled", "hourly", "2026-03-02T10:00:00Z",
-                        "2026-03-02T10:03:00Z", 1, "rate_limit");
+  note(ok, "retry_scheduled", "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:03:00Z", 1,
+       "rate_limit");
+  const Outcome notice_only = run(ok, base_scenario(), at("2026-03-02T10:04:00Z"));
+  EXPECT_TRUE(std::none_of(notice_only.seen.begin(), notice_only.seen.end(),
+                           [](const Violation& v) {
+                             return v.message.find("scheduled while") != std::string::npos;
+                           }))
+      << describe(notice_only.seen);
+  const auto bad = ok.add(
+      "queue_add", "2026-03-02T10:03:00Z", "hourly", "2026-03-02T10:00:00Z",
+      {{"kind", "retry"}, {"added", true}, {"attempt", 2}, {"ready_at", "2026-03-02T10:08:00Z"}});
   expect_first(run(ok, base_scenario()), "state_durable", bad);
 }
 
