@@ -49,6 +49,10 @@ RunFacts::RunFacts(const ProcessTracker& process, const JobTable& jobs, const Sc
 
 std::optional<Fact> RunFacts::settle_pending(const TraceEvent& e) {
   if (!pending_finish_) return std::nullopt;
+  // The finish's own cancels (a superseded retry) come before its notices:
+  // the outcome is still to come (found by `rehearse check`,
+  // short-policy-in-quota-outage seed 374).
+  if (e.type == "queue_cancel" && e.job == pending_finish_->run.job) return std::nullopt;
   if (e.job == pending_finish_->run.job && !pending_finish_->failure_class) {
     const std::string event = e.type == "outbox_add" ? e.str("event") : std::string();
     const bool failure_notice =
