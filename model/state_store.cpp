@@ -178,8 +178,12 @@ std::optional<Error> StateStore::journal_changed_before(std::string_view journal
 
 Status StateStore::keep_damaged_copy(std::string_view journal, std::uint64_t base,
                                      const TornTail& tail) {
-  const std::string copy =
-      fmt::format("{}{}{}-{}", journal_path(), kDamagedInfix, base, tail.offset);
+  // The CRC-32C of the damaged bytes in the name: two damages that leave a
+  // tail at the same offset of the same journal generation are two copies,
+  // never one kept in place of the other (found by `rehearse check`,
+  // reconcile-out-of-order seed 1553: the second damage went uncopied).
+  const std::string copy = fmt::format("{}{}{}-{}-{:08x}", journal_path(), kDamagedInfix, base,
+                                       tail.offset, crc32c(journal));
   auto present = disk_->read_range(copy, 0, 0);
   if (!present.ok()) return present.error();
   if (!present->has_value()) {

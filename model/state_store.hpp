@@ -118,7 +118,8 @@ class StateStore final : public JobStateStore {
   static constexpr const char* kJournalName = "retry_state.journal";
   static constexpr const char* kLockName = "retry_state.lock";
   static constexpr const char* kTempSuffix = ".tmp";
-  // A damaged journal's copy: <journal>.damaged-<base>-<tail offset>.
+  // A damaged journal's copy: <journal>.damaged-<base>-<tail offset>-<CRC-32C
+  // of the damaged journal, 8 hex digits>.
   static constexpr const char* kDamagedInfix = ".damaged-";
 
   // Creates the directory if missing, takes the lock and loads the state.

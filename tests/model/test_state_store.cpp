@@ -471,7 +471,8 @@ TEST(StateStoreJournal, ATornTailsJournalIsCopiedBeforeTheNextWriteReplacesIt) {
   auto store = open_ok(disk, dir.path());
   const StoreHealth health = store.health();
   ASSERT_TRUE(health.torn_tail);
-  const std::string copy = journal_path + ".damaged-0-" + std::to_string(intact.size());
+  const std::string copy = journal_path + ".damaged-0-" + std::to_string(intact.size()) +
+                           fmt::format("-{:08x}", crc32c(damaged));
   EXPECT_EQ(health.damaged_copy, copy);
   EXPECT_EQ(**disk.read_file(copy), damaged);
   ASSERT_TRUE(store.update("a", increment).ok());  // compacts: the journal is replaced
@@ -480,6 +481,32 @@ TEST(StateStoreJournal, ATornTailsJournalIsCopiedBeforeTheNextWriteReplacesIt) {
   // Opening again does not copy again (the copy is the first one).
   auto reopened = open_ok(disk, dir.path());
   EXPECT_EQ(reopened.read("a")->retry_count, 3);
+}
+
+// Two different damages that leave a torn tail at the same offset of the
+// same journal generation keep two copies: the second is never taken for
+// the first one's (found by `rehearse check`, reconcile-out-of-order seed
+// 1553: the second damaged journal went uncopied and was replaced).
+TEST(StateStoreJournal, TwoDamagesAtTheSameOffsetKeepTwoCopies) {
+  TempDir dir;
+  PosixDisk disk;
+  {
+    auto store = open_ok(disk, dir.path());
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(store.update("a", increment).ok());
+  }
+  const std::string journal_path = dir.file("retry_state.journal");
+  const std::string intact = **disk.read_file(journal_path);
+  std::vector<std::string> copies;
+  for (const char* torn : {"3 120 {\"job_id\"", "3 120 {\"job_id\":\"b"}) {
+    ASSERT_TRUE(disk.write_file(journal_path, intact + torn).ok());
+    const std::string damaged = **disk.read_file(journal_path);
+    auto store = open_ok(disk, dir.path());
+    ASSERT_TRUE(store.health().torn_tail);
+    copies.push_back(store.health().damaged_copy);
+    EXPECT_EQ(**disk.read_file(copies.back()), damaged);
+  }
+  ASSERT_EQ(copies.size(), 2u);
+  EXPECT_NE(copies[0], copies[1]);
 }
 
 // Issue 8, item 3: a journal cut behind a running store. The store used to
