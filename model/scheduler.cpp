@@ -522,7 +522,8 @@ void Scheduler::recover_stalled() {
 // lost with damage to the store (a run's end is written before the queue's
 // finish, so nothing else leaves one; recover_stalled has handled the active
 // entries). Its outcome is unknown, so it runs again now, the same attempt,
-// as a stalled run does (at least once; docs/scheduler.md).
+// as a stalled run does (at least once; docs/scheduler.md); not under a
+// per-episode budget whose next regular slot is due, which supersedes it.
 void Scheduler::restore_orphaned_retries() {
   if (corrupt_) return;
   auto entries = queue_.list();
@@ -531,7 +532,13 @@ void Scheduler::restore_orphaned_retries() {
   for (const QueueEntry& entry : *entries) held.insert(queue_key(entry.spec));
   const TimeMs now = clock_.now();
   for (const ScheduledJob& job : jobs_) {
-    for (const auto& [slot, record] : state_of(job.id).slots) {
+    // Under a per-episode budget a regular slot due now starts a new episode
+    // that supersedes the old slot's retry: it is not run again.
+    const PolicyOrError& policy = effective_policy(job);
+    const JobState& state = state_of(job.id);
+    const bool per_slot = policy.ok() && policy->budget == BudgetScope::per_slot;
+    if (!per_slot && state.next_run_at && *state.next_run_at <= now) continue;
+    for (const auto& [slot, record] : state.slots) {
       if (record.next_action != NextAction::retry || record.next_retry_at.has_value()) continue;
       const QueueEntrySpec spec{job.id, slot, RunKind::retry, record.retry_count + 1, now};
       if (held.count(queue_key(spec)) != 0) continue;
