@@ -41,6 +41,7 @@ Violations StateDurable::observe(const TraceEvent& e, std::size_t i) {
   Violations out;
   if (is_boot_event(e.type)) {
     for (Damage& d : unreported_) d.booted = true;
+    forget_reported_hidden_losses();
     return out;
   }
   if (e.type == "disk_read") {
@@ -211,6 +212,8 @@ bool StateDurable::note_state_damage(const TraceEvent& e) {
     unreported_.clear();
     corrupt_paths_.insert(corrupt_paths_.end(), hidden_loss_paths_.begin(),
                           hidden_loss_paths_.end());
+    reported_hidden_.insert(reported_hidden_.end(), hidden_loss_paths_.begin(),
+                            hidden_loss_paths_.end());
     hidden_loss_paths_.clear();
     return true;
   }
@@ -226,6 +229,18 @@ bool StateDurable::note_state_damage(const TraceEvent& e) {
     return true;
   }
   return false;
+}
+
+// A boot's full load cannot see a cut at a record boundary, even one a
+// running store found and reported (the store keeps no record of it across
+// processes: docs/state-file.md): from the boot on, that journal is a valid
+// one again until the core reports a damage anew.
+void StateDurable::forget_reported_hidden_losses() {
+  for (const std::string& path : reported_hidden_) {
+    std::erase(corrupt_paths_, path);
+    hidden_loss_paths_.push_back(path);
+  }
+  reported_hidden_.clear();
 }
 
 // A journal's damaged tail is dropped only as a torn last record, and only

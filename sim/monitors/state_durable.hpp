@@ -97,6 +97,8 @@ class StateDurable final : public Monitor {
   // (kept untouched) only once the core reports a damage (it found the loss
   // some other way, e.g. the delivery ledger at a boot).
   std::vector<std::string> hidden_loss_paths_;
+  std::vector<std::string> reported_hidden_;  // hidden losses the core reported since the boot
+  void forget_reported_hidden_losses();
   // Damage not reported yet (a state_corrupt, or a kept copy of a torn
   // journal, reports every damage before it).
   struct Damage {

@@ -1103,6 +1103,20 @@ TEST(StateDurable, AJournalCutAtARecordBoundaryIsCorruptOnlyOnceTheCoreFoundTheL
       << describe(unseen.end);
   const Script found = journal_cut_whole_then_appended(true);
   expect_first(run(found, base_scenario()), "state_durable", found.events().size() - 1);
+  // A later boot's full load cannot see the cut (the store keeps no record
+  // across processes that it found one): appending after it is no
+  // replacement of a corrupt file (found by check, the same scenario, seed 90).
+  Script rebooted = found;
+  rebooted.add("process_crash", "2026-03-02T10:05:00Z", {}, std::nullopt,
+               {{"process", "worker"}, {"cause", "restart"}});
+  rebooted.add("process_boot", "2026-03-02T10:06:00Z", {}, std::nullopt,
+               {{"process", "worker"}, {"boots", 3}});
+  rebooted.add("disk_append", "2026-03-02T10:07:00Z", {}, std::nullopt,
+               {{"path", "/srv/state/retry_state.journal"}, {"bytes", 300}, {"process", 1}});
+  const Outcome after_boot = run(rebooted, base_scenario(), at("2026-03-02T10:08:00Z"));
+  ASSERT_FALSE(after_boot.seen.empty());
+  EXPECT_EQ(after_boot.seen.back().event_index, found.events().size() - 1)
+      << describe(after_boot.seen);
 }
 
 // Issue 8: a journal cut mid-record is dropped as a torn tail at the next
