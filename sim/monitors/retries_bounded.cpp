@@ -40,21 +40,23 @@ void RetriesBounded::note_queued_retry(const TraceEvent& e) {
   const MonitoredJob* job = context_.jobs.find(e.job);
   if (job == nullptr) return;
   const SlotWatch& s = context_.slots.at(e.job, *e.slot);
-  const auto& failed_t =
-      job->policy.per_slot ? s.last_failure_t : context_.slots.job(e.job)->last_failure_t;
-  queued_.try_emplace(key, QueuedRetry{failed_t, context_.process.boots()});
+  const JobRuns& runs = *context_.slots.job(e.job);
+  const bool per_slot = job->policy.per_slot;
+  queued_.try_emplace(key, QueuedRetry{per_slot ? s.last_failure_t : runs.last_failure_t,
+                                       per_slot ? s.last_failure_class : runs.last_failure_class,
+                                       context_.process.boots()});
 }
 
 // The failure a started retry answers: the last one, except for a retry the
 // queue held from before a blind boot (the damage may have lost the records
 // of the retries between), which answers the failure that queued it.
-std::optional<TimeMs> RetriesBounded::failure_answered(const TraceEvent& e,
-                                                       std::optional<TimeMs> last) const {
+RetriesBounded::Answered RetriesBounded::failure_answered(const TraceEvent& e,
+                                                          Answered last) const {
   const ProcessTracker& process = context_.process;
   if (!process.boot_blind()) return last;
   const auto it = queued_.find({e.job, *e.slot, static_cast<int>(e.num("attempt"))});
   if (it == queued_.end() || it->second.boot >= process.boots()) return last;
-  return it->second.failed_t;
+  return Answered{it->second.failed_t, it->second.failure_class};
 }
 
 void RetriesBounded::on_retry_started(const TraceEvent& e, std::size_t i, const MonitoredJob& job,
@@ -74,9 +76,11 @@ void RetriesBounded::on_retry_started(const TraceEvent& e, std::size_t i, const 
   const SlotWatch* s = context_.slots.find(e.job, *e.slot);
   const SlotWatch& slot = s != nullptr ? *s : kUnknownSlot;
   const JobRuns& runs = *context_.slots.job(e.job);
-  const auto& cls = p.per_slot ? slot.last_failure_class : runs.last_failure_class;
-  const std::optional<TimeMs> failed_t =
-      failure_answered(e, p.per_slot ? slot.last_failure_t : runs.last_failure_t);
+  const Answered answered =
+      failure_answered(e, p.per_slot ? Answered{slot.last_failure_t, slot.last_failure_class}
+                                     : Answered{runs.last_failure_t, runs.last_failure_class});
+  const std::optional<TimeMs>& failed_t = answered.failed_t;
+  const std::optional<std::string>& cls = answered.failure_class;
   if (!p.valid) {
     out.push_back({kName, i, e.t,
                    fmt::format("job {} slot {}: retried although its policy is invalid ({})", e.job,

@@ -65,14 +65,21 @@ class RetriesBounded final : public Monitor {
   // failure it answered and the boot it was added in (a cancel forgets it).
   // After a blind boot, a retry queued before it (one the queue still held,
   // or one run again because the damage lost its end) counts its backoff
-  // from the failure that first queued it.
+  // from the failure that first queued it, and is judged on that failure's
+  // class.
   struct QueuedRetry {
     std::optional<TimeMs> failed_t;
+    std::optional<std::string> failure_class;
     std::int64_t boot = 0;
+  };
+  // The failure a started retry answers: its instant and class.
+  struct Answered {
+    std::optional<TimeMs> failed_t;
+    std::optional<std::string> failure_class;
   };
   std::map<std::tuple<std::string, TimeMs, int>, QueuedRetry> queued_;
   void note_queued_retry(const TraceEvent& e);
-  std::optional<TimeMs> failure_answered(const TraceEvent& e, std::optional<TimeMs> last) const;
+  Answered failure_answered(const TraceEvent& e, Answered last) const;
   std::map<std::string, std::int64_t> retries_;  // tally
 };
 

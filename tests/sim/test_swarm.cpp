@@ -538,6 +538,10 @@ TEST(Findings, TheCasesOfTheSecondSearchStayFixed) {
       {"short-policy-in-quota-outage", 374},
       {"short-policy-in-quota-outage", 148},
       {"per-episode-hourly", 1362},
+      {"per-episode-hourly", 471},
+      {"messenger-down-on-notice", 1735},
+      {"journal-cut-at-record-boundary", 90},
+      {"reconcile-out-of-order", 1553},
   };
   for (const auto& [name, seed] : cases) {
     CheckCaseInput in;
