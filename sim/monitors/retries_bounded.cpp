@@ -17,7 +17,12 @@ Violations RetriesBounded::observe(const TraceEvent& e, std::size_t i) {
     } else if (e.type == "retry_scheduled" && job->policy_judged) {
       on_retry_scheduled(e, i, *job, out);
     } else if (e.type == "run_finished" && e.str("outcome") != "failure") {
-      episode_attempts_[e.job].clear();  // the episode ends
+      // The episode ends, and with it what a blind boot found of it: no
+      // later retry of this boot is rebased on that (found by check,
+      // journal-cut-at-record-boundary 1257).
+      episode_attempts_[e.job].clear();
+      episode_base_[e.job] = 0;
+      rebased_boot_[e.job] = context_.process.boots();
     }
   }
   note_queued_retry(e);

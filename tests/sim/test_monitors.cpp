@@ -2399,6 +2399,46 @@ Script pending_retry_lost_with_the_damage(bool damaged, AfterLostRetry tail) {
   return s;
 }
 
+// A blind boot whose surviving row holds a spent budget, then a success
+// (the episode ends), then a new episode with `retries` retries: the budget
+// of the new episode is whole (found by `rehearse check`,
+// journal-cut-at-record-boundary seed 1257: the count was rebased at the
+// first retry hours after the boot, on the old episode's row).
+Script new_episode_after_a_blind_boot(int retries) {
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  crash(s, "2026-03-02T09:40:00Z");
+  damage_store(s, "2026-03-02T09:41:00Z");
+  boot(s, "2026-03-02T09:50:00Z", 2);
+  s.add("durable_job_state", "2026-03-02T09:50:00Z", "hourly", std::nullopt,
+        {{"retry_status", "retry_exhausted"},
+         {"retry_count", 2},
+         {"next_action", "wait_next_run"},
+         {"next_run_at", "2026-03-02T10:00:00Z"},
+         {"slots", json::object()}});
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "success");
+  const char* slot = "2026-03-02T11:00:00Z";
+  regular(s, "hourly", slot, slot, "2026-03-02T12:00:00Z", "failure", "rate_limit");
+  const char* times[] = {"2026-03-02T11:05:00Z", "2026-03-02T11:15:00Z", "2026-03-02T11:35:00Z"};
+  const char* prev = slot;
+  for (int n = 1; n <= retries; ++n) {
+    note(s, "retry_scheduled", "hourly", slot, prev, n, "rate_limit");
+    retry_run(s, "hourly", slot, times[n - 1], n + 1, "failure", "rate_limit");
+    prev = times[n - 1];
+  }
+  return s;
+}
+
+TEST(RetriesBoundedStoreDamage, ANewEpisodeAfterABlindBootHasItsWholeBudget) {
+  const Outcome whole =
+      run(new_episode_after_a_blind_boot(2), only({"hourly"}), at("2026-03-02T11:40:00Z"));
+  EXPECT_FALSE(fired(whole, "retries_bounded", "")) << describe(whole.seen);
+  const Outcome beyond =
+      run(new_episode_after_a_blind_boot(3), only({"hourly"}), at("2026-03-02T11:40:00Z"));
+  EXPECT_TRUE(fired(beyond, "retries_bounded", "retry 3 exceeds")) << describe(beyond.seen);
+}
+
 TEST(RetriesBoundedStoreDamage, NearMissAPendingRetryLostWithTheDamageRunsAgain) {
   const Outcome o = run(pending_retry_lost_with_the_damage(true, AfterLostRetry::nothing),
                         only({"hourly"}), at("2026-03-02T10:30:00Z"));

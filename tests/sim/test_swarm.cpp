@@ -542,6 +542,7 @@ TEST(Findings, TheCasesOfTheSecondSearchStayFixed) {
       {"messenger-down-on-notice", 1735},
       {"journal-cut-at-record-boundary", 90},
       {"reconcile-out-of-order", 1553},
+      {"journal-cut-at-record-boundary", 1257},
   };
   for (const auto& [name, seed] : cases) {
     CheckCaseInput in;
