@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <system_error>
 #include <utility>
+#include "model/assert.hpp"
 
 #include <fmt/format.h>
 
@@ -467,6 +468,7 @@ void DeliveryLedger::prune(JobCache& c) const {
     c.completed.erase(c.completed.begin());
     c.slots.erase(slot);
   }
+  REHEARSE_ASSERT_LE(c.completed.size(), options_.completed_slots_kept);
 }
 
 Status DeliveryLedger::check_bounds(const std::string& job_id, const JobCache& c,
@@ -545,6 +547,7 @@ Status DeliveryLedger::start_journal(const std::string& job_id, JobCache& c,
 
 Status DeliveryLedger::append_record(const std::string& job_id, JobCache& c,
                                      std::string_view record) {
+  REHEARSE_ASSERT(!record.empty() && record.back() == '\n');  // one whole line
   const std::string path = journal_path_for(job_id);
   if (auto s = disk_->append_file(path, record); !s.ok()) return s;
   // Read back before the fsync, which stays the point of durability.
@@ -558,6 +561,7 @@ Status DeliveryLedger::append_record(const std::string& job_id, JobCache& c,
   c.last_offset = c.journal_end;
   c.journal_end += record.size();
   c.last_crc = crc32c(record);
+  REHEARSE_ASSERT_EQ(c.journal_end - c.last_offset, record.size());
   return {};
 }
 

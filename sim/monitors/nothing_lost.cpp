@@ -157,6 +157,7 @@ void NothingLost::track_recovery(const TraceEvent& e, std::size_t i) {
     if (failure_notification(event)) {
       j.showed_failure = true;
       j.showed_failure_boot = context_.process.boots();
+      j.showed_failure_refused = context_.process.store_refused();
     } else if (event == "recovered") {
       j.showed_failure = false;
       j.success_unannounced.reset();
@@ -164,10 +165,12 @@ void NothingLost::track_recovery(const TraceEvent& e, std::size_t i) {
     return;
   }
   if (e.type != "run_finished" || e.str("outcome") != "success") return;
-  if (j.showed_failure && context_.process.boot_blind() &&
-      j.showed_failure_boot < context_.process.boots()) {
+  const bool rebooted = j.showed_failure_boot < context_.process.boots();
+  if (j.showed_failure && rebooted && (context_.process.boot_blind() || j.showed_failure_refused)) {
     // The failure was shown before a boot that found the state store
-    // damaged: what the job showed was recorded only there (docs/monitors.md,
+    // damaged, or while the store refused writes (so it was never recorded)
+    // and before a boot since: what the job showed was recorded only in the
+    // damaged store or in the memory of a process gone (docs/monitors.md,
     // "Damage the store cannot see past"), so no `recovered` is owed.
     j.showed_failure = false;
     return;

@@ -57,6 +57,7 @@ class NothingLost final : public Monitor {
     std::optional<GroupRun> group_run;
     bool showed_failure = false;                     // a failure notification reached the messenger
     std::int64_t showed_failure_boot = 0;            // the boot it reached the messenger in
+    bool showed_failure_refused = false;             // shown while the store refused writes
     std::optional<std::size_t> success_unannounced;  // the success still owing `recovered`
     TimeMs success_unannounced_t = 0;
   };

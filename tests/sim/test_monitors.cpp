@@ -2287,6 +2287,28 @@ TEST(NothingLostStoreDamage, NearMissNoRecoveredOwedForAFailureShownBeforeABlind
   EXPECT_FALSE(fired(o, "nothing_lost", "recovered")) << describe(o.seen) << describe(o.end);
 }
 
+// The failure shown while the store refused writes (it reported itself
+// corrupt at 09:50, so the failure was never recorded), then a boot that
+// finds no damage to see: the new process cannot know what was shown, so
+// no `recovered` is owed (found by `rehearse check`, env-override-empty seed
+// 354: the store failed closed on lost records the ledger showed).
+TEST(NothingLostStoreDamage, NearMissNoRecoveredOwedForAFailureShownWhileTheStoreRefused) {
+  Script s;
+  const char* slot = "2026-03-02T10:00:00Z";
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  note_state_corrupt(s, "2026-03-02T09:50:00Z");
+  regular(s, "hourly", slot, slot, "2026-03-02T11:00:00Z", "failure", "timeout");
+  note(s, "failed_permanent", "hourly", slot, slot, 0, "timeout");
+  s.add("message_delivered", slot, "hourly", slot,
+        {{"kind", "notification"}, {"event", "failed_permanent"}, {"target", "ops"}});
+  crash(s, "2026-03-02T10:03:00Z");
+  boot(s, "2026-03-02T10:04:00Z", 2);
+  regular(s, "hourly", "2026-03-02T11:00:00Z", "2026-03-02T11:00:00Z", "2026-03-02T12:00:00Z",
+          "success");
+  const Outcome o = run(s, hourly_with_messenger(), at("2026-03-02T11:30:00Z"));
+  EXPECT_FALSE(fired(o, "nothing_lost", "recovered")) << describe(o.seen) << describe(o.end);
+}
+
 TEST(NothingLostStoreDamage, FiresWhenRecoveredIsMissingAfterAPlainRestart) {
   const Outcome o =
       run(failure_shown_then_restart(false), hourly_with_messenger(), at("2026-03-02T11:30:00Z"));

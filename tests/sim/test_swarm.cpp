@@ -543,6 +543,7 @@ TEST(Findings, TheCasesOfTheSecondSearchStayFixed) {
       {"journal-cut-at-record-boundary", 90},
       {"reconcile-out-of-order", 1553},
       {"journal-cut-at-record-boundary", 1257},
+      {"env-override-empty", 354},
   };
   for (const auto& [name, seed] : cases) {
     CheckCaseInput in;
