@@ -1480,6 +1480,27 @@ TEST(TokenReissueBounded, NearMissOneReissueThenSuccessAndARefresh) {
 
 // ------------------------------------------------------------ 8 item_queries_bounded
 
+// The orchestrator's move to a new instance at `t`, as the world records it.
+void migrate(Script& s, const char* t) {
+  TraceEvent moved;
+  moved.t = at(t);
+  moved.type = "instance_changed";
+  moved.service = "orchestrator";
+  s.add_event(moved);
+}
+
+// A cycle's list_agents at `t`, answered 200 (the core sees the agent list
+// and the instance) or lost to a network error.
+void agent_list(Script& s, const char* t, bool answered = true) {
+  s.item("service_call", t, "", {{"operation", "list_agents"}});
+  if (answered) {
+    s.item("service_reply", t, "", {{"operation", "list_agents"}, {"status", 200}});
+  } else {
+    s.item("service_reply", t, "",
+           {{"operation", "list_agents"}, {"transport_error", "broken_pipe"}});
+  }
+}
+
 TEST(ItemQueriesBounded, FiresOnAQueryAfterA404) {
   Script s;
   s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
@@ -1527,15 +1548,8 @@ Script lead_missing_then_queried(const char* again, bool list_answered = true) {
   removed.service = "orchestrator";
   removed.data = {{"agent", kAgentId.substr(0, 8)}, {"role", "lead"}};
   s.add_event(removed);
-  // The cycle's agent list, answered: the core sees the lead missing.
-  s.item("service_call", "2026-03-02T10:10:00Z", "", {{"operation", "list_agents"}});
-  if (list_answered) {
-    s.item("service_reply", "2026-03-02T10:10:00Z", "",
-           {{"operation", "list_agents"}, {"status", 200}});
-  } else {
-    s.item("service_reply", "2026-03-02T10:10:00Z", "",
-           {{"operation", "list_agents"}, {"transport_error", "broken_pipe"}});
-  }
+  // The cycle's agent list: answered, the core sees the lead missing.
+  agent_list(s, "2026-03-02T10:10:00Z", list_answered);
   s.item("service_call", "2026-03-02T10:10:00Z", "ISS-2", {{"operation", "get_issue"}});
   s.item("service_reply", "2026-03-02T10:10:00Z", "ISS-2",
          {{"operation", "get_issue"}, {"status", 200}, {"body_class", "in_review"}});
@@ -1569,15 +1583,9 @@ Script config_error_then_migration(const char* again) {
   s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
   s.item("service_reply", "2026-03-02T10:00:00Z", "ISS-1",
          {{"operation", "get_issue"}, {"status", 422}});
-  TraceEvent moved;
-  moved.t = at("2026-03-02T10:30:00Z");
-  moved.type = "instance_changed";
-  moved.service = "orchestrator";
-  s.add_event(moved);
+  migrate(s, "2026-03-02T10:30:00Z");
   // The cycle's agent list, answered: the core knows the new instance.
-  s.item("service_call", "2026-03-02T10:40:00Z", "", {{"operation", "list_agents"}});
-  s.item("service_reply", "2026-03-02T10:40:00Z", "",
-         {{"operation", "list_agents"}, {"status", 200}});
+  agent_list(s, "2026-03-02T10:40:00Z");
   s.item("service_call", "2026-03-02T10:40:00Z", "ISS-1", {{"operation", "get_issue"}});
   s.item("service_reply", "2026-03-02T10:40:00Z", "ISS-1",
          {{"operation", "get_issue"}, {"status", 403}});
@@ -1597,11 +1605,7 @@ TEST(ItemQueriesBounded, AValidationAfterAMigrationLeavesTheHourWhereItWas) {
 // is a full attempt, not a validation the next hour would allow.
 TEST(ItemQueriesBounded, AMigrationAllowsOnlyTheFirstQueryAfterIt) {
   Script s;
-  TraceEvent moved;
-  moved.t = at("2026-03-02T09:00:00Z");
-  moved.type = "instance_changed";
-  moved.service = "orchestrator";
-  s.add_event(moved);
+  migrate(s, "2026-03-02T09:00:00Z");
   s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
   s.item("service_reply", "2026-03-02T10:00:00Z", "ISS-1",
          {{"operation", "get_issue"}, {"status", 422}});
@@ -1626,14 +1630,8 @@ TEST(ItemQueriesBounded, NearMissHourlyConfigAttemptsAndOtherItems) {
   s.item("service_reply", "2026-03-02T10:00:01Z", "ISS-1",
          {{"operation", "get_issue"}, {"status", 403}});
   // A validation query after a migration is not an attempt.
-  TraceEvent moved;
-  moved.t = at("2026-03-02T10:04:00Z");
-  moved.type = "instance_changed";
-  moved.service = "orchestrator";
-  s.add_event(moved);
-  s.item("service_call", "2026-03-02T10:05:00Z", "", {{"operation", "list_agents"}});
-  s.item("service_reply", "2026-03-02T10:05:00Z", "",
-         {{"operation", "list_agents"}, {"status", 200}});
+  migrate(s, "2026-03-02T10:04:00Z");
+  agent_list(s, "2026-03-02T10:05:00Z");
   s.item("service_call", "2026-03-02T10:05:00Z", "ISS-1", {{"operation", "get_issue"}});
   s.item("service_call", "2026-03-02T10:10:00Z", "ISS-2", {{"operation", "get_issue"}});
   s.item("service_reply", "2026-03-02T10:10:01Z", "ISS-2",

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -462,6 +463,25 @@ TEST(Findings, ADamagedFileACoreReadsAtItsBootMustBeReported) {
   EXPECT_NE(r.message.find("no state_corrupt was reported"), std::string::npos) << r.message;
 }
 
+// The derived case of a bundled scenario for `seed`, run once (its
+// Scenario in `scenario`, left empty when a step failed): what the
+// liveness findings below judge.
+ScenarioRunResult run_derived_case(const std::string& name, std::uint64_t seed,
+                                   std::optional<Scenario>& scenario) {
+  scenario.reset();
+  const json base = read_json(source_dir() + "/scenarios/" + name + ".json");
+  auto doc = derive_case(base, seed, SwarmOptions{});
+  if (!doc.ok()) return {};
+  auto s = load_scenario_json(doc->dump(), name + ".seed-" + std::to_string(seed) + ".json");
+  if (!s.ok()) return {};
+  RunOptions options;
+  options.seed = seed;
+  auto run = run_scenario(*s, options);
+  if (!run.ok()) return {};
+  scenario = std::move(s).value();  // set only when every step worked
+  return std::move(run).value();
+}
+
 // Found by `rehearse check scenarios/messenger-down-on-delivery.json
 // --first-seed 132`: the job recovered at 10:20, and a state_corrupted flip at
 // 10:25 hit the journal's last record; no process read the journal again.
@@ -470,20 +490,14 @@ TEST(Findings, ADamagedFileACoreReadsAtItsBootMustBeReported) {
 // Liveness does not judge the jobs of a journal whose torn tail no process
 // has seen yet; the same run without that rule fires.
 TEST(Findings, ATornTailNoProcessHasSeenLeavesTheJobsUnjudged) {
-  const json base = read_json(source_dir() + "/scenarios/messenger-down-on-delivery.json");
-  auto doc = derive_case(base, 132, SwarmOptions{});
-  ASSERT_TRUE(doc.ok()) << doc.error().describe();
-  auto s = load_scenario_json(doc->dump(), "messenger-down-on-delivery.seed-132.json");
-  ASSERT_TRUE(s.ok()) << s.error().describe();
-  RunOptions options;
-  options.seed = 132;
-  auto run = run_scenario(*s, options);
-  ASSERT_TRUE(run.ok()) << run.error().describe();
-  EXPECT_TRUE(run->unreported_torn_tail);
-  const auto held = judge_liveness(*s, *run);
+  std::optional<Scenario> s;
+  ScenarioRunResult run = run_derived_case("messenger-down-on-delivery", 132, s);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_TRUE(run.unreported_torn_tail);
+  const auto held = judge_liveness(*s, run);
   EXPECT_FALSE(held.has_value()) << held->message;
-  run->unreported_torn_tail = false;
-  const auto judged = judge_liveness(*s, *run);
+  run.unreported_torn_tail = false;
+  const auto judged = judge_liveness(*s, run);
   ASSERT_TRUE(judged.has_value());
   EXPECT_EQ(judged->invariant, "liveness");
   EXPECT_NE(judged->message.find("still has a retry pending"), std::string::npos)
@@ -499,21 +513,15 @@ TEST(Findings, ATornTailNoProcessHasSeenLeavesTheJobsUnjudged) {
 // Liveness does not judge the jobs of a store failing closed at the end;
 // the same run judged without the rule fires.
 TEST(Findings, AStoreFailingClosedAtTheEndLeavesTheJobsUnjudged) {
-  const json base = read_json(source_dir() + "/scenarios/per-episode-hourly.json");
-  auto doc = derive_case(base, 1362, SwarmOptions{});
-  ASSERT_TRUE(doc.ok()) << doc.error().describe();
-  auto s = load_scenario_json(doc->dump(), "per-episode-hourly.seed-1362.json");
-  ASSERT_TRUE(s.ok()) << s.error().describe();
-  RunOptions options;
-  options.seed = 1362;
-  auto run = run_scenario(*s, options);
-  ASSERT_TRUE(run.ok()) << run.error().describe();
-  EXPECT_TRUE(run->store_failing_closed);
-  EXPECT_FALSE(run->unreported_torn_tail);
-  const auto held = judge_liveness(*s, *run);
+  std::optional<Scenario> s;
+  ScenarioRunResult run = run_derived_case("per-episode-hourly", 1362, s);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_TRUE(run.store_failing_closed);
+  EXPECT_FALSE(run.unreported_torn_tail);
+  const auto held = judge_liveness(*s, run);
   EXPECT_FALSE(held.has_value()) << held->message;
-  run->store_failing_closed = false;
-  const auto judged = judge_liveness(*s, *run);
+  run.store_failing_closed = false;
+  const auto judged = judge_liveness(*s, run);
   ASSERT_TRUE(judged.has_value());
   EXPECT_NE(judged->message.find("still has a retry pending"), std::string::npos)
       << judged->message;
