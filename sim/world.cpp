@@ -711,13 +711,19 @@ void World::on_violation(Violation violation) {
 // boot, after the world damaged the state store's files (liveness does not
 // judge jobs a store keeps from changing: docs/check.md).
 void World::note_store_verdict(const TraceEvent& event) {
-  const bool state_dir = event.str("path").rfind(std::string(kWorldStateDir) + "/", 0) == 0;
-  if ((event.type == "store_corrupt_injected" && event.flag("applied")) ||
-      ((event.type == "disk_corrupted" || event.type == "disk_torn_write") && state_dir)) {
-    store_damaged_ = true;
-  } else if (event.type == "process_boot") {
+  const std::string& type = event.type;
+  if (type == "store_corrupt_injected") {
+    if (event.flag("applied")) store_damaged_ = true;
+  } else if (type == "disk_corrupted" || type == "disk_torn_write") {
+    const std::string path = event.str("path");
+    const std::string_view dir = kWorldStateDir;
+    if (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+        path[dir.size()] == '/') {
+      store_damaged_ = true;
+    }
+  } else if (type == "process_boot") {
     store_reported_corrupt_ = false;
-  } else if (event.type == "outbox_add" && event.str("event") == "state_corrupt") {
+  } else if (type == "outbox_add" && event.str("event") == "state_corrupt") {
     store_reported_corrupt_ = store_damaged_;
   }
 }
