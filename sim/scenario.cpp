@@ -1334,8 +1334,10 @@ void Loader::load_job_common(const json& v, const std::string& pointer, std::opt
   }
 }
 
-// A publish job's own key: where its posts go.
+// A publish job's own key: where its posts go. Each run asks the model API
+// for the post (model/publish_job.hpp), so the world must have it.
 void Loader::load_publish(const json& v, const std::string& pointer, JobSpec& job) {
+  require_service(ServiceKind::model_api, pointer, fmt::format("publish job '{}'", job.id));
   if (const json* t = require(v, pointer, "targets", "a non-empty array of messenger targets")) {
     job.targets = load_targets(*t, child(pointer, "targets"), true);
   }

@@ -496,7 +496,10 @@ bool uses(const std::vector<json>& jobs, sim::JobKind kind) {
 // The services the jobs use (the messenger always: notifications go there).
 json services_for(const WorldPlan& w, const std::vector<json>& jobs) {
   json s{{"messenger", {{"targets", w.targets}}}};
-  if (uses(jobs, sim::JobKind::group)) s["model-api"] = json::object();
+  // Group tasks and publish runs ask the model (a publish job for its post).
+  if (uses(jobs, sim::JobKind::group) || uses(jobs, sim::JobKind::publish)) {
+    s["model-api"] = json::object();
+  }
   if (uses(jobs, sim::JobKind::fetch)) {
     s["brokerage"] = {{"token_lifetime", fmt::format("{}h", w.token_hours)}};
   }

@@ -582,6 +582,15 @@ const std::vector<Mutation>& mutations() {
          d["faults"].erase(3);
        },
        "/jobs/2", "reconcile job 'issues' uses the 'orchestrator' service, which is not declared"},
+      {"publish without model-api",
+       [](json& d) {
+         erase(d, "/services/model-api");
+         erase(d, "/expect/services/model-api");
+         d["faults"].erase(2);  // the timeouts fault on model-api
+         d["faults"].erase(0);  // the quota fault
+         d["jobs"].erase(0);    // the group job, which also calls the model
+       },
+       "/jobs/2", "publish job 'post' uses the 'model-api' service, which is not declared"},
       {"publish unknown target", [](json& d) { set(d, "/jobs/3/targets/1", "alerts"); },
        "/jobs/3/targets/1", "unknown target 'alerts'"},
       // faults
