@@ -17,6 +17,7 @@
 #include "sim/expect.hpp"
 #include "sim/fault_kinds.hpp"
 #include "sim/generic_service.hpp"
+#include "sim/memory_reserve.hpp"
 #include "sim/messenger.hpp"
 #include "sim/model_api.hpp"
 #include "sim/orchestrator.hpp"
@@ -925,6 +926,9 @@ void World::install_monitors_and_listeners() {
       [this](const TraceEvent& event, std::size_t index) { on_trace_event(event, index); });
   sim_.add_event_listener([this](const ExecutedEvent&) {
     ++events_seen_;
+    // An allocation the memory reserve served: end the run here, at an
+    // event boundary, as out of memory (sim/memory_reserve.hpp).
+    if (memory_reserve_spent()) throw std::bad_alloc();
     after_event();
     if (options_.progress && options_.progress_every_events > 0 &&
         events_seen_ % options_.progress_every_events == 0) {
@@ -1016,7 +1020,9 @@ ScenarioRunResult World::run() {
   }
   result.tallies = monitors_->tallies();
   finished_ = true;
-
+  // Reading the stores back needs memory of its own: not after the reserve
+  // served the loop's last events.
+  if (memory_reserve_spent()) throw std::bad_alloc();
   read_final_state(result);
   result.violations = violations_;
   result.all_violations = all_violations_;
@@ -1105,6 +1111,9 @@ Result<std::unique_ptr<JobRunner>> make_default_runner(const JobSpec& job, Runne
 
 Result<ScenarioRunResult> run_scenario(const Scenario& scenario, RunOptions options) {
   const std::uint64_t seed = options.seed.value_or(scenario.seed);
+  // A reserve spent by an earlier run is taken back when the memory is
+  // there again; if not, this run is cut short at its first event.
+  rearm_memory_reserve();
   auto world = std::make_unique<World>(scenario, options, seed);
   if (Status s = world->prepare(); !s.ok()) return s.error();
   try {

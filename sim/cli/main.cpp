@@ -11,6 +11,7 @@
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
+#include "sim/memory_reserve.hpp"
 
 namespace rehearse::cli {
 
@@ -54,6 +55,9 @@ int print_version(bool as_json) {
 int main(int argc, char** argv) {
   using namespace rehearse::cli;
   std::vector<std::string> args(argv + 1, argv + argc);
+  // Running out of memory inside a run ends that run with a report instead
+  // of std::terminate (sim/memory_reserve.hpp, docs/run.md).
+  rehearse::sim::arm_memory_reserve();
   try {
     if (args.empty()) {
       fmt::print(stderr, "{}", kTopHelp);

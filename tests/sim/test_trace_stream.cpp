@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/expect.hpp"
+#include "sim/memory_reserve.hpp"
 #include "sim/scenario.hpp"
 #include "sim/trace.hpp"
 #include "sim/world.hpp"
@@ -154,6 +155,53 @@ TEST(TraceStream, OutOfMemoryInTheRunLoopReportsTheRunSoFar) {
       << run->errors.front();
   EXPECT_NE(run->errors.front().find("after 30 events"), std::string::npos);
   EXPECT_TRUE(run->tallies.contains("jobs")) << run->tallies.dump();
+}
+
+// An allocation the memory reserve served (sim/memory_reserve.hpp) ends the
+// run at the next event boundary, the event complete, as out of memory; the
+// next run takes the reserve back and runs to the end. The handler is called
+// as operator new would call it on a failed allocation.
+TEST(TraceStream, AnAllocationTheReserveServedEndsTheRunAtTheNextEvent) {
+  auto scenario =
+      load_scenario_file(std::string(REHEARSE_SOURCE_DIR) + "/scenarios/weekly-quota-2h.json");
+  ASSERT_TRUE(scenario.ok());
+  ASSERT_TRUE(arm_memory_reserve(std::size_t{1} << 20));
+  int calls = 0;
+  RunOptions options;
+  options.progress_every_events = 10;
+  options.progress = [&calls](const RunProgress&) {
+    if (++calls == 3) std::get_new_handler()();  // served: nothing thrown here
+  };
+  auto run = run_scenario(*scenario, options);
+  ASSERT_TRUE(run.ok());
+  EXPECT_TRUE(run->out_of_memory);
+  EXPECT_EQ(run->events_executed, 31u) << "the event after the one that was served";
+  ASSERT_EQ(run->errors.size(), 1u);
+  EXPECT_NE(run->errors.front().find("after 31 events"), std::string::npos) << run->errors.front();
+  EXPECT_TRUE(memory_reserve_spent());
+
+  auto next = run_scenario(*scenario);
+  ASSERT_TRUE(next.ok());
+  EXPECT_FALSE(next->out_of_memory);
+  EXPECT_EQ(next->outcome, RunOutcome::completed);
+  EXPECT_FALSE(memory_reserve_spent());
+  disarm_memory_reserve();
+}
+
+TEST(MemoryReserve, ServesOneFailureThenFailsUntilRearmed) {
+  ASSERT_TRUE(arm_memory_reserve(std::size_t{1} << 20));
+  ASSERT_NE(std::get_new_handler(), nullptr);
+  EXPECT_FALSE(memory_reserve_spent());
+  std::get_new_handler()();  // the first failure: the reserve goes
+  EXPECT_TRUE(memory_reserve_spent());
+  EXPECT_THROW(std::get_new_handler()(), std::bad_alloc);  // nothing left to give
+  EXPECT_TRUE(rearm_memory_reserve());
+  EXPECT_FALSE(memory_reserve_spent());
+  std::get_new_handler()();
+  EXPECT_TRUE(memory_reserve_spent());
+  disarm_memory_reserve();
+  EXPECT_EQ(std::get_new_handler(), nullptr);
+  EXPECT_FALSE(memory_reserve_spent());
 }
 
 }  // namespace
