@@ -350,6 +350,14 @@ void erase(json& doc, const std::string& pointer) {
   }
 }
 
+// The example without the model API and the faults that name it.
+void drop_model_api(json& d) {
+  erase(d, "/services/model-api");
+  erase(d, "/expect/services/model-api");
+  d["faults"].erase(2);  // the timeouts fault on model-api
+  d["faults"].erase(0);  // the quota fault
+}
+
 const std::vector<Mutation>& mutations() {
   static const std::vector<Mutation> kCases{
       // top level
@@ -539,14 +547,7 @@ const std::vector<Mutation>& mutations() {
        "unknown target 'teem' (not declared in /services/messenger/targets); did you mean 'team'?"},
       {"group without targets", [](json& d) { erase(d, "/jobs/0/targets"); }, "/jobs/0",
        "missing required key 'targets'"},
-      {"group without model-api",
-       [](json& d) {
-         erase(d, "/services/model-api");
-         erase(d, "/expect/services/model-api");
-         d["faults"].erase(2);  // the timeouts fault on model-api
-         d["faults"].erase(0);  // the quota fault
-       },
-       "/jobs/0/tasks",
+      {"group without model-api", [](json& d) { drop_model_api(d); }, "/jobs/0/tasks",
        "group job 'weekly-summary' uses the 'model-api' service, which is not declared"},
       {"targets without messenger", [](json& d) { erase(d, "/services/messenger"); },
        "/jobs/0/targets", "no 'messenger' service is declared"},
@@ -584,11 +585,8 @@ const std::vector<Mutation>& mutations() {
        "/jobs/2", "reconcile job 'issues' uses the 'orchestrator' service, which is not declared"},
       {"publish without model-api",
        [](json& d) {
-         erase(d, "/services/model-api");
-         erase(d, "/expect/services/model-api");
-         d["faults"].erase(2);  // the timeouts fault on model-api
-         d["faults"].erase(0);  // the quota fault
-         d["jobs"].erase(0);    // the group job, which also calls the model
+         drop_model_api(d);
+         d["jobs"].erase(0);  // the group job, which also calls the model
        },
        "/jobs/2", "publish job 'post' uses the 'model-api' service, which is not declared"},
       {"publish unknown target", [](json& d) { set(d, "/jobs/3/targets/1", "alerts"); },
