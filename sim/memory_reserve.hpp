@@ -14,6 +14,10 @@
 // cut short by running out of memory. Only a second failure before the
 // reserve is re-armed throws std::bad_alloc as before.
 //
+// Its price: under an address-space limit (ulimit -v) the reserve takes its
+// size of the limit, so a run within that much of the limit is cut short
+// where it would have completed (docs/run.md has the measurements).
+//
 // The mark is process-wide: runs on other threads see it too and end the same
 // way. It never shapes a run's events (determinism: docs/simulator.md), it
 // only cuts a run short, which is reported as such and never as a result.

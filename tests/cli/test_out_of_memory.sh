@@ -4,8 +4,9 @@
 # memory"; sim/memory_reserve.hpp).
 # Method: the benchmark fleet cut to 5,000 jobs over 20 minutes under an
 # address-space limit (`ulimit -v` 100,000 KB) above the process's start and
-# its 64 MiB reserve, and below what the fleet's boot needs. Before the
-# reserve this ended in std::terminate (exit 134).
+# its 64 MiB reserve, and below what the fleet's boot needs with the reserve
+# held. (Without the reserve this run fits in 100,000 KB and ends in
+# std::terminate at 70,000-90,000 KB: docs/run.md has the measurements.)
 # Not for sanitizer builds (their shadow memory needs terabytes of address
 # space); CMake leaves the test out there.
 set -u
