@@ -394,6 +394,7 @@ Status SimDisk::tear(const Located& at, Inode& file, std::string_view bytes, boo
   // the file before it, as a real flush would).
   file.durable = file.data;
   file.durable_is_prefix = true;
+  ++file.durable_version;
   ++counters_.torn_writes;
   counters_.bytes_written += persisted.size();
   const DiskOwner who = owner();
@@ -482,6 +483,7 @@ Status SimDisk::fsync_file(const std::string& path) {
     f.durable = f.data;
   }
   f.durable_is_prefix = true;
+  ++f.durable_version;
   counters_.bytes_synced += synced;
   if (trace_ != nullptr) {
     record("disk_fsync", {{"path", at->path},
@@ -656,6 +658,7 @@ Status SimDisk::put_durable(const std::string& path, std::string_view bytes) {
   Inode& f = inode(id);
   f.data.assign(bytes);
   f.durable.assign(bytes);
+  ++f.durable_version;
   set_live(d, at->name, Entry{false, id});
   set_entry(d.durable, at->name, Entry{false, id});
   return {};
@@ -802,6 +805,7 @@ Status SimDisk::corrupt(const std::string& path, const Corruption& corruption) {
   f.data = bytes;
   f.durable = std::move(bytes);
   f.durable_is_prefix = true;
+  ++f.durable_version;
   ++counters_.corruptions;
   if (trace_ != nullptr) {
     record("disk_corrupted", {{"path", at->path},
@@ -859,14 +863,25 @@ std::optional<std::string> SimDisk::durable_content(const std::string& path) con
   return *bytes;
 }
 
-const std::string* SimDisk::durable_view(const std::string& path) const {
+std::optional<std::uint64_t> SimDisk::durable_inode(const std::string& path) const {
   const auto at = locate(path);
-  if (!at.ok() || at->name.empty()) return nullptr;
-  if (!durably_reachable(dirs_, at->parent)) return nullptr;
+  if (!at.ok() || at->name.empty()) return std::nullopt;
+  if (!durably_reachable(dirs_, at->parent)) return std::nullopt;
   const Directory& d = dirs_.at(at->parent);
   const auto e = d.durable.find(at->name);
-  if (e == d.durable.end() || e->second.dir) return nullptr;
-  return &inodes_.at(e->second.inode).durable;
+  if (e == d.durable.end() || e->second.dir) return std::nullopt;
+  return e->second.inode;
+}
+
+const std::string* SimDisk::durable_view(const std::string& path) const {
+  const auto id = durable_inode(path);
+  return id ? &inodes_.at(*id).durable : nullptr;
+}
+
+std::optional<SimDisk::DurableIdentity> SimDisk::durable_identity(const std::string& path) const {
+  const auto id = durable_inode(path);
+  if (!id) return std::nullopt;
+  return DurableIdentity{*id, inodes_.at(*id).durable_version};
 }
 
 std::vector<std::string> SimDisk::durable_listing(const std::string& dir) const {

@@ -219,6 +219,17 @@ class SimDisk final : public Disk {
   // The durable bytes without a copy (null when durable_content would be
   // empty); valid until the next operation on the disk.
   const std::string* durable_view(const std::string& path) const;
+  // Which durable bytes those are: equal identities mean byte-identical
+  // durable content (every change to a file's durable bytes, by a sync, a
+  // torn write or a corruption, gives it a new version; inodes are never
+  // reused). Lets a reader skip re-reading a file it has read (nullopt: no
+  // such file after a crash now).
+  struct DurableIdentity {
+    std::uint64_t inode = 0;
+    std::uint64_t version = 0;
+    bool operator==(const DurableIdentity&) const = default;
+  };
+  std::optional<DurableIdentity> durable_identity(const std::string& path) const;
   // Durable names of a directory (what list_dir would give after a crash).
   std::vector<std::string> durable_listing(const std::string& dir) const;
   bool is_locked(const std::string& path) const;
@@ -251,7 +262,8 @@ class SimDisk final : public Disk {
     // fsync copies just the new bytes: a 4 MiB journal fsynced per append
     // stays linear.
     bool durable_is_prefix = true;
-    std::uint32_t refs = 0;  // entries (live and durable) naming it
+    std::uint64_t durable_version = 0;  // bumped at every change of `durable`
+    std::uint32_t refs = 0;             // entries (live and durable) naming it
   };
   struct FailStop {
     std::uint64_t remaining = 0;
@@ -276,6 +288,8 @@ class SimDisk final : public Disk {
   const Directory* find_dir(const std::string& normalised) const;
   const Entry* find_live(const Located& at) const;
   Inode& inode(std::uint64_t id);
+  // The durable entry's inode id of a file (nullopt: none after a crash now).
+  std::optional<std::uint64_t> durable_inode(const std::string& path) const;
   std::uint64_t new_inode();
   void link(const Entry& e);
   void unlink(const Entry& e);

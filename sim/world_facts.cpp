@@ -115,34 +115,67 @@ DurableStateReader::DurableStateReader(std::string dir) : dir_(std::move(dir)) {
 std::string DurableStateReader::journal_path() const { return dir_ + "/" + kJournalFile; }
 
 // The snapshot's jobs, then the journal's records after its journal_seq.
-// False (nothing changed) when the snapshot is present but unreadable.
+// False (nothing changed) when the snapshot is present but unreadable. The
+// snapshot is parsed again only when its durable bytes changed or a journal
+// record was applied over it since it was read.
 bool DurableStateReader::load_all(const SimDisk& disk) {
-  std::map<std::string, json> jobs;
-  std::uint64_t seq = 0;
+  const auto snapshot = disk.durable_identity(dir_ + "/" + kSnapshotFile);
+  const bool same_snapshot = snapshot_read_.has_value() && snapshot == snapshot_read_;
+  if (!(readable_ && same_snapshot && !journal_applied_)) {
+    if (!parse_snapshot(disk)) {
+      snapshot_read_.reset();
+      return false;
+    }
+    snapshot_read_ = snapshot;
+    journal_applied_ = false;
+  }
+  read_journal(disk);
+  return true;
+}
+
+// The snapshot's jobs (none without a snapshot) replace what was read
+// since the last changed().
+bool DurableStateReader::parse_snapshot(const SimDisk& disk) {
+  ++snapshot_parses_;
+  json doc;
   if (const std::string* snap = disk.durable_view(dir_ + "/" + kSnapshotFile)) {
-    const json doc = json::parse(*snap, nullptr, /*allow_exceptions=*/false);
+    doc = json::parse(*snap, nullptr, /*allow_exceptions=*/false);
     if (!member(doc, "jobs").is_object() || !member(doc, "journal_seq").is_number_unsigned()) {
       return false;
     }
-    seq = doc.at("journal_seq").get<std::uint64_t>();
-    for (const auto& [id, record] : doc.at("jobs").items()) {
-      json facts = job_state_facts(record);
-      if (!facts.is_null()) jobs[id] = std::move(facts);
-    }
   }
-  jobs_ = std::move(jobs);
-  all_touched_ = true;
-  snapshot_seq_ = seq;
-  header_.clear();
-  offset_ = 0;
-  if (const std::string* journal = disk.durable_view(journal_path())) {
-    const auto nl = journal->find('\n');
-    if (nl == std::string::npos || journal->rfind("#rehearse-journal ", 0) != 0) return true;
-    header_ = journal->substr(0, nl + 1);
-    offset_ = nl + 1;
-    read_journal_from(*journal, offset_);
+  pending_.clear();
+  snapshot_seq_ = doc.is_null() ? 0 : doc.at("journal_seq").get<std::uint64_t>();
+  if (doc.is_null()) return true;
+  for (const auto& [id, record] : doc.at("jobs").items()) {
+    json facts = job_state_facts(record);
+    if (!facts.is_null()) note(id, std::move(facts));
   }
   return true;
+}
+
+// A job's facts as read now: pending when they differ from held_.
+void DurableStateReader::note(const std::string& id, json facts) {
+  std::string text = facts.dump();
+  const auto held = held_.find(id);
+  if (held != held_.end() && held->second == text) {
+    pending_.erase(id);
+    return;
+  }
+  pending_[id] = {std::move(facts), std::move(text)};
+}
+
+// The journal from its header on, over the jobs read before it.
+void DurableStateReader::read_journal(const SimDisk& disk) {
+  header_.clear();
+  offset_ = 0;
+  const std::string* journal = disk.durable_view(journal_path());
+  if (journal == nullptr) return;
+  const auto nl = journal->find('\n');
+  if (nl == std::string::npos || journal->rfind("#rehearse-journal ", 0) != 0) return;
+  header_ = journal->substr(0, nl + 1);
+  offset_ = nl + 1;
+  read_journal_from(*journal, offset_);
 }
 
 // Whole records from `from` on, until the first that is not intact (a torn
@@ -160,8 +193,8 @@ bool DurableStateReader::read_journal_from(const std::string& bytes, std::size_t
     if (facts.is_null()) break;
     if (record->first > snapshot_seq_) {
       const std::string id = payload.at("job_id").get<std::string>();
-      jobs_[id] = std::move(facts);
-      if (!all_touched_) touched_.insert(id);
+      note(id, std::move(facts));
+      journal_applied_ = true;
     }
     at = nl + 1;
     any = true;
@@ -182,21 +215,12 @@ std::vector<std::pair<std::string, json>> DurableStateReader::changed(const SimD
   }
   std::vector<std::pair<std::string, json>> out;
   if (!readable_) return out;
-  auto compare = [&](const std::string& id, const json& facts) {
-    json& last = recorded_[id];
-    if (last == facts) return;
-    last = facts;
-    out.emplace_back(id, facts);
-  };
-  // Only the jobs read since the last call can differ from what was
-  // recorded (in job-id order either way): O(change), not O(fleet).
-  if (all_touched_) {
-    for (const auto& [id, facts] : jobs_) compare(id, facts);
-  } else {
-    for (const std::string& id : touched_) compare(id, jobs_.at(id));
+  out.reserve(pending_.size());
+  for (auto& [id, facts] : pending_) {
+    held_[id] = std::move(facts.second);
+    out.emplace_back(id, std::move(facts.first));
   }
-  touched_.clear();
-  all_touched_ = false;
+  pending_.clear();
   return out;
 }
 

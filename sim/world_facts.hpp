@@ -24,11 +24,10 @@
 #include <vector>
 
 #include "model/time.hpp"
+#include "sim/sim_disk.hpp"
 #include "sim/trace.hpp"
 
 namespace rehearse::sim {
-
-class SimDisk;
 
 // CRC-32C (Castagnoli), the journal's frame checksum (docs/state-file.md).
 std::uint32_t witness_crc32c(std::string_view bytes);
@@ -60,22 +59,38 @@ class DurableStateReader {
 
   const std::string& dir() const noexcept { return dir_; }
   std::string journal_path() const;
+  // How many times the snapshot was parsed (a cost gauge for tests).
+  std::uint64_t snapshot_parses() const noexcept { return snapshot_parses_; }
 
  private:
   bool load_all(const SimDisk& disk);
+  bool parse_snapshot(const SimDisk& disk);
+  void read_journal(const SimDisk& disk);
   bool read_journal_from(const std::string& bytes, std::size_t from);
 
+  void note(const std::string& id, nlohmann::json facts);
+
   std::string dir_;
-  std::map<std::string, nlohmann::json> jobs_;      // as durably held now
-  std::map<std::string, nlohmann::json> recorded_;  // as last recorded
-  // Jobs a journal record touched since the last changed() (a full load
-  // touches all): changed() compares these alone, not the whole fleet.
-  std::set<std::string> touched_;
-  bool all_touched_ = false;
+  // Per job, its facts as last recorded, as compact JSON text (a few hundred
+  // bytes, where a JSON tree takes kilobytes): between two changed() calls,
+  // also what the durable files hold for every job not in pending_.
+  std::map<std::string, std::string> held_;
+  // Jobs read since the last changed() whose facts differ from held_, with
+  // their facts and that text: changed() reports these alone (O(change),
+  // not O(fleet)).
+  std::map<std::string, std::pair<nlohmann::json, std::string>> pending_;
   std::uint64_t snapshot_seq_ = 0;
   std::string header_;      // the journal header line read last ("" none)
   std::size_t offset_ = 0;  // journal bytes read (after the last whole record)
   bool readable_ = false;   // the last full read succeeded
+  // The snapshot bytes last parsed, and whether a journal record has been
+  // applied over them since: when neither changed, a full read need not parse
+  // the snapshot again (a compaction syncs the directory twice: once for
+  // the new snapshot, once for the new journal; the second read is the
+  // journal's alone).
+  std::optional<SimDisk::DurableIdentity> snapshot_read_;
+  bool journal_applied_ = false;
+  std::uint64_t snapshot_parses_ = 0;
 };
 
 // The tail of a state journal (docs/state-file.md, rule 6) as the world reads

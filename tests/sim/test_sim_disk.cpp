@@ -90,6 +90,37 @@ TEST(SimDiskDurability, FsyncedBytesAndEntrySurvive) {
   EXPECT_EQ(listing(disk, "/d"), Names{"f"});
 }
 
+// A reader that skips re-reading durable bytes it has read relies on this:
+// the identity changes with every change of the durable bytes, and only then.
+TEST(SimDiskDurability, TheDurableIdentityChangesExactlyWhenTheDurableBytesDo) {
+  SimDisk disk;
+  with_dir(disk);
+  ASSERT_TRUE(disk.write_file("/d/f", "v1").ok());
+  EXPECT_EQ(disk.durable_identity("/d/f"), std::nullopt) << "no durable entry yet";
+  ASSERT_TRUE(disk.fsync_file("/d/f").ok());
+  ASSERT_TRUE(disk.fsync_dir("/d").ok());
+  const auto first = disk.durable_identity("/d/f");
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(disk.append_file("/d/f", "+").ok());
+  ASSERT_TRUE(disk.fsync_dir("/d").ok());
+  EXPECT_EQ(disk.durable_identity("/d/f"), first) << "unsynced bytes are not durable";
+  disk.crash();
+  EXPECT_EQ(disk.durable_identity("/d/f"), first) << "a crash leaves the medium as it was";
+  ASSERT_TRUE(disk.append_file("/d/f", "+").ok());
+  ASSERT_TRUE(disk.fsync_file("/d/f").ok());
+  const auto synced = disk.durable_identity("/d/f");
+  EXPECT_NE(synced, first);
+  ASSERT_TRUE(disk.corrupt("/d/f", CorruptionKind::flip_bytes).ok());
+  EXPECT_NE(disk.durable_identity("/d/f"), synced) << "damage on the medium";
+  // A rename over it names another file.
+  ASSERT_TRUE(disk.write_file("/d/g", "v1+").ok());
+  ASSERT_TRUE(disk.fsync_file("/d/g").ok());
+  ASSERT_TRUE(disk.rename_file("/d/g", "/d/f").ok());
+  const auto before_sync = disk.durable_identity("/d/f");
+  ASSERT_TRUE(disk.fsync_dir("/d").ok());
+  EXPECT_NE(disk.durable_identity("/d/f"), before_sync);
+}
+
 TEST(SimDiskDurability, AppendsAfterTheLastFsyncAreLost) {
   SimDisk disk;
   with_dir(disk);

@@ -99,6 +99,71 @@ TEST(WorldFacts, TheSnapshotHoldsWhatTheJournalDoesNotRepeat) {
   EXPECT_TRUE(fresh.changed(disk, true).empty());
 }
 
+json snapshot(std::uint64_t seq, const std::vector<json>& records) {
+  json jobs = json::object();
+  for (const json& r : records) jobs[r.at("job_id").get<std::string>()] = r;
+  return {{"format", 1}, {"journal_seq", seq}, {"jobs", jobs}};
+}
+
+std::string journal_header(std::uint64_t base) {
+  return "#rehearse-journal format=1 base=" + std::to_string(base) + " crc32c=00000000\n";
+}
+
+// A compaction syncs the directory twice (the new snapshot, then the new
+// journal): the second full read finds the snapshot it parsed and no journal
+// record applied over it, and reads the journal alone. Anything else parses
+// the snapshot again: new bytes in it, or a journal record that had changed
+// what was read from it.
+TEST(WorldFacts, AFullReadParsesTheSnapshotAgainOnlyWhenItOrTheJournalOverItChanged) {
+  SimDisk disk;
+  ASSERT_TRUE(disk.create_dir("/s").ok());
+  ASSERT_TRUE(
+      disk.put_durable("/s/retry_state.json", snapshot(2, {record("a", 2, "retrying")}).dump())
+          .ok());
+  ASSERT_TRUE(disk.put_durable("/s/retry_state.journal",
+                               journal_header(2) + frame(3, record("a", 3, "retrying")))
+                  .ok());
+  DurableStateReader reader("/s");
+  auto changed = reader.changed(disk, true);
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0].second.at("retry_count"), 3);
+  EXPECT_EQ(reader.snapshot_parses(), 1u);
+
+  // The journal restarted over the same snapshot: record 3 is gone from the
+  // durable state, so `a` is back at 2; that needs the snapshot again.
+  ASSERT_TRUE(disk.put_durable("/s/retry_state.journal", journal_header(2)).ok());
+  changed = reader.changed(disk, true);
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0].second.at("retry_count"), 2);
+  EXPECT_EQ(reader.snapshot_parses(), 2u);
+
+  // A compaction: the snapshot first (a full read, a new parse), then the
+  // new journal (a full read that reuses it).
+  ASSERT_TRUE(
+      disk.put_durable("/s/retry_state.json",
+                       snapshot(3, {record("a", 2, "retrying"), record("b", 0, "ok")}).dump())
+          .ok());
+  changed = reader.changed(disk, true);
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0].first, "b");
+  EXPECT_EQ(reader.snapshot_parses(), 3u);
+  ASSERT_TRUE(disk.put_durable("/s/retry_state.journal",
+                               journal_header(3) + frame(4, record("b", 1, "retrying")))
+                  .ok());
+  changed = reader.changed(disk, true);
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0].second.at("retry_count"), 1);
+  EXPECT_EQ(reader.snapshot_parses(), 3u) << "the same snapshot bytes, nothing applied over them";
+
+  // The snapshot's bytes damaged in place (same file): read again.
+  ASSERT_TRUE(disk.put_durable("/s/retry_state.journal", journal_header(3)).ok());
+  ASSERT_TRUE(reader.changed(disk, true).size() == 1u);  // b back to 0: a parse
+  EXPECT_EQ(reader.snapshot_parses(), 4u);
+  ASSERT_TRUE(disk.corrupt("/s/retry_state.json", CorruptionKind::empty).ok());
+  EXPECT_TRUE(reader.changed(disk, true).empty()) << "an unreadable snapshot records nothing";
+  EXPECT_EQ(reader.snapshot_parses(), 5u);
+}
+
 TEST(WorldFacts, TheLedgerReaderGivesGuardDeliveriesAndVerdictPerSlot) {
   const json doc = {{"format", 1},
                     {"job_id", "g"},
