@@ -53,6 +53,17 @@ using DiskLockHandle = std::unique_ptr<DiskLock>;
 
 inline constexpr std::uint64_t kReadToEnd = std::numeric_limits<std::uint64_t>::max();
 
+// What tells a file's current bytes apart without reading them (for POSIX:
+// device, inode, size, and the change time in nanoseconds). Two equal stamps
+// of one path mean that nobody changed the file in between.
+struct FileStamp {
+  std::uint64_t a = 0;
+  std::uint64_t b = 0;
+  std::uint64_t c = 0;
+  std::uint64_t d = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
 class Disk {
  public:
   Disk() = default;
@@ -109,6 +120,13 @@ class Disk {
   // deadlocks). An implementation that cannot block (a single-threaded
   // simulation whose holder cannot run) returns ErrorCode::busy instead.
   virtual Result<DiskLockHandle> lock_exclusive(const std::string& path) = 0;
+
+  // The file's stamp now, or std::nullopt when this disk cannot vouch for
+  // one (a missing file, an error, a change too recent for the clock to
+  // tell apart from the next one, or no stamps at all): the caller then
+  // reads the bytes. A stamp lets a caller skip re-reading a file it has
+  // checked; it never replaces the check after a change.
+  virtual std::optional<FileStamp> stamp(const std::string& /*path*/) { return std::nullopt; }
 };
 
 // "dir/name" (no normalisation: paths are used as given).

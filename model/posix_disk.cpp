@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -225,6 +226,22 @@ Result<std::vector<std::string>> PosixDisk::list_dir(const std::string& dir) {
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+std::optional<FileStamp> PosixDisk::stamp(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  timespec now{};
+  if (::clock_gettime(CLOCK_REALTIME, &now) != 0) return std::nullopt;
+  constexpr std::int64_t kRacyNs = 2'000'000'000;
+  const auto ns = [](const timespec& t) {
+    return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 +
+           static_cast<std::int64_t>(t.tv_nsec);
+  };
+  const std::int64_t changed = ns(st.st_ctim);
+  if (ns(now) - changed < kRacyNs) return std::nullopt;
+  return FileStamp{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+                   static_cast<std::uint64_t>(st.st_size), static_cast<std::uint64_t>(changed)};
 }
 
 Result<DiskLockHandle> PosixDisk::lock_exclusive(const std::string& path) {

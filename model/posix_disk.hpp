@@ -27,6 +27,11 @@ class PosixDisk final : public Disk {
   // flock(LOCK_EX) on a separate lock file: released when the handle closes
   // its descriptor, or by the kernel when the process dies.
   Result<DiskLockHandle> lock_exclusive(const std::string& path) override;
+  // stat(2): device, inode, size, ctime (ns). None while the ctime is within
+  // two seconds of the real-time clock: the kernel stamps changes with a
+  // coarse clock, so a change in the same tick could leave an equal stamp
+  // (git's "racily clean" entries); the caller reads the file then.
+  std::optional<FileStamp> stamp(const std::string& path) override;
 };
 
 }  // namespace rehearse

@@ -279,6 +279,19 @@ Status StateStore::full_load() {
 }
 
 Status StateStore::refresh(Check check) {
+  if (check == Check::whole_journal && loaded_ && !corrupt_ && journal_checked_ &&
+      disk_->stamp(journal_path()) == journal_checked_) {
+    return follow_journal(Check::from_last_record);  // nobody changed it since
+  }
+  journal_checked_.reset();
+  Status s = follow_journal(check);
+  if (s.ok() && check == Check::whole_journal && loaded_ && !corrupt_) {
+    journal_checked_ = disk_->stamp(journal_path());
+  }
+  return s;
+}
+
+Status StateStore::follow_journal(Check check) {
   if (!loaded_ || corrupt_) return full_load();
   // Follow the journal from where we stopped. Anything unexpected (another
   // process compacted, a record we cannot continue from) falls back to a
@@ -465,6 +478,8 @@ Status StateStore::update(const std::string& job_id, const std::function<void(Jo
     if (auto s = disk_->fsync_file(journal_path()); !s.ok()) return s;
   }
   loaded_ = true;
+  // Checked whole by the refresh above (or written here), then appended to.
+  journal_checked_ = disk_->stamp(journal_path());
   jobs_.insert_or_assign(job_id, std::move(stored));
   seq_ = seq;
   journal_last_seq_ = seq;

@@ -162,8 +162,11 @@ class StateStore final : public JobStateStore {
   // How much of the journal refresh() re-checks: from the last record seen
   // (reads), or every byte of it (writes, which must not append to damage).
   enum class Check : unsigned char { from_last_record, whole_journal };
-  // Brings the cache up to date with the files (under the lock).
+  // Brings the cache up to date with the files (under the lock). A whole
+  // journal check is skipped when the journal's stamp (Disk::stamp) is the
+  // one it had when this store last checked it or appended to it.
   Status refresh(Check check = Check::from_last_record);
+  Status follow_journal(Check check);
   std::optional<Error> journal_changed_before(std::string_view journal) const;
   Status full_load();
   Status mark_corrupt(const std::string& path, Error cause);
@@ -193,6 +196,9 @@ class StateStore final : public JobStateStore {
   std::uint64_t journal_last_seq_ = 0;         // seq of its last record (base if none)
   std::uint32_t journal_crc_ = 0;              // CRC-32C of its bytes up to journal_end_
   std::uint64_t snapshot_bytes_ = 0;           // size of the snapshot last read or written
+  // The journal's stamp once this store had checked every byte of it (or
+  // appended to a journal so checked); nullopt: check it all at the next write.
+  std::optional<FileStamp> journal_checked_;
   // Where this store last saw the journal end: the offset of its last record
   // (0: the header) and the CRC-32C of that record's bytes (up to
   // journal_end_). Checked before every operation; kept across a corrupt

@@ -389,6 +389,7 @@ Status SimDisk::tear(const Located& at, Inode& file, std::string_view bytes, boo
   }
   if (!append) file.data.clear();
   file.data.append(persisted);
+  ++file.data_version;
   // Writeback flushed the file's pages mid-write: what reached the file is on
   // the medium too, so a power loss keeps the tear (and anything written to
   // the file before it, as a real flush would).
@@ -422,6 +423,7 @@ Status SimDisk::write_file(const std::string& path, std::string_view bytes) {
   Inode& f = **file;
   if (torn_ && at->path.rfind(torn_->path_prefix, 0) == 0) return tear(*at, f, bytes, false);
   f.data.assign(bytes);
+  ++f.data_version;
   f.durable_is_prefix =
       f.durable.size() <= f.data.size() && f.data.compare(0, f.durable.size(), f.durable) == 0;
   counters_.bytes_written += bytes.size();
@@ -444,6 +446,7 @@ Status SimDisk::append_file(const std::string& path, std::string_view bytes) {
   Inode& f = **file;
   if (torn_ && at->path.rfind(torn_->path_prefix, 0) == 0) return tear(*at, f, bytes, true);
   f.data.append(bytes);
+  ++f.data_version;
   counters_.bytes_written += bytes.size();
   if (trace_ != nullptr) {
     record("disk_append", {{"path", at->path},
@@ -657,6 +660,7 @@ Status SimDisk::put_durable(const std::string& path, std::string_view bytes) {
   const std::uint64_t id = new_inode();
   Inode& f = inode(id);
   f.data.assign(bytes);
+  ++f.data_version;
   f.durable.assign(bytes);
   ++f.durable_version;
   set_live(d, at->name, Entry{false, id});
@@ -710,6 +714,7 @@ void SimDisk::crash() {
     if (f.durable_is_prefix && f.durable.size() == f.data.size()) continue;
     f.data = f.durable;
     f.durable_is_prefix = true;
+    ++f.data_version;
   }
   locks_->held.clear();
   dead_.clear();
@@ -803,6 +808,7 @@ Status SimDisk::corrupt(const std::string& path, const Corruption& corruption) {
   }
   // The medium holds the damage: a crash does not undo it.
   f.data = bytes;
+  ++f.data_version;
   f.durable = std::move(bytes);
   f.durable_is_prefix = true;
   ++f.durable_version;
@@ -882,6 +888,14 @@ std::optional<SimDisk::DurableIdentity> SimDisk::durable_identity(const std::str
   const auto id = durable_inode(path);
   if (!id) return std::nullopt;
   return DurableIdentity{*id, inodes_.at(*id).durable_version};
+}
+
+std::optional<FileStamp> SimDisk::stamp(const std::string& path) {
+  const auto at = locate(path);
+  if (!at.ok() || at->name.empty()) return std::nullopt;
+  const Entry* e = find_live(*at);
+  if (e == nullptr || e->dir) return std::nullopt;
+  return FileStamp{e->inode, inodes_.at(e->inode).data_version, 0, 0};
 }
 
 std::vector<std::string> SimDisk::durable_listing(const std::string& dir) const {

@@ -173,6 +173,11 @@ class SimDisk final : public Disk {
   Status create_dir(const std::string& dir) override;
   Result<std::vector<std::string>> list_dir(const std::string& dir) override;
   Result<DiskLockHandle> lock_exclusive(const std::string& path) override;
+  // (inode, version of the page-cache bytes): exact, every change of the
+  // bytes by anyone (a write, a tear, a corruption, a crash dropping unsynced
+  // bytes) moves it. An inspection, like stat(2) here: not an operation
+  // (not counted, traced or failed; a crash sweep's points are unchanged).
+  std::optional<FileStamp> stamp(const std::string& path) override;
 
   // --- world setup (not port operations: immediate, durable, not traced,
   // never refused or counted) ---
@@ -263,6 +268,7 @@ class SimDisk final : public Disk {
     // stays linear.
     bool durable_is_prefix = true;
     std::uint64_t durable_version = 0;  // bumped at every change of `durable`
+    std::uint64_t data_version = 0;     // bumped at every change of `data`
     std::uint32_t refs = 0;             // entries (live and durable) naming it
   };
   struct FailStop {

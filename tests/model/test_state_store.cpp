@@ -168,6 +168,19 @@ TEST(PosixDisk, MissingIsAValueAndFailuresAreIoErrors) {
   EXPECT_EQ(store_under_file.error().code, ErrorCode::io_error);
 }
 
+// A stamp vouches for a file only once its change time is safely in the
+// past: a file changed just now, in the kernel's coarse clock tick, could
+// change again without its stamp moving, so the caller must read it.
+TEST(PosixDisk, NoStampForAMissingFileOrOneChangedJustNow) {
+  TempDir dir;
+  PosixDisk disk;
+  EXPECT_EQ(disk.stamp(dir.file("nope")), std::nullopt);
+  ASSERT_TRUE(disk.write_file(dir.file("f"), "x").ok());
+  EXPECT_EQ(disk.stamp(dir.file("f")), std::nullopt);
+  ASSERT_TRUE(disk.append_file(dir.file("f"), "y").ok());
+  EXPECT_EQ(disk.stamp(dir.file("f")), std::nullopt);
+}
+
 TEST(PosixDisk, WritesAppendsRangesRenamesAndListings) {
   TempDir dir;
   PosixDisk disk;

@@ -428,6 +428,44 @@ TEST(StoreCrash, CorruptedLiveSnapshotFailsClosedAndIsKept) {
   }
 }
 
+// A write checks every byte of the journal before appending (damage behind a
+// running store is never appended to), unless the journal's stamp is the one
+// it had when this store last checked or appended to it: then an update reads
+// the last record alone, so its cost does not grow with the journal. Damage
+// moves the stamp, and the next write finds it.
+TEST(StoreJournalStamp, AnUnchangedJournalIsNotReadWholeAgainAndDamageStillIs) {
+  const auto disk_owner = fresh_disk();
+  SimDisk& disk = *disk_owner;
+  StoreOptions options;
+  options.journal_records_max = 10'000;
+  options.journal_bytes_max = 100'000'000;
+  auto store = StateStore::open(disk, kStateDir, options);
+  ASSERT_TRUE(store.ok());
+  const auto increment = [](JobState& s) { ++s.retry_count; };
+  std::uint64_t read_by_last = 0;
+  for (int i = 0; i < 200; ++i) {
+    const std::uint64_t before = disk.counters().bytes_read;
+    ASSERT_TRUE(store->update(fmt::format("job-{}", i % 7), increment).ok());
+    read_by_last = disk.counters().bytes_read - before;
+  }
+  const std::uint64_t journal_bytes = disk.live_content(journal_path())->size();
+  EXPECT_GT(journal_bytes, 20'000u);
+  EXPECT_LT(read_by_last, 1'000u) << "the 200th update read " << read_by_last << " of "
+                                  << journal_bytes << " journal bytes";
+
+  // A byte of the first record flipped behind the store: the next write
+  // reads it all, finds it, and fails closed.
+  Corruption flip;
+  flip.offset = disk.live_content(journal_path())->find('\n') + 20;
+  flip.xor_mask = 0x01;
+  ASSERT_TRUE(disk.corrupt(journal_path(), flip).ok());
+  const auto damaged = disk.live_content(journal_path());
+  const Status st = store->update("job-0", increment);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::corrupt);
+  EXPECT_EQ(disk.live_content(journal_path()), damaged) << "kept as it was";
+}
+
 TEST(StoreCrash, UndetectedSnapshotFlipsAreCounted) {
   // The snapshot carries no checksum (the journal's records do): a flipped
   // byte inside a value can decode as a different valid state. This measures
