@@ -23,7 +23,7 @@
 # including unit recompiled: not supported, see docs/mutants.md).
 
 # REHEARSE_MUTANTS_BASE (the `mutants-ci` preset): the binary directory of an
-# already built tree of the same sources and build type (build/debug). The
+# already built tree of the same sources, build type and flags (build/asan). The
 # mutants then link that tree's rehearse_model / rehearse_sim archives and the
 # kill matrix uses its `rehearse`, so this tree compiles only the CLI and the
 # patched units (build the `rehearse_mutants` target, not `all`).
@@ -43,7 +43,7 @@ if(REHEARSE_MUTANTS_BASE)
   foreach(f IN ITEMS ${_rm_base_model} ${_rm_base_sim} ${_rm_production})
     if(NOT EXISTS ${f})
       message(FATAL_ERROR "REHEARSE_MUTANTS_BASE=${REHEARSE_MUTANTS_BASE}: ${f} is missing; "
-                          "build that tree first (e.g. cmake --build --preset debug)")
+                          "build that tree first (e.g. cmake --build --preset asan)")
     endif()
   endforeach()
   find_package(Threads REQUIRED)
