@@ -42,9 +42,18 @@ inline std::vector<std::int64_t> env_sizes(const char* name, std::vector<std::in
   return out;
 }
 
+// The fleet file: REHEARSE_FLEET_FILE when set (a variant of the fleet, e.g.
+// bench/scenarios/fleet-queueing.json for the SimPy peer's queueing check),
+// else bench/scenarios/fleet-100k.json.
+inline std::string fleet_file() {
+  const char* file = std::getenv("REHEARSE_FLEET_FILE");
+  if (file != nullptr && *file != '\0') return file;
+  return source_dir() + "/bench/scenarios/fleet-100k.json";
+}
+
 // The fleet of `jobs` jobs over `span_ms` from the file's start.
 inline sim::Scenario fleet_scenario(std::int64_t jobs, DurationMs span_ms) {
-  const std::string path = source_dir() + "/bench/scenarios/fleet-100k.json";
+  const std::string path = fleet_file();
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read " + path);
   nlohmann::json doc = nlohmann::json::parse(in);

@@ -11,8 +11,11 @@ drawing its own, so the two runs face identical jobs and identical failures;
 equal run and retry counts then mean both schedule, retry and give up alike.
 
 SimPy runs NO real core: no state store, no journal, no delivery ledger, no
-logs, no monitors. One SimPy process per job; a shared Resource of the
-queue's concurrency; each run holds it for the calls' latency. Rules kept
+logs, no monitors. One SimPy process per job; a shared CoreQueue of the
+queue's concurrency that grants waiting runs in the core's order
+((ready_at, insertion), once per instant; simpy.Resource is first come,
+first served and lets a retry start before or after the next slot where the
+core would not); each run holds a worker for the calls' latency. Rules kept
 (docs/semantics.md §2, §4): a slot exactly at start and at until runs; one
 run per job at a time; retry n waits delay (fixed) or round(factor^(n-1) *
 delay) (exponential) after the failed run ends; per_slot: each slot has its
@@ -23,6 +26,7 @@ Prints runs, retries, events, CPU seconds, job executions/s, events/s and peak
 resident memory; exits 1 when the counts differ from rehearse's.
 Needs Debian's python3-simpy3 (python3-simpy is the 2.x API).
 """
+import heapq
 import json
 import resource
 import sys
@@ -40,21 +44,56 @@ def backoff_ms(policy, n):
     return int(x + 0.5)  # JavaScript Math.round for positive numbers
 
 
+class CoreQueue:
+    """The queue's concurrency as the core dispatches it (docs/scheduler.md,
+    "The loop"): at each instant every run due has asked before any is
+    granted, then free workers take runs in (ready_at, insertion) order."""
+
+    def __init__(self, env, capacity):
+        self.env = env
+        self.free = capacity
+        self.waiting = []  # heap of (key, event); keys are unique (one request per job)
+        self.dispatch = None
+
+    def request(self, key):
+        event = self.env.event()
+        heapq.heappush(self.waiting, (key, event))
+        self._dispatch_later()
+        return event
+
+    def release(self):
+        self.free += 1
+        self._dispatch_later()
+
+    def _dispatch_later(self):
+        if self.dispatch is None:  # once per instant, after its NORMAL events
+            self.dispatch = simpy.events.Event(self.env)
+            self.dispatch._ok, self.dispatch._value = True, None
+            self.dispatch.callbacks.append(self._grant)
+            self.env.schedule(self.dispatch, priority=2)
+
+    def _grant(self, _event):
+        self.dispatch = None
+        while self.free and self.waiting:
+            self.free -= 1
+            heapq.heappop(self.waiting)[1].succeed()
+
+
 class Stats:
     def __init__(self):
         self.runs = 0
         self.retries = 0
 
 
-def job_process(env, job, queue, latency, span, stats):
+def job_process(env, job, index, queue, latency, span, stats):
     policy = job["policy"]
     per_episode = policy["budget"] == "per_episode"
     max_retries = policy["max_retries"]
     failures = {(f[0], f[1], f[2]) for f in job["failures"]}
     period = job["period_ms"]
     next_slot = job["first_ms"]
-    pending = []  # retries not yet due: [due, slot, attempt, count]
-    ready = []    # runs due, in order: [slot, retry?, attempt, count]
+    pending = []  # retries not yet due: [due, slot, attempt, count, queued_at]
+    ready = []    # runs due, in order: [slot, retry?, attempt, count, due, queued_at]
     episode = 0   # per_episode: the job's retry count
     while True:
         # Everything due by now, in due order: a regular slot drops the
@@ -66,12 +105,12 @@ def job_process(env, job, queue, latency, span, stats):
                 if per_episode:
                     pending.clear()
                     ready[:] = [r for r in ready if not r[1]]
-                ready.append([next_slot, False, 1, 0])
+                ready.append([next_slot, False, 1, 0, next_slot, next_slot])
                 next_slot += period
             elif retry_due is not None and retry_due <= env.now:
                 p = min(pending)
                 pending.remove(p)
-                ready.append([p[1], True, p[2], p[3]])
+                ready.append([p[1], True, p[2], p[3], p[0], p[4]])
             else:
                 break
         if not ready:
@@ -80,19 +119,22 @@ def job_process(env, job, queue, latency, span, stats):
                 return
             yield env.timeout(wake - env.now)
             continue
-        slot, is_retry, attempt, count = ready.pop(0)
-        with queue.request() as request:
-            yield request
-            if env.now > span:
-                return
-            stats.runs += 1
-            if is_retry:
-                stats.retries += 1
-            elif per_episode:
-                pending.clear()
-                ready[:] = [r for r in ready if not r[1]]
-            failed = (slot, 1 if is_retry else 0, attempt) in failures
-            yield env.timeout(latency * (1 if failed else job["calls"]))
+        slot, is_retry, attempt, count, due, queued_at = ready.pop(0)
+        # The core's queue order: (ready_at, insertion id). A regular slot is
+        # queued at its own instant, the due jobs in job order; a retry when
+        # the failure that scheduled it is committed.
+        yield queue.request((due, queued_at, index))
+        if env.now > span:
+            return
+        stats.runs += 1
+        if is_retry:
+            stats.retries += 1
+        elif per_episode:
+            pending.clear()
+            ready[:] = [r for r in ready if not r[1]]
+        failed = (slot, 1 if is_retry else 0, attempt) in failures
+        yield env.timeout(latency * (1 if failed else job["calls"]))
+        queue.release()
         if not failed:
             episode = 0
             continue
@@ -100,16 +142,16 @@ def job_process(env, job, queue, latency, span, stats):
         if n <= max_retries:
             if per_episode:
                 episode = n
-            pending.append([env.now + backoff_ms(policy, n), slot, n + 1, n])
+            pending.append([env.now + backoff_ms(policy, n), slot, n + 1, n, env.now])
 
 
 def run(export):
     env = simpy.Environment()
-    queue = simpy.Resource(env, capacity=export["concurrency"])
+    queue = CoreQueue(env, export["concurrency"])
     stats = Stats()
     span = export["span_ms"]
-    for job in export["jobs"]:
-        env.process(job_process(env, job, queue, export["latency_ms"], span, stats))
+    for index, job in enumerate(export["jobs"]):
+        env.process(job_process(env, job, index, queue, export["latency_ms"], span, stats))
     events = 0
     cpu0 = time.process_time()
     while True:
