@@ -20,7 +20,8 @@ core would not); each run holds a worker for the calls' latency. Rules kept
 run per job at a time; retry n waits delay (fixed) or round(factor^(n-1) *
 delay) (exponential) after the failed run ends; per_slot: each slot has its
 own budget; per_episode: the count carries until a success, and a regular slot
-coming due (or a regular run starting) drops the pending retry.
+coming due (or a regular run starting) drops the pending retry, also one
+already waiting for a worker.
 
 Prints runs, retries, events, CPU seconds, job executions/s, events/s and peak
 resident memory; exits 1 when the counts differ from rehearse's.
@@ -60,6 +61,11 @@ class CoreQueue:
         heapq.heappush(self.waiting, (key, event))
         self._dispatch_later()
         return event
+
+    def cancel(self, event):
+        """Withdraws a request not granted yet."""
+        self.waiting = [w for w in self.waiting if w[1] is not event]
+        heapq.heapify(self.waiting)
 
     def release(self):
         self.free += 1
@@ -123,7 +129,17 @@ def job_process(env, job, index, queue, latency, span, stats):
         # The core's queue order: (ready_at, insertion id). A regular slot is
         # queued at its own instant, the due jobs in job order; a retry when
         # the failure that scheduled it is committed.
-        yield queue.request((due, queued_at, index))
+        request = queue.request((due, queued_at, index))
+        if per_episode and is_retry and next_slot <= span:
+            # The core drops a per-episode retry still waiting for a worker
+            # when the job's next regular slot comes due (the slot is queued
+            # and supersedes it before the instant's workers are granted).
+            yield request | env.timeout(next_slot - env.now)
+            if not request.triggered:
+                queue.cancel(request)
+                continue
+        else:
+            yield request
         if env.now > span:
             return
         stats.runs += 1
