@@ -3,7 +3,8 @@
 // workload: per job its schedule as (first slot, period) relative to start,
 // its calls per run, its policy as the core resolved it (retries, backoff,
 // budget scope) and which of its runs failed, keyed as run_finished names a
-// run: (slot, retry or regular, attempt), plus our run and retry counts.
+// run: (slot, retry or regular, attempt) with how long it held its worker,
+// plus our run and retry counts.
 //
 // The failures are taken from our run because the services' failures are
 // draws from our generator; SimPy replays them instead of drawing its own,
@@ -26,8 +27,10 @@ namespace {
 using namespace rehearse;
 using nlohmann::json;
 
-// A failed run: (slot, retry?, attempt), as run_finished names it.
-using FailedRun = std::tuple<TimeMs, bool, std::int64_t>;
+// A failed run: (slot, retry?, attempt), as run_finished names it, and how
+// long it held its worker (run_started to run_finished: a job with several
+// calls may fail at any of them).
+using FailedRun = std::tuple<TimeMs, bool, std::int64_t, DurationMs>;
 
 // First slot at or after start and the period, checked to be constant.
 std::pair<TimeMs, DurationMs> periodic(const std::string& cron, TimeMs start) {
@@ -64,15 +67,18 @@ int main(int argc, char** argv) {
   }
   const sim::Scenario scenario = bench::fleet_scenario(std::stoll(argv[1]), std::stoll(argv[2]));
   std::map<std::string, std::vector<FailedRun>> failed;
+  std::map<std::string, TimeMs> started;  // one run per job at a time
   std::int64_t total = 0;
   std::int64_t retries = 0;
   sim::RunOptions options;
   options.trace_sink = [&](const sim::TraceEvent& e, std::size_t) {
     if (e.type == "run_started") {
+      started[e.job] = e.t;
       ++total;
       if (e.str("kind") == "retry") ++retries;
     } else if (e.type == "run_finished" && e.str("outcome") == "failure") {
-      failed[e.job].emplace_back(*e.slot, e.str("kind") == "retry", e.num("attempt"));
+      failed[e.job].emplace_back(*e.slot, e.str("kind") == "retry", e.num("attempt"),
+                                 e.t - started.at(e.job));
     }
   };
   auto result = sim::run_scenario(scenario, options);
@@ -84,8 +90,8 @@ int main(int argc, char** argv) {
   for (const sim::JobSpec& job : scenario.jobs) {
     const auto [first, period] = periodic(job.schedule, scenario.start_ms);
     json failures = json::array();
-    for (const auto& [slot, retry, attempt] : failed[job.id]) {
-      failures.push_back({slot - scenario.start_ms, retry ? 1 : 0, attempt});
+    for (const auto& [slot, retry, attempt, held_ms] : failed[job.id]) {
+      failures.push_back({slot - scenario.start_ms, retry ? 1 : 0, attempt, held_ms});
     }
     jobs.push_back({{"id", job.id},
                     {"first_ms", first},

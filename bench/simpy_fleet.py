@@ -6,7 +6,8 @@ usage: simpy_fleet.py EXPORT.json [--json]
 EXPORT.json is written by fleet_export (bench/fleet_export.cpp) from the same
 `fleet` block rehearse runs: per job its schedule as (first slot, period), its
 policy as the core resolved it, and which of its runs failed in rehearse's
-run, keyed (slot, retry?, attempt). SimPy replays those failures instead of
+run, keyed (slot, retry?, attempt), with how long each held its worker (a
+job with several calls may fail at any of them). SimPy replays those failures instead of
 drawing its own, so the two runs face identical jobs and identical failures;
 equal run and retry counts then mean both schedule, retry and give up alike.
 
@@ -95,7 +96,8 @@ def job_process(env, job, index, queue, latency, span, stats):
     policy = job["policy"]
     per_episode = policy["budget"] == "per_episode"
     max_retries = policy["max_retries"]
-    failures = {(f[0], f[1], f[2]) for f in job["failures"]}
+    # (slot, retry?, attempt) -> how long the failed run held its worker
+    failures = {(f[0], f[1], f[2]): f[3] for f in job["failures"]}
     period = job["period_ms"]
     next_slot = job["first_ms"]
     pending = []  # retries not yet due: [due, slot, attempt, count, queued_at]
@@ -148,8 +150,9 @@ def job_process(env, job, index, queue, latency, span, stats):
         elif per_episode:
             pending.clear()
             ready[:] = [r for r in ready if not r[1]]
-        failed = (slot, 1 if is_retry else 0, attempt) in failures
-        yield env.timeout(latency * (1 if failed else job["calls"]))
+        held = failures.get((slot, 1 if is_retry else 0, attempt))
+        failed = held is not None
+        yield env.timeout(held if failed else latency * job["calls"])
         queue.release()
         if not failed:
             episode = 0
