@@ -20,7 +20,7 @@ REHEARSE_PACKAGES+=(parallel)
 # patch: applies the mutant zoo's patches in the mutation build (docs/mutants.md).
 REHEARSE_PACKAGES+=(patch)
 # python3-simpy3 (SimPy 3): the independent peer model whose run and retry
-# counts must equal ours (bench_simpy_peer_* tests, docs/performance.md).
+# counts must equal ours (bench_simpy_* tests, docs/performance.md).
 REHEARSE_PACKAGES+=(python3-simpy3)
 
 rehearse_missing_packages() {
