@@ -148,6 +148,8 @@ struct WorkerCrashPoint {
   CrashAt at = CrashAt::event;
   std::uint64_t index = 0;
   CrashEffect effect = CrashEffect::process_only;
+
+  bool operator==(const WorkerCrashPoint&) const = default;
 };
 
 // Crash points in run order: the first is armed at the start, each next one

@@ -204,7 +204,13 @@ TEST(ScenarioCrashPoint, TextRoundTripsAndBadTextIsNamed) {
     auto point = parse_crash_point(text);
     ASSERT_TRUE(point.ok()) << text;
     EXPECT_EQ(to_string(*point), text);
+    EXPECT_EQ(*parse_crash_point(to_string(*point)), *point);  // compares every field
   }
+  ScenarioCrashPoint pair{{CrashAt::event, 12, CrashEffect::process_only},
+                          WorkerCrashPoint{CrashAt::disk_operation, 40, CrashEffect::process_only}};
+  ScenarioCrashPoint other = pair;
+  other.second->effect = CrashEffect::power_loss;
+  EXPECT_NE(pair, other);
   for (const char* text : {"", "event:1", "evnt:1:power_loss", "disk:x:power_loss", "disk:1:power",
                            "disk:-1:power_loss"}) {
     auto point = parse_crash_point(text);
