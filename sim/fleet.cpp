@@ -384,6 +384,7 @@ FleetExpansion expand_fleet(const FleetSpec& spec, std::uint64_t seed, TimeMs st
     job.schedule = spec.schedules[schedules[i]].value;
     job.retry_policy = spec.policies[policies[i]].value;
     job.pointer = pointer;
+    job.from_fleet = true;
     out.jobs.push_back(std::move(job));
   }
   for (std::size_t b = 0; b < spec.failure_rates.size(); ++b) {

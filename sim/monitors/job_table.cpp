@@ -9,6 +9,9 @@ JobTable::JobTable(const Scenario& scenario) {
     MonitoredJob w;
     w.id = spec.id;
     w.delivers = spec.kind == JobKind::group || spec.kind == JobKind::publish;
+    const auto expected = scenario.expect.jobs.find(spec.id);
+    w.slot_history = !spec.from_fleet ||
+                     (expected != scenario.expect.jobs.end() && expected->second.slots.has_value());
     if (spec.kind == JobKind::group) {
       for (const GroupTask& t : spec.tasks) {
         w.tasks.push_back({t.id, std::string(to_string(t.produces)), t.model_calls});

@@ -37,6 +37,11 @@ struct MonitoredJob {
     int model_calls = 1;
   };
   std::vector<Task> tasks;
+  // The tracker keeps the job's slot-by-slot history (when each run started,
+  // the notifications per slot: tallies()["jobs"][id]["slots"]) for a listed
+  // job and for a fleet job whose expect names its slots; a fleet job's
+  // finished slots are otherwise kept as compact records (SlotTracker).
+  bool slot_history = true;
 };
 
 class JobTable {

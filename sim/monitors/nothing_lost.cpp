@@ -184,7 +184,7 @@ void NothingLost::track_recovery(const TraceEvent& e, std::size_t i) {
 Violations NothingLost::finish(TimeMs until_ms) {
   Violations out;
   const bool up = context_.process.up();
-  for (const auto& [key, s] : context_.slots.all()) {
+  for (const auto& [key, s] : context_.slots.watched()) {
     if (s.state == SlotState::failed && up) {
       out.push_back({kName, s.state_index, s.state_t,
                      fmt::format("job {} slot {}: the run failed and nothing followed: no retry, "

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 namespace rehearse::sim {
 
@@ -45,6 +46,23 @@ const char* slot_outcome(SlotState state) {
   }
 }
 
+// The states after which only a fault or a bug brings more events for the
+// slot: a job without slot history keeps such a slot compactly.
+bool finished(SlotState state) {
+  switch (state) {
+    case SlotState::delivered:
+    case SlotState::skipped:
+    case SlotState::exhausted:
+    case SlotState::failed_permanent:
+    case SlotState::retry_dropped:
+    case SlotState::superseded:
+    case SlotState::coalesced: return true;
+    default: return false;
+  }
+}
+
+bool slot_before(const FinishedSlot& f, TimeMs slot) { return f.slot < slot; }
+
 }  // namespace
 
 const char* to_string(SlotState state) noexcept {
@@ -66,27 +84,108 @@ const char* to_string(SlotState state) noexcept {
 }
 
 SlotTracker::SlotTracker(const JobTable& jobs) : jobs_table_(jobs) {
-  for (const auto& [id, config] : jobs.all()) jobs_[id] = JobRuns{};
+  for (const auto& [id, config] : jobs.all()) {
+    JobRuns runs;
+    runs.slot_history = config.slot_history;
+    jobs_[id] = runs;
+  }
 }
 
 bool SlotTracker::known(const std::string& job, TimeMs slot) const {
-  return slots_.count({job, slot}) != 0;
+  return slots_.count({job, slot}) != 0 || find_finished(job, slot) != nullptr;
 }
 
 const SlotWatch* SlotTracker::find(const std::string& job, TimeMs slot) const {
-  const auto it = slots_.find({job, slot});
-  return it == slots_.end() ? nullptr : &it->second;
+  if (const auto it = slots_.find({job, slot}); it != slots_.end()) return &it->second;
+  const FinishedSlot* f = find_finished(job, slot);
+  if (f == nullptr) return nullptr;
+  scratch_ = rebuilt(job, *f);
+  return &scratch_;
 }
 
 SlotWatch& SlotTracker::at(const std::string& job, TimeMs slot) {
   auto it = slots_.find({job, slot});
-  if (it == slots_.end()) {
-    SlotWatch w;
-    w.job = job;
-    w.slot = slot;
-    it = slots_.emplace(std::make_pair(job, slot), std::move(w)).first;
+  if (it != slots_.end()) return it->second;
+  SlotWatch w;
+  w.job = job;
+  w.slot = slot;
+  if (const FinishedSlot* f = find_finished(job, slot); f != nullptr) {
+    w = rebuilt(job, *f);
+    std::vector<FinishedSlot>& list = finished_.find(job)->second;
+    list.erase(list.begin() + (f - list.data()));
   }
-  return it->second;
+  return slots_.emplace(std::make_pair(job, slot), std::move(w)).first->second;
+}
+
+std::size_t SlotTracker::finished_compact() const noexcept {
+  std::size_t n = 0;
+  for (const auto& [job, list] : finished_) n += list.size();
+  return n;
+}
+
+bool SlotTracker::history(const std::string& job) const {
+  const auto it = jobs_.find(job);
+  return it == jobs_.end() || it->second.slot_history;
+}
+
+FinishedSlot* SlotTracker::find_finished(const std::string& job, TimeMs slot) {
+  const auto f = finished_.find(job);
+  if (f == finished_.end()) return nullptr;
+  std::vector<FinishedSlot>& list = f->second;
+  const auto at = std::lower_bound(list.begin(), list.end(), slot, slot_before);
+  return at != list.end() && at->slot == slot ? &*at : nullptr;
+}
+
+const FinishedSlot* SlotTracker::find_finished(const std::string& job, TimeMs slot) const {
+  return const_cast<SlotTracker*>(this)->find_finished(job, slot);
+}
+
+// Everything the monitors read of a slot; the rest (run and state indexes)
+// only matters while a slot is unfinished.
+SlotWatch SlotTracker::rebuilt(const std::string& job, const FinishedSlot& f) const {
+  SlotWatch w;
+  w.job = job;
+  w.slot = f.slot;
+  w.state = f.state;
+  w.runs = f.runs;
+  w.stalled = f.stalled;
+  if (f.has_failure) {
+    w.last_failure_class = failure_classes_[f.failure_class];
+    w.last_failure_t = f.last_failure_t;
+  }
+  return w;
+}
+
+// Failure classes are the core's few names; past 256 distinct ones a slot
+// failing with a new one is not kept compactly.
+std::optional<std::uint8_t> SlotTracker::class_index(const std::string& name) {
+  const auto it = std::find(failure_classes_.begin(), failure_classes_.end(), name);
+  if (it != failure_classes_.end()) return static_cast<std::uint8_t>(it - failure_classes_.begin());
+  if (failure_classes_.size() > 255) return std::nullopt;
+  failure_classes_.push_back(name);
+  return static_cast<std::uint8_t>(failure_classes_.size() - 1);
+}
+
+void SlotTracker::settle(const std::string& job, TimeMs slot) {
+  if (history(job)) return;
+  const auto it = slots_.find({job, slot});
+  if (it == slots_.end() || !finished(it->second.state)) return;
+  const SlotWatch& w = it->second;
+  FinishedSlot f;
+  f.slot = slot;
+  f.runs = w.runs;
+  f.state = w.state;
+  f.stalled = w.stalled;
+  if (w.last_failure_class && w.last_failure_t) {
+    const auto cls = class_index(*w.last_failure_class);
+    if (!cls) return;  // kept whole
+    f.has_failure = true;
+    f.failure_class = *cls;
+    f.last_failure_t = *w.last_failure_t;
+  }
+  std::vector<FinishedSlot>& list = finished_[job];
+  list.insert(std::lower_bound(list.begin(), list.end(), slot, slot_before), f);
+  slots_.erase(it);
 }
 
 const JobRuns* SlotTracker::job(const std::string& id) const {
@@ -95,7 +194,7 @@ const JobRuns* SlotTracker::job(const std::string& id) const {
 }
 
 void SlotTracker::count_notification(const TraceEvent& notice) {
-  if (!notice.slot) return;
+  if (!notice.slot || !history(notice.job)) return;
   if (const auto it = slots_.find({notice.job, *notice.slot}); it != slots_.end()) {
     ++it->second.notifications[notice.type];
   }
@@ -110,10 +209,16 @@ void SlotTracker::mark_coalesced(const std::string& job, TimeMs carrier,
     w.carried_by = carrier;
     w.state = SlotState::coalesced;
     w.handed_index = i;
+    settle(job, folded[k]);
   }
 }
 
 void SlotTracker::observe(const TraceEvent& e, std::size_t i) {
+  observe_event(e, i);
+  if (e.slot && !e.job.empty()) settle(e.job, *e.slot);
+}
+
+void SlotTracker::observe_event(const TraceEvent& e, std::size_t i) {
   if (e.type == "durable_job_state") return note_durable_state(e);
   if (e.type == "durable_delivery") {
     if (e.slot && !e.job.empty()) note_ledger(e, i);
@@ -170,7 +275,7 @@ void SlotTracker::on_run_started(const TraceEvent& e, std::size_t i, JobRuns& j)
     j.max_delay_ms = std::max<DurationMs>(j.max_delay_ms, e.t - *e.slot);
   w.run_index = i;
   ++w.runs;
-  w.attempt_at.push_back(e.t);
+  if (j.slot_history) w.attempt_at.push_back(e.t);
   // The start is read when the run ends: a marker written meanwhile stays.
   if (w.state != SlotState::marked_skipped) {
     w.state = SlotState::running;
@@ -212,8 +317,12 @@ void SlotTracker::note_durable_state(const TraceEvent& e) {
     const auto t = parse_instant(key);
     if (!t.ok() || !record.is_object()) continue;
     const json stalled = record.value("stalled_count", json(0));
-    if (stalled.is_number_integer() && stalled.get<std::int64_t>() >= 1)
+    if (!stalled.is_number_integer() || stalled.get<std::int64_t>() < 1) continue;
+    if (FinishedSlot* f = find_finished(e.job, *t); f != nullptr) {
+      f->stalled = true;
+    } else {
       at(e.job, *t).stalled = true;
+    }
   }
 }
 
@@ -231,10 +340,19 @@ void SlotTracker::note_ledger(const TraceEvent& e, std::size_t i) {
 
 std::vector<SlotRecord> SlotTracker::records() const {
   std::vector<SlotRecord> out;
-  out.reserve(slots_.size());
+  out.reserve(slots_.size() + finished_compact());
   for (const auto& [key, s] : slots_) {
     out.push_back({s.job, s.slot, s.state, s.runs, s.last_failure_class});
   }
+  for (const auto& [job, list] : finished_) {
+    for (const FinishedSlot& f : list) {
+      const SlotWatch w = rebuilt(job, f);
+      out.push_back({job, f.slot, f.state, f.runs, w.last_failure_class});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const SlotRecord& a, const SlotRecord& b) {
+    return std::tie(a.job, a.slot) < std::tie(b.job, b.slot);
+  });
   return out;
 }
 
@@ -259,10 +377,13 @@ json SlotTracker::slot_list(const std::string& job) const {
 }
 
 // O(jobs + slots): the slots are keyed by (job, slot), so each job's slots
-// are one run of the map, counted in one pass.
+// are one run of the map, counted in one pass; then the compact ones.
 void SlotTracker::tally(json& tallies) const {
   std::map<std::string, SlotCounts> counts;
   for (const auto& [key, s] : slots_) counts[key.first].add(s.state);
+  for (const auto& [job, list] : finished_) {
+    for (const FinishedSlot& f : list) counts[job].add(f.state);
+  }
   for (const auto& [id, j] : jobs_) {
     const SlotCounts c = counts.count(id) != 0 ? counts.at(id) : SlotCounts{};
     json& o = tallies["jobs"][id];
@@ -276,7 +397,7 @@ void SlotTracker::tally(json& tallies) const {
     o["runs"] = j.runs;
     o["final_status"] = j.final_status;
     o["max_delay_ms"] = j.max_delay_ms;
-    o["slots"] = slot_list(id);
+    if (j.slot_history) o["slots"] = slot_list(id);
   }
 }
 

@@ -18,6 +18,16 @@
 //   a firing folded into a late run   -> coalesced  (schedule_kept says which)
 // The tracker is updated after the monitors have judged an event, so a
 // monitor sees each slot as it was before the event.
+//
+// Memory (docs/performance.md "Memory with history"): a job with slot history
+// (MonitoredJob::slot_history: a listed job, or a fleet job whose expect
+// names its slots) keeps a SlotWatch per slot for the whole run, with when
+// each run started and the notifications per slot. Any other job keeps a
+// SlotWatch only while its slot is unfinished; once the slot reaches a
+// finished state (delivered, skipped, exhausted, failed_permanent,
+// retry_dropped, superseded, coalesced) it is kept as a 24-byte FinishedSlot
+// holding everything a monitor reads of it (state, runs, last failure,
+// stall), and an event for it again turns it back into a SlotWatch first.
 #pragma once
 
 #include <cstdint>
@@ -82,6 +92,18 @@ struct SlotWatch {
   std::map<std::string, std::int64_t> notifications;
 };
 
+// A finished slot of a job without slot history, compactly: what the
+// monitors read of a slot (SlotWatch's state, runs, last failure, stall).
+struct FinishedSlot {
+  TimeMs slot = 0;
+  TimeMs last_failure_t = 0;  // when has_failure
+  std::int32_t runs = 0;
+  SlotState state = SlotState::delivered;
+  bool stalled = false;
+  bool has_failure = false;
+  std::uint8_t failure_class = 0;  // index into the tracker's class names, when has_failure
+};
+
 // Per job: its runs, and its last failure (per_episode budgets count from it).
 struct JobRuns {
   std::int64_t runs = 0;
@@ -89,6 +111,7 @@ struct JobRuns {
   std::string final_status;
   std::optional<std::string> last_failure_class;  // the episode's last failure
   std::optional<TimeMs> last_failure_t;
+  bool slot_history = true;  // MonitoredJob::slot_history
 };
 
 class SlotTracker {
@@ -106,20 +129,39 @@ class SlotTracker {
                       std::size_t index);
 
   bool known(const std::string& job, TimeMs slot) const;
+  // The slot, or nothing when unknown. A finished slot kept compactly is
+  // returned as a SlotWatch rebuilt in a scratch member: the pointer is good
+  // until the next call of find() or of any non-const member.
   const SlotWatch* find(const std::string& job, TimeMs slot) const;
-  // The slot, made known when it was not.
+  // The slot, made known when it was not (a compact finished slot becomes a
+  // SlotWatch again until the event is observed).
   SlotWatch& at(const std::string& job, TimeMs slot);
   const JobRuns* job(const std::string& id) const;
-  // Every slot, by (job, slot).
-  const std::map<std::pair<std::string, TimeMs>, SlotWatch>& all() const noexcept { return slots_; }
+  // The slots kept as SlotWatch, by (job, slot): every slot of a job with slot
+  // history, the unfinished ones of the others. A `failed` slot (nothing has
+  // followed its failed run yet) is unfinished, so it is always here.
+  const std::map<std::pair<std::string, TimeMs>, SlotWatch>& watched() const noexcept {
+    return slots_;
+  }
+  // How many slots are kept compactly (tests, docs/performance.md).
+  std::size_t finished_compact() const noexcept;
 
   std::vector<SlotRecord> records() const;
-  // tallies()["jobs"][job]["slots"], in time order.
+  // tallies()["jobs"][job]["slots"], in time order (a job with slot history).
   nlohmann::json slot_list(const std::string& job) const;
-  // The per-job slot counts, runs, final status, delay and slot lists.
+  // The per-job slot counts, runs, final status and delay, and the slot list
+  // of each job with slot history.
   void tally(nlohmann::json& tallies) const;
 
  private:
+  void observe_event(const TraceEvent& e, std::size_t i);
+  // A finished slot of a job without slot history leaves slots_ for finished_.
+  void settle(const std::string& job, TimeMs slot);
+  FinishedSlot* find_finished(const std::string& job, TimeMs slot);
+  const FinishedSlot* find_finished(const std::string& job, TimeMs slot) const;
+  SlotWatch rebuilt(const std::string& job, const FinishedSlot& f) const;
+  std::optional<std::uint8_t> class_index(const std::string& name);
+  bool history(const std::string& job) const;
   void on_run_started(const TraceEvent& e, std::size_t i, JobRuns& j);
   void on_run_finished(const TraceEvent& e, std::size_t i, JobRuns& j);
   void note_durable_state(const TraceEvent& e);
@@ -128,6 +170,10 @@ class SlotTracker {
   const JobTable& jobs_table_;
   std::map<std::string, JobRuns> jobs_;
   std::map<std::pair<std::string, TimeMs>, SlotWatch> slots_;
+  // Per job without slot history: its finished slots, by slot.
+  std::map<std::string, std::vector<FinishedSlot>, std::less<>> finished_;
+  std::vector<std::string> failure_classes_;  // FinishedSlot::failure_class names
+  mutable SlotWatch scratch_;                 // find()'s answer for a compact slot
 };
 
 }  // namespace rehearse::sim

@@ -23,12 +23,7 @@ Violations TokenReissueBounded::observe(const TraceEvent& e, std::size_t i) {
   const std::string rid = e.str("request_id");
   if (e.service == "brokerage" && !rid.empty()) check_rejected_token(e, i, rid, out);
   if (e.type == "service_reply" && !rid.empty() && e.str("operation") != "issue_token") {
-    RequestWatch& r = requests_[rid];
-    const auto* status = field(e, "status");
-    r.last_status = status != nullptr && status->is_number_integer()
-                        ? std::optional<std::int64_t>(status->get<std::int64_t>())
-                        : std::optional<std::int64_t>(-1);  // a transport error
-    if (r.last_status == 401) ++r.unauthorized;
+    note_reply(e, rid);
     return out;
   }
   if (e.type == "token_issued" || e.type == "token_issue_failed") check_issuance(e, i, rid, out);
@@ -72,6 +67,28 @@ void TokenReissueBounded::check_rejected_token(const TraceEvent& e, std::size_t 
     const auto fp = rejected_fingerprint_.find(rid);
     if (fp != rejected_fingerprint_.end()) unauthorized_seen_at_.emplace(fp->second, e.t);
   }
+}
+
+// A request's last reply. A success on a request with no 401 and no reissue
+// leaves no entry: an absent entry judges a later issuance exactly as a
+// last status of 2xx does (neither a refused status nor a 401), and the
+// table then holds only requests with something to remember, not every
+// request of the run (docs/performance.md "Memory with history").
+void TokenReissueBounded::note_reply(const TraceEvent& e, const std::string& rid) {
+  const auto* status = field(e, "status");
+  const std::int64_t last = status != nullptr && status->is_number_integer()
+                                ? status->get<std::int64_t>()
+                                : -1;  // a transport error
+  const bool success = last >= 200 && last < 300;
+  const auto it = requests_.find(rid);
+  if (success &&
+      (it == requests_.end() || (it->second.unauthorized == 0 && it->second.reissues == 0))) {
+    if (it != requests_.end()) requests_.erase(it);
+    return;
+  }
+  RequestWatch& r = it != requests_.end() ? it->second : requests_[rid];
+  r.last_status = last;
+  if (last == 401) ++r.unauthorized;
 }
 
 void TokenReissueBounded::check_issuance(const TraceEvent& e, std::size_t i, const std::string& rid,

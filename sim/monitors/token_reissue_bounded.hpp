@@ -47,6 +47,7 @@ class TokenReissueBounded final : public Monitor {
   void check_rejected_token(const TraceEvent& e, std::size_t i, const std::string& rid,
                             Violations& out);
   void check_issuance(const TraceEvent& e, std::size_t i, const std::string& rid, Violations& out);
+  void note_reply(const TraceEvent& e, const std::string& rid);
 
   std::map<std::string, RequestWatch> requests_;
   // The first-401 rule: a token refused with a 401 is dropped, so no request

@@ -24,6 +24,7 @@
 #include "sim/orchestrator.hpp"
 #include "sim/report.hpp"
 #include "sim/world.hpp"
+#include "tests/sim/fleet_twin.hpp"
 #include "tests/variants/lying_cores.hpp"
 #include "tests/variants/seed_bugs.hpp"
 
@@ -67,6 +68,16 @@ bool has_expect_failure(const Verdict& verdict, const std::string& pointer) {
   return false;
 }
 
+// The variant's run again as its fleet twin (tests/sim/fleet_twin.hpp: no
+// slot history, finished slots kept compactly): the monitors must judge it
+// exactly as they judged the run as written.
+void expect_twin_judged_the_same(const Scenario& scenario, const RunOptions& options,
+                                 const ScenarioRunResult& variant) {
+  auto twin = run_scenario(twin::fleet_twin(scenario), options);
+  ASSERT_TRUE(twin.ok()) << twin.error().message;
+  EXPECT_EQ(twin::judgement(variant), twin::judgement(*twin));
+}
+
 // Runs the scenario with the core's runners and with `factory`, every
 // violation collected in both runs.
 struct Pair {
@@ -91,6 +102,7 @@ Pair run_both(const std::string& name, RunnerFactory factory) {
   auto variant = run_scenario(out.scenario, variant_options);
   EXPECT_TRUE(variant.ok()) << (variant.ok() ? "" : variant.error().message);
   if (variant.ok()) out.variant = std::move(variant).value();
+  expect_twin_judged_the_same(out.scenario, variant_options, out.variant);
   return out;
 }
 
@@ -241,6 +253,7 @@ Pair run_both(Scenario scenario, WorkerPortsDecorator decorator) {
   auto variant = run_scenario(out.scenario, options);
   EXPECT_TRUE(variant.ok()) << (variant.ok() ? "" : variant.error().message);
   if (variant.ok()) out.variant = std::move(variant).value();
+  expect_twin_judged_the_same(out.scenario, options, out.variant);
   return out;
 }
 
@@ -351,6 +364,7 @@ Pair run_with_store_bug(Scenario scenario, variants::StoreBug bug) {
   auto variant = run_scenario(out.scenario, options);
   EXPECT_TRUE(variant.ok()) << (variant.ok() ? "" : variant.error().message);
   if (variant.ok()) out.variant = std::move(variant).value();
+  expect_twin_judged_the_same(out.scenario, options, out.variant);
   return out;
 }
 
@@ -522,6 +536,7 @@ TEST(LyingCores, AGroupTask403WrittenAsNetworkBreaksRetriesBounded) {
   };
   auto variant = run_scenario(out.scenario, options);
   ASSERT_TRUE(variant.ok()) << variant.error().message;
+  expect_twin_judged_the_same(out.scenario, options, *variant);
   EXPECT_TRUE(core.value().violations.empty()) << "core run:\n" << describe(core.value());
   EXPECT_EQ(core.value().tallies["jobs"]["digest"]["retries"], 0) << core.value().tallies.dump();
   EXPECT_EQ(fired(variant.value()), std::set<std::string>{"retries_bounded"})

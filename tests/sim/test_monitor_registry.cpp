@@ -245,5 +245,81 @@ TEST(SlotTracker, EndsOfAFailedSlotAndCoalescedFirings) {
   EXPECT_STREQ(to_string(SlotState::retry_pending), "retry_pending");
 }
 
+// A fleet job (no slot history): a finished slot leaves the SlotWatch table
+// for a compact record that keeps what the monitors read, and comes back
+// whole when an event touches it again.
+TEST(SlotTracker, AFleetJobsFinishedSlotsAreKeptCompactly) {
+  Scenario sc = one_job();
+  sc.jobs[0].from_fleet = true;
+  const JobTable jobs(sc);
+  SlotTracker tracker(jobs);
+  const TimeMs next = kSlot + 3600 * 1000;
+  std::size_t i = 0;
+  tracker.observe(fact("queue_add", kSlot, {{"kind", "regular"}}), ++i);
+  tracker.observe(fact("run_started", kSlot, {{"kind", "regular"}}), ++i);
+  tracker.observe(fact("run_finished", kSlot, {{"outcome", "failure"}, {"failure_class", "quota"}}),
+                  ++i);
+  EXPECT_EQ(tracker.finished_compact(), 0u);  // failed: something must still follow
+  tracker.observe(fact("retry_scheduled", kSlot), ++i);
+  tracker.observe(fact("run_started", kSlot, {{"kind", "retry"}}), ++i);
+  tracker.observe(fact("run_finished", kSlot, {{"outcome", "success"}}), ++i);
+  tracker.observe(fact("queue_add", next, {{"kind", "regular"}}), ++i);
+  tracker.observe(fact("retry_exhausted", next), ++i);
+  EXPECT_EQ(tracker.finished_compact(), 2u);
+  EXPECT_TRUE(tracker.watched().empty());
+  const SlotWatch* w = tracker.find("digest", kSlot);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->state, SlotState::delivered);
+  EXPECT_EQ(w->runs, 2);
+  EXPECT_EQ(w->last_failure_class, "quota");
+  EXPECT_EQ(w->last_failure_t, kSlot);
+  EXPECT_FALSE(w->stalled);
+  EXPECT_TRUE(w->attempt_at.empty());  // no slot history
+  // The durable record's stall reaches the compact slot.
+  TraceEvent durable = fact("durable_job_state", kSlot);
+  durable.data = {{"slots", {{format_instant(kSlot), {{"stalled_count", 1}}}}}};
+  tracker.observe(durable, ++i);
+  EXPECT_TRUE(tracker.find("digest", kSlot)->stalled);
+  EXPECT_EQ(tracker.finished_compact(), 2u);
+  // at() brings it back whole; the next observed event settles it again.
+  EXPECT_EQ(tracker.at("digest", kSlot).runs, 2);
+  EXPECT_EQ(tracker.finished_compact(), 1u);
+  tracker.observe(fact("run_started", kSlot, {{"kind", "regular"}}), ++i);
+  EXPECT_EQ(state_of(tracker, kSlot), SlotState::running);
+  EXPECT_EQ(tracker.find("digest", kSlot)->runs, 3);
+  EXPECT_TRUE(tracker.find("digest", kSlot)->stalled);
+  tracker.observe(fact("run_finished", kSlot, {{"outcome", "success"}}), ++i);
+  EXPECT_EQ(tracker.finished_compact(), 2u);
+  // Records and tallies count both kinds; no per-slot list without history.
+  const std::vector<SlotRecord> records = tracker.records();
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].slot, kSlot);
+  EXPECT_EQ(records[1].state, SlotState::exhausted);
+  json tallies;
+  tracker.tally(tallies);
+  EXPECT_EQ(tallies["jobs"]["digest"]["delivered_slots"], 1);
+  EXPECT_EQ(tallies["jobs"]["digest"]["exhausted_slots"], 1);
+  EXPECT_FALSE(tallies["jobs"]["digest"].contains("slots"));
+}
+
+// A listed job, and a fleet job whose expect names its slots, keep every
+// slot whole with its history.
+TEST(SlotTracker, JobsWithSlotHistoryKeepEverySlotWhole) {
+  for (const bool named_in_expect : {false, true}) {
+    Scenario sc = one_job();
+    sc.jobs[0].from_fleet = named_in_expect;
+    if (named_in_expect) sc.expect.jobs["digest"].slots = std::vector<SlotExpectation>{};
+    const JobTable jobs(sc);
+    SlotTracker tracker(jobs);
+    tracker.observe(fact("run_started", kSlot, {{"kind", "regular"}}), 1);
+    tracker.observe(fact("run_finished", kSlot, {{"outcome", "success"}}), 2);
+    EXPECT_EQ(tracker.finished_compact(), 0u);
+    EXPECT_EQ(tracker.watched().size(), 1u);
+    json tallies;
+    tracker.tally(tallies);
+    EXPECT_EQ(tallies["jobs"]["digest"]["slots"][0]["attempt_at"].size(), 1u);
+  }
+}
+
 }  // namespace
 }  // namespace rehearse::sim

@@ -38,6 +38,7 @@
 #include "sim/simulator.hpp"
 #include "sim/trace.hpp"
 #include "sim/world_facts.hpp"
+#include "tests/sim/fleet_twin.hpp"
 #include "tests/sim/monitors_group_world.hpp"
 #include "tests/support/property.hpp"
 
@@ -175,10 +176,10 @@ struct Outcome {
   std::vector<SlotRecord> slots;  // the slot tracker's records at the end
 };
 
-Outcome run(const Script& script, const Scenario& scenario, TimeMs until = kUntil,
-            std::vector<std::string> secrets = {}) {
+Outcome observe_all(const Script& script, const Scenario& scenario, TimeMs until,
+                    const std::vector<std::string>& secrets) {
   MonitorSet set(scenario);
-  for (std::string& s : secrets) set.add_secret(std::move(s));
+  for (const std::string& s : secrets) set.add_secret(s);
   Outcome o;
   for (std::size_t i = 0; i < script.events().size(); ++i) {
     if (auto v = set.observe(script.events()[i], i)) o.seen.push_back(*v);
@@ -186,6 +187,32 @@ Outcome run(const Script& script, const Scenario& scenario, TimeMs until = kUnti
   o.end = set.finish(until);
   o.tallies = set.tallies();
   o.slots = set.slot_records();
+  return o;
+}
+
+// What the monitors concluded, as text: every violation and slot record, and
+// the tallies without the per-slot lists.
+std::string conclusions(const Outcome& o) {
+  std::string out;
+  for (const auto* list : {&o.seen, &o.end}) {
+    for (const Violation& v : *list)
+      out += v.invariant + " @" + std::to_string(v.event_index) + ": " + v.message + "\n";
+  }
+  for (const SlotRecord& r : o.slots) {
+    out += r.job + " " + std::to_string(r.slot) + " " + to_string(r.state) + " " +
+           std::to_string(r.attempts) + " " + r.failure_class.value_or("-") + "\n";
+  }
+  return out + twin::without_slot_lists(o.tallies).dump();
+}
+
+// Every script is judged twice: as written, and with its jobs as a fleet's
+// (tests/sim/fleet_twin.hpp: finished slots kept compactly, no slot history);
+// the conclusions must be the same.
+Outcome run(const Script& script, const Scenario& scenario, TimeMs until = kUntil,
+            std::vector<std::string> secrets = {}) {
+  Outcome o = observe_all(script, scenario, until, secrets);
+  const Outcome twin = observe_all(script, twin::fleet_twin(scenario), until, secrets);
+  EXPECT_EQ(conclusions(o), conclusions(twin)) << "the fleet twin was judged differently";
   return o;
 }
 
