@@ -233,7 +233,7 @@ std::string describe_choice(const std::string& origin, std::uint64_t seed, const
       origin, seed, on.empty() ? "none" : on, c.faults_added, c.faults_added == 1 ? "" : "s",
       c.base_faults_kept, c.base_faults, c.base_faults == 1 ? "" : "s", settle,
       c.jobs_randomized ? " Jobs randomized (--random-jobs): new schedules, retry policies and "
-                          "kind keys."
+                          "kind keys for the listed jobs (a fleet block keeps its distributions)."
                         : "");
 }
 

@@ -180,6 +180,24 @@ TEST(Fleet, ListedJobsAndFleetTogether) {
   EXPECT_EQ(s.jobs[1].id, "fleet-000");
 }
 
+// A listed fault may aim at a generated failure-rate service (the fleet is
+// read before the faults); the fleet's own faults still come after the
+// listed ones, the order that breaks ties at one instant.
+TEST(Fleet, ListedFaultsMayNameTheFleetsServices) {
+  json doc = fleet_scenario();
+  doc["faults"] = json::parse(R"([
+      {"at": "2026-12-07T00:00:00Z", "for": "1h", "kind": "http_errors",
+       "service": "fleet-fail-1", "status": 503},
+      {"at": "2026-12-07T05:00:00Z", "kind": "quota_exhausted", "for": "1h"}])");
+  const Scenario s = load(doc);
+  ASSERT_EQ(s.faults.size(), 3u);
+  EXPECT_EQ(s.faults[0].pointer, "/faults/0");
+  EXPECT_EQ(s.faults[1].pointer, "/faults/1");
+  EXPECT_EQ(s.faults[2].pointer.rfind("/fleet", 0), 0u) << s.faults[2].pointer;
+  doc["faults"][0]["service"] = "fleet-fail-7";  // no such bucket
+  expect_error(doc, "/faults/0/service", "fleet-fail-7");
+}
+
 TEST(Fleet, BadBlocksNameThePointer) {
   json doc = fleet_scenario();
   doc["fleet"]["jobs"] = 0;
