@@ -16,7 +16,8 @@ TokenReissueBounded::TokenReissueBounded(const Scenario&, MonitorContext&) {}
 Violations TokenReissueBounded::observe(const TraceEvent& e, std::size_t i) {
   Violations out;
   if (is_boot_event(e.type) || is_crash_event(e.type)) {
-    requests_.clear();  // request ids repeat when a stalled run re-runs after a restart
+    requests_.clear();              // request ids repeat when a stalled run re-runs after a restart
+    rejected_fingerprint_.clear();  // replies in flight are lost with the process
     return out;
   }
   check_reuse(e, i, out);
@@ -45,27 +46,38 @@ void TokenReissueBounded::check_reuse(const TraceEvent& e, std::size_t i, Violat
                              format_duration(*expires - e.t), format_instant(*expires))});
 }
 
+// The first-401 rule. The brokerage judges a call when it is sent and stamps
+// its `auth_rejected` with that instant (the record comes before the call's
+// own `service_call` line: sim/sim_services.cpp), so the refused request's
+// send time is the rejection's own time: it fires when a request's first 401
+// for the same token had already reached the client before it (a second 401,
+// after the one reissue, is returned as is and drops nothing: the next
+// request may still present that token once). What is kept: the token a
+// request was refused with, until that request's 401 arrives (or a crash
+// loses it), and per refused token the first 401 received.
 void TokenReissueBounded::check_rejected_token(const TraceEvent& e, std::size_t i,
                                                const std::string& rid, Violations& out) {
-  if (e.type == "service_call" && e.str("operation") != "issue_token") {
-    last_sent_at_[rid] = e.t;
-  } else if (e.type == "auth_rejected" && !e.str("fingerprint").empty()) {
+  if (e.type == "auth_rejected" && !e.str("fingerprint").empty()) {
     const std::string fp = e.str("fingerprint");
     rejected_fingerprint_[rid] = fp;
     const auto seen = unauthorized_seen_at_.find(fp);
-    const auto sent = last_sent_at_.find(rid);
-    if (seen != unauthorized_seen_at_.end() && sent != last_sent_at_.end() &&
-        sent->second > seen->second) {
-      out.push_back(
-          {kName, i, e.t,
-           fmt::format("request {} was sent at {} with token {}, which a 401 had "
-                       "already refused at {}: a rejected token must be dropped and "
-                       "reissued once, not reused",
-                       rid, format_instant(sent->second), fp, format_instant(seen->second))});
+    if (seen != unauthorized_seen_at_.end() && e.t > seen->second) {
+      out.push_back({kName, i, e.t,
+                     fmt::format("request {} was sent at {} with token {}, which a 401 had "
+                                 "already refused at {}: a rejected token must be dropped and "
+                                 "reissued once, not reused",
+                                 rid, format_instant(e.t), fp, format_instant(seen->second))});
     }
-  } else if (e.type == "service_reply" && e.num("status") == 401) {
+  } else if (e.type == "service_reply") {
     const auto fp = rejected_fingerprint_.find(rid);
-    if (fp != rejected_fingerprint_.end()) unauthorized_seen_at_.emplace(fp->second, e.t);
+    if (fp == rejected_fingerprint_.end()) return;
+    // Only the request's first 401 drops the token (docs/token-client.md
+    // rule 2); a second one, after the reissue, is returned as is. requests_
+    // still holds the count before this reply (note_reply comes after).
+    const auto r = requests_.find(rid);
+    const bool first = r == requests_.end() || r->second.unauthorized == 0;
+    if (e.num("status") == 401 && first) unauthorized_seen_at_.emplace(fp->second, e.t);
+    rejected_fingerprint_.erase(fp);
   }
 }
 

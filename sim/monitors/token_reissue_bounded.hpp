@@ -53,9 +53,9 @@ class TokenReissueBounded final : public Monitor {
   // The first-401 rule: a token refused with a 401 is dropped, so no request
   // may be sent with it after that 401 reached the client (001's bug kept
   // the rejected token until a restart).
-  std::map<std::string, std::string> rejected_fingerprint_;  // request id -> token it was refused
-  std::map<std::string, TimeMs> unauthorized_seen_at_;       // fingerprint -> first 401 received
-  std::map<std::string, TimeMs> last_sent_at_;               // request id -> its last call
+  // Request id -> the token it was refused with, until its 401 arrives.
+  std::map<std::string, std::string> rejected_fingerprint_;
+  std::map<std::string, TimeMs> unauthorized_seen_at_;  // fingerprint -> first 401 received
   std::int64_t token_issues_ = 0, reissues_ = 0;
 };
 

@@ -163,6 +163,9 @@ TEST(BugVariants, StickyTokenBreaksTokenReissueBounded) {
   // and reissues once), judged by the monitor from the brokerage's own
   // auth_rejected fingerprints and the time the 401 reached the client.
   EXPECT_GE(fired(r.variant).count("token_reissue_bounded"), 1u) << describe(r.variant);
+  // By the first-401 rule itself, at the brokerage's rejection of the first
+  // request sent again with the refused token (its own 401 already received).
+  EXPECT_TRUE(fired_on(r.variant, "token_reissue_bounded", "auth_rejected")) << describe(r.variant);
   const Verdict verdict = judge_run(r.scenario, r.variant, std::nullopt);
   EXPECT_FALSE(verdict.held());
   EXPECT_TRUE(has_expect_failure(verdict, "/expect/jobs/quote-fetch/delivered_slots"));

@@ -1432,34 +1432,83 @@ TEST(TokenReissueBounded, FiresOnASecondReissueForOneRequest) {
 
 // A request sent with token fp-A after a 401 for fp-A reached the client: the
 // rejected token was kept (001's bug). A request sent before that 401 arrived
-// (in parallel) may still be refused with fp-A: that is no violation.
-Script token_reuse(const char* second_sent_at) {
+// (in parallel) may still be refused with fp-A: that is no violation. In the
+// world's order: the brokerage judges a call when it is sent, so its
+// `auth_rejected` (stamped with the send) comes before the `service_call`.
+Script token_reuse(const char* second_sent_at, bool second_before_the_401) {
   Script s;
-  s.broker("service_call", "2026-03-02T10:00:00Z", "r1", {{"operation", "quote"}});
-  s.broker("auth_rejected", "2026-03-02T10:00:00.100Z", "r1",
+  const auto second = [&s, second_sent_at] {
+    s.broker("auth_rejected", second_sent_at, "r2",
+             {{"operation", "quote"}, {"fingerprint", "fp-aaaa0001"}, {"reason", "revoked"}});
+    s.broker("service_call", second_sent_at, "r2", {{"operation", "quote"}});
+  };
+  s.broker("auth_rejected", "2026-03-02T10:00:00Z", "r1",
            {{"operation", "quote"}, {"fingerprint", "fp-aaaa0001"}, {"reason", "revoked"}});
+  s.broker("service_call", "2026-03-02T10:00:00Z", "r1", {{"operation", "quote"}});
+  if (second_before_the_401) second();
   s.broker("service_reply", "2026-03-02T10:00:00.200Z", "r1",
            {{"operation", "quote"}, {"status", 401}});
-  s.broker("service_call", second_sent_at, "r2", {{"operation", "quote"}});
-  s.broker("auth_rejected", "2026-03-02T10:00:00.300Z", "r2",
-           {{"operation", "quote"}, {"fingerprint", "fp-aaaa0001"}, {"reason", "revoked"}});
+  if (!second_before_the_401) second();
   return s;
 }
 
 TEST(TokenReissueBounded, FiresWhenATokenRefusedWithA401IsUsedAgain) {
-  const Script s = token_reuse("2026-03-02T10:00:00.250Z");
+  const Script s = token_reuse("2026-03-02T10:00:00.250Z", false);
   expect_first(run(s, base_scenario(), at("2026-03-02T10:30:00Z")), "token_reissue_bounded",
-               s.events().size() - 1);
+               s.events().size() - 2);
 }
 
 TEST(TokenReissueBounded, NearMissParallelRequestSentBeforeThe401Arrived) {
-  const Outcome o =
-      run(token_reuse("2026-03-02T10:00:00.150Z"), base_scenario(), at("2026-03-02T10:30:00Z"));
+  const Outcome o = run(token_reuse("2026-03-02T10:00:00.150Z", true), base_scenario(),
+                        at("2026-03-02T10:30:00Z"));
   EXPECT_EQ(
       std::count_if(o.seen.begin(), o.seen.end(),
                     [](const Violation& v) { return v.invariant == "token_reissue_bounded"; }),
       0)
       << describe(o.seen);
+}
+
+// The same request id sent again with the refused token after its own 401
+// (a client that retries without dropping the token): the second send fires,
+// the first rejection does not.
+TEST(TokenReissueBounded, FiresWhenTheSameRequestIsResentWithItsRefusedToken) {
+  Script s;
+  for (const char* sent : {"2026-03-02T10:00:00Z", "2026-03-02T10:00:01Z"}) {
+    s.broker("auth_rejected", sent, "r1",
+             {{"operation", "quote"}, {"fingerprint", "fp-aaaa0001"}, {"reason", "revoked"}});
+    s.broker("service_call", sent, "r1", {{"operation", "quote"}});
+    s.broker("service_reply", sent, "r1", {{"operation", "quote"}, {"status", 401}});
+  }
+  expect_first(run(s, base_scenario(), at("2026-03-02T10:30:00Z")), "token_reissue_bounded", 3);
+}
+
+// A request's second 401 (its reissued token refused too) is returned as is
+// and drops nothing (docs/token-client.md rule 2): the next request may
+// present that token once more, and its first 401 then drops it.
+TEST(TokenReissueBounded, NearMissTokenRefusedOnlyOnARequestsSecond401IsSentAgain) {
+  Script s;
+  const json rejected{
+      {"operation", "quote"}, {"fingerprint", "fp-bbbb0002"}, {"reason", "revoked"}};
+  s.broker("auth_rejected", "2026-03-02T10:00:00Z", "r1",
+           {{"operation", "quote"}, {"fingerprint", "fp-aaaa0001"}, {"reason", "revoked"}});
+  s.broker("service_call", "2026-03-02T10:00:00Z", "r1", {{"operation", "quote"}});
+  s.broker("service_reply", "2026-03-02T10:00:00.100Z", "r1",
+           {{"operation", "quote"}, {"status", 401}});
+  s.broker("token_issued", "2026-03-02T10:00:00.100Z", "r1", {{"reason", "after_401"}});
+  s.broker("auth_rejected", "2026-03-02T10:00:00.200Z", "r1", rejected);
+  s.broker("service_call", "2026-03-02T10:00:00.200Z", "r1", {{"operation", "quote"}});
+  s.broker("service_reply", "2026-03-02T10:00:00.300Z", "r1",
+           {{"operation", "quote"}, {"status", 401}});
+  s.broker("auth_rejected", "2026-03-02T11:00:00Z", "r2", rejected);
+  s.broker("service_call", "2026-03-02T11:00:00Z", "r2", {{"operation", "quote"}});
+  s.broker("service_reply", "2026-03-02T11:00:00.100Z", "r2",
+           {{"operation", "quote"}, {"status", 401}});
+  const Outcome clean = run(s, base_scenario(), at("2026-03-02T11:30:00Z"));
+  EXPECT_TRUE(clean.seen.empty()) << describe(clean.seen);
+  // That first 401 of r2 drops it: a third request with it fires.
+  s.broker("auth_rejected", "2026-03-02T12:00:00Z", "r3", rejected);
+  expect_first(run(s, base_scenario(), at("2026-03-02T12:30:00Z")), "token_reissue_bounded",
+               s.events().size() - 1);
 }
 
 // The reuse rule (docs/semantics.md §7), from the brokerage's record of the
