@@ -280,7 +280,8 @@ std::optional<Reconciler::VisitDecision> Reconciler::decide_on_failure(
   }
   if (const auto* r = std::get_if<RejectedFailure>(&answer)) {
     // Validation only: the item is not due, so no attempt is made or counted;
-    // the refusal stays visible in its error until its due attempt.
+    // the refusal stays visible in its error and pushes the due attempt to
+    // an hour after it (apply_decision).
     d.kind = full ? VisitDecision::Kind::defer : VisitDecision::Kind::note_refusal;
     d.failure_class = r->failure_class;
     d.reason = fmt::format("{} refused ({}): {}", operation, to_string(r->failure_class),
@@ -397,7 +398,12 @@ bool Reconciler::apply_decision(Visit& v, const VisitDecision& d, CycleState& st
     case Kind::back_off: return back_off(v, d, state);
     case Kind::defer: return defer(v, d, state);
     case Kind::note_refusal:
+      // Not an attempt, but a refusal all the same: the next attempt waits
+      // its hour (never earlier than it was), or a due attempt right after a
+      // validation's refusal would ask again within the hour (invariant 8).
       v.item.reconcile_error = d.reason;
+      v.item.next_attempt_at = std::max(v.item.next_attempt_at, v.now + kConfigDeferralMs);
+      v.item.last_config_error_at = v.now;
       v.item.updated_at = v.now;
       if (v.needs_validation) ++state.validation_pending;
       return persist(v.context, v.item, state);
@@ -499,6 +505,35 @@ bool Reconciler::advance(Visit& v, const VisitDecision& d, CycleState& state) {
   return true;
 }
 
+namespace {
+
+// The due items a cycle queries in full: every non-terminal item with
+// next_attempt_at <= now, at most `batch_size` of them, the least recently
+// visited first (earliest updated_at, which every visit sets; then store
+// order). A visit that succeeds makes its item due again at once
+// (next_attempt_at = now), so store order alone would let the first items of
+// the store take every batch and starve the rest, and ranking by
+// next_attempt_at would put an item whose backoff just ended behind items
+// asked since (docs/reconcile.md, "Decisions").
+std::vector<bool> pick_due_items(const std::vector<PipelineItem>& items, TimeMs now,
+                                 std::optional<int> batch_size) {
+  std::vector<std::size_t> due;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (!is_terminal_stage(items[i].stage) && items[i].next_attempt_at <= now) due.push_back(i);
+  }
+  if (batch_size && due.size() > static_cast<std::size_t>(std::max(*batch_size, 0))) {
+    std::stable_sort(due.begin(), due.end(), [&items](std::size_t a, std::size_t b) {
+      return items[a].updated_at < items[b].updated_at;
+    });
+    due.resize(static_cast<std::size_t>(std::max(*batch_size, 0)));
+  }
+  std::vector<bool> picked(items.size(), false);
+  for (const std::size_t i : due) picked[i] = true;
+  return picked;
+}
+
+}  // namespace
+
 Task<CycleReport> Reconciler::run_cycle(RunContext context) {
   CycleState state;
   const auto fail_store = [&](const Error& error) {
@@ -523,14 +558,13 @@ Task<CycleReport> Reconciler::run_cycle(RunContext context) {
   auto items = store_.load();
   if (!items.ok()) co_return fail_store(items.error());
   const TimeMs cycle_ms = clock_.now();
-  int due_taken = 0;
-  for (PipelineItem& item : *items) {
+  const std::vector<bool> picked = pick_due_items(*items, cycle_ms, config_.batch_size);
+  for (std::size_t index = 0; index < items->size(); ++index) {
+    PipelineItem& item = (*items)[index];
     if (is_terminal_stage(item.stage)) continue;  // DONE / DESIGN_FAILED: never queried again
     const bool needs_validation =
         state.directory.has_value() && item.validated_instance != state.directory->instance;
-    bool full = item.next_attempt_at <= cycle_ms &&
-                (!config_.batch_size || due_taken < *config_.batch_size);
-    if (full) ++due_taken;
+    const bool full = picked[index];
     // Items already backing off get validated at their due attempt: they had
     // no answer to confirm them with, and querying them now would defeat the
     // backoff. So do items deferred before any answer (a refusal on their very

@@ -118,6 +118,33 @@ bool stuck_without_faults(const ScenarioRunResult* reference, const FinalItemSta
   return false;
 }
 
+// Whether the item's job runs often enough late in the span to retry the
+// item: only a regular run of the job queries its items, an item's own
+// backoff or configuration deferral is at most an hour (docs/reconcile.md),
+// and a run with a `batch_size` queries that many due items, the least
+// recently visited first, so every item gets its turn within
+// ceil(items / batch_size) runs. The job must fire that many times from an
+// hour after the last fault's end, the last one a run's allowance before
+// `until`. A reconcile job firing twice a day leaves its items waiting for
+// those runs, as a job waits for its next slot.
+bool job_runs_after_deferral(const Scenario& s, const std::string& job_id, TimeMs last) {
+  const JobTable table(s);
+  const MonitoredJob* job = table.find(job_id);
+  const auto spec =
+      std::find_if(s.jobs.begin(), s.jobs.end(), [&](const JobSpec& j) { return j.id == job_id; });
+  if (job == nullptr || !job->cron || spec == s.jobs.end()) return false;  // unknown: not judged
+  const auto items = static_cast<std::int64_t>(spec->items.size());
+  const std::int64_t batch = spec->batch_size.value_or(0);
+  const std::int64_t rounds =
+      batch > 0 ? std::max<std::int64_t>(1, (items + batch - 1) / batch) : 1;
+  const DurationMs allowance = (calls_per_run(*spec) + 1) * slowest_call_ms(s);
+  const TimeMs from = last + kHourMs - 1;
+  const TimeMs to = s.until_ms - allowance;
+  if (to <= from) return false;
+  const auto runs = static_cast<std::size_t>(rounds);
+  return job->cron->between(from, to, runs).size() == runs;
+}
+
 std::optional<Violation> unsettled_item(const Scenario& s, const ScenarioRunResult& run,
                                         const std::string& when, const ReferenceRun& reference) {
   const ScenarioRunResult* ref = nullptr;
@@ -127,6 +154,7 @@ std::optional<Violation> unsettled_item(const Scenario& s, const ScenarioRunResu
       continue;
     }
     if (world_stands_against(s, item.issue)) continue;
+    if (!job_runs_after_deferral(s, item.job_id, last_fault_end_ms(s))) continue;
     if (!asked && reference) ref = reference();
     asked = true;
     if (stuck_without_faults(ref, item)) continue;

@@ -688,6 +688,33 @@ TEST(ReconcileWorld, ARefusalFromTheNewInstanceIsNotValidatedAgainInsideTheHour)
   EXPECT_EQ(w.item("ISS-1").validated_instance, "orch-b");
 }
 
+// With a batch of one after a migration, the item left out of the batch is
+// validated only, and the new instance refuses it; that refusal counts for
+// the hour like a due attempt's (found by `rehearse check
+// scenarios/reconcile-migration-404.json --random-jobs`, seed 238: the item
+// was asked in full at the next cycle, 30 minutes after the refusal).
+TEST(ReconcileWorld, AValidationOnlyRefusalHoldsTheNextAttemptForAnHour) {
+  ReconcileConfig config = config_for({"A", "B"});
+  config.batch_size = 1;
+  World w(orchestrator({{"A", "in_progress"}, {"B", "in_progress"}}), config);
+  w.orch.schedule_delete_issues(kStart + 7 * kMinuteMs, {}, std::string("orch-b"));
+  w.orch.add_fault(sim::OrchestratorFault{"get_issue", kStart + 8 * kMinuteMs,
+                                          kStart + 12 * kMinuteMs, 1.0, 403,
+                                          TransportErrorKind::none, "forbidden"});
+  w.run_cycles(5 * kMinuteMs, 2 * 12 + 1);  // 2 h of five-minute cycles
+  for (const char* issue : {"A", "B"}) {
+    std::vector<TimeMs> refused;
+    for (const TraceEvent& e : w.events("service_reply", issue)) {
+      if (e.num("status") == 403) refused.push_back(e.t);
+    }
+    ASSERT_EQ(refused.size(), 1u) << issue;  // both asked in the 10-minute cycle
+    for (const TimeMs t : w.query_times(issue)) {
+      EXPECT_FALSE(t > refused[0] && t < refused[0] + kHourMs) << issue << " " << format_instant(t);
+    }
+    EXPECT_EQ(w.item(issue).validated_instance, "orch-b") << issue;
+  }
+}
+
 // Invariant 8 from the trace: config-error attempts at most hourly, whatever
 // the cycle period and whatever else happens to the item (random periods,
 // a 503 window and a migration in the middle).
@@ -921,6 +948,25 @@ TEST(ReconcileWorld, BatchSizeLimitsDueItemsPerCycle) {
   EXPECT_EQ(reports[0].queried, 3);  // the first cycle validates every id regardless
   EXPECT_EQ(reports[1].queried, 2);
   EXPECT_EQ(reports[2].queried, 2);
+}
+
+// A visit that succeeds makes its item due again at once, so taking the due
+// items in store order would give every batch to the first ones: with a batch
+// of one, B would never be asked after the first cycle's validation (found by
+// `rehearse check scenarios/reconcile-out-of-order.json --random-jobs`, seed
+// 45: an item stuck for hours behind one always due). The longest waiting go
+// first: A and B take turns, C (in a backoff) waits.
+TEST(ReconcileWorld, BatchSizeTakesTheLongestWaitingDueItemsFirst) {
+  ReconcileConfig config = config_for({"A", "B"});
+  config.batch_size = 1;
+  World w(orchestrator({{"A", "todo"}, {"B", "todo"}}, 0), config);
+  const auto reports = w.run_cycles(10 * kMinuteMs, 5);
+  ASSERT_EQ(reports.size(), 5u);
+  EXPECT_EQ(reports[0].queried, 2);  // the first cycle validates both
+  for (std::size_t i = 1; i < reports.size(); ++i) EXPECT_EQ(reports[i].queried, 1) << i;
+  // Cycles 2..5: A, B, A, B after the first cycle's two.
+  EXPECT_EQ(w.orch.queries("A"), 3u);
+  EXPECT_EQ(w.orch.queries("B"), 3u);
 }
 
 // The integration path of the world runner: scenario JobSpec and services.

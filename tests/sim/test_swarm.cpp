@@ -467,10 +467,11 @@ TEST(Findings, ADamagedFileACoreReadsAtItsBootMustBeReported) {
 // Scenario in `scenario`, left empty when a step failed): what the
 // liveness findings below judge.
 ScenarioRunResult run_derived_case(const std::string& name, std::uint64_t seed,
-                                   std::optional<Scenario>& scenario) {
+                                   std::optional<Scenario>& scenario,
+                                   SwarmOptions swarm = SwarmOptions{}) {
   scenario.reset();
   const json base = read_json(source_dir() + "/scenarios/" + name + ".json");
-  auto doc = derive_case(base, seed, SwarmOptions{});
+  auto doc = derive_case(base, seed, swarm);
   if (!doc.ok()) return {};
   auto s = load_scenario_json(doc->dump(), name + ".seed-" + std::to_string(seed) + ".json");
   if (!s.ok()) return {};
@@ -525,6 +526,36 @@ TEST(Findings, AStoreFailingClosedAtTheEndLeavesTheJobsUnjudged) {
   ASSERT_TRUE(judged.has_value());
   EXPECT_NE(judged->message.find("still has a retry pending"), std::string::npos)
       << judged->message;
+}
+
+// Found by `rehearse check scenarios/ --seeds 20 --random-jobs` (seed 15 of
+// reconcile-out-of-order; a harness bug, the liveness judgement): the random
+// schedule "39 */12 * * *" runs the reconcile job at 00:39 and 12:39; an
+// orchestrator refusal with an unknown status (463) deferred an item by an
+// hour, and the span ended 2h27m after the last fault, before the job's next
+// run. Only a regular run queries items, so an item waits for its job's next
+// run as a job waits for its next slot: it is judged only when the job fires
+// at least an hour after the last fault and a run's allowance before the end.
+TEST(Findings, AnItemWhoseJobDoesNotRunAgainInTheWindowIsNotJudged) {
+  SwarmOptions swarm;
+  swarm.random_jobs = true;
+  std::optional<Scenario> s;
+  ScenarioRunResult run = run_derived_case("reconcile-out-of-order", 15, s, swarm);
+  ASSERT_TRUE(s.has_value());
+  ASSERT_EQ(s->jobs.size(), 1u);
+  EXPECT_EQ(s->jobs[0].schedule, "39 */12 * * *");
+  const auto stuck =
+      std::find_if(run.final_items.begin(), run.final_items.end(),
+                   [](const FinalItemState& i) { return !i.reconcile_error.empty(); });
+  ASSERT_NE(stuck, run.final_items.end());
+  EXPECT_EQ(stuck->stage, "DESIGNING");
+  const auto held = judge_liveness(*s, run);
+  EXPECT_FALSE(held.has_value()) << held->message;
+  // The same end state judged as if the job ran every hour: it fires.
+  s->jobs[0].schedule = "39 * * * *";
+  const auto judged = judge_liveness(*s, run);
+  ASSERT_TRUE(judged.has_value());
+  EXPECT_NE(judged->message.find("is stuck at DESIGNING"), std::string::npos) << judged->message;
 }
 
 // Cases `rehearse check scenarios --seeds 2000` failed on before this
