@@ -63,7 +63,11 @@ void NothingLost::check_budget_spent(const TraceEvent& e, std::size_t i, Violati
   const SlotWatch* slot = context_.slots.find(e.job, *e.slot);
   const bool stalled = slot != nullptr && slot->stalled;
   const int spent = context_.retry_count.scheduled(e.job, *e.slot, p.per_slot);
-  const std::string cls = e.str("failure_class");
+  // The class the world saw fail the slot's last run (run_facts.hpp: the
+  // monitors' own reading of the replies), not the one the notification
+  // carries: a core that misclassified a 429 as auth would write `auth` there.
+  const std::string cls = slot != nullptr && slot->last_failure_class ? *slot->last_failure_class
+                                                                      : e.str("failure_class");
   if (e.type == "retry_exhausted" && spent < p.retries_max) {
     out.push_back({kName, i, e.t,
                    fmt::format("job {} slot {}: declared retry_exhausted after {} of {} retries",

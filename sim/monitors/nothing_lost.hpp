@@ -11,7 +11,8 @@
 //   scripts; a skipped run treated as failed, or a failed one that
 //   delivered, fires (judged at the job's next take or at the end);
 // - retry_exhausted only with the budget spent; failed_permanent on a class
-//   the policy retries only with the budget spent, after a second stall,
+//   the policy retries (the class of the slot's last failed run as the
+//   world's replies give it, run_facts.hpp) only with the budget spent, after a second stall,
 //   with an invalid policy or while the store refuses writes;
 // - the recovery notice: after a failure notification reached the messenger,
 //   the next success owes a `recovered` one (end; a crash forgives it, and
