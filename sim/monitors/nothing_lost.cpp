@@ -17,6 +17,9 @@ bool failure_notification(const std::string& event) {
 NothingLost::NothingLost(const Scenario& scenario, MonitorContext& context)
     : context_(context), notifications_seen_(scenario.services.messenger.has_value()) {
   for (const auto& [id, config] : context.jobs.all()) jobs_[id] = JobWatch{};
+  for (const JobSpec& spec : scenario.jobs) {
+    for (const ReconcileItem& item : spec.items) item_stages_[item.issue] = item.stage;
+  }
 }
 
 Violations NothingLost::observe(const TraceEvent& e, std::size_t i) {
@@ -35,7 +38,24 @@ Violations NothingLost::observe(const TraceEvent& e, std::size_t i) {
   check_budget_spent(e, i, out);
   check_group_verdict(e, i, out);
   track_recovery(e, i);
+  check_item_failed_visibly(e, i, out);
   return out;
+}
+
+// An item the durable pipeline file shows entering DESIGN_FAILED must carry
+// the reconcile error that says why (docs/semantics.md §8: "with a reconcile
+// error saying why"); without one it failed silently.
+void NothingLost::check_item_failed_visibly(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (e.type != "durable_stage" || e.item.empty()) return;
+  const std::string to = e.str("stage");
+  std::string& held = item_stages_[e.item];
+  if (to == "DESIGN_FAILED" && held != to && e.str("error").empty()) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("item {} of job {} entered DESIGN_FAILED (from {}) with no "
+                               "reconcile error: a failed item must say why",
+                               e.item, e.job, held.empty() ? "nothing" : held)});
+  }
+  held = to;
 }
 
 // Seen as it happens: a group or publish run that reports success although

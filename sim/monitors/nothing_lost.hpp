@@ -17,6 +17,8 @@
 // - the recovery notice: after a failure notification reached the messenger,
 //   the next success owes a `recovered` one (end; a crash forgives it, and
 //   so does a blind boot, process_tracker.hpp, between the two);
+// - a reconcile item entering DESIGN_FAILED in the durable pipeline file
+//   (`durable_stage`) with no reconcile error saying why (§8);
 // - end: a failed run followed by nothing while the process is up.
 #pragma once
 
@@ -39,7 +41,7 @@ class NothingLost final : public Monitor {
     return {"queue_take", "queue_intent",     "queue_done",        "durable_job_state",
             "outbox_add", "durable_delivery", "message_delivered", "message_refused",
             "queue_add",  "service_reply",    "process_crash",     "disk_process_crashed",
-            "disk_crash"};
+            "disk_crash", "durable_stage"};
   }
 
   NothingLost(const Scenario& scenario, MonitorContext& context);
@@ -68,11 +70,13 @@ class NothingLost final : public Monitor {
   void check_group_verdict(const TraceEvent& e, std::size_t i, Violations& out);
   void judge_group_run(const std::string& job, std::size_t i, TimeMs t, Violations& out);
   void track_recovery(const TraceEvent& e, std::size_t i);
+  void check_item_failed_visibly(const TraceEvent& e, std::size_t i, Violations& out);
 
   MonitorContext& context_;
   bool notifications_seen_ = false;  // the scenario declares a messenger
   std::map<std::string, JobWatch> jobs_;
   std::set<std::pair<std::string, TimeMs>> delivered_;  // slots with a delivery sent
+  std::map<std::string, std::string> item_stages_;      // issue -> its last durable stage
 };
 
 }  // namespace rehearse::sim

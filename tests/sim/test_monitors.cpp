@@ -348,10 +348,32 @@ TEST(StageMonotonic, FiresWhenAStageMovesBack) {
 
 TEST(StageMonotonic, FiresWhenATerminalStageChanges) {
   Script s;
-  s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-2", {{"stage", "DESIGN_FAILED"}});
+  s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-2",
+         {{"stage", "DESIGN_FAILED"}, {"error", "issue ISS-2 not found in the orchestrator"}});
   const auto bad =
       s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-2", {{"stage", "REVIEWING"}});
   expect_first(run(s, base_scenario()), "stage_monotonic", bad);
+}
+
+// An item entering DESIGN_FAILED must say why (docs/semantics.md §8): the
+// durable pipeline file's reconcile error. Without one it failed silently.
+TEST(NothingLost, FiresWhenAnItemEntersDesignFailedWithoutAReason) {
+  Script s;
+  s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-2", {{"stage", "BUILDING"}, {"error", ""}});
+  const auto bad = s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-2",
+                          {{"stage", "DESIGN_FAILED"}, {"error", ""}});
+  expect_first(run(s, base_scenario()), "nothing_lost", bad);
+}
+
+TEST(NothingLost, NearMissAnItemEntersDesignFailedWithItsReason) {
+  Script s;
+  s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-2", {{"stage", "BUILDING"}, {"error", ""}});
+  s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-2",
+         {{"stage", "DESIGN_FAILED"}, {"error", "issue ISS-2 not found in the orchestrator"}});
+  // Written again later (another item's change rewrites the file): still its reason.
+  s.item("durable_stage", "2026-03-02T10:20:00Z", "ISS-2",
+         {{"stage", "DESIGN_FAILED"}, {"error", "issue ISS-2 not found in the orchestrator"}});
+  expect_clean(run(s, base_scenario(), at("2026-03-02T10:30:00Z")));
 }
 
 TEST(StageMonotonic, NearMissForwardMovesAndTerminalEnd) {
