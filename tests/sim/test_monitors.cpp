@@ -860,25 +860,19 @@ TEST(NothingLost, FiresWhenExhaustedBeforeTheBudgetIsSpent) {
   expect_first(run(s, base_scenario()), "nothing_lost", bad);
 }
 
-TEST(NothingLost, FiresWhenARetryableFailureIsDeclaredPermanent) {
-  Script s;
-  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
-          "failure", "rate_limit");
-  const auto bad = note(s, "failed_permanent", "hourly", "2026-03-02T10:00:00Z",
-                        "2026-03-02T10:00:00Z", 0, "rate_limit");
-  expect_first(run(s, base_scenario()), "nothing_lost", bad);
-}
-
 // The class judged is the one the world saw fail the run, not the one the
 // notification carries: a core that classed a 429 as auth (not retried)
 // writes `auth` into its notice, and the world's 429 says rate_limit.
-TEST(NothingLost, FiresWhenTheNoticeClassDiffersFromTheWorldsAndHidesARetryableFailure) {
-  Script s;
-  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
-          "failure", "rate_limit");
-  const auto bad = note(s, "failed_permanent", "hourly", "2026-03-02T10:00:00Z",
-                        "2026-03-02T10:00:00Z", 0, "auth");
-  expect_first(run(s, base_scenario()), "nothing_lost", bad);
+TEST(NothingLost, FiresWhenARetryableFailureIsDeclaredPermanent) {
+  for (const char* notice_class : {"rate_limit", "auth"}) {
+    Script s;
+    regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+            "failure", "rate_limit");
+    const auto bad = note(s, "failed_permanent", "hourly", "2026-03-02T10:00:00Z",
+                          "2026-03-02T10:00:00Z", 0, notice_class);
+    SCOPED_TRACE(notice_class);
+    expect_first(run(s, base_scenario()), "nothing_lost", bad);
+  }
 }
 
 // A failed episode that was announced and ends in success owes a
