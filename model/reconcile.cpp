@@ -521,11 +521,12 @@ std::vector<bool> pick_due_items(const std::vector<PipelineItem>& items, TimeMs 
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (!is_terminal_stage(items[i].stage) && items[i].next_attempt_at <= now) due.push_back(i);
   }
-  if (batch_size && due.size() > static_cast<std::size_t>(std::max(*batch_size, 0))) {
+  const auto limit = static_cast<std::size_t>(std::max(batch_size.value_or(0), 0));
+  if (batch_size && due.size() > limit) {
     std::stable_sort(due.begin(), due.end(), [&items](std::size_t a, std::size_t b) {
       return items[a].updated_at < items[b].updated_at;
     });
-    due.resize(static_cast<std::size_t>(std::max(*batch_size, 0)));
+    due.resize(limit);
   }
   std::vector<bool> picked(items.size(), false);
   for (const std::size_t i : due) picked[i] = true;

@@ -146,7 +146,8 @@ bool job_runs_after_deferral(const Scenario& s, const std::string& job_id, TimeM
 }
 
 std::optional<Violation> unsettled_item(const Scenario& s, const ScenarioRunResult& run,
-                                        const std::string& when, const ReferenceRun& reference) {
+                                        TimeMs last, const std::string& when,
+                                        const ReferenceRun& reference) {
   const ScenarioRunResult* ref = nullptr;
   bool asked = false;
   for (const FinalItemState& item : run.final_items) {
@@ -154,7 +155,7 @@ std::optional<Violation> unsettled_item(const Scenario& s, const ScenarioRunResu
       continue;
     }
     if (world_stands_against(s, item.issue)) continue;
-    if (!job_runs_after_deferral(s, item.job_id, last_fault_end_ms(s))) continue;
+    if (!job_runs_after_deferral(s, item.job_id, last)) continue;
     if (!asked && reference) ref = reference();
     asked = true;
     if (stuck_without_faults(ref, item)) continue;
@@ -208,7 +209,7 @@ std::optional<Violation> judge_liveness(const Scenario& s, const ScenarioRunResu
   if (!run.unreported_torn_tail && !run.store_failing_closed) {
     if (auto job = unsettled_job(run, when)) return job;
   }
-  return unsettled_item(s, run, when, reference);
+  return unsettled_item(s, run, last, when, reference);
 }
 
 }  // namespace rehearse::sim
