@@ -123,6 +123,19 @@ FaultKeySpec down_for_key(bool required, std::string_view doc) {
                       }};
 }
 
+// Which worker process a restart crashes (absent: the machine, every worker).
+FaultKeySpec worker_key() {
+  return FaultKeySpec{.name = "worker",
+                      .type = FaultKeyType::worker,
+                      .min = 1,
+                      .max = 4,
+                      .what = "a worker number",
+                      .doc = "`worker` (1 to `queue.workers`; absent: the machine, every worker)",
+                      .store = [](FaultSpec& f, const FaultValue& v) {
+                        f.worker = v.value.get<int>();
+                      }};
+}
+
 FaultKeySpec agent_key() {
   return FaultKeySpec{.name = "agent",
                       .type = FaultKeyType::agent,
@@ -144,6 +157,12 @@ FaultTraceField trace_rate() {
 }
 FaultTraceField trace_file() {
   return {"file", [](const FaultSpec& f) -> std::optional<json> { return to_string(f.file); }};
+}
+FaultTraceField trace_worker() {
+  return {"worker", [](const FaultSpec& f) -> std::optional<json> {
+            if (f.worker == 0) return std::nullopt;
+            return f.worker;
+          }};
 }
 FaultTraceField trace_down_for() {
   return {"down_for_ms", [](const FaultSpec& f) -> std::optional<json> { return f.down_for_ms; }};
@@ -437,11 +456,17 @@ FaultKindSpec restart() {
   return FaultKindSpec{
       .name = "restart",
       .applies_to = FaultTarget::process,
-      .keys = {down_for_key(true, "`down_for` (required, DURATION >= 0, must end by `until`)")},
-      .trace = {trace_down_for()},
-      .meaning = "the worker process crashes at `at` and comes back `down_for` later",
-      .at_instant = [](const FaultSpec& f,
-                       FaultWorld& world) { world.crash_worker("restart", f.down_for_ms); },
+      .keys = {down_for_key(true, "`down_for` (required, DURATION >= 0, must end by `until`)"),
+               worker_key()},
+      .trace = {trace_down_for(), trace_worker()},
+      .meaning =
+          "the machine loses power at `at` (every worker process crashes, unsynced writes "
+          "are lost) and comes back `down_for` later; with `worker`, that process alone "
+          "crashes (the page cache survives) and comes back `down_for` later",
+      .at_instant =
+          [](const FaultSpec& f, FaultWorld& world) {
+            world.crash_worker("restart", f.down_for_ms, f.worker);
+          },
   };
 }
 
@@ -566,6 +591,7 @@ json key_schema(const FaultKeySpec& key) {
       break;
     }
     case FaultKeyType::integer:
+    case FaultKeyType::worker:
       out = json{{"type", "integer"}, {"minimum", key.min}, {"maximum", key.max}};
       break;
     case FaultKeyType::name:

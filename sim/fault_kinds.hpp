@@ -69,6 +69,7 @@ enum class FaultKeyType : unsigned char {
   targets,       // non-empty list of unique messenger targets (absent: every target)
   cut,           // state_corrupted, mode truncated only: bytes kept
   flips,         // state_corrupted, mode flip only: unique byte offsets
+  worker,        // a worker process number from 1 to queue.workers (absent: the machine)
 };
 
 // The loader's reading of one key, handed to FaultKeySpec::store.
@@ -113,8 +114,9 @@ struct FaultWorld {
   SimOrchestrator* orchestrator = nullptr;
   Messenger* messenger = nullptr;
   std::function<GenericService*(const std::string& name)> user_service;
-  // The worker process crashes now and boots down_for_ms later.
-  std::function<void(const std::string& cause, DurationMs down_for_ms)> crash_worker;
+  // Worker process `worker` (1-based; 0: the machine, every worker) crashes
+  // now and boots down_for_ms later.
+  std::function<void(const std::string& cause, DurationMs down_for_ms, int worker)> crash_worker;
   // The state file is damaged now (sim/world.cpp: corrupt_state).
   std::function<void(const FaultSpec& fault)> corrupt_state;
   // The next write of the state file is torn; the process restarts down_for_ms later.

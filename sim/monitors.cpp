@@ -69,16 +69,16 @@ std::optional<Violation> MonitorSet::observe(const TraceEvent& e, std::size_t i)
   }
   if (subscribed_.count(e.type) != 0) {
     for (const Fact& fact : facts_->runs_of(e, i)) dispatch(fact.event, fact.index, out);
-    if (is_boot_event(e.type) || is_crash_event(e.type) || is_store_damage_event(e.type)) {
-      context_->process.observe(e);
-      if (is_boot_event(e.type) && context_->process.boot_blind()) {
+    if (is_process_event(e) || is_store_damage_event(e.type)) {
+      context_->process.observe(e, i);
+      if (context_->process.came_up_at(i) && context_->process.boot_blind()) {
         context_->retry_count.rebase_after_blind_boot();
       }
     }
     if (const std::optional<TraceEvent> notice = facts_->notification_of(e)) {
       context_->calls.observe_notification(*notice);
       context_->slots.count_notification(*notice);
-      context_->process.observe(*notice);
+      context_->process.observe(*notice, i);
       dispatch(*notice, i, out);
     }
     dispatch(e, i, out);

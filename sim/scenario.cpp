@@ -177,7 +177,7 @@ const std::map<std::string, std::vector<std::string>>& scenario_known_keys() {
         {"scenario",
          {"format", "scenario", "description", "start", "until", "seed", "env", "queue", "services",
           "jobs", "fleet", "faults", "expect"}},
-        {"queue", {"concurrency", "max_events"}},
+        {"queue", {"concurrency", "workers", "standby_poll", "max_events"}},
         {"services", {"model-api", "orchestrator", "brokerage", "messenger"}},
         {"model_api", {"latency", "timeout"}},
         {"orchestrator", {"instance", "issues", "agents", "latency", "timeout"}},
@@ -968,6 +968,13 @@ void Loader::load_queue(const json& v) {
     if (auto n = read_int(*c, "/queue/concurrency", 1, 64)) {
       scenario_.queue.concurrency = static_cast<int>(*n);
     }
+  }
+  if (const json* w = field(v, "workers")) {
+    if (auto n = read_int(*w, "/queue/workers", 1, 4))
+      scenario_.queue.workers = static_cast<int>(*n);
+  }
+  if (const json* p = field(v, "standby_poll")) {
+    if (auto d = read_duration(*p, "/queue/standby_poll", 1)) scenario_.queue.standby_poll_ms = *d;
   }
   if (const json* m = field(v, "max_events")) {
     if (auto n = read_int(*m, "/queue/max_events", 1, 100'000'000)) {
@@ -1764,6 +1771,12 @@ std::optional<FaultValue> Loader::read_fault_value(FaultReading& r, const FaultK
     case FaultKeyType::down_time: return read_fault_down_for(r, value, at);
     case FaultKeyType::integer:
       if (auto n = read_int(value, at, key.min, key.max, key.what)) return FaultValue{*n};
+      return std::nullopt;
+    case FaultKeyType::worker:  // one of the worker processes /queue/workers starts
+      if (auto n =
+              read_int(value, at, 1, scenario_.queue.workers, "a worker number (queue.workers)")) {
+        return FaultValue{*n};
+      }
       return std::nullopt;
     case FaultKeyType::rate:
       if (auto x = read_rate(value, at)) return FaultValue{*x};

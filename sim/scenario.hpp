@@ -231,8 +231,9 @@ struct FaultSpec {
   std::string status;                                       // issue_status
   std::string agent;                                        // agent_removed, agent_restored
   DurationMs down_for_ms = 0;                               // restart, torn_write
-  StateFile file = StateFile::retry_state;                  // state_corrupted, torn_write
-  CorruptionMode mode = CorruptionMode::garbage;            // state_corrupted
+  int worker = 0;  // restart: the worker process (1-based); 0: the machine, every worker
+  StateFile file = StateFile::retry_state;        // state_corrupted, torn_write
+  CorruptionMode mode = CorruptionMode::garbage;  // state_corrupted
   // state_corrupted, exact damage (seed-independent): `cut` keeps that many
   // bytes (mode truncated); `flips` are byte offsets, each XORed with 0x01
   // (mode flip). Absent: drawn from the disk's generator.
@@ -384,6 +385,10 @@ struct ScenarioFlag {
 
 struct QueueSettings {
   int concurrency = 1;
+  // Worker processes started on the one state directory and queue; one acts,
+  // the others stand by on its worker lock (docs/worker.md).
+  int workers = 1;
+  DurationMs standby_poll_ms = 30'000;  // how often a standby asks for the lock
   std::int64_t max_events = 1'000'000;  // the run fails with bounded_run beyond this
 };
 

@@ -838,6 +838,12 @@ void SimDisk::fail_stop_after(std::uint64_t n, std::optional<DiskOwner> owner) {
   fail_stop_ = FailStop{n, owner};
 }
 
+std::optional<DiskOwner> SimDisk::lock_holder(const std::string& path) const {
+  const auto it = locks_->held.find(normalise(path));
+  if (it == locks_->held.end()) return std::nullopt;
+  return it->second.owner;
+}
+
 // --- inspection ------------------------------------------------------------------------
 
 std::optional<std::string> SimDisk::live_content(const std::string& path) const {

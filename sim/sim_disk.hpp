@@ -212,6 +212,8 @@ class SimDisk final : public Disk {
   // The next n operations of `owner` (of anyone when unset) run; the one
   // after fails and kills its issuer. One-shot; a new call replaces it.
   void fail_stop_after(std::uint64_t n, std::optional<DiskOwner> owner = std::nullopt);
+  // The process holding the lock on `path` now, if any.
+  std::optional<DiskOwner> lock_holder(const std::string& path) const;
   void cancel_fail_stop() noexcept { fail_stop_.reset(); }
   bool fail_stop_armed() const noexcept { return fail_stop_.has_value(); }
   bool is_dead(DiskOwner owner) const { return dead_.count(owner) != 0; }

@@ -157,7 +157,9 @@ Result<std::optional<QueueEntry>> SimQueue::take_next(TimeMs now,
   best->state = QueueEntryState::active;
   best->intent.clear();
   ++counters_.takes;
-  record("queue_take", &best->spec, entry_fields(*best));
+  nlohmann::json taken = entry_fields(*best);
+  taken["process"] = owner();  // who holds the lease (the queue's own record)
+  record("queue_take", &best->spec, std::move(taken));
   return std::optional<QueueEntry>{*best};
 }
 

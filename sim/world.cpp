@@ -13,6 +13,7 @@
 #include "model/scheduler.hpp"
 #include "model/state_store.hpp"
 #include "model/worker.hpp"
+#include "model/worker_lock.hpp"
 #include "sim/brokerage.hpp"
 #include "sim/expect.hpp"
 #include "sim/fault_kinds.hpp"
@@ -60,16 +61,10 @@ std::string state_file_path(StateFile file) {
 // What one worker process owns; destroyed by a crash: the worker model/
 // assembles (model/worker.hpp).
 struct WorkerMemory {
-  WorkerPortWrappers wrappers;  // declared first: the worker refers to them
+  DiskLockHandle worker_lock;   // declared first: released last, with the process
+  WorkerPortWrappers wrappers;  // the worker refers to them
   std::unique_ptr<Worker> worker;
 };
-
-// The worker's root task: the scheduler loop, and what to do once it halts
-// (an I/O error of the store or the queue: the process must be restarted).
-Task<void> run_scheduler(Worker& worker, std::function<void()> on_halt) {
-  co_await worker.run();
-  on_halt();
-}
 
 class World {
  public:
@@ -97,7 +92,9 @@ class World {
     // Frames and process memory refer to everything below: cut them first,
     // silently (the run is over; nothing of this belongs to its trace).
     finished_ = true;
-    if (process_ != kWorld && sim_.is_up(process_)) sim_.crash(process_);
+    for (ProcessId process : processes_) {
+      if (sim_.is_up(process)) sim_.crash(process);
+    }
   }
 
   Status prepare();
@@ -133,13 +130,21 @@ class World {
                         TimeMs until) const;
   void record_world(std::string type, json data, std::string service = {});
   void boot(Simulator& sim, ProcessId process);
+  JobKinds job_kinds_for(Simulator& sim, ProcessId process);
+  Task<void> worker_main(Simulator& sim, ProcessId process, WorkerMemory& memory);
   const JobSpec* find_job(const std::string& id) const;
-  void crash_worker(const std::string& cause, DurationMs down_for_ms,
+  void crash_worker(const std::string& cause, DurationMs down_for_ms, int worker,
                     std::optional<CrashEffect> planned = std::nullopt);
+  std::vector<ProcessId> crash_targets(int worker, std::optional<CrashEffect> planned) const;
+  void schedule_reboot(ProcessId process, DurationMs down_for_ms);
   // RunOptions::crash_plan and record_marks.
   void arm_next_crash_point();
   void after_event();
-  bool planned_disk_death();
+  bool planned_disk_death(DiskOwner owner);
+  // Worker numbers (1-based) of a process; the one acting (holding the
+  // worker lock, or with one worker: that worker while up).
+  int worker_number(ProcessId process) const;
+  std::optional<int> acting_worker() const;
   void miss_crash_point(std::string why);
   RunMark current_mark() const;
   void record_worker_mark(WorkerMarkKind kind, bool planned);
@@ -175,7 +180,8 @@ class World {
   std::unique_ptr<MonitorSet> monitors_;
   FaultWorld fault_world_;  // what the fault kinds' hooks act on (sim/fault_kinds.hpp)
 
-  ProcessId process_ = kWorld;
+  ProcessId process_ = kWorld;        // worker 1: the one planned crashes cut
+  std::vector<ProcessId> processes_;  // every worker process, worker 1 first
   std::string crash_cause_ = "unknown";
   std::optional<DurationMs> torn_down_for_;  // an armed torn_write's down time
   std::size_t secrets_synced_ = 0;
@@ -323,7 +329,7 @@ void World::attach_disk_and_queue() {
       .on_death =
           [this](DiskOwner owner) {
             if (owner == kWorld) return;
-            if (planned_disk_death()) return;
+            if (planned_disk_death(owner)) return;
             DurationMs down = kWorldSupervisorRestartMs;
             std::string cause = "disk_fault";
             if (torn_down_for_) {
@@ -334,7 +340,7 @@ void World::attach_disk_and_queue() {
             // The dying process is the one executing: crash it from a world
             // event at this instant.
             sim_.schedule_call_for(
-                kWorld, sim_.now(), [this, cause, down] { crash_worker(cause, down); }, "crash");
+                kWorld, sim_.now(), [this, cause, down] { crash_worker(cause, down, 0); }, "crash");
           },
   });
   bind_to_simulator(queue_, sim_, SimQueueBinding{kWorldSupervisorRestartMs, &disk_});
@@ -366,8 +372,8 @@ FaultWorld World::fault_world() {
     const auto it = user_services_.find(name);
     return it == user_services_.end() ? nullptr : it->second.get();
   };
-  w.crash_worker = [this](const std::string& cause, DurationMs down_for_ms) {
-    crash_worker(cause, down_for_ms);
+  w.crash_worker = [this](const std::string& cause, DurationMs down_for_ms, int worker) {
+    crash_worker(cause, down_for_ms, worker);
   };
   w.corrupt_state = [this](const FaultSpec& fault) { corrupt_state(fault); };
   w.tear_next_write = [this](StateFile file, DurationMs down_for_ms) {
@@ -428,24 +434,74 @@ Status World::add_fault(const FaultSpec& fault, std::size_t index) {
   return {};
 }
 
-void World::crash_worker(const std::string& cause, DurationMs down_for_ms,
+// Worker `worker` (1-based) crashes alone, the page cache surviving; worker
+// 0 is the machine: every worker process goes down with its unsynced writes.
+// A planned crash (a crash sweeps') is a power loss of the machine or a
+// crash of worker 1 alone. Each process crashed boots again down_for_ms later.
+void World::crash_worker(const std::string& cause, DurationMs down_for_ms, int worker,
                          std::optional<CrashEffect> planned) {
-  if (finished_ || !sim_.is_up(process_)) return;  // already down: nothing to cut
-  crash_cause_ = cause;
-  crash_effect_ = planned.value_or(CrashEffect::power_loss);
-  crash_planned_ = planned.has_value();
-  sim_.crash(process_);
-  const TimeMs at = sim_.now() + std::max<DurationMs>(0, down_for_ms);
-  sim_.schedule_call_for(
-      kWorld, at,
-      [this] {
-        if (!finished_ && !sim_.is_up(process_)) sim_.boot(process_);
-      },
-      "boot");
+  if (finished_) return;
+  const std::vector<ProcessId> targets = crash_targets(worker, planned);
+  if (targets.empty()) return;  // already down: nothing to cut
+  const CrashEffect effect =
+      planned.value_or(worker > 0 ? CrashEffect::process_only : CrashEffect::power_loss);
+  bool first = true;
+  for (ProcessId p : targets) {
+    crash_cause_ = cause;
+    // The machine's power loss happens once; the other processes die with it.
+    crash_effect_ = first ? effect : CrashEffect::process_only;
+    crash_planned_ = planned.has_value();
+    first = false;
+    sim_.crash(p);
+    schedule_reboot(p, down_for_ms);
+  }
   if (planned) {
     ++crash_points_fired_;
     arm_next_crash_point();
   }
+}
+
+int World::worker_number(ProcessId process) const {
+  for (std::size_t w = 0; w < processes_.size(); ++w) {
+    if (processes_[w] == process) return static_cast<int>(w + 1);
+  }
+  return 0;
+}
+
+std::optional<int> World::acting_worker() const {
+  if (processes_.size() == 1) {
+    if (sim_.is_up(process_)) return 1;
+    return std::nullopt;
+  }
+  const auto holder = disk_.lock_holder(worker_lock_path(kWorldStateDir));
+  if (!holder || !sim_.is_up(static_cast<ProcessId>(*holder))) return std::nullopt;
+  return worker_number(static_cast<ProcessId>(*holder));
+}
+
+// A planned crash names its worker: a process-only one cuts that process, a
+// power loss the machine.
+std::vector<ProcessId> World::crash_targets(int worker, std::optional<CrashEffect> planned) const {
+  std::vector<ProcessId> targets;
+  if ((planned && *planned == CrashEffect::process_only) || (!planned && worker > 0)) {
+    const ProcessId one =
+        worker > 0 ? processes_.at(static_cast<std::size_t>(worker - 1)) : process_;
+    if (sim_.is_up(one)) targets.push_back(one);
+    return targets;
+  }
+  for (ProcessId p : processes_) {
+    if (sim_.is_up(p)) targets.push_back(p);
+  }
+  return targets;
+}
+
+void World::schedule_reboot(ProcessId process, DurationMs down_for_ms) {
+  const TimeMs at = sim_.now() + std::max<DurationMs>(0, down_for_ms);
+  sim_.schedule_call_for(
+      kWorld, at,
+      [this, process] {
+        if (!finished_ && !sim_.is_up(process)) sim_.boot(process);
+      },
+      "boot");
 }
 
 // The next point of RunOptions::crash_plan: an event point fires from
@@ -469,7 +525,11 @@ void World::arm_next_crash_point() {
                                  point.index, done));
     return;
   }
-  disk_.fail_stop_after(point.index - done, static_cast<DiskOwner>(process_));
+  // One worker: its own operations; several: whichever process does the
+  // point's operation dies (planned_disk_death).
+  std::optional<DiskOwner> owner;
+  if (processes_.size() == 1) owner = static_cast<DiskOwner>(process_);
+  disk_.fail_stop_after(point.index - done, owner);
   fail_stops_seen_ = disk_.counters().fail_stops;
   disk_point_armed_ = true;
 }
@@ -483,25 +543,30 @@ void World::after_event() {
   if (!options_.crash_plan || next_point_ >= options_.crash_plan->points.size()) return;
   const WorkerCrashPoint point = options_.crash_plan->points[next_point_];
   if (point.at != CrashAt::event || point.index != events_seen_) return;
-  if (!sim_.is_up(process_)) {
+  const std::optional<int> acting = acting_worker();
+  if (!acting) {
     miss_crash_point(fmt::format("the worker is down after {} events", events_seen_));
     return;
   }
   ++next_point_;
-  crash_worker("crash_sweep", options_.crash_plan->reboot_after_ms, point.effect);
+  crash_worker("crash_sweep", options_.crash_plan->reboot_after_ms, *acting, point.effect);
 }
 
 // The disk's death of the worker is the armed disk point's fail-stop: crash
 // it from a world event at this instant with the point's effect.
-bool World::planned_disk_death() {
+bool World::planned_disk_death(DiskOwner owner) {
   if (!disk_point_armed_ || disk_.counters().fail_stops <= fail_stops_seen_) return false;
+  const int worker = worker_number(static_cast<ProcessId>(owner));
   disk_point_armed_ = false;
   const WorkerCrashPoint point = options_.crash_plan->points[next_point_++];
   death_events_ = sim_.events_executed();
   const DurationMs down = options_.crash_plan->reboot_after_ms;
   sim_.schedule_call_for(
       kWorld, sim_.now(),
-      [this, down, effect = point.effect] { crash_worker("crash_sweep", down, effect); }, "crash");
+      [this, down, worker, effect = point.effect] {
+        crash_worker("crash_sweep", down, worker, effect);
+      },
+      "crash");
   return true;
 }
 
@@ -511,7 +576,7 @@ void World::miss_crash_point(std::string why) {
 }
 
 RunMark World::current_mark() const {
-  return RunMark{trace_.size(), trace_.hash(), disk_.operations(), sim_.is_up(process_)};
+  return RunMark{trace_.size(), trace_.hash(), disk_.operations(), acting_worker().has_value()};
 }
 
 void World::record_worker_mark(WorkerMarkKind kind, bool planned) {
@@ -621,7 +686,50 @@ Status World::apply_corruption(const std::string& path, const FaultSpec& fault) 
   return disk_.corrupt(path, to_corruption_kind(fault.mode));
 }
 
+// A boot: the process's memory, and its root task (worker_main).
 void World::boot(Simulator& sim, ProcessId process) {
+  WorkerMemory& memory = sim.emplace_memory<WorkerMemory>(process);
+  if (options_.worker_ports) memory.wrappers = options_.worker_ports(queue_, messenger_, disk_);
+  sim.spawn(process, worker_main(sim, process, memory), "scheduler");
+}
+
+// The core's job kinds; a test's factory goes first where it gives a runner
+// (a deliberately faulty variant), the core's factory otherwise.
+JobKinds World::job_kinds_for(Simulator& sim, ProcessId process) {
+  JobKinds kinds = job_kinds();
+  if (!options_.runner_factory) return kinds;
+  for (JobKindEntry& kind : kinds) {
+    kind.make = [this, &sim, process,
+                 core = kind.make](const JobConfig& config, const PolicyOrError& policy,
+                                   JobPorts& ports) -> Result<std::unique_ptr<JobRunner>> {
+      const JobSpec* spec = find_job(config.id);
+      REHEARSE_ASSERT(spec != nullptr);
+      RunnerPorts runner_ports{
+          sim,       process,    ports.clock,  ports.services,     ports.notifier,
+          ports.log, ports.disk, ports.ledger, ports.token_client, scenario_};
+      if (auto runner = options_.runner_factory(*spec, runner_ports)) return runner;
+      return core(config, policy, ports);
+    };
+  }
+  return kinds;
+}
+
+// The worker process's life, as a production program's main: the state
+// directory's worker lock (standing by while another process holds it), the
+// worker model/ assembles, its scheduler loop; once the scheduler halts (an
+// I/O error of the store or the queue) a supervisor restarts the process.
+Task<void> World::worker_main(Simulator& sim, ProcessId process, WorkerMemory& memory) {
+  JobQueue& queue = memory.wrappers.queue ? *memory.wrappers.queue : static_cast<JobQueue&>(queue_);
+  Notifier& notifier =
+      memory.wrappers.notifier ? *memory.wrappers.notifier : static_cast<Notifier&>(messenger_);
+  Disk& disk = memory.wrappers.disk ? *memory.wrappers.disk : static_cast<Disk&>(disk_);
+  auto lock = co_await take_worker_lock(disk, sim.clock(), log_, kWorldStateDir,
+                                        scenario_.queue.standby_poll_ms);
+  if (!lock.ok()) {
+    log_.error("worker_boot_failed", {{"error", lock.error().describe()}});
+    co_return;  // a disk fault killed the process here; the world reboots it
+  }
+  memory.worker_lock = std::move(lock).value();
   WorkerOptions options;
   options.state_dir = kWorldStateDir;
   options.ledger_dir = kWorldLedgerDir;
@@ -629,52 +737,18 @@ void World::boot(Simulator& sim, ProcessId process) {
   options.concurrency = scenario_.queue.concurrency;
   options.start_ms = scenario_.start_ms;
   options.store_decorator = options_.store_decorator;
-  // The core's job kinds; a test's factory goes first where it gives a
-  // runner (a deliberately faulty variant), the core's factory otherwise.
-  JobKinds kinds = job_kinds();
-  if (options_.runner_factory) {
-    for (JobKindEntry& kind : kinds) {
-      kind.make = [this, &sim, process,
-                   core = kind.make](const JobConfig& config, const PolicyOrError& policy,
-                                     JobPorts& ports) -> Result<std::unique_ptr<JobRunner>> {
-        const JobSpec* spec = find_job(config.id);
-        REHEARSE_ASSERT(spec != nullptr);
-        RunnerPorts runner_ports{
-            sim,       process,    ports.clock,  ports.services,     ports.notifier,
-            ports.log, ports.disk, ports.ledger, ports.token_client, scenario_};
-        if (auto runner = options_.runner_factory(*spec, runner_ports)) return runner;
-        return core(config, policy, ports);
-      };
-    }
-  }
-  WorkerPortWrappers wrappers;
-  if (options_.worker_ports) wrappers = options_.worker_ports(queue_, messenger_, disk_);
-  JobQueue& queue = wrappers.queue ? *wrappers.queue : static_cast<JobQueue&>(queue_);
-  Notifier& notifier = wrappers.notifier ? *wrappers.notifier : static_cast<Notifier&>(messenger_);
-  Disk& disk = wrappers.disk ? *wrappers.disk : static_cast<Disk&>(disk_);
-  auto worker = Worker::open(WorkerPorts{sim.clock(), queue, disk, services_, notifier, log_,
-                                         sim.rng(), scenario_.env},
-                             job_configs_of(scenario_.jobs), std::move(options), kinds);
+  auto worker = Worker::open(
+      WorkerPorts{sim.clock(), queue, disk, services_, notifier, log_, sim.rng(), scenario_.env},
+      job_configs_of(scenario_.jobs), std::move(options), job_kinds_for(sim, process));
   if (!worker.ok()) {
     log_.error("worker_boot_failed", {{"error", worker.error().describe()}});
-    return;  // a disk fault killed the process here; the world reboots it
+    co_return;  // a disk fault killed the process here; the world reboots it
   }
-  WorkerMemory& memory = sim.emplace_memory<WorkerMemory>(process);
-  memory.wrappers = std::move(wrappers);
   memory.worker = std::move(worker).value();
-  sim.spawn(process,
-            run_scheduler(*memory.worker,
-                          [this] {
-                            // The scheduler halted on an I/O error: a
-                            // supervisor restarts the worker.
-                            sim_.schedule_call_for(
-                                kWorld, sim_.now(),
-                                [this] {
-                                  crash_worker("scheduler_halted", kWorldSupervisorRestartMs);
-                                },
-                                "crash");
-                          }),
-            "scheduler");
+  co_await memory.worker->run();
+  sim_.schedule_call_for(
+      kWorld, sim_.now(),
+      [this] { crash_worker("scheduler_halted", kWorldSupervisorRestartMs, 0); }, "crash");
 }
 
 const JobSpec* World::find_job(const std::string& id) const {
@@ -950,12 +1024,14 @@ void World::install_monitors_and_listeners() {
       crash_effect_ = CrashEffect::power_loss;
       crash_planned_ = false;
       record_world("process_crash", json{{"process", sim_.process_name(process)},
+                                         {"pid", process},
                                          {"cause", crash_cause_},
                                          {"crashes", sim_.crash_count(process)}});
       crash_cause_ = "unknown";
     } else {
       record_worker_mark(WorkerMarkKind::boot, false);
       record_world("process_boot", json{{"process", sim_.process_name(process)},
+                                        {"pid", process},
                                         {"boots", sim_.boot_count(process)}});
     }
   });
@@ -996,14 +1072,18 @@ ScenarioRunResult World::run() {
   result.until_ms = scenario_.until_ms;
 
   install_monitors_and_listeners();
-  process_ = sim_.add_process("worker", [this](Simulator& s, ProcessId p) { boot(s, p); });
+  for (int w = 1; w <= scenario_.queue.workers; ++w) {
+    processes_.push_back(sim_.add_process(w == 1 ? "worker" : fmt::format("worker-{}", w),
+                                          [this](Simulator& s, ProcessId p) { boot(s, p); }));
+  }
+  process_ = processes_.front();
   // A first disk point is armed before the first boot, which it may cut; an
   // event point 0 fires once the worker is up, before the first event.
   if (options_.crash_plan && !options_.crash_plan->points.empty() &&
       options_.crash_plan->points.front().at == CrashAt::disk_operation) {
     arm_next_crash_point();
   }
-  sim_.boot(process_);
+  for (ProcessId process : processes_) sim_.boot(process);
   after_event();  // the mark before the first event
   const RunResult run = run_loop_guarded(result);
 

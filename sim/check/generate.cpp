@@ -534,6 +534,16 @@ void declare_model_api_for_publish(json& doc) {
   }
 }
 
+// Concurrency; and one world in three starts a standby worker on the same
+// state directory (from a stream of its own, so the other draws of a seed
+// stay what they were before worlds had standbys).
+json draw_queue(std::uint64_t seed, Rng& rng) {
+  json queue{{"concurrency", rng.next_bool(0.75) ? 1 : rng.next_in(2, 3)}};
+  Rng workers = Rng(seed).derive("workers");
+  if (workers.next_bool(1.0 / 3.0)) queue["workers"] = 2;
+  return queue;
+}
+
 json base_world(std::uint64_t seed, Rng& rng) {
   const TimeMs start =
       *parse_instant(kWorldWeek) + rng.next_in(0, 6) * kDayMs + rng.next_in(0, 23) * kHourMs;
@@ -545,7 +555,7 @@ json base_world(std::uint64_t seed, Rng& rng) {
            {"until", format_instant(start + rng.next_in(2, 12) * kHourMs)},
            {"seed", seed},
            {"env", draw_environment(services)},
-           {"queue", {{"concurrency", rng.next_bool(0.75) ? 1 : rng.next_in(2, 3)}}},
+           {"queue", draw_queue(seed, rng)},
            {"services", services},
            {"faults", json::array()}};
   JobWorld w;

@@ -33,12 +33,14 @@ struct Declared {
   std::vector<std::string> issues;
   std::vector<std::string> agents;
   std::vector<std::string> targets;
+  int workers = 1;
 };
 
 Declared declared_of(const Scenario& s) {
   Declared d;
   d.start_ms = s.start_ms;
   d.until_ms = s.until_ms;
+  d.workers = s.queue.workers;
   for (ServiceKind kind : {ServiceKind::model_api, ServiceKind::orchestrator,
                            ServiceKind::brokerage, ServiceKind::messenger}) {
     if (s.services.has(kind)) d.services.emplace_back(to_string(kind));
@@ -114,6 +116,11 @@ std::optional<json> draw_value(const FaultKeySpec& key, Rng& rng, const Declared
       return format_duration(rng.next_in(0, cap / kSecondMs) * kSecondMs);
     }
     case FaultKeyType::integer: return rng.next_in(key.min, key.max);
+    case FaultKeyType::worker: {                // 0: the key left out, the machine
+      if (d.workers <= 1) return std::nullopt;  // no draw: one-worker worlds keep their seeds
+      const std::int64_t w = rng.next_in(0, d.workers);
+      return w == 0 ? std::nullopt : std::optional<json>(w);
+    }
     case FaultKeyType::rate: return draw_rate(rng);
     case FaultKeyType::name: return pick(rng, key.names);
     case FaultKeyType::issue: return pick(rng, d.issues);

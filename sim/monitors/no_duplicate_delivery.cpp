@@ -11,7 +11,7 @@ NoDuplicateDelivery::NoDuplicateDelivery(const Scenario&, MonitorContext& contex
 
 Violations NoDuplicateDelivery::observe(const TraceEvent& e, std::size_t i) {
   Violations out;
-  if (is_boot_event(e.type) || is_crash_event(e.type)) {
+  if (context_.process.came_up_at(i) || context_.process.went_down_at(i)) {
     // A send whose ledger record had not been written when the process went
     // down is the at-least-once window: one more delivery of it is allowed.
     for (auto& [key, s] : sends_) {

@@ -26,9 +26,9 @@ class NoDuplicateDelivery final : public Monitor {
  public:
   static constexpr const char* kName = "no_duplicate_delivery";
   static std::vector<std::string> reads() {
-    return {"message_delivered",    "durable_delivery",  "queue_take",   "queue_intent",
-            "queue_done",           "durable_job_state", "process_boot", "process_crash",
-            "disk_process_crashed", "disk_crash"};
+    return {"message_delivered", "durable_delivery",     "queue_take",   "queue_intent",
+            "queue_done",        "durable_job_state",    "process_boot", "process_crash",
+            "disk_lock",         "disk_process_crashed", "disk_crash"};
   }
 
   NoDuplicateDelivery(const Scenario& scenario, MonitorContext& context);

@@ -24,7 +24,9 @@ NothingLost::NothingLost(const Scenario& scenario, MonitorContext& context)
 
 Violations NothingLost::observe(const TraceEvent& e, std::size_t i) {
   Violations out;
-  if (is_crash_event(e.type)) {
+  if (is_crash_event(e.type)) orphan_leases_of(e);
+  track_leases(e, i, out);
+  if (context_.process.went_down_at(i)) {
     for (auto& [id, j] : jobs_) {
       j.success_unannounced.reset();
       j.group_run.reset();  // a run cut by the crash is not judged
@@ -40,6 +42,48 @@ Violations NothingLost::observe(const TraceEvent& e, std::size_t i) {
   track_recovery(e, i);
   check_item_failed_visibly(e, i, out);
   return out;
+}
+
+// A crash: the leases its process held (every one at the machine's power
+// loss) are left for the next acting worker to recover.
+void NothingLost::orphan_leases_of(const TraceEvent& e) {
+  const bool machine = e.type == "disk_crash";
+  const std::int64_t pid = e.type == "process_crash" ? e.num("pid") : e.num("process");
+  for (auto it = leases_.begin(); it != leases_.end();) {
+    if (machine || it->second.process == pid) {
+      it->second.died_at = e.t;
+      orphans_.insert(*it);
+      it = leases_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// Takes lease entries; a finish or a requeue ends a lease (or recovers an
+// orphan); a take while an orphan is left fires, once per orphan.
+void NothingLost::track_leases(const TraceEvent& e, std::size_t i, Violations& out) {
+  const auto id = e.num("id", -1);
+  if (e.type == "queue_done" || e.type == "queue_requeue") {
+    leases_.erase(id);
+    orphans_.erase(id);
+    return;
+  }
+  if (e.type != "queue_take") return;
+  for (const auto& [orphan, lease] : orphans_) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("queue entry {} ({}) was leased by process {}, which died at {}; "
+                               "process {} took entry {} without recovering it (neither re-run "
+                               "nor finished)",
+                               orphan, lease.what, lease.process, format_instant(lease.died_at),
+                               e.num("process"), id)});
+  }
+  orphans_.clear();
+  leases_[id] =
+      Lease{e.num("process"),
+            fmt::format("{} {} attempt {}", e.job,
+                        e.slot ? format_instant(*e.slot) : std::string("-"), e.num("attempt")),
+            0};
 }
 
 // An item the durable pipeline file shows entering DESIGN_FAILED must carry

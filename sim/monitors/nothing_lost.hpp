@@ -19,6 +19,12 @@
 //   so does a blind boot, process_tracker.hpp, between the two);
 // - a reconcile item entering DESIGN_FAILED in the durable pipeline file
 //   (`durable_stage`) with no reconcile error saying why (§8);
+// - a run leased (`queue_take`, with the taking process) by a process that
+//   then died is recovered before the worker takes other work: finished
+//   (`queue_done`, an intent's replay or a second stall) or put back
+//   (`queue_requeue`); a take while such a lease is left fires (a standby
+//   acting beside a live worker never recovers what the dead one held;
+//   docs/worker.md);
 // - end: a failed run followed by nothing while the process is up.
 #pragma once
 
@@ -41,7 +47,7 @@ class NothingLost final : public Monitor {
     return {"queue_take", "queue_intent",     "queue_done",        "durable_job_state",
             "outbox_add", "durable_delivery", "message_delivered", "message_refused",
             "queue_add",  "service_reply",    "process_crash",     "disk_process_crashed",
-            "disk_crash", "durable_stage"};
+            "disk_crash", "durable_stage",    "queue_requeue"};
   }
 
   NothingLost(const Scenario& scenario, MonitorContext& context);
@@ -71,12 +77,22 @@ class NothingLost final : public Monitor {
   void judge_group_run(const std::string& job, std::size_t i, TimeMs t, Violations& out);
   void track_recovery(const TraceEvent& e, std::size_t i);
   void check_item_failed_visibly(const TraceEvent& e, std::size_t i, Violations& out);
+  // Leases of the queue's entries and those their dead holders left.
+  struct Lease {
+    std::int64_t process = 0;
+    std::string what;  // "job slot attempt n"
+    TimeMs died_at = 0;
+  };
+  void track_leases(const TraceEvent& e, std::size_t i, Violations& out);
+  void orphan_leases_of(const TraceEvent& e);
 
   MonitorContext& context_;
   bool notifications_seen_ = false;  // the scenario declares a messenger
   std::map<std::string, JobWatch> jobs_;
   std::set<std::pair<std::string, TimeMs>> delivered_;  // slots with a delivery sent
   std::map<std::string, std::string> item_stages_;      // issue -> its last durable stage
+  std::map<std::int64_t, Lease> leases_;                // queue id -> lease of a live process
+  std::map<std::int64_t, Lease> orphans_;               // queue id -> lease of a dead one
 };
 
 }  // namespace rehearse::sim

@@ -28,7 +28,45 @@ bool is_store_damage_event(const std::string& type) {
          type == "journal_tail_gone";
 }
 
-void ProcessTracker::observe(const TraceEvent& e) {
+bool is_worker_lock_event(const TraceEvent& e) {
+  if (e.type != "disk_lock") return false;
+  const std::string path = e.str("path");
+  const std::string name = "/worker.lock";
+  return path.size() > name.size() &&
+         path.compare(path.size() - name.size(), name.size(), name) == 0;
+}
+
+bool is_process_event(const TraceEvent& e) {
+  return is_boot_event(e.type) || is_crash_event(e.type) || is_worker_lock_event(e);
+}
+
+namespace {
+
+// The process an event names: the world's own events carry `pid`, the disk's
+// `process` (the same number); a hand-made trace without either is one process.
+std::int64_t pid_of(const TraceEvent& e) {
+  if (e.type == "process_boot" || e.type == "process_crash") return e.num("pid");
+  return e.num("process");
+}
+
+}  // namespace
+
+bool ProcessTracker::brings_up(const TraceEvent& e) const {
+  if (is_boot_event(e.type)) return !acting_.has_value();
+  return is_worker_lock_event(e) && acting_ != pid_of(e);
+}
+
+// A crash of the acting process; or another process granted the worker lock
+// while it seemed to act: the lock is released only by its holder's death
+// (a disk fault killed it; the world's crash of it comes later).
+bool ProcessTracker::takes_down(const TraceEvent& e) const {
+  if (!acting_) return false;
+  if (is_worker_lock_event(e)) return pid_of(e) != *acting_;
+  if (!is_crash_event(e.type)) return false;
+  return e.type == "disk_crash" || pid_of(e) == *acting_;
+}
+
+void ProcessTracker::observe(const TraceEvent& e, std::size_t index) {
   if (e.type == "state_corrupt") {
     store_refused_ = true;
     return;
@@ -37,23 +75,47 @@ void ProcessTracker::observe(const TraceEvent& e) {
     observe_damage(e);
     return;
   }
-  const bool boot = is_boot_event(e.type);
-  if (!boot && !is_crash_event(e.type)) return;
-  store_refused_ = false;
-  if (boot) {
-    ++boots_;
-    boot_blind_ = store_damaged();
-    if (boot_blind_) blind_windows_.emplace_back(down_t_.value_or(e.t - 1), e.t);
-    up_ = true;
-    boot_t_ = e.t;
-  } else {
-    // A process that dies at the very instant it booted never ran its
-    // scheduler's first pass: the firings owed since the crash before
-    // stay owed, so the down time is that crash's (a blind boot after it
-    // excuses them; found by `rehearse check`, serial-queue-delay 492).
-    if (up_ && (!boot_t_ || e.t > *boot_t_)) down_t_ = e.t;
-    up_ = false;
+  if (!is_process_event(e)) return;
+  const bool up = brings_up(e);
+  const bool down = takes_down(e);
+  if (is_boot_event(e.type)) up_pids_.insert(pid_of(e));
+  if (is_worker_lock_event(e)) lock_seen_ = true;
+  if (e.type == "disk_crash") up_pids_.clear();
+  if (is_crash_event(e.type)) up_pids_.erase(pid_of(e));
+  if (down) {
+    acting_.reset();
+    go_down(e.t, index);
+    // Nothing makes a survivor wait without a worker lock: it acts at once.
+    if (!up && !lock_seen_ && !up_pids_.empty()) {
+      acting_ = *up_pids_.begin();
+      come_up(e.t, index);
+    }
   }
+  if (up) {
+    acting_ = pid_of(e);
+    come_up(e.t, index);
+  }
+}
+
+void ProcessTracker::come_up(TimeMs t, std::size_t index) {
+  store_refused_ = false;
+  up_at_ = index;
+  ++boots_;
+  boot_blind_ = store_damaged();
+  if (boot_blind_) blind_windows_.emplace_back(down_t_.value_or(t - 1), t);
+  up_ = true;
+  boot_t_ = t;
+}
+
+// A process that dies at the very instant it booted never ran its
+// scheduler's first pass: the firings owed since the crash before stay owed,
+// so the down time is that crash's (a blind boot after it excuses them; found
+// by `rehearse check`, serial-queue-delay 492).
+void ProcessTracker::go_down(TimeMs t, std::size_t index) {
+  store_refused_ = false;
+  down_at_ = index;
+  if (up_ && (!boot_t_ || t > *boot_t_)) down_t_ = t;
+  up_ = false;
 }
 
 // Damage the world applied to a state store file, and the world seeing a

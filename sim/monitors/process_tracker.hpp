@@ -1,10 +1,17 @@
-// Shared tracker: the worker process's life as the world records it. Up from
-// the world runner's `process_boot` to a crash (`process_crash`,
-// `disk_process_crashed`, `disk_crash`: a world that records only some of
-// them still ends the process); boots counted; and whether the state store
-// refused writes since the last boot (its `state_corrupt` notification was
-// committed to the outbox: the core then cannot know its counters nor its
-// schedule).
+// Shared tracker: the acting worker's life as the world records it. A world
+// may start several worker processes on one state directory (one acts, the
+// others stand by: docs/worker.md); "the worker" here is the acting one.
+// It comes up at a `process_boot` while no process acts, or when the disk
+// grants a standby the state directory's worker lock (`disk_lock` of a
+// `worker.lock`: a takeover is a boot of the state's new owner); it goes
+// down when that process crashes (`process_crash`, `disk_process_crashed`,
+// `disk_crash`: a world that records only some of them still ends it). A
+// standby's boot or crash changes nothing. In a world where no worker lock
+// was ever granted, a process still up when the acting one dies acts at
+// once (nothing made it wait). Boots of the acting worker are counted; and
+// whether the state store refused writes since the last boot (its
+// `state_corrupt` notification was committed to the outbox: the core then
+// cannot know its counters nor its schedule).
 //
 // Also the damage the world did to the state store's own files (the
 // snapshot `retry_state.json` and its journal), from the world's records
@@ -31,14 +38,28 @@ namespace rehearse::sim {
 
 bool is_boot_event(const std::string& type);
 bool is_crash_event(const std::string& type);
+// A `disk_lock` of a state directory's worker lock.
+bool is_worker_lock_event(const TraceEvent& event);
+// An event the tracker reads for the processes' lives.
+bool is_process_event(const TraceEvent& event);
 // store_corrupt_injected, disk_corrupted, journal_tail_gone.
 bool is_store_damage_event(const std::string& type);
 
 class ProcessTracker {
  public:
-  // Reads boots and crashes (raw events), the world's damage to the state
-  // store and the `state_corrupt` notification.
-  void observe(const TraceEvent& event);
+  // Reads boots, crashes and worker-lock grants (raw events, `index` the
+  // event's), the world's damage to the state store and the `state_corrupt`
+  // notification.
+  void observe(const TraceEvent& event, std::size_t index);
+
+  // Whether `event` would bring the acting worker up / take it down, judged
+  // before observe() reads it.
+  bool brings_up(const TraceEvent& event) const;
+  bool takes_down(const TraceEvent& event) const;
+  // The event at `index` (observed) brought the acting worker up / took it
+  // down: what a monitor treats as the worker's boot / crash.
+  bool came_up_at(std::size_t index) const noexcept { return up_at_ == index; }
+  bool went_down_at(std::size_t index) const noexcept { return down_at_ == index; }
 
   bool up() const noexcept { return up_; }
   std::int64_t boots() const noexcept { return boots_; }
@@ -57,7 +78,14 @@ class ProcessTracker {
 
  private:
   void observe_damage(const TraceEvent& event);
+  void come_up(TimeMs t, std::size_t index);
+  void go_down(TimeMs t, std::size_t index);
 
+  std::set<std::int64_t> up_pids_;      // every worker process up
+  std::optional<std::int64_t> acting_;  // the one acting, while it is up
+  bool lock_seen_ = false;              // a worker lock was granted in this world
+  std::size_t up_at_ = static_cast<std::size_t>(-1);
+  std::size_t down_at_ = static_cast<std::size_t>(-1);
   bool up_ = false;
   std::int64_t boots_ = 0;
   std::optional<TimeMs> boot_t_;

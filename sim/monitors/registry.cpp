@@ -59,12 +59,12 @@ const std::vector<std::string>& invariant_names() {
 
 const std::vector<std::string>& shared_reads() {
   static const std::vector<std::string> kReads{
-      "process_boot",      "process_crash",    "disk_process_crashed",
-      "disk_crash",        "service_call",     "queue_add",
-      "durable_delivery",  "outbox_add",       "queue_take",
-      "queue_intent",      "queue_done",       "queue_cancel",
-      "durable_job_state", "service_reply",    "store_corrupt_injected",
-      "disk_corrupted",    "journal_tail_gone"};
+      "process_boot",      "process_crash",     "disk_process_crashed",
+      "disk_crash",        "service_call",      "queue_add",
+      "durable_delivery",  "outbox_add",        "queue_take",
+      "queue_intent",      "queue_done",        "queue_cancel",
+      "durable_job_state", "service_reply",     "store_corrupt_injected",
+      "disk_corrupted",    "journal_tail_gone", "disk_lock"};
   return kReads;
 }
 

@@ -102,7 +102,7 @@ std::vector<Fact> RunFacts::runs_of(const TraceEvent& e, std::size_t i) {
   } else if (e.type == "queue_cancel" && e.slot) {
     const OpenRun cancelled{e.job, *e.slot, "retry", e.num("attempt")};
     out.push_back({run_event(cancelled, "retry_superseded", e.t), i});
-  } else if (is_crash_event(e.type)) {
+  } else if (process_.takes_down(e)) {
     // A run cut before its intent never finishes; one with its intent
     // written is finished by the intent's replay at the next boot (its
     // queue_done), so it stays open.

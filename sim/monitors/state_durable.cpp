@@ -39,20 +39,25 @@ void StateDurable::add_locked_store(std::string dir) {
 
 Violations StateDurable::observe(const TraceEvent& e, std::size_t i) {
   Violations out;
-  if (is_boot_event(e.type)) {
+  // (A takeover's worker-lock grant both ends the dead holder's life and
+  // boots the new one; it is also a lock to note below.)
+  if (e.type == "disk_crash" || context_.process.went_down_at(i)) {
+    unsynced_.clear();  // what was not durable is the crash's to lose
+  }
+  if (context_.process.came_up_at(i)) {
     for (Damage& d : unreported_) d.booted = true;
     forget_reported_hidden_losses();
-    return out;
   }
+  if (is_boot_event(e.type)) return out;
   if (e.type == "disk_read") {
     note_damage_read(e);
     return out;
   }
-  if (is_crash_event(e.type)) {
-    lock_holders_.clear();  // a crash releases every lock
-    unsynced_.clear();      // and what was not durable is the crash's to lose
-    return out;
+  if (e.type == "disk_process_crashed") {  // a process's locks die with it
+    std::erase_if(lock_holders_, [&](const auto& held) { return held.second == e.num("process"); });
   }
+  if (e.type == "disk_crash") lock_holders_.clear();  // the machine's power loss: every lock
+  if (is_crash_event(e.type)) return out;
   const bool known_slot = context_.jobs.find(e.job) != nullptr && e.slot;
   check_retry_start(e, i, known_slot, out);
   check_locked_writes(e, i, out);
@@ -142,7 +147,7 @@ void StateDurable::check_durable_before_unlock(const TraceEvent& e, std::size_t 
                                                Violations& out) {
   if (e.type == "disk_write" || e.type == "disk_append") {
     const std::string path = e.str("path");
-    if (lock_dirs_.count(dir_of(path)) != 0) unsynced_[path] = e.type;
+    if (lock_dirs_.count(dir_of(path)) != 0) unsynced_[path] = Unsynced{e.type, e.num("process")};
   } else if (e.type == "disk_fsync") {
     unsynced_.erase(e.str("path"));
   } else if (e.type == "disk_remove") {
@@ -151,21 +156,25 @@ void StateDurable::check_durable_before_unlock(const TraceEvent& e, std::size_t 
     const auto it = unsynced_.find(e.str("from"));
     unsynced_.erase(e.str("to"));
     if (it != unsynced_.end()) {
-      std::string how = it->second;
+      Unsynced how = it->second;
       unsynced_.erase(it);
       unsynced_[e.str("to")] = std::move(how);
     }
+  } else if (e.type == "disk_fail_stop") {
+    // A disk fault killed the process: its unsynced changes are its crash's
+    // to lose (another process may take the lock before the crash lands).
+    std::erase_if(unsynced_, [&](const auto& u) { return u.second.process == e.num("process"); });
   } else if (e.type == "disk_unlock") {
     const std::string dir = dir_of(e.str("path"));
     for (auto it = unsynced_.begin(); it != unsynced_.end();) {
-      if (dir_of(it->first) != dir) {
+      if (dir_of(it->first) != dir || it->second.process != e.num("process")) {
         ++it;
         continue;
       }
       out.push_back({kName, i, e.t,
                      fmt::format("{} released the store's lock with {} of {} not fsynced: an "
                                  "update is acknowledged only once it is durable",
-                                 e.str("path"), it->second, it->first)});
+                                 e.str("path"), it->second.how, it->first)});
       it = unsynced_.erase(it);
     }
   }

@@ -52,6 +52,7 @@ class StateDurable final : public Monitor {
             "disk_rename",
             "disk_lock",
             "disk_unlock",
+            "disk_fail_stop",
             "disk_fsync",
             "disk_read",
             "queue_take",
@@ -89,8 +90,12 @@ class StateDurable final : public Monitor {
   MonitorContext& context_;
   std::map<std::string, std::int64_t> lock_holders_;  // lock file -> process holding it
   std::set<std::string> lock_dirs_;                   // directories of locked stores
-  std::map<std::string, std::string> unsynced_;       // store file -> its change not yet fsynced
-  std::set<std::size_t> taken_while_refused_;         // indexes of retry takes while refused
+  struct Unsynced {
+    std::string how;           // disk_write / disk_append
+    std::int64_t process = 0;  // who changed it: only its own unlock owes the fsync
+  };
+  std::map<std::string, Unsynced> unsynced_;   // store file -> its change not yet fsynced
+  std::set<std::size_t> taken_while_refused_;  // indexes of retry takes while refused
   std::vector<std::string> corrupt_paths_;
   // Journals a fault cut at a record boundary (`records_whole`): a valid,
   // shorter journal no reader of the file can tell from a whole one. Corrupt

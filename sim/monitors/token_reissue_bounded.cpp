@@ -15,7 +15,7 @@ TokenReissueBounded::TokenReissueBounded(const Scenario&, MonitorContext&) {}
 
 Violations TokenReissueBounded::observe(const TraceEvent& e, std::size_t i) {
   Violations out;
-  if (is_boot_event(e.type) || is_crash_event(e.type)) {
+  if (is_boot_event(e.type) || is_crash_event(e.type)) {  // any process: its replies die
     requests_.clear();              // request ids repeat when a stalled run re-runs after a restart
     rejected_fingerprint_.clear();  // replies in flight are lost with the process
     return out;

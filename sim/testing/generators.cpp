@@ -100,6 +100,7 @@ bool has_choices(const FaultKeySpec& key, const FaultTargets& t) {
     case FaultKeyType::agent: return !t.agents.empty();
     case FaultKeyType::new_instance: return t.orchestrator;
     case FaultKeyType::targets: return t.messenger && !t.targets.empty();
+    case FaultKeyType::worker: return t.workers > 1;  // one worker: left out (the machine)
     default: return true;
   }
 }
@@ -129,6 +130,8 @@ rc::Gen<json> key_value(const FaultKeySpec& key, const FaultContext& c) {
     case FaultKeyType::agent: return one_of_names(t.agents);
     case FaultKeyType::new_instance: return one_of_names(other_instances(t));
     case FaultKeyType::targets: return subset_of(t.targets);
+    case FaultKeyType::worker:
+      return rc::gen::map(rc::gen::inRange(1, t.workers + 1), [](int v) { return json(v); });
     case FaultKeyType::cut:
       return rc::gen::map(rc::gen::inRange(0, 4097), [](int v) { return json(v); });
     case FaultKeyType::flips:
@@ -214,6 +217,7 @@ FaultTargets fault_targets(const sim::Scenario& scenario) {
   FaultTargets t;
   t.start_ms = scenario.start_ms;
   t.until_ms = scenario.until_ms;
+  t.workers = scenario.queue.workers;
   const sim::Services& s = scenario.services;
   for (const sim::ServiceKind kind : {sim::ServiceKind::model_api, sim::ServiceKind::orchestrator,
                                       sim::ServiceKind::brokerage, sim::ServiceKind::messenger}) {

@@ -56,6 +56,7 @@ struct FaultTargets {
   std::vector<std::string> agents;  // orchestrator agent ids
   bool messenger = false;
   std::vector<std::string> targets;  // messenger targets
+  int workers = 1;                   // worker processes (queue.workers)
 };
 
 FaultTargets fault_targets(const sim::Scenario& scenario);

@@ -162,7 +162,8 @@ json valid_value(const FaultKindSpec& kind, const FaultKeySpec& key) {
   switch (key.type) {
     case FaultKeyType::service: return key.names.front();
     case FaultKeyType::down_time: return "5m";
-    case FaultKeyType::integer: return key.min;
+    case FaultKeyType::integer:
+    case FaultKeyType::worker: return key.min;
     case FaultKeyType::rate: return 0.5;
     case FaultKeyType::name: return key.names.front();
     case FaultKeyType::issue: return "ISS-1";

@@ -80,9 +80,9 @@ TEST(MonitorSources, NoMonitorReadsACoreEventBeyondTheShrinkingList) {
     // Not seen in a bundled scenario: a core event unless the world's own
     // vocabulary (services, queue, disk, messenger, brokerage, world runner).
     static const std::set<std::string> kWorldUnseen{
-        "disk_corrupted",         "disk_crash",    "disk_process_crashed",
-        "store_corrupt_injected", "auth_rejected", "token_issue_failed",
-        "message_refused",        "disk_remove",   "queue_cancel"};
+        "disk_corrupted", "disk_crash",         "disk_process_crashed", "store_corrupt_injected",
+        "auth_rejected",  "token_issue_failed", "message_refused",      "disk_remove",
+        "queue_cancel",   "disk_fail_stop"};
     return kWorldUnseen.count(type) == 0;
   };
   std::set<std::string> core_read;

@@ -2208,6 +2208,40 @@ TEST(ScheduleKeptStoreDamage, FiresOnARowOwedBeforeAPlainRestart) {
       << describe(o.seen);
 }
 
+// 10:00 handed out and the process dead before the state write (a torn
+// journal record); the next boot first replays an intent, whose row still
+// shows 10:00 as next (the state from before the hand-out), then hands 10:00
+// out again and records 11:00. A row of the later boot showing anything else
+// (here 12:00) still fires. Found by `rehearse check --first-seed 538`.
+Script handout_cut_then_intent_row(const char* row_next) {
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  s.add("queue_add", "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
+        {{"id", 0},
+         {"kind", "regular"},
+         {"attempt", 1},
+         {"ready_at", "2026-03-02T10:00:00Z"},
+         {"added", true}});
+  crash(s, "2026-03-02T10:00:00Z");
+  boot(s, "2026-03-02T10:00:00Z", 2);
+  s.add("durable_job_state", "2026-03-02T10:00:00Z", "hourly", std::nullopt,
+        {{"next_run_at", row_next}, {"coalesced_slots", 0}, {"slots", json::object()}});
+  handout(s, "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
+          {{"next_run_at", "2026-03-02T11:00:00Z"}});
+  return s;
+}
+
+TEST(ScheduleKeptStoreDamage, NearMissARowOfTheNextBootShowingTheStateBeforeACutHandout) {
+  const Outcome o = run(handout_cut_then_intent_row("2026-03-02T10:00:00Z"), only({"hourly"}),
+                        at("2026-03-02T10:30:00Z"));
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+  const Outcome moved = run(handout_cut_then_intent_row("2026-03-02T12:00:00Z"), only({"hourly"}),
+                            at("2026-03-02T10:30:00Z"));
+  EXPECT_TRUE(
+      fired(moved, "schedule_kept", "next_run_at is 2026-03-02T12:00:00Z after handing out"))
+      << describe(moved.seen);
+}
+
 // Down 10:20-12:10, a boot at 12:10 that dies at the instant it booted (its
 // store's first write torn: `dies_at`), the store damaged at 12:20, a blind
 // boot at 13:10: 11:00 and 12:00 were owed by a boot that never ran its
@@ -2587,5 +2621,88 @@ TEST(RetriesBoundedStoreDamage, FiresOnTheOldEntryRightAfterAFailureWithoutDamag
   EXPECT_TRUE(fired(o, "retries_bounded", "before its backoff")) << describe(o.seen);
 }
 
+// --- several worker processes on one state directory (docs/worker.md) ---
+
+// Worker 1 (pid 1) acts and leases the 10:00 run; worker 2 (pid 2) stands by.
+// Worker 1 dies; with `takeover` worker 2 is granted the worker lock; with
+// `recover` it puts the dead worker's lease back before taking work; then it
+// takes the 11:00 run.
+Script two_workers(bool takeover, bool recover) {
+  Script s;
+  s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"pid", 1}, {"boots", 1}});
+  s.add("disk_lock", "2026-03-02T09:31:00Z", {}, std::nullopt,
+        {{"path", "/srv/state/worker.lock"}, {"process", 1}});
+  s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt,
+        {{"process", "worker-2"}, {"pid", 2}, {"boots", 1}});
+  const json entry = {{"kind", "regular"}, {"attempt", 1}, {"ready_at", "2026-03-02T10:00:00Z"}};
+  json take1 = entry;
+  take1["id"] = 1;
+  take1["process"] = 1;
+  s.add("queue_take", "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z", take1);
+  s.add("process_crash", "2026-03-02T10:01:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"pid", 1}, {"cause", "restart"}});
+  s.add("disk_process_crashed", "2026-03-02T10:01:00Z", {}, std::nullopt, {{"process", 1}});
+  if (takeover) {
+    s.add("disk_lock", "2026-03-02T10:01:30Z", {}, std::nullopt,
+          {{"path", "/srv/state/worker.lock"}, {"process", 2}});
+  }
+  if (recover) {
+    json requeue = entry;
+    requeue["id"] = 1;
+    s.add("queue_requeue", "2026-03-02T10:01:30Z", "hourly", "2026-03-02T10:00:00Z", requeue);
+  }
+  json take2 = entry;
+  take2["id"] = 2;
+  take2["process"] = 2;
+  take2["ready_at"] = "2026-03-02T11:00:00Z";
+  s.add("queue_take", "2026-03-02T11:00:00Z", "hourly", "2026-03-02T11:00:00Z", take2);
+  return s;
+}
+
+TEST(ProcessTracker, AStandbyActsOnlyOnceGrantedTheWorkerLock) {
+  const Script s = two_workers(true, true);
+  ProcessTracker p;
+  std::vector<std::pair<bool, bool>> seen;  // (came up, went down) per event
+  for (std::size_t i = 0; i < s.events().size(); ++i) {
+    p.observe(s.events()[i], i);
+    seen.emplace_back(p.came_up_at(i), p.went_down_at(i));
+  }
+  // boot of 1: up; its lock: nothing; boot of the standby: nothing; the
+  // crash of 1: down; the grant to 2: up.
+  EXPECT_EQ(seen[0], std::make_pair(true, false));
+  EXPECT_EQ(seen[1], std::make_pair(false, false));
+  EXPECT_EQ(seen[2], std::make_pair(false, false));
+  EXPECT_EQ(seen[4], std::make_pair(false, true));
+  EXPECT_EQ(seen[6], std::make_pair(true, false));
+  EXPECT_EQ(p.boots(), 2);
+  EXPECT_TRUE(p.up());
+}
+
+TEST(ProcessTracker, WithoutAWorkerLockASurvivorActsAtOnce) {
+  Script s;  // two workers, no worker lock ever granted (a core that skips it)
+  s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt, {{"pid", 1}, {"boots", 1}});
+  s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt, {{"pid", 2}, {"boots", 1}});
+  s.add("process_crash", "2026-03-02T10:01:00Z", {}, std::nullopt, {{"pid", 1}});
+  ProcessTracker p;
+  for (std::size_t i = 0; i < s.events().size(); ++i) p.observe(s.events()[i], i);
+  EXPECT_TRUE(p.went_down_at(2));
+  EXPECT_TRUE(p.came_up_at(2));  // worker 2 acts from the crash on
+  EXPECT_TRUE(p.up());
+  EXPECT_EQ(p.boots(), 2);
+}
+
+TEST(NothingLost, FiresWhenWorkIsTakenBeforeADeadWorkersLeaseIsRecovered) {
+  const Outcome o = run(two_workers(true, false), only({"hourly"}), at("2026-03-02T11:30:00Z"));
+  EXPECT_TRUE(fired(o, "nothing_lost",
+                    "queue entry 1 (hourly 2026-03-02T10:00:00Z attempt 1) was "
+                    "leased by process 1"))
+      << describe(o.seen);
+}
+
+TEST(NothingLost, NearMissADeadWorkersLeaseIsPutBackBeforeTheNextTake) {
+  const Outcome o = run(two_workers(true, true), only({"hourly"}), at("2026-03-02T11:30:00Z"));
+  EXPECT_FALSE(fired(o, "nothing_lost", "was leased by process")) << describe(o.seen);
+}
 }  // namespace
 }  // namespace rehearse::sim

@@ -398,8 +398,16 @@ const std::vector<Mutation>& mutations() {
        "/queue/concurrency", "expected an integer from 1 to 64, got 0"},
       {"queue concurrency string", [](json& d) { set(d, "/queue/concurrency", "1"); },
        "/queue/concurrency", "expected an integer from 1 to 64, got string \"1\""},
-      {"queue unknown key", [](json& d) { set(d, "/queue/workers", 2); }, "/queue/workers",
-       "unknown key 'workers'"},
+      {"queue unknown key", [](json& d) { set(d, "/queue/threads", 2); }, "/queue/threads",
+       "unknown key 'threads'"},
+      {"queue workers beyond 4", [](json& d) { set(d, "/queue/workers", 5); }, "/queue/workers",
+       "expected an integer from 1 to 4"},
+      {"restart names a worker not started",
+       [](json& d) {
+         d["faults"] =
+             json::array({{{"kind", "restart"}, {"at", "+1h"}, {"down_for", "5m"}, {"worker", 2}}});
+       },
+       "/faults/0/worker", "expected a worker number (queue.workers) from 1 to 1"},
       {"queue max_events 0", [](json& d) { set(d, "/queue/max_events", 0); }, "/queue/max_events",
        "expected an integer from 1 to 100000000"},
       // services

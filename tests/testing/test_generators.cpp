@@ -59,6 +59,7 @@ FaultTargets everything() {
   t.agents = {"agent-1"};
   t.messenger = true;
   t.targets = {"team-1", "team-2"};
+  t.workers = 2;
   return t;
 }
 
@@ -68,6 +69,7 @@ json everything_doc(const json& faults) {
               {"scenario", "everything"},
               {"start", "2026-12-07T00:00:00Z"},
               {"until", "2026-12-07T12:00:00Z"},
+              {"queue", {{"workers", 2}}},
               {"services",
                {{"model-api", json::object()},
                 {"brokerage", json::object()},
