@@ -29,6 +29,7 @@
 #include "model/state_store.hpp"
 #include "model/system_clock.hpp"
 #include "model/worker.hpp"
+#include "model/worker_lock.hpp"
 #include "tests/example/in_process_ports.hpp"
 
 namespace {
@@ -74,6 +75,17 @@ Incarnation run_worker(const std::string& root, const Environment& env, Duration
   auto queue = DiskJobQueue::open(disk, root + "/queue");
   EXPECT_TRUE(queue.ok()) << queue.error().describe();
   if (!queue.ok()) return {};
+  // The state directory's worker lock before anything is opened (docs/worker.md,
+  // "Several processes on one state directory"); the previous incarnation's
+  // lock died with it, so this one is granted at once.
+  Result<DiskLockHandle> lock = make_error(ErrorCode::internal, "not taken");
+  Task<void> take = [](Disk& d, Clock& c, Log& l, std::string dir,
+                       Result<DiskLockHandle>& out) -> Task<void> {
+    out = co_await take_worker_lock(d, c, l, std::move(dir));
+  }(disk, driver.clock(), log, root + "/state", lock);
+  auto taken = driver.run_until(take, SystemClock::wall_now_ms() + 5000);
+  EXPECT_TRUE(taken.ok() && *taken && lock.ok()) << "the worker lock was not granted";
+  if (!lock.ok()) return {};
   WorkerOptions options;
   options.state_dir = root + "/state";
   options.ledger_dir = root + "/ledger";
