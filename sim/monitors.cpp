@@ -69,7 +69,7 @@ std::optional<Violation> MonitorSet::observe(const TraceEvent& e, std::size_t i)
   }
   if (subscribed_.count(e.type) != 0) {
     for (const Fact& fact : facts_->runs_of(e, i)) dispatch(fact.event, fact.index, out);
-    if (is_process_event(e) || is_store_damage_event(e.type)) {
+    if (is_process_event(e) || is_store_damage_event(e.type) || e.type == "outbox_add") {
       context_->process.observe(e, i);
       if (context_->process.came_up_at(i) && context_->process.boot_blind()) {
         context_->retry_count.rebase_after_blind_boot();

@@ -78,7 +78,12 @@ void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& ou
                                format_instant(j.last_handed.value_or(*j.last_slot)))});
   }
   j.last_handed = s;
-  if (!again) check_none_skipped(*job, j, s, e, i, out);
+  // After a blind boot the surviving records may also lead to a slot never
+  // handed out that is older than one a boot over the corrupt store handed
+  // out from memory (it started from its own now; found by `rehearse check
+  // scenarios/token-revoked-twice.json --first-seed 168`).
+  const bool older_after_blind_boot = rolled_back && j.last_slot && s <= *j.last_slot;
+  if (!again && !older_after_blind_boot) check_none_skipped(*job, j, s, e, i, out);
   // The firings due since this slot (a re-handout after a crash: since the
   // last slot already folded) are folded into this late run.
   const TimeMs folded_from = again ? std::max(s, *j.last_slot) : s;

@@ -2704,5 +2704,61 @@ TEST(NothingLost, NearMissADeadWorkersLeaseIsPutBackBeforeTheNextTake) {
   const Outcome o = run(two_workers(true, true), only({"hourly"}), at("2026-03-02T11:30:00Z"));
   EXPECT_FALSE(fired(o, "nothing_lost", "was leased by process")) << describe(o.seen);
 }
+
+// The store refusing writes is known from the raw commit of `state_corrupt`
+// too: a reboot at the same instant commits the same notice again, which
+// the notification facts read once (rehearse check standby-takeover 167).
+TEST(ProcessTracker, AStateCorruptCommittedAgainAtTheSameInstantStillRefuses) {
+  TraceEvent commit;
+  commit.type = "outbox_add";
+  commit.data = {{"event", "state_corrupt"}};
+  TraceEvent boot;
+  boot.type = "process_boot";
+  boot.data = {{"pid", 1}};
+  TraceEvent crash;
+  crash.type = "process_crash";
+  crash.data = {{"pid", 1}};
+  ProcessTracker p;
+  p.observe(boot, 0);
+  p.observe(commit, 1);
+  EXPECT_TRUE(p.store_refused());
+  p.observe(crash, 2);
+  p.observe(boot, 3);
+  EXPECT_FALSE(p.store_refused());
+  p.observe(commit, 4);
+  EXPECT_TRUE(p.store_refused());
+}
+
+// Down 09:45-10:10; the boot at 10:10 finds the store corrupt and runs from
+// memory (it hands out 11:00); the store is damaged again while down
+// (11:40) and the blind boot at 12:10 hands out 10:00, older than 11:00
+// but never handed out: what the surviving records lead to, not a schedule
+// moved back (rehearse check token-revoked-twice 168). The same hand-out
+// after a boot that found the store whole fires.
+Script older_slot_after_blind_boot(bool blind) {
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  crash(s, "2026-03-02T09:45:00Z");
+  boot(s, "2026-03-02T10:10:00Z", 2);
+  note_state_corrupt(s, "2026-03-02T10:10:00Z");
+  handout(s, "2026-03-02T11:00:00Z", "hourly", "2026-03-02T11:00:00Z",
+          {{"next_run_at", "2026-03-02T12:00:00Z"}});
+  crash(s, "2026-03-02T11:30:00Z");
+  if (blind) damage_store(s, "2026-03-02T11:40:00Z");
+  boot(s, "2026-03-02T12:10:00Z", 3);
+  handout(s, "2026-03-02T12:10:00Z", "hourly", "2026-03-02T10:00:00Z",
+          {{"next_run_at", "2026-03-02T13:00:00Z"}, {"coalesced_count", 2}});
+  return s;
+}
+
+TEST(ScheduleKeptStoreDamage, NearMissAnOlderSlotNeverHandedOutAfterABlindBoot) {
+  const Outcome o =
+      run(older_slot_after_blind_boot(true), only({"hourly"}), at("2026-03-02T12:30:00Z"));
+  EXPECT_FALSE(fired(o, "schedule_kept", "handed out after the later slot")) << describe(o.seen);
+  const Outcome whole =
+      run(older_slot_after_blind_boot(false), only({"hourly"}), at("2026-03-02T12:30:00Z"));
+  EXPECT_TRUE(fired(whole, "schedule_kept", "handed out after the later slot"))
+      << describe(whole.seen);
+}
 }  // namespace
 }  // namespace rehearse::sim
