@@ -2167,11 +2167,9 @@ TEST(ScheduleKeptStoreDamage, NearMissAFiringAtTheCrashInstantFellWhileDown) {
   EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
 }
 
-// 10:00 handed out and the process dead before the state write; with
-// `damaged` the journal is damaged while down; the boot's first row of the
-// job is a fresh one (next_run_at none), then it hands out 10:00 again late
-// with 11:00-13:00 folded into it (counted from the fresh state: 3).
-Script handout_lost_then_boot(bool damaged) {
+// Up from 09:31; 10:00 handed out (the queue's add) and the process dead at
+// once, before the hand-out's state write.
+Script handout_then_crash() {
   Script s;
   boot(s, "2026-03-02T09:31:00Z", 1);
   s.add("queue_add", "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
@@ -2181,6 +2179,15 @@ Script handout_lost_then_boot(bool damaged) {
          {"ready_at", "2026-03-02T10:00:00Z"},
          {"added", true}});
   crash(s, "2026-03-02T10:00:00Z");
+  return s;
+}
+
+// 10:00 handed out and the process dead before the state write; with
+// `damaged` the journal is damaged while down; the boot's first row of the
+// job is a fresh one (next_run_at none), then it hands out 10:00 again late
+// with 11:00-13:00 folded into it (counted from the fresh state: 3).
+Script handout_lost_then_boot(bool damaged) {
+  Script s = handout_then_crash();
   if (damaged) damage_store(s, "2026-03-02T10:20:00Z");
   boot(s, "2026-03-02T13:10:00Z", 2);
   if (damaged) {
@@ -2214,15 +2221,7 @@ TEST(ScheduleKeptStoreDamage, FiresOnARowOwedBeforeAPlainRestart) {
 // out again and records 11:00. A row of the later boot showing anything else
 // (here 12:00) still fires. Found by `rehearse check --first-seed 538`.
 Script handout_cut_then_intent_row(const char* row_next) {
-  Script s;
-  boot(s, "2026-03-02T09:31:00Z", 1);
-  s.add("queue_add", "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
-        {{"id", 0},
-         {"kind", "regular"},
-         {"attempt", 1},
-         {"ready_at", "2026-03-02T10:00:00Z"},
-         {"added", true}});
-  crash(s, "2026-03-02T10:00:00Z");
+  Script s = handout_then_crash();
   boot(s, "2026-03-02T10:00:00Z", 2);
   s.add("durable_job_state", "2026-03-02T10:00:00Z", "hourly", std::nullopt,
         {{"next_run_at", row_next}, {"coalesced_slots", 0}, {"slots", json::object()}});
