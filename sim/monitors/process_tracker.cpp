@@ -28,12 +28,14 @@ bool is_store_damage_event(const std::string& type) {
          type == "journal_tail_gone";
 }
 
-bool is_worker_lock_event(const TraceEvent& e) {
-  if (e.type != "disk_lock") return false;
-  const std::string path = e.str("path");
+bool is_worker_lock_path(const std::string& path) {
   const std::string name = "/worker.lock";
   return path.size() > name.size() &&
          path.compare(path.size() - name.size(), name.size(), name) == 0;
+}
+
+bool is_worker_lock_event(const TraceEvent& e) {
+  return e.type == "disk_lock" && is_worker_lock_path(e.str("path"));
 }
 
 bool is_process_event(const TraceEvent& e) {

@@ -38,7 +38,8 @@ namespace rehearse::sim {
 
 bool is_boot_event(const std::string& type);
 bool is_crash_event(const std::string& type);
-// A `disk_lock` of a state directory's worker lock.
+// A state directory's worker lock file; a `disk_lock` of one.
+bool is_worker_lock_path(const std::string& path);
 bool is_worker_lock_event(const TraceEvent& event);
 // An event the tracker reads for the processes' lives.
 bool is_process_event(const TraceEvent& event);

@@ -115,6 +115,9 @@ void StateDurable::check_retry_start(const TraceEvent& e, std::size_t i, bool kn
 // ever taken is a locked store; any write, append, rename or removal there
 // by a process that holds none of its locks fires.
 void StateDurable::check_locked_writes(const TraceEvent& e, std::size_t i, Violations& out) {
+  // The worker lock names who acts, not who may change the store's files:
+  // held for a process's whole life, it would excuse every unlocked update.
+  if (is_worker_lock_event(e) || is_worker_lock_path(e.str("path"))) return;
   if (e.type == "disk_lock") {
     lock_holders_[e.str("path")] = e.num("process");
     lock_dirs_.insert(dir_of(e.str("path")));

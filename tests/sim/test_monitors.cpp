@@ -2759,5 +2759,20 @@ TEST(ScheduleKeptStoreDamage, NearMissAnOlderSlotNeverHandedOutAfterABlindBoot) 
   EXPECT_TRUE(fired(whole, "schedule_kept", "handed out after the later slot"))
       << describe(whole.seen);
 }
+
+// The worker lock (held for the process's life) is no store lock: a store
+// file appended under it alone fires (kill matrix: store_update_without_lock
+// survived while the worker lock counted).
+TEST(StateDurable, FiresOnAStoreChangeUnderTheWorkerLockAlone) {
+  auto with = [](const char* path) { return json{{"path", path}, {"process", 1}}; };
+  Script s;
+  s.add("disk_lock", "2026-03-02T10:00:00Z", {}, std::nullopt, with("/srv/state/worker.lock"));
+  s.add("disk_lock", "2026-03-02T10:00:00Z", {}, std::nullopt, with("/srv/state/retry_state.lock"));
+  s.add("disk_unlock", "2026-03-02T10:00:00Z", {}, std::nullopt,
+        with("/srv/state/retry_state.lock"));
+  const auto bad = s.add("disk_append", "2026-03-02T10:01:00Z", {}, std::nullopt,
+                         with("/srv/state/retry_state.journal"));
+  expect_first(run(s, base_scenario()), "state_durable", bad);
+}
 }  // namespace
 }  // namespace rehearse::sim
