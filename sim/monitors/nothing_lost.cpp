@@ -48,7 +48,7 @@ Violations NothingLost::observe(const TraceEvent& e, std::size_t i) {
 // loss) are left for the next acting worker to recover.
 void NothingLost::orphan_leases_of(const TraceEvent& e) {
   const bool machine = e.type == "disk_crash";
-  const std::int64_t pid = e.type == "process_crash" ? e.num("pid") : e.num("process");
+  const std::int64_t pid = pid_of(e);
   for (auto it = leases_.begin(); it != leases_.end();) {
     if (machine || it->second.process == pid) {
       it->second.died_at = e.t;

@@ -42,16 +42,10 @@ bool is_process_event(const TraceEvent& e) {
   return is_boot_event(e.type) || is_crash_event(e.type) || is_worker_lock_event(e);
 }
 
-namespace {
-
-// The process an event names: the world's own events carry `pid`, the disk's
-// `process` (the same number); a hand-made trace without either is one process.
 std::int64_t pid_of(const TraceEvent& e) {
   if (e.type == "process_boot" || e.type == "process_crash") return e.num("pid");
   return e.num("process");
 }
-
-}  // namespace
 
 bool ProcessTracker::brings_up(const TraceEvent& e) const {
   if (is_boot_event(e.type)) return !acting_.has_value();

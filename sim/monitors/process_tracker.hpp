@@ -41,6 +41,9 @@ bool is_crash_event(const std::string& type);
 // A state directory's worker lock file; a `disk_lock` of one.
 bool is_worker_lock_path(const std::string& path);
 bool is_worker_lock_event(const TraceEvent& event);
+// The process an event names: the world's `pid`, the disk's and the queue's
+// `process` (the same number); 0 in a hand-made trace without either.
+std::int64_t pid_of(const TraceEvent& event);
 // An event the tracker reads for the processes' lives.
 bool is_process_event(const TraceEvent& event);
 // store_corrupt_injected, disk_corrupted, journal_tail_gone.
