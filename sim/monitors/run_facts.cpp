@@ -82,7 +82,7 @@ std::vector<Fact> RunFacts::runs_of(const TraceEvent& e, std::size_t i) {
   std::vector<Fact> out;
   if (e.type == "durable_job_state") {
     durable_state_[e.job] = e.data;
-    for (auto& [id, r] : open_runs_) r.wrote = r.wrote || r.job == e.job;
+    for (auto& [id, r] : open_runs_) r.wrote = r.wrote || (r.intent && r.job == e.job);
   } else if (e.type == "service_reply") {
     replies_.observe(e);
   } else if (e.type == "message_refused") {

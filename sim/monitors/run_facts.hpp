@@ -82,7 +82,9 @@ class RunFacts {
     TimeMs take_t = 0;
     bool intent = false;
     TimeMs intent_t = 0;  // when the intent was written: the run's end
-    bool wrote = false;   // the job's durable state changed while it ran
+    // The job's durable state changed after the intent: the run's own final
+    // row (a row at its take, the retry taken, says nothing of its outcome).
+    bool wrote = false;
   };
   struct PendingFinish {
     OpenRun run;

@@ -558,6 +558,33 @@ TEST(Findings, AnItemWhoseJobDoesNotRunAgainInTheWindowIsNotJudged) {
   EXPECT_NE(judged->message.find("is stuck at DESIGNING"), std::string::npos) << judged->message;
 }
 
+// Found by `rehearse check scenarios --seeds 2000` (restart-mid-run seed 1212,
+// standby-takeover 341 and 807; shrunk to the two faults below): a retry is
+// taken (its row, "retry taken", is written at the take), the state file is
+// damaged while it runs, the run delivers, sets the guard and the marker and
+// succeeds, and its final row is refused (the store fails closed). The run
+// facts took the row written at the take for the run's own and judged the
+// run failed from it, so no_duplicate_delivery saw a guard set by a failed
+// run and nothing_lost a failure that nothing followed. A run's own row is
+// one written after its intent; without one the outcome is what its finish
+// carries (here a `recovered` notice: a success).
+TEST(Findings, ARowWrittenAtTheTakeIsNotTheRunsOutcome) {
+  const json doc = json::parse(R"({
+    "format": 1, "scenario": "row-at-take", "seed": 1212, "start": "2026-12-07T09:30:00Z",
+    "until": "2026-12-07T10:27:00Z",
+    "services": {"messenger": {"targets": ["team"]},
+                 "model-api": {"latency": "2m", "timeout": "5m"}},
+    "jobs": [{"id": "daily-digest", "kind": "group", "schedule": "0 10 * * *",
+              "retry_policy": {"attempts": 3, "backoff": {"delay": "10m", "type": "fixed"}},
+              "targets": ["team"], "tasks": [{"id": "digest", "produces": "summary"}]}],
+    "faults": [{"at": "2026-12-07T09:52:22Z", "for": "20m", "kind": "quota_exhausted",
+                "service": "model-api"},
+               {"at": "2026-12-07T10:25:00Z", "kind": "state_corrupted", "mode": "schema"}]
+  })");
+  const CaseRecord r = check_derived(input_of(doc, 1212), doc, CheckOptions{});
+  EXPECT_EQ(r.verdict, CaseVerdict::pass) << r.message;
+}
+
 // Cases `rehearse check scenarios --seeds 2000` failed on before this
 // session's fixes (docs/check.md, "Findings"), each a harness bug or a core
 // bug with its own test beside it; they stay fixed.
