@@ -102,7 +102,10 @@ void ProcessTracker::come_up(TimeMs t, std::size_t index) {
   up_at_ = index;
   ++boots_;
   boot_blind_ = store_damaged();
-  if (boot_blind_) blind_windows_.emplace_back(down_t_.value_or(t - 1), t);
+  if (boot_blind_) {
+    blind_windows_.emplace_back(down_t_.value_or(t - 1), t);
+    last_blind_boot_ = boots_;
+  }
   up_ = true;
   boot_t_ = t;
 }

@@ -75,6 +75,8 @@ class ProcessTracker {
   bool store_damaged() const noexcept { return !damaged_paths_.empty(); }
   // The last boot found the state store damaged (the world's records).
   bool boot_blind() const noexcept { return boot_blind_; }
+  // The number of the last blind boot (boots() then); 0 when none was.
+  std::int64_t last_blind_boot() const noexcept { return last_blind_boot_; }
   // `t` fell while the process was down before a blind boot (from the crash
   // before it to the boot, both inclusive: a firing at the crash's instant
   // that the trace shows no hand-out of before the crash fell while down).
@@ -97,6 +99,7 @@ class ProcessTracker {
   bool store_refused_ = false;
   std::set<std::string> damaged_paths_;
   bool boot_blind_ = false;
+  std::int64_t last_blind_boot_ = 0;
   std::vector<std::pair<TimeMs, TimeMs>> blind_windows_;  // [down at, booted at]
 };
 

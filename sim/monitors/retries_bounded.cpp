@@ -109,12 +109,15 @@ void RetriesBounded::on_retry_started(const TraceEvent& e, std::size_t i, const 
   }
 }
 
-// The first retry of a job after a blind boot: its attempts so far are
-// those the damaged store still holds (the shared count's rebase,
-// retry_count.hpp), not the ones the monitor saw before the damage.
+// The first retry of a job after a blind boot, in that boot or a later one
+// (a boot after it reads what the blind one wrote: found by check,
+// journal-truncated-live 1668): its attempts so far are those the damaged
+// store still held (the shared count's rebase, retry_count.hpp), not the
+// ones the monitor saw before the damage.
 void RetriesBounded::rebase_after_blind_boot(const std::string& job) {
   const ProcessTracker& process = context_.process;
-  if (!process.boot_blind() || rebased_boot_[job] == process.boots()) return;
+  const std::int64_t blind = process.last_blind_boot();
+  if (blind == 0 || rebased_boot_[job] >= blind) return;
   rebased_boot_[job] = process.boots();
   episode_attempts_[job].clear();
   episode_base_[job] = context_.retry_count.surviving(job, 0, false);

@@ -2454,8 +2454,10 @@ TEST(NothingLostStoreDamage, FiresWhenRecoveredIsMissingAfterAPlainRestart) {
 // over), the process down 10:06-10:08; at the boot the world reads the job's
 // row as `ok` with `retry_count` 0 (with `damaged`: the records of both
 // retries lost with the damage), and the core, seeing a new episode, retries
-// 11:00's failure `retries` times.
-Script retries_again_after_restart(bool damaged, int retries) {
+// 11:00's failure `retries` times. With `reboot`, the damaged journal's tail
+// goes at 10:30 and the process restarts at 10:40 (a boot that is not blind,
+// reading what the blind one wrote), before 11:00.
+Script retries_again_after_restart(bool damaged, int retries, bool reboot = false) {
   Script s;
   const char* slot = "2026-03-02T10:00:00Z";
   boot(s, "2026-03-02T09:31:00Z", 1);
@@ -2472,6 +2474,12 @@ Script retries_again_after_restart(bool damaged, int retries) {
          {"coalesced_slots", 0},
          {"next_run_at", "2026-03-02T11:00:00Z"},
          {"slots", json::object()}});
+  if (reboot) {
+    s.add("journal_tail_gone", "2026-03-02T10:30:00Z", {}, std::nullopt,
+          {{"path", "/srv/state/retry_state.journal"}, {"torn", true}});
+    crash(s, "2026-03-02T10:40:00Z");
+    boot(s, "2026-03-02T10:40:00Z", 3);
+  }
   const char* next = "2026-03-02T11:00:00Z";
   regular(s, "hourly", next, next, "2026-03-02T12:00:00Z", "failure", "rate_limit");
   const char* times[] = {"2026-03-02T11:05:00Z", "2026-03-02T11:10:00Z", "2026-03-02T11:15:00Z"};
@@ -2495,6 +2503,21 @@ TEST(RetriesBoundedStoreDamage, FiresBeyondTheBudgetAfterTheRebase) {
   const Outcome o =
       run(retries_again_after_restart(true, 3), only({"hourly"}), at("2026-03-02T11:20:00Z"));
   EXPECT_TRUE(fired(o, "retries_bounded", "")) << describe(o.seen);
+}
+
+// Found by `rehearse check` (journal-truncated-live seed 1668): the first
+// retry after a blind boot came in a later boot that was not blind, and was
+// counted on top of the attempts the damage had lost.
+TEST(RetriesBoundedStoreDamage, NearMissTheRebaseHoldsInALaterBootThatIsNotBlind) {
+  const Outcome o =
+      run(retries_again_after_restart(true, 2, true), only({"hourly"}), at("2026-03-02T11:12:00Z"));
+  EXPECT_FALSE(fired(o, "retries_bounded", "")) << describe(o.seen);
+}
+
+TEST(RetriesBoundedStoreDamage, FiresBeyondTheBudgetInALaterBootThatIsNotBlind) {
+  const Outcome o =
+      run(retries_again_after_restart(true, 3, true), only({"hourly"}), at("2026-03-02T11:20:00Z"));
+  EXPECT_TRUE(fired(o, "retries_bounded", "retry 3 exceeds")) << describe(o.seen);
 }
 
 TEST(RetriesBoundedStoreDamage, FiresWhenAPlainRestartLosesTheCount) {
