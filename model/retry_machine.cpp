@@ -131,6 +131,24 @@ std::vector<RetryRef> drop_pending_retries(JobState& state, NextAction row_actio
   return dropped;
 }
 
+// A retry of another slot than `running` still recorded as started
+// (next_action retry, no instant) while a run of the job begins or ends is
+// not running (one run per job at a time): its end was lost with damage to
+// the store (docs/state-file.md). Under per_episode it belongs to the episode
+// the run supersedes or ends, so it goes with the pending ones; kept, a later
+// boot would restore it as a retry of an episode long over (found by
+// `rehearse check`, token-revoked-early seed 210: restored three hours after
+// the success that ended it, and counted as its retry 2). Nothing of it is
+// queued (a restore queues it only at a boot, before any run), so there is
+// nothing to cancel.
+void drop_orphaned_retries(JobState& state, TimeMs running) {
+  std::erase_if(state.slots, [running](const auto& entry) {
+    const SlotRecord& record = entry.second;
+    return entry.first != running && record.next_action == NextAction::retry &&
+           !record.next_retry_at.has_value();
+  });
+}
+
 // Stamps updated_at when anything but updated_at changed.
 Transition finish(const JobState& before, Transition t, TimeMs now) {
   JobState a = before;
@@ -188,6 +206,7 @@ Transition on_run_started(const PolicyOrError& policy, const JobState& state, co
     }
   } else if (policy.ok() && policy->budget == BudgetScope::per_episode) {
     t.cancelled_retries = drop_pending_retries(s, NextAction::wait_next_run);
+    drop_orphaned_retries(s, run.slot);
   }
   return finish(state, std::move(t), now);
 }
@@ -204,6 +223,7 @@ Transition on_run_succeeded(const PolicyOrError& policy, const JobState& state, 
   if (!is_per_slot(policy)) {
     // A success ends the episode; no older retry may outlive it.
     t.cancelled_retries = drop_pending_retries(s, NextAction::none);
+    drop_orphaned_retries(s, run.slot);
   }
   SlotRecord ok_record;
   ok_record.slot = run.slot;

@@ -414,6 +414,46 @@ TEST(RetryMachine, PerEpisodeQueuedRegularRunSupersedesAtStart) {
   EXPECT_EQ(start.state.retry_count, 2);
 }
 
+// A retry recorded as started whose end was lost with damage to the store
+// (the state a boot reads back after a journal cut): under per_episode the
+// next regular run supersedes it and a success ends it, so no later boot
+// restores it (found by `rehearse check`, token-revoked-early seed 210);
+// under per_slot its record stays, and the boot restores it.
+JobState with_orphaned_retry(const PolicyOrError& p, TimeMs slot) {
+  JobState s = on_run_failed(p, fresh(), {slot, RunKind::regular}, FailureClass::timeout, "t/o",
+                             slot + 30'000, nullptr)
+                   .state;
+  s = on_run_started(p, s, {slot, RunKind::retry}, slot + 330'000).state;
+  EXPECT_EQ(s.slots.at(slot).next_action, NextAction::retry);
+  EXPECT_FALSE(s.slots.at(slot).next_retry_at.has_value()) << "started: no instant";
+  return s;
+}
+
+TEST(RetryMachine, PerEpisodeAnOrphanedStartedRetryGoesWithTheNextRegularRun) {
+  const auto p = policy(R"({"max": 2, "backoff_sec": 300})");
+  const TimeMs three = at("2026-11-30T03:00:00Z");
+  const TimeMs four = at("2026-11-30T04:00:00Z");
+  const JobState s = with_orphaned_retry(p, three);
+  const auto start = on_run_started(p, s, {four, RunKind::regular}, four + 60'000);
+  EXPECT_EQ(start.state.slots.count(three), 0U) << "superseded with the episode's pending ones";
+  EXPECT_EQ(start.state.retry_count, 1) << "the episode's count carries on";
+  const auto ok = on_run_succeeded(p, s, {four, RunKind::regular}, four + 60'200);
+  EXPECT_TRUE(ok.state.slots.empty()) << "a success ends the episode, its orphan with it";
+  EXPECT_EQ(ok.state.retry_count, 0);
+}
+
+TEST(RetryMachine, PerSlotAnOrphanedStartedRetryIsKeptForTheBootToRestore) {
+  const auto p = policy(R"({"attempts": 3, "backoff": {"type": "fixed", "delay": "5m"}})");
+  ASSERT_EQ(p->budget, BudgetScope::per_slot);
+  const TimeMs three = at("2026-11-30T03:00:00Z");
+  const TimeMs four = at("2026-11-30T04:00:00Z");
+  const JobState s = with_orphaned_retry(p, three);
+  const auto start = on_run_started(p, s, {four, RunKind::regular}, four + 60'000);
+  const auto ok = on_run_succeeded(p, start.state, {four, RunKind::regular}, four + 60'200);
+  ASSERT_EQ(ok.state.slots.count(three), 1U) << "its own budget, still owed";
+  EXPECT_EQ(ok.state.slots.at(three).next_action, NextAction::retry);
+}
+
 TEST(RetryMachine, PerSlotBudgetsAreIndependentAndTheRowShowsTheLatest) {
   const auto p = policy(R"({"attempts": 3, "backoff": {"type": "fixed", "delay": "90m"}})");
   ASSERT_EQ(p->budget, BudgetScope::per_slot);
