@@ -117,7 +117,14 @@ void StateDurable::check_retry_start(const TraceEvent& e, std::size_t i, bool kn
 void StateDurable::check_locked_writes(const TraceEvent& e, std::size_t i, Violations& out) {
   // The worker lock names who acts, not who may change the store's files:
   // held for a process's whole life, it would excuse every unlocked update.
-  if (is_worker_lock_event(e) || is_worker_lock_path(e.str("path"))) return;
+  // It does make its directory a locked store (the state directory), so an
+  // update that never takes the store's lock fires from the first one, not
+  // only once some other operation has taken that lock there.
+  if (is_worker_lock_event(e)) {
+    lock_dirs_.insert(dir_of(e.str("path")));
+    return;
+  }
+  if (is_worker_lock_path(e.str("path"))) return;
   if (e.type == "disk_lock") {
     lock_holders_[e.str("path")] = e.num("process");
     lock_dirs_.insert(dir_of(e.str("path")));
