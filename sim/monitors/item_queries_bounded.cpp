@@ -30,7 +30,8 @@ int handoff_rank(const std::string& issue_status) {
 
 }  // namespace
 
-ItemQueriesBounded::ItemQueriesBounded(const Scenario& scenario, MonitorContext&) {
+ItemQueriesBounded::ItemQueriesBounded(const Scenario& scenario, MonitorContext& context)
+    : context_(context) {
   if (const auto lead = env_lookup(scenario.env, "AGENT_LEAD_ID"); lead && !lead->empty()) {
     const std::string id(*lead);
     lead_prefix_ = id.substr(0, kAgentPrefixChars);
@@ -47,7 +48,16 @@ ItemQueriesBounded::ItemQueriesBounded(const Scenario& scenario, MonitorContext&
 
 Violations ItemQueriesBounded::observe(const TraceEvent& e, std::size_t i) {
   Violations out;
-  if (e.type == "durable_stage") stages_[e.item] = e.str("stage");
+  if (context_.process.went_down_at(i)) {
+    forget_answers_not_yet_durable();
+    return out;
+  }
+  if (e.type == "durable_stage") {
+    stages_[e.item] = e.str("stage");
+    ItemWatch& w = items_[e.item];
+    w.not_found_durable = w.not_found_at.has_value();
+    w.config_error_durable = w.config_error_at.has_value();
+  }
   check_config_attempts(e, i, out);
   check_after_not_found(e, i, out);
   return out;
@@ -114,6 +124,7 @@ void ItemQueriesBounded::on_item_reply(const TraceEvent& e, ItemWatch& w) {
   if (std::exchange(w.validating, false)) return;
   if (is_refusal(status)) {
     w.config_error_at = e.t;
+    w.config_error_durable = false;
     return;
   }
   if (e.str("operation") != "get_issue" || status != 200) return;
@@ -122,6 +133,7 @@ void ItemQueriesBounded::on_item_reply(const TraceEvent& e, ItemWatch& w) {
   const int current = st == stages_.end() ? -1 : stage_rank(st->second);
   if (wanted > current && current >= 0 && !lead_present_ && agent_list_answered_[e.job]) {
     w.config_error_at = e.t;
+    w.config_error_durable = false;
   }
 }
 
@@ -142,10 +154,21 @@ void ItemQueriesBounded::check_after_not_found(const TraceEvent& e, std::size_t 
   }
   if (e.type == "service_reply" && orchestrator && e.num("status") == 404 && !w.not_found_at) {
     w.not_found_at = e.t;
+    w.not_found_durable = false;
     return;
   }
   // The latest reconcile error, as the item's durable record holds it.
   if (e.type == "durable_stage") w.reason = e.str("error");
+}
+
+// The acting worker went down: an answer its durable record did not hold
+// yet is lost with the process, so the next one may ask again (once: the
+// answer it gets then binds as before).
+void ItemQueriesBounded::forget_answers_not_yet_durable() {
+  for (auto& [id, w] : items_) {
+    if (w.not_found_at && !w.not_found_durable) w.not_found_at.reset();
+    if (w.config_error_at && !w.config_error_durable) w.config_error_at.reset();
+  }
 }
 
 void ItemQueriesBounded::tally(nlohmann::json& tallies) const {

@@ -18,6 +18,10 @@
 //   allowed inside the hour: a validation, whose answer is no config attempt and
 //   leaves the hour where it was (the core validates only an item it is not
 //   due to try).
+// The at-least-once window: a 404 or config error binds once the item's
+// durable record was written after it (`durable_stage`); when the acting
+// worker goes down before that, the answer may be lost with it, and the
+// item may be asked again (docs/monitors.md).
 #pragma once
 
 #include <cstdint>
@@ -35,8 +39,9 @@ class ItemQueriesBounded final : public Monitor {
  public:
   static constexpr const char* kName = "item_queries_bounded";
   static std::vector<std::string> reads() {
-    return {"service_call",  "service_reply",  "durable_stage",
-            "agent_removed", "agent_restored", "instance_changed"};
+    return {"service_call",         "service_reply",    "durable_stage", "agent_removed",
+            "agent_restored",       "instance_changed", "process_boot",  "process_crash",
+            "disk_process_crashed", "disk_crash",       "disk_lock"};
   }
 
   ItemQueriesBounded(const Scenario& scenario, MonitorContext& context);
@@ -50,6 +55,10 @@ class ItemQueriesBounded final : public Monitor {
     // From the orchestrator's own answers: the reply that showed a config
     // error (a refusal, or a handoff needed while the lead agent is missing).
     std::optional<TimeMs> config_error_at;
+    // The item's durable record was written since that 404 / config error
+    // (`durable_stage`): until then a crash may take the answer with it.
+    bool not_found_durable = false;
+    bool config_error_durable = false;
     bool validation_allowed = false;  // an instance change since, not answered yet
     bool validating = false;          // its last query was a validation inside a deferral
     std::int64_t queries = 0;
@@ -60,6 +69,9 @@ class ItemQueriesBounded final : public Monitor {
   void on_item_query(const TraceEvent& e, std::size_t i, ItemWatch& w, Violations& out);
   void on_item_reply(const TraceEvent& e, ItemWatch& w);
   void check_after_not_found(const TraceEvent& e, std::size_t i, Violations& out);
+  void forget_answers_not_yet_durable();
+
+  MonitorContext& context_;
 
   std::map<std::string, ItemWatch> items_;
   std::map<std::string, std::string> stages_;  // item -> its durable stage

@@ -219,6 +219,11 @@ void NothingLost::track_recovery(const TraceEvent& e, std::size_t i) {
   const auto it = jobs_.find(e.job);
   if (it == jobs_.end()) return;
   JobWatch& j = it->second;
+  if (failure_notification(e.type)) {  // the commit (a fact from the outbox)
+    j.failure_committed_boot = context_.process.boots();
+    j.failure_committed_refused = context_.process.store_refused();
+    return;
+  }
   if ((e.type == "message_delivered" || e.type == "message_refused") &&
       e.str("kind") == "notification") {
     const std::string event = e.str("event");
@@ -226,6 +231,14 @@ void NothingLost::track_recovery(const TraceEvent& e, std::size_t i) {
       j.showed_failure = true;
       j.showed_failure_boot = context_.process.boots();
       j.showed_failure_refused = context_.process.store_refused();
+      if (j.failure_committed_boot < j.showed_failure_boot) {
+        // The outbox replaying a notice an earlier process committed: it is
+        // judged as shown when and as it was committed (found by the crash
+        // sweep: a failed_permanent committed while the store refused writes,
+        // the crash before its send, the send after the reboot).
+        j.showed_failure_boot = j.failure_committed_boot;
+        j.showed_failure_refused = j.failure_committed_refused;
+      }
     } else if (event == "recovered") {
       j.showed_failure = false;
       j.success_unannounced.reset();

@@ -64,9 +64,14 @@ class NothingLost final : public Monitor {
   };
   struct JobWatch {
     std::optional<GroupRun> group_run;
-    bool showed_failure = false;                     // a failure notification reached the messenger
-    std::int64_t showed_failure_boot = 0;            // the boot it reached the messenger in
-    bool showed_failure_refused = false;             // shown while the store refused writes
+    bool showed_failure = false;           // a failure notification reached the messenger
+    std::int64_t showed_failure_boot = 0;  // the boot it reached the messenger in
+    bool showed_failure_refused = false;   // shown while the store refused writes
+    // The last failure notification the core committed (the outbox's fact):
+    // the boot it was committed in, and whether the store refused writes
+    // then. A delivery in a later boot is the outbox replaying it.
+    std::int64_t failure_committed_boot = 0;
+    bool failure_committed_refused = false;
     std::optional<std::size_t> success_unannounced;  // the success still owing `recovered`
     TimeMs success_unannounced_t = 0;
   };

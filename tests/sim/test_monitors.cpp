@@ -2444,6 +2444,40 @@ TEST(NothingLostStoreDamage, NearMissNoRecoveredOwedForAFailureShownWhileTheStor
   EXPECT_FALSE(fired(o, "nothing_lost", "recovered")) << describe(o.seen) << describe(o.end);
 }
 
+// The same failure notice committed to the outbox before the crash and sent
+// only after the reboot (the outbox replays it): it is judged as shown when
+// and as it was committed. Committed while the store refused writes, no
+// `recovered` is owed (found by the crash sweep of corrupt-live-state,
+// event points 32-34); committed under a sound store, a plain restart still
+// owes one.
+Script failure_committed_then_sent_after_restart(bool refused) {
+  Script s;
+  const char* slot = "2026-03-02T10:00:00Z";
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  if (refused) note_state_corrupt(s, "2026-03-02T09:50:00Z");
+  regular(s, "hourly", slot, slot, "2026-03-02T11:00:00Z", "failure", "timeout");
+  note(s, "failed_permanent", "hourly", slot, slot, 0, "timeout");
+  crash(s, "2026-03-02T10:00:01Z");
+  boot(s, "2026-03-02T10:01:00Z", 2);
+  s.add("message_delivered", "2026-03-02T10:01:00Z", "hourly", slot,
+        {{"kind", "notification"}, {"event", "failed_permanent"}, {"target", "ops"}});
+  regular(s, "hourly", "2026-03-02T11:00:00Z", "2026-03-02T11:00:00Z", "2026-03-02T12:00:00Z",
+          "success");
+  return s;
+}
+
+TEST(NothingLostStoreDamage, NearMissAReplayedNoticeCommittedWhileTheStoreRefusedOwesNothing) {
+  const Outcome o = run(failure_committed_then_sent_after_restart(true), hourly_with_messenger(),
+                        at("2026-03-02T11:30:00Z"));
+  EXPECT_FALSE(fired(o, "nothing_lost", "recovered")) << describe(o.seen) << describe(o.end);
+}
+
+TEST(NothingLostStoreDamage, FiresWhenAReplayedNoticeOfASoundStoreGetsNoRecovered) {
+  const Outcome o = run(failure_committed_then_sent_after_restart(false), hourly_with_messenger(),
+                        at("2026-03-02T11:30:00Z"));
+  EXPECT_TRUE(fired(o, "nothing_lost", "recovered")) << describe(o.seen) << describe(o.end);
+}
+
 TEST(NothingLostStoreDamage, FiresWhenRecoveredIsMissingAfterAPlainRestart) {
   const Outcome o =
       run(failure_shown_then_restart(false), hourly_with_messenger(), at("2026-03-02T11:30:00Z"));
@@ -2825,6 +2859,52 @@ TEST(StateDurable, NearMissAnUpdateUnderTheStoreLockBesideTheWorkerLock) {
         with("/srv/state/retry_state.lock"));
   const Outcome o = run(s, base_scenario());
   EXPECT_FALSE(fired(o, "state_durable", "")) << describe(o.seen);
+}
+
+// The at-least-once window of item_queries_bounded: an orchestrator answer
+// binds once the item's durable record was written after it. A crash
+// between the two (the crash sweep's disk points inside the pipeline store's
+// write) lets the next process ask once more; a crash after it does not, and
+// the answer the second query gets binds again.
+Script reply_then_crash(int status, bool recorded, bool ask_twice) {
+  Script s;
+  boot(s, "2026-03-02T09:59:00Z", 1);
+  s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:00:01Z", "ISS-1",
+         {{"operation", "get_issue"}, {"status", status}});
+  if (recorded) {
+    s.item("durable_stage", "2026-03-02T10:00:01Z", "ISS-1",
+           {{"stage", "DESIGNING"}, {"error", "the answer, recorded"}});
+  }
+  crash(s, "2026-03-02T10:00:01Z");
+  boot(s, "2026-03-02T10:01:00Z", 2);
+  s.item("service_call", "2026-03-02T10:01:01Z", "ISS-1", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:01:02Z", "ISS-1",
+         {{"operation", "get_issue"}, {"status", status}});
+  if (ask_twice) {
+    s.item("service_call", "2026-03-02T10:02:00Z", "ISS-1", {{"operation", "get_issue"}});
+  }
+  return s;
+}
+
+TEST(ItemQueriesBounded, NearMissA404LostWithACrashBeforeItsRecordIsAskedOnceMore) {
+  const Outcome o = run(reply_then_crash(404, false, false), base_scenario());
+  EXPECT_FALSE(fired(o, "item_queries_bounded", "")) << describe(o.seen);
+  const Outcome refused = run(reply_then_crash(422, false, false), base_scenario());
+  EXPECT_FALSE(fired(refused, "item_queries_bounded", "")) << describe(refused.seen);
+}
+
+TEST(ItemQueriesBounded, FiresOnAQueryAfterA404RecordedBeforeTheCrash) {
+  const Outcome o = run(reply_then_crash(404, true, false), base_scenario());
+  EXPECT_TRUE(fired(o, "item_queries_bounded", "after its 404")) << describe(o.seen);
+  const Outcome refused = run(reply_then_crash(422, true, false), base_scenario());
+  EXPECT_TRUE(fired(refused, "item_queries_bounded", "after a config error"))
+      << describe(refused.seen);
+}
+
+TEST(ItemQueriesBounded, FiresOnTheThirdQueryAfterTheSecond404) {
+  const Outcome o = run(reply_then_crash(404, false, true), base_scenario());
+  EXPECT_TRUE(fired(o, "item_queries_bounded", "after its 404")) << describe(o.seen);
 }
 }  // namespace
 }  // namespace rehearse::sim
