@@ -2817,46 +2817,50 @@ TEST(ScheduleKeptStoreDamage, NearMissAnOlderSlotNeverHandedOutAfterABlindBoot) 
       << describe(whole.seen);
 }
 
+// A disk record of process 1 on `path`.
+json by_process_1(const char* path) { return json{{"path", path}, {"process", 1}}; }
+
 // The worker lock (held for the process's life) is no store lock: a store
 // file appended under it alone fires (kill matrix: store_update_without_lock
 // survived while the worker lock counted).
 TEST(StateDurable, FiresOnAStoreChangeUnderTheWorkerLockAlone) {
-  auto with = [](const char* path) { return json{{"path", path}, {"process", 1}}; };
   Script s;
-  s.add("disk_lock", "2026-03-02T10:00:00Z", {}, std::nullopt, with("/srv/state/worker.lock"));
-  s.add("disk_lock", "2026-03-02T10:00:00Z", {}, std::nullopt, with("/srv/state/retry_state.lock"));
+  s.add("disk_lock", "2026-03-02T10:00:00Z", {}, std::nullopt,
+        by_process_1("/srv/state/worker.lock"));
+  s.add("disk_lock", "2026-03-02T10:00:00Z", {}, std::nullopt,
+        by_process_1("/srv/state/retry_state.lock"));
   s.add("disk_unlock", "2026-03-02T10:00:00Z", {}, std::nullopt,
-        with("/srv/state/retry_state.lock"));
+        by_process_1("/srv/state/retry_state.lock"));
   const auto bad = s.add("disk_append", "2026-03-02T10:01:00Z", {}, std::nullopt,
-                         with("/srv/state/retry_state.journal"));
+                         by_process_1("/srv/state/retry_state.journal"));
   expect_first(run(s, base_scenario()), "state_durable", bad);
 }
 
 // The worker lock's directory is a locked store from the lock's grant on: a
 // core whose updates never take the store's lock fires at its first update,
-// even where nothing else ever took that lock (the kill matrix had
-// store_update_without_lock fire in 1 of 35 bundled scenarios, the one where
-// a standby's boot took the store's lock).
+// even where nothing else ever took that lock and the world did not name the
+// directory (a hand-made trace, a user's own world).
 TEST(StateDurable, FiresOnAnUpdateInTheWorkerLocksDirectoryWhenNoStoreLockWasEverTaken) {
-  auto with = [](const char* path) { return json{{"path", path}, {"process", 1}}; };
   Script s;
-  s.add("disk_lock", "2026-03-02T10:00:00Z", {}, std::nullopt, with("/srv/state/worker.lock"));
+  s.add("disk_lock", "2026-03-02T10:00:00Z", {}, std::nullopt,
+        by_process_1("/srv/state/worker.lock"));
   const auto bad = s.add("disk_append", "2026-03-02T10:01:00Z", {}, std::nullopt,
-                         with("/srv/state/retry_state.journal"));
+                         by_process_1("/srv/state/retry_state.journal"));
   expect_first(run(s, base_scenario()), "state_durable", bad);
 }
 
 TEST(StateDurable, NearMissAnUpdateUnderTheStoreLockBesideTheWorkerLock) {
-  auto with = [](const char* path) { return json{{"path", path}, {"process", 1}}; };
   Script s;
-  s.add("disk_lock", "2026-03-02T10:00:00Z", {}, std::nullopt, with("/srv/state/worker.lock"));
-  s.add("disk_lock", "2026-03-02T10:01:00Z", {}, std::nullopt, with("/srv/state/retry_state.lock"));
+  s.add("disk_lock", "2026-03-02T10:00:00Z", {}, std::nullopt,
+        by_process_1("/srv/state/worker.lock"));
+  s.add("disk_lock", "2026-03-02T10:01:00Z", {}, std::nullopt,
+        by_process_1("/srv/state/retry_state.lock"));
   s.add("disk_append", "2026-03-02T10:01:00Z", {}, std::nullopt,
-        with("/srv/state/retry_state.journal"));
+        by_process_1("/srv/state/retry_state.journal"));
   s.add("disk_fsync", "2026-03-02T10:01:00Z", {}, std::nullopt,
-        with("/srv/state/retry_state.journal"));
+        by_process_1("/srv/state/retry_state.journal"));
   s.add("disk_unlock", "2026-03-02T10:01:00Z", {}, std::nullopt,
-        with("/srv/state/retry_state.lock"));
+        by_process_1("/srv/state/retry_state.lock"));
   const Outcome o = run(s, base_scenario());
   EXPECT_FALSE(fired(o, "state_durable", "")) << describe(o.seen);
 }
