@@ -101,8 +101,7 @@ void ProcessTracker::come_up(TimeMs t, std::size_t index) {
   store_refused_ = false;
   up_at_ = index;
   ++boots_;
-  boot_blind_ = store_damaged();
-  if (boot_blind_) {
+  if (store_damaged()) {
     blind_windows_.emplace_back(down_t_.value_or(t - 1), t);
     last_blind_boot_ = boots_;
   }

@@ -74,7 +74,7 @@ class ProcessTracker {
   // The world damaged the state store's files and the damage is still there.
   bool store_damaged() const noexcept { return !damaged_paths_.empty(); }
   // The last boot found the state store damaged (the world's records).
-  bool boot_blind() const noexcept { return boot_blind_; }
+  bool boot_blind() const noexcept { return last_blind_boot_ != 0 && last_blind_boot_ == boots_; }
   // The number of the last blind boot (boots() then); 0 when none was.
   std::int64_t last_blind_boot() const noexcept { return last_blind_boot_; }
   // `t` fell while the process was down before a blind boot (from the crash
@@ -98,7 +98,6 @@ class ProcessTracker {
   std::optional<TimeMs> down_t_;  // the last crash (not one at its boot's instant)
   bool store_refused_ = false;
   std::set<std::string> damaged_paths_;
-  bool boot_blind_ = false;
   std::int64_t last_blind_boot_ = 0;
   std::vector<std::pair<TimeMs, TimeMs>> blind_windows_;  // [down at, booted at]
 };
