@@ -2,6 +2,7 @@
 // Method: fixed vectors for each rule, then properties over the whole range.
 #include "model/time.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tests/support/property.hpp"
@@ -73,6 +74,29 @@ REHEARSE_PROP(InstantProps, FormatParseRoundTrip, ()) {
   const auto back = parse_instant(text);
   RC_ASSERT(back.ok());
   RC_ASSERT(*back == t);
+}
+
+// format_instant writes digits by hand for speed; the rendering it must
+// match is the plain fmt one (also what it still uses outside years 0-9999).
+std::string reference_format(TimeMs t) {
+  const CivilTime c = to_civil(t);
+  const std::string seconds = fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", c.date.year,
+                                          c.date.month, c.date.day, c.hour, c.minute, c.second);
+  return c.millisecond == 0 ? seconds + "Z" : fmt::format("{}.{:03}Z", seconds, c.millisecond);
+}
+
+TEST(Instant, FormatsTheRangesEdgesAsFmtDoes) {
+  for (const TimeMs t : {kMinInstantMs, kMinInstantMs + 1, TimeMs{0}, TimeMs{999}, TimeMs{-1},
+                         kMaxInstantMs - 1, kMaxInstantMs}) {
+    EXPECT_EQ(format_instant(t), reference_format(t)) << t;
+  }
+}
+
+REHEARSE_PROP(InstantProps, FormatMatchesTheFmtRendering, ()) {
+  const auto t = *rc::gen::inRange<std::int64_t>(kMinInstantMs, kMaxInstantMs);
+  const bool whole_second = *rc::gen::arbitrary<bool>();
+  const TimeMs instant = whole_second ? t - ((t % kSecondMs) + kSecondMs) % kSecondMs : t;
+  RC_ASSERT(format_instant(instant) == reference_format(instant));
 }
 
 REHEARSE_PROP(InstantProps, CivilRoundTrip, ()) {
