@@ -200,10 +200,12 @@ Status StateStore::full_load() {
   StateDocument document;
   const bool have_snapshot = snapshot->has_value();
   snapshot_bytes_ = have_snapshot ? (*snapshot)->size() : 0;
+  snapshot_checked_.reset();
   if (have_snapshot) {
     auto decoded = decode_state(**snapshot);
     if (!decoded.ok()) return mark_corrupt(snapshot_path(), std::move(decoded).error());
     document = std::move(*decoded);
+    snapshot_checked_ = disk_->stamp(snapshot_path());
   }
   auto journal = disk_->read_file(journal_path());
   if (!journal.ok()) return journal.error();
@@ -386,16 +388,7 @@ Status StateStore::start_journal(std::uint64_t base_seq) {
 
 Status StateStore::compact_locked() {
   REHEARSE_ASSERT(loaded_ && !corrupt_);
-  // refresh() follows the journal only, so the snapshot on disk may have been
-  // damaged since our last full load. It is about to be replaced: it must
-  // still decode, or the store fails closed and keeps the damaged file for an
-  // operator instead of silently writing over it (docs/semantics.md §5).
-  auto on_disk = disk_->read_file(snapshot_path());
-  if (!on_disk.ok()) return on_disk.error();
-  if (on_disk->has_value()) {
-    auto decoded = decode_state(**on_disk);
-    if (!decoded.ok()) return mark_corrupt(snapshot_path(), std::move(decoded).error());
-  }
+  if (auto s = check_snapshot_before_fold(); !s.ok()) return s;
   StateDocument document;
   document.journal_seq = seq_;
   document.jobs = jobs_;
@@ -405,7 +398,26 @@ Status StateStore::compact_locked() {
   // reads the new snapshot and skips the old journal's records it holds.
   if (auto s = write_atomically(snapshot_path(), bytes); !s.ok()) return s;
   snapshot_bytes_ = bytes.size();
+  snapshot_checked_ = disk_->stamp(snapshot_path());
   return start_journal(seq_);
+}
+
+// refresh() follows the journal only, so the snapshot on disk may have been
+// damaged since our last full load. It is about to be replaced: it must
+// still decode, or the store fails closed and keeps the damaged file for an
+// operator instead of silently writing over it (docs/semantics.md §5). A
+// snapshot whose stamp is the one this store decoded or wrote is not read
+// again (a disk that cannot vouch gives no stamp: then it is read).
+Status StateStore::check_snapshot_before_fold() {
+  if (snapshot_checked_ && disk_->stamp(snapshot_path()) == snapshot_checked_) return {};
+  snapshot_checked_.reset();
+  auto on_disk = disk_->read_file(snapshot_path());
+  if (!on_disk.ok()) return on_disk.error();
+  if (on_disk->has_value()) {
+    auto decoded = decode_state(**on_disk);
+    if (!decoded.ok()) return mark_corrupt(snapshot_path(), std::move(decoded).error());
+  }
+  return {};
 }
 
 Result<JobState> StateStore::read(const std::string& job_id) {

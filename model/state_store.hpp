@@ -173,6 +173,7 @@ class StateStore final : public JobStateStore {
   Status write_atomically(const std::string& path, std::string_view bytes);
   Status start_journal(std::uint64_t base_seq);
   Status compact_locked();
+  Status check_snapshot_before_fold();
   bool journal_due_for_fold() const noexcept;
   bool sync() const noexcept { return options_.durability == Durability::full; }
   void note_torn_tail(const std::optional<TornTail>& tail);
@@ -199,6 +200,9 @@ class StateStore final : public JobStateStore {
   // The journal's stamp once this store had checked every byte of it (or
   // appended to a journal so checked); nullopt: check it all at the next write.
   std::optional<FileStamp> journal_checked_;
+  // The snapshot's stamp when this store last decoded it whole or wrote it;
+  // a fold skips re-reading a snapshot whose stamp is still this one.
+  std::optional<FileStamp> snapshot_checked_;
   // Where this store last saw the journal end: the offset of its last record
   // (0: the header) and the CRC-32C of that record's bytes (up to
   // journal_end_). Checked before every operation; kept across a corrupt

@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -464,6 +465,47 @@ TEST(StoreJournalStamp, AnUnchangedJournalIsNotReadWholeAgainAndDamageStillIs) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().code, ErrorCode::corrupt);
   EXPECT_EQ(disk.live_content(journal_path()), damaged) << "kept as it was";
+}
+
+// A fold checks that the snapshot it replaces still decodes (damage is kept,
+// never written over), unless the snapshot's stamp is the one it had when
+// this store last decoded or wrote it: then the fold does not read it again.
+// Damage moves the stamp, and the next fold finds it.
+TEST(StoreSnapshotStamp, AFoldSkipsTheSnapshotItWroteAndStillFindsDamage) {
+  const auto disk_owner = fresh_disk();
+  SimDisk& disk = *disk_owner;
+  StoreOptions options;
+  options.journal_records_max = 50;  // 50 jobs: a fold every 50 records
+  options.journal_bytes_max = 1;
+  auto store = StateStore::open(disk, kStateDir, options);
+  ASSERT_TRUE(store.ok());
+  const auto increment = [](JobState& s) { ++s.retry_count; };
+  std::uint64_t most_read = 0;
+  for (int i = 0; i < 200; ++i) {
+    const std::uint64_t before = disk.counters().bytes_read;
+    ASSERT_TRUE(store->update(fmt::format("job-{:02}", i % 50), increment).ok());
+    if (i >= 100) most_read = std::max(most_read, disk.counters().bytes_read - before);
+  }
+  ASSERT_TRUE(store->health().compaction_error == std::nullopt);
+  const std::uint64_t snapshot_bytes = disk.live_content(snapshot_path())->size();
+  EXPECT_GT(snapshot_bytes, 5'000u);
+  EXPECT_LT(most_read, snapshot_bytes / 2) << "an update (folds included) read " << most_read
+                                           << " bytes; the snapshot has " << snapshot_bytes;
+
+  // The opening brace of the snapshot flipped behind the store: the next
+  // fold reads it, finds it, and fails closed, keeping the damaged file.
+  Corruption flip;
+  flip.offset = 0;
+  flip.xor_mask = 0x01;
+  ASSERT_TRUE(disk.corrupt(snapshot_path(), flip).ok());
+  const auto damaged = disk.live_content(snapshot_path());
+  bool refused = false;
+  for (int i = 0; i < 60 && !refused; ++i) {
+    refused = !store->update(fmt::format("job-{:02}", i % 50), increment).ok();
+  }
+  EXPECT_TRUE(refused) << "a fold wrote over a damaged snapshot";
+  EXPECT_EQ(store->health().kind, HealthKind::corrupt);
+  EXPECT_EQ(disk.live_content(snapshot_path()), damaged) << "kept as it was";
 }
 
 TEST(StoreCrash, UndetectedSnapshotFlipsAreCounted) {
