@@ -90,8 +90,12 @@ std::uint32_t witness_crc32c(std::string_view bytes) {
   return crc ^ 0xFFFFFFFFu;
 }
 
+bool is_job_record(const json& record) {
+  return record.is_object() && member(record, "job_id").is_string();
+}
+
 json job_state_facts(const json& record) {
-  if (!record.is_object() || !member(record, "job_id").is_string()) return nullptr;
+  if (!is_job_record(record)) return nullptr;
   json slots = json::object();
   if (const json& s = member(record, "slots"); s.is_object()) {
     for (const auto& [key, r] : s.items()) slots[key] = slot_facts(r);
@@ -189,11 +193,12 @@ bool DurableStateReader::read_journal_from(const std::string& bytes, std::size_t
     const auto record = read_record(std::string_view(bytes).substr(at, nl - at));
     if (!record) break;
     const json payload = json::parse(record->second, nullptr, /*allow_exceptions=*/false);
-    json facts = job_state_facts(payload);
-    if (facts.is_null()) break;
+    if (!is_job_record(payload)) break;
+    // A record the snapshot already holds is read (it must be intact for the
+    // records after it to count) but not turned into facts.
     if (record->first > snapshot_seq_) {
       const std::string id = payload.at("job_id").get<std::string>();
-      note(id, std::move(facts));
+      note(id, job_state_facts(payload));
       journal_applied_ = true;
     }
     at = nl + 1;

@@ -39,6 +39,8 @@ std::uint32_t witness_crc32c(std::string_view bytes);
 // next_retry_at, next_action, stalled_count). Null when `record` is not an
 // object with a string `job_id`.
 nlohmann::json job_state_facts(const nlohmann::json& record);
+// Whether `record` is an object with a string `job_id` (what has facts).
+bool is_job_record(const nlohmann::json& record);
 
 // The state store directory (snapshot + journal) as the world reads it.
 class DurableStateReader {

@@ -78,10 +78,24 @@ std::optional<Fact> RunFacts::flush_pending() {
   return Fact{std::move(done), p.index};
 }
 
+// The two fields of a job's durable facts a run's finish reads (each only
+// when it is a string), instead of the whole facts document per job.
+RunFacts::DurableRow RunFacts::durable_row_of(const json& facts) {
+  DurableRow row;
+  if (!facts.is_object()) return row;
+  if (const auto it = facts.find("retry_status"); it != facts.end() && it->is_string()) {
+    row.retry_status = it->get<std::string>();
+  }
+  if (const auto it = facts.find("failure_class"); it != facts.end() && it->is_string()) {
+    row.failure_class = it->get<std::string>();
+  }
+  return row;
+}
+
 std::vector<Fact> RunFacts::runs_of(const TraceEvent& e, std::size_t i) {
   std::vector<Fact> out;
   if (e.type == "durable_job_state") {
-    durable_state_[e.job] = e.data;
+    durable_rows_[e.job] = durable_row_of(e.data);
     for (auto& [id, r] : open_runs_) r.wrote = r.wrote || (r.intent && r.job == e.job);
   } else if (e.type == "service_reply") {
     replies_.observe(e);
@@ -135,7 +149,7 @@ void RunFacts::on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& ou
     out.push_back({run_event(r, "run_started", r.take_t), r.take_index});
     pending_finish_ = PendingFinish{r, i, e.t, std::nullopt, {}};
     if (reply_classified_.count(r.job) != 0) {
-      pending_finish_->replies_class = failure_class_of(r, json());
+      pending_finish_->replies_class = failure_class_of(r, DurableRow{});
     } else if (const auto group = group_class_of(r)) {
       pending_finish_->replies_class = *group;
     }
@@ -144,9 +158,9 @@ void RunFacts::on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& ou
     // The run ended when its intent was written (the same instant, unless a
     // crash fell in between and the boot replayed it).
     TraceEvent done = run_event(r, "run_finished", r.intent_t);
-    const json& facts = durable_state_[r.job];
-    const json& status = facts.is_object() ? facts.value("retry_status", json()) : json();
-    const bool ok = !status.is_string() || status.get<std::string>() == "ok";
+    const auto row = durable_rows_.find(r.job);
+    const DurableRow facts = row == durable_rows_.end() ? DurableRow{} : row->second;
+    const bool ok = !facts.retry_status || *facts.retry_status == "ok";
     done.data["outcome"] = ok ? "success" : "failure";
     if (!ok) done.data["failure_class"] = failure_class_of(r, facts);
     out.push_back({std::move(done), i});
@@ -159,9 +173,8 @@ void RunFacts::on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& ou
 // The class of a failed run (see the header): the replies' for a fetch or
 // call job, the group rule's for a group run whose tasks failed, else the
 // durable row's (`facts`).
-std::string RunFacts::failure_class_of(const OpenRun& r, const json& facts) const {
-  const json row = facts.is_object() ? facts.value("failure_class", json()) : json();
-  const std::string written = row.is_string() ? row.get<std::string>() : "unknown";
+std::string RunFacts::failure_class_of(const OpenRun& r, const DurableRow& facts) const {
+  const std::string written = facts.failure_class.value_or("unknown");
   if (const auto group = group_class_of(r)) return *group;
   if (reply_classified_.count(r.job) == 0) return written;
   const std::vector<std::string> seen = replies_.failed_classes(r.job, r.slot);

@@ -93,17 +93,22 @@ class RunFacts {
     std::optional<std::string> failure_class;  // set: a failure
     std::string replies_class;  // a fetch or call run's class of its replies ("" none)
   };
+  struct DurableRow {
+    std::optional<std::string> retry_status;
+    std::optional<std::string> failure_class;
+  };
+  static DurableRow durable_row_of(const nlohmann::json& facts);
   void on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& out);
-  std::string failure_class_of(const OpenRun& run, const nlohmann::json& facts) const;
+  std::string failure_class_of(const OpenRun& run, const DurableRow& facts) const;
   std::optional<std::string> group_class_of(const OpenRun& run) const;
 
   const ProcessTracker& process_;
   const JobTable& jobs_;
   std::optional<PendingFinish> pending_finish_;
-  std::map<std::uint64_t, OpenRun> open_runs_;           // by queue entry id
-  std::map<std::string, nlohmann::json> durable_state_;  // job -> its durable facts
-  RunReplies replies_;                                   // the replies of the runs in progress
-  std::set<std::string> reply_classified_;               // fetch and call jobs
+  std::map<std::uint64_t, OpenRun> open_runs_;      // by queue entry id
+  std::map<std::string, DurableRow> durable_rows_;  // job -> its durable row
+  RunReplies replies_;                              // the replies of the runs in progress
+  std::set<std::string> reply_classified_;          // fetch and call jobs
   std::set<std::string> notices_seen_;
 };
 
