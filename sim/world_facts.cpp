@@ -142,20 +142,44 @@ bool DurableStateReader::load_all(const SimDisk& disk) {
 bool DurableStateReader::parse_snapshot(const SimDisk& disk) {
   ++snapshot_parses_;
   json doc;
+  std::vector<std::pair<std::string, json>> jobs;
   if (const std::string* snap = disk.durable_view(dir_ + "/" + kSnapshotFile)) {
-    doc = json::parse(*snap, nullptr, /*allow_exceptions=*/false);
+    doc = parse_snapshot_jobs(*snap, jobs);
     if (!member(doc, "jobs").is_object() || !member(doc, "journal_seq").is_number_unsigned()) {
       return false;
     }
   }
   pending_.clear();
   snapshot_seq_ = doc.is_null() ? 0 : doc.at("journal_seq").get<std::uint64_t>();
-  if (doc.is_null()) return true;
-  for (const auto& [id, record] : doc.at("jobs").items()) {
-    json facts = job_state_facts(record);
-    if (!facts.is_null()) note(id, std::move(facts));
-  }
+  for (auto& [id, facts] : jobs) note(id, std::move(facts));
   return true;
+}
+
+// The snapshot document without its job records: each job object under the
+// top-level "jobs" is turned into its facts (into `jobs`, in file order; a
+// later duplicate key replaces an earlier one as it does in a parsed tree)
+// and dropped as soon as it is read, so the whole tree of a large snapshot
+// never exists at once (it was the peak of a 100,000-job run's memory).
+json DurableStateReader::parse_snapshot_jobs(const std::string& text,
+                                             std::vector<std::pair<std::string, json>>& jobs) {
+  std::string top_key;
+  std::string job_key;
+  const json::parser_callback_t keep = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::key && depth == 1) {
+      top_key = parsed.get<std::string>();
+      if (top_key == "jobs") jobs.clear();  // the last "jobs" member is the one a tree keeps
+    } else if (event == json::parse_event_t::key && depth == 2) {
+      job_key = parsed.get<std::string>();
+    } else if (event == json::parse_event_t::object_end && depth == 2 && top_key == "jobs") {
+      json facts = job_state_facts(parsed);
+      if (!facts.is_null()) jobs.emplace_back(job_key, std::move(facts));
+      return false;
+    }
+    return true;
+  };
+  json doc = json::parse(text, keep, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) jobs.clear();
+  return doc;
 }
 
 // A job's facts as read now: pending when they differ from held_.

@@ -67,6 +67,8 @@ class DurableStateReader {
  private:
   bool load_all(const SimDisk& disk);
   bool parse_snapshot(const SimDisk& disk);
+  static nlohmann::json parse_snapshot_jobs(
+      const std::string& text, std::vector<std::pair<std::string, nlohmann::json>>& jobs);
   void read_journal(const SimDisk& disk);
   bool read_journal_from(const std::string& bytes, std::size_t from);
 

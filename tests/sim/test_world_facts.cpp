@@ -164,6 +164,36 @@ TEST(WorldFacts, AFullReadParsesTheSnapshotAgainOnlyWhenItOrTheJournalOverItChan
   EXPECT_EQ(reader.snapshot_parses(), 5u);
 }
 
+// The snapshot is read job by job (its tree is never built whole): the facts
+// must be those of the whole document as a JSON tree reads it. A later
+// duplicate job id, or a later duplicate "jobs" member, replaces the earlier
+// one; a job that is not an object has no facts; "jobs" that is no object,
+// or a document that does not parse, makes the snapshot unreadable.
+TEST(WorldFacts, TheSnapshotReadJobByJobGivesTheFactsOfTheWholeDocument) {
+  const std::string a1 = record("a", 1, "retrying").dump();
+  const std::string a2 = record("a", 2, "retrying").dump();
+  const std::string b0 = record("b", 0, "ok").dump();
+  const auto read = [](const std::string& text) {
+    SimDisk disk;
+    EXPECT_TRUE(disk.create_dir("/s").ok());
+    EXPECT_TRUE(disk.put_durable("/s/retry_state.json", text).ok());
+    DurableStateReader reader("/s");
+    json out = json::object();
+    for (auto& [id, facts] : reader.changed(disk, true)) out[id] = facts.at("retry_count");
+    return out;
+  };
+  EXPECT_EQ(read(R"({"journal_seq":1,"jobs":{"a":)" + a1 + R"(,"b":)" + b0 + "}}"),
+            json({{"a", 1}, {"b", 0}}));
+  EXPECT_EQ(read(R"({"jobs":{"a":)" + a1 + R"(,"a":)" + a2 + R"(},"journal_seq":1})"),
+            json({{"a", 2}}));
+  EXPECT_EQ(read(R"({"jobs":{"b":)" + b0 + R"(},"meta":{"x":{"y":1}},"jobs":{"a":)" + a1 +
+                 R"(},"journal_seq":1})"),
+            json({{"a", 1}}));
+  EXPECT_EQ(read(R"({"journal_seq":1,"jobs":{"a":[1],"b":)" + b0 + "}}"), json({{"b", 0}}));
+  EXPECT_EQ(read(R"({"journal_seq":1,"jobs":[)" + a1 + "]}"), json::object());
+  EXPECT_EQ(read(R"({"journal_seq":1,"jobs":{"a":)" + a1 + "}"), json::object());
+}
+
 TEST(WorldFacts, TheLedgerReaderGivesGuardDeliveriesAndVerdictPerSlot) {
   const json doc = {{"format", 1},
                     {"job_id", "g"},
