@@ -129,6 +129,7 @@ std::uint64_t SimQueue::add_locked(const QueueEntrySpec& spec, bool& added) {
   nlohmann::json data = entry_fields(entry);
   data["added"] = true;
   const std::uint64_t id = entry.id;
+  waiting_.emplace(entry.spec.ready_at, id);
   entries_.emplace(id, std::move(entry));
   added = true;
   ++counters_.adds;
@@ -146,12 +147,15 @@ Result<QueueAddResult> SimQueue::add(QueueEntrySpec spec) {
 Result<std::optional<QueueEntry>> SimQueue::take_next(TimeMs now,
                                                       const std::set<std::string>& busy_jobs) {
   if (auto s = admit("take_next"); !s.ok()) return std::move(s).error();
+  // The first waiting entry by (ready_at, id) whose job is not busy: ids grow
+  // with insertion, so equal ready_at go first in, first out.
   QueueEntry* best = nullptr;
-  for (auto& [id, e] : entries_) {
-    if (e.state != QueueEntryState::waiting || e.spec.ready_at > now) continue;
+  for (auto w = waiting_.begin(); w != waiting_.end() && w->first <= now; ++w) {
+    QueueEntry& e = entries_.at(w->second);
     if (busy_jobs.count(e.spec.job_id) != 0) continue;
-    // (ready_at, id): ids grow with insertion, and the map walks them in order.
-    if (best == nullptr || e.spec.ready_at < best->spec.ready_at) best = &e;
+    best = &e;
+    waiting_.erase(w);
+    break;
   }
   if (best == nullptr) return std::optional<QueueEntry>{};
   best->state = QueueEntryState::active;
@@ -165,12 +169,10 @@ Result<std::optional<QueueEntry>> SimQueue::take_next(TimeMs now,
 
 Result<std::optional<TimeMs>> SimQueue::next_ready_at(const std::set<std::string>& busy_jobs) {
   if (auto s = admit("next_ready_at"); !s.ok()) return std::move(s).error();
-  std::optional<TimeMs> best;
-  for (const auto& [id, e] : entries_) {
-    if (e.state != QueueEntryState::waiting || busy_jobs.count(e.spec.job_id) != 0) continue;
-    if (!best || e.spec.ready_at < *best) best = e.spec.ready_at;
+  for (const auto& [ready_at, id] : waiting_) {
+    if (busy_jobs.count(entries_.at(id).spec.job_id) == 0) return std::optional<TimeMs>{ready_at};
   }
-  return best;
+  return std::optional<TimeMs>{};
 }
 
 Status SimQueue::set_intent(std::uint64_t id, std::string intent) {
@@ -199,6 +201,7 @@ std::size_t SimQueue::cancel_locked(const std::string& job_id, TimeMs slot) {
         e.spec.job_id == job_id && e.spec.slot == slot) {
       record("queue_cancel", &e.spec, entry_fields(e));
       by_key_.erase(queue_key(e.spec));
+      waiting_.erase({e.spec.ready_at, e.id});
       it = entries_.erase(it);
       ++dropped;
       ++counters_.cancels;
@@ -230,6 +233,7 @@ Result<std::vector<std::uint64_t>> SimQueue::finish(std::uint64_t id, QueueFinis
   }
   const QueueEntry gone = it->second;
   by_key_.erase(queue_key(gone.spec));
+  waiting_.erase({gone.spec.ready_at, gone.id});
   entries_.erase(it);
   ++counters_.finishes;
   nlohmann::json data = entry_fields(gone);
@@ -258,6 +262,7 @@ Status SimQueue::requeue(std::uint64_t id) {
     return make_error(ErrorCode::not_found, fmt::format("no queue entry {}", id), "queue");
   }
   it->second.state = QueueEntryState::waiting;
+  waiting_.emplace(it->second.spec.ready_at, id);
   it->second.intent.clear();
   ++counters_.requeues;
   record("queue_requeue", &it->second.spec, entry_fields(it->second));

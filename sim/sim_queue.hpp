@@ -133,7 +133,10 @@ class SimQueue final : public JobQueue {
 
   Trace* trace_ = nullptr;
   SimQueueHooks hooks_;
-  std::map<std::uint64_t, QueueEntry> entries_;    // by id
+  std::map<std::uint64_t, QueueEntry> entries_;  // by id
+  // (ready_at, id) of every waiting entry: the order take_next hands them
+  // out in, so a take costs O(log n) and not a walk over the whole queue.
+  std::set<std::pair<TimeMs, std::uint64_t>> waiting_;
   std::map<std::string, std::uint64_t> by_key_;    // queue_key -> id
   std::map<std::uint64_t, OutboxMessage> outbox_;  // by id
   std::uint64_t next_id_ = 1;
