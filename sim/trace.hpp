@@ -72,7 +72,8 @@ class Trace {
  public:
   using Listener = std::function<void(const TraceEvent&, std::size_t index)>;
 
-  explicit Trace(TraceKeep keep = TraceKeep::all) : keep_(keep) {}
+  Trace() = default;  // keeps every event; not explicit, so `{}` builds one in aggregates
+  explicit Trace(TraceKeep keep) : keep_(keep) {}
 
   // Appends an event (assigning seq) and hands it to every listener, in the
   // order listeners were added. Returns the event's index. A listener may

@@ -87,10 +87,14 @@ TEST(RandomJobs, SameSeedSameDocumentOtherSeedsOtherJobs) {
       const json doc = derive_random(base, seed);
       EXPECT_EQ(doc.dump(), derive_random(base, seed).dump()) << path << " seed " << seed;
       jobs.insert(doc.value("jobs", json::array()).dump());
-      if (base.contains("fleet")) EXPECT_EQ(doc["fleet"], base["fleet"]) << path;
+      if (base.contains("fleet")) {
+        EXPECT_EQ(doc["fleet"], base["fleet"]) << path;
+      }
     }
     if (base.contains("fleet")) ++fleets;
-    if (base.contains("jobs")) EXPECT_GE(jobs.size(), 5u) << path;
+    if (base.contains("jobs")) {
+      EXPECT_GE(jobs.size(), 5u) << path;
+    }
   }
   EXPECT_GE(fleets, 1);
 }
