@@ -230,36 +230,103 @@ namespace {
 
 // ------------------------------------------------------------ the job
 
+// The service an outage breaks: a built-in one or a service of the user's own.
+struct Provider {
+  std::optional<ServiceKind> builtin;
+  std::string name;  // as traces and reports name it
+};
+
 struct JobFacts {
   const JobSpec* spec = nullptr;
   CronSchedule schedule;
-  ServiceKind provider = ServiceKind::model_api;
+  Provider provider;
+  std::vector<std::string> services;  // every breakable service the job calls
   FaultKind fault = FaultKind::quota_exhausted;
   std::vector<TimeMs> slots;  // in [start, until)
 };
 
-Result<JobFacts> job_facts(const Scenario& scenario, const TuneOptions& options) {
-  const JobSpec* spec = scenario.find_job(options.job_id);
+// The services one run of the job calls whose failure fails the run, in the
+// order it calls them: the model API for a group job with a task that calls
+// it and for a publish job, the brokerage for a fetch job, a call job's own
+// services. The messenger is not among them (its outage is messenger_down).
+std::vector<Provider> breakable_services(const JobSpec& spec) {
+  std::vector<Provider> out;
+  const auto builtin = [&](ServiceKind kind) { out.push_back({kind, to_string(kind)}); };
+  switch (spec.kind) {
+    case JobKind::group:
+      if (std::any_of(spec.tasks.begin(), spec.tasks.end(),
+                      [](const GroupTask& t) { return t.model_calls > 0; })) {
+        builtin(ServiceKind::model_api);
+      }
+      break;
+    case JobKind::publish: builtin(ServiceKind::model_api); break;
+    case JobKind::fetch: builtin(ServiceKind::brokerage); break;
+    case JobKind::reconcile: break;
+    case JobKind::call:
+      for (const JobSpec::Call& call : spec.calls) {
+        const bool seen = std::any_of(out.begin(), out.end(),
+                                      [&](const Provider& p) { return p.name == call.service; });
+        if (!seen) out.push_back({parse_service_kind(call.service), call.service});
+      }
+      break;
+  }
+  return out;
+}
+
+Result<Provider> choose_provider(const JobSpec& spec, const std::vector<Provider>& services,
+                                 const std::string& wanted) {
+  std::string names;
+  for (const Provider& p : services)
+    names += fmt::format("{}{}", names.empty() ? "" : ", ", p.name);
+  if (services.empty()) {
+    return bad("--job", fmt::format("job \"{}\" calls no service an outage can break (a {} job "
+                                    "whose runs make no model-api, brokerage or own-service "
+                                    "call); tune has nothing to sweep (docs/tune.md)",
+                                    spec.id, to_string(spec.kind)));
+  }
+  if (wanted.empty()) return services.front();
+  for (const Provider& p : services) {
+    if (p.name == wanted) return p;
+  }
+  return bad("--service",
+             fmt::format("job \"{}\" does not call \"{}\" (it calls: {})", spec.id, wanted, names));
+}
+
+const JobSpec* find_tuned_job(const Scenario& scenario, const std::string& id, Error& error) {
+  const JobSpec* spec = scenario.find_job(id);
   if (spec == nullptr) {
     std::string ids;
     for (const auto& j : scenario.jobs) ids += fmt::format("{}{}", ids.empty() ? "" : ", ", j.id);
-    return bad("--job",
-               fmt::format("no job \"{}\" in the scenario (jobs: {})", options.job_id, ids));
+    error = bad("--job", fmt::format("no job \"{}\" in the scenario (jobs: {})", id, ids));
+  } else if (spec->kind == JobKind::reconcile) {
+    error = bad("--job",
+                "tune sweeps group, publish, fetch and call jobs; a reconcile job's "
+                "failures are per item (docs/tune.md)");
+    spec = nullptr;
   }
+  return spec;
+}
+
+Result<JobFacts> job_facts(const Scenario& scenario, const TuneOptions& options) {
+  Error error;
+  const JobSpec* spec = find_tuned_job(scenario, options.job_id, error);
+  if (spec == nullptr) return error;
   auto effective = effective_schedule(spec->schedule, spec->schedule_env, scenario.env);
   if (!effective) return bad(spec->pointer + "/schedule", effective.error().describe());
-  JobFacts f{spec, effective->schedule, ServiceKind::model_api, FaultKind::quota_exhausted, {}};
-  if (spec->kind == JobKind::fetch) {
-    f.provider = ServiceKind::brokerage;
-  } else if (spec->kind == JobKind::reconcile) {
-    return bad("--job",
-               "tune sweeps group, publish and fetch jobs; a reconcile job's failures "
-               "are per item (docs/tune.md)");
-  }
-  f.fault = options.fault.value_or(f.provider == ServiceKind::model_api ? FaultKind::quota_exhausted
-                                                                        : FaultKind::http_errors);
-  if (f.fault == FaultKind::quota_exhausted && f.provider != ServiceKind::model_api) {
-    return bad("--fault", "quota_exhausted is a model-api fault; use http_errors");
+  JobFacts f;
+  f.spec = spec;
+  f.schedule = effective->schedule;
+  const std::vector<Provider> services = breakable_services(*spec);
+  for (const Provider& p : services) f.services.push_back(p.name);
+  auto provider = choose_provider(*spec, services, options.service);
+  if (!provider) return std::move(provider).error();
+  f.provider = *provider;
+  const bool model_api = f.provider.builtin == ServiceKind::model_api;
+  f.fault = options.fault.value_or(model_api ? FaultKind::quota_exhausted : FaultKind::http_errors);
+  if (f.fault == FaultKind::quota_exhausted && f.provider.builtin && !model_api) {
+    return bad("--fault", fmt::format("quota_exhausted is a fault of the model API or a service "
+                                      "of your own, not of {}; use http_errors",
+                                      f.provider.name));
   }
   for (auto t = f.schedule.next_after(scenario.start_ms - 1); t && *t < scenario.until_ms;
        t = f.schedule.next_after(*t)) {
@@ -417,7 +484,11 @@ Scenario run_scenario_for(const Scenario& base, const JobFacts& job, const TuneP
   // it ends at the same instant.
   f.at_ms = std::max(s.start_ms, base.start_ms);
   f.for_ms = s.start_ms + s.length_ms - f.at_ms;
-  f.service = job.provider;
+  if (job.provider.builtin) {
+    f.service = job.provider.builtin;
+  } else {
+    f.user_service = job.provider.name;
+  }
   f.http_status = 503;
   f.note = "rehearse tune outage";
   f.pointer = "/faults/0";
@@ -428,7 +499,7 @@ Scenario run_scenario_for(const Scenario& base, const JobFacts& job, const TuneP
 RunMetrics measure(const ScenarioRunResult& r, const JobFacts& job, const OutageSample& s) {
   RunMetrics m;
   const std::string& id = job.spec->id;
-  const std::string provider = to_string(job.provider);
+  const std::string& provider = job.provider.name;
   bool in_retry = false;
   for (const TraceEvent& e : r.trace.events()) {
     if (e.type == "run_started" && e.job != id && e.t >= s.slot_ms) {
@@ -595,7 +666,8 @@ Result<TuneResult> run_tune(const Scenario& scenario, const TuneOptions& options
   result.scenario = scenario.name;
   result.job = options.job_id;
   result.schedule = job->schedule.source();
-  result.provider = to_string(job->provider);
+  result.provider = job->provider.name;
+  result.services = job->services;
   result.fault = to_string(job->fault);
   result.outages = options.outages.text;
   result.runs_per_policy = options.runs;

@@ -65,8 +65,11 @@ struct TuneOptions {
   int runs = 100;          // Monte Carlo runs per policy (--seeds)
   std::uint64_t seed = 1;  // base seed of the outage sample
   int threads = 1;
-  // quota_exhausted (model-api only) or http_errors (503); default:
-  // quota_exhausted for model-api, http_errors otherwise.
+  // The service the outage breaks: one the job calls (its calls for a
+  // `call` job); empty: the job's first such service.
+  std::string service;
+  // quota_exhausted or http_errors (503); default: quota_exhausted for
+  // model-api, http_errors otherwise.
   std::optional<FaultKind> fault;
   // Called from the calling thread after each finished run (done, total).
   std::function<void(std::size_t, std::size_t)> progress;
@@ -101,8 +104,9 @@ struct TuneResult {
   std::string scenario;
   std::string job;
   std::string schedule;
-  std::string provider;  // the failing service
-  std::string fault;     // the injected fault kind
+  std::string provider;  // the failing service, by name (a built-in one or the user's own)
+  std::vector<std::string> services;  // every service the job calls that an outage can break
+  std::string fault;                  // the injected fault kind
   std::string outages;
   int runs_per_policy = 0;
   std::uint64_t seed = 0;
@@ -113,7 +117,8 @@ struct TuneResult {
   std::vector<std::size_t> front_above;
 };
 
-// Errors: an unknown job, a job kind without a provider, a schedule that
+// Errors: an unknown job, a job kind without a provider, a job that calls no
+// service an outage can break, a --service the job does not call, a schedule that
 // never fires in the span, a job whose own policy does not parse (it is
 // still reported: as "none"), a grid policy the core refuses.
 Result<TuneResult> run_tune(const Scenario& scenario, const TuneOptions& options);

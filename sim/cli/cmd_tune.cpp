@@ -1,5 +1,6 @@
 // rehearse tune SCENARIO --job ID [--grid SPEC] [--outages SPEC|@FILE] [--seeds N]
-//               [--seed N] [--threads T] [--fault KIND] [--json|--csv] [--svg FILE]
+//               [--seed N] [--threads T] [--service NAME] [--fault KIND] [--json|--csv]
+//               [--svg FILE]
 #include <fmt/core.h>
 #include <unistd.h>
 
@@ -21,11 +22,13 @@ namespace {
 
 constexpr const char* kTuneHelp =
     "usage: rehearse tune SCENARIO --job ID [--grid SPEC] [--outages SPEC|@FILE] [--seeds N]\n"
-    "                     [--seed N] [--threads T] [--fault KIND] [--json|--csv] [--svg FILE]\n"
+    "                     [--seed N] [--threads T] [--service NAME] [--fault KIND]\n"
+    "                     [--json|--csv] [--svg FILE]\n"
     "\n"
     "Sweeps a grid of retry policies for one job of SCENARIO against an outage of\n"
-    "its provider (model-api for group and publish jobs, brokerage for fetch jobs),\n"
-    "N simulated runs per policy, every policy meeting the same N outages. Per\n"
+    "a service the job calls (model-api for group and publish jobs, brokerage for\n"
+    "fetch jobs, the first service a call job calls; --service chooses another of\n"
+    "them), N simulated runs per policy, every policy meeting the same N outages. Per\n"
     "policy: recovery probability with a Wilson 95% interval, time to recovery\n"
     "(p50, p95), extra calls to the provider, the longest start delay of another\n"
     "job on the serial queue, how often the retry chain reaches the next slot;\n"
@@ -46,7 +49,9 @@ const std::vector<OptionSpec> kTuneOptions{
     {"--seeds", true, "N", "runs per policy (1-100000, default 100)"},
     {"--seed", true, "N", "base seed of the outage sample (default: the scenario's seed)"},
     {"--threads", true, "T", "worker threads (1-256, default: every core)"},
-    {"--fault", true, "KIND", "quota_exhausted (model-api) or http_errors (503)"},
+    {"--service", true, "NAME", "the service the outage breaks (one the job calls)"},
+    {"--fault", true, "KIND",
+     "quota_exhausted (default for model-api) or http_errors (503, default elsewhere)"},
     {"--json", false, "", "print one JSON document"},
     {"--csv", false, "", "print one CSV row per policy"},
     {"--svg", true, "FILE", "write the heat map (attempts x base delay) as SVG"},
@@ -90,6 +95,7 @@ Result<sim::TuneOptions> read_options(const ParsedArgs& args, const sim::Scenari
     if (!c) return std::move(c).error();
     o.threads = static_cast<int>(*c);
   }
+  o.service = args.value("--service").value_or("");
   if (auto f = args.value("--fault")) {
     auto kind = sim::parse_fault_kind(*f);
     if (!kind ||

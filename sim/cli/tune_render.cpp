@@ -1,6 +1,7 @@
 #include "sim/cli/tune_render.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -80,10 +81,15 @@ std::string tune_verdict(const TuneResult& result) {
 
 std::string tune_table(const TuneResult& r) {
   std::string out = fmt::format(
-      "tune: scenario {}, job {} ({}), provider {} ({}), outages {}, {} runs per policy from seed "
-      "{}, {} policies\n\n",
-      r.scenario, r.job, r.schedule, r.provider, r.fault, r.outages, r.runs_per_policy, r.seed,
-      r.rows.size());
+      "tune: scenario {}, job {} ({}), outage of {} ({}{}), outages {}, {} runs per policy from "
+      "seed {}, {} policies\n",
+      r.scenario, r.job, r.schedule, r.provider, r.fault, r.fault == "http_errors" ? " 503" : "",
+      r.outages, r.runs_per_policy, r.seed, r.rows.size());
+  if (r.services.size() > 1) {
+    out += fmt::format("the job calls {}; --service chooses the one to break\n",
+                       fmt::join(r.services, ", "));
+  }
+  out += "\n";
   std::size_t width = 6;
   for (const auto& row : r.rows) width = std::max(width, row.policy.label.size());
   out += fmt::format("{:<{}}  {:>8}  {:<14}  {:>8}  {:>8}  {:>11}  {:>11}  {:>9}  {}\n", "policy",
@@ -140,6 +146,7 @@ json tune_json(const TuneResult& r) {
           {"job", r.job},
           {"schedule", r.schedule},
           {"provider", r.provider},
+          {"services", r.services},
           {"fault", r.fault},
           {"outages", r.outages},
           {"runs_per_policy", r.runs_per_policy},

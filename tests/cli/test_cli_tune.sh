@@ -64,6 +64,15 @@ printf '# hours the provider was down\n2h\n6h\n' > "$tmp/outages.txt"
 "$R" tune "$S" --job weekly-summary --grid 'attempts=4;delay=30m' --outages "@$tmp/outages.txt" --seeds 4 --json > "$tmp/e.json" \
   && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["outages"].startswith("@")' "$tmp/e.json" && ok || bad "empirical outages"
 
+# ---- a call job: the outage breaks a service the job calls ----
+M="$SRC/scenarios/my-api-outage.json"
+out=$("$R" tune "$M" --job invoice-sync --grid 'attempts=1,3;delay=10m;backoff=fixed' --outages 45m --seeds 4)
+[[ "$out" == *"outage of billing-api (http_errors 503)"* ]] && ok || bad "call job: default service: $out"
+[[ "$out" == *"the job calls billing-api, ledger-api"* ]] && ok || bad "call job: services listed"
+grep -Eq '^1 x 10m fixed +0\.000 ' <<<"$out" && ok || bad "call job: no retries, no recovery: $out"
+"$R" tune "$M" --job invoice-sync --service ledger-api --grid 'attempts=2;delay=1h' --outages 30m --seeds 2 --json > "$tmp/c.json" \
+  && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["provider"]=="ledger-api", d["provider"]; assert d["policies"][0]["recovered"]==2' "$tmp/c.json" && ok || bad "call job: --service ledger-api"
+
 # ---- bad input: exit 2, nothing written ----
 expect_2() {  # expect_2 NAME STDERR-FRAGMENT ARGS...
   local name="$1" want="$2"
@@ -85,6 +94,7 @@ expect_2 svg-onto-input "" tune "$S" --job weekly-summary --svg "$S"
 expect_2 bad-fault "quota_exhausted or http_errors" tune "$S" --job weekly-summary --fault restart
 expect_2 svg-and-json-on-stdout "share standard output" tune "$S" --job weekly-summary --svg - --json
 expect_2 bad-threads "--threads" tune "$S" --job weekly-summary --threads 0
+expect_2 service-not-called 'does not call "model-api" (it calls: billing-api, ledger-api)' tune "$M" --job invoice-sync --service model-api
 
 echo "cli tune: $pass passed, $fail failed"
 [ "$fail" = 0 ]

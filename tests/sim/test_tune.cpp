@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "sim/scenario.hpp"
@@ -164,6 +165,89 @@ TEST(Tune, RetriesAtOnceNeverOutlastAnOutage) {
   EXPECT_EQ(own.recovered, 0);
   EXPECT_EQ(own.extra_calls, 2.0);
   EXPECT_EQ(r->rows[0].recovered, 5);  // 1h after the failure, a 10m outage is over
+}
+
+Scenario my_api_outage() {
+  auto s = load_scenario_file(std::string(REHEARSE_SOURCE_DIR) + "/scenarios/my-api-outage.json");
+  EXPECT_TRUE(s.ok()) << s.error().describe();
+  return *s;
+}
+
+// A call job's outage is of a service it calls: without retries (attempts 1)
+// no slot recovers; each retry of a 2-retry, 1h policy is one more call to the
+// broken service, and a 30m outage is over 1h after the failure. Breaking a
+// service the job never calls (the model API, which my-api-outage does not
+// even declare) would recover every slot at once.
+TEST(Tune, ACallJobsOutageBreaksAServiceItCalls) {
+  auto o = options("attempts=1,2;delay=1h;backoff=fixed", "30m", 6);
+  o.job_id = "invoice-sync";
+  for (const char* service : {"", "billing-api", "ledger-api"}) {
+    o.service = service;
+    auto r = run_tune(my_api_outage(), o);
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_EQ(r->provider, *service != '\0' ? service : "billing-api");
+    EXPECT_EQ(r->fault, "http_errors");
+    EXPECT_EQ(r->services, (std::vector<std::string>{"billing-api", "ledger-api"}));
+    EXPECT_EQ(r->rows[0].recovered, 0) << service;  // 1 x 1h: never retried
+    EXPECT_EQ(r->rows[0].extra_calls, 0.0) << service;
+    EXPECT_EQ(r->rows[1].recovered, 6) << service;  // 2 x 1h: the retry recovers
+    EXPECT_EQ(r->rows[1].extra_calls, 1.0) << service;
+  }
+}
+
+TEST(Tune, AServiceTheJobDoesNotCallIsRefused) {
+  auto o = options("attempts=2", "1h", 1);
+  o.job_id = "invoice-sync";
+  o.service = "model-api";
+  auto r = run_tune(my_api_outage(), o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().where, "--service");
+  EXPECT_NE(r.error().message.find("it calls: billing-api, ledger-api"), std::string::npos)
+      << r.error().message;
+}
+
+// A group job whose tasks all produce a skip calls nothing an outage breaks.
+TEST(Tune, AJobThatCallsNothingBreakableIsRefused) {
+  Scenario sc = weekly();
+  for (GroupTask& t : sc.jobs[0].tasks) t.model_calls = 0;
+  auto r = run_tune(sc, options("attempts=2", "1h", 1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("calls no service an outage can break"), std::string::npos)
+      << r.error().message;
+}
+
+// The closed form (docs/tune.md, "Checked against a closed form"): with a
+// fixed delay d and A attempts the last retry comes W = (A - 1) d after the
+// first failure, and the slot recovers when what remains of the outage then
+// is below W. What remains is uniform on (0, L) for an outage of length L (the
+// phase), so P(recover | L) = min(1, W / L); for L uniform on [lo, hi]:
+//   W >= hi:       1
+//   W <= lo:       W ln(hi / lo) / (hi - lo)
+//   otherwise:     ((W - lo) + W ln(hi / W)) / (hi - lo)
+// The runs' own call latency (a fraction of a second per attempt) is far
+// below the grid's resolution.
+double closed_form_recovery(double window, double lo, double hi) {
+  if (window >= hi) return 1.0;
+  if (window <= lo) return window * std::log(hi / lo) / (hi - lo);
+  return ((window - lo) + window * std::log(hi / window)) / (hi - lo);
+}
+
+TEST(Tune, FixedBackoffAgainstUniformOutagesMatchesTheClosedForm) {
+  const char* grid = "attempts=2,3,4;delay=20m,1h,2h;backoff=fixed";
+  auto r = run_tune(weekly(), options(grid, "uniform:30m-6h", 300, 2));
+  ASSERT_TRUE(r.ok()) << r.error().describe();
+  int compared = 0;
+  for (const TuneRow& row : r->rows) {
+    if (!row.policy.in_grid) continue;
+    const double window =
+        static_cast<double>((row.policy.attempts - 1) * row.policy.backoff.delay_ms);
+    const double expected =
+        closed_form_recovery(window, static_cast<double>(30 * kMinuteMs), 6.0 * kHourMs);
+    EXPECT_GE(expected, row.recovery_low) << row.policy.label << ": " << row.recovery;
+    EXPECT_LE(expected, row.recovery_high) << row.policy.label << ": " << row.recovery;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 9);
 }
 
 TEST(Tune, BadJobsAreErrors) {
