@@ -52,15 +52,22 @@ Violations ItemQueriesBounded::observe(const TraceEvent& e, std::size_t i) {
     forget_answers_not_yet_durable();
     return out;
   }
-  if (e.type == "durable_stage") {
-    stages_[e.item] = e.str("stage");
-    ItemWatch& w = items_[e.item];
-    w.not_found_durable = w.not_found_at.has_value();
-    w.config_error_durable = w.config_error_at.has_value();
-  }
+  if (e.type == "durable_stage") on_durable_stage(e);
   check_config_attempts(e, i, out);
   check_after_not_found(e, i, out);
   return out;
+}
+
+// The item's durable record: the answers before it are durable now, and a
+// blocked handoff a lookup showed was an attempt when the record carries the
+// deferral's reconcile error.
+void ItemQueriesBounded::on_durable_stage(const TraceEvent& e) {
+  stages_[e.item] = e.str("stage");
+  ItemWatch& w = items_[e.item];
+  if (w.blocked_handoff_at && !e.str("error").empty()) w.config_error_at = w.blocked_handoff_at;
+  w.blocked_handoff_at.reset();
+  w.not_found_durable = w.not_found_at.has_value();
+  w.config_error_durable = w.config_error_at.has_value();
 }
 
 // Config attempts at most hourly (docs/semantics.md §8), from the
@@ -99,8 +106,10 @@ void ItemQueriesBounded::check_config_attempts(const TraceEvent& e, std::size_t 
 void ItemQueriesBounded::on_item_query(const TraceEvent& e, std::size_t i, ItemWatch& w,
                                        Violations& out) {
   w.validating = false;
+  w.blocked_handoff_at.reset();  // no deferral recorded since: it was a lookup
+  w.may_be_lookup = w.validation_allowed && agent_list_answered_[e.job];
   if (!w.config_error_at || e.t >= *w.config_error_at + kConfigDeferralMs) return;
-  if (w.validation_allowed && agent_list_answered_[e.job]) {
+  if (w.validation_allowed && w.validated && agent_list_answered_[e.job]) {
     w.validating = true;
     return;
   }
@@ -120,7 +129,10 @@ void ItemQueriesBounded::on_item_reply(const TraceEvent& e, ItemWatch& w) {
   const std::int64_t status = e.num("status");
   const bool definitive =
       (status >= 200 && status < 300) || is_refusal(status) || status == 404 || status == 410;
-  if (definitive && agent_list_answered_[e.job]) w.validation_allowed = false;
+  if (definitive && agent_list_answered_[e.job]) {
+    w.validation_allowed = false;
+    w.validated = true;
+  }
   if (std::exchange(w.validating, false)) return;
   if (is_refusal(status)) {
     w.config_error_at = e.t;
@@ -132,6 +144,10 @@ void ItemQueriesBounded::on_item_reply(const TraceEvent& e, ItemWatch& w) {
   const auto st = stages_.find(e.item);
   const int current = st == stages_.end() ? -1 : stage_rank(st->second);
   if (wanted > current && current >= 0 && !lead_present_ && agent_list_answered_[e.job]) {
+    if (w.may_be_lookup) {
+      w.blocked_handoff_at = e.t;
+      return;
+    }
     w.config_error_at = e.t;
     w.config_error_durable = false;
   }
@@ -166,6 +182,7 @@ void ItemQueriesBounded::check_after_not_found(const TraceEvent& e, std::size_t 
 // answer it gets then binds as before).
 void ItemQueriesBounded::forget_answers_not_yet_durable() {
   for (auto& [id, w] : items_) {
+    w.blocked_handoff_at.reset();
     if (w.not_found_at && !w.not_found_durable) w.not_found_at.reset();
     if (w.config_error_at && !w.config_error_durable) w.config_error_at.reset();
   }

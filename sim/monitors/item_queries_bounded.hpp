@@ -18,6 +18,13 @@
 //   allowed inside the hour: a validation, whose answer is no config attempt and
 //   leaves the hour where it was (the core validates only an item it is not
 //   due to try).
+// - A lookup that may be a validation (the item's first answer from the
+//   orchestrator instance: the store's first cycle, or the first after a
+//   migration, in a cycle whose agent list was answered) validates every item,
+//   due or not, and only a due one is tried: such a lookup's blocked handoff
+//   is a config attempt only once the item's durable record after it carries
+//   a reconcile error (the attempt's deferral on disk). Otherwise it was a
+//   lookup, and the item's next answer is its attempt.
 // The at-least-once window: a 404 or config error binds once the item's
 // durable record was written after it (`durable_stage`); when the acting
 // worker goes down before that, the answer may be lost with it, and the
@@ -59,12 +66,24 @@ class ItemQueriesBounded final : public Monitor {
     // (`durable_stage`): until then a crash may take the answer with it.
     bool not_found_durable = false;
     bool config_error_durable = false;
-    bool validation_allowed = false;  // an instance change since, not answered yet
-    bool validating = false;          // its last query was a validation inside a deferral
+    // The orchestrator instance has not answered about the item yet (the
+    // store's first cycle, or a migration since): its next query may be a
+    // validation only.
+    bool validation_allowed = true;
+    // A definitive answer about the item reached a cycle that knew the
+    // instance: the core holds a validated id for it. An item refused before
+    // any such answer is not validated while its deferral runs.
+    bool validated = false;
+    bool validating = false;     // its last query was a validation inside a deferral
+    bool may_be_lookup = false;  // its last query may be a validation (see the header)
+    // A blocked handoff shown to a query that may be a lookup: a config
+    // attempt once the item's durable record shows a reconcile error.
+    std::optional<TimeMs> blocked_handoff_at;
     std::int64_t queries = 0;
     std::string reason;  // the item's durable reconcile error
   };
 
+  void on_durable_stage(const TraceEvent& e);
   void check_config_attempts(const TraceEvent& e, std::size_t i, Violations& out);
   void on_item_query(const TraceEvent& e, std::size_t i, ItemWatch& w, Violations& out);
   void on_item_reply(const TraceEvent& e, ItemWatch& w);

@@ -1657,6 +1657,10 @@ Script lead_missing_then_queried(const char* again, bool list_answered = true) {
   s.item("service_call", "2026-03-02T10:10:00Z", "ISS-2", {{"operation", "get_issue"}});
   s.item("service_reply", "2026-03-02T10:10:00Z", "ISS-2",
          {{"operation", "get_issue"}, {"status", 200}, {"body_class", "in_review"}});
+  // The store's first cycle validates every item; this one was due and its
+  // attempt was deferred: the durable record carries the reconcile error.
+  s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-2",
+         {{"stage", "BUILDING"}, {"error", "cannot hand REVIEWING work to an agent"}});
   s.item("service_call", again, "ISS-2", {{"operation", "get_issue"}});
   return s;
 }
@@ -1672,6 +1676,64 @@ TEST(ItemQueriesBounded, FiresWhenAConfigErrorShownByTheOrchestratorIsRetriedWit
 // cycle's list_agents was lost to a network error, so the core could not know
 // the lead was missing and backed off as for a network error; the item's
 // query ten minutes later is no config attempt within the hour.
+// A reconcile job with batch_size 1 and two items, the lead agent missing
+// from the start: the store's first cycle validates both ids but tries only
+// ISS-1 (its deferral is durable); ISS-2's lookup sees a handoff the missing
+// lead blocks, yet nothing was attempted (its record is unchanged), so its
+// first attempt at the next cycle, 30 minutes later, is no config attempt
+// within the hour. That attempt's own answer then binds: asking again inside
+// the hour after it fires.
+Script first_cycle_lookup_then_attempt(const char* attempt_at) {
+  Script s;
+  TraceEvent removed;
+  removed.t = at("2026-03-02T10:00:00Z");
+  removed.type = "agent_removed";
+  removed.service = "orchestrator";
+  removed.data = {{"agent", kAgentId.substr(0, 8)}, {"role", "lead"}};
+  s.add_event(removed);
+  agent_list(s, "2026-03-02T10:10:00Z");
+  // ISS-2 is outside the batch: looked up, its handoff blocked, not tried.
+  s.item("service_call", "2026-03-02T10:10:00Z", "ISS-2", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:10:00Z", "ISS-2",
+         {{"operation", "get_issue"}, {"status", 200}, {"body_class", "in_review"}});
+  agent_list(s, attempt_at);
+  s.item("service_call", attempt_at, "ISS-2", {{"operation", "get_issue"}});
+  s.item("service_reply", attempt_at, "ISS-2",
+         {{"operation", "get_issue"}, {"status", 200}, {"body_class", "in_review"}});
+  s.item("durable_stage", attempt_at, "ISS-2",
+         {{"stage", "BUILDING"}, {"error", "cannot hand REVIEWING work to an agent"}});
+  return s;
+}
+
+TEST(ItemQueriesBounded, NearMissAFirstCycleLookupOutsideTheBatchIsNoAttempt) {
+  const Outcome o = run(first_cycle_lookup_then_attempt("2026-03-02T10:40:00Z"), base_scenario());
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+}
+
+TEST(ItemQueriesBounded, FiresWithinTheHourOfTheAttemptThatFollowedALookup) {
+  Script s = first_cycle_lookup_then_attempt("2026-03-02T10:40:00Z");
+  agent_list(s, "2026-03-02T11:10:00Z");
+  const auto bad =
+      s.item("service_call", "2026-03-02T11:10:00Z", "ISS-2", {{"operation", "get_issue"}});
+  expect_first(run(s, base_scenario()), "item_queries_bounded", bad);
+}
+
+// An item refused before any answer in a cycle that knew the instance (its
+// agent list lost) holds no validated id: the core does not validate it while
+// its deferral runs, so a query inside the hour fires even after a migration.
+TEST(ItemQueriesBounded, AnItemRefusedBeforeItWasEverValidatedIsNotValidatedInItsHour) {
+  Script s;
+  agent_list(s, "2026-03-02T10:00:00Z", /*answered=*/false);
+  s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:00:00Z", "ISS-1",
+         {{"operation", "get_issue"}, {"status", 422}});
+  migrate(s, "2026-03-02T10:30:00Z");
+  agent_list(s, "2026-03-02T10:40:00Z");
+  const auto bad =
+      s.item("service_call", "2026-03-02T10:40:00Z", "ISS-1", {{"operation", "get_issue"}});
+  expect_first(run(s, base_scenario()), "item_queries_bounded", bad);
+}
+
 TEST(ItemQueriesBounded, NearMissAnAgentListLostToTheNetworkHidesTheMissingLead) {
   const Outcome o = run(lead_missing_then_queried("2026-03-02T10:20:00Z", /*list_answered=*/false),
                         base_scenario());
@@ -1684,6 +1746,7 @@ TEST(ItemQueriesBounded, NearMissAnAgentListLostToTheNetworkHidesTheMissingLead)
 // reconcile-migration-404 seed 44). A second query inside the hour fires.
 Script config_error_then_migration(const char* again) {
   Script s;
+  agent_list(s, "2026-03-02T10:00:00Z");  // the item's id is validated on the old instance
   s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
   s.item("service_reply", "2026-03-02T10:00:00Z", "ISS-1",
          {{"operation", "get_issue"}, {"status", 422}});
@@ -1730,6 +1793,7 @@ TEST(ItemQueriesBounded, NearMissLeadPresentItemDueEveryCycle) {
 
 TEST(ItemQueriesBounded, NearMissHourlyConfigAttemptsAndOtherItems) {
   Script s;
+  agent_list(s, "2026-03-02T10:00:00Z");
   s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
   s.item("service_reply", "2026-03-02T10:00:01Z", "ISS-1",
          {{"operation", "get_issue"}, {"status", 403}});
