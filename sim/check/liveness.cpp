@@ -49,7 +49,11 @@ DurationMs slowest_call_ms(const Scenario& s) {
 DurationMs chain_ms(const JobSpec& spec, const MonitoredJob& job, DurationMs call_ms) {
   const int retries = job.policy.valid ? job.policy.retries_max : 0;
   DurationMs total = (retries + 1) * (calls_per_run(spec) + 1) * call_ms;
-  for (int n = 1; n <= retries; ++n) total += job.policy.max_delay_ms(n);
+  // Past the settle cap the exact length no longer matters (and a thousand
+  // saturated delays would overflow).
+  for (int n = 1; n <= retries && total <= kMaxSettleMs; ++n) {
+    total += std::min(job.policy.max_delay_ms(n), kMaxSettleMs + 1);
+  }
   // A reconcile item's own backoff and config deferral reach one hour
   // (docs/reconcile.md): an item failed by the last fault waits that long.
   if (spec.kind == JobKind::reconcile) total += kHourMs;
@@ -90,7 +94,19 @@ bool world_stands_against(const Scenario& s, const std::string& issue) {
   return !absent.empty();
 }
 
-std::optional<Violation> unsettled_job(const ScenarioRunResult& run, const std::string& when) {
+// Whether liveness judges the job's retries: the monitors read its policy
+// (every form; not an "auto" on a schedule they cannot read) and its full
+// chain fits the settle cap. A chain longer than the cap (a Temporal policy
+// with 100 x initialInterval as its maximum, days apart) cannot be waited
+// out by a bounded run; retries_bounded still bounds every retry of it.
+bool chain_judged(const JobSpec& spec, const MonitoredJob& job, DurationMs call_ms) {
+  return job.policy_judged && chain_ms(spec, job, call_ms) <= kMaxSettleMs;
+}
+
+std::optional<Violation> unsettled_job(const Scenario& s, const ScenarioRunResult& run,
+                                       const std::string& when) {
+  const JobTable table(s);
+  const DurationMs call_ms = slowest_call_ms(s);
   for (const FinalJobState& f : run.final_states) {
     // Waiting for its next slot (next_action wait_next_run) is the schedule's
     // business; a retry still pending a bound after the last fault is not.
@@ -98,6 +114,9 @@ std::optional<Violation> unsettled_job(const ScenarioRunResult& run, const std::
         f.state->next_action != NextAction::retry) {
       continue;
     }
+    const JobSpec* spec = s.find_job(f.job_id);
+    const MonitoredJob* job = table.find(f.job_id);
+    if (spec == nullptr || job == nullptr || !chain_judged(*spec, *job, call_ms)) continue;
     return Violation{
         kLivenessInvariant, run.trace.size(), run.end_ms,
         fmt::format(
@@ -188,7 +207,7 @@ DurationMs settle_bound_ms(const Scenario& s, TimeMs after) {
   for (const JobSpec& spec : s.jobs) {
     const MonitoredJob* job = table.find(spec.id);
     if (job == nullptr) continue;
-    chains += chain_ms(spec, *job, call_ms);
+    if (chain_judged(spec, *job, call_ms)) chains += chain_ms(spec, *job, call_ms);
     period = std::max(period, period_ms(*job, after));
   }
   return std::min(kMaxSettleMs, chains + std::min(period, kSettlePeriodCapMs));
@@ -207,7 +226,7 @@ std::optional<Violation> judge_liveness(const Scenario& s, const ScenarioRunResu
   // boot would (reported then), so the jobs' durable state may lack what was
   // acknowledged before the damage; they are not judged (docs/check.md).
   if (!run.unreported_torn_tail && !run.store_failing_closed) {
-    if (auto job = unsettled_job(run, when)) return job;
+    if (auto job = unsettled_job(s, run, when)) return job;
   }
   return unsettled_item(s, run, last, when, reference);
 }

@@ -56,9 +56,11 @@ TimeMs last_fault_end_ms(const Scenario& scenario);
 // How long the world may take to settle after its last fault: over the jobs
 // (a serial queue runs them one after the other), each job's longest full
 // retry chain (every retry's largest delay, by the monitors' own reading of
-// the policy, plus a run allowance per attempt), plus the longest schedule
-// period (the gap between the first two firings after `after`, the last
-// fault's end) up to kSettlePeriodCapMs; capped at kMaxSettleMs.
+// the policy in any form, plus a run allowance per attempt), plus the longest
+// schedule period (the gap between the first two firings after `after`, the
+// last fault's end) up to kSettlePeriodCapMs; capped at kMaxSettleMs. A job
+// whose chain alone exceeds kMaxSettleMs, or whose policy the monitors do not
+// read, is left out of the bound and its retries are not judged here.
 DurationMs settle_bound_ms(const Scenario& scenario, TimeMs after);
 
 // The same scenario run without its faults (with the same seed), made on

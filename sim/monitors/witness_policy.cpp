@@ -2,13 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
+#include <vector>
+
+#include "sim/monitors/witness_systems.hpp"
 
 namespace rehearse::sim {
 
 namespace {
 
 using nlohmann::json;
+
+// Far beyond any simulated span; delays that overflow saturate here.
+constexpr DurationMs kSaturatedMs = std::numeric_limits<DurationMs>::max() / 4;
 
 const std::vector<std::string>& class_vocabulary() {
   static const std::vector<std::string> kNames{"timeout",    "network", "provider_5xx",
@@ -17,87 +24,9 @@ const std::vector<std::string>& class_vocabulary() {
   return kNames;
 }
 
-std::optional<DurationMs> read_delay(const json& v) {
-  if (v.is_number_integer()) {
-    const auto ms = v.get<std::int64_t>();
-    if (ms < 0) return std::nullopt;
-    return ms;
-  }
-  if (v.is_string()) {
-    auto d = parse_duration(v.get<std::string>());
-    if (!d.ok() || *d < 0) return std::nullopt;
-    return *d;
-  }
-  return std::nullopt;
-}
-
-bool read_backoff(const json& b, WitnessPolicy& p, bool allow_jitter) {
-  if (b.is_object()) {
-    for (const auto& [k, v] : b.items()) {
-      if (k != "type" && k != "delay" && k != "max_delay" && !(allow_jitter && k == "jitter")) {
-        return false;
-      }
-    }
-    if (!b.contains("type") || !b.at("type").is_string() || !b.contains("delay")) return false;
-    const std::string type = b.at("type").get<std::string>();
-    if (type != "fixed" && type != "exponential" && type != "linear") return false;
-    p.exponential = type == "exponential";
-    p.linear = type == "linear";
-    auto d = read_delay(b.at("delay"));
-    if (!d) return false;
-    p.delay_ms = *d;
-    if (b.contains("max_delay")) {
-      auto cap = read_delay(b.at("max_delay"));
-      if (!cap) return false;
-      p.cap_ms = *cap;
-    }
-    if (b.contains("jitter")) {
-      if (!b.at("jitter").is_number()) return false;
-      p.jitter = b.at("jitter").get<double>();
-      if (p.jitter < 0.0 || p.jitter > 1.0) return false;
-    }
-    return true;
-  }
-  if (!allow_jitter) return false;  // per-job form: a bare number is refused
-  auto d = read_delay(b);
-  if (!d) return false;
-  p.exponential = false;
-  p.delay_ms = *d;
-  return true;
-}
-
-// The name of the system when `j` is another system's policy form: one key
-// naming the system, maybe with retryable_classes, budget or reason beside it.
-std::optional<std::string> other_system_form(const json& j) {
-  static const std::vector<std::string> kSystems{"bullmq",  "temporal", "stepfunctions",
-                                                 "sidekiq", "celery",   "k8s"};
-  for (const std::string& name : kSystems) {
-    if (j.contains(name)) return name;
-  }
-  return std::nullopt;
-}
-
-// {"bullmq": {attempts, backoff}} with its siblings is the native BullMQ
-// form; BullMQ job options beyond those two keys are not read here.
-std::optional<json> bullmq_as_native(const json& j) {
-  if (!j.contains("bullmq") || !j.at("bullmq").is_object()) return std::nullopt;
-  json native = j;
-  native.erase("bullmq");
-  for (const auto& [k, v] : j.at("bullmq").items()) {
-    if (k != "attempts" && k != "backoff") return std::nullopt;
-    native[k] = v;
-  }
-  return native;
-}
-
-WitnessPolicy read_policy(const json& written, std::optional<bool> low_frequency, bool* judged) {
-  return ::rehearse::sim::read_policy(std::optional<json>(written), low_frequency, judged);
-}
-
-WitnessPolicy invalid_policy(std::string why) {
-  WitnessPolicy p;
-  p.why_invalid = std::move(why);
-  return p;
+DurationMs saturate(double ms) {
+  if (!(ms < static_cast<double>(kSaturatedMs))) return kSaturatedMs;
+  return static_cast<DurationMs>(std::round(std::max(0.0, ms)));
 }
 
 // "auto": per slot, every class, exponential; 3 retries from 30 min on a
@@ -105,12 +34,51 @@ WitnessPolicy invalid_policy(std::string why) {
 WitnessPolicy auto_policy(bool low_frequency) {
   WitnessPolicy p;
   p.valid = true;
+  p.form = "auto";
   p.per_slot = true;
   p.all_classes = true;
-  p.exponential = true;
+  p.delays.curve = WitnessDelays::Curve::exponential;
   p.retries_max = low_frequency ? 3 : 1;
-  p.delay_ms = low_frequency ? 30 * kMinuteMs : 60 * kSecondMs;
+  p.delays.delay_ms = low_frequency ? 30 * kMinuteMs : 60 * kSecondMs;
   return p;
+}
+
+// {type, delay, max_delay?, jitter?} (jitter in BullMQ's form only), or a
+// bare delay (BullMQ only: fixed).
+bool read_backoff(const json& b, WitnessPolicy& p, bool bullmq) {
+  if (!b.is_object()) {
+    if (!bullmq) return false;  // per-job form: a bare number is refused
+    auto d = read_witness_delay(b);
+    if (!d) return false;
+    p.delays.delay_ms = *d;
+    return true;
+  }
+  for (const auto& [k, v] : b.items()) {
+    if (k != "type" && k != "delay" && k != "max_delay" && !(bullmq && k == "jitter")) return false;
+  }
+  if (!b.contains("type") || !b.at("type").is_string() || !b.contains("delay")) return false;
+  const std::string type = b.at("type").get<std::string>();
+  if (type == "exponential") {
+    p.delays.curve = WitnessDelays::Curve::exponential;
+  } else if (type == "linear") {
+    p.delays.curve = WitnessDelays::Curve::linear;
+  } else if (type != "fixed") {
+    return false;
+  }
+  auto d = read_witness_delay(b.at("delay"));
+  if (!d) return false;
+  p.delays.delay_ms = *d;
+  if (b.contains("max_delay")) {
+    p.delays.cap_ms = read_witness_delay(b.at("max_delay"));
+    if (!p.delays.cap_ms) return false;
+  }
+  if (b.contains("jitter")) {
+    if (!b.at("jitter").is_number()) return false;
+    p.delays.proportion = b.at("jitter").get<double>();
+    if (!(p.delays.proportion >= 0.0 && p.delays.proportion <= 1.0)) return false;
+    if (p.delays.proportion > 0.0) p.delays.jitter = WitnessDelays::Jitter::proportional;
+  }
+  return true;
 }
 
 // The form's keys and its count (attempts or max). An error, or "".
@@ -136,7 +104,74 @@ std::string read_count(const json& j, bool bullmq, WitnessPolicy& p) {
   return {};
 }
 
-// retryable_classes and budget, when given. An error, or "".
+// backoff_sec or backoff. An error, or "".
+std::string read_delays(const json& j, bool bullmq, WitnessPolicy& p) {
+  bool has_backoff = false;
+  if (!bullmq && j.contains("backoff_sec")) {
+    if (j.contains("backoff")) return "backoff_sec and backoff";
+    if (!j.at("backoff_sec").is_number_integer() || j.at("backoff_sec").get<std::int64_t>() < 0) {
+      return "backoff_sec";
+    }
+    p.delays.delay_ms = j.at("backoff_sec").get<std::int64_t>() * kSecondMs;
+    has_backoff = true;
+  } else if (j.contains("backoff")) {
+    if (!read_backoff(j.at("backoff"), p, bullmq)) return "backoff";
+    has_backoff = true;
+  }
+  // BullMQ without a backoff retries at once; the per-job form needs one.
+  if (p.retries_max > 0 && !has_backoff && !bullmq) return "no backoff";
+  return {};
+}
+
+// The per-job form or BullMQ's native one.
+WitnessPolicy read_own_form(const json& j) {
+  WitnessPolicy p;
+  const bool bullmq = j.contains("attempts");
+  p.form = bullmq ? "bullmq" : "per_job";
+  std::string error = read_count(j, bullmq, p);
+  if (error.empty()) error = read_classes_and_budget(j, p);
+  if (error.empty()) error = read_delays(j, bullmq, p);
+  if (!error.empty()) return invalid_witness_policy(std::move(error));
+  p.valid = true;
+  return p;
+}
+
+// {"<system>": {...}} with retryable_classes, budget or reason beside it:
+// the system's own reading (witness_systems), every class and per slot
+// unless the siblings say otherwise. nullopt when no key names a system.
+std::optional<WitnessPolicy> read_wrapped_system(const json& j) {
+  const WitnessSystem* system = nullptr;
+  for (const auto& [k, v] : j.items()) {
+    const WitnessSystem* s = find_witness_system(k);
+    if (s == nullptr) continue;
+    if (system != nullptr) return invalid_witness_policy("two systems' policies");
+    system = s;
+  }
+  if (system == nullptr) return std::nullopt;
+  for (const auto& [k, v] : j.items()) {
+    if (k != system->name && k != "retryable_classes" && k != "budget" && k != "reason") {
+      return invalid_witness_policy("key " + k + " beside " + std::string(system->name));
+    }
+  }
+  WitnessPolicy p = system->read(j.at(std::string(system->name)));
+  if (!p.valid) return p;
+  p.form = std::string(system->name);
+  p.per_slot = true;
+  p.all_classes = true;
+  if (std::string error = read_classes_and_budget(j, p); !error.empty()) {
+    return invalid_witness_policy(std::move(error));
+  }
+  return p;
+}
+
+}  // namespace
+
+WitnessPolicy invalid_witness_policy(std::string why) {
+  WitnessPolicy p;
+  p.why_invalid = std::move(why);
+  return p;
+}
+
 std::string read_classes_and_budget(const json& j, WitnessPolicy& p) {
   if (j.contains("retryable_classes")) {
     const json& list = j.at("retryable_classes");
@@ -161,58 +196,18 @@ std::string read_classes_and_budget(const json& j, WitnessPolicy& p) {
   return {};
 }
 
-// backoff_sec or backoff. An error, or "".
-std::string read_delays(const json& j, bool bullmq, WitnessPolicy& p) {
-  bool has_backoff = false;
-  if (!bullmq && j.contains("backoff_sec")) {
-    if (j.contains("backoff")) return "backoff_sec and backoff";
-    if (!j.at("backoff_sec").is_number_integer() || j.at("backoff_sec").get<std::int64_t>() < 0) {
-      return "backoff_sec";
-    }
-    p.delay_ms = j.at("backoff_sec").get<std::int64_t>() * kSecondMs;
-    has_backoff = true;
-  } else if (j.contains("backoff")) {
-    if (!read_backoff(j.at("backoff"), p, bullmq)) return "backoff";
-    has_backoff = true;
-  }
-  // BullMQ without a backoff retries at once; the per-job form needs one.
-  if (p.retries_max > 0 && !has_backoff && !bullmq) return "no backoff";
-  return {};
-}
-
-// The per-job form or BullMQ's native one.
-WitnessPolicy read_own_form(const json& j) {
-  WitnessPolicy p;
-  const bool bullmq = j.contains("attempts");
-  std::string error = read_count(j, bullmq, p);
-  if (error.empty()) error = read_classes_and_budget(j, p);
-  if (error.empty()) error = read_delays(j, bullmq, p);
-  if (!error.empty()) return invalid_policy(std::move(error));
-  p.valid = true;
-  return p;
-}
-
-}  // namespace
-
 WitnessPolicy read_policy(const std::optional<json>& written, std::optional<bool> low_frequency,
                           bool* judged) {
   *judged = true;
-  if (!written) return invalid_policy("no retry policy");
+  if (!written) return invalid_witness_policy("no retry policy");
   const json& j = *written;
   if (j.is_string() && j.get<std::string>() == "auto") {
     if (low_frequency) return auto_policy(*low_frequency);
     *judged = false;
-    return invalid_policy("\"auto\" with a schedule the monitors cannot read");
+    return invalid_witness_policy("\"auto\" with a schedule the monitors cannot read");
   }
-  if (!j.is_object()) return invalid_policy("not an object nor \"auto\"");
-  if (const auto native = bullmq_as_native(j)) return read_policy(*native, low_frequency, judged);
-  if (const auto system = other_system_form(j)) {
-    // Another system's form ({"temporal": {...}}, ...): the monitors keep no
-    // second copy of six systems' conversions (docs/policies.md), so they do
-    // not judge this job's retries; the run shows it as unchecked (ok*).
-    *judged = false;
-    return invalid_policy("a " + *system + " policy, which the monitors do not read");
-  }
+  if (!j.is_object()) return invalid_witness_policy("not an object nor \"auto\"");
+  if (auto wrapped = read_wrapped_system(j)) return *wrapped;
   return read_own_form(j);
 }
 
@@ -221,20 +216,37 @@ bool WitnessPolicy::retries_class(const std::string& failure_class) const {
   return all_classes || classes.count(failure_class) != 0;
 }
 
-DurationMs WitnessPolicy::base_delay_ms(int n) const {
-  double base = static_cast<double>(delay_ms);
-  if (exponential) base = std::round(base * std::pow(2.0, std::min(n - 1, 40)));
-  if (linear) base *= static_cast<double>(n);
-  if (cap_ms) base = std::min(base, static_cast<double>(*cap_ms));
-  return static_cast<DurationMs>(base);
+DurationMs WitnessDelays::base_ms(int n) const {
+  const double d = static_cast<double>(delay_ms);
+  double base = d;
+  switch (curve) {
+    case Curve::fixed: break;
+    case Curve::exponential: base = d * std::pow(factor, std::min(n - 1, 4000)); break;
+    case Curve::linear: base = d * static_cast<double>(n); break;
+    case Curve::sidekiq:
+      base = d + static_cast<double>(kSecondMs) * std::pow(static_cast<double>(n - 1), 4.0);
+      break;
+  }
+  const DurationMs ms = saturate(base);
+  return cap_ms ? std::min(ms, *cap_ms) : ms;
 }
 
 DurationMs WitnessPolicy::min_delay_ms(int n) const {
-  const double low = std::floor(static_cast<double>(base_delay_ms(n)) * (1.0 - jitter));
+  const DurationMs base = delays.base_ms(n);
+  DurationMs low = base;
+  if (delays.jitter == WitnessDelays::Jitter::full) low = 0;
+  if (delays.jitter == WitnessDelays::Jitter::proportional) {
+    low =
+        static_cast<DurationMs>(std::floor(static_cast<double>(base) * (1.0 - delays.proportion)));
+  }
   // 1 ms of slack for rounding on either side.
-  return std::max<DurationMs>(0, static_cast<DurationMs>(low) - 1);
+  return std::max<DurationMs>(0, low - 1);
 }
 
-DurationMs WitnessPolicy::max_delay_ms(int n) const { return base_delay_ms(n) + 1; }
+DurationMs WitnessPolicy::max_delay_ms(int n) const {
+  DurationMs high = delays.base_ms(n);
+  if (delays.jitter == WitnessDelays::Jitter::sidekiq) high += 9 * n * kSecondMs;
+  return std::min(high, kSaturatedMs) + 1;
+}
 
 }  // namespace rehearse::sim

@@ -1,6 +1,7 @@
 // What the monitors believe a job's retry policy allows: their own reading
-// of `retry_policy` (docs/monitors.md "The policy table"), never
-// model/retry_policy's parser.
+// of `retry_policy` in every form a scenario can write (docs/monitors.md "The
+// policy table"), never model/retry_policy's parser nor model/policy_forms'
+// conversions. The six systems' forms are read by witness_systems.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,35 +13,65 @@
 
 namespace rehearse::sim {
 
+// The delay before retry n (>= 1), as the monitors compute it: a curve, an
+// optional cap on it, and a jitter that widens it into an interval.
+struct WitnessDelays {
+  enum class Curve : unsigned char {
+    fixed,        // delay
+    exponential,  // round(delay * factor^(n-1))
+    linear,       // delay * n
+    sidekiq,      // 15 s + (n-1)^4 s (Sidekiq's count ** 4 + 15, count = n - 1)
+  };
+  enum class Jitter : unsigned char {
+    none,
+    proportional,  // BullMQ's j: [floor(d * (1 - j)), d]
+    full,          // Step Functions FULL, Celery retry_jitter: [0, d]
+    sidekiq,       // + rand(10) * n s: [d, d + 9 n s]
+  };
+  Curve curve = Curve::fixed;
+  double factor = 2.0;
+  DurationMs delay_ms = 0;
+  std::optional<DurationMs> cap_ms;  // applies to the curve, before jitter
+  Jitter jitter = Jitter::none;
+  double proportion = 0.0;  // Jitter::proportional only
+
+  // The curve's delay for retry n, capped, before jitter (saturating).
+  DurationMs base_ms(int n) const;
+};
+
 struct WitnessPolicy {
   bool valid = false;
   std::string why_invalid;
+  // Which form the policy was written in: "per_job", "bullmq", "auto", or a
+  // system's name ("temporal", "stepfunctions", "sidekiq", "celery", "k8s").
+  std::string form;
   int retries_max = 0;
   bool per_slot = false;
   bool all_classes = false;
   std::set<std::string> classes;
-  bool exponential = false;
-  bool linear = false;               // delay * n
-  std::optional<DurationMs> cap_ms;  // max_delay: a cap on each delay, before jitter
-  DurationMs delay_ms = 0;
-  double jitter = 0.0;
+  WitnessDelays delays;
 
   bool retries_class(const std::string& failure_class) const;
-  // The delay the policy gives retry n (>= 1) before jitter: `delay`,
-  // round(2^(n-1) * delay) when exponential (docs/semantics.md §2), or
-  // delay * n when linear; never above the cap when one is given.
-  DurationMs base_delay_ms(int n) const;
-  // The least delay before retry n (>= 1) the policy allows (jitter included, 1 ms slack).
+  // The delay the policy gives retry n (>= 1) before jitter.
+  DurationMs base_delay_ms(int n) const { return delays.base_ms(n); }
+  // The least delay before retry n (>= 1) the policy allows (jitter's floor
+  // included, 1 ms slack).
   DurationMs min_delay_ms(int n) const;
-  // The largest delay before retry n (>= 1): the base delay (jitter only
-  // lowers it), 1 ms slack.
+  // The largest delay before retry n (>= 1): the base delay, or above it by
+  // Sidekiq's additive jitter; 1 ms slack.
   DurationMs max_delay_ms(int n) const;
 };
+
+WitnessPolicy invalid_witness_policy(std::string why);
+
+// The classes, budget and reason a policy of any form may carry beside its
+// retry keys; fills `p`. An error, or "".
+std::string read_classes_and_budget(const nlohmann::json& j, WitnessPolicy& p);
 
 // The monitors' reading of a job's `retry_policy` (absent: invalid).
 // `low_frequency` is empty when the effective schedule is unknown (an
 // "auto" policy cannot then be read). `*judged` is false when the monitors do
-// not judge the job's retries (another system's form, such an "auto").
+// not judge the job's retries (such an "auto").
 WitnessPolicy read_policy(const std::optional<nlohmann::json>& written,
                           std::optional<bool> low_frequency, bool* judged);
 

@@ -352,6 +352,36 @@ TEST(Liveness, ARecoveryNeverWrittenIsCaught) {
             unjudged.violations.end());
 }
 
+// The bound reads every policy form through the monitors' own table: a
+// Temporal policy of 6 attempts 5 minutes apart (coefficient 1) is the same
+// chain as the per-job form's 5 x 300 s, so the bound is the same.
+TEST(Liveness, TheBoundReadsAConvertedPolicysChain) {
+  using namespace liveness_test;
+  json doc = outage_world(kHourMs);
+  const DurationMs per_job = bound_of(doc);
+  doc["jobs"][0]["retry_policy"] = json::parse(
+      R"({"temporal": {"initialInterval": "5m", "backoffCoefficient": 1, "maximumAttempts": 6}})");
+  EXPECT_EQ(bound_of(doc), per_job);
+}
+
+// A Temporal policy with the default maximumInterval (100 x initialInterval)
+// and long delays: 1h, 2h, 4h, ... its chain outlasts any bounded span. The
+// correct core still retries at the end; liveness leaves such a job to
+// retries_bounded instead of failing it as unsettled.
+TEST(Liveness, AChainLongerThanTheSettleCapIsNotJudged) {
+  using namespace liveness_test;
+  json doc = outage_world(kHourMs);
+  doc["jobs"][0]["retry_policy"] = json::parse(
+      R"({"temporal": {"initialInterval": "1h", "backoffCoefficient": 2, "maximumAttempts": 10}})");
+  doc["faults"][0]["for"] = "5h";
+  doc["until"] = "2026-12-09T00:00:00Z";
+  auto s = load_scenario_json(doc.dump(), "settles");
+  ASSERT_TRUE(s.ok()) << s.error().describe();
+  doc["until"] = format_instant(last_fault_end_ms(*s) + bound_of(doc));
+  const CaseRecord r = check_derived(input_of(doc, 4), doc, CheckOptions{});
+  EXPECT_EQ(r.verdict, CaseVerdict::pass) << r.message;
+}
+
 TEST(Liveness, DerivedCasesLeaveTheBoundAfterTheLastFault) {
   for (std::uint64_t seed = 1; seed <= 100; ++seed) {
     SwarmChoice c;
