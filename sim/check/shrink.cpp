@@ -452,11 +452,17 @@ Status label_result(ShrinkResult& result, const json& doc, const ViolationProbe&
   }
   result.fired = invariant_first(check->fired, result.invariant);
   result.after = counts_of(out, check->events);
-  out["expect"] = {{"violations", result.fired}};
-  out["description"] =
-      fmt::format("Shrunk from {} keeping invariant {} violated: before {}; after {} ({} runs{}).",
-                  origin, result.invariant, counts_text(result.before), counts_text(result.after),
-                  result.probes, result.budget_exhausted ? ", cut by the budget" : "");
+  // No expectations: a saved failure must fail its replay (exit 1) until the
+  // bug is fixed, as a saved property-test case does; expect.violations is
+  // for an incident a user chooses to keep as accepted.
+  out.erase("expect");
+  out["description"] = fmt::format(
+      "Shrunk from {} keeping invariant {} violated: before {}; after {} ({} runs{}). It fires "
+      "{}: `rehearse run` on it fails until the bug is fixed; then state what must hold in "
+      "`expect` (docs/shrinking.md).",
+      origin, result.invariant, counts_text(result.before), counts_text(result.after),
+      result.probes, result.budget_exhausted ? ", cut by the budget" : "",
+      names_text(result.fired));
   result.document = std::move(out);
   return {};
 }
