@@ -516,6 +516,7 @@ class Loader {
     out.errors_omitted = omitted_;
     if (out.errors.empty()) {
       out.flags = flags_;
+      out.notes = std::move(notes_);
       scenario_.flags = std::move(flags_);
       out.scenario = std::move(scenario_);
     }
@@ -862,6 +863,7 @@ class Loader {
   std::vector<Error> errors_;
   std::size_t omitted_ = 0;
   std::vector<ScenarioFlag> flags_;
+  std::vector<std::string> notes_;
   bool start_ok_ = false;
   bool until_ok_ = false;
   // Declared names, as far as they parsed (references check against these).
@@ -2352,6 +2354,12 @@ void Loader::load_damaged_files(const json& v, const std::string& pointer) {
 }
 
 void Loader::compute_flags() {
+  if (!scenario_.services.messenger && !scenario_.jobs.empty()) {
+    notes_.push_back(fmt::format(
+        "{}:/services: no messenger declared: every notice goes to the implicit target \"{}\", "
+        "which accepts it (declare \"messenger\": {{\"targets\": [...]}} to name your own)",
+        path_, kImplicitMessengerTarget));
+  }
   for (const auto& job : scenario_.jobs) {
     // The schedule the job actually runs on (an env override may replace it).
     std::optional<CronSchedule> schedule;

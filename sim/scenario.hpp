@@ -47,6 +47,9 @@ const char* to_string(ServiceKind kind) noexcept;
 std::optional<ServiceKind> parse_service_kind(std::string_view name) noexcept;
 
 inline constexpr DurationMs kDefaultServiceLatencyMs = 100;
+// A scenario that declares no messenger gets one with this single target,
+// where every notice goes (docs/scenario-format.md, `services`).
+inline constexpr const char* kImplicitMessengerTarget = "ops";
 inline constexpr DurationMs kDefaultServiceTimeoutMs = 30 * kSecondMs;
 
 // Every simulated service answers after `latency_ms`; a call that times out
@@ -421,6 +424,9 @@ struct ScenarioCheck {
   std::vector<Error> errors;  // Error::where is "path:/json/pointer" or "path:line:column"
   std::size_t errors_omitted = 0;
   std::vector<ScenarioFlag> flags;
+  // What the world supplies that the file does not say ("path:/pointer: ..."):
+  // information, never a failure, --strict or not.
+  std::vector<std::string> notes;
 
   bool valid() const noexcept { return errors.empty(); }
 };

@@ -108,11 +108,16 @@ class World {
   ScenarioRunResult cut_short_by_out_of_memory();
 
  private:
+  // A scenario that declares no messenger gets one with the single target
+  // the notices go to (kImplicitMessengerTarget, docs/scenario-format.md):
+  // a notice refused by a channel nobody declared would only be noise.
   static MessengerOptions messenger_options(const Scenario& scenario) {
     MessengerOptions o;
     if (scenario.services.messenger) {
       o.targets = scenario.services.messenger->targets;
       o.latency_ms = scenario.services.messenger->timing.latency_ms;
+    } else {
+      o.targets = {kImplicitMessengerTarget};
     }
     return o;
   }
@@ -121,7 +126,7 @@ class World {
     if (scenario_.services.messenger && !scenario_.services.messenger->targets.empty()) {
       return scenario_.services.messenger->targets.front();
     }
-    return "ops";
+    return kImplicitMessengerTarget;
   }
 
   FaultWorld fault_world();

@@ -60,6 +60,7 @@ void print_diagnostics(const std::string& file, const sim::ScenarioCheck& check,
     fmt::print(stderr, "{}: ... and {} more errors\n", file, error_total - kPrintedErrorsMax);
   }
   for (const auto& f : check.flags) fmt::print(stderr, "{}\n", sim::describe(f, strict));
+  for (const auto& n : check.notes) fmt::print(stderr, "note: {}\n", n);
 }
 
 nlohmann::json file_json(const std::string& file, const sim::ScenarioCheck& check, bool ok) {
@@ -72,6 +73,7 @@ nlohmann::json file_json(const std::string& file, const sim::ScenarioCheck& chec
   entry["errors_omitted"] = check.errors_omitted;
   entry["flags"] = nlohmann::json::array();
   for (const auto& f : check.flags) entry["flags"].push_back(sim::to_json(f));
+  entry["notes"] = check.notes;
   if (check.scenario) entry["scenario"] = check.scenario->name;
   return entry;
 }

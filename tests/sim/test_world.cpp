@@ -123,6 +123,28 @@ TEST(World, WeeklyQuotaOutageRecoversOnThe120MinuteRetry) {
   EXPECT_TRUE(verdict.held()) << format_findings(r, verdict);
 }
 
+// A scenario that declares no messenger still notifies: the world supplies
+// the implicit target "ops", which accepts every notice (none is refused as
+// a channel nobody declared), and validate says so in a note.
+TEST(World, WithoutADeclaredMessengerNoticesGoToTheImplicitTarget) {
+  const std::string path = std::string(REHEARSE_SOURCE_DIR) + "/scenarios/token-no-reissue.json";
+  const ScenarioCheck check = check_scenario_file(path);
+  ASSERT_TRUE(check.valid());
+  ASSERT_EQ(check.notes.size(), 1u);
+  EXPECT_NE(check.notes[0].find("no messenger declared"), std::string::npos) << check.notes[0];
+  EXPECT_TRUE(check.flags.empty());
+  const ScenarioRunResult r = run(*check.scenario);
+  int delivered = 0;
+  for (const TraceEvent& e : r.trace.events()) {
+    EXPECT_NE(e.type, "message_refused") << e.data.dump();
+    if (e.type == "message_delivered") {
+      EXPECT_EQ(e.str("target"), "ops");
+      ++delivered;
+    }
+  }
+  EXPECT_GT(delivered, 0);
+}
+
 TEST(World, SameSeedTwiceGivesTheSameTraceHash) {
   json doc = weekly_scenario();
   // A random fault (half of the calls fail) makes the seed matter.
