@@ -183,7 +183,7 @@ const std::map<std::string, std::vector<std::string>>& scenario_known_keys() {
         {"orchestrator", {"instance", "issues", "agents", "latency", "timeout"}},
         {"issue", {"id", "status"}},
         {"agent", {"id", "role", "present"}},
-        {"brokerage", {"token_lifetime", "latency", "timeout"}},
+        {"brokerage", {"token_lifetime", "issue_latency", "latency", "timeout"}},
         {"messenger", {"targets", "latency", "timeout"}},
         {"user_service", {"latency", "timeout"}},
         {"job",
@@ -1041,6 +1041,11 @@ void Loader::load_services(const json& v, const std::string& pointer) {
         if (const json* t = field(body, "token_lifetime")) {
           if (auto d = read_duration(*t, child(at, "token_lifetime"), 1)) {
             brokerage.token_lifetime_ms = *d;
+          }
+        }
+        if (const json* t = field(body, "issue_latency")) {
+          if (auto d = read_duration(*t, child(at, "issue_latency"), 0)) {
+            brokerage.issue_latency_ms = *d;
           }
         }
         scenario_.services.brokerage = brokerage;

@@ -83,6 +83,8 @@ struct OrchestratorService {
 
 struct BrokerageService {
   DurationMs token_lifetime_ms = 24 * kHourMs;
+  // How long an issuance takes to answer; absent: timing.latency_ms.
+  std::optional<DurationMs> issue_latency_ms;
   ServiceTiming timing;
 };
 

@@ -300,6 +300,7 @@ void World::add_services() {
     const BrokerageService& b = *scenario_.services.brokerage;
     BrokerageConfig config;
     config.token_lifetime_ms = b.token_lifetime_ms;
+    config.issue_latency_ms = b.issue_latency_ms;
     config.latency_ms = b.timing.latency_ms;
     config.timeout_ms = b.timing.timeout_ms;
     brokerage_ = std::make_unique<SimBrokerage>(sim_, trace_, config);
