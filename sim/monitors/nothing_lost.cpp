@@ -36,12 +36,56 @@ Violations NothingLost::observe(const TraceEvent& e, std::size_t i) {
   if (e.type == "message_delivered" && e.str("kind") == "delivery" && e.slot) {
     delivered_.insert({e.job, *e.slot});
   }
+  check_retry_announced(e, i, out);
   check_success_delivered(e, i, out);
   check_budget_spent(e, i, out);
   check_group_verdict(e, i, out);
   track_recovery(e, i);
   check_item_failed_visibly(e, i, out);
   return out;
+}
+
+// A run's finish is one queue operation: its queue_done (with how many
+// entries it adds and messages it commits), then those adds, then those
+// messages. A retry it queues must come with its retry_scheduled message in
+// the same operation: a retry nobody is told of is the hidden retry of
+// docs/semantics.md §9 (004). A retry restored at a boot is no finish's.
+void NothingLost::check_retry_announced(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (e.type == "queue_done") {
+    finish_ = FinishWatch{e.num("adds"), e.num("outbox"), {}, {}, i, e.t};
+  } else if (e.type == "queue_add" && finish_ && finish_->adds_left > 0) {
+    --finish_->adds_left;
+    if (e.str("kind") == "retry" && e.flag("added")) finish_->retried.insert(e.job);
+  } else if (e.type == "outbox_add" && finish_ && finish_->adds_left == 0 &&
+             finish_->outbox_left > 0) {
+    --finish_->outbox_left;
+    if (e.str("event") == "retry_scheduled") finish_->announced.insert(e.job);
+  } else {
+    return;
+  }
+  if (!finish_ || finish_->adds_left > 0 || finish_->outbox_left > 0) return;
+  for (const std::string& job : finish_->retried) {
+    if (finish_->announced.count(job) != 0) continue;
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} queued a retry at {} without a retry_scheduled message in "
+                               "the same finish: a retry nobody is told of",
+                               job, format_instant(finish_->t))});
+  }
+  finish_.reset();
+}
+
+// A regular entry is never dropped (docs/semantics.md §4: no regular slot is
+// skipped): the queue finishes it only after the run's intent recorded how
+// it ended. A regular entry finished with no intent is a slot lost without
+// a word (a retry may be dropped so, when the state no longer backs it).
+void NothingLost::check_regular_outcome(const TraceEvent& e, std::size_t i, std::int64_t id,
+                                        Violations& out) {
+  const bool had_intent = intents_.erase(id) != 0;
+  if (had_intent || e.str("kind") != "regular") return;
+  out.push_back({kName, i, e.t,
+                 fmt::format("job {}'s regular slot {} left the queue (entry {}) with no intent: "
+                             "a regular slot dropped, not run",
+                             e.job, e.slot ? format_instant(*e.slot) : std::string("-"), id)});
 }
 
 // A crash: the leases its process held (every one at the machine's power
@@ -64,6 +108,8 @@ void NothingLost::orphan_leases_of(const TraceEvent& e) {
 // orphan); a take while an orphan is left fires, once per orphan.
 void NothingLost::track_leases(const TraceEvent& e, std::size_t i, Violations& out) {
   const auto id = e.num("id", -1);
+  if (e.type == "queue_intent") intents_.insert(id);
+  if (e.type == "queue_done") check_regular_outcome(e, i, id, out);
   if (e.type == "queue_done" || e.type == "queue_requeue") {
     leases_.erase(id);
     orphans_.erase(id);

@@ -25,6 +25,10 @@
 //   (`queue_requeue`); a take while such a lease is left fires (a standby
 //   acting beside a live worker never recovers what the dead one held;
 //   docs/worker.md);
+// - a regular entry leaves the queue only after its run's intent (no regular
+//   slot is dropped);
+// - a retry a run's finish queues comes with a retry_scheduled message in the
+//   same queue operation (the outbox's record), or it is a hidden retry;
 // - end: a failed run followed by nothing while the process is up.
 #pragma once
 
@@ -76,6 +80,8 @@ class NothingLost final : public Monitor {
     TimeMs success_unannounced_t = 0;
   };
 
+  void check_retry_announced(const TraceEvent& e, std::size_t i, Violations& out);
+  void check_regular_outcome(const TraceEvent& e, std::size_t i, std::int64_t id, Violations& out);
   void check_success_delivered(const TraceEvent& e, std::size_t i, Violations& out);
   void check_budget_spent(const TraceEvent& e, std::size_t i, Violations& out);
   void check_group_verdict(const TraceEvent& e, std::size_t i, Violations& out);
@@ -98,6 +104,17 @@ class NothingLost final : public Monitor {
   std::map<std::string, std::string> item_stages_;      // issue -> its last durable stage
   std::map<std::int64_t, Lease> leases_;                // queue id -> lease of a live process
   std::map<std::int64_t, Lease> orphans_;               // queue id -> lease of a dead one
+  // The finish being recorded: the adds and messages still to come.
+  struct FinishWatch {
+    std::int64_t adds_left = 0;
+    std::int64_t outbox_left = 0;
+    std::set<std::string> retried;    // jobs it queued a retry for
+    std::set<std::string> announced;  // jobs it committed a retry_scheduled for
+    std::size_t index = 0;
+    TimeMs t = 0;
+  };
+  std::optional<FinishWatch> finish_;
+  std::set<std::int64_t> intents_;  // queue entries with an intent recorded
 };
 
 }  // namespace rehearse::sim
