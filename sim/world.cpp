@@ -1057,7 +1057,8 @@ void World::record_outcome(const RunResult& run, ScenarioRunResult& result) {
       on_violation(Violation{
           "bounded_run", trace_.size(), sim_.now(),
           fmt::format("the run reached its bound of {} events (queue.max_events) with events "
-                      "still due before {}",
+                      "still due before {}: a scenario meant to run this long needs a larger "
+                      "queue.max_events; a short one that loops points at the core",
                       scenario_.queue.max_events, format_instant(scenario_.until_ms))});
       break;
     case RunOutcome::queue_overflow:

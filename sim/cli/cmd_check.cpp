@@ -414,6 +414,14 @@ int cmd_check(const Args& args) {
   }
   if (files->empty()) bases.push_back(generated_base());
   const sim::CampaignHeader header = campaign_header(*files, *options, campaign->shard);
+  // A check that runs no case proves nothing: refused, never a pass.
+  if (header.shard_range().count == 0) {
+    return usage_error(fmt::format("check: --shard {} of {} seed{} leaves this shard no case",
+                                   sim::to_string(campaign->shard), options->seeds,
+                                   options->seeds == 1 ? "" : "s"),
+                       fmt::format("use at most {} shards for {} seeds", options->seeds,
+                                   options->seeds));
+  }
   const auto started = std::chrono::steady_clock::now();
   auto timed = run_cases(bases, *options, *campaign, header.shard_range());
   const double wall_s =
