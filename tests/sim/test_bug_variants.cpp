@@ -505,6 +505,28 @@ TEST(LyingCores, ATornTailDroppedWithoutACopyBreaksStateDurable) {
   EXPECT_TRUE(fired_on(r.variant, "state_durable", "journal_tail_gone")) << describe(r.variant);
 }
 
+// disk-queue-restart-mid-retry-chain: the worker's queue is the core's
+// DiskJobQueue on the simulated disk, and the machine loses power at 10:15
+// with the second retry acknowledged in the queue. On a disk where the queue
+// directory's fsync does nothing, none of the queue's renames was durable:
+// the boot reopens a queue without the acknowledged retry. The core notices
+// nothing (it restores the retry from its state store, and the chain goes
+// on); state_durable fires on the world's queue_reopened.
+TEST(LyingCores, AQueueWhoseRenamesAreNotDurableBreaksStateDurable) {
+  auto loaded = load_scenario_file(scenario_path("disk-queue-restart-mid-retry-chain"));
+  ASSERT_TRUE(loaded.ok());
+  Pair r = run_both(std::move(loaded).value(), [](JobQueue&, Notifier&, Disk& disk) {
+    WorkerPortWrappers w;
+    w.disk = variants::make_dir_sync_skipping_disk(disk, kWorldQueueDir);
+    return w;
+  });
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(fired(r.variant), std::set<std::string>{"state_durable"})
+      << "acknowledged queue entries lost to a power loss passed; variant run:\n"
+      << describe(r.variant);
+  EXPECT_TRUE(fired_on(r.variant, "state_durable", "queue_reopened")) << describe(r.variant);
+}
+
 // A group job (one task, per-job policy: network retried, auth not) whose
 // model-API calls all get a 403 from 09:59 on. The core fails the 10:00 run
 // on auth and does not retry it (failed_permanent). The variant (the same

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -1424,6 +1425,74 @@ TEST(StateDurable, FiresWhenAnOkRowKeepsItsRetryCount) {
   const auto bad = s.add("durable_job_state", t, "hourly", std::nullopt,
                          {{"retry_status", "ok"}, {"retry_count", 2}, {"slots", json::object()}});
   expect_first(run(s, base_scenario()), "state_durable", bad);
+}
+
+// The queue's durable promise (a world with the core's DiskJobQueue on its
+// disk): an entry the queue acknowledged (added) and did not finish or drop,
+// and a message its outbox acknowledged and did not remove, are in the file
+// a boot reopens, as the world's own reader found it (`queue_reopened`). A
+// deduplicated add acknowledges nothing new; a cancelled entry and a removed
+// message are owed no more.
+TEST(StateDurable, FiresWhenTheReopenedQueueLacksAnAcknowledgedEntry) {
+  const char* t = "2026-03-02T10:00:00Z";
+  const auto entry = [](std::uint64_t id, bool added) {
+    return json{{"id", id},
+                {"kind", "retry"},
+                {"attempt", 2},
+                {"ready_at", "2026-03-02T10:40:00Z"},
+                {"added", added}};
+  };
+  const auto message = [](std::uint64_t id) {
+    return json{{"id", id}, {"target", "ops"}, {"event", "retry_scheduled"}};
+  };
+  Script s;
+  s.add("queue_add", t, "slotty", "2026-03-02T09:30:00Z", entry(1, true));
+  s.add("queue_add", t, "slotty", "2026-03-02T09:30:00Z", entry(1, false));
+  s.add("queue_add", t, "slotty", "2026-03-02T08:30:00Z", entry(2, true));
+  s.add("queue_cancel", t, "slotty", "2026-03-02T08:30:00Z", entry(2, true));
+  s.add("outbox_add", t, "slotty", "2026-03-02T09:30:00Z", message(1));
+  s.add("outbox_add", t, "slotty", "2026-03-02T09:30:00Z", message(2));
+  s.add("outbox_remove", t, {}, std::nullopt, message(2));
+  s.add("process_crash", "2026-03-02T10:01:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"pid", 1}, {"cause", "restart"}});
+  s.add("process_boot", "2026-03-02T10:02:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"pid", 1}, {"boots", 2}});
+  const auto reopened = [](Script& script, json entries, json outbox, bool readable = true) {
+    return script.add("queue_reopened", "2026-03-02T10:02:00Z", {}, std::nullopt,
+                      {{"path", "/srv/queue/queue.json"},
+                       {"process", 1},
+                       {"entries", std::move(entries)},
+                       {"outbox", std::move(outbox)},
+                       {"readable", readable}});
+  };
+  const auto durable_findings = [](const Outcome& o) {
+    std::vector<Violation> out;
+    for (const Violation& v : o.seen) {
+      if (v.invariant == "state_durable") out.push_back(v);
+    }
+    return out;
+  };
+  // Near miss: everything owed is there.
+  Script held = s;
+  reopened(held, json::array({1}), json::array({1}));
+  EXPECT_TRUE(durable_findings(run(held, base_scenario())).empty())
+      << describe(durable_findings(run(held, base_scenario())));
+  // The entry a crash took back, the message, and bytes the world cannot read.
+  for (const auto& [entries, outbox, readable, what] :
+       std::vector<std::tuple<json, json, bool, std::string>>{
+           {json::array(), json::array({1}), true, "queue entry 1 (job slotty"},
+           {json::array({1}), json::array(), true, "outbox message 1 (retry_scheduled to ops)"},
+           {json::array(), json::array(), false, "cannot be read by the world"}}) {
+    Script lost = s;
+    const std::size_t bad = reopened(lost, entries, outbox, readable);
+    const std::vector<Violation> found = durable_findings(run(lost, base_scenario()));
+    ASSERT_FALSE(found.empty()) << what;
+    EXPECT_EQ(found.front().event_index, bad);
+    EXPECT_NE(found.front().message.find(what), std::string::npos) << found.front().message;
+    // Once: the next reopen judges from what is left.
+    reopened(lost, entries, outbox, readable);
+    EXPECT_EQ(durable_findings(run(lost, base_scenario())).size(), found.size()) << what;
+  }
 }
 
 // Damage must be reported by a process that relies on the file: one that
