@@ -535,13 +535,15 @@ void declare_model_api_for_publish(json& doc) {
   }
 }
 
-// Concurrency; and one world in three starts a standby worker on the same
-// state directory (from a stream of its own, so the other draws of a seed
-// stay what they were before worlds had standbys).
+// Concurrency; one world in three starts a standby worker on the same state
+// directory, and one in four runs the worker over the durable disk queue
+// (each from a stream of its own, so the other draws of a seed stay what they
+// were before worlds had them).
 json draw_queue(std::uint64_t seed, Rng& rng) {
   json queue{{"concurrency", rng.next_bool(0.75) ? 1 : rng.next_in(2, 3)}};
   Rng workers = Rng(seed).derive("workers");
   if (workers.next_bool(1.0 / 3.0)) queue["workers"] = 2;
+  if (Rng(seed).derive("queue-store").next_bool(1.0 / 4.0)) queue["store"] = "disk";
   return queue;
 }
 

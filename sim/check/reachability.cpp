@@ -32,6 +32,7 @@ const std::vector<ReachabilityPoint>& situations() {
        "config deferral)"},
       {"reconcile:item_closed", "an item closed as DESIGN_FAILED (its issue gone)"},
       {"worker:restart", "a worker process booted again after a crash"},
+      {"queue:disk_reopened", "a worker reopened the durable disk queue after a crash"},
       {"worker:takeover", "another process took the worker lock of the state directory"},
       {"worker:takeover_retry_pending", "a takeover while a retry waited in the queue"},
       {"token:refresh", "a token reissued before its expiry"},
@@ -119,6 +120,10 @@ void ReachabilityObserver::observe(const TraceEvent& e) {
     on_reconcile(e);
   } else if (t == "process_boot" && e.num("boots") >= 2) {
     reach("worker:restart");
+  } else if (t == "queue_reopened" && booted_once_) {
+    reach("queue:disk_reopened");
+  } else if (t == "queue_reopened") {
+    booted_once_ = true;
   } else if (t == "disk_lock") {
     on_worker_lock(e);
   } else if (t == "token_issued") {

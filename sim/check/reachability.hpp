@@ -63,6 +63,7 @@ class ReachabilityObserver {
   std::map<std::string, std::string> stages_;  // item -> durable stage
   std::map<std::string, ReconcileRun> reconcile_runs_;  // job -> its run in progress
   std::optional<std::string> lock_holder_;              // the process holding the worker lock
+  bool booted_once_ = false;                            // the disk queue was opened once already
 };
 
 }  // namespace rehearse::sim
