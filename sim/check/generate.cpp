@@ -514,8 +514,9 @@ void place_refusal(Placed& p) {
     if (job.targets.empty()) continue;
     const std::vector<TimeMs> slots = firings(p.world, job, 1);
     if (slots.empty()) return;
-    json f = window("messenger_down", slots[0], p.rng.next_in(1, 10) * kMinuteMs,
-                    "generated: the messenger refuses a delivery");
+    // A slot near the end leaves the refusal less time: it ends by `until`.
+    const DurationMs d = std::min(p.rng.next_in(1, 10) * kMinuteMs, p.world.until_ms - slots[0]);
+    json f = window("messenger_down", slots[0], d, "generated: the messenger refuses a delivery");
     f["targets"] = job.targets;
     if (p.rng.next_bool(0.5)) f["status"] = pick(p.rng, kTextOnly);
     p.faults.push_back(std::move(f));

@@ -140,10 +140,29 @@ json draw_policy_in_form(const char* form, Rng& rng) {
   return json();
 }
 
+// A policy as people get it wrong (docs/semantics.md §2): the job must run on
+// schedule, never be retried, and say so (policy_invalid).
+json draw_omission(Rng& rng) {
+  static const std::vector<std::string> kOmissions{
+      R"({"max": 2})",                     // no backoff
+      R"({"max": 0})",                     // never retried, no reason
+      R"({"max": 2, "backoff_sec": -5})",  // negative delay
+      R"({"attempts": 3, "backoff": {"type": "quadratic", "delay": 1000}})",  // unknown type
+      R"({"max": 2, "backoff_sec": 60, "retryable_classes": ["timeouts"]})",  // unknown class
+  };
+  return json::parse(pick(rng, kOmissions));
+}
+
 void vary_policy_forms(json& jobs, std::uint64_t seed) {
   if (!jobs.is_array()) return;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
-    Rng rng = Rng(seed).derive(kPolicyFormsStream).derive(static_cast<std::uint64_t>(i));
+    const auto index = static_cast<std::uint64_t>(i);
+    Rng omission = Rng(seed).derive(kPolicyOmissionStream).derive(index);
+    if (omission.next_bool(1.0 / 25.0)) {
+      jobs[i]["retry_policy"] = draw_omission(omission);
+      continue;
+    }
+    Rng rng = Rng(seed).derive(kPolicyFormsStream).derive(index);
     if (rng.next_bool(0.5)) continue;
     json policy = pick(rng, form_table()).draw(rng);
     draw_siblings(rng, policy);

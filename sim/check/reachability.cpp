@@ -65,6 +65,8 @@ std::vector<ReachabilityPoint> all_points() {
     out.push_back({"policy:" + form,
                    fmt::format("a retry queued for a job whose policy is in the {} form", form)});
   }
+  out.push_back(
+      {"policy:invalid", "a job whose policy the core refuses announced it (policy_invalid)"});
   for (const FaultKindSpec& kind : fault_kinds()) {
     out.push_back({fmt::format("fault:{}", kind.name),
                    fmt::format("a {} fault took effect (fault_start)", kind.name)});
@@ -112,6 +114,7 @@ void ReachabilityObserver::observe(const TraceEvent& e) {
     if (event == "failed_permanent") reach("retry:failed_permanent");
     if (event == "recovered") reach("retry:recovered");
     if (event == "state_corrupt") reach("store:corrupt_reported");
+    if (event == "policy_invalid") reach("policy:invalid");
   } else if (t == "fault_start") {
     reach("fault:" + e.str("kind"));
   } else if (t == "durable_job_state") {

@@ -16,7 +16,10 @@ bool failure_notification(const std::string& event) {
 
 NothingLost::NothingLost(const Scenario& scenario, MonitorContext& context)
     : context_(context), notifications_seen_(scenario.services.messenger.has_value()) {
-  for (const auto& [id, config] : context.jobs.all()) jobs_[id] = JobWatch{};
+  for (const auto& [id, config] : context.jobs.all()) {
+    jobs_[id] = JobWatch{};
+    if (config.policy_judged && !config.policy.valid) invalid_policies_[id] = PolicyShown{};
+  }
   for (const JobSpec& spec : scenario.jobs) {
     for (const ReconcileItem& item : spec.items) item_stages_[item.issue] = item.stage;
   }
@@ -36,6 +39,7 @@ Violations NothingLost::observe(const TraceEvent& e, std::size_t i) {
   if (e.type == "message_delivered" && e.str("kind") == "delivery" && e.slot) {
     delivered_.insert({e.job, *e.slot});
   }
+  note_policy_visibility(e);
   check_retry_announced(e, i, out);
   check_success_delivered(e, i, out);
   check_budget_spent(e, i, out);
@@ -308,6 +312,33 @@ void NothingLost::track_recovery(const TraceEvent& e, std::size_t i) {
   }
 }
 
+// A job whose policy is invalid (by the monitors' own reading) fails closed
+// visibly (docs/semantics.md §2, §9; 004: reveal the omission): once its
+// state is durable, the row records the policy error and the outbox received
+// a policy_invalid notice for it.
+void NothingLost::note_policy_visibility(const TraceEvent& e) {
+  if (e.type == "durable_job_state" && invalid_policies_.count(e.job) != 0) {
+    PolicyShown& shown = invalid_policies_[e.job];
+    shown.row_seen = true;
+    shown.in_state = shown.in_state || e.flag("policy_invalid");
+  } else if (e.type == "outbox_add" && e.str("event") == "policy_invalid" &&
+             invalid_policies_.count(e.job) != 0) {
+    invalid_policies_[e.job].noticed = true;
+  }
+}
+
+void NothingLost::judge_invalid_policies_shown(Violations& out) const {
+  for (const auto& [job, shown] : invalid_policies_) {
+    if (!shown.row_seen || (shown.in_state && shown.noticed)) continue;
+    out.push_back({kName, context_.events_seen, 0,
+                   fmt::format("job {} has an invalid retry policy, but {}: a policy that fails "
+                               "closed must say so",
+                               job,
+                               !shown.in_state ? "its durable row never recorded the policy error"
+                                               : "no policy_invalid notice was committed")});
+  }
+}
+
 Violations NothingLost::finish(TimeMs until_ms) {
   Violations out;
   const bool up = context_.process.up();
@@ -320,6 +351,7 @@ Violations NothingLost::finish(TimeMs until_ms) {
     }
   }
   for (auto& [id, j] : jobs_) judge_group_run(id, context_.events_seen, until_ms, out);
+  judge_invalid_policies_shown(out);
   for (const auto& [id, j] : jobs_) {
     if (j.success_unannounced && up) {
       out.push_back({kName, *j.success_unannounced, j.success_unannounced_t,

@@ -29,7 +29,9 @@
 //   slot is dropped);
 // - a retry a run's finish queues comes with a retry_scheduled message in the
 //   same queue operation (the outbox's record), or it is a hidden retry;
-// - end: a failed run followed by nothing while the process is up.
+// - end: a failed run followed by nothing while the process is up; a job
+//   whose policy is invalid (the monitors' own reading) with a durable row
+//   that never recorded the policy error, or no policy_invalid notice.
 #pragma once
 
 #include <map>
@@ -81,6 +83,8 @@ class NothingLost final : public Monitor {
   };
 
   void check_retry_announced(const TraceEvent& e, std::size_t i, Violations& out);
+  void note_policy_visibility(const TraceEvent& e);
+  void judge_invalid_policies_shown(Violations& out) const;
   void check_regular_outcome(const TraceEvent& e, std::size_t i, std::int64_t id, Violations& out);
   void check_success_delivered(const TraceEvent& e, std::size_t i, Violations& out);
   void check_budget_spent(const TraceEvent& e, std::size_t i, Violations& out);
@@ -115,6 +119,14 @@ class NothingLost final : public Monitor {
   };
   std::optional<FinishWatch> finish_;
   std::set<std::int64_t> intents_;  // queue entries with an intent recorded
+  // Jobs whose policy the monitors read as invalid: what their durable rows
+  // and the outbox showed of it.
+  struct PolicyShown {
+    bool row_seen = false;  // a durable row of the job exists
+    bool in_state = false;  // a row recorded the policy error
+    bool noticed = false;   // the outbox received policy_invalid for the job
+  };
+  std::map<std::string, PolicyShown> invalid_policies_;
 };
 
 }  // namespace rehearse::sim

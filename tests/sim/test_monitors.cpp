@@ -881,6 +881,27 @@ TEST(NothingLost, FiresWhenARegularEntryLeavesTheQueueWithNoIntent) {
   EXPECT_FALSE(fired(run(retry, base_scenario()), "nothing_lost", "with no intent"));
 }
 
+// A job whose policy is invalid fails closed visibly: once its state is
+// durable the row records the policy error and the outbox received
+// policy_invalid (004: reveal the omission). "broken" has no policy.
+Script broken_row(bool in_state, bool noticed) {
+  Script s;
+  s.add("durable_job_state", "2026-03-02T09:30:00Z", "broken", std::nullopt,
+        {{"retry_status", "ok"}, {"policy_invalid", in_state}, {"slots", json::object()}});
+  if (noticed) {
+    note(s, "policy_invalid", "broken", nullptr, "2026-03-02T09:30:00Z", 0, "config");
+  }
+  return s;
+}
+
+TEST(NothingLost, FiresAtTheEndWhenAnInvalidPolicyIsNotShown) {
+  EXPECT_TRUE(fired(run(broken_row(false, true), base_scenario()), "nothing_lost",
+                    "never recorded the policy error"));
+  EXPECT_TRUE(fired(run(broken_row(true, false), base_scenario()), "nothing_lost",
+                    "no policy_invalid notice"));
+  EXPECT_FALSE(fired(run(broken_row(true, true), base_scenario()), "nothing_lost", ""));
+}
+
 TEST(NothingLost, FiresAtTheEndOnASwallowedFailure) {
   Script s;
   s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt,
