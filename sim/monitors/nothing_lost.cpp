@@ -18,7 +18,10 @@ NothingLost::NothingLost(const Scenario& scenario, MonitorContext& context)
     : context_(context), notifications_seen_(scenario.services.messenger.has_value()) {
   for (const auto& [id, config] : context.jobs.all()) {
     jobs_[id] = JobWatch{};
-    if (config.policy_judged && !config.policy.valid) invalid_policies_[id] = PolicyShown{};
+    // A job with no usable schedule never runs, so its policy never applies:
+    // its config error is the schedule's (schedule_kept judges that it never runs).
+    const bool runs = !config.never_runs && config.cron.has_value();
+    if (runs && config.policy_judged && !config.policy.valid) invalid_policies_[id] = PolicyShown{};
   }
   for (const JobSpec& spec : scenario.jobs) {
     for (const ReconcileItem& item : spec.items) item_stages_[item.issue] = item.stage;

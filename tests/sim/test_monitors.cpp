@@ -1742,6 +1742,30 @@ TEST(TokenReissueBounded, FiresOnAReissueAfter403) {
   expect_first(run(s, base_scenario()), "token_reissue_bounded", bad);
 }
 
+// A failed issuance ends its request: the request fails with the issuance's
+// class; neither a second issuance nor the request sent again (§7).
+TEST(TokenReissueBounded, FiresWhenARequestGoesOnAfterItsIssuanceFailed) {
+  Script again;
+  again.broker("token_issue_failed", "2026-03-02T10:00:00Z", "r1",
+               {{"reason", "initial"}, {"status", 503}});
+  const auto bad = again.broker("token_issued", "2026-03-02T10:00:01Z", "r1",
+                                {{"reason", "initial"}, {"generation", 1}});
+  expect_first(run(again, base_scenario()), "token_reissue_bounded", bad);
+  Script resent;
+  resent.broker("token_issue_failed", "2026-03-02T10:00:00Z", "r1",
+                {{"reason", "initial"}, {"status", 503}});
+  const auto sent =
+      resent.broker("service_call", "2026-03-02T10:00:01Z", "r1", {{"operation", "quote"}});
+  expect_first(run(resent, base_scenario()), "token_reissue_bounded", sent);
+  // Another request of the next run may ask for a token again.
+  Script next;
+  next.broker("token_issue_failed", "2026-03-02T10:00:00Z", "r1",
+              {{"reason", "initial"}, {"status", 503}});
+  next.broker("token_issued", "2026-03-02T10:05:00Z", "r2",
+              {{"reason", "initial"}, {"generation", 1}});
+  EXPECT_TRUE(run(next, base_scenario()).seen.empty());
+}
+
 TEST(TokenReissueBounded, NearMissOneReissueThenSuccessAndARefresh) {
   Script s;
   s.broker("token_issued", "2026-03-02T09:59:59Z", "r0",
