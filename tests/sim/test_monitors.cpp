@@ -708,6 +708,8 @@ TEST(ScheduleKept, NearMissSameSlotAgainAfterACrashOrUnderACorruptStore) {
           "success");
   regular(c, "hourly", "2026-03-02T11:00:00Z", "2026-03-02T11:00:00Z", "2026-03-02T12:00:00Z",
           "success");
+  c.add("disk_corrupted", "2026-03-02T11:30:00Z", {}, std::nullopt,
+        {{"path", "/srv/state/retry_state.journal"}, {"kind", "garbage"}});
   c.add("process_boot", "2026-03-02T11:31:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
   note_state_corrupt(c, "2026-03-02T11:31:00Z");
@@ -1319,6 +1321,34 @@ TEST(StateDurable, FiresWhenTheCorruptStoreIsReplaced) {
   expect_first(run(s, base_scenario()), "state_durable", bad);
 }
 
+// Missing means fresh: a store that reports itself corrupt when the world
+// damaged nothing (a missing file taken for a broken one) fails closed for
+// good. Any damage record before the report makes it a fair one.
+TEST(StateDurable, FiresWhenCorruptionIsReportedWithNoDamageInTheWorld) {
+  Script s;
+  s.add("process_boot", "2026-03-02T10:01:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 1}});
+  const auto bad = note_state_corrupt(s, "2026-03-02T10:01:00Z");
+  expect_first(run(s, base_scenario()), "state_durable", bad);
+  for (const char* damage : {"disk_corrupted", "disk_torn_write"}) {
+    Script near;
+    near.add(damage, "2026-03-02T10:00:00Z", {}, std::nullopt,
+             {{"path", "/srv/state/retry_state.journal"}, {"kind", "garbage"}});
+    near.add("process_boot", "2026-03-02T10:01:00Z", {}, std::nullopt,
+             {{"process", "worker"}, {"boots", 2}});
+    note_state_corrupt(near, "2026-03-02T10:01:00Z");
+    const Outcome o = run(near, base_scenario());
+    EXPECT_TRUE(std::none_of(o.seen.begin(), o.seen.end(),
+                             [](const Violation& v) { return v.invariant == "state_durable"; }))
+        << damage << ": " << describe(o.seen);
+  }
+  Script refused;  // a fault the disk could not apply damaged nothing
+  refused.add("store_corrupt_injected", "2026-03-02T10:00:00Z", {}, std::nullopt,
+              {{"file", "retry_state.json"}, {"applied", false}});
+  const auto unfounded = note_state_corrupt(refused, "2026-03-02T10:01:00Z");
+  expect_first(run(refused, base_scenario()), "state_durable", unfounded);
+}
+
 // Found by `rehearse check scenarios/journal-cut-at-record-boundary.json`
 // (seeds 5, 23, 27, ...; issue 10): the swarm's other faults change the
 // journal, so the scenario's cut lands on a record boundary that loses no
@@ -1692,6 +1722,8 @@ TEST(StateDurable, ARetryFiresOnlyWhenItStartedWhileTheStoreWasCorrupt) {
   Script s;
   regular(s, "hourly", slot, slot, "2026-03-02T11:00:00Z", "failure", "rate_limit");
   note(s, "retry_scheduled", "hourly", slot, slot, 1, "rate_limit");
+  s.add("disk_corrupted", "2026-03-02T10:03:00Z", {}, std::nullopt,
+        {{"path", "/srv/state/retry_state.journal"}, {"kind", "garbage"}});
   // Near miss: taken at 10:05, the damage reported at 10:06, ended at 10:10.
   Script before = s;
   run_start(before, "2026-03-02T10:05:00Z", "hourly", slot, {{"kind", "retry"}, {"attempt", 2}});
