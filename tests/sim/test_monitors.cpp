@@ -341,8 +341,14 @@ std::size_t note_state_corrupt(Script& s, const char* t) {
 
 // ------------------------------------------------------------ 1 stage_monotonic
 
+void assign_answered(Script& s, const char* t, const std::string& item, int status = 200) {
+  s.item("service_call", t, item, {{"operation", "assign"}, {"target", item}});
+  s.item("service_reply", t, item, {{"operation", "assign"}, {"target", item}, {"status", status}});
+}
+
 TEST(StageMonotonic, FiresWhenAStageMovesBack) {
   Script s;
+  assign_answered(s, "2026-03-02T10:00:00Z", "ISS-1");
   s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "REVIEWING"}});
   const auto bad =
       s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "BUILDING"}});
@@ -381,13 +387,47 @@ TEST(NothingLost, NearMissAnItemEntersDesignFailedWithItsReason) {
 
 TEST(StageMonotonic, NearMissForwardMovesAndTerminalEnd) {
   Script s;
+  assign_answered(s, "2026-03-02T10:00:00Z", "ISS-1");
   s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "BUILDING"}});
+  assign_answered(s, "2026-03-02T10:09:00Z", "ISS-1");
   s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "REVIEWING"}});
   s.item("durable_stage", "2026-03-02T10:20:00Z", "ISS-1", {{"stage", "DONE"}});
   const Outcome o = run(s, base_scenario());
   expect_clean(o);
   EXPECT_EQ(o.tallies["items"]["ISS-1"]["stage"], "DONE");
   EXPECT_EQ(o.tallies["items"]["ISS-2"]["stage"], "BUILDING");  // from the scenario
+}
+
+// Handoff before the stage: a stage that needs an agent is written only after
+// the orchestrator answered its `assign` (a 2xx since the last stage change).
+// An answer to an earlier stage's handoff, or a refused one, does not count.
+TEST(StageMonotonic, FiresWhenAStageNeedingAnAgentIsWrittenBeforeItsHandoff) {
+  Script s;
+  s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "DESIGNING"}});
+  const auto bad = s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "BUILDING"}});
+  assign_answered(s, "2026-03-02T10:10:01Z", "ISS-1");  // sent after the write
+  expect_first(run(s, base_scenario()), "stage_monotonic", bad);
+
+  Script stale;  // BUILDING's handoff does not cover REVIEWING
+  stale.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "DESIGNING"}});
+  assign_answered(stale, "2026-03-02T10:09:00Z", "ISS-1");
+  stale.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "BUILDING"}});
+  assign_answered(stale, "2026-03-02T10:19:00Z", "ISS-1", 422);  // agent not available
+  const auto stale_bad =
+      stale.item("durable_stage", "2026-03-02T10:20:00Z", "ISS-1", {{"stage", "REVIEWING"}});
+  const Outcome o = run(stale, base_scenario());
+  expect_first(o, "stage_monotonic", stale_bad);
+  EXPECT_EQ(o.seen.size(), 1u) << describe(o.seen);
+
+  Script near;  // handed over, then written; DONE needs no agent
+  near.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "DESIGNING"}});
+  assign_answered(near, "2026-03-02T10:09:00Z", "ISS-1");
+  near.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "BUILDING"}});
+  near.item("durable_stage", "2026-03-02T10:15:00Z", "ISS-1", {{"stage", "BUILDING"}});
+  assign_answered(near, "2026-03-02T10:19:00Z", "ISS-1");
+  near.item("durable_stage", "2026-03-02T10:20:00Z", "ISS-1", {{"stage", "REVIEWING"}});
+  near.item("durable_stage", "2026-03-02T10:30:00Z", "ISS-1", {{"stage", "DONE"}});
+  expect_clean(run(near, base_scenario()));
 }
 
 // The witness reads the world's decoding of the durable pipeline file, not the
@@ -2363,6 +2403,7 @@ Script legal_trace(const std::vector<int>& failures, const std::vector<bool>& cr
   for (int step : stage_steps) {
     // A step forward or an out-of-order observation that must not move it.
     if (step > 0 && rank + 1 < order.size()) {
+      if (order[rank + 1] != "DONE") assign_answered(s, "2026-03-02T16:00:00Z", "ISS-1");
       s.item("durable_stage", "2026-03-02T16:00:00Z", "ISS-1", {{"stage", order[rank + 1]}});
       ++rank;
     }
