@@ -467,6 +467,34 @@ TEST(RetriesBounded, FiresOnAThirdRetryOfAPerEpisodeBudgetOfTwo) {
   expect_first(run(s, base_scenario()), "retries_bounded", bad);
 }
 
+// Supersede (per_episode): the 11:00 regular run drops the 10:00 slot's
+// pending retry; the retry started after it is one the budget no longer
+// grants. Started before the regular run, it is the episode's own.
+std::pair<Script, std::size_t> retry_around_next_slot(bool retry_first) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  Script s;
+  std::size_t retry = 0;
+  regular(s, "hourly", slot, "2026-03-02T10:50:00Z", "2026-03-02T11:00:00Z", "failure",
+          "rate_limit");
+  note(s, "retry_scheduled", "hourly", slot, "2026-03-02T10:50:00Z", 1, "rate_limit");
+  if (retry_first) retry = retry_run(s, "hourly", slot, "2026-03-02T10:55:00Z", 2, "success");
+  regular(s, "hourly", "2026-03-02T11:00:00Z", "2026-03-02T11:00:00Z", "2026-03-02T12:00:00Z",
+          "success");
+  if (!retry_first) retry = retry_run(s, "hourly", slot, "2026-03-02T11:05:00Z", 2, "success");
+  return {s, retry};
+}
+
+TEST(RetriesBounded, FiresWhenASupersededPerEpisodeRetryRuns) {
+  const auto [bad, retry] = retry_around_next_slot(false);
+  const Outcome o = run(bad, only({"hourly"}));
+  expect_first(o, "retries_bounded", retry);
+  EXPECT_NE(o.seen.front().message.find("supersedes"), std::string::npos) << describe(o.seen);
+  const Outcome near = run(retry_around_next_slot(true).first, only({"hourly"}));
+  EXPECT_TRUE(std::none_of(near.seen.begin(), near.seen.end(),
+                           [](const Violation& v) { return v.invariant == "retries_bounded"; }))
+      << describe(near.seen);
+}
+
 TEST(RetriesBounded, NearMissTwoRetriesThenExhaustedThenRegularRuns) {
   Script s;
   regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
