@@ -209,8 +209,7 @@ void StateDurable::check_ok_row_count(const TraceEvent& e, std::size_t i, Violat
 // every way the world damages bytes (a fault's garbage or cut, a torn write)
 // leaves its own record, so a report with none of them before it is a store
 // that took a missing or valid file for a corrupt one and failed closed.
-void StateDurable::check_damage_behind_report(const TraceEvent& e, std::size_t i,
-                                              Violations& out) {
+void StateDurable::check_damage_behind_report(const TraceEvent& e, std::size_t i, Violations& out) {
   if (e.type == "disk_corrupted" || e.type == "disk_torn_write") world_damaged_ = true;
   if (e.type == "store_corrupt_injected") {
     const auto* applied = field(e, "applied");

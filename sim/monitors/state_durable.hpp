@@ -105,7 +105,7 @@ class StateDurable final : public Monitor {
   };
   std::map<std::string, Unsynced> unsynced_;   // store file -> its change not yet fsynced
   std::set<std::size_t> taken_while_refused_;  // indexes of retry takes while refused
-  bool world_damaged_ = false;  // the world damaged or tore any file of the disk
+  bool world_damaged_ = false;                 // the world damaged or tore any file of the disk
   std::vector<std::string> corrupt_paths_;
   // Journals a fault cut at a record boundary (`records_whole`): a valid,
   // shorter journal no reader of the file can tell from a whole one. Corrupt

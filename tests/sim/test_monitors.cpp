@@ -404,7 +404,8 @@ TEST(StageMonotonic, NearMissForwardMovesAndTerminalEnd) {
 TEST(StageMonotonic, FiresWhenAStageNeedingAnAgentIsWrittenBeforeItsHandoff) {
   Script s;
   s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "DESIGNING"}});
-  const auto bad = s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "BUILDING"}});
+  const auto bad =
+      s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "BUILDING"}});
   assign_answered(s, "2026-03-02T10:10:01Z", "ISS-1");  // sent after the write
   expect_first(run(s, base_scenario()), "stage_monotonic", bad);
 
@@ -490,9 +491,9 @@ TEST(RetriesBounded, FiresWhenASupersededPerEpisodeRetryRuns) {
   expect_first(o, "retries_bounded", retry);
   EXPECT_NE(o.seen.front().message.find("supersedes"), std::string::npos) << describe(o.seen);
   const Outcome near = run(retry_around_next_slot(true).first, only({"hourly"}));
-  EXPECT_TRUE(std::none_of(near.seen.begin(), near.seen.end(),
-                           [](const Violation& v) { return v.invariant == "retries_bounded"; }))
-      << describe(near.seen);
+  EXPECT_TRUE(std::none_of(near.seen.begin(), near.seen.end(), [](const Violation& v) {
+    return v.invariant == "retries_bounded";
+  })) << describe(near.seen);
 }
 
 TEST(RetriesBounded, NearMissTwoRetriesThenExhaustedThenRegularRuns) {
