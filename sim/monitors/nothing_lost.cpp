@@ -335,8 +335,8 @@ std::optional<NothingLost::GroupVerdict> NothingLost::verdict_of(const std::stri
 }
 
 // A failed verdict sends the failure notice to every target directly; a
-// target that refuses is logged and the others are still tried (docs/
-// semantics.md §6). The run has returned when its intent is written, so by
+// target that refuses is logged and the others are still tried
+// (docs/semantics.md §6). The run has returned when its intent is written, so by
 // then each target must have had one attempt (delivered or refused). A run a
 // crash cut before its intent is not judged (the group run is forgotten).
 void NothingLost::check_failure_noticed(const std::string& id, const GroupRun& run, std::size_t i,
@@ -445,8 +445,8 @@ void NothingLost::note_policy_visibility(const TraceEvent& e) {
   }
 }
 
-// policy_invalid is sent once per change of the recorded error (docs/
-// semantics.md §9). A job's policy is the scenario's, the same at every boot,
+// policy_invalid is sent once per change of the recorded error
+// (docs/semantics.md §9). A job's policy is the scenario's, the same at every boot,
 // so its error never changes: a notice at a later boot while the durable row
 // the world last read already records it repeats one. Excused when the store cannot show
 // the core that record: damaged by the world (a blind boot since the row, or
