@@ -1092,8 +1092,9 @@ Script announced_failure_then_success(bool recovered) {
         {{"process", "worker"}, {"boots", 1}});
   regular(s, "hourly", slot, slot, "2026-03-02T11:00:00Z", "failure", "timeout");
   note(s, "retry_scheduled", "hourly", slot, slot, 1, "timeout");
-  s.add("message_delivered", slot, "hourly", slot,
-        {{"kind", "notification"}, {"event", "retry_scheduled"}, {"target", "ops"}});
+  s.add(
+      "message_delivered", slot, "hourly", slot,
+      {{"kind", "notification"}, {"event", "retry_scheduled"}, {"attempt", 1}, {"target", "ops"}});
   retry_run(s, "hourly", slot, "2026-03-02T10:05:00Z", 2, "success");
   if (recovered) {
     s.add("message_delivered", "2026-03-02T10:05:00Z", "hourly", slot,
@@ -1329,6 +1330,208 @@ TEST(NothingLost, NearMissGroupRunThatDeliveredOrMarkedTheSlotSkipped) {
   EXPECT_EQ(o.slots[0].attempts, 1);
   EXPECT_EQ(o.slots[1].state, SlotState::skipped);
   EXPECT_STREQ(to_string(o.slots[1].state), "skipped");
+}
+
+// The event index of the first violation of `invariant` whose message holds `text`.
+std::optional<std::size_t> fired_at(const Outcome& o, const std::string& invariant,
+                                    const std::string& text) {
+  for (const auto* list : {&o.seen, &o.end}) {
+    for (const Violation& v : *list) {
+      if (v.invariant == invariant && v.message.find(text) != std::string::npos) {
+        return v.event_index;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// A failed group verdict sends the failure notice to every target directly
+// (docs/semantics.md §6): one target refusing it is logged and the others are
+// still tried. By the run's intent each target had one attempt.
+Scenario group_two_targets() {
+  Scenario s = group_hourly();
+  s.jobs.front().targets = {"team-chat", "ops-chat"};
+  s.jobs.front().tasks = {GroupTask{"digest", TaskOutput::summary, 1}};
+  return s;
+}
+
+Script failed_group_run(const std::vector<std::pair<std::string, std::string>>& notices) {
+  Script s;
+  const char* slot = "2026-03-02T10:00:00Z";
+  handout(s, slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
+  run_start(s, slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
+  TraceEvent reply;
+  reply.t = at("2026-03-02T10:00:02Z");
+  reply.type = "service_reply";
+  reply.service = "model-api";
+  reply.job = "hourly";
+  reply.slot = at(slot);
+  reply.data = {{"target", "digest"}, {"status", 429}, {"request_id", "hourly/r0"}};
+  s.add_event(std::move(reply));
+  for (const auto& [type, target] : notices) {
+    s.add(type, "2026-03-02T10:00:03Z", "hourly", slot,
+          {{"kind", "failure_notice"}, {"target", target}, {"attempt", 1}});
+  }
+  run_end(s, "2026-03-02T10:00:04Z", "hourly", slot,
+          {{"kind", "regular"},
+           {"attempt", 1},
+           {"outcome", "failure"},
+           {"failure_class", "rate_limit"}});
+  return s;
+}
+
+TEST(NothingLost, FiresWhenAFailedGroupRunLeavesATargetWithoutItsFailureNotice) {
+  const Script s = failed_group_run({{"message_refused", "team-chat"}});
+  const Outcome o = run(s, group_two_targets(), at("2026-03-02T10:01:00Z"));
+  EXPECT_TRUE(fired(o, "nothing_lost", "without sending its failure notice to target ops-chat"))
+      << describe(o.seen);
+}
+
+TEST(NothingLost, NearMissAFailedGroupRunWhoseNoticeOneTargetRefused) {
+  const Script s =
+      failed_group_run({{"message_refused", "team-chat"}, {"message_delivered", "ops-chat"}});
+  const Outcome o = run(s, group_two_targets(), at("2026-03-02T10:01:00Z"));
+  EXPECT_FALSE(fired(o, "nothing_lost", "failure notice")) << describe(o.seen);
+}
+
+// A notification as the messenger records it (`message_delivered` or
+// `message_refused`), with the fields the outbox message carries.
+std::size_t notice_sent(Script& s, const std::string& type, const char* t, const char* slot) {
+  return s.add(
+      type, t, "hourly", slot,
+      {{"kind", "notification"}, {"event", "retry_scheduled"}, {"attempt", 1}, {"target", "ops"}});
+}
+
+// The outbox's message `id` of a retry_scheduled for hourly's slot.
+std::size_t outbox_message(Script& s, const char* t, const char* slot, int id) {
+  TraceEvent e;
+  e.t = at(t);
+  e.type = "outbox_add";
+  e.service = "queue";
+  e.job = "hourly";
+  e.slot = at(slot);
+  e.data = {{"id", id},     {"event", "retry_scheduled"}, {"target", "ops"},
+            {"attempt", 1}, {"failure_class", "timeout"}, {"at", t}};
+  return s.add_event(std::move(e));
+}
+
+void boot(Script& s, const char* t, int n) {
+  s.add("process_boot", t, {}, std::nullopt, {{"process", "worker"}, {"boots", n}});
+}
+
+// A refused notification is logged, not retried (docs/semantics.md §9): the
+// outbox sends a message once; only a crash before its removal makes the
+// next boot send it again.
+TEST(NothingLost, FiresWhenARefusedNotificationIsSentAgain) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  outbox_message(s, "2026-03-02T10:00:00Z", slot, 7);
+  notice_sent(s, "message_refused", "2026-03-02T10:00:00Z", slot);
+  const auto bad = notice_sent(s, "message_refused", "2026-03-02T10:00:01Z", slot);
+  s.add("outbox_remove", "2026-03-02T10:00:01Z", {}, std::nullopt,
+        {{"id", 7}, {"target", "ops"}, {"event", "retry_scheduled"}});
+  const Outcome o = run(s, hourly_with_messenger(), at("2026-03-02T10:01:00Z"));
+  EXPECT_EQ(fired_at(o, "nothing_lost", "after the messenger refused it"), bad) << describe(o.seen);
+}
+
+TEST(NothingLost, NearMissARefusedNotificationSentAgainAfterACrash) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  outbox_message(s, "2026-03-02T10:00:00Z", slot, 7);
+  notice_sent(s, "message_refused", "2026-03-02T10:00:00Z", slot);
+  s.add("process_crash", "2026-03-02T10:00:00Z", {}, std::nullopt, {{"process", "worker"}});
+  boot(s, "2026-03-02T10:00:30Z", 2);
+  notice_sent(s, "message_refused", "2026-03-02T10:00:30Z", slot);
+  s.add("outbox_remove", "2026-03-02T10:00:30Z", {}, std::nullopt,
+        {{"id", 7}, {"target", "ops"}, {"event", "retry_scheduled"}});
+  // A second message with the same fields, committed anew, is sent once too.
+  outbox_message(s, "2026-03-02T10:05:00Z", slot, 8);
+  notice_sent(s, "message_refused", "2026-03-02T10:05:00Z", slot);
+  const Outcome o = run(s, hourly_with_messenger(), at("2026-03-02T10:30:00Z"));
+  EXPECT_FALSE(fired(o, "nothing_lost", "notification")) << describe(o.seen) << describe(o.end);
+}
+
+// Notifications are sent at least once across crashes (docs/semantics.md §9):
+// a message leaves the outbox only after it reached the messenger, and one
+// still unsent is owed once the worker has been up for the settle bound.
+TEST(NothingLost, FiresWhenANotificationLeavesTheOutboxUnsent) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  outbox_message(s, "2026-03-02T10:00:00Z", slot, 7);
+  const auto bad = s.add("outbox_remove", "2026-03-02T10:00:01Z", {}, std::nullopt,
+                         {{"id", 7}, {"target", "ops"}, {"event", "retry_scheduled"}});
+  const Outcome o = run(s, hourly_with_messenger(), at("2026-03-02T10:01:00Z"));
+  EXPECT_EQ(fired_at(o, "nothing_lost", "without reaching the messenger"), bad) << describe(o.seen);
+}
+
+TEST(NothingLost, FiresAtTheEndWhenACommittedNotificationIsNeverSent) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  const auto committed = outbox_message(s, "2026-03-02T10:00:00Z", slot, 7);
+  // Up for the settle bound after the commit: owed.
+  const Outcome o = run(s, hourly_with_messenger(), at("2026-03-02T10:05:00Z"));
+  EXPECT_EQ(fired_at(o, "nothing_lost", "never reached the messenger"), committed)
+      << describe(o.end);
+}
+
+TEST(NothingLost, NearMissANotificationNotYetSentAtTheEndOrLostToACrash) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  const auto owed = [](const Script& s, const char* until) {
+    const Outcome o = run(s, hourly_with_messenger(), at(until));
+    return fired(o, "nothing_lost", "reached the messenger");
+  };
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  outbox_message(s, "2026-03-02T10:00:00Z", slot, 7);
+  // Committed less than the settle bound before the end: still in flight.
+  EXPECT_FALSE(owed(s, "2026-03-02T10:04:59Z"));
+  // The worker down at the end, or back up for less than the bound: not owed.
+  s.add("process_crash", "2026-03-02T10:00:00Z", {}, std::nullopt, {{"process", "worker"}});
+  EXPECT_FALSE(owed(s, "2026-03-02T11:00:00Z"));
+  boot(s, "2026-03-02T10:58:00Z", 2);
+  EXPECT_FALSE(owed(s, "2026-03-02T11:00:00Z"));
+  // Sent by the next boot: kept.
+  notice_sent(s, "message_delivered", "2026-03-02T10:58:00Z", slot);
+  EXPECT_FALSE(owed(s, "2026-03-02T12:00:00Z"));
+}
+
+// policy_invalid once per change of the recorded error (docs/semantics.md
+// §9): the scenario fixes the policy, so a second notice at a later boot
+// while the durable row records the error repeats one. "broken" has no
+// policy. A boot notifies first, then writes the row.
+Script policy_noticed_then_rebooted() {
+  Script s;
+  boot(s, "2026-03-02T09:30:00Z", 1);
+  note(s, "policy_invalid", "broken", nullptr, "2026-03-02T09:30:00Z", 0, "config");
+  s.add("durable_job_state", "2026-03-02T09:30:00Z", "broken", std::nullopt,
+        {{"retry_status", "ok"}, {"policy_invalid", true}, {"slots", json::object()}});
+  s.add("process_crash", "2026-03-02T10:00:00Z", {}, std::nullopt, {{"process", "worker"}});
+  boot(s, "2026-03-02T10:30:00Z", 2);
+  return s;
+}
+
+TEST(NothingLost, FiresWhenPolicyInvalidIsSentAgainForTheSameError) {
+  Script s = policy_noticed_then_rebooted();
+  const auto bad =
+      note(s, "policy_invalid", "broken", nullptr, "2026-03-02T10:30:00Z", 0, "config");
+  const Outcome o = run(s, base_scenario());
+  EXPECT_EQ(fired_at(o, "nothing_lost", "policy_invalid sent again"), bad) << describe(o.seen);
+}
+
+TEST(NothingLost, NearMissPolicyInvalidAgainAfterTheStoreLostItsRecord) {
+  // The first boot: its notice, then its row.
+  const Outcome first = run(policy_noticed_then_rebooted(), base_scenario());
+  EXPECT_FALSE(fired(first, "nothing_lost", "")) << describe(first.seen) << describe(first.end);
+  // The store refusing writes at the next boot (its state_corrupt committed):
+  // the core starts from fresh states and says so again.
+  Script refused = policy_noticed_then_rebooted();
+  note_state_corrupt(refused, "2026-03-02T10:30:00Z");
+  note(refused, "policy_invalid", "broken", nullptr, "2026-03-02T10:30:00Z", 0, "config");
+  EXPECT_FALSE(fired(run(refused, base_scenario()), "nothing_lost", "policy_invalid sent again"));
 }
 
 // ------------------------------------------------------------ 6 state_durable
@@ -2663,10 +2866,6 @@ std::size_t damage_store(Script& s, const char* t, const char* file = "retry_sta
 
 void crash(Script& s, const char* t) {
   s.add("process_crash", t, {}, std::nullopt, {{"process", "worker"}, {"cause", "restart"}});
-}
-
-void boot(Script& s, const char* t, int n) {
-  s.add("process_boot", t, {}, std::nullopt, {{"process", "worker"}, {"boots", n}});
 }
 
 bool fired(const Outcome& o, const std::string& invariant, const std::string& text) {
