@@ -15,7 +15,9 @@ bool failure_notification(const std::string& event) {
 }  // namespace
 
 NothingLost::NothingLost(const Scenario& scenario, MonitorContext& context)
-    : context_(context), notifications_seen_(scenario.services.messenger.has_value()) {
+    : context_(context),
+      sequential_(scenario),
+      notifications_seen_(scenario.services.messenger.has_value()) {
   for (const auto& [id, config] : context.jobs.all()) {
     jobs_[id] = JobWatch{};
     // A job with no usable schedule never runs, so its policy never applies:
@@ -38,8 +40,10 @@ Violations NothingLost::observe(const TraceEvent& e, std::size_t i) {
       j.success_unannounced.reset();
       j.group_run.reset();  // a run cut by the crash is not judged
     }
+    sequential_.forget();
     return out;
   }
+  sequential_.observe(e, i, kName, out);
   if (e.type == "message_delivered" && e.str("kind") == "delivery" && e.slot) {
     delivered_.insert({e.job, *e.slot});
     delivered_to_.insert({e.job, *e.slot, e.str("target")});

@@ -925,6 +925,67 @@ TEST(NothingLost, FiresWhenAFetchRunWithAFailedRequestReportsSuccess) {
   EXPECT_FALSE(fired(run(resent, base_scenario()), "nothing_lost", "a swallowed failure"));
 }
 
+// A sequential fetch run stops at its first failed request (docs/token-client.md
+// "FetchJob"): request r1 of slotty's run goes out after r0 was refused with a
+// 403. The closest legal runs: r0 recovers from a 401 (the issuance led by r0
+// answered, r0 sent again and answered 200) before r1 goes out; and the same
+// 403 in a parallel fetch job, whose requests do not wait for each other.
+Script sequential_run(bool recovered) {
+  const char* slot = "2026-03-02T10:30:00Z";
+  const std::string prefix = "slotty/2026-03-02T10:30:00Z/a1/";
+  Script s;
+  const auto request = [&](const char* type, const char* t, const std::string& rid, json data) {
+    TraceEvent e;
+    e.t = at(t);
+    e.type = type;
+    e.job = "slotty";
+    e.slot = at(slot);
+    e.service = "brokerage";
+    data["request_id"] = prefix + rid;
+    e.data = std::move(data);
+    return s.add_event(std::move(e));
+  };
+  run_start(s, slot, "slotty", slot, {{"kind", "regular"}});
+  request("service_call", "2026-03-02T10:30:00Z", "r0", {{"operation", "quote"}});
+  request("service_reply", "2026-03-02T10:30:00.100Z", "r0",
+          {{"operation", "quote"}, {"status", recovered ? 401 : 403}});
+  if (recovered) {
+    request("service_call", "2026-03-02T10:30:00.100Z", "r0", {{"operation", "issue_token"}});
+    request("service_reply", "2026-03-02T10:30:00.200Z", "r0",
+            {{"operation", "issue_token"}, {"status", 200}});
+    request("service_call", "2026-03-02T10:30:00.200Z", "r0", {{"operation", "quote"}});
+    request("service_reply", "2026-03-02T10:30:00.300Z", "r0",
+            {{"operation", "quote"}, {"status", 200}});
+  }
+  request("service_call", "2026-03-02T10:30:00.300Z", "r1", {{"operation", "positions"}});
+  return s;
+}
+
+TEST(NothingLost, FiresWhenASequentialFetchRunGoesOnAfterAFailedRequest) {
+  const Script s = sequential_run(false);
+  const Outcome o = run(s, base_scenario());
+  expect_first(o, "nothing_lost", s.events().size() - 1);
+  EXPECT_TRUE(fired(o, "nothing_lost", "a sequential run stops at its first failed request"))
+      << describe(o.seen);
+  EXPECT_TRUE(fired(o, "nothing_lost", "status 403")) << describe(o.seen);
+  // A call job stops at its first failed call the same way.
+  Scenario calls = base_scenario();
+  for (JobSpec& j : calls.jobs) j.kind = j.id == "slotty" ? JobKind::call : j.kind;
+  const Outcome call = run(s, calls);
+  expect_first(call, "nothing_lost", s.events().size() - 1);
+  EXPECT_TRUE(fired(call, "nothing_lost", "call job slotty")) << describe(call.seen);
+}
+
+TEST(NothingLost, NearMissASequentialFetchRunGoesOnAfterARecovered401) {
+  const std::string text = "a sequential run stops";
+  const Outcome recovered = run(sequential_run(true), base_scenario());
+  EXPECT_FALSE(fired(recovered, "nothing_lost", text)) << describe(recovered.seen);
+  Scenario parallel = base_scenario();
+  for (JobSpec& j : parallel.jobs) j.parallel = j.parallel || j.id == "slotty";
+  const Outcome fan_out = run(sequential_run(false), parallel);
+  EXPECT_FALSE(fired(fan_out, "nothing_lost", text)) << describe(fan_out.seen);
+}
+
 // Under per_slot each slot keeps its retries: a cancel drops one it was owed.
 // "weekly" runs "auto" (per_slot); "hourly" is per_episode (the per-job form),
 // where the next regular slot supersedes a pending retry.
@@ -1849,6 +1910,64 @@ TEST(TokenReissueBounded, FiresWhenARequestGoesOnAfterItsIssuanceFailed) {
   next.broker("token_issued", "2026-03-02T10:05:00Z", "r2",
               {{"reason", "initial"}, {"generation", 1}});
   EXPECT_TRUE(run(next, base_scenario()).seen.empty());
+}
+
+// Single flight (docs/token-client.md rule 5): r1 and r2 meet a 401 together.
+// A client that shares one issuance sends another only after r1's was
+// answered (or a crash lost it with its process); one that lets r2 start its
+// own while r1's is in flight sends two `issue_token` calls at once.
+enum class Second { in_flight, after_reply, after_crash };
+
+Script two_issuances(Second when) {
+  Script s;
+  s.broker("service_reply", "2026-03-02T10:00:00Z", "r1",
+           {{"operation", "quote"}, {"status", 401}});
+  s.broker("service_reply", "2026-03-02T10:00:00.010Z", "r2",
+           {{"operation", "quote"}, {"status", 401}});
+  s.broker("token_issued", "2026-03-02T10:00:00.020Z", "r1",
+           {{"reason", "after_401"}, {"generation", 2}});
+  s.broker("service_call", "2026-03-02T10:00:00.020Z", "r1", {{"operation", "issue_token"}});
+  const auto second = [&s](const char* t, const char* rid, const char* reason) {
+    s.broker("token_issued", t, rid, {{"reason", reason}, {"generation", 3}});
+    s.broker("service_call", t, rid, {{"operation", "issue_token"}});
+  };
+  switch (when) {
+    case Second::in_flight: second("2026-03-02T10:00:00.050Z", "r2", "after_401"); break;
+    case Second::after_reply:
+      s.broker("service_reply", "2026-03-02T10:00:00.120Z", "r1",
+               {{"operation", "issue_token"}, {"status", 200}});
+      second("2026-03-02T10:00:00.120Z", "r2", "after_401");
+      break;
+    case Second::after_crash:
+      s.add("process_crash", "2026-03-02T10:00:00.030Z", {}, std::nullopt,
+            {{"process", "worker"}, {"cause", "restart"}, {"crashes", 1}});
+      s.add("process_boot", "2026-03-02T10:00:00.040Z", {}, std::nullopt,
+            {{"process", "worker"}, {"boots", 2}});
+      second("2026-03-02T10:00:00.050Z", "r3", "initial");  // the new process's cold start
+      break;
+  }
+  return s;
+}
+
+TEST(TokenReissueBounded, FiresOnTwoIssuancesInFlightAtOnce) {
+  const Outcome o =
+      run(two_issuances(Second::in_flight), base_scenario(), at("2026-03-02T10:30:00Z"));
+  expect_first(o, "token_reissue_bounded", 5);
+  ASSERT_FALSE(o.seen.empty());
+  EXPECT_NE(o.seen.front().message.find("single flight"), std::string::npos)
+      << o.seen.front().message;
+}
+
+// Closest legal cases: the second issuance is sent at the instant the first
+// one's reply arrived (after it, in the world's order), or after a crash lost
+// the first one with its process.
+TEST(TokenReissueBounded, NearMissAnIssuanceRightAfterTheOneInFlightEnded) {
+  for (const Second when : {Second::after_reply, Second::after_crash}) {
+    const Outcome o = run(two_issuances(when), base_scenario(), at("2026-03-02T10:30:00Z"));
+    EXPECT_TRUE(std::none_of(o.seen.begin(), o.seen.end(), [](const Violation& v) {
+      return v.invariant == "token_reissue_bounded";
+    })) << describe(o.seen);
+  }
 }
 
 TEST(TokenReissueBounded, NearMissOneReissueThenSuccessAndARefresh) {
