@@ -17,6 +17,7 @@ bool failure_notification(const std::string& event) {
 NothingLost::NothingLost(const Scenario& scenario, MonitorContext& context)
     : context_(context),
       sends_(kName, context.process, scenario.services.messenger.has_value()),
+      sequential_(scenario),
       notifications_seen_(scenario.services.messenger.has_value()) {
   for (const auto& [id, config] : context.jobs.all()) {
     jobs_[id] = JobWatch{};
@@ -41,8 +42,10 @@ Violations NothingLost::observe(const TraceEvent& e, std::size_t i) {
       j.success_unannounced.reset();
       j.group_run.reset();  // a run cut by the crash is not judged
     }
+    sequential_.forget();
     return out;
   }
+  sequential_.observe(e, i, kName, out);
   if (e.type == "message_delivered" && e.str("kind") == "delivery" && e.slot) {
     delivered_.insert({e.job, *e.slot});
     delivered_to_.insert({e.job, *e.slot, e.str("target")});

@@ -28,6 +28,8 @@
 //   docs/worker.md);
 // - a fetch or call run whose own request's last answer failed, reported as a
 //   success (a swallowed failure);
+// - a sequential fetch run, or a call run, sending a request after another
+//   of its requests failed (sequential_requests.hpp);
 // - a retry of a per_slot job cancelled (only a per_episode budget
 //   supersedes a retry);
 // - a queue entry put back to run again after its second stall (a run stalled
@@ -60,6 +62,7 @@
 #include "sim/monitors/context.hpp"
 #include "sim/monitors/monitor.hpp"
 #include "sim/monitors/notice_sends.hpp"
+#include "sim/monitors/sequential_requests.hpp"
 
 namespace rehearse::sim {
 
@@ -67,11 +70,11 @@ class NothingLost final : public Monitor {
  public:
   static constexpr const char* kName = "nothing_lost";
   static std::vector<std::string> reads() {
-    return {"queue_take",   "queue_intent",     "queue_done",        "durable_job_state",
-            "outbox_add",   "durable_delivery", "message_delivered", "message_refused",
-            "queue_add",    "service_reply",    "process_crash",     "disk_process_crashed",
-            "disk_crash",   "durable_stage",    "queue_requeue",     "queue_cancel",
-            "outbox_remove"};
+    return {"queue_take",    "queue_intent",     "queue_done",        "durable_job_state",
+            "outbox_add",    "durable_delivery", "message_delivered", "message_refused",
+            "queue_add",     "service_reply",    "process_crash",     "disk_process_crashed",
+            "disk_crash",    "durable_stage",    "queue_requeue",     "queue_cancel",
+            "outbox_remove", "service_call"};
   }
 
   NothingLost(const Scenario& scenario, MonitorContext& context);
@@ -135,6 +138,7 @@ class NothingLost final : public Monitor {
 
   MonitorContext& context_;
   NoticeSends sends_;                // notifications from the outbox to the messenger
+  SequentialRequests sequential_;    // requests of sequential runs
   bool notifications_seen_ = false;  // the scenario declares a messenger
   std::map<std::string, JobWatch> jobs_;
   std::set<std::pair<std::string, TimeMs>> delivered_;  // slots with a delivery sent

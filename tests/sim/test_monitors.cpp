@@ -839,11 +839,14 @@ TEST(ScheduleKept, SixFieldAndNamedSchedulesAreUnderstood) {
 
 TEST(ScheduleKept, UnknownSyntaxIsSkippedLoudlyNotPassedSilently) {
   std::string why;
-  EXPECT_FALSE(WitnessCron::parse("0 0 L * *", &why));
-  EXPECT_NE(why.find("L"), std::string::npos);
-  EXPECT_FALSE(WitnessCron::parse("0 0 * * 5#3", &why));
+  // cron-parser's odd readings the core reproduces: `LL` is `L`, `55L` the
+  // last Friday, `5#1e0` the first Friday (docs/cron.md).
+  EXPECT_FALSE(WitnessCron::parse("0 0 LL * *", &why));
+  EXPECT_NE(why.find("LL"), std::string::npos);
+  EXPECT_FALSE(WitnessCron::parse("0 0 * * 55L", &why));
+  EXPECT_FALSE(WitnessCron::parse("0 0 * * 5#1e0", &why));
   Scenario sc = base_scenario();
-  sc.jobs[0].schedule = "0 0 L * *";
+  sc.jobs[0].schedule = "0 0 LL * *";
   sc.env["EMPTY"] = "";
   sc.jobs[1].schedule_env = "EMPTY";
   MonitorSet set(sc);
@@ -852,6 +855,120 @@ TEST(ScheduleKept, UnknownSyntaxIsSkippedLoudlyNotPassedSilently) {
   ASSERT_EQ(unchecked.size(), 1u) << unchecked.dump();
   EXPECT_EQ(unchecked[0]["invariant"], "schedule_kept");
   EXPECT_EQ(unchecked[0]["subject"], "hourly");
+}
+
+// `L` in day-of-month, `dL` and `d#n` in day-of-week (docs/cron.md): the
+// matcher's own reading, by hand from a calendar.
+TEST(ScheduleKept, LastDaysAndNthWeekdaysAreUnderstood) {
+  std::string why;
+  const auto firings = [&](const char* expr, const char* from, const char* to) {
+    std::vector<std::string> out;
+    const auto c = WitnessCron::parse(expr, &why);
+    EXPECT_TRUE(c) << expr << ": " << why;
+    if (!c) return out;
+    EXPECT_TRUE(c->low_frequency()) << expr;
+    for (const TimeMs t : c->between(at(from), at(to), 10)) out.push_back(format_instant(t));
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(firings("0 9 L * *", "2028-01-15T00:00:00Z", "2028-04-15T00:00:00Z"),
+            (V{"2028-01-31T09:00:00Z", "2028-02-29T09:00:00Z", "2028-03-31T09:00:00Z"}));
+  EXPECT_EQ(firings("0 9 * * FRIL", "2026-03-01T00:00:00Z", "2026-05-01T00:00:00Z"),
+            (V{"2026-03-27T09:00:00Z", "2026-04-24T09:00:00Z"}));
+  EXPECT_EQ(firings("0 9 * * 7L", "2026-03-01T00:00:00Z", "2026-05-01T00:00:00Z"),
+            (V{"2026-03-29T09:00:00Z", "2026-04-26T09:00:00Z"}));
+  EXPECT_EQ(firings("0 9 * * mon#1", "2026-03-01T00:00:00Z", "2026-05-01T00:00:00Z"),
+            (V{"2026-03-02T09:00:00Z", "2026-04-06T09:00:00Z"}));
+  // Both day fields restricted: either matches; a `#n` then limits every
+  // matching day to the n-th week (the 10th and second Fridays).
+  EXPECT_EQ(firings("0 9 10 * 5#2", "2026-03-01T00:00:00Z", "2026-05-01T00:00:00Z"),
+            (V{"2026-03-10T09:00:00Z", "2026-03-13T09:00:00Z", "2026-04-10T09:00:00Z"}));
+  EXPECT_EQ(firings("0 9 15,L * 5L", "2026-04-01T00:00:00Z", "2026-05-01T00:00:00Z"),
+            (V{"2026-04-15T09:00:00Z", "2026-04-24T09:00:00Z", "2026-04-30T09:00:00Z"}));
+  EXPECT_FALSE(WitnessCron::parse("0 9 * * 1,5L", &why)->low_frequency());
+}
+
+// A last-day-of-month job (`0 9 L * *`): April's last day skipped between the
+// hand-outs of March's and May's fires, and so does a slot on another day;
+// every last day handed out in turn is the near miss.
+TEST(ScheduleKept, FiresWhenALastDayOfMonthFiringIsSkippedOrMissed) {
+  Scenario sc = base_scenario();
+  sc.jobs[0].schedule = "0 9 L * *";
+  sc.jobs[3].schedule_env.reset();
+  sc.jobs[3].schedule = "0 9 * * MON#1";
+  const auto last_day = [](Script& s, const char* slot, const char* next) {
+    return handout(s, slot, "hourly", slot, {{"next_run_at", next}});
+  };
+  Script kept;
+  last_day(kept, "2026-03-31T09:00:00Z", "2026-04-30T09:00:00Z");
+  handout(kept, "2026-04-06T09:00:00Z", "weekly", "2026-04-06T09:00:00Z",
+          {{"next_run_at", "2026-05-04T09:00:00Z"}});
+  last_day(kept, "2026-04-30T09:00:00Z", "2026-05-31T09:00:00Z");
+  last_day(kept, "2026-05-31T09:00:00Z", "2026-06-30T09:00:00Z");
+  const Outcome clean = run(kept, sc, at("2026-06-01T00:00:00Z"));
+  EXPECT_TRUE(clean.seen.empty()) << describe(clean.seen);
+  EXPECT_TRUE(clean.tallies["unchecked"].empty()) << clean.tallies["unchecked"].dump();
+  Script skipped;
+  last_day(skipped, "2026-03-31T09:00:00Z", "2026-04-30T09:00:00Z");
+  const auto late = last_day(skipped, "2026-05-31T09:00:00Z", "2026-06-30T09:00:00Z");
+  expect_first(run(skipped, sc, at("2026-06-01T00:00:00Z")), "schedule_kept", late);
+  Script off;
+  const auto bad = last_day(off, "2026-04-29T09:00:00Z", "2026-04-30T09:00:00Z");
+  expect_first(run(off, sc, at("2026-05-01T00:00:00Z")), "schedule_kept", bad);
+  Script second_monday;
+  const auto monday = handout(second_monday, "2026-04-13T09:00:00Z", "weekly",
+                              "2026-04-13T09:00:00Z", {{"next_run_at", "2026-05-04T09:00:00Z"}});
+  expect_first(run(second_monday, sc, at("2026-04-14T00:00:00Z")), "schedule_kept", monday);
+}
+
+// An override that is no valid cron by the documented grammar (the
+// monitors' own rules, cron_grammar.hpp) is a config error: the job never
+// runs. One the matcher merely cannot read (`1*`: cron-parser reads
+// 10-59) stays unchecked, never asserted.
+TEST(ScheduleKept, TellsAnInvalidCronFromSyntaxTheMatcherLacks) {
+  using R = WitnessCron::Refusal;
+  const auto refusal = [](const char* expr) {
+    std::string why;
+    R r = R::unknown_syntax;
+    EXPECT_FALSE(WitnessCron::parse(expr, &why, &r)) << expr;
+    return r;
+  };
+  for (const char* bad :
+       {"61 * * * *", "0 24 * * *", "0 0 0 * *", "0 0 * 13 *", "0 0 * * 8", "60 0 0 * * *",
+        "0 0 * *", "0 0 * * * * 2027", "@reboot", "@DAILY", " @daily", "   ", "0 0 30 2 *",
+        "0 0 30 2 1", "0 0 30,L FEB *", "0 0 31 4,6 *"}) {
+    EXPECT_EQ(refusal(bad), R::invalid) << bad;
+  }
+  // The last: four fields to the matcher, five to the core (U+00A0 is a
+  // JavaScript space), so no field count is asserted.
+  for (const char* lacks : {"1* * * * *", "0 0 15W * *", "0 0 * * 5#1e0", "0 0 LL * *",
+                            "0 0 * * 9L", "0\xc2\xa00 * * *"}) {
+    EXPECT_EQ(refusal(lacks), R::unknown_syntax) << lacks;
+  }
+  EXPECT_TRUE(WitnessCron::parse("0 0 31 4,6 1", nullptr)) << "fires on Mondays";
+  EXPECT_TRUE(WitnessCron::parse("0 0 31,L 4,6 *", nullptr)) << "fires on the last days";
+}
+
+TEST(ScheduleKept, FiresWhenAJobWithAnInvalidOverrideIsQueued) {
+  Scenario sc = base_scenario();
+  sc.env["BAD_CRON"] = "61 * * * *";
+  sc.env["ODD_CRON"] = "1* * * * *";  // valid: cron-parser reads 10-59
+  sc.jobs[1].schedule_env = "BAD_CRON";
+  sc.jobs[2].schedule_env = "ODD_CRON";
+  Script s;
+  s.add("queue_add", "2026-03-02T10:10:00Z", "broken", "2026-03-02T10:10:00Z",
+        {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T10:10:00Z"}});
+  const Outcome lacks = run(s, sc, at("2026-03-02T10:11:00Z"));
+  EXPECT_TRUE(lacks.seen.empty()) << describe(lacks.seen);
+  ASSERT_EQ(lacks.tallies["unchecked"].size(), 1u) << lacks.tallies["unchecked"].dump();
+  EXPECT_EQ(lacks.tallies["unchecked"][0]["subject"], "broken");
+  const auto bad =
+      s.add("queue_add", "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
+            {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T10:30:00Z"}});
+  const Outcome o = run(s, sc, at("2026-03-02T10:31:00Z"));
+  expect_first(o, "schedule_kept", bad);
+  EXPECT_TRUE(fired(o, "schedule_kept", "BAD_CRON='61 * * * *' is not a valid cron"))
+      << describe(o.seen);
 }
 
 // A job whose override is set but empty has no schedule: the queue receiving
@@ -994,6 +1111,67 @@ TEST(NothingLost, FiresWhenAFetchRunWithAFailedRequestReportsSuccess) {
              {{"request_id", "slotty/r0"}, {"operation", "GET"}, {"status", 200}});
   run_end(resent, slot, "slotty", slot, {{"kind", "regular"}, {"outcome", "success"}});
   EXPECT_FALSE(fired(run(resent, base_scenario()), "nothing_lost", "a swallowed failure"));
+}
+
+// A sequential fetch run stops at its first failed request (docs/token-client.md
+// "FetchJob"): request r1 of slotty's run goes out after r0 was refused with a
+// 403. The closest legal runs: r0 recovers from a 401 (the issuance led by r0
+// answered, r0 sent again and answered 200) before r1 goes out; and the same
+// 403 in a parallel fetch job, whose requests do not wait for each other.
+Script sequential_run(bool recovered) {
+  const char* slot = "2026-03-02T10:30:00Z";
+  const std::string prefix = "slotty/2026-03-02T10:30:00Z/a1/";
+  Script s;
+  const auto request = [&](const char* type, const char* t, const std::string& rid, json data) {
+    TraceEvent e;
+    e.t = at(t);
+    e.type = type;
+    e.job = "slotty";
+    e.slot = at(slot);
+    e.service = "brokerage";
+    data["request_id"] = prefix + rid;
+    e.data = std::move(data);
+    return s.add_event(std::move(e));
+  };
+  run_start(s, slot, "slotty", slot, {{"kind", "regular"}});
+  request("service_call", "2026-03-02T10:30:00Z", "r0", {{"operation", "quote"}});
+  request("service_reply", "2026-03-02T10:30:00.100Z", "r0",
+          {{"operation", "quote"}, {"status", recovered ? 401 : 403}});
+  if (recovered) {
+    request("service_call", "2026-03-02T10:30:00.100Z", "r0", {{"operation", "issue_token"}});
+    request("service_reply", "2026-03-02T10:30:00.200Z", "r0",
+            {{"operation", "issue_token"}, {"status", 200}});
+    request("service_call", "2026-03-02T10:30:00.200Z", "r0", {{"operation", "quote"}});
+    request("service_reply", "2026-03-02T10:30:00.300Z", "r0",
+            {{"operation", "quote"}, {"status", 200}});
+  }
+  request("service_call", "2026-03-02T10:30:00.300Z", "r1", {{"operation", "positions"}});
+  return s;
+}
+
+TEST(NothingLost, FiresWhenASequentialFetchRunGoesOnAfterAFailedRequest) {
+  const Script s = sequential_run(false);
+  const Outcome o = run(s, base_scenario());
+  expect_first(o, "nothing_lost", s.events().size() - 1);
+  EXPECT_TRUE(fired(o, "nothing_lost", "a sequential run stops at its first failed request"))
+      << describe(o.seen);
+  EXPECT_TRUE(fired(o, "nothing_lost", "status 403")) << describe(o.seen);
+  // A call job stops at its first failed call the same way.
+  Scenario calls = base_scenario();
+  for (JobSpec& j : calls.jobs) j.kind = j.id == "slotty" ? JobKind::call : j.kind;
+  const Outcome call = run(s, calls);
+  expect_first(call, "nothing_lost", s.events().size() - 1);
+  EXPECT_TRUE(fired(call, "nothing_lost", "call job slotty")) << describe(call.seen);
+}
+
+TEST(NothingLost, NearMissASequentialFetchRunGoesOnAfterARecovered401) {
+  const std::string text = "a sequential run stops";
+  const Outcome recovered = run(sequential_run(true), base_scenario());
+  EXPECT_FALSE(fired(recovered, "nothing_lost", text)) << describe(recovered.seen);
+  Scenario parallel = base_scenario();
+  for (JobSpec& j : parallel.jobs) j.parallel = j.parallel || j.id == "slotty";
+  const Outcome fan_out = run(sequential_run(false), parallel);
+  EXPECT_FALSE(fired(fan_out, "nothing_lost", text)) << describe(fan_out.seen);
 }
 
 // Under per_slot each slot keeps its retries: a cancel drops one it was owed.
@@ -2153,6 +2331,64 @@ TEST(TokenReissueBounded, FiresWhenARequestGoesOnAfterItsIssuanceFailed) {
   next.broker("token_issued", "2026-03-02T10:05:00Z", "r2",
               {{"reason", "initial"}, {"generation", 1}});
   EXPECT_TRUE(run(next, base_scenario()).seen.empty());
+}
+
+// Single flight (docs/token-client.md rule 5): r1 and r2 meet a 401 together.
+// A client that shares one issuance sends another only after r1's was
+// answered (or a crash lost it with its process); one that lets r2 start its
+// own while r1's is in flight sends two `issue_token` calls at once.
+enum class Second { in_flight, after_reply, after_crash };
+
+Script two_issuances(Second when) {
+  Script s;
+  s.broker("service_reply", "2026-03-02T10:00:00Z", "r1",
+           {{"operation", "quote"}, {"status", 401}});
+  s.broker("service_reply", "2026-03-02T10:00:00.010Z", "r2",
+           {{"operation", "quote"}, {"status", 401}});
+  s.broker("token_issued", "2026-03-02T10:00:00.020Z", "r1",
+           {{"reason", "after_401"}, {"generation", 2}});
+  s.broker("service_call", "2026-03-02T10:00:00.020Z", "r1", {{"operation", "issue_token"}});
+  const auto second = [&s](const char* t, const char* rid, const char* reason) {
+    s.broker("token_issued", t, rid, {{"reason", reason}, {"generation", 3}});
+    s.broker("service_call", t, rid, {{"operation", "issue_token"}});
+  };
+  switch (when) {
+    case Second::in_flight: second("2026-03-02T10:00:00.050Z", "r2", "after_401"); break;
+    case Second::after_reply:
+      s.broker("service_reply", "2026-03-02T10:00:00.120Z", "r1",
+               {{"operation", "issue_token"}, {"status", 200}});
+      second("2026-03-02T10:00:00.120Z", "r2", "after_401");
+      break;
+    case Second::after_crash:
+      s.add("process_crash", "2026-03-02T10:00:00.030Z", {}, std::nullopt,
+            {{"process", "worker"}, {"cause", "restart"}, {"crashes", 1}});
+      s.add("process_boot", "2026-03-02T10:00:00.040Z", {}, std::nullopt,
+            {{"process", "worker"}, {"boots", 2}});
+      second("2026-03-02T10:00:00.050Z", "r3", "initial");  // the new process's cold start
+      break;
+  }
+  return s;
+}
+
+TEST(TokenReissueBounded, FiresOnTwoIssuancesInFlightAtOnce) {
+  const Outcome o =
+      run(two_issuances(Second::in_flight), base_scenario(), at("2026-03-02T10:30:00Z"));
+  expect_first(o, "token_reissue_bounded", 5);
+  ASSERT_FALSE(o.seen.empty());
+  EXPECT_NE(o.seen.front().message.find("single flight"), std::string::npos)
+      << o.seen.front().message;
+}
+
+// Closest legal cases: the second issuance is sent at the instant the first
+// one's reply arrived (after it, in the world's order), or after a crash lost
+// the first one with its process.
+TEST(TokenReissueBounded, NearMissAnIssuanceRightAfterTheOneInFlightEnded) {
+  for (const Second when : {Second::after_reply, Second::after_crash}) {
+    const Outcome o = run(two_issuances(when), base_scenario(), at("2026-03-02T10:30:00Z"));
+    EXPECT_TRUE(std::none_of(o.seen.begin(), o.seen.end(), [](const Violation& v) {
+      return v.invariant == "token_reissue_bounded";
+    })) << describe(o.seen);
+  }
 }
 
 TEST(TokenReissueBounded, NearMissOneReissueThenSuccessAndARefresh) {
