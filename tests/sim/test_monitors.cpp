@@ -941,8 +941,10 @@ TEST(ScheduleKept, TellsAnInvalidCronFromSyntaxTheMatcherLacks) {
   }
   // The last: four fields to the matcher, five to the core (U+00A0 is a
   // JavaScript space), so no field count is asserted.
-  for (const char* lacks : {"1* * * * *", "0 0 15W * *", "0 0 * * 5#1e0", "0 0 LL * *",
-                            "0 0 * * 9L", "0\xc2\xa00 * * *"}) {
+  for (const char* lacks :
+       {"1* * * * *", "0 0 15W * *", "0 0 * * 5#1e0", "0 0 LL * *", "0 0 * * 9L",
+        "0\xc2\xa0"
+        "0 * * *"}) {
     EXPECT_EQ(refusal(lacks), R::unknown_syntax) << lacks;
   }
   EXPECT_TRUE(WitnessCron::parse("0 0 31 4,6 1", nullptr)) << "fires on Mondays";
