@@ -144,7 +144,12 @@ void NothingLost::check_regular_outcome(const TraceEvent& e, std::size_t i, std:
 void NothingLost::check_stall_rerun(const TraceEvent& e, std::size_t i, std::int64_t id,
                                     Violations& out) {
   if (orphans_.count(id) == 0) return;
-  const int stalls = ++stalls_[id];
+  int& stalls = ++stalls_[id];
+  // The stall count lives in the state store: a boot that found the store
+  // damaged (or a store failing closed) cannot know an earlier stall, and
+  // counts this one as the first.
+  const ProcessTracker& process = context_.process;
+  if (process.boot_blind() || process.store_refused()) stalls = 1;
   if (stalls <= 1) return;
   out.push_back(
       {kName, i, e.t,

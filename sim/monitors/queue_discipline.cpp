@@ -8,11 +8,14 @@
 
 namespace rehearse::sim {
 
-QueueDiscipline::QueueDiscipline(const Scenario& scenario, MonitorContext&)
-    : concurrency_(std::max(1, scenario.queue.concurrency)) {}
+QueueDiscipline::QueueDiscipline(const Scenario& scenario, MonitorContext& context)
+    : context_(context),
+      concurrency_(std::max(1, scenario.queue.concurrency)),
+      takeover_(kName, scenario.queue.standby_poll_ms) {}
 
 Violations QueueDiscipline::observe(const TraceEvent& e, std::size_t i) {
   Violations out;
+  takeover_.observe(e, i, out);
   if (is_crash_event(e.type)) {
     end_leases_of(e);
     return out;
@@ -24,6 +27,12 @@ Violations QueueDiscipline::observe(const TraceEvent& e, std::size_t i) {
     check_take(e, i, out);
     leases_[id] = Lease{e.num("process"), e.job};
   }
+  return out;
+}
+
+Violations QueueDiscipline::finish(TimeMs until) {
+  Violations out;
+  takeover_.finish(until, context_.events_seen, out);
   return out;
 }
 

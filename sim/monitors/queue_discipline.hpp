@@ -8,6 +8,8 @@
 //   must not run beside them);
 // - a take of a job while a lease of the same job is held fires.
 // A dead process's leases are not its successor's: they end at the crash.
+// Also the takeover (takeover_watch.hpp): with the worker lock free, a
+// standby that stays up holds it within one `queue.standby_poll`.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,7 @@
 
 #include "sim/monitors/context.hpp"
 #include "sim/monitors/monitor.hpp"
+#include "sim/monitors/takeover_watch.hpp"
 
 namespace rehearse::sim {
 
@@ -24,12 +27,13 @@ class QueueDiscipline final : public Monitor {
  public:
   static constexpr const char* kName = "queue_discipline";
   static std::vector<std::string> reads() {
-    return {"queue_take",    "queue_done",           "queue_requeue",
-            "process_crash", "disk_process_crashed", "disk_crash"};
+    return {"queue_take",           "queue_done", "queue_requeue", "process_crash", "process_boot",
+            "disk_process_crashed", "disk_crash", "disk_lock",     "disk_unlock"};
   }
 
   QueueDiscipline(const Scenario& scenario, MonitorContext& context);
   Violations observe(const TraceEvent& event, std::size_t index) override;
+  Violations finish(TimeMs until) override;
 
  private:
   struct Lease {
@@ -40,7 +44,9 @@ class QueueDiscipline final : public Monitor {
   void end_leases_of(const TraceEvent& crash);
   void check_take(const TraceEvent& e, std::size_t i, Violations& out) const;
 
+  MonitorContext& context_;
   int concurrency_ = 1;
+  TakeoverWatch takeover_;
   std::map<std::int64_t, Lease> leases_;  // queue entry id -> its live lease
 };
 

@@ -1210,6 +1210,16 @@ TEST(NothingLost, FiresWhenARunStalledTwiceIsPutBackAgain) {
   stall(twice, "2026-03-02T10:30:00Z", 1);
   stall(twice, "2026-03-02T10:35:00Z", 2);
   EXPECT_TRUE(fired(run(twice, base_scenario()), "nothing_lost", "a run stalled twice fails"));
+  // The stall count is the state store's: a boot that found the store damaged
+  // cannot know the first stall, so the second counts as a first.
+  Script blind;
+  stall(blind, "2026-03-02T10:30:00Z", 1);
+  blind.add("store_corrupt_injected", "2026-03-02T10:34:00Z", {}, std::nullopt,
+            {{"file", "retry_state.json"}, {"path", "/srv/state/retry_state.json"}});
+  blind.add("process_boot", "2026-03-02T10:34:30Z", {}, std::nullopt,
+            {{"process", "worker"}, {"pid", 2}, {"boots", 2}});
+  stall(blind, "2026-03-02T10:35:00Z", 2);
+  EXPECT_FALSE(fired(run(blind, base_scenario()), "nothing_lost", "stalled"));
 }
 
 TEST(NothingLost, FiresAtTheEndOnASwallowedFailure) {
@@ -3888,5 +3898,50 @@ TEST(ItemQueriesBounded, FiresOnTheThirdQueryAfterTheSecond404) {
   const Outcome o = run(reply_then_crash(404, false, true), base_scenario());
   EXPECT_TRUE(fired(o, "item_queries_bounded", "after its 404")) << describe(o.seen);
 }
+
+// The takeover (docs/worker.md): the holder of the worker lock dies at 10:00;
+// the standby, asking every 30 s (queue.standby_poll), holds the lock by
+// 10:00:30. Granted at 10:00:45 it fires; a standby that died too, or a grant
+// within the poll, does not.
+Script holder_dies_then_granted(const char* granted, bool standby_dies) {
+  Script s;
+  const char* lock = "/srv/state/worker.lock";
+  s.add("process_boot", "2026-03-02T09:30:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"pid", 1}, {"boots", 1}});
+  s.add("process_boot", "2026-03-02T09:30:00Z", {}, std::nullopt,
+        {{"process", "worker-2"}, {"pid", 2}, {"boots", 1}});
+  s.add("disk_lock", "2026-03-02T09:30:00Z", {}, std::nullopt, {{"path", lock}, {"process", 1}});
+  s.add("disk_unlock", "2026-03-02T10:00:00Z", {}, std::nullopt, {{"path", lock}, {"process", 1}});
+  s.add("disk_process_crashed", "2026-03-02T10:00:00Z", {}, std::nullopt, {{"process", 1}});
+  s.add("process_crash", "2026-03-02T10:00:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"pid", 1}, {"cause", "restart"}});
+  if (standby_dies) {
+    s.add("process_crash", "2026-03-02T10:00:10Z", {}, std::nullopt,
+          {{"process", "worker-2"}, {"pid", 2}, {"cause", "restart"}});
+  }
+  if (granted != nullptr) {
+    s.add("disk_lock", granted, {}, std::nullopt, {{"path", lock}, {"process", 2}});
+  }
+  return s;
+}
+
+TEST(QueueDiscipline, FiresWhenAStandbyTakesOverLaterThanOnePoll) {
+  const Script late = holder_dies_then_granted("2026-03-02T10:00:45Z", false);
+  const Outcome o = run(late, only({"hourly"}), at("2026-03-02T10:05:00Z"));
+  EXPECT_TRUE(fired(o, "queue_discipline", "standby process 2 was up")) << describe(o.seen);
+  // Never granted: judged at the end, once the poll interval is over.
+  const Script never = holder_dies_then_granted(nullptr, false);
+  EXPECT_FALSE(fired(run(never, only({"hourly"}), at("2026-03-02T10:00:20Z")), "queue_discipline",
+                     "standby"));
+  const Outcome end = run(never, only({"hourly"}), at("2026-03-02T10:05:00Z"));
+  EXPECT_TRUE(fired(end, "queue_discipline", "standby process 2 was up")) << describe(end.end);
+  for (const auto& [granted, dies] :
+       {std::pair{"2026-03-02T10:00:30Z", false}, std::pair{"2026-03-02T10:00:45Z", true}}) {
+    const Outcome near =
+        run(holder_dies_then_granted(granted, dies), only({"hourly"}), at("2026-03-02T10:05:00Z"));
+    EXPECT_FALSE(fired(near, "queue_discipline", "standby")) << granted << describe(near.seen);
+  }
+}
+
 }  // namespace
 }  // namespace rehearse::sim
