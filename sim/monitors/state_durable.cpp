@@ -326,6 +326,11 @@ void StateDurable::check_retry_counter(const TraceEvent& e, std::size_t i, Viola
   const WitnessPolicy& p = context_.jobs.find(e.job)->policy;
   const RetryCount& counts = context_.retry_count;
   if (!counts.fresh(e.job, *e.slot, p.per_slot)) return;  // a replayed intent: the same retry
+  // While the store fails closed no retry is scheduled (judged at the queue's
+  // add): a notice now is an intent decided before the damage, replayed with
+  // the number it had then, which the count rebased on the damaged store
+  // cannot confirm.
+  if (context_.process.store_refused()) return;
   const int count = counts.scheduled(e.job, *e.slot, p.per_slot);
   const std::int64_t attempt = e.num("attempt");
   if (attempt < count + 1 && p.valid) {

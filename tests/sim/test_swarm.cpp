@@ -418,6 +418,34 @@ TEST(Findings, AReHandoutAfterATornWriteFoldsTheFiringsDueSince) {
   EXPECT_EQ(r.verdict, CaseVerdict::pass) << r.message;
 }
 
+// A retry's intent decided before a torn write is replayed at the boot that
+// found the store garbage: the store fails closed, no retry is queued, and the
+// replayed notice keeps the number it had (retry 2), which the count rebased
+// on the damaged store (none) cannot confirm. state_durable took it for a
+// counter not reset after a success.
+TEST(Findings, AnIntentReplayedWhileTheStoreFailsClosedKeepsItsNumber) {
+  const json doc = json::parse(R"({
+    "format": 1, "scenario": "replayed-intent-under-corrupt-store", "seed": 5118,
+    "start": "2026-12-13T14:00:00Z", "until": "2026-12-13T17:16:43Z",
+    "services": {"messenger": {"targets": ["team-1"]}, "model-api": {}},
+    "jobs": [{"id": "job-1", "kind": "group", "schedule": "*/30 * * * 0",
+              "retry_policy": {"backoff": {"delay": "462s", "max_delay": "462s",
+                                           "type": "exponential"}, "max": 3},
+              "targets": ["team-1"],
+              "tasks": [{"id": "task-1", "model_calls": 1, "produces": "summary"},
+                        {"id": "task-2", "model_calls": 1, "produces": "summary"},
+                        {"id": "task-3", "model_calls": 3, "produces": "preview"}]}],
+    "faults": [
+      {"at": "2026-12-13T16:37:48Z", "for": "33m", "kind": "timeouts", "rate": 0.85,
+       "service": "model-api"},
+      {"at": "2026-12-13T17:09:52Z", "kind": "torn_write", "down_for": "6m"},
+      {"at": "2026-12-13T17:15:52Z", "kind": "state_corrupted", "file": "retry_state.json",
+       "mode": "garbage"}]
+  })");
+  const CaseRecord r = check_derived(input_of(doc, 5118), doc, CheckOptions{});
+  EXPECT_EQ(r.verdict, CaseVerdict::pass) << r.message;
+}
+
 // Found by `rehearse check scenarios --seeds 100` (30 cases on jobs_state.json,
 // 21 on jobs.json; e.g. corrupt-at-slot-handout seed 30): a state_corrupted
 // fault damaged /srv/state/jobs_state.json (created it damaged: no process
