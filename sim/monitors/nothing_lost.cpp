@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "sim/monitors/event_text.hpp"
 
 namespace rehearse::sim {
@@ -319,6 +321,27 @@ void NothingLost::check_group_verdict(const TraceEvent& e, std::size_t i, Violat
     run.failure_seen = true;
   } else if (e.type == "queue_intent") {
     check_failure_noticed(e.job, run, i, e.t, out);
+    check_every_task_ran(e.job, run, i, e.t, out);
+  }
+}
+
+// A task's error becomes a notice item and the other tasks still run
+// (docs/semantics.md §6): a run that returned (its intent written) after one
+// task failed has a model-api answer for every task that calls the model.
+void NothingLost::check_every_task_ran(const std::string& id, const GroupRun& run, std::size_t i,
+                                       TimeMs t, Violations& out) const {
+  const MonitoredJob* job = context_.jobs.find(id);
+  const auto failed = std::find_if(run.results.begin(), run.results.end(),
+                                   [](const auto& r) { return r.second == "failed"; });
+  if (job == nullptr || failed == run.results.end()) return;
+  for (const MonitoredJob::Task& task : job->tasks) {
+    if (task.model_calls == 0 || run.results.count(task.id) != 0) continue;
+    out.push_back({kName, i, t,
+                   fmt::format("job {} slot {}: task {} failed and the run returned without "
+                               "running task {} (a task's error is a notice item; the other "
+                               "tasks still run)",
+                               id, format_instant(run.slot), failed->first, task.id)});
+    return;
   }
 }
 

@@ -97,6 +97,8 @@ class NothingLost final : public Monitor {
     bool failed = false;
   };
   std::optional<GroupVerdict> verdict_of(const std::string& job, const GroupRun& run) const;
+  void check_every_task_ran(const std::string& job, const GroupRun& run, std::size_t i, TimeMs t,
+                            Violations& out) const;
   void check_failure_noticed(const std::string& job, const GroupRun& run, std::size_t i, TimeMs t,
                              Violations& out) const;
   struct JobWatch {

@@ -1584,6 +1584,35 @@ TEST(NothingLost, NearMissAFailedGroupRunWhoseNoticeOneTargetRefused) {
   EXPECT_FALSE(fired(o, "nothing_lost", "failure notice")) << describe(o.seen);
 }
 
+// A task's error is a notice item; the other tasks still run (§6). Two tasks,
+// the first refused by the model API: a run that returns without the second
+// task's call fires; one that ran it (its answer failed too) does not.
+TEST(NothingLost, FiresWhenAGroupRunStopsAtItsFirstFailedTask) {
+  Scenario two_tasks = group_two_targets();
+  two_tasks.jobs.front().tasks = {GroupTask{"digest", TaskOutput::summary, 1},
+                                  GroupTask{"preview", TaskOutput::preview, 1}};
+  const Script stopped =
+      failed_group_run({{"message_refused", "team-chat"}, {"message_delivered", "ops-chat"}});
+  const Outcome o = run(stopped, two_tasks, at("2026-03-02T10:01:00Z"));
+  EXPECT_TRUE(fired(o, "nothing_lost", "without running task preview")) << describe(o.seen);
+  const Outcome one_task = run(stopped, group_two_targets(), at("2026-03-02T10:01:00Z"));
+  EXPECT_FALSE(fired(one_task, "nothing_lost", "without running task")) << describe(one_task.seen);
+  TraceEvent reply;  // the second task asked too, before the run returned
+  reply.t = at("2026-03-02T10:00:02Z");
+  reply.type = "service_reply";
+  reply.service = "model-api";
+  reply.job = "hourly";
+  reply.slot = at("2026-03-02T10:00:00Z");
+  reply.data = {{"target", "preview"}, {"status", 500}, {"request_id", "hourly/r1"}};
+  Script ran;
+  for (const TraceEvent& e : stopped.events()) {
+    if (e.type == "queue_intent") ran.add_event(reply);
+    ran.add_event(e);
+  }
+  const Outcome near = run(ran, two_tasks, at("2026-03-02T10:01:00Z"));
+  EXPECT_FALSE(fired(near, "nothing_lost", "without running task")) << describe(near.seen);
+}
+
 // A notification as the messenger records it (`message_delivered` or
 // `message_refused`), with the fields the outbox message carries.
 std::size_t notice_sent(Script& s, const std::string& type, const char* t, const char* slot) {
