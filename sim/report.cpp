@@ -53,8 +53,9 @@ Verdict judge_run(const Scenario& scenario, const ScenarioRunResult& run,
   return v;
 }
 
-std::string replay_command(const std::string& path, std::uint64_t seed) {
-  return fmt::format("rehearse run {} --seed {} --trace t.jsonl", path, seed);
+std::string replay_command(const std::string& path, std::uint64_t seed, bool strict) {
+  return fmt::format("rehearse run {} --seed {}{} --trace t.jsonl", path, seed,
+                     strict ? " --strict" : "");
 }
 
 std::string SummaryRow::result() const {
@@ -237,7 +238,7 @@ std::string format_findings(const ScenarioRunResult& run, const Verdict& verdict
       out += fmt::format("{}: --strict: {}\n", where, note);
     }
   }
-  out += fmt::format("{}: replay: {}\n", where, replay_command(where, run.seed));
+  out += fmt::format("{}: replay: {}\n", where, replay_command(where, run.seed, verdict.strict));
   return out;
 }
 
@@ -313,7 +314,8 @@ json report_json(const Scenario& scenario, const ScenarioRunResult& run, const V
   if (scenario.services.messenger) {
     doc["tallies"]["services"][to_string(ServiceKind::messenger)]["calls"] = messenger_calls(run);
   }
-  doc["replay"] = replay_command(run.path.empty() ? run.scenario : run.path, run.seed);
+  doc["replay"] =
+      replay_command(run.path.empty() ? run.scenario : run.path, run.seed, verdict.strict);
   return doc;
 }
 

@@ -60,7 +60,8 @@ std::string describe(const ScenarioFlag& flag, bool strict);
 nlohmann::json to_json(const ScenarioFlag& flag);
 
 // `rehearse run PATH --seed N --trace t.jsonl`
-std::string replay_command(const std::string& path, std::uint64_t seed);
+// `strict`: the run was judged with --strict, and so is its replay.
+std::string replay_command(const std::string& path, std::uint64_t seed, bool strict = false);
 
 struct SummaryRow {
   std::string scenario;

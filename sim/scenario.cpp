@@ -171,19 +171,29 @@ std::optional<SlotOutcome> parse_slot_outcome(std::string_view name) noexcept {
   return std::nullopt;
 }
 
+const std::vector<std::string>& queue_store_names() {
+  static const std::vector<std::string> kNames{"memory", "disk"};
+  return kNames;
+}
+
+const char* to_string(QueueStore store) noexcept {
+  const auto i = static_cast<std::size_t>(store);
+  return i < queue_store_names().size() ? queue_store_names()[i].c_str() : "?";
+}
+
 const std::map<std::string, std::vector<std::string>>& scenario_known_keys() {
   static const std::map<std::string, std::vector<std::string>> kKeys = [] {
     std::map<std::string, std::vector<std::string>> keys{
         {"scenario",
          {"format", "scenario", "description", "start", "until", "seed", "env", "queue", "services",
           "jobs", "fleet", "faults", "expect"}},
-        {"queue", {"concurrency", "workers", "standby_poll", "max_events"}},
+        {"queue", {"store", "concurrency", "workers", "standby_poll", "max_events"}},
         {"services", {"model-api", "orchestrator", "brokerage", "messenger"}},
         {"model_api", {"latency", "timeout"}},
         {"orchestrator", {"instance", "issues", "agents", "latency", "timeout"}},
         {"issue", {"id", "status"}},
         {"agent", {"id", "role", "present"}},
-        {"brokerage", {"token_lifetime", "latency", "timeout"}},
+        {"brokerage", {"token_lifetime", "issue_latency", "latency", "timeout"}},
         {"messenger", {"targets", "latency", "timeout"}},
         {"user_service", {"latency", "timeout"}},
         {"job",
@@ -966,6 +976,11 @@ void Loader::load_env(const json& v) {
 void Loader::load_queue(const json& v) {
   if (!expect_object(v, "/queue", "queue settings")) return;
   check_keys(v, "/queue", keys_of("queue"));
+  if (const json* st = field(v, "store")) {
+    if (auto i = read_name(*st, "/queue/store", queue_store_names(), "queue store")) {
+      scenario_.queue.store = static_cast<QueueStore>(*i);
+    }
+  }
   if (const json* c = field(v, "concurrency")) {
     if (auto n = read_int(*c, "/queue/concurrency", 1, 64)) {
       scenario_.queue.concurrency = static_cast<int>(*n);
@@ -1041,6 +1056,11 @@ void Loader::load_services(const json& v, const std::string& pointer) {
         if (const json* t = field(body, "token_lifetime")) {
           if (auto d = read_duration(*t, child(at, "token_lifetime"), 1)) {
             brokerage.token_lifetime_ms = *d;
+          }
+        }
+        if (const json* t = field(body, "issue_latency")) {
+          if (auto d = read_duration(*t, child(at, "issue_latency"), 0)) {
+            brokerage.issue_latency_ms = *d;
           }
         }
         scenario_.services.brokerage = brokerage;

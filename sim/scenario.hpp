@@ -83,6 +83,8 @@ struct OrchestratorService {
 
 struct BrokerageService {
   DurationMs token_lifetime_ms = 24 * kHourMs;
+  // How long an issuance takes to answer; absent: timing.latency_ms.
+  std::optional<DurationMs> issue_latency_ms;
   ServiceTiming timing;
 };
 
@@ -386,7 +388,16 @@ struct ScenarioFlag {
 
 // ----------------------------------------------------------------- scenario
 
+// Where the worker's job queue lives (docs/worker.md, "Which queue the
+// simulated world uses"): the world's SimQueue, outside every process (a
+// queue server), or the core's DiskJobQueue on the simulated disk, which a
+// power loss of the machine reaches.
+enum class QueueStore : unsigned char { memory, disk };
+const char* to_string(QueueStore store) noexcept;
+const std::vector<std::string>& queue_store_names();  // in QueueStore's order
+
 struct QueueSettings {
+  QueueStore store = QueueStore::memory;
   int concurrency = 1;
   // Worker processes started on the one state directory and queue; one acts,
   // the others stand by on its worker lock (docs/worker.md).

@@ -5,31 +5,11 @@
 #include <tuple>
 #include <utility>
 
+#include "sim/queue_events.hpp"
 #include "sim/sim_disk.hpp"
 #include "sim/simulator.hpp"
 
 namespace rehearse::sim {
-
-namespace {
-
-// The notification event of an outbox payload, for the trace (payloads are
-// notification JSON; anything else is traced without an event).
-std::string event_of(const std::string& payload) {
-  const nlohmann::json j = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
-  if (j.is_object() && j.contains("event") && j.at("event").is_string()) {
-    return j.at("event").get<std::string>();
-  }
-  return {};
-}
-
-nlohmann::json entry_fields(const QueueEntry& e) {
-  return {{"id", e.id},
-          {"kind", to_string(e.spec.kind)},
-          {"attempt", e.spec.attempt},
-          {"ready_at", format_instant(e.spec.ready_at)}};
-}
-
-}  // namespace
 
 SimQueue::SimQueue(Trace* trace, SimQueueHooks hooks) : trace_(trace), hooks_(std::move(hooks)) {}
 
@@ -52,8 +32,9 @@ Status SimQueue::admit(const char* operation) {
     if (fail_stop_->remaining == 0) {
       fail_stop_.reset();
       ++counters_.fail_stops;
-      record("queue_fail_stop", nullptr,
-             {{"operation", operation}, {"operation_index", operations_}, {"process", who}});
+      record(queue_event(
+          0, "queue_fail_stop", nullptr,
+          {{"operation", operation}, {"operation_index", operations_}, {"process", who}}));
       dead_.insert(who);
       if (hooks_.on_death) hooks_.on_death(who);
       return make_error(
@@ -66,43 +47,10 @@ Status SimQueue::admit(const char* operation) {
   return {};
 }
 
-void SimQueue::record(const char* type, const QueueEntrySpec* spec, nlohmann::json data) {
+void SimQueue::record(TraceEvent event) {
   if (trace_ == nullptr) return;
-  TraceEvent e;
-  e.t = trace_now();
-  e.type = type;
-  e.service = "queue";
-  if (spec != nullptr) {
-    e.job = spec->job_id;
-    e.slot = spec->slot;
-  }
-  e.data = std::move(data);
-  trace_->record(std::move(e));
-}
-
-// The message as the queue holds it: the job and slot it names, and what it
-// says (event, attempt, failure_class, next_action, at, next_retry_at), so the
-// notification is a fact of the world's queue, readable without the core's log.
-void SimQueue::record_outbox_add(const OutboxMessage& m) {
-  if (trace_ == nullptr) return;
-  TraceEvent e;
-  e.t = trace_now();
-  e.type = "outbox_add";
-  e.service = "queue";
-  e.data = {{"id", m.id}, {"target", m.target}, {"event", event_of(m.payload)}};
-  const nlohmann::json j = nlohmann::json::parse(m.payload, nullptr, /*allow_exceptions=*/false);
-  if (j.is_object()) {
-    if (j.contains("job_id") && j.at("job_id").is_string())
-      e.job = j.at("job_id").get<std::string>();
-    if (j.contains("slot") && j.at("slot").is_string()) {
-      const auto slot = parse_instant(j.at("slot").get<std::string>());
-      if (slot.ok()) e.slot = *slot;
-    }
-    for (const char* key : {"attempt", "failure_class", "next_action", "at", "next_retry_at"}) {
-      if (j.contains(key)) e.data[key] = j.at(key);
-    }
-  }
-  trace_->record(std::move(e));
+  event.t = trace_now();
+  trace_->record(std::move(event));
 }
 
 void SimQueue::fail_stop_after(std::uint64_t n, std::optional<QueueOwner> owner) {
@@ -114,10 +62,7 @@ std::uint64_t SimQueue::add_locked(const QueueEntrySpec& spec, bool& added) {
   if (auto it = by_key_.find(key); it != by_key_.end()) {
     added = false;
     ++counters_.deduplicated;
-    const QueueEntry& existing = entries_.at(it->second);
-    nlohmann::json data = entry_fields(existing);
-    data["added"] = false;
-    record("queue_add", &spec, std::move(data));
+    record(queue_add_event(0, spec, entries_.at(it->second), /*added=*/false));
     return it->second;
   }
   REHEARSE_ASSERT(entries_.size() < kEntriesMax);
@@ -126,14 +71,13 @@ std::uint64_t SimQueue::add_locked(const QueueEntrySpec& spec, bool& added) {
   entry.spec = spec;
   entry.state = QueueEntryState::waiting;
   by_key_.emplace(key, entry.id);
-  nlohmann::json data = entry_fields(entry);
-  data["added"] = true;
+  TraceEvent added_event = queue_add_event(0, spec, entry, /*added=*/true);
   const std::uint64_t id = entry.id;
   waiting_.emplace(entry.spec.ready_at, id);
   entries_.emplace(id, std::move(entry));
   added = true;
   ++counters_.adds;
-  record("queue_add", &spec, std::move(data));
+  record(std::move(added_event));
   return id;
 }
 
@@ -161,9 +105,7 @@ Result<std::optional<QueueEntry>> SimQueue::take_next(TimeMs now,
   best->state = QueueEntryState::active;
   best->intent.clear();
   ++counters_.takes;
-  nlohmann::json taken = entry_fields(*best);
-  taken["process"] = owner();  // who holds the lease (the queue's own record)
-  record("queue_take", &best->spec, std::move(taken));
+  record(queue_take_event(0, *best, owner()));
   return std::optional<QueueEntry>{*best};
 }
 
@@ -187,9 +129,7 @@ Status SimQueue::set_intent(std::uint64_t id, std::string intent) {
   }
   it->second.intent = std::move(intent);
   ++counters_.intents;
-  nlohmann::json data = entry_fields(it->second);
-  data.erase("ready_at");
-  record("queue_intent", &it->second.spec, std::move(data));
+  record(queue_intent_event(0, it->second));
   return {};
 }
 
@@ -199,7 +139,7 @@ std::size_t SimQueue::cancel_locked(const std::string& job_id, TimeMs slot) {
     const QueueEntry& e = it->second;
     if (e.state == QueueEntryState::waiting && e.spec.kind == RunKind::retry &&
         e.spec.job_id == job_id && e.spec.slot == slot) {
-      record("queue_cancel", &e.spec, entry_fields(e));
+      record(queue_cancel_event(0, e));
       by_key_.erase(queue_key(e.spec));
       waiting_.erase({e.spec.ready_at, e.id});
       it = entries_.erase(it);
@@ -220,7 +160,7 @@ std::uint64_t SimQueue::outbox_add_locked(std::string target, std::string payloa
   m.payload = std::move(payload);
   ++counters_.outbox_adds;
   const std::uint64_t id = m.id;
-  record_outbox_add(m);
+  record(outbox_add_event(0, m));
   outbox_.emplace(id, std::move(m));
   return id;
 }
@@ -236,12 +176,7 @@ Result<std::vector<std::uint64_t>> SimQueue::finish(std::uint64_t id, QueueFinis
   waiting_.erase({gone.spec.ready_at, gone.id});
   entries_.erase(it);
   ++counters_.finishes;
-  nlohmann::json data = entry_fields(gone);
-  data["state"] = to_string(gone.state);
-  data["adds"] = finish.adds.size();
-  data["cancels"] = finish.cancels.size();
-  data["outbox"] = finish.outbox.size();
-  record("queue_done", &gone.spec, std::move(data));
+  record(queue_done_event(0, gone, finish));
   for (const RetryCancel& c : finish.cancels) cancel_locked(c.job_id, c.slot);
   for (const QueueEntrySpec& spec : finish.adds) {
     bool added = false;
@@ -265,7 +200,7 @@ Status SimQueue::requeue(std::uint64_t id) {
   waiting_.emplace(it->second.spec.ready_at, id);
   it->second.intent.clear();
   ++counters_.requeues;
-  record("queue_requeue", &it->second.spec, entry_fields(it->second));
+  record(queue_requeue_event(0, it->second));
   return {};
 }
 
@@ -303,8 +238,7 @@ Result<bool> SimQueue::outbox_remove(std::uint64_t id) {
   auto it = outbox_.find(id);
   if (it == outbox_.end()) return false;
   ++counters_.outbox_removes;
-  record("outbox_remove", nullptr,
-         {{"id", id}, {"target", it->second.target}, {"event", event_of(it->second.payload)}});
+  record(outbox_remove_event(0, it->second));
   outbox_.erase(it);
   return true;
 }

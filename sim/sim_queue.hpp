@@ -20,17 +20,10 @@
 //     dead here too: a dead process issues no command anywhere.
 //
 // Trace (optional: nullptr for unit tests). Every mutating operation is a
-// TraceEvent with the job and slot it concerns (docs/scheduler.md):
-//   queue_add       id, kind, attempt, ready_at, added (false: deduplicated)
-//   queue_take      id, kind, attempt, ready_at
-//   queue_intent    id, kind, attempt
-//   queue_done      id, kind, attempt, state (what the entry was), adds, cancels, outbox
-//   queue_requeue   id, kind, attempt
-//   queue_cancel    id, kind, attempt, ready_at (one per dropped retry)
-//   outbox_add      id, target, event, and the job, slot, attempt,
-//                   failure_class, next_action, at, next_retry_at the message names
-//   outbox_remove   id, target, event
-//   queue_fail_stop operation, operation_index, process
+// TraceEvent with the job and slot it concerns, built by sim/queue_events.hpp
+// (queue_add, queue_take, queue_intent, queue_done, queue_requeue,
+// queue_cancel, outbox_add, outbox_remove; and queue_fail_stop, its own
+// fault: operation, operation_index, process).
 #pragma once
 
 #include <cstdint>
@@ -120,8 +113,8 @@ class SimQueue final : public JobQueue {
   QueueOwner owner() const;
   TimeMs trace_now() const;
   Status admit(const char* operation);
-  void record(const char* type, const QueueEntrySpec* spec, nlohmann::json data);
-  void record_outbox_add(const OutboxMessage& m);
+  // Stamps the event with the trace time and records it (no trace: nothing).
+  void record(TraceEvent event);
   std::uint64_t add_locked(const QueueEntrySpec& spec, bool& added);
   std::size_t cancel_locked(const std::string& job_id, TimeMs slot);
   std::uint64_t outbox_add_locked(std::string target, std::string payload);

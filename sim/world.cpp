@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "model/disk_job_queue.hpp"
 #include "model/pipeline_store.hpp"
 #include "model/reconcile.hpp"
 #include "model/scheduler.hpp"
@@ -26,6 +27,7 @@
 #include "sim/sim_log.hpp"
 #include "sim/sim_queue.hpp"
 #include "sim/sim_services.hpp"
+#include "sim/traced_queue.hpp"
 #include "sim/world_facts.hpp"
 #include "sim/world_runners.hpp"
 
@@ -58,11 +60,35 @@ std::string state_file_path(StateFile file) {
   return fmt::format("{}/{}", kWorldStateDir, to_string(file));
 }
 
+// A process's DiskJobQueue handed to the world's TracedQueue, taken back
+// when the process's memory goes (before the queue itself).
+class QueueAttachment {
+ public:
+  QueueAttachment() = default;
+  QueueAttachment(TracedQueue& queue, ProcessId process) : queue_(&queue), process_(process) {}
+  QueueAttachment(const QueueAttachment&) = delete;
+  QueueAttachment& operator=(const QueueAttachment&) = delete;
+  QueueAttachment& operator=(QueueAttachment&& other) noexcept {
+    std::swap(queue_, other.queue_);
+    std::swap(process_, other.process_);
+    return *this;
+  }
+  ~QueueAttachment() {
+    if (queue_ != nullptr) queue_->detach(process_);
+  }
+
+ private:
+  TracedQueue* queue_ = nullptr;
+  ProcessId process_ = kWorld;
+};
+
 // What one worker process owns; destroyed by a crash: the worker model/
 // assembles (model/worker.hpp).
 struct WorkerMemory {
-  DiskLockHandle worker_lock;   // declared first: released last, with the process
-  WorkerPortWrappers wrappers;  // the worker refers to them
+  DiskLockHandle worker_lock;              // declared first: released last, with the process
+  std::optional<DiskJobQueue> disk_queue;  // queue.store disk: the process's queue
+  QueueAttachment queue_attachment;        // (gone before the queue it names)
+  WorkerPortWrappers wrappers;             // the worker refers to them
   std::unique_ptr<Worker> worker;
 };
 
@@ -81,6 +107,7 @@ class World {
                               .pending_max = std::size_t{1} << 20}),
         disk_(&trace_, sim_.rng().derive("disk")),
         queue_(&trace_),
+        traced_queue_(&trace_, traced_queue_hooks()),
         services_(sim_, trace_),
         messenger_(sim_, trace_, messenger_options(scenario)),
         log_(sim_, trace_) {}
@@ -122,6 +149,23 @@ class World {
     return o;
   }
 
+  TracedQueueHooks traced_queue_hooks() {
+    return TracedQueueHooks{
+        .current_process = [this] { return static_cast<QueueProcess>(sim_.current_process()); },
+        .now = [this] { return sim_.now(); },
+        .dead = [this](QueueProcess process) { return disk_.is_dead(process); }};
+  }
+
+  bool queue_on_disk() const { return scenario_.queue.store == QueueStore::disk; }
+  // The queue the worker processes use: the world's SimQueue, or the
+  // TracedQueue over each process's own DiskJobQueue.
+  JobQueue& world_queue() {
+    return queue_on_disk() ? static_cast<JobQueue&>(traced_queue_) : queue_;
+  }
+  std::string queue_file() const {
+    return fmt::format("{}/{}", kWorldQueueDir, DiskJobQueue::kFileName);
+  }
+
   std::string ops_target() const {
     if (scenario_.services.messenger && !scenario_.services.messenger->targets.empty()) {
       return scenario_.services.messenger->targets.front();
@@ -137,6 +181,9 @@ class World {
   void boot(Simulator& sim, ProcessId process);
   JobKinds job_kinds_for(Simulator& sim, ProcessId process);
   Task<void> worker_main(Simulator& sim, ProcessId process, WorkerMemory& memory);
+  Status open_disk_queue(ProcessId process, WorkerMemory& memory, Disk& disk);
+  void record_queue_reopened(ProcessId process);
+  void on_process_crashed(ProcessId process);
   const JobSpec* find_job(const std::string& id) const;
   void crash_worker(const std::string& cause, DurationMs down_for_ms, int worker,
                     std::optional<CrashEffect> planned = std::nullopt);
@@ -175,6 +222,7 @@ class World {
   Simulator sim_;
   SimDisk disk_;
   SimQueue queue_;
+  TracedQueue traced_queue_;  // queue.store disk
   SimServices services_;
   std::unique_ptr<ModelApi> model_api_;
   std::unique_ptr<SimBrokerage> brokerage_;
@@ -300,6 +348,7 @@ void World::add_services() {
     const BrokerageService& b = *scenario_.services.brokerage;
     BrokerageConfig config;
     config.token_lifetime_ms = b.token_lifetime_ms;
+    config.issue_latency_ms = b.issue_latency_ms;
     config.latency_ms = b.timing.latency_ms;
     config.timeout_ms = b.timing.timeout_ms;
     brokerage_ = std::make_unique<SimBrokerage>(sim_, trace_, config);
@@ -694,7 +743,9 @@ Status World::apply_corruption(const std::string& path, const FaultSpec& fault) 
 // A boot: the process's memory, and its root task (worker_main).
 void World::boot(Simulator& sim, ProcessId process) {
   WorkerMemory& memory = sim.emplace_memory<WorkerMemory>(process);
-  if (options_.worker_ports) memory.wrappers = options_.worker_ports(queue_, messenger_, disk_);
+  if (options_.worker_ports) {
+    memory.wrappers = options_.worker_ports(world_queue(), messenger_, disk_);
+  }
   sim.spawn(process, worker_main(sim, process, memory), "scheduler");
 }
 
@@ -724,7 +775,7 @@ JobKinds World::job_kinds_for(Simulator& sim, ProcessId process) {
 // worker model/ assembles, its scheduler loop; once the scheduler halts (an
 // I/O error of the store or the queue) a supervisor restarts the process.
 Task<void> World::worker_main(Simulator& sim, ProcessId process, WorkerMemory& memory) {
-  JobQueue& queue = memory.wrappers.queue ? *memory.wrappers.queue : static_cast<JobQueue&>(queue_);
+  JobQueue& queue = memory.wrappers.queue ? *memory.wrappers.queue : world_queue();
   Notifier& notifier =
       memory.wrappers.notifier ? *memory.wrappers.notifier : static_cast<Notifier&>(messenger_);
   Disk& disk = memory.wrappers.disk ? *memory.wrappers.disk : static_cast<Disk&>(disk_);
@@ -735,6 +786,12 @@ Task<void> World::worker_main(Simulator& sim, ProcessId process, WorkerMemory& m
     co_return;  // a disk fault killed the process here; the world reboots it
   }
   memory.worker_lock = std::move(lock).value();
+  if (queue_on_disk()) {
+    if (Status s = open_disk_queue(process, memory, disk); !s.ok()) {
+      log_.error("worker_boot_failed", {{"error", s.error().describe()}});
+      co_return;  // fails closed: a damaged queue file is kept for its operator
+    }
+  }
   WorkerOptions options;
   options.state_dir = kWorldStateDir;
   options.ledger_dir = kWorldLedgerDir;
@@ -754,6 +811,43 @@ Task<void> World::worker_main(Simulator& sim, ProcessId process, WorkerMemory& m
   sim_.schedule_call_for(
       kWorld, sim_.now(),
       [this] { crash_worker("scheduler_halted", kWorldSupervisorRestartMs, 0); }, "crash");
+}
+
+// `queue.store: disk`: the process opens the core's DiskJobQueue on the disk
+// it uses, after the worker lock as a production main does; the world's
+// TracedQueue forwards the process's calls to it until the process dies, and
+// the world reads what the reopened file durably holds.
+Status World::open_disk_queue(ProcessId process, WorkerMemory& memory, Disk& disk) {
+  auto opened = DiskJobQueue::open(disk, kWorldQueueDir);
+  if (!opened.ok()) return std::move(opened).error();
+  memory.disk_queue.emplace(std::move(opened).value());
+  traced_queue_.attach(static_cast<QueueProcess>(process), *memory.disk_queue);
+  memory.queue_attachment = QueueAttachment(traced_queue_, process);
+  record_queue_reopened(process);
+  return {};
+}
+
+// The witness of the queue's durable promise (docs/monitors.md,
+// state_durable): what the reopened queue file durably holds, read with the
+// world's own minimal reader (world_facts.hpp), not the core's codec, whose
+// bug would otherwise hide itself. No file is an empty queue.
+void World::record_queue_reopened(ProcessId process) {
+  const std::string path = queue_file();
+  const std::optional<std::string> bytes = disk_.durable_content(path);
+  json data{{"path", path},
+            {"process", process},
+            {"entries", json::array()},
+            {"outbox", json::array()},
+            {"readable", true}};
+  if (bytes) {
+    if (const std::optional<QueueFileFacts> facts = queue_file_facts(*bytes)) {
+      data["entries"] = facts->entries;
+      data["outbox"] = facts->outbox;
+    } else {
+      data["readable"] = false;
+    }
+  }
+  record_world("queue_reopened", std::move(data), "queue");
 }
 
 const JobSpec* World::find_job(const std::string& id) const {
@@ -988,6 +1082,7 @@ void World::install_monitors_and_listeners() {
   // The world's own layout: its stores change only under their locks.
   monitors_->add_locked_store(kWorldStateDir);
   monitors_->add_locked_store(kWorldLedgerDir);
+  if (queue_on_disk()) monitors_->add_locked_store(kWorldQueueDir);
   for (const JobSpec& spec : scenario_.jobs) {
     if (spec.kind == JobKind::reconcile) {
       monitors_->add_locked_store(reconcile_config_from(spec).store_dir);
@@ -1018,21 +1113,7 @@ void World::install_monitors_and_listeners() {
   sim_.add_process_listener([this](ProcessId process, ProcessChange change, TimeMs) {
     if (finished_) return;
     if (change == ProcessChange::crashed) {
-      // The machine goes down with the worker (a planned crash may cut the
-      // process alone).
-      if (crash_effect_ == CrashEffect::process_only) {
-        disk_.process_crashed(static_cast<DiskOwner>(process));
-      } else {
-        disk_.crash();
-      }
-      record_worker_mark(WorkerMarkKind::crash, crash_planned_);
-      crash_effect_ = CrashEffect::power_loss;
-      crash_planned_ = false;
-      record_world("process_crash", json{{"process", sim_.process_name(process)},
-                                         {"pid", process},
-                                         {"cause", crash_cause_},
-                                         {"crashes", sim_.crash_count(process)}});
-      crash_cause_ = "unknown";
+      on_process_crashed(process);
     } else {
       record_worker_mark(WorkerMarkKind::boot, false);
       record_world("process_boot", json{{"process", sim_.process_name(process)},
@@ -1040,6 +1121,31 @@ void World::install_monitors_and_listeners() {
                                         {"boots", sim_.boot_count(process)}});
     }
   });
+}
+
+// A worker process died: the queue call its death cut is settled against
+// what the crash leaves of the queue file, then the machine goes down with
+// the worker (a planned crash may cut the process alone).
+void World::on_process_crashed(ProcessId process) {
+  const bool process_only = crash_effect_ == CrashEffect::process_only;
+  if (queue_on_disk()) {
+    const std::string path = queue_file();
+    traced_queue_.settle(static_cast<QueueProcess>(process),
+                         process_only ? disk_.live_content(path) : disk_.durable_content(path));
+  }
+  if (process_only) {
+    disk_.process_crashed(static_cast<DiskOwner>(process));
+  } else {
+    disk_.crash();
+  }
+  record_worker_mark(WorkerMarkKind::crash, crash_planned_);
+  crash_effect_ = CrashEffect::power_loss;
+  crash_planned_ = false;
+  record_world("process_crash", json{{"process", sim_.process_name(process)},
+                                     {"pid", process},
+                                     {"cause", crash_cause_},
+                                     {"crashes", sim_.crash_count(process)}});
+  crash_cause_ = "unknown";
 }
 
 // The run loop's outcome into the result; a bounded run is a violation,
@@ -1056,7 +1162,8 @@ void World::record_outcome(const RunResult& run, ScenarioRunResult& result) {
       on_violation(Violation{
           "bounded_run", trace_.size(), sim_.now(),
           fmt::format("the run reached its bound of {} events (queue.max_events) with events "
-                      "still due before {}",
+                      "still due before {}: a scenario meant to run this long needs a larger "
+                      "queue.max_events; a short one that loops points at the core",
                       scenario_.queue.max_events, format_instant(scenario_.until_ms))});
       break;
     case RunOutcome::queue_overflow:

@@ -2,7 +2,9 @@
 //
 // run_scenario() builds everything a scenario names (docs/run.md): the
 // Simulator with the run's one seeded generator, the simulated disk with the
-// REAL StateStore and DeliveryLedger over it, the durable SimQueue, the
+// REAL StateStore and DeliveryLedger over it, the durable queue (SimQueue,
+// or under `queue.store: disk` the REAL DiskJobQueue on that disk, reached
+// through the tracing TracedQueue: docs/worker.md), the
 // simulated services (model-api, brokerage) behind SimServices, the
 // Messenger, the SimLog, the Trace, and one worker process whose boot
 // function opens the REAL worker (model/worker.hpp) with the scenario's jobs
@@ -66,6 +68,8 @@ namespace rehearse::sim {
 // Where the worker keeps its durable files on the simulated disk.
 inline constexpr const char* kWorldStateDir = "/srv/state";
 inline constexpr const char* kWorldLedgerDir = "/srv/ledger";
+// The worker's job queue under `queue.store: disk` (DiskJobQueue's queue.json).
+inline constexpr const char* kWorldQueueDir = "/srv/queue";
 // How long the worker stays down after its scheduler halted on an I/O error
 // (a supervisor restarts it) or a disk fault killed it outside a torn_write.
 inline constexpr DurationMs kWorldSupervisorRestartMs = kMinuteMs;

@@ -470,4 +470,42 @@ std::optional<std::pair<std::string, std::map<std::string, json>>> ledger_journa
   return std::make_pair(header.at("job_id").get<std::string>(), std::move(slots));
 }
 
+namespace {
+
+// The `id` of each object of `list`; false when one has none.
+bool ids_of(const json& list, std::vector<std::uint64_t>& out) {
+  if (!list.is_array()) return false;
+  for (const json& item : list) {
+    const json& id = member(item, "id");
+    if (!id.is_number_unsigned()) return false;
+    out.push_back(id.get<std::uint64_t>());
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<QueueFileFacts> queue_file_facts(std::string_view bytes) {
+  const std::size_t newline = bytes.find('\n');
+  if (newline == std::string_view::npos) return std::nullopt;
+  const std::string_view text = bytes.substr(0, newline);
+  const std::string_view check = bytes.substr(newline + 1);
+  constexpr std::string_view kPrefix = "crc32c=";
+  if (check.size() != kPrefix.size() + 9 || check.substr(0, kPrefix.size()) != kPrefix ||
+      check.back() != '\n') {
+    return std::nullopt;
+  }
+  std::uint32_t crc = 0;
+  const char* digits = check.data() + kPrefix.size();
+  const auto [end, ec] = std::from_chars(digits, digits + 8, crc, 16);
+  if (ec != std::errc{} || end != digits + 8 || witness_crc32c(text) != crc) return std::nullopt;
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  QueueFileFacts facts;
+  if (!ids_of(member(doc, "entries"), facts.entries) ||
+      !ids_of(member(doc, "outbox"), facts.outbox)) {
+    return std::nullopt;
+  }
+  return facts;
+}
+
 }  // namespace rehearse::sim

@@ -175,4 +175,15 @@ std::optional<std::pair<std::string, std::map<std::string, nlohmann::json>>> led
 std::optional<std::pair<std::string, std::map<std::string, nlohmann::json>>> ledger_journal_facts(
     std::string_view bytes);
 
+// The job queue's file (`queue.json` of DiskJobQueue, docs/worker.md "The
+// durable queue on a disk") as the world reads it: the ids of the entries and
+// of the outbox messages its document holds, read only when the line after
+// the document is its CRC-32C (`crc32c=<8 hex>`). Nullopt for bytes that are
+// not such a file. Not the core's codec (DiskJobQueue::decode).
+struct QueueFileFacts {
+  std::vector<std::uint64_t> entries;  // in file order
+  std::vector<std::uint64_t> outbox;
+};
+std::optional<QueueFileFacts> queue_file_facts(std::string_view bytes);
+
 }  // namespace rehearse::sim

@@ -14,16 +14,18 @@ const char* to_string(CaseVerdict verdict) noexcept {
 }
 
 nlohmann::json to_json(const CaseRecord& record) {
-  return nlohmann::json{{"scenario", record.scenario},
-                        {"path", record.path},
-                        {"seed", record.seed},
-                        {"verdict", to_string(record.verdict)},
-                        {"violations", record.violations},
-                        {"message", record.message},
-                        {"replay", record.replay},
-                        {"shrunk", record.shrunk},
-                        {"trace_hash", record.trace_hash},
-                        {"events", record.events}};
+  nlohmann::json out{{"scenario", record.scenario},
+                     {"path", record.path},
+                     {"seed", record.seed},
+                     {"verdict", to_string(record.verdict)},
+                     {"violations", record.violations},
+                     {"message", record.message},
+                     {"replay", record.replay},
+                     {"shrunk", record.shrunk},
+                     {"trace_hash", record.trace_hash},
+                     {"events", record.events}};
+  if (!record.reached.empty()) out["reached"] = record.reached;
+  return out;
 }
 
 namespace {
@@ -78,6 +80,9 @@ Result<CaseRecord> case_record_from_json(const nlohmann::json& object) {
   if (!read_count(object, "events", r.events)) return record_error("events", "an unsigned integer");
   if (!read_names(object, "violations", r.violations)) {
     return record_error("violations", "an array of invariant names");
+  }
+  if (object.contains("reached") && !read_names(object, "reached", r.reached)) {
+    return record_error("reached", "an array of reachability point names");
   }
   const auto verdict = object.find("verdict");
   Result<CaseVerdict> v = verdict_from(verdict == object.end() ? nlohmann::json() : *verdict);

@@ -33,12 +33,15 @@ struct CaseRecord {
   std::string shrunk;                   // the shrunk scenario file, when one was written
   std::string trace_hash;               // hex64, as `rehearse run` prints it
   std::uint64_t events = 0;             // simulator events executed
+  // The reachability points the run reached (check --coverage), in table order.
+  std::vector<std::string> reached;
 
   bool operator==(const CaseRecord&) const = default;
 };
 
 // {"scenario":..., "path":..., "seed":..., "verdict":"pass"|"fail"|"error",
-//  "violations":[...], "message":..., "replay":..., "shrunk":..., "trace_hash":..., "events":...}
+//  "violations":[...], "message":..., "replay":..., "shrunk":..., "trace_hash":..., "events":...,
+//  "reached":[...] (only when not empty)}
 nlohmann::json to_json(const CaseRecord& record);
 // The inverse; an error names the key (as a JSON pointer) and what was expected.
 Result<CaseRecord> case_record_from_json(const nlohmann::json& object);

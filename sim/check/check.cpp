@@ -10,6 +10,7 @@
 
 #include "sim/check/generate.hpp"
 #include "sim/check/liveness.hpp"
+#include "sim/check/reachability.hpp"
 #include "sim/monitors/deterministic.hpp"
 #include "sim/scenario.hpp"
 
@@ -130,11 +131,28 @@ ReferenceRun reference_run(const Scenario& scenario, const CheckCaseInput& input
   };
 }
 
+// The run's options, with the reachability observer listening when the
+// check counts coverage (after any sink a test hook set).
+RunOptions observed_run_options(const CheckCaseInput& input, const CheckOptions& options,
+                                ReachabilityObserver* observer) {
+  RunOptions o = case_run_options(input, options, 0);
+  if (observer == nullptr) return o;
+  o.trace_sink = [observer, inner = std::move(o.trace_sink)](const TraceEvent& e, std::size_t i) {
+    if (inner) inner(e, i);
+    observer->observe(e);
+  };
+  return o;
+}
+
 CaseRecord run_and_judge(const Scenario& scenario, const CheckCaseInput& input,
                          const CheckOptions& options) {
   CaseRecord r = record_of(input, options);
-  auto run = run_scenario(scenario, case_run_options(input, options, 0));
+  std::optional<ReachabilityObserver> observer;
+  if (options.coverage) observer.emplace(scenario);
+  auto run =
+      run_scenario(scenario, observed_run_options(input, options, observer ? &*observer : nullptr));
   if (!run) return errored(std::move(r), run.error().describe());
+  if (observer) r.reached = observer->reached();
   std::vector<Violation> violations = counted_violations(scenario, *run);
   if (auto unsettled = judge_liveness(scenario, *run, reference_run(scenario, input, options))) {
     violations.push_back(std::move(*unsettled));

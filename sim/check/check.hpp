@@ -43,6 +43,11 @@ struct CheckOptions {
   bool check_determinism = false;  // each case twice; traces must be identical
   std::optional<std::string> emit_dir;
   SwarmOptions swarm;
+  // Record which reachability points each case reached (CaseRecord::reached,
+  // sim/check/reachability.hpp); --require-coverage fails the run when a
+  // point was reached by no case.
+  bool coverage = false;
+  bool require_coverage = false;
   // Test hook: adjusts the options of a case's runs (run 0; run 1 is the
   // determinism re-run). Empty in the command.
   std::function<void(RunOptions& options, int run)> prepare_run;

@@ -1,5 +1,6 @@
 // rehearse check [SCENARIO|DIR...] [--seeds N] [--first-seed S] [--json]
 //                [--random-jobs] [--check-determinism] [--emit DIR] [--shrink-to DIR]
+//                [--coverage] [--require-coverage]
 //                [--threads T] [--shard K/N] [--jsonl FILE] [--junit FILE] [--progress]
 //
 // The swarm search (docs/check.md): for each scenario and each seed, derive
@@ -38,6 +39,7 @@
 #include "sim/check/generate.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/campaign_cli.hpp"
+#include "sim/cli/check_coverage.hpp"
 #include "sim/cli/check_crash_sweep.hpp"
 #include "sim/cli/check_report.hpp"
 #include "sim/cli/commands.hpp"
@@ -53,6 +55,7 @@ namespace {
 constexpr const char* kCheckHelp =
     "usage: rehearse check [SCENARIO|DIR...] [--seeds N] [--first-seed S] [--json]\n"
     "                      [--random-jobs] [--check-determinism] [--emit DIR] [--shrink-to DIR]\n"
+    "                      [--coverage] [--require-coverage]\n"
     "\n"
     "Swarm search (docs/check.md): for each scenario and each seed S in\n"
     "[first-seed, first-seed + N), derives a world from the scenario (which fault\n"
@@ -77,6 +80,11 @@ constexpr const char* kCheckHelp =
     "same invariant violated) and writes it as DIR/<scenario>-seed<S>-<invariant>.json,\n"
     "a scenario 'rehearse run' replays to that violation (docs/shrinking.md).\n"
     "\n"
+    "--coverage prints how many cases reached each reachability point (a retry\n"
+    "at its cap, a batch leaving items for the next cycle, a takeover with a retry\n"
+    "pending, each job kind, policy form, fault kind and failure class);\n"
+    "--require-coverage also fails (exit 1) when a point was reached by no case.\n"
+    "\n"
     "--threads T runs T cases side by side (the output is the same for any T);\n"
     "--shard K/N runs the K-th of N contiguous blocks of the seeds; --jsonl FILE\n"
     "writes every case as JSON Lines for 'rehearse merge', which combines the N\n"
@@ -98,6 +106,8 @@ const std::vector<OptionSpec> kCheckOptions = with_campaign_options({
     {"--emit", true, "DIR", "write each derived case as a scenario file into DIR"},
     {"--shrink-to", true, "DIR",
      "shrink the first failing seed per scenario and invariant into DIR"},
+    {"--coverage", false, "", "count the cases that reached each reachability point"},
+    {"--require-coverage", false, "", "--coverage, and fail when a point was reached by no case"},
 });
 
 constexpr long long kMaxSeeds = 1'000'000'000;
@@ -138,6 +148,8 @@ Result<sim::CheckOptions> read_options(const ParsedArgs& parsed) {
   o.check_determinism = parsed.has("--check-determinism");
   o.emit_dir = parsed.value("--emit");
   o.swarm.random_jobs = parsed.has("--random-jobs");
+  o.require_coverage = parsed.has("--require-coverage");
+  o.coverage = o.require_coverage || parsed.has("--coverage");
   return o;
 }
 
@@ -229,7 +241,9 @@ sim::CampaignHeader campaign_header(const std::vector<std::string>& files,
                {"emit", o.emit_dir ? nlohmann::json(*o.emit_dir) : nlohmann::json()},
                {"max_instances", o.swarm.max_instances},
                {"drop_base_faults", o.swarm.drop_base_faults},
-               {"random_jobs", o.swarm.random_jobs}};
+               {"random_jobs", o.swarm.random_jobs},
+               {"coverage", o.coverage},
+               {"require_coverage", o.require_coverage}};
   return h;
 }
 
@@ -290,13 +304,15 @@ void print_human(const std::vector<sim::CaseRecord>& records, const Summary& s,
              s.wall_s);
 }
 
-void print_json(const std::vector<sim::CaseRecord>& records, const Summary& s, int exit_code) {
+void print_json(const std::vector<sim::CaseRecord>& records, const Summary& s,
+                const sim::CheckOptions& o, int exit_code) {
   nlohmann::json cases = nlohmann::json::array();
   for (const sim::CaseRecord& r : records) cases.push_back(sim::to_json(r));
-  const nlohmann::json doc{{"ok", exit_code == kExitOk},
-                           {"exit_code", exit_code},
-                           {"cases", std::move(cases)},
-                           {"summary", s.to_json()}};
+  nlohmann::json doc{{"ok", exit_code == kExitOk},
+                     {"exit_code", exit_code},
+                     {"cases", std::move(cases)},
+                     {"summary", s.to_json()}};
+  if (o.coverage) doc["coverage"] = coverage_json(tally_coverage(records));
   fmt::print("{}\n", doc.dump(2));
 }
 
@@ -351,9 +367,10 @@ void print_check_report(const std::vector<sim::CaseRecord>& records, double wall
   const Summary summary = summarize(records, wall_s);
   if (o.json) {
     for (const std::string& note : shrink_notes) fmt::print(stderr, "{}", note);
-    print_json(records, summary, exit_code);
+    print_json(records, summary, o, exit_code);
   } else {
     print_human(records, summary, o, shrink_notes);
+    if (o.coverage) fmt::print("{}", coverage_text(tally_coverage(records)));
   }
 }
 
@@ -397,6 +414,14 @@ int cmd_check(const Args& args) {
   }
   if (files->empty()) bases.push_back(generated_base());
   const sim::CampaignHeader header = campaign_header(*files, *options, campaign->shard);
+  // A check that runs no case proves nothing: refused, never a pass.
+  if (header.shard_range().count == 0) {
+    return usage_error(fmt::format("check: --shard {} of {} seed{} leaves this shard no case",
+                                   sim::to_string(campaign->shard), options->seeds,
+                                   options->seeds == 1 ? "" : "s"),
+                       fmt::format("use at most {} shards for {} seeds", options->seeds,
+                                   options->seeds));
+  }
   const auto started = std::chrono::steady_clock::now();
   auto timed = run_cases(bases, *options, *campaign, header.shard_range());
   const double wall_s =
@@ -406,7 +431,11 @@ int cmd_check(const Args& args) {
       shrink_to ? shrink_failures(records, bases, *options, *shrink_to)
                 : std::vector<std::string>{};
   for (std::size_t i = 0; i < records.size(); ++i) timed[i].record.shrunk = records[i].shrunk;
-  const int exit_code = sim::worst_exit_code(records);
+  // A shard judges no coverage: only the merged records of every shard can.
+  const bool whole = campaign->shard.count == 1;
+  const int exit_code =
+      coverage_exit_code(tally_coverage(records), options->require_coverage && whole,
+                         sim::worst_exit_code(records));
   if (Status s = write_campaign_outputs(header, timed, exit_code, wall_s * 1000, *campaign);
       !s.ok()) {
     return input_error(s.error());

@@ -17,6 +17,7 @@
 #include "sim/check/junit.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/campaign_cli.hpp"
+#include "sim/cli/check_coverage.hpp"
 #include "sim/cli/check_report.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
@@ -100,6 +101,8 @@ sim::CheckOptions report_options(const ParsedArgs& parsed, const sim::CampaignHe
   o.json = parsed.has("--json");
   const auto emit = header.options.find("emit");
   if (emit != header.options.end() && emit->is_string()) o.emit_dir = emit->get<std::string>();
+  o.coverage = header.options.value("coverage", false);
+  o.require_coverage = header.options.value("require_coverage", false);
   return o;
 }
 
@@ -122,9 +125,12 @@ int cmd_merge(const Args& args) {
   auto merged = sim::merge_campaign_files(*files);
   if (!merged) return input_error(merged.error());
   if (Status s = write_outputs(*parsed, *merged); !s.ok()) return input_error(s.error());
-  print_check_report(plain_records(merged->records), merged->wall_ms / 1000,
-                     report_options(*parsed, merged->header), merged->exit_code);
-  return merged->exit_code;
+  const sim::CheckOptions report = report_options(*parsed, merged->header);
+  const std::vector<sim::CaseRecord> records = plain_records(merged->records);
+  const int exit_code =
+      coverage_exit_code(tally_coverage(records), report.require_coverage, merged->exit_code);
+  print_check_report(records, merged->wall_ms / 1000, report, exit_code);
+  return exit_code;
 }
 
 }  // namespace rehearse::cli

@@ -96,8 +96,21 @@ class ReadOnlyDisk final : public Disk {
 // One directory's jobs, or why they cannot be read.
 Result<std::map<std::string, JobState>> read_state_dir(Disk& disk, const std::string& dir) {
   struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return make_error(ErrorCode::invalid_argument, "not a directory", dir);
+  if (::stat(dir.c_str(), &st) != 0) {
+    return make_error(ErrorCode::not_found, "no such directory", dir);
+  }
+  if (!S_ISDIR(st.st_mode)) return make_error(ErrorCode::invalid_argument, "not a directory", dir);
+  // A worker that never ran leaves no state file; a directory without one is
+  // far more often the wrong path than a fresh start worth a view of 0 jobs.
+  const auto present = [&dir](const char* name) {
+    struct stat file {};
+    return ::stat((dir + "/" + name).c_str(), &file) == 0;
+  };
+  if (!present("retry_state.json") && !present("retry_state.journal")) {
+    return make_error(ErrorCode::not_found,
+                      "no state file here (retry_state.json or retry_state.journal): not a "
+                      "worker's state directory, or a worker that never ran",
+                      dir);
   }
   auto store = StateStore::open(disk, dir);
   if (!store) return std::move(store).error();
@@ -241,7 +254,7 @@ int cmd_status(const Args& args) {
     auto states = read_state_dir(disk, dir);
     if (!states) {
       return usage_error(
-          fmt::format("status: {}: {} (nothing was written)", dir, states.error().describe()));
+          fmt::format("status: {} (nothing was written)", states.error().describe()));
     }
     dirs.push_back(std::move(*states));
   }

@@ -35,8 +35,8 @@ constexpr const char* kValidateHelp =
     "idempotency key or reason, an unusable schedule override, a job that never\n"
     "runs) are warnings of a valid scenario; --strict turns them into failures.\n"
     "\n"
-    "Exit codes: 0 every file is valid, 2 a file is invalid (or flagged, with --strict)\n"
-    "or the arguments are wrong.\n";
+    "Exit codes: 0 every file is valid, 1 a valid file is flagged (with --strict),\n"
+    "2 a file is invalid or the arguments are wrong.\n";
 
 const std::vector<OptionSpec> kValidateOptions{
     {"--strict", false, "", "treat every flag as a failure"},
@@ -112,6 +112,7 @@ int cmd_validate(const Args& args) {
   if (!files) return input_error(files.error());
 
   bool all_ok = true;
+  bool any_invalid = false;
   std::size_t failed_files = 0;
   nlohmann::json report = nlohmann::json::array();
   for (const auto& file : *files) {
@@ -119,6 +120,7 @@ int cmd_validate(const Args& args) {
     const bool flagged_failure = strict && !check.flags.empty();
     const bool ok = check.valid() && !flagged_failure;
     all_ok = all_ok && ok;
+    any_invalid = any_invalid || !check.valid();
     if (!ok) ++failed_files;
 
     print_diagnostics(file, check, strict);
@@ -128,6 +130,9 @@ int cmd_validate(const Args& args) {
       print_status(file, check, ok);
     }
   }
+  // Exit codes as every command's (docs/cli.md): 2 a file that cannot be
+  // used, 1 a valid file that --strict holds to its flags and that fails.
+  const int exit_code = all_ok ? kExitOk : any_invalid ? kExitUsage : kExitFailed;
   if (as_json) {
     nlohmann::json doc;
     doc["ok"] = all_ok;
@@ -135,14 +140,14 @@ int cmd_validate(const Args& args) {
     doc["files"] = std::move(report);
     if (!all_ok) {
       doc["error"] = {{"code", "invalid_scenario"},
-                      {"exit_code", kExitUsage},
+                      {"exit_code", exit_code},
                       {"message", fmt::format("{} of {} file{} invalid{}", failed_files,
                                               files->size(), files->size() == 1 ? "" : "s",
                                               strict ? " or flagged under --strict" : "")}};
     }
     fmt::print("{}\n", doc.dump(2));
   }
-  return all_ok ? kExitOk : kExitUsage;
+  return exit_code;
 }
 
 }  // namespace rehearse::cli

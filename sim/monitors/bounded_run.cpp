@@ -10,7 +10,11 @@ BoundedRun::BoundedRun(const Scenario& scenario, MonitorContext& context)
 Violations BoundedRun::observe(const TraceEvent& e, std::size_t i) {
   if (fired_ || static_cast<std::int64_t>(context_.events_seen) <= max_events_) return {};
   fired_ = true;
-  return {{kName, i, e.t, fmt::format("the run passed its bound of {} events", max_events_)}};
+  return {{kName, i, e.t,
+           fmt::format("the run passed its bound of {} trace events (queue.max_events): a "
+                       "scenario meant to run this long needs a larger queue.max_events; a "
+                       "short one that loops points at the core",
+                       max_events_)}};
 }
 
 }  // namespace rehearse::sim

@@ -11,6 +11,10 @@ namespace rehearse::sim {
 namespace {
 
 constexpr DurationMs kConfigDeferralMs = kHourMs;
+// A transient failure's per-item backoff: 1 min, doubling, at most 1 h
+// (docs/semantics.md §8).
+constexpr DurationMs kTransientBackoffFirstMs = kMinuteMs;
+constexpr DurationMs kTransientBackoffMaxMs = kHourMs;
 constexpr std::size_t kAgentPrefixChars = 8;  // logs may carry this much of an agent id
 
 // A refusal a human must look at (docs/semantics.md §8: 400, 401, 403,
@@ -19,6 +23,21 @@ constexpr std::size_t kAgentPrefixChars = 8;  // logs may carry this much of an 
 bool is_refusal(std::int64_t status) {
   return status >= 400 && status < 500 && status != 404 && status != 410 && status != 408 &&
          status != 429;
+}
+
+// A reply that leaves the item to back off: a 5xx, 408 or 429, or a transport
+// error (network, timeout) with no status.
+bool is_transient(const TraceEvent& reply) {
+  const std::int64_t status = reply.num("status");
+  if (status == 0) return !reply.str("transport_error").empty();
+  return status == 408 || status == 429 || (status >= 500 && status < 600);
+}
+
+// The least backoff after the n-th transient failure in a row.
+DurationMs transient_backoff_ms(int n) {
+  DurationMs d = kTransientBackoffFirstMs;
+  for (int k = 1; k < n && d < kTransientBackoffMaxMs; ++k) d *= 2;
+  return std::min(d, kTransientBackoffMaxMs);
 }
 
 // The stage a handoff for the issue's status leads to (its rank), or -1.
@@ -105,6 +124,7 @@ void ItemQueriesBounded::check_config_attempts(const TraceEvent& e, std::size_t 
 // list its cycle got) until the instance answers about the item.
 void ItemQueriesBounded::on_item_query(const TraceEvent& e, std::size_t i, ItemWatch& w,
                                        Violations& out) {
+  check_transient_backoff(e, i, w, out);
   w.validating = false;
   w.blocked_handoff_at.reset();  // no deferral recorded since: it was a lookup
   w.may_be_lookup = w.validation_allowed && agent_list_answered_[e.job];
@@ -120,6 +140,21 @@ void ItemQueriesBounded::on_item_query(const TraceEvent& e, std::size_t i, ItemW
                              format_instant(*w.config_error_at))});
 }
 
+// An item that failed transiently is asked again only after its backoff
+// (1 min, doubling with each failure in a row, at most 1 h). An item that is
+// backing off is never validated (docs/reconcile.md), so no query is exempt.
+void ItemQueriesBounded::check_transient_backoff(const TraceEvent& e, std::size_t i,
+                                                 const ItemWatch& w, Violations& out) const {
+  if (w.transient_in_row == 0) return;
+  const DurationMs wait = transient_backoff_ms(w.transient_in_row);
+  if (e.t + 1 >= w.transient_at + wait) return;  // 1 ms of slack for rounding
+  out.push_back({kName, i, e.t,
+                 fmt::format("issue {} queried {} after its transient failure {} in a row at {} "
+                             "(its backoff is {})",
+                             e.item, format_duration(e.t - w.transient_at), w.transient_in_row,
+                             format_instant(w.transient_at), format_duration(wait))});
+}
+
 // An orchestrator reply about an item: a definitive answer (2xx, or a 4xx
 // that is not transient) in a cycle that knows the instance ends the
 // validation a migration called for; the answer to a validation is no config
@@ -132,6 +167,12 @@ void ItemQueriesBounded::on_item_reply(const TraceEvent& e, ItemWatch& w) {
   if (definitive && agent_list_answered_[e.job]) {
     w.validation_allowed = false;
     w.validated = true;
+  }
+  if (is_transient(e)) {
+    ++w.transient_in_row;
+    w.transient_at = e.t;
+  } else if (definitive) {
+    w.transient_in_row = 0;
   }
   if (std::exchange(w.validating, false)) return;
   if (is_refusal(status)) {
@@ -153,7 +194,8 @@ void ItemQueriesBounded::on_item_reply(const TraceEvent& e, ItemWatch& w) {
   }
 }
 
-// After an orchestrator 404 for an item, no further orchestrator call for it.
+// After an orchestrator 404 or 410 for an item (it is gone), no further
+// orchestrator call for it.
 void ItemQueriesBounded::check_after_not_found(const TraceEvent& e, std::size_t i,
                                                Violations& out) {
   if (e.item.empty()) return;
@@ -162,14 +204,18 @@ void ItemQueriesBounded::check_after_not_found(const TraceEvent& e, std::size_t 
   if (e.type == "service_call" && orchestrator) {
     if (e.str("operation") == "get_issue") ++w.queries;
     if (w.not_found_at) {
-      out.push_back({kName, i, e.t,
-                     fmt::format("issue {} queried again ({}) after its 404 at {}", e.item,
-                                 e.str("operation"), format_instant(*w.not_found_at))});
+      out.push_back(
+          {kName, i, e.t,
+           fmt::format("issue {} queried again ({}) after its {} at {}", e.item, e.str("operation"),
+                       w.gone_status, format_instant(*w.not_found_at))});
     }
     return;
   }
-  if (e.type == "service_reply" && orchestrator && e.num("status") == 404 && !w.not_found_at) {
+  const std::int64_t status = e.num("status");
+  if (e.type == "service_reply" && orchestrator && (status == 404 || status == 410) &&
+      !w.not_found_at) {
     w.not_found_at = e.t;
+    w.gone_status = status;
     w.not_found_durable = false;
     return;
   }
@@ -183,6 +229,7 @@ void ItemQueriesBounded::check_after_not_found(const TraceEvent& e, std::size_t 
 void ItemQueriesBounded::forget_answers_not_yet_durable() {
   for (auto& [id, w] : items_) {
     w.blocked_handoff_at.reset();
+    w.transient_in_row = 0;  // a backoff not yet durable may be lost with the process
     if (w.not_found_at && !w.not_found_durable) w.not_found_at.reset();
     if (w.config_error_at && !w.config_error_durable) w.config_error_at.reset();
   }

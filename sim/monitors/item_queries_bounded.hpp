@@ -25,6 +25,10 @@
 //   is a config attempt only once the item's durable record after it carries
 //   a reconcile error (the attempt's deferral on disk). Otherwise it was a
 //   lookup, and the item's next answer is its attempt.
+// - after a transient reply about an item (5xx, 408, 429, a transport
+//   error), its next query waits the item's backoff: 1 min, doubling with each
+//   transient failure in a row, at most 1 h (a crash forgets the count: the
+//   backoff may not have been durable).
 // The at-least-once window: a 404 or config error binds once the item's
 // durable record was written after it (`durable_stage`); when the acting
 // worker goes down before that, the answer may be lost with it, and the
@@ -59,6 +63,7 @@ class ItemQueriesBounded final : public Monitor {
  private:
   struct ItemWatch {
     std::optional<TimeMs> not_found_at;
+    std::int64_t gone_status = 404;  // the 404 or 410 that ended the item
     // From the orchestrator's own answers: the reply that showed a config
     // error (a refusal, or a handoff needed while the lead agent is missing).
     std::optional<TimeMs> config_error_at;
@@ -79,11 +84,17 @@ class ItemQueriesBounded final : public Monitor {
     // A blocked handoff shown to a query that may be a lookup: a config
     // attempt once the item's durable record shows a reconcile error.
     std::optional<TimeMs> blocked_handoff_at;
+    // Transient replies (5xx, 408, 429, transport errors) in a row about the
+    // item, and the last one's instant: its backoff starts there.
+    int transient_in_row = 0;
+    TimeMs transient_at = 0;
     std::int64_t queries = 0;
     std::string reason;  // the item's durable reconcile error
   };
 
   void on_durable_stage(const TraceEvent& e);
+  void check_transient_backoff(const TraceEvent& e, std::size_t i, const ItemWatch& w,
+                               Violations& out) const;
   void check_config_attempts(const TraceEvent& e, std::size_t i, Violations& out);
   void on_item_query(const TraceEvent& e, std::size_t i, ItemWatch& w, Violations& out);
   void on_item_reply(const TraceEvent& e, ItemWatch& w);

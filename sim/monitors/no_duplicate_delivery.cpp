@@ -27,7 +27,9 @@ Violations NoDuplicateDelivery::observe(const TraceEvent& e, std::size_t i) {
     return out;
   }
   if (!e.slot || e.job.empty()) return out;
-  if (e.type == "durable_delivery") {
+  if (e.type == "service_call") {
+    check_not_reentered(e, i, out);
+  } else if (e.type == "durable_delivery") {
     note_ledger(e);
   } else if (e.type == "queue_take") {
     const MonitoredJob* job = context_.jobs.find(e.job);
@@ -80,9 +82,29 @@ void NoDuplicateDelivery::note_ledger(const TraceEvent& e) {
   }
   GuardWatch& w = guards_[{e.job, *e.slot}];
   const auto* verdict = field(e, "verdict");
-  const bool guard = e.flag("guard") || (verdict != nullptr && verdict->is_string());
+  w.marked = verdict != nullptr && verdict->is_string();
+  w.outbox = e.flag("outbox");
+  const bool guard = e.flag("guard") || w.marked;
   if (guard && !w.durable) w.in_run = true;
   w.durable = guard;
+}
+
+// A run of a slot the ledger marks complete exits quietly, and one whose
+// decided delivery the ledger holds resends it (docs/group-jobs.md): neither
+// asks the model API for the slot again.
+void NoDuplicateDelivery::check_not_reentered(const TraceEvent& e, std::size_t i,
+                                              Violations& out) const {
+  if (e.service != "model-api") return;
+  const auto it = guards_.find({e.job, *e.slot});
+  if (it == guards_.end() || (!it->second.marked && !it->second.outbox)) return;
+  out.push_back({kName, i, e.t,
+                 fmt::format("job {} slot {}: the model API was asked again for a slot whose "
+                             "ledger {}",
+                             e.job, slot_text(e.slot),
+                             it->second.marked ? "marks it complete (a completed slot is never "
+                                                 "re-entered)"
+                                               : "holds its decided delivery (a retry resends "
+                                                 "the stored outbox)")});
 }
 
 void NoDuplicateDelivery::tally(nlohmann::json& tallies) const {

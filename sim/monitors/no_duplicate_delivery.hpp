@@ -7,7 +7,10 @@
 //   once per crash that fell between a delivery and the moment the ledger
 //   durably held it (counted in `duplicate_deliveries_in_window`);
 // - a send guard or slot marker that became durable during a run that then
-//   failed fires. Failure notices may repeat (`failure_notices`).
+//   failed fires. Failure notices may repeat (`failure_notices`);
+// - a model-api call for a slot the ledger durably marks complete (a
+//   completed slot is never re-entered), or whose decided delivery the ledger
+//   holds (a retry resends the stored outbox, it does not generate again).
 #pragma once
 
 #include <cstdint>
@@ -28,7 +31,7 @@ class NoDuplicateDelivery final : public Monitor {
   static std::vector<std::string> reads() {
     return {"message_delivered", "durable_delivery",     "queue_take",   "queue_intent",
             "queue_done",        "durable_job_state",    "process_boot", "process_crash",
-            "disk_lock",         "disk_process_crashed", "disk_crash"};
+            "disk_lock",         "disk_process_crashed", "disk_crash",   "service_call"};
   }
 
   NoDuplicateDelivery(const Scenario& scenario, MonitorContext& context);
@@ -46,10 +49,13 @@ class NoDuplicateDelivery final : public Monitor {
   struct GuardWatch {      // per (job, slot)
     bool in_run = false;   // the current run consumed the guard or set the marker
     bool durable = false;  // the ledger durably holds the guard (or the marker)
+    bool marked = false;   // the ledger durably holds the slot-complete marker
+    bool outbox = false;   // the ledger durably holds the slot's decided delivery
   };
 
   void on_delivered(const TraceEvent& e, std::size_t i, Violations& out);
   void note_ledger(const TraceEvent& e);
+  void check_not_reentered(const TraceEvent& e, std::size_t i, Violations& out) const;
 
   MonitorContext& context_;
   std::map<std::tuple<std::string, TimeMs, std::string>, SendWatch> sends_;

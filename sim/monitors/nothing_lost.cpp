@@ -16,7 +16,13 @@ bool failure_notification(const std::string& event) {
 
 NothingLost::NothingLost(const Scenario& scenario, MonitorContext& context)
     : context_(context), notifications_seen_(scenario.services.messenger.has_value()) {
-  for (const auto& [id, config] : context.jobs.all()) jobs_[id] = JobWatch{};
+  for (const auto& [id, config] : context.jobs.all()) {
+    jobs_[id] = JobWatch{};
+    // A job with no usable schedule never runs, so its policy never applies:
+    // its config error is the schedule's (schedule_kept judges that it never runs).
+    const bool runs = !config.never_runs && config.cron.has_value();
+    if (runs && config.policy_judged && !config.policy.valid) invalid_policies_[id] = PolicyShown{};
+  }
   for (const JobSpec& spec : scenario.jobs) {
     for (const ReconcileItem& item : spec.items) item_stages_[item.issue] = item.stage;
   }
@@ -36,12 +42,57 @@ Violations NothingLost::observe(const TraceEvent& e, std::size_t i) {
   if (e.type == "message_delivered" && e.str("kind") == "delivery" && e.slot) {
     delivered_.insert({e.job, *e.slot});
   }
+  note_policy_visibility(e);
+  check_retry_announced(e, i, out);
   check_success_delivered(e, i, out);
   check_budget_spent(e, i, out);
   check_group_verdict(e, i, out);
   track_recovery(e, i);
   check_item_failed_visibly(e, i, out);
   return out;
+}
+
+// A run's finish is one queue operation: its queue_done (with how many
+// entries it adds and messages it commits), then those adds, then those
+// messages. A retry it queues must come with its retry_scheduled message in
+// the same operation: a retry nobody is told of is the hidden retry of
+// docs/semantics.md §9 (004). A retry restored at a boot is no finish's.
+void NothingLost::check_retry_announced(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (e.type == "queue_done") {
+    finish_ = FinishWatch{e.num("adds"), e.num("outbox"), {}, {}, i, e.t};
+  } else if (e.type == "queue_add" && finish_ && finish_->adds_left > 0) {
+    --finish_->adds_left;
+    if (e.str("kind") == "retry" && e.flag("added")) finish_->retried.insert(e.job);
+  } else if (e.type == "outbox_add" && finish_ && finish_->adds_left == 0 &&
+             finish_->outbox_left > 0) {
+    --finish_->outbox_left;
+    if (e.str("event") == "retry_scheduled") finish_->announced.insert(e.job);
+  } else {
+    return;
+  }
+  if (!finish_ || finish_->adds_left > 0 || finish_->outbox_left > 0) return;
+  for (const std::string& job : finish_->retried) {
+    if (finish_->announced.count(job) != 0) continue;
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} queued a retry at {} without a retry_scheduled message in "
+                               "the same finish: a retry nobody is told of",
+                               job, format_instant(finish_->t))});
+  }
+  finish_.reset();
+}
+
+// A regular entry is never dropped (docs/semantics.md §4: no regular slot is
+// skipped): the queue finishes it only after the run's intent recorded how
+// it ended. A regular entry finished with no intent is a slot lost without
+// a word (a retry may be dropped so, when the state no longer backs it).
+void NothingLost::check_regular_outcome(const TraceEvent& e, std::size_t i, std::int64_t id,
+                                        Violations& out) {
+  const bool had_intent = intents_.erase(id) != 0;
+  if (had_intent || e.str("kind") != "regular") return;
+  out.push_back({kName, i, e.t,
+                 fmt::format("job {}'s regular slot {} left the queue (entry {}) with no intent: "
+                             "a regular slot dropped, not run",
+                             e.job, e.slot ? format_instant(*e.slot) : std::string("-"), id)});
 }
 
 // A crash: the leases its process held (every one at the machine's power
@@ -64,6 +115,8 @@ void NothingLost::orphan_leases_of(const TraceEvent& e) {
 // orphan); a take while an orphan is left fires, once per orphan.
 void NothingLost::track_leases(const TraceEvent& e, std::size_t i, Violations& out) {
   const auto id = e.num("id", -1);
+  if (e.type == "queue_intent") intents_.insert(id);
+  if (e.type == "queue_done") check_regular_outcome(e, i, id, out);
   if (e.type == "queue_done" || e.type == "queue_requeue") {
     leases_.erase(id);
     orphans_.erase(id);
@@ -262,6 +315,33 @@ void NothingLost::track_recovery(const TraceEvent& e, std::size_t i) {
   }
 }
 
+// A job whose policy is invalid (by the monitors' own reading) fails closed
+// visibly (docs/semantics.md §2, §9; 004: reveal the omission): once its
+// state is durable, the row records the policy error and the outbox received
+// a policy_invalid notice for it.
+void NothingLost::note_policy_visibility(const TraceEvent& e) {
+  if (e.type == "durable_job_state" && invalid_policies_.count(e.job) != 0) {
+    PolicyShown& shown = invalid_policies_[e.job];
+    shown.row_seen = true;
+    shown.in_state = shown.in_state || e.flag("policy_invalid");
+  } else if (e.type == "outbox_add" && e.str("event") == "policy_invalid" &&
+             invalid_policies_.count(e.job) != 0) {
+    invalid_policies_[e.job].noticed = true;
+  }
+}
+
+void NothingLost::judge_invalid_policies_shown(Violations& out) const {
+  for (const auto& [job, shown] : invalid_policies_) {
+    if (!shown.row_seen || (shown.in_state && shown.noticed)) continue;
+    out.push_back({kName, context_.events_seen, 0,
+                   fmt::format("job {} has an invalid retry policy, but {}: a policy that fails "
+                               "closed must say so",
+                               job,
+                               !shown.in_state ? "its durable row never recorded the policy error"
+                                               : "no policy_invalid notice was committed")});
+  }
+}
+
 Violations NothingLost::finish(TimeMs until_ms) {
   Violations out;
   const bool up = context_.process.up();
@@ -274,6 +354,7 @@ Violations NothingLost::finish(TimeMs until_ms) {
     }
   }
   for (auto& [id, j] : jobs_) judge_group_run(id, context_.events_seen, until_ms, out);
+  judge_invalid_policies_shown(out);
   for (const auto& [id, j] : jobs_) {
     if (j.success_unannounced && up) {
       out.push_back({kName, *j.success_unannounced, j.success_unannounced_t,

@@ -25,7 +25,13 @@
 //   (`queue_requeue`); a take while such a lease is left fires (a standby
 //   acting beside a live worker never recovers what the dead one held;
 //   docs/worker.md);
-// - end: a failed run followed by nothing while the process is up.
+// - a regular entry leaves the queue only after its run's intent (no regular
+//   slot is dropped);
+// - a retry a run's finish queues comes with a retry_scheduled message in the
+//   same queue operation (the outbox's record), or it is a hidden retry;
+// - end: a failed run followed by nothing while the process is up; a job
+//   whose policy is invalid (the monitors' own reading) with a durable row
+//   that never recorded the policy error, or no policy_invalid notice.
 #pragma once
 
 #include <map>
@@ -76,6 +82,10 @@ class NothingLost final : public Monitor {
     TimeMs success_unannounced_t = 0;
   };
 
+  void check_retry_announced(const TraceEvent& e, std::size_t i, Violations& out);
+  void note_policy_visibility(const TraceEvent& e);
+  void judge_invalid_policies_shown(Violations& out) const;
+  void check_regular_outcome(const TraceEvent& e, std::size_t i, std::int64_t id, Violations& out);
   void check_success_delivered(const TraceEvent& e, std::size_t i, Violations& out);
   void check_budget_spent(const TraceEvent& e, std::size_t i, Violations& out);
   void check_group_verdict(const TraceEvent& e, std::size_t i, Violations& out);
@@ -98,6 +108,25 @@ class NothingLost final : public Monitor {
   std::map<std::string, std::string> item_stages_;      // issue -> its last durable stage
   std::map<std::int64_t, Lease> leases_;                // queue id -> lease of a live process
   std::map<std::int64_t, Lease> orphans_;               // queue id -> lease of a dead one
+  // The finish being recorded: the adds and messages still to come.
+  struct FinishWatch {
+    std::int64_t adds_left = 0;
+    std::int64_t outbox_left = 0;
+    std::set<std::string> retried;    // jobs it queued a retry for
+    std::set<std::string> announced;  // jobs it committed a retry_scheduled for
+    std::size_t index = 0;
+    TimeMs t = 0;
+  };
+  std::optional<FinishWatch> finish_;
+  std::set<std::int64_t> intents_;  // queue entries with an intent recorded
+  // Jobs whose policy the monitors read as invalid: what their durable rows
+  // and the outbox showed of it.
+  struct PolicyShown {
+    bool row_seen = false;  // a durable row of the job exists
+    bool in_state = false;  // a row recorded the policy error
+    bool noticed = false;   // the outbox received policy_invalid for the job
+  };
+  std::map<std::string, PolicyShown> invalid_policies_;
 };
 
 }  // namespace rehearse::sim

@@ -7,6 +7,7 @@
 #include "sim/monitors/no_duplicate_delivery.hpp"
 #include "sim/monitors/no_secret_leak.hpp"
 #include "sim/monitors/nothing_lost.hpp"
+#include "sim/monitors/queue_discipline.hpp"
 #include "sim/monitors/retries_bounded.hpp"
 #include "sim/monitors/schedule_kept.hpp"
 #include "sim/monitors/stage_monotonic.hpp"
@@ -27,14 +28,15 @@ MonitorFactory entry() {
 
 }  // namespace
 
-// docs/semantics.md §10's order, plus bounded_run. A new invariant is one
-// class (its own .hpp/.cpp here) and one line below.
+// docs/semantics.md §10's order (queue_discipline, a rule of §6, beside the
+// delivery rules), plus bounded_run. A new invariant is one class (its own
+// .hpp/.cpp here) and one line below.
 const std::vector<MonitorFactory>& monitor_registry() {
   static const std::vector<MonitorFactory> kRegistry{
-      entry<StageMonotonic>(),      entry<RetriesBounded>(),      entry<ScheduleKept>(),
-      entry<NothingLost>(),         entry<NoDuplicateDelivery>(), entry<StateDurable>(),
-      entry<TokenReissueBounded>(), entry<ItemQueriesBounded>(),  entry<NoSecretLeak>(),
-      entry<Deterministic>(),       entry<BoundedRun>(),
+      entry<StageMonotonic>(), entry<RetriesBounded>(),      entry<ScheduleKept>(),
+      entry<NothingLost>(),    entry<NoDuplicateDelivery>(), entry<QueueDiscipline>(),
+      entry<StateDurable>(),   entry<TokenReissueBounded>(), entry<ItemQueriesBounded>(),
+      entry<NoSecretLeak>(),   entry<Deterministic>(),       entry<BoundedRun>(),
   };
   return kRegistry;
 }

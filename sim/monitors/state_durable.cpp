@@ -58,6 +58,8 @@ Violations StateDurable::observe(const TraceEvent& e, std::size_t i) {
   }
   if (e.type == "disk_crash") lock_holders_.clear();  // the machine's power loss: every lock
   if (is_crash_event(e.type)) return out;
+  queue_promise_.note(e);
+  if (e.type == "queue_reopened") return queue_promise_.check_reopened(e, i, kName);
   const bool known_slot = context_.jobs.find(e.job) != nullptr && e.slot;
   check_retry_start(e, i, known_slot, out);
   check_locked_writes(e, i, out);

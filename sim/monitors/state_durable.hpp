@@ -22,6 +22,9 @@
 // - a journal's tail is dropped only as a torn last record and only once a
 //   durable byte-for-byte copy of the damaged journal is kept (the copy is
 //   the damage's report, and lets the store replace a journal a fault cut);
+// - the queue's durable promise (queue_promise.hpp): what the queue
+//   acknowledged and did not finish is in the file a boot reopens (the
+//   world's `queue_reopened`);
 // - end: a damaged state file that a process booted after the damage read
 //   (the disk's `disk_read` of a watched file) must have been reported; a
 //   file no booted process reads needs no report from the worker.
@@ -35,6 +38,7 @@
 
 #include "sim/monitors/context.hpp"
 #include "sim/monitors/monitor.hpp"
+#include "sim/monitors/queue_promise.hpp"
 
 namespace rehearse::sim {
 
@@ -59,6 +63,9 @@ class StateDurable final : public Monitor {
             "queue_add",
             "queue_intent",
             "queue_done",
+            "queue_cancel",
+            "outbox_remove",
+            "queue_reopened",
             "durable_job_state",
             "outbox_add",
             "process_boot",
@@ -112,6 +119,7 @@ class StateDurable final : public Monitor {
     bool read = false;    // and read the damaged file
   };
   std::vector<Damage> unreported_;
+  QueuePromise queue_promise_;  // the queue's acknowledged entries and messages
 };
 
 }  // namespace rehearse::sim

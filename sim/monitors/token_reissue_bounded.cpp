@@ -22,7 +22,10 @@ Violations TokenReissueBounded::observe(const TraceEvent& e, std::size_t i) {
   }
   check_reuse(e, i, out);
   const std::string rid = e.str("request_id");
-  if (e.service == "brokerage" && !rid.empty()) check_rejected_token(e, i, rid, out);
+  if (e.service == "brokerage" && !rid.empty()) {
+    check_rejected_token(e, i, rid, out);
+    check_after_failed_issuance(e, i, rid, out);
+  }
   if (e.type == "service_reply" && !rid.empty() && e.str("operation") != "issue_token") {
     note_reply(e, rid);
     return out;
@@ -101,6 +104,23 @@ void TokenReissueBounded::note_reply(const TraceEvent& e, const std::string& rid
   RequestWatch& r = it != requests_.end() ? it->second : requests_[rid];
   r.last_status = last;
   if (last == 401) ++r.unauthorized;
+}
+
+// A failed issuance ends its request (docs/semantics.md §7): the request
+// fails with the issuance's class, and no second issuance is tried for it.
+void TokenReissueBounded::check_after_failed_issuance(const TraceEvent& e, std::size_t i,
+                                                      const std::string& rid, Violations& out) {
+  const bool issuance = e.type == "token_issued" || e.type == "token_issue_failed";
+  const bool resent = e.type == "service_call" && e.str("operation") != "issue_token";
+  if (!issuance && !resent) return;
+  const auto it = requests_.find(rid);
+  if (it != requests_.end() && it->second.issue_failed) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("request {}: {} after its token issuance failed (the request "
+                               "fails with the issuance's class; no second issuance)",
+                               rid, issuance ? "another issuance" : "sent again")});
+  }
+  if (e.type == "token_issue_failed") requests_[rid].issue_failed = true;
 }
 
 void TokenReissueBounded::check_issuance(const TraceEvent& e, std::size_t i, const std::string& rid,

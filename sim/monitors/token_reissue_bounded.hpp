@@ -8,7 +8,9 @@
 // - a request sent with a token a 401 had already refused fires;
 // - per `request_id` (cleared on a crash or boot: a stalled run re-runs with
 //   the same ids): no issuance after a 403, 429 or 5xx answer; at most one
-//   issuance after a 401; an `after_401` issuance only after a 401.
+//   issuance after a 401; an `after_401` issuance only after a 401; after an
+//   issuance for the request failed, neither another issuance nor the
+//   request sent again (the request fails with the issuance's class).
 #pragma once
 
 #include <cstdint>
@@ -41,6 +43,7 @@ class TokenReissueBounded final : public Monitor {
     std::optional<std::int64_t> last_status;  // last authenticated reply (-1: transport error)
     int unauthorized = 0;
     int reissues = 0;
+    bool issue_failed = false;  // an issuance for the request failed at the issuer
   };
 
   void check_reuse(const TraceEvent& e, std::size_t i, Violations& out);
@@ -48,6 +51,8 @@ class TokenReissueBounded final : public Monitor {
                             Violations& out);
   void check_issuance(const TraceEvent& e, std::size_t i, const std::string& rid, Violations& out);
   void note_reply(const TraceEvent& e, const std::string& rid);
+  void check_after_failed_issuance(const TraceEvent& e, std::size_t i, const std::string& rid,
+                                   Violations& out);
 
   std::map<std::string, RequestWatch> requests_;
   // The first-401 rule: a token refused with a 401 is dropped, so no request

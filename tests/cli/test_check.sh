@@ -46,6 +46,8 @@ contains good-determinism-summary "$work/out" "3 passed"
 # A failing case: exit 1, the line names the invariant and the replay command.
 expect_rc failing 1 check "$work/tiny-bound.json" --seeds 2 --first-seed 40
 contains failing-line "$work/out" "FAIL $work/tiny-bound.json seed 40: bounded_run"
+# The event bound says what to raise (a long scenario) rather than reading as a core bug.
+contains failing-hint "$work/out" "needs a larger queue.max_events"
 contains failing-replay "$work/out" "replay: rehearse check $work/tiny-bound.json --seeds 1 --first-seed 41"
 contains failing-summary "$work/out" "check: 2 cases, 0 passed, 2 failed, 0 errors"
 
@@ -98,6 +100,10 @@ expect_rc overflow 2 check "$work/good" --seeds 2 --first-seed 18446744073709551
 expect_rc unknown-option 2 check "$work/good" --sedes 3
 expect_rc json-error 2 check "$work/empty" --json
 contains json-error-doc "$work/out" "\"exit_code\": 2"
+
+# A shard left with no case proves nothing: refused (exit 2), never a pass.
+expect_rc no-case 2 check "$work/good/weekly.json" --seeds 2 --shard 3/3
+contains no-case-msg "$work/err" "leaves this shard no case"
 
 echo "cli check: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -143,6 +143,7 @@ ln -s sub/page.html "$work/page-link.html"
 "$R" run "$work/s.json" --report "$work/page-link.html" >/dev/null 2>&1
 if [ -L "$work/page-link.html" ] && grep -q "<html" "$work/sub/page.html"; then ok; else bad "report via symlink"; fi
 mkdir -p "$work/state"
+printf '{"format":1,"journal_seq":0,"jobs":{}}' >"$work/state/retry_state.json"
 echo 'kept by the operator' >"$work/state/notes.txt"
 "$R" status "$work/state" --html "$work/state/page.html" >/dev/null 2>&1
 rc=$?

@@ -156,6 +156,10 @@ for f in badpol nopol idle; do
   jsonq "flag-$f-json-doc" "$work/out" 'len(d["scenarios"][0]["flags"]) == 1 and d["scenarios"][0]["result"] == "ok*"'
   expect_rc "flag-$f-strict" 1 run --strict "$work/$f.json"
   contains "flag-$f-strict-line" "$work/out" "--strict: flag ["
+  # The replay line replays what failed: under --strict.
+  contains "flag-$f-strict-replay" "$work/out" "--strict --trace t.jsonl"
+  # validate --strict on the same flag: the same exit code as run --strict.
+  expect_rc "flag-$f-validate-strict" 1 validate --strict "$work/$f.json"
 done
 # "5L" (the last Friday): the monitors cannot judge the schedule.
 sed -e 's/"0 17 \* \* 5"/"0 17 * * 5L"/' -e 's/2026-12-04T16/2026-12-25T16/' -e 's/2026-12-05T00/2026-12-26T00/' \

@@ -109,7 +109,12 @@ if python3 "$SRC/tests/cli/check_report_html.py" "$work/s.html" >"$work/check" 2
 expect_rc status-scenario 0 status "$work/a" --scenario "$SIX"
 contains status-scenario-policy "$work/out" "policy: auto max=3"
 expect_rc status-missing 2 status "$work/nowhere"
-contains status-missing-msg "$work/err" "$work/nowhere"
+contains status-missing-msg "$work/err" "$work/nowhere: no such directory"
+if grep -q "$work/nowhere: $work/nowhere" "$work/err"; then bad "status-missing: the path twice: $(cat "$work/err")"; else ok; fi
+# A directory without a state file is refused, not shown as 0 jobs.
+mkdir -p "$work/empty-dir"
+expect_rc status-no-state 2 status "$work/empty-dir"
+contains status-no-state-msg "$work/err" "no state file here"
 printf '{"format":1,"journal_seq":0,"jobs":{"weekly-summary":' >"$work/b/retry_state.json"
 before=$(ls -la --time-style=full-iso "$work/b"; md5sum "$work/b/retry_state.json")
 expect_rc status-corrupt 2 status "$work/b"

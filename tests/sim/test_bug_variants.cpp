@@ -289,7 +289,8 @@ TEST(LyingCores, RetryQueuedEarlierThanLoggedBreaksRetriesBounded) {
 // Quota exhausted 09:59:30 to 10:59:30: 10:00, 10:10 and 10:20 fail and the
 // budget (2 retries) is spent at 10:20 (retry_exhausted). The lying queue
 // then receives a third retry, due 10:30, that the core never logs:
-// retries_bounded reads the queue's own record.
+// retries_bounded reads the queue's own record, and nothing_lost sees a retry
+// queued with no retry_scheduled message in its finish (nobody is told).
 TEST(LyingCores, RetryQueuedButNeverLoggedBreaksRetriesBounded) {
   Pair r =
       run_both(digest_scenario(
@@ -297,7 +298,8 @@ TEST(LyingCores, RetryQueuedButNeverLoggedBreaksRetriesBounded) {
                lying_queue(variants::QueueLie::unlogged_retry, 10 * kMinuteMs));
   EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
   EXPECT_EQ(r.core.tallies["jobs"]["digest"]["retries"], 2) << r.core.tallies.dump();
-  EXPECT_EQ(fired(r.variant), std::set<std::string>{"retries_bounded"}) << describe(r.variant);
+  EXPECT_EQ(fired(r.variant), (std::set<std::string>{"nothing_lost", "retries_bounded"}))
+      << describe(r.variant);
   EXPECT_TRUE(fired_on(r.variant, "retries_bounded", "queue_add")) << describe(r.variant);
 }
 
@@ -501,6 +503,28 @@ TEST(LyingCores, ATornTailDroppedWithoutACopyBreaksStateDurable) {
       << "a torn tail dropped without a copy passed; variant run:\n"
       << describe(r.variant);
   EXPECT_TRUE(fired_on(r.variant, "state_durable", "journal_tail_gone")) << describe(r.variant);
+}
+
+// disk-queue-restart-mid-retry-chain: the worker's queue is the core's
+// DiskJobQueue on the simulated disk, and the machine loses power at 10:15
+// with the second retry acknowledged in the queue. On a disk where the queue
+// directory's fsync does nothing, none of the queue's renames was durable:
+// the boot reopens a queue without the acknowledged retry. The core notices
+// nothing (it restores the retry from its state store, and the chain goes
+// on); state_durable fires on the world's queue_reopened.
+TEST(LyingCores, AQueueWhoseRenamesAreNotDurableBreaksStateDurable) {
+  auto loaded = load_scenario_file(scenario_path("disk-queue-restart-mid-retry-chain"));
+  ASSERT_TRUE(loaded.ok());
+  Pair r = run_both(std::move(loaded).value(), [](JobQueue&, Notifier&, Disk& disk) {
+    WorkerPortWrappers w;
+    w.disk = variants::make_dir_sync_skipping_disk(disk, kWorldQueueDir);
+    return w;
+  });
+  EXPECT_TRUE(r.core.violations.empty()) << "core run:\n" << describe(r.core);
+  EXPECT_EQ(fired(r.variant), std::set<std::string>{"state_durable"})
+      << "acknowledged queue entries lost to a power loss passed; variant run:\n"
+      << describe(r.variant);
+  EXPECT_TRUE(fired_on(r.variant, "state_durable", "queue_reopened")) << describe(r.variant);
 }
 
 // A group job (one task, per-job policy: network retried, auth not) whose

@@ -189,6 +189,28 @@ TEST(CrashSweepScenario, APointTheRunNeverReachesIsReportedAsDiverged) {
       << failures->front().message;
 }
 
+// The bundled scenario whose worker keeps its queue in a file on its disk
+// (queue.store disk, docs/worker.md): every single point holds, the disk
+// points inside the queue's own operations included (the same world over
+// the memory queue has fewer disk operations: the queue's are the rest).
+TEST(CrashSweepScenario, TheDiskQueueScenarioHoldsAtEverySinglePoint) {
+  auto loaded = load_scenario_file(std::string(REHEARSE_SOURCE_DIR) +
+                                   "/scenarios/disk-queue-restart-mid-retry-chain.json");
+  ASSERT_TRUE(loaded.ok()) << loaded.error().describe();
+  Scenario memory = *loaded;
+  memory.queue.store = QueueStore::memory;
+  ScenarioCrashOptions baseline_only;
+  baseline_only.points_max = 1;
+  const ScenarioCrashReport in_memory = sweep(memory, baseline_only);
+  ScenarioCrashOptions options;
+  options.pairs = false;
+  const ScenarioCrashReport r = sweep(*loaded, options);
+  EXPECT_TRUE(r.held()) << describe(r);
+  EXPECT_TRUE(r.cut.empty()) << describe(r);
+  EXPECT_GT(r.baseline_disk_operations, in_memory.baseline_disk_operations + 50) << describe(r);
+  EXPECT_EQ(r.disk_process_crash.run, r.baseline_disk_operations);
+}
+
 TEST(CrashSweepScenario, ThreadsGiveTheSameReport) {
   ScenarioCrashOptions options;
   options.pairs = false;

@@ -55,8 +55,9 @@ std::optional<Scenario> load_clean(const json& doc, const std::string& what) {
   const ScenarioCheck check = check_scenario_json(doc.dump(), what);
   EXPECT_TRUE(check.valid()) << what << ": " << check.errors.front().describe() << "\n"
                              << doc.dump(1);
+  // A policy_error flag is a drawn omission (one job in 25, policy_draws.hpp);
+  // a publish job that retries always says why that is safe.
   for (const ScenarioFlag& flag : check.flags) {
-    EXPECT_NE(flag.kind, FlagKind::policy_error) << what << ": " << flag.message;
     EXPECT_NE(flag.kind, FlagKind::side_effects) << what << ": " << flag.message;
   }
   return check.scenario;
@@ -132,7 +133,7 @@ TEST(RandomJobs, TheSwarmsFaultsDoNotChange) {
 TEST(RandomJobs, SchedulesAndPoliciesCoverTheirClasses) {
   const json base = read_json(source_dir() + "/scenarios/weekly-quota-6h.json");
   std::set<std::string> forms, budgets, backoffs;
-  int low = 0, frequent = 0, every_few_minutes = 0;
+  int low = 0, frequent = 0, every_few_minutes = 0, omissions = 0;
   for (std::uint64_t seed = 1; seed <= 200; ++seed) {
     const json job = derive_random(base, seed)["jobs"][0];
     auto cron = CronSchedule::parse(job["schedule"].get<std::string>());
@@ -140,7 +141,10 @@ TEST(RandomJobs, SchedulesAndPoliciesCoverTheirClasses) {
     (cron->is_low_frequency() ? low : frequent) += 1;
     if (job["schedule"].get<std::string>().rfind("*/", 0) == 0) ++every_few_minutes;
     auto policy = parse_retry_policy(job["retry_policy"], schedule_facts(*cron));
-    ASSERT_TRUE(policy.ok()) << job["retry_policy"].dump();
+    if (!policy.ok()) {  // a drawn omission (sim/check/policy_draws.hpp): it fails closed
+      ++omissions;
+      continue;
+    }
     forms.insert(to_string(policy->form));
     budgets.insert(to_string(policy->budget));
     backoffs.insert(to_string(policy->backoff.kind));
@@ -148,8 +152,13 @@ TEST(RandomJobs, SchedulesAndPoliciesCoverTheirClasses) {
   EXPECT_GE(low, 30);
   EXPECT_GE(frequent, 60);
   EXPECT_GE(every_few_minutes, 30);
-  EXPECT_EQ(forms, (std::set<std::string>{"auto", "bullmq", "per_job"}));
+  // Every form a scenario can hold: the core's own and the six systems'
+  // (sim/check/policy_draws.hpp), so the monitors' reading of each is searched.
+  EXPECT_EQ(forms, (std::set<std::string>{"auto", "bullmq", "per_job", "temporal", "stepfunctions",
+                                          "sidekiq", "celery", "k8s"}));
   EXPECT_EQ(budgets.size(), 2u);
+  EXPECT_GE(omissions, 2);  // one job in 25 gets a policy the core refuses
+  EXPECT_LE(omissions, 20);
   EXPECT_GE(backoffs.size(), 3u);
 }
 
@@ -160,7 +169,7 @@ TEST(RandomJobs, ABaseThatDoesNotLoadIsAnError) {
 }
 
 // The property: every generated world loads (before and after the swarm),
-// with no policy the core refuses, over many seeds.
+// over many seeds.
 TEST(GeneratedWorlds, EveryWorldLoadsOverThreeHundredSeeds) {
   for (std::uint64_t seed = 1; seed <= 300; ++seed) {
     const std::string what = "world seed " + std::to_string(seed);

@@ -33,7 +33,7 @@ const std::set<std::string> kCoreStillRead{};
 // Monitors that read world facts only: none of their subscriptions may be a
 // core event.
 const std::set<std::string> kWorldOnly{"token_reissue_bounded", "no_secret_leak", "deterministic",
-                                       "bounded_run"};
+                                       "queue_discipline", "bounded_run"};
 
 std::map<std::string, std::set<EventSource>> sources_in_bundled_scenarios() {
   std::map<std::string, std::set<EventSource>> sources;

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -204,6 +205,8 @@ std::string conclusions(const Outcome& o) {
   }
   return out + twin::without_slot_lists(o.tallies).dump();
 }
+
+bool fired(const Outcome& o, const std::string& invariant, const std::string& text);
 
 // Every script is judged twice: as written, and with its jobs as a fleet's
 // (tests/sim/fleet_twin.hpp: finished slots kept compactly, no slot history);
@@ -824,6 +827,81 @@ TEST(ScheduleKept, FiresWhenTheQueueReceivesARegularEntryOffItsFiring) {
 
 // ------------------------------------------------------------ 4 nothing_lost
 
+// A run's finish is one queue operation: its queue_done says how many
+// entries it adds and messages it commits, then come those adds and those
+// messages. A retry queued without its retry_scheduled message in the same
+// finish is a retry nobody is told of (004's hidden retry).
+Script finish_with(int outbox, const std::vector<std::string>& events) {
+  Script s;
+  s.add("queue_intent", "2026-03-02T10:15:00Z", "slotty", "2026-03-02T10:15:00Z",
+        {{"id", 1}, {"kind", "regular"}, {"attempt", 1}});
+  s.add("queue_done", "2026-03-02T10:15:00Z", "slotty", "2026-03-02T10:15:00Z",
+        {{"id", 1}, {"kind", "regular"}, {"attempt", 1}, {"adds", 1}, {"outbox", outbox}});
+  s.add("queue_add", "2026-03-02T10:15:00Z", "slotty", "2026-03-02T10:15:00Z",
+        {{"id", 2},
+         {"kind", "retry"},
+         {"attempt", 2},
+         {"added", true},
+         {"ready_at", "2026-03-02T10:20:00Z"}});
+  for (const std::string& event : events) {
+    note(s, event, "slotty", "2026-03-02T10:15:00Z", "2026-03-02T10:15:00Z", 1, "provider_5xx");
+  }
+  return s;
+}
+
+TEST(NothingLost, FiresWhenAFinishQueuesARetryWithoutItsNotice) {
+  const Script other = finish_with(1, {"recovered"});
+  EXPECT_TRUE(fired(run(other, base_scenario()), "nothing_lost", "without a retry_scheduled"));
+  const Script none = finish_with(0, {});
+  EXPECT_TRUE(fired(run(none, base_scenario()), "nothing_lost", "without a retry_scheduled"));
+}
+
+TEST(NothingLost, NearMissARetryAnnouncedToTwoTargetsInItsFinish) {
+  const Outcome o = run(finish_with(2, {"retry_scheduled", "retry_scheduled"}), base_scenario());
+  EXPECT_FALSE(fired(o, "nothing_lost", "")) << describe(o.seen);
+}
+
+// A regular entry leaves the queue only after its run's intent: one finished
+// with none was dropped, not run. A retry may be dropped so (the state no
+// longer backs it).
+TEST(NothingLost, FiresWhenARegularEntryLeavesTheQueueWithNoIntent) {
+  Script s;
+  handout(s, "2026-03-02T10:15:00Z", "slotty", "2026-03-02T10:15:00Z",
+          {{"next_run_at", "2026-03-02T11:15:00Z"}});
+  run_start(s, "2026-03-02T10:15:00Z", "slotty", "2026-03-02T10:15:00Z", {{"kind", "regular"}});
+  s.add("queue_done", "2026-03-02T10:15:00Z", "slotty", "2026-03-02T10:15:00Z",
+        {{"id", s.run_of("slotty")}, {"kind", "regular"}, {"attempt", 1}});
+  const Outcome o = run(s, base_scenario());
+  EXPECT_TRUE(fired(o, "nothing_lost", "with no intent")) << describe(o.seen);
+  Script retry;
+  run_start(retry, "2026-03-02T10:20:00Z", "slotty", "2026-03-02T10:15:00Z",
+            {{"kind", "retry"}, {"attempt", 2}});
+  retry.add("queue_done", "2026-03-02T10:20:00Z", "slotty", "2026-03-02T10:15:00Z",
+            {{"id", retry.run_of("slotty")}, {"kind", "retry"}, {"attempt", 2}});
+  EXPECT_FALSE(fired(run(retry, base_scenario()), "nothing_lost", "with no intent"));
+}
+
+// A job whose policy is invalid fails closed visibly: once its state is
+// durable the row records the policy error and the outbox received
+// policy_invalid (004: reveal the omission). "broken" has no policy.
+Script broken_row(bool in_state, bool noticed) {
+  Script s;
+  s.add("durable_job_state", "2026-03-02T09:30:00Z", "broken", std::nullopt,
+        {{"retry_status", "ok"}, {"policy_invalid", in_state}, {"slots", json::object()}});
+  if (noticed) {
+    note(s, "policy_invalid", "broken", nullptr, "2026-03-02T09:30:00Z", 0, "config");
+  }
+  return s;
+}
+
+TEST(NothingLost, FiresAtTheEndWhenAnInvalidPolicyIsNotShown) {
+  EXPECT_TRUE(fired(run(broken_row(false, true), base_scenario()), "nothing_lost",
+                    "never recorded the policy error"));
+  EXPECT_TRUE(fired(run(broken_row(true, false), base_scenario()), "nothing_lost",
+                    "no policy_invalid notice"));
+  EXPECT_FALSE(fired(run(broken_row(true, true), base_scenario()), "nothing_lost", ""));
+}
+
 TEST(NothingLost, FiresAtTheEndOnASwallowedFailure) {
   Script s;
   s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt,
@@ -998,6 +1076,42 @@ TEST(NoDuplicateDelivery, NearMissCrashInsideTheWindowAllowsOneAndReportsIt) {
   Script more = s;
   const auto bad = more.add_event(delivered("2026-03-02T10:03:00Z", slot, "team-chat"));
   expect_first(run(more, base_scenario()), "no_duplicate_delivery", bad);
+}
+
+// A slot the ledger marks complete is never re-entered, and a retry of a slot
+// whose decided delivery the ledger holds resends it: neither asks the model
+// API for the slot again (docs/group-jobs.md).
+Scenario group_hourly();
+
+Script model_call_after(const json& ledger_facts, const char* call_slot) {
+  Script s;
+  const char* slot = "2026-03-02T10:00:00Z";
+  s.add("durable_delivery", "2026-03-02T10:00:05Z", "hourly", slot, ledger_facts);
+  TraceEvent call;
+  call.t = at("2026-03-02T10:05:00Z");
+  call.type = "service_call";
+  call.service = "model-api";
+  call.job = "hourly";
+  call.slot = at(call_slot);
+  call.data = {{"operation", "generate"}, {"request_id", "hourly/x"}};
+  s.add_event(std::move(call));
+  return s;
+}
+
+TEST(NoDuplicateDelivery, FiresWhenACompletedOrHeldSlotAsksTheModelAgain) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  const Script marked = model_call_after(ledger({"team-chat"}, true, "delivered"), slot);
+  EXPECT_TRUE(fired(run(marked, group_hourly()), "no_duplicate_delivery", "marks it complete"));
+  json held_facts = ledger({}, false);
+  held_facts["outbox"] = true;
+  const Script held = model_call_after(held_facts, slot);
+  EXPECT_TRUE(fired(run(held, group_hourly()), "no_duplicate_delivery", "stored outbox"));
+  // Another slot's call, and a slot whose ledger holds neither: quiet.
+  const Script other =
+      model_call_after(ledger({"team-chat"}, true, "delivered"), "2026-03-02T11:00:00Z");
+  EXPECT_FALSE(fired(run(other, group_hourly()), "no_duplicate_delivery", ""));
+  const Script open = model_call_after(ledger({}, false), slot);
+  EXPECT_FALSE(fired(run(open, group_hourly()), "no_duplicate_delivery", ""));
 }
 
 TEST(NoDuplicateDelivery, FiresWhenAFailedRunSetTheGuard) {
@@ -1334,6 +1448,74 @@ TEST(StateDurable, FiresWhenAnOkRowKeepsItsRetryCount) {
   expect_first(run(s, base_scenario()), "state_durable", bad);
 }
 
+// The queue's durable promise (a world with the core's DiskJobQueue on its
+// disk): an entry the queue acknowledged (added) and did not finish or drop,
+// and a message its outbox acknowledged and did not remove, are in the file
+// a boot reopens, as the world's own reader found it (`queue_reopened`). A
+// deduplicated add acknowledges nothing new; a cancelled entry and a removed
+// message are owed no more.
+TEST(StateDurable, FiresWhenTheReopenedQueueLacksAnAcknowledgedEntry) {
+  const char* t = "2026-03-02T10:00:00Z";
+  const auto entry = [](std::uint64_t id, bool added) {
+    return json{{"id", id},
+                {"kind", "retry"},
+                {"attempt", 2},
+                {"ready_at", "2026-03-02T10:40:00Z"},
+                {"added", added}};
+  };
+  const auto message = [](std::uint64_t id) {
+    return json{{"id", id}, {"target", "ops"}, {"event", "retry_scheduled"}};
+  };
+  Script s;
+  s.add("queue_add", t, "slotty", "2026-03-02T09:30:00Z", entry(1, true));
+  s.add("queue_add", t, "slotty", "2026-03-02T09:30:00Z", entry(1, false));
+  s.add("queue_add", t, "slotty", "2026-03-02T08:30:00Z", entry(2, true));
+  s.add("queue_cancel", t, "slotty", "2026-03-02T08:30:00Z", entry(2, true));
+  s.add("outbox_add", t, "slotty", "2026-03-02T09:30:00Z", message(1));
+  s.add("outbox_add", t, "slotty", "2026-03-02T09:30:00Z", message(2));
+  s.add("outbox_remove", t, {}, std::nullopt, message(2));
+  s.add("process_crash", "2026-03-02T10:01:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"pid", 1}, {"cause", "restart"}});
+  s.add("process_boot", "2026-03-02T10:02:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"pid", 1}, {"boots", 2}});
+  const auto reopened = [](Script& script, json entries, json outbox, bool readable = true) {
+    return script.add("queue_reopened", "2026-03-02T10:02:00Z", {}, std::nullopt,
+                      {{"path", "/srv/queue/queue.json"},
+                       {"process", 1},
+                       {"entries", std::move(entries)},
+                       {"outbox", std::move(outbox)},
+                       {"readable", readable}});
+  };
+  const auto durable_findings = [](const Outcome& o) {
+    std::vector<Violation> out;
+    for (const Violation& v : o.seen) {
+      if (v.invariant == "state_durable") out.push_back(v);
+    }
+    return out;
+  };
+  // Near miss: everything owed is there.
+  Script held = s;
+  reopened(held, json::array({1}), json::array({1}));
+  EXPECT_TRUE(durable_findings(run(held, base_scenario())).empty())
+      << describe(durable_findings(run(held, base_scenario())));
+  // The entry a crash took back, the message, and bytes the world cannot read.
+  for (const auto& [entries, outbox, readable, what] :
+       std::vector<std::tuple<json, json, bool, std::string>>{
+           {json::array(), json::array({1}), true, "queue entry 1 (job slotty"},
+           {json::array({1}), json::array(), true, "outbox message 1 (retry_scheduled to ops)"},
+           {json::array(), json::array(), false, "cannot be read by the world"}}) {
+    Script lost = s;
+    const std::size_t bad = reopened(lost, entries, outbox, readable);
+    const std::vector<Violation> found = durable_findings(run(lost, base_scenario()));
+    ASSERT_FALSE(found.empty()) << what;
+    EXPECT_EQ(found.front().event_index, bad);
+    EXPECT_NE(found.front().message.find(what), std::string::npos) << found.front().message;
+    // Once: the next reopen judges from what is left.
+    reopened(lost, entries, outbox, readable);
+    EXPECT_EQ(durable_findings(run(lost, base_scenario())).size(), found.size()) << what;
+  }
+}
+
 // Damage must be reported by a process that relies on the file: one that
 // booted after the damage and read it (the disk's own `disk_read`).
 TEST(StateDurable, FiresAtTheEndWhenCorruptionIsNeverReported) {
@@ -1560,6 +1742,30 @@ TEST(TokenReissueBounded, FiresOnAReissueAfter403) {
   expect_first(run(s, base_scenario()), "token_reissue_bounded", bad);
 }
 
+// A failed issuance ends its request: the request fails with the issuance's
+// class; neither a second issuance nor the request sent again (§7).
+TEST(TokenReissueBounded, FiresWhenARequestGoesOnAfterItsIssuanceFailed) {
+  Script again;
+  again.broker("token_issue_failed", "2026-03-02T10:00:00Z", "r1",
+               {{"reason", "initial"}, {"status", 503}});
+  const auto bad = again.broker("token_issued", "2026-03-02T10:00:01Z", "r1",
+                                {{"reason", "initial"}, {"generation", 1}});
+  expect_first(run(again, base_scenario()), "token_reissue_bounded", bad);
+  Script resent;
+  resent.broker("token_issue_failed", "2026-03-02T10:00:00Z", "r1",
+                {{"reason", "initial"}, {"status", 503}});
+  const auto sent =
+      resent.broker("service_call", "2026-03-02T10:00:01Z", "r1", {{"operation", "quote"}});
+  expect_first(run(resent, base_scenario()), "token_reissue_bounded", sent);
+  // Another request of the next run may ask for a token again.
+  Script next;
+  next.broker("token_issue_failed", "2026-03-02T10:00:00Z", "r1",
+              {{"reason", "initial"}, {"status", 503}});
+  next.broker("token_issued", "2026-03-02T10:05:00Z", "r2",
+              {{"reason", "initial"}, {"generation", 1}});
+  EXPECT_TRUE(run(next, base_scenario()).seen.empty());
+}
+
 TEST(TokenReissueBounded, NearMissOneReissueThenSuccessAndARefresh) {
   Script s;
   s.broker("token_issued", "2026-03-02T09:59:59Z", "r0",
@@ -1617,6 +1823,44 @@ TEST(ItemQueriesBounded, FiresOnAQueryAfterA404) {
 
 // A request the orchestrator refused (a config error, deferred an hour): the
 // item's next query within the hour fires, whatever the core logged.
+// 410 is gone too (docs/semantics.md §1: not_found): no call for the item after it.
+TEST(ItemQueriesBounded, FiresOnAQueryAfterA410) {
+  Script s;
+  s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:00:01Z", "ISS-1",
+         {{"operation", "get_issue"}, {"status", 410}});
+  const auto bad =
+      s.item("service_call", "2026-03-02T11:10:00Z", "ISS-1", {{"operation", "get_issue"}});
+  const Outcome o = run(s, base_scenario());
+  expect_first(o, "item_queries_bounded", bad);
+  EXPECT_TRUE(fired(o, "item_queries_bounded", "after its 410"));
+}
+
+// The per-item backoff after transient failures: 1 min, then 2 min after the
+// second in a row (docs/semantics.md §8). Asked again before it ends fires.
+Script transient_twice_then_asked(const char* again) {
+  Script s;
+  s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:00:00Z", "ISS-1",
+         {{"operation", "get_issue"}, {"status", 503}});
+  s.item("service_call", "2026-03-02T10:01:00Z", "ISS-1", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:01:00Z", "ISS-1",
+         {{"operation", "get_issue"}, {"transport_error", "connection_reset"}});
+  s.item("service_call", again, "ISS-1", {{"operation", "get_issue"}});
+  return s;
+}
+
+TEST(ItemQueriesBounded, FiresWhenATransientFailureIsAskedBeforeItsBackoff) {
+  const Script early = transient_twice_then_asked("2026-03-02T10:02:30Z");
+  expect_first(run(early, base_scenario()), "item_queries_bounded", early.events().size() - 1);
+  EXPECT_TRUE(fired(run(early, base_scenario()), "item_queries_bounded", "its backoff is 2m"));
+}
+
+TEST(ItemQueriesBounded, NearMissATransientFailureAskedWhenItsBackoffEnds) {
+  const Outcome o = run(transient_twice_then_asked("2026-03-02T10:03:00Z"), base_scenario());
+  EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
+}
+
 TEST(ItemQueriesBounded, FiresOnConfigAttemptsCloserThanHourly) {
   Script s;
   s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
@@ -1804,7 +2048,7 @@ TEST(ItemQueriesBounded, NearMissHourlyConfigAttemptsAndOtherItems) {
   s.item("service_call", "2026-03-02T10:10:00Z", "ISS-2", {{"operation", "get_issue"}});
   s.item("service_reply", "2026-03-02T10:10:01Z", "ISS-2",
          {{"operation", "get_issue"}, {"status", 503}});
-  s.item("service_call", "2026-03-02T10:11:00Z", "ISS-2", {{"operation", "get_issue"}});
+  s.item("service_call", "2026-03-02T10:11:02Z", "ISS-2", {{"operation", "get_issue"}});
   s.item("service_call", "2026-03-02T11:00:01Z", "ISS-1", {{"operation", "get_issue"}});
   s.item("service_reply", "2026-03-02T11:00:02Z", "ISS-1",
          {{"operation", "get_issue"}, {"status", 403}});
@@ -1812,6 +2056,52 @@ TEST(ItemQueriesBounded, NearMissHourlyConfigAttemptsAndOtherItems) {
   expect_clean(o);
   EXPECT_EQ(o.tallies["items"]["ISS-1"]["queries"], 3);
   EXPECT_EQ(o.tallies["items"]["ISS-2"]["queries"], 2);
+}
+
+// ------------------------------------------------------------ queue_discipline
+
+// The queue's leases as the world records them: a take names the taking
+// process; a finish ends the lease.
+std::size_t take(Script& s, const char* t, const std::string& job, int id, int process) {
+  return s.add(
+      "queue_take", t, job, "2026-03-02T10:00:00Z",
+      {{"id", id}, {"kind", "regular"}, {"attempt", 1}, {"process", process}, {"ready_at", t}});
+}
+
+void done(Script& s, const char* t, const std::string& job, int id) {
+  s.add("queue_done", t, job, "2026-03-02T10:00:00Z",
+        {{"id", id}, {"kind", "regular"}, {"attempt", 1}});
+}
+
+TEST(QueueDiscipline, FiresWhenARunStartsBesideAnotherAtConcurrencyOne) {
+  Script s;
+  take(s, "2026-03-02T10:00:00Z", "slotty", 1, 1);
+  const auto bad = take(s, "2026-03-02T10:00:01Z", "broken", 2, 1);
+  expect_first(run(s, base_scenario()), "queue_discipline", bad);
+}
+
+TEST(QueueDiscipline, FiresWhenAJobIsTakenTwiceAtOnce) {
+  Scenario sc = base_scenario();
+  sc.queue.concurrency = 3;
+  Script s;
+  take(s, "2026-03-02T10:00:00Z", "slotty", 1, 1);
+  const auto bad = take(s, "2026-03-02T10:00:01Z", "slotty", 2, 1);
+  const Outcome o = run(s, sc);
+  expect_first(o, "queue_discipline", bad);
+  EXPECT_TRUE(fired(o, "queue_discipline", "a job runs once at a time"));
+}
+
+// A finished run frees its place; a dead process's leases end with it.
+TEST(QueueDiscipline, NearMissRunsOneAfterAnotherAndAfterACrash) {
+  Script s;
+  take(s, "2026-03-02T10:00:00Z", "slotty", 1, 1);
+  done(s, "2026-03-02T10:00:01Z", "slotty", 1);
+  take(s, "2026-03-02T10:00:02Z", "broken", 2, 1);
+  s.add("process_crash", "2026-03-02T10:00:03Z", {}, std::nullopt,
+        {{"process", "worker"}, {"pid", 1}, {"cause", "restart"}});
+  take(s, "2026-03-02T10:05:00Z", "slotty", 3, 2);
+  const Outcome o = run(s, base_scenario());
+  EXPECT_FALSE(fired(o, "queue_discipline", "")) << describe(o.seen);
 }
 
 // ------------------------------------------------------------ 9 no_secret_leak

@@ -55,7 +55,7 @@ json base_scenario() {
     "until": "2026-12-05T00:00:00Z",
     "seed": 7,
     "env": { "WEEKLY_SUMMARY_CRON": "0 17 * * 5", "AGENT_LEAD_ID": "agent-lead-1" },
-    "queue": { "concurrency": 1, "max_events": 50000 },
+    "queue": { "store": "disk", "concurrency": 1, "max_events": 50000 },
     "services": {
       "model-api": { "latency": "20s", "timeout": "2m" },
       "orchestrator": {
@@ -214,6 +214,7 @@ TEST(ScenarioLoader, FillsTypedValuesAndDefaults) {
   EXPECT_EQ(s.until_ms, *parse_instant("2026-12-05T00:00:00Z"));
   EXPECT_EQ(s.seed, 7u);
   EXPECT_EQ(s.env.at("WEEKLY_SUMMARY_CRON"), "0 17 * * 5");
+  EXPECT_EQ(s.queue.store, QueueStore::disk);
   EXPECT_EQ(s.queue.concurrency, 1);
   EXPECT_EQ(s.queue.max_events, 50000);
 
@@ -319,6 +320,7 @@ TEST(ScenarioLoader, MinimalScenarioGetsDocumentedDefaults) {
   EXPECT_EQ(loaded->seed, 1u);
   EXPECT_EQ(loaded->queue.concurrency, 1);
   EXPECT_EQ(loaded->queue.max_events, 1'000'000);
+  EXPECT_EQ(loaded->queue.store, QueueStore::memory);
   EXPECT_EQ(loaded->description, "");
   EXPECT_TRUE(loaded->env.empty());
   EXPECT_EQ(loaded->services.brokerage->token_lifetime_ms, 24 * kHourMs);
@@ -410,6 +412,10 @@ const std::vector<Mutation>& mutations() {
        "/faults/0/worker", "expected a worker number (queue.workers) from 1 to 1"},
       {"queue max_events 0", [](json& d) { set(d, "/queue/max_events", 0); }, "/queue/max_events",
        "expected an integer from 1 to 100000000"},
+      {"queue store unknown", [](json& d) { set(d, "/queue/store", "redis"); }, "/queue/store",
+       "unknown queue store \"redis\" (expected one of: memory, disk)"},
+      {"queue store near a name", [](json& d) { set(d, "/queue/store", "disc"); }, "/queue/store",
+       "did you mean 'disk'?"},
       // services
       {"service near a built-in name",
        [](json& d) { set(d, "/services/brokrage", json::object()); }, "/services/brokrage",
@@ -1397,6 +1403,9 @@ TEST(ScenarioSchema, EnumsEqualTheLoadersVocabulary) {
                 .at("enum")
                 .get<std::vector<std::string>>(),
             invariant_names());
+  EXPECT_EQ(
+      defs.at("queue").at("properties").at("store").at("enum").get<std::vector<std::string>>(),
+      queue_store_names());
   std::vector<std::string> files;
   for (int i = 0; i <= static_cast<int>(StateFile::jobs_state); ++i) {
     files.push_back(to_string(static_cast<StateFile>(i)));

@@ -85,6 +85,18 @@ class CopylessDisk final : public ForwardingDisk {
   }
 };
 
+// One directory's fsync does nothing and reports success.
+class DirSyncSkippingDisk final : public ForwardingDisk {
+ public:
+  DirSyncSkippingDisk(Disk& inner, std::string dir) : ForwardingDisk(inner), dir_(std::move(dir)) {}
+  Status fsync_dir(const std::string& dir) override {
+    return dir == dir_ ? Status{} : ForwardingDisk::fsync_dir(dir);
+  }
+
+ private:
+  std::string dir_;
+};
+
 // A failure of one class reported as another.
 class MisclassifyingRunner final : public JobRunner {
  public:
@@ -260,6 +272,10 @@ std::unique_ptr<JobRunner> make_misclassifying_runner(std::unique_ptr<JobRunner>
 
 std::unique_ptr<Disk> make_copyless_disk(Disk& inner) {
   return std::make_unique<CopylessDisk>(inner);
+}
+
+std::unique_ptr<Disk> make_dir_sync_skipping_disk(Disk& inner, std::string dir) {
+  return std::make_unique<DirSyncSkippingDisk>(inner, std::move(dir));
 }
 
 }  // namespace rehearse::variants

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "model/environment.hpp"
 #include "model/job_queue.hpp"
@@ -82,5 +83,13 @@ std::unique_ptr<JobRunner> make_misclassifying_runner(std::unique_ptr<JobRunner>
 // (its `state_tail_dropped` names it), then drops the torn tail; the world
 // sees the tail go with no copy kept: state_durable.
 std::unique_ptr<Disk> make_copyless_disk(Disk& inner);
+
+// The worker's disk port on which the fsync of one directory (the durable
+// queue's, under `queue.store: disk`) does nothing and reports success: the
+// core's DiskJobQueue acknowledges every operation as durable while none of
+// its renames is, and a power loss takes them back. The core logs nothing
+// amiss; state_durable catches it from the world's own reading of the queue
+// file at the next boot (`queue_reopened`).
+std::unique_ptr<Disk> make_dir_sync_skipping_disk(Disk& inner, std::string dir);
 
 }  // namespace rehearse::variants

@@ -1,0 +1,173 @@
+#include "sim/check/policy_draws.hpp"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "model/failure.hpp"
+#include "sim/check/draw.hpp"
+
+namespace rehearse::sim {
+
+namespace {
+
+using nlohmann::json;
+
+std::int64_t seconds(Rng& rng, std::int64_t lo, std::int64_t hi) { return rng.next_in(lo, hi); }
+
+json temporal(Rng& rng) {
+  const std::int64_t initial_s = seconds(rng, 1, 600);
+  json p{{"initialInterval", fmt::format("{}s", initial_s)},
+         {"backoffCoefficient", pick(rng, std::vector<double>{1.0, 1.5, 2.0, 3.0})},
+         {"maximumAttempts", rng.next_in(2, 5)}};
+  if (rng.next_bool(0.5)) {
+    p["maximumInterval"] = initial_s * 1000 * pick(rng, std::vector<std::int64_t>{2, 4, 8});
+  }
+  return {{"temporal", p}};
+}
+
+json stepfunctions(Rng& rng) {
+  const std::int64_t interval_s = seconds(rng, 1, 300);
+  json r{{"ErrorEquals", {"States.ALL"}},
+         {"IntervalSeconds", interval_s},
+         {"MaxAttempts", rng.next_in(1, 4)},
+         {"BackoffRate", pick(rng, std::vector<double>{1.0, 1.5, 2.0})}};
+  if (rng.next_bool(0.5)) {
+    r["MaxDelaySeconds"] = interval_s * pick(rng, std::vector<std::int64_t>{2, 3, 5});
+  }
+  if (rng.next_bool(0.5)) r["JitterStrategy"] = rng.next_bool(0.5) ? "FULL" : "NONE";
+  return {{"stepfunctions", rng.next_bool(0.5) ? json::array({r}) : r}};
+}
+
+json sidekiq(Rng& rng) {
+  json p = json::object();
+  switch (rng.next_below(6)) {
+    case 0: p["retry"] = true; break;  // 25 retries, the last days apart
+    case 1: break;                     // the default: 25
+    default: p["retry"] = rng.next_in(1, 6);
+  }
+  if (rng.next_bool(0.5)) p["queue"] = "default";  // read past: it bears on no retry
+  return {{"sidekiq", p}};
+}
+
+json celery(Rng& rng) {
+  json p{{"max_retries", rng.next_in(1, 4)}};
+  switch (rng.next_below(3)) {
+    case 0: p["retry_backoff"] = true; break;
+    case 1: p["retry_backoff"] = seconds(rng, 1, 300); break;
+    default:
+      if (rng.next_bool(0.5)) p["default_retry_delay"] = seconds(rng, 0, 600);
+      return {{"celery", p}};
+  }
+  if (rng.next_bool(0.5)) p["retry_backoff_max"] = seconds(rng, 60, 1800);
+  if (rng.next_bool(0.5)) p["retry_jitter"] = rng.next_bool(0.5);
+  return {{"celery", p}};
+}
+
+json k8s(Rng& rng) {
+  json spec = json::object();
+  if (rng.next_bool(0.75)) spec["backoffLimit"] = rng.next_in(1, 6);
+  if (rng.next_bool(0.5)) return {{"k8s", spec}};
+  return {{"k8s",
+           {{"apiVersion", "batch/v1"},
+            {"kind", "Job"},
+            {"metadata", {{"name", "drawn"}}},
+            {"spec", spec}}}};
+}
+
+json bullmq(Rng& rng) {
+  json b{{"type", rng.next_bool(0.5) ? "exponential" : "fixed"},
+         {"delay", seconds(rng, 1, 600) * 1000}};
+  if (rng.next_bool(0.5)) b["jitter"] = static_cast<double>(rng.next_in(1, 10)) / 10.0;
+  json p{{"attempts", rng.next_in(2, 5)}, {"backoff", b}};
+  if (rng.next_bool(0.5)) p["removeOnFail"] = true;
+  return {{"bullmq", p}};
+}
+
+// The core's own forms with a cap on each delay (max_delay).
+json capped(Rng& rng) {
+  const std::int64_t delay_s = seconds(rng, 1, 600);
+  json b{{"type", rng.next_bool(0.5) ? "exponential" : "linear"},
+         {"delay", fmt::format("{}s", delay_s)},
+         {"max_delay", fmt::format("{}s", delay_s * rng.next_in(1, 4))}};
+  if (rng.next_bool(0.5)) return {{"max", rng.next_in(1, 4)}, {"backoff", b}};
+  return {{"attempts", rng.next_in(2, 5)}, {"backoff", b}};
+}
+
+struct FormDraw {
+  const char* name;
+  json (*draw)(Rng&);
+};
+
+const std::vector<FormDraw>& form_table() {
+  static const std::vector<FormDraw> kForms{
+      {"temporal", &temporal}, {"stepfunctions", &stepfunctions},
+      {"sidekiq", &sidekiq},   {"celery", &celery},
+      {"k8s", &k8s},           {"bullmq", &bullmq},
+      {"capped", &capped},
+  };
+  return kForms;
+}
+
+// Narrowed classes a quarter of the time, a budget scope a quarter of the time.
+void draw_siblings(Rng& rng, json& policy) {
+  if (rng.next_bool(0.25)) {
+    std::vector<std::string> classes;
+    for (std::size_t i = 0; i < kFailureClassCount; ++i) {
+      classes.emplace_back(to_string(static_cast<FailureClass>(i)));
+    }
+    policy["retryable_classes"] = pick_subset(rng, classes);
+  }
+  if (rng.next_bool(0.25)) policy["budget"] = rng.next_bool(0.5) ? "per_slot" : "per_episode";
+}
+
+}  // namespace
+
+const std::vector<const char*>& drawn_policy_forms() {
+  static const std::vector<const char*> kNames = [] {
+    std::vector<const char*> names;
+    for (const FormDraw& f : form_table()) names.push_back(f.name);
+    return names;
+  }();
+  return kNames;
+}
+
+json draw_policy_in_form(const char* form, Rng& rng) {
+  for (const FormDraw& f : form_table()) {
+    if (std::string(f.name) == form) return f.draw(rng);
+  }
+  return json();
+}
+
+// A policy as people get it wrong (docs/semantics.md §2): the job must run on
+// schedule, never be retried, and say so (policy_invalid).
+json draw_omission(Rng& rng) {
+  static const std::vector<std::string> kOmissions{
+      R"({"max": 2})",                     // no backoff
+      R"({"max": 0})",                     // never retried, no reason
+      R"({"max": 2, "backoff_sec": -5})",  // negative delay
+      R"({"attempts": 3, "backoff": {"type": "quadratic", "delay": 1000}})",  // unknown type
+      R"({"max": 2, "backoff_sec": 60, "retryable_classes": ["timeouts"]})",  // unknown class
+  };
+  return json::parse(pick(rng, kOmissions));
+}
+
+void vary_policy_forms(json& jobs, std::uint64_t seed) {
+  if (!jobs.is_array()) return;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const auto index = static_cast<std::uint64_t>(i);
+    Rng omission = Rng(seed).derive(kPolicyOmissionStream).derive(index);
+    if (omission.next_bool(1.0 / 25.0)) {
+      jobs[i]["retry_policy"] = draw_omission(omission);
+      continue;
+    }
+    Rng rng = Rng(seed).derive(kPolicyFormsStream).derive(index);
+    if (rng.next_bool(0.5)) continue;
+    json policy = pick(rng, form_table()).draw(rng);
+    draw_siblings(rng, policy);
+    jobs[i]["retry_policy"] = std::move(policy);
+  }
+}
+
+}  // namespace rehearse::sim

@@ -1,0 +1,251 @@
+#include "sim/check/reachability.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "model/failure.hpp"
+#include "model/worker_lock.hpp"
+#include "sim/fault_kinds.hpp"
+#include "sim/monitors/witness_systems.hpp"
+
+namespace rehearse::sim {
+
+namespace {
+
+// The situations, each read from the world's records by the observer below.
+const std::vector<ReachabilityPoint>& situations() {
+  static const std::vector<ReachabilityPoint> kPoints{
+      {"retry:capped", "a retry queued at its policy's cap, the uncapped curve being longer"},
+      {"retry:jittered", "a retry queued off its curve by the policy's jitter"},
+      {"retry:exhausted", "a budget spent: the outbox received retry_exhausted"},
+      {"retry:failed_permanent", "a failure not retried: the outbox received failed_permanent"},
+      {"retry:recovered", "a slot recovered by a retry: the outbox received recovered"},
+      {"retry:superseded", "a pending retry cancelled by the next regular slot (queue_cancel)"},
+      {"slot:coalesced", "a late run folded missed firings (the durable row's coalesced slots)"},
+      {"slot:stalled", "a run cut by a crash ran again (a durable slot record's stalled_count)"},
+      {"reconcile:batch_left_items",
+       "a reconcile run with batch_size left a non-terminal item unasked for the next cycle"},
+      {"reconcile:item_waiting",
+       "an item's durable record holds a reconcile error (backoff or "
+       "config deferral)"},
+      {"reconcile:item_closed", "an item closed as DESIGN_FAILED (its issue gone)"},
+      {"worker:restart", "a worker process booted again after a crash"},
+      {"queue:disk_reopened", "a worker reopened the durable disk queue after a crash"},
+      {"worker:takeover", "another process took the worker lock of the state directory"},
+      {"worker:takeover_retry_pending", "a takeover while a retry waited in the queue"},
+      {"token:refresh", "a token reissued before its expiry"},
+      {"token:reissue_after_401", "a token reissued after a request's first 401"},
+      {"token:slow_issuer", "a token issued by an issuer a second or more slow"},
+      {"store:corrupt_reported", "a damaged store reported: the outbox received state_corrupt"},
+      {"store:torn_tail_kept", "a torn journal tail kept as a durable copy"},
+      {"messenger:refused", "the messenger refused a send"},
+  };
+  return kPoints;
+}
+
+std::vector<std::string> policy_forms() {
+  std::vector<std::string> forms{"per_job", "bullmq", "auto"};
+  for (const WitnessSystem& s : witness_systems()) {
+    if (s.name != "bullmq") forms.emplace_back(s.name);
+  }
+  return forms;
+}
+
+std::vector<ReachabilityPoint> all_points() {
+  std::vector<ReachabilityPoint> out = situations();
+  for (int i = 0;; ++i) {
+    const auto kind = static_cast<JobKind>(i);
+    if (scenario_known_keys().count(std::string("job_") + to_string(kind)) == 0) break;
+    out.push_back({fmt::format("job:{}", to_string(kind)),
+                   fmt::format("a {} job ran to its end (queue_done)", to_string(kind))});
+  }
+  for (const std::string& form : policy_forms()) {
+    out.push_back({"policy:" + form,
+                   fmt::format("a retry queued for a job whose policy is in the {} form", form)});
+  }
+  out.push_back(
+      {"policy:invalid", "a job whose policy the core refuses announced it (policy_invalid)"});
+  for (const FaultKindSpec& kind : fault_kinds()) {
+    out.push_back({fmt::format("fault:{}", kind.name),
+                   fmt::format("a {} fault took effect (fault_start)", kind.name)});
+  }
+  for (std::size_t i = 0; i < kFailureClassCount; ++i) {
+    const char* name = to_string(static_cast<FailureClass>(i));
+    out.push_back({fmt::format("class:{}", name),
+                   fmt::format("a job's durable row recorded a {} failure", name)});
+  }
+  return out;
+}
+
+const nlohmann::json* field(const TraceEvent& e, const char* key) {
+  const auto it = e.data.find(key);
+  return it == e.data.end() ? nullptr : &*it;
+}
+
+bool terminal(const std::string& stage) { return stage == "DONE" || stage == "DESIGN_FAILED"; }
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+}  // namespace
+
+const std::vector<ReachabilityPoint>& reachability_points() {
+  static const std::vector<ReachabilityPoint> kAll = all_points();
+  return kAll;
+}
+
+ReachabilityObserver::ReachabilityObserver(const Scenario& scenario)
+    : scenario_(scenario), jobs_(scenario) {
+  for (const JobSpec& job : scenario.jobs) {
+    for (const ReconcileItem& item : job.items) stages_[item.issue] = item.stage;
+  }
+}
+
+void ReachabilityObserver::observe(const TraceEvent& e) {
+  if (e.source != EventSource::world) return;
+  const std::string& t = e.type;
+  if (t.rfind("queue_", 0) == 0) on_queue(e);
+  if (t == "outbox_add") {
+    const std::string event = e.str("event");
+    if (event == "retry_exhausted") reach("retry:exhausted");
+    if (event == "failed_permanent") reach("retry:failed_permanent");
+    if (event == "recovered") reach("retry:recovered");
+    if (event == "state_corrupt") reach("store:corrupt_reported");
+    if (event == "policy_invalid") reach("policy:invalid");
+  } else if (t == "fault_start") {
+    reach("fault:" + e.str("kind"));
+  } else if (t == "durable_job_state") {
+    on_durable(e);
+  } else if (t == "durable_stage" || t == "service_call") {
+    on_reconcile(e);
+  } else if (t == "process_boot" && e.num("boots") >= 2) {
+    reach("worker:restart");
+  } else if (t == "queue_reopened" && booted_once_) {
+    reach("queue:disk_reopened");
+  } else if (t == "queue_reopened") {
+    booted_once_ = true;
+  } else if (t == "disk_lock") {
+    on_worker_lock(e);
+  } else if (t == "token_issued") {
+    const std::string reason = e.str("reason");
+    if (reason == "refresh") reach("token:refresh");
+    if (reason == "after_401") reach("token:reissue_after_401");
+    const auto& b = scenario_.services.brokerage;
+    if (b && b->issue_latency_ms.value_or(b->timing.latency_ms) >= kSecondMs) {
+      reach("token:slow_issuer");
+    }
+  } else if (t == "journal_tail_kept") {
+    reach("store:torn_tail_kept");
+  } else if (t == "message_refused") {
+    reach("messenger:refused");
+  }
+}
+
+void ReachabilityObserver::on_queue(const TraceEvent& e) {
+  const auto id = static_cast<std::uint64_t>(e.num("id"));
+  if (e.type == "queue_add" && e.str("kind") == "retry" && e.flag("added")) {
+    waiting_retries_.insert(id);
+    on_retry_added(e);
+    return;
+  }
+  if (e.type == "queue_take" || e.type == "queue_cancel" || e.type == "queue_done") {
+    waiting_retries_.erase(id);
+  }
+  if (e.type == "queue_cancel") reach("retry:superseded");
+  const JobSpec* job = scenario_.find_job(e.job);
+  if (job == nullptr) return;
+  if (e.type == "queue_done") reach(fmt::format("job:{}", to_string(job->kind)));
+  if (job->kind != JobKind::reconcile || !job->batch_size) return;
+  if (e.type == "queue_take") reconcile_runs_[e.job] = ReconcileRun{};
+  if (e.type != "queue_done") return;
+  const auto run = reconcile_runs_.find(e.job);
+  if (run == reconcile_runs_.end()) return;
+  for (const ReconcileItem& item : job->items) {
+    if (!terminal(stages_[item.issue]) && run->second.asked.count(item.issue) == 0) {
+      reach("reconcile:batch_left_items");
+    }
+  }
+  reconcile_runs_.erase(run);
+}
+
+// The number of the retry a queue_add announces: per (job, slot) under
+// per_slot, per job since its last `ok` row under per_episode.
+int ReachabilityObserver::retry_number(const TraceEvent& e, const WitnessPolicy& policy) {
+  if (policy.per_slot) return ++per_slot_[{e.job, e.slot.value_or(0)}];
+  return ++per_episode_[e.job];
+}
+
+void ReachabilityObserver::on_retry_added(const TraceEvent& e) {
+  const MonitoredJob* job = jobs_.find(e.job);
+  if (job == nullptr || !job->policy.valid) return;
+  const WitnessPolicy& p = job->policy;
+  reach("policy:" + p.form);
+  const int n = retry_number(e, p);
+  const auto ready = parse_instant(e.str("ready_at"));
+  if (!ready) return;
+  const DurationMs delay = *ready - e.t;
+  const DurationMs base = p.base_delay_ms(n);
+  if (p.delays.cap_ms) {
+    WitnessDelays uncapped = p.delays;
+    uncapped.cap_ms.reset();
+    if (uncapped.base_ms(n) > *p.delays.cap_ms && delay >= p.min_delay_ms(n)) {
+      reach("retry:capped");
+    }
+  }
+  if (p.delays.jitter != WitnessDelays::Jitter::none && std::llabs(delay - base) > 1) {
+    reach("retry:jittered");
+  }
+}
+
+void ReachabilityObserver::on_durable(const TraceEvent& e) {
+  const std::string cls = e.str("failure_class");
+  if (!cls.empty()) reach("class:" + cls);
+  if (e.str("retry_status") == "ok") per_episode_.erase(e.job);
+  const nlohmann::json* coalesced = field(e, "coalesced_slots");
+  const bool folded = coalesced != nullptr &&
+                      ((coalesced->is_array() && !coalesced->empty()) ||
+                       (coalesced->is_number_integer() && coalesced->get<std::int64_t>() > 0));
+  if (folded) reach("slot:coalesced");
+  const nlohmann::json* slots = field(e, "slots");
+  if (slots == nullptr || !slots->is_object()) return;
+  for (const auto& [slot, record] : slots->items()) {
+    if (record.is_object() && record.value("stalled_count", 0) > 0) reach("slot:stalled");
+  }
+}
+
+void ReachabilityObserver::on_reconcile(const TraceEvent& e) {
+  if (e.type == "service_call") {
+    const auto run = reconcile_runs_.find(e.job);
+    if (run != reconcile_runs_.end() && e.str("operation") == "get_issue") {
+      run->second.asked.insert(e.item);
+    }
+    return;
+  }
+  const std::string stage = e.str("stage");
+  stages_[e.item] = stage;
+  if (stage == "DESIGN_FAILED") reach("reconcile:item_closed");
+  if (!terminal(stage) && !e.str("error").empty()) reach("reconcile:item_waiting");
+}
+
+void ReachabilityObserver::on_worker_lock(const TraceEvent& e) {
+  if (!ends_with(e.str("path"), std::string("/") + kWorkerLockName)) return;
+  const std::string holder = e.data.contains("process") ? e.data.at("process").dump() : "";
+  if (lock_holder_ && *lock_holder_ != holder) {
+    reach("worker:takeover");
+    if (!waiting_retries_.empty()) reach("worker:takeover_retry_pending");
+  }
+  lock_holder_ = holder;
+}
+
+std::vector<std::string> ReachabilityObserver::reached() const {
+  std::vector<std::string> out;
+  for (const ReachabilityPoint& p : reachability_points()) {
+    if (reached_.count(p.name) != 0) out.push_back(p.name);
+  }
+  return out;
+}
+
+}  // namespace rehearse::sim

@@ -1,0 +1,69 @@
+// Reachability points (docs/check.md "Coverage"): named situations a search
+// must reach, in the spirit of "sometimes" assertions. A point is reached in
+// a run when the world's own records show the situation (a retry a cap
+// shortened, a reconcile batch that left items for the next cycle, a standby
+// taking over with a retry pending, a job kind, policy form, fault kind or
+// failure class in action); `rehearse check --coverage` counts the cases
+// that reached each point, and `--require-coverage` fails when a point of the
+// table was reached by no case. The observer reads the trace as the monitors
+// do, from world facts, and judges nothing.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "model/time.hpp"
+#include "sim/monitors/job_table.hpp"
+#include "sim/scenario.hpp"
+#include "sim/trace.hpp"
+
+namespace rehearse::sim {
+
+struct ReachabilityPoint {
+  std::string name;     // "retry:capped", "job:call", "fault:restart", ...
+  std::string meaning;  // one line: what the world showed
+};
+
+// Every point, in table order: the named situations, then one per job kind,
+// policy form, fault kind and failure class (each from its own table).
+const std::vector<ReachabilityPoint>& reachability_points();
+
+class ReachabilityObserver {
+ public:
+  explicit ReachabilityObserver(const Scenario& scenario);
+
+  void observe(const TraceEvent& event);
+  // The names of the points reached so far, in table order.
+  std::vector<std::string> reached() const;
+
+ private:
+  struct ReconcileRun {
+    std::set<std::string> asked;  // items with a get_issue in this run
+  };
+
+  void reach(const std::string& name) { reached_.insert(name); }
+  void on_queue(const TraceEvent& e);
+  void on_retry_added(const TraceEvent& e);
+  void on_durable(const TraceEvent& e);
+  void on_reconcile(const TraceEvent& e);
+  void on_worker_lock(const TraceEvent& e);
+  int retry_number(const TraceEvent& e, const WitnessPolicy& policy);
+
+  const Scenario& scenario_;
+  JobTable jobs_;
+  std::set<std::string> reached_;
+  // Retries queued per (job, slot) and per job since its last `ok` row: the
+  // number of the retry a queue_add announces (the monitors' own count).
+  std::map<std::pair<std::string, TimeMs>, int> per_slot_;
+  std::map<std::string, int> per_episode_;
+  std::set<std::uint64_t> waiting_retries_;    // retry entries queued, not yet taken or gone
+  std::map<std::string, std::string> stages_;  // item -> durable stage
+  std::map<std::string, ReconcileRun> reconcile_runs_;  // job -> its run in progress
+  std::optional<std::string> lock_holder_;              // the process holding the worker lock
+  bool booted_once_ = false;                            // the disk queue was opened once already
+};
+
+}  // namespace rehearse::sim
