@@ -43,6 +43,7 @@ Violations NothingLost::observe(const TraceEvent& e, std::size_t i) {
     delivered_.insert({e.job, *e.slot});
   }
   note_policy_visibility(e);
+  check_request_failure_swallowed(e, i, out);
   check_retry_announced(e, i, out);
   check_success_delivered(e, i, out);
   check_budget_spent(e, i, out);
@@ -50,6 +51,20 @@ Violations NothingLost::observe(const TraceEvent& e, std::size_t i) {
   track_recovery(e, i);
   check_item_failed_visibly(e, i, out);
   return out;
+}
+
+// A fetch or call run fails when one of its requests' last answer failed
+// (docs/scenario-format.md: a call job stops at its first failed call): a run
+// whose row says ok after such an answer swallowed the failure (001).
+void NothingLost::check_request_failure_swallowed(const TraceEvent& e, std::size_t i,
+                                                  Violations& out) const {
+  if (e.type != "run_finished" || e.str("outcome") != "success") return;
+  const std::string failed = e.str("request_failed");
+  if (failed.empty()) return;
+  out.push_back({kName, i, e.t,
+                 fmt::format("job {} slot {}: the run reported success although one of its "
+                             "requests failed ({}): a swallowed failure",
+                             e.job, e.slot ? format_instant(*e.slot) : std::string("-"), failed)});
 }
 
 // A run's finish is one queue operation: its queue_done (with how many

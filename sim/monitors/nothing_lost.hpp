@@ -25,6 +25,8 @@
 //   (`queue_requeue`); a take while such a lease is left fires (a standby
 //   acting beside a live worker never recovers what the dead one held;
 //   docs/worker.md);
+// - a fetch or call run whose own request's last answer failed, reported as a
+//   success (a swallowed failure);
 // - a regular entry leaves the queue only after its run's intent (no regular
 //   slot is dropped);
 // - a retry a run's finish queues comes with a retry_scheduled message in the
@@ -83,6 +85,7 @@ class NothingLost final : public Monitor {
   };
 
   void check_retry_announced(const TraceEvent& e, std::size_t i, Violations& out);
+  void check_request_failure_swallowed(const TraceEvent& e, std::size_t i, Violations& out) const;
   void note_policy_visibility(const TraceEvent& e);
   void judge_invalid_policies_shown(Violations& out) const;
   void check_regular_outcome(const TraceEvent& e, std::size_t i, std::int64_t id, Violations& out);

@@ -216,6 +216,20 @@ std::vector<std::string> RunReplies::failed_classes(const std::string& job, Time
   return out;
 }
 
+std::optional<std::string> RunReplies::own_request_failure(const std::string& job,
+                                                           TimeMs slot) const {
+  const auto run = runs_.find({job, slot});
+  if (run == runs_.end()) return std::nullopt;
+  std::optional<std::pair<std::size_t, std::string>> first;
+  for (const auto& [id, request] : run->second.requests) {
+    if (request.failure && (!first || request.order < first->first)) {
+      first = {request.order, *request.failure};
+    }
+  }
+  if (!first) return std::nullopt;
+  return first->second;
+}
+
 // A model-API reply under its task: a failure, else a 2xx without a valid
 // answer (no body class: `unknown`), a skip or a deliverable.
 void RunReplies::observe_task(Run& run, const TraceEvent& e,

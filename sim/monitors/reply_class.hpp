@@ -88,6 +88,9 @@ class RunReplies {
   void observe_refusal(const TraceEvent& message_refused);
   // Empty when the run saw no failed request (or was never begun).
   std::vector<std::string> failed_classes(const std::string& job, TimeMs slot) const;
+  // The class of the run's first own request whose last reply failed
+  // (failed issuances of other runs not included); nullopt when none did.
+  std::optional<std::string> own_request_failure(const std::string& job, TimeMs slot) const;
   // The run's `model-api` replies, by task (a group run).
   GroupTaskReplies group_tasks(const std::string& job, TimeMs slot) const;
   void end(const std::string& job, TimeMs slot);

@@ -163,6 +163,13 @@ void RunFacts::on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& ou
     const bool ok = !facts.retry_status || *facts.retry_status == "ok";
     done.data["outcome"] = ok ? "success" : "failure";
     if (!ok) done.data["failure_class"] = failure_class_of(r, facts);
+    // A fetch or call run whose own request's last answer was a failure has
+    // failed, whatever its row says (nothing_lost judges the swallowed one).
+    if (ok && reply_classified_.count(r.job) != 0) {
+      if (auto failed = replies_.own_request_failure(r.job, r.slot)) {
+        done.data["request_failed"] = *failed;
+      }
+    }
     out.push_back({std::move(done), i});
   } else if (r.kind == "retry" && refused) {
     out.push_back({run_event(r, "retry_dropped", e.t), i});

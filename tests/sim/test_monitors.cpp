@@ -902,6 +902,29 @@ TEST(NothingLost, FiresAtTheEndWhenAnInvalidPolicyIsNotShown) {
   EXPECT_FALSE(fired(run(broken_row(true, true), base_scenario()), "nothing_lost", ""));
 }
 
+// A fetch or call run whose own request's last answer failed has failed: its
+// row saying ok swallows the failure. A 401 answered again with 200 (the
+// reissue's resend) is no failure.
+TEST(NothingLost, FiresWhenAFetchRunWithAFailedRequestReportsSuccess) {
+  const char* slot = "2026-03-02T10:15:00Z";
+  Script s;
+  handout(s, slot, "slotty", slot, {{"next_run_at", "2026-03-02T11:15:00Z"}});
+  run_start(s, slot, "slotty", slot, {{"kind", "regular"}});
+  failed_reply(s, slot, "slotty", slot, "provider_5xx");
+  run_end(s, slot, "slotty", slot, {{"kind", "regular"}, {"outcome", "success"}});
+  const Outcome o = run(s, base_scenario());
+  EXPECT_TRUE(fired(o, "nothing_lost", "a swallowed failure")) << describe(o.seen);
+  Script resent;
+  handout(resent, slot, "slotty", slot, {{"next_run_at", "2026-03-02T11:15:00Z"}});
+  run_start(resent, slot, "slotty", slot, {{"kind", "regular"}});
+  resent.add("service_reply", slot, "slotty", slot,
+             {{"request_id", "slotty/r0"}, {"operation", "GET"}, {"status", 401}});
+  resent.add("service_reply", slot, "slotty", slot,
+             {{"request_id", "slotty/r0"}, {"operation", "GET"}, {"status", 200}});
+  run_end(resent, slot, "slotty", slot, {{"kind", "regular"}, {"outcome", "success"}});
+  EXPECT_FALSE(fired(run(resent, base_scenario()), "nothing_lost", "a swallowed failure"));
+}
+
 TEST(NothingLost, FiresAtTheEndOnASwallowedFailure) {
   Script s;
   s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt,
