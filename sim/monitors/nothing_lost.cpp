@@ -44,6 +44,7 @@ Violations NothingLost::observe(const TraceEvent& e, std::size_t i) {
   }
   note_policy_visibility(e);
   check_request_failure_swallowed(e, i, out);
+  check_per_slot_retry_kept(e, i, out);
   check_retry_announced(e, i, out);
   check_success_delivered(e, i, out);
   check_budget_spent(e, i, out);
@@ -65,6 +66,23 @@ void NothingLost::check_request_failure_swallowed(const TraceEvent& e, std::size
                  fmt::format("job {} slot {}: the run reported success although one of its "
                              "requests failed ({}): a swallowed failure",
                              e.job, e.slot ? format_instant(*e.slot) : std::string("-"), failed)});
+}
+
+// Under a per_slot budget each slot keeps its own retries (docs/semantics.md
+// §2): the next slot never supersedes them. A queue_cancel of a retry of such
+// a job drops a retry the slot was owed.
+void NothingLost::check_per_slot_retry_kept(const TraceEvent& e, std::size_t i,
+                                            Violations& out) const {
+  if (e.type != "queue_cancel" || e.str("kind") != "retry") return;
+  // A store that fails closed drops every pending retry (no retry runs while
+  // it cannot be trusted, docs/semantics.md §5): state_durable judges that.
+  if (context_.process.store_refused()) return;
+  const MonitoredJob* job = context_.jobs.find(e.job);
+  if (job == nullptr || !job->policy.valid || !job->policy.per_slot) return;
+  out.push_back({kName, i, e.t,
+                 fmt::format("job {} slot {}: its pending retry was cancelled, but under a "
+                             "per_slot budget only the slot's own runs end its retries",
+                             e.job, e.slot ? format_instant(*e.slot) : std::string("-"))});
 }
 
 // A run's finish is one queue operation: its queue_done (with how many

@@ -27,6 +27,8 @@
 //   docs/worker.md);
 // - a fetch or call run whose own request's last answer failed, reported as a
 //   success (a swallowed failure);
+// - a retry of a per_slot job cancelled (only a per_episode budget
+//   supersedes a retry);
 // - a regular entry leaves the queue only after its run's intent (no regular
 //   slot is dropped);
 // - a retry a run's finish queues comes with a retry_scheduled message in the
@@ -55,7 +57,7 @@ class NothingLost final : public Monitor {
     return {"queue_take", "queue_intent",     "queue_done",        "durable_job_state",
             "outbox_add", "durable_delivery", "message_delivered", "message_refused",
             "queue_add",  "service_reply",    "process_crash",     "disk_process_crashed",
-            "disk_crash", "durable_stage",    "queue_requeue"};
+            "disk_crash", "durable_stage",    "queue_requeue",     "queue_cancel"};
   }
 
   NothingLost(const Scenario& scenario, MonitorContext& context);
@@ -86,6 +88,7 @@ class NothingLost final : public Monitor {
 
   void check_retry_announced(const TraceEvent& e, std::size_t i, Violations& out);
   void check_request_failure_swallowed(const TraceEvent& e, std::size_t i, Violations& out) const;
+  void check_per_slot_retry_kept(const TraceEvent& e, std::size_t i, Violations& out) const;
   void note_policy_visibility(const TraceEvent& e);
   void judge_invalid_policies_shown(Violations& out) const;
   void check_regular_outcome(const TraceEvent& e, std::size_t i, std::int64_t id, Violations& out);

@@ -925,6 +925,22 @@ TEST(NothingLost, FiresWhenAFetchRunWithAFailedRequestReportsSuccess) {
   EXPECT_FALSE(fired(run(resent, base_scenario()), "nothing_lost", "a swallowed failure"));
 }
 
+// Under per_slot each slot keeps its retries: a cancel drops one it was owed.
+// "weekly" runs "auto" (per_slot); "hourly" is per_episode (the per-job form),
+// where the next regular slot supersedes a pending retry.
+TEST(NothingLost, FiresWhenAPerSlotRetryIsCancelled) {
+  const auto cancel = [](Script& s, const std::string& job) {
+    s.add("queue_cancel", "2026-03-02T18:00:00Z", job, "2026-03-02T17:00:00Z",
+          {{"id", 9}, {"kind", "retry"}, {"attempt", 2}, {"ready_at", "2026-03-02T18:30:00Z"}});
+  };
+  Script per_slot;
+  cancel(per_slot, "weekly");
+  EXPECT_TRUE(fired(run(per_slot, base_scenario()), "nothing_lost", "per_slot budget"));
+  Script per_episode;
+  cancel(per_episode, "hourly");
+  EXPECT_FALSE(fired(run(per_episode, base_scenario()), "nothing_lost", "per_slot budget"));
+}
+
 TEST(NothingLost, FiresAtTheEndOnASwallowedFailure) {
   Script s;
   s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt,
