@@ -25,6 +25,7 @@ NothingLost::NothingLost(const Scenario& scenario, MonitorContext& context)
   }
   for (const JobSpec& spec : scenario.jobs) {
     for (const ReconcileItem& item : spec.items) item_stages_[item.issue] = item.stage;
+    if (!spec.targets.empty()) targets_[spec.id] = spec.targets;
   }
 }
 
@@ -41,6 +42,7 @@ Violations NothingLost::observe(const TraceEvent& e, std::size_t i) {
   }
   if (e.type == "message_delivered" && e.str("kind") == "delivery" && e.slot) {
     delivered_.insert({e.job, *e.slot});
+    delivered_to_.insert({e.job, *e.slot, e.str("target")});
   }
   note_policy_visibility(e);
   check_request_failure_swallowed(e, i, out);
@@ -128,6 +130,22 @@ void NothingLost::check_regular_outcome(const TraceEvent& e, std::size_t i, std:
                              e.job, e.slot ? format_instant(*e.slot) : std::string("-"), id)});
 }
 
+// A run a crash cut (its lease orphaned) runs again once without consuming an
+// attempt; a second stall of the same run fails it (docs/semantics.md §4,
+// BullMQ's maxStalledCount 1): the queue puts an entry back for a re-run at
+// most once.
+void NothingLost::check_stall_rerun(const TraceEvent& e, std::size_t i, std::int64_t id,
+                                    Violations& out) {
+  if (orphans_.count(id) == 0) return;
+  const int stalls = ++stalls_[id];
+  if (stalls <= 1) return;
+  out.push_back(
+      {kName, i, e.t,
+       fmt::format("job {} slot {}: entry {} stalled {} times and was put back to run "
+                   "again; a run stalled twice fails",
+                   e.job, e.slot ? format_instant(*e.slot) : std::string("-"), id, stalls)});
+}
+
 // A crash: the leases its process held (every one at the machine's power
 // loss) are left for the next acting worker to recover.
 void NothingLost::orphan_leases_of(const TraceEvent& e) {
@@ -150,6 +168,7 @@ void NothingLost::track_leases(const TraceEvent& e, std::size_t i, Violations& o
   const auto id = e.num("id", -1);
   if (e.type == "queue_intent") intents_.insert(id);
   if (e.type == "queue_done") check_regular_outcome(e, i, id, out);
+  if (e.type == "queue_requeue") check_stall_rerun(e, i, id, out);
   if (e.type == "queue_done" || e.type == "queue_requeue") {
     leases_.erase(id);
     orphans_.erase(id);
@@ -192,16 +211,41 @@ void NothingLost::check_item_failed_visibly(const TraceEvent& e, std::size_t i, 
 // nothing of the slot was ever delivered (and the slot was not marked
 // skipped) has lost the slot behind a success (001's bug).
 void NothingLost::check_success_delivered(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (e.type == "durable_delivery" && e.slot) note_ledger_targets(e);
   if (e.type != "run_finished" || e.str("outcome") != "success" || !e.slot) return;
   const MonitoredJob* job = context_.jobs.find(e.job);
   const SlotWatch* slot = context_.slots.find(e.job, *e.slot);
   const bool skipped = slot != nullptr && slot->state == SlotState::marked_skipped;
   if (job == nullptr || !job->delivers || skipped) return;
-  if (delivered_.count({e.job, *e.slot}) != 0) return;
-  out.push_back({kName, i, e.t,
-                 fmt::format("job {} slot {}: the run reported success but nothing of the "
-                             "slot was delivered and it was not marked skipped",
-                             e.job, slot_text(e.slot))});
+  if (delivered_.count({e.job, *e.slot}) == 0) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: the run reported success but nothing of the "
+                               "slot was delivered and it was not marked skipped",
+                               e.job, slot_text(e.slot))});
+    return;
+  }
+  // Delivered: to every target (docs/semantics.md §6; a retry sends only to
+  // the targets still missing, so each may have got it in an earlier run).
+  const auto targets = targets_.find(e.job);
+  if (targets == targets_.end()) return;
+  for (const std::string& target : targets->second) {
+    if (delivered_to_.count({e.job, *e.slot, target}) != 0) continue;
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: the run reported success but target {} never "
+                               "got the slot's delivery",
+                               e.job, slot_text(e.slot), target)});
+    return;
+  }
+}
+
+// The ledger's durable record of the targets a slot reached (a delivery sent
+// before a crash counts once the ledger holds it).
+void NothingLost::note_ledger_targets(const TraceEvent& e) {
+  const auto it = e.data.find("delivered_to");
+  if (it == e.data.end() || !it->is_array()) return;
+  for (const auto& target : *it) {
+    if (target.is_string()) delivered_to_.insert({e.job, *e.slot, target.get<std::string>()});
+  }
 }
 
 // retry_exhausted and failed_permanent only once the budget allows them.

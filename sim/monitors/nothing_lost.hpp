@@ -4,7 +4,8 @@
 // received, the messenger's records, the queue's takes and retries and the
 // model API's replies (`status`, `body_class`):
 // - a group or publish run that reports success with nothing of the slot
-//   delivered and the slot not marked skipped (001's bug);
+//   delivered and the slot not marked skipped (001's bug), or with a target
+//   that never got the delivery (sent, or held by the ledger);
 // - the group verdict from world facts: each task's result is its model-api
 //   reply (200 summary/preview: a deliverable; 200 skip: a skip; anything
 //   else: a failure) or, for a task making no call, what the scenario
@@ -29,6 +30,8 @@
 //   success (a swallowed failure);
 // - a retry of a per_slot job cancelled (only a per_episode budget
 //   supersedes a retry);
+// - a queue entry put back to run again after its second stall (a run stalled
+//   twice fails);
 // - a regular entry leaves the queue only after its run's intent (no regular
 //   slot is dropped);
 // - a retry a run's finish queues comes with a retry_scheduled message in the
@@ -42,6 +45,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -89,10 +93,12 @@ class NothingLost final : public Monitor {
   void check_retry_announced(const TraceEvent& e, std::size_t i, Violations& out);
   void check_request_failure_swallowed(const TraceEvent& e, std::size_t i, Violations& out) const;
   void check_per_slot_retry_kept(const TraceEvent& e, std::size_t i, Violations& out) const;
+  void check_stall_rerun(const TraceEvent& e, std::size_t i, std::int64_t id, Violations& out);
   void note_policy_visibility(const TraceEvent& e);
   void judge_invalid_policies_shown(Violations& out) const;
   void check_regular_outcome(const TraceEvent& e, std::size_t i, std::int64_t id, Violations& out);
   void check_success_delivered(const TraceEvent& e, std::size_t i, Violations& out);
+  void note_ledger_targets(const TraceEvent& e);
   void check_budget_spent(const TraceEvent& e, std::size_t i, Violations& out);
   void check_group_verdict(const TraceEvent& e, std::size_t i, Violations& out);
   void judge_group_run(const std::string& job, std::size_t i, TimeMs t, Violations& out);
@@ -111,9 +117,12 @@ class NothingLost final : public Monitor {
   bool notifications_seen_ = false;  // the scenario declares a messenger
   std::map<std::string, JobWatch> jobs_;
   std::set<std::pair<std::string, TimeMs>> delivered_;  // slots with a delivery sent
-  std::map<std::string, std::string> item_stages_;      // issue -> its last durable stage
-  std::map<std::int64_t, Lease> leases_;                // queue id -> lease of a live process
-  std::map<std::int64_t, Lease> orphans_;               // queue id -> lease of a dead one
+  // (job, slot, target) a delivery reached: sent, or held by the ledger.
+  std::set<std::tuple<std::string, TimeMs, std::string>> delivered_to_;
+  std::map<std::string, std::vector<std::string>> targets_;  // a delivering job's targets
+  std::map<std::string, std::string> item_stages_;           // issue -> its last durable stage
+  std::map<std::int64_t, Lease> leases_;                     // queue id -> lease of a live process
+  std::map<std::int64_t, Lease> orphans_;                    // queue id -> lease of a dead one
   // The finish being recorded: the adds and messages still to come.
   struct FinishWatch {
     std::int64_t adds_left = 0;
@@ -124,7 +133,8 @@ class NothingLost final : public Monitor {
     TimeMs t = 0;
   };
   std::optional<FinishWatch> finish_;
-  std::set<std::int64_t> intents_;  // queue entries with an intent recorded
+  std::set<std::int64_t> intents_;      // queue entries with an intent recorded
+  std::map<std::int64_t, int> stalls_;  // queue entry -> re-runs after its lease was orphaned
   // Jobs whose policy the monitors read as invalid: what their durable rows
   // and the outbox showed of it.
   struct PolicyShown {

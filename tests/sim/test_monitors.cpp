@@ -941,6 +941,26 @@ TEST(NothingLost, FiresWhenAPerSlotRetryIsCancelled) {
   EXPECT_FALSE(fired(run(per_episode, base_scenario()), "nothing_lost", "per_slot budget"));
 }
 
+// A run a crash cut runs again once; a second stall of the same run fails it
+// (BullMQ's maxStalledCount 1): the queue puts the entry back at most once.
+TEST(NothingLost, FiresWhenARunStalledTwiceIsPutBackAgain) {
+  const auto stall = [](Script& s, const char* t, int pid) {
+    s.add("queue_take", t, "slotty", "2026-03-02T10:30:00Z",
+          {{"id", 5}, {"kind", "regular"}, {"attempt", 1}, {"process", pid}, {"ready_at", t}});
+    s.add("process_crash", t, {}, std::nullopt,
+          {{"process", "worker"}, {"pid", pid}, {"cause", "restart"}});
+    s.add("queue_requeue", t, "slotty", "2026-03-02T10:30:00Z",
+          {{"id", 5}, {"kind", "regular"}, {"attempt", 1}});
+  };
+  Script once;
+  stall(once, "2026-03-02T10:30:00Z", 1);
+  EXPECT_FALSE(fired(run(once, base_scenario()), "nothing_lost", "stalled"));
+  Script twice;
+  stall(twice, "2026-03-02T10:30:00Z", 1);
+  stall(twice, "2026-03-02T10:35:00Z", 2);
+  EXPECT_TRUE(fired(run(twice, base_scenario()), "nothing_lost", "a run stalled twice fails"));
+}
+
 TEST(NothingLost, FiresAtTheEndOnASwallowedFailure) {
   Script s;
   s.add("process_boot", "2026-03-02T09:31:00Z", {}, std::nullopt,
@@ -1184,6 +1204,32 @@ TEST(NothingLost, FiresWhenAGroupRunReportsSuccessWithoutDelivering) {
   const auto bad = run_end(s, "2026-03-02T10:00:06Z", "hourly", slot,
                            {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
   expect_first(run(s, group_hourly(), at("2026-03-02T10:30:00Z")), "nothing_lost", bad);
+}
+
+// A delivered slot reached every target (a retry sends only to the missing
+// ones, so each may have got it in an earlier run, or the ledger holds it).
+TEST(NothingLost, FiresWhenASuccessfulRunLeftATargetWithoutTheDelivery) {
+  Scenario two = group_hourly();
+  two.jobs.front().targets = {"team-chat", "ops-chat"};
+  const char* slot = "2026-03-02T10:00:00Z";
+  const auto one_target = [&](bool ledger_holds_the_other) {
+    Script s;
+    handout(s, slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
+    run_start(s, slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
+    s.add_event(delivered("2026-03-02T10:00:04Z", slot, "team-chat"));
+    const std::vector<std::string> held = ledger_holds_the_other
+                                              ? std::vector<std::string>{"team-chat", "ops-chat"}
+                                              : std::vector<std::string>{"team-chat"};
+    s.add("durable_delivery", "2026-03-02T10:00:04Z", "hourly", slot,
+          ledger(held, true, "delivered"));
+    run_end(s, "2026-03-02T10:00:06Z", "hourly", slot,
+            {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
+    return s;
+  };
+  EXPECT_TRUE(fired(run(one_target(false), two, at("2026-03-02T10:30:00Z")), "nothing_lost",
+                    "target ops-chat never got"));
+  EXPECT_FALSE(
+      fired(run(one_target(true), two, at("2026-03-02T10:30:00Z")), "nothing_lost", "never got"));
 }
 
 TEST(NothingLost, NearMissGroupRunThatDeliveredOrMarkedTheSlotSkipped) {
