@@ -48,6 +48,11 @@ class RetriesBounded final : public Monitor {
   void on_retry_scheduled(const TraceEvent& e, std::size_t i, const MonitoredJob& job,
                           Violations& out);
   void check_window(const TraceEvent& e, std::size_t i, Violations& out);
+  void check_not_superseded(const TraceEvent& e, std::size_t i, const MonitoredJob& job,
+                            Violations& out);
+  // The slot of each job's latest regular run: under per_episode it
+  // supersedes every retry of an earlier slot.
+  std::map<std::string, TimeMs> regular_started_;
 
   MonitorContext& context_;
   // Distinct retry attempts run: per (job, slot) under per_slot, per job

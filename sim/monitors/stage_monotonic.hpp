@@ -3,9 +3,14 @@
 // reading of each pipeline store's durable file (`durable_stage`), never the
 // core's stage_changed line; ranks stages with its own table (stage_rank.hpp)
 // against its own record of each item's stage (initially the scenario's).
+// Also handoff before the stage (docs/reconcile.md): an item enters a stage
+// that needs an agent (BUILDING, REVIEWING) only after the orchestrator
+// answered an `assign` for it with a 2xx since its last stage change; the
+// answer is the orchestrator's own `service_reply`.
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,7 +22,7 @@ namespace rehearse::sim {
 class StageMonotonic final : public Monitor {
  public:
   static constexpr const char* kName = "stage_monotonic";
-  static std::vector<std::string> reads() { return {"durable_stage"}; }
+  static std::vector<std::string> reads() { return {"durable_stage", "service_reply"}; }
 
   StageMonotonic(const Scenario& scenario, MonitorContext& context);
   Violations observe(const TraceEvent& event, std::size_t index) override;
@@ -25,7 +30,13 @@ class StageMonotonic final : public Monitor {
   void tally(nlohmann::json& tallies) const override;
 
  private:
+  void check_handed_over(const TraceEvent& e, std::size_t i, const std::string& to,
+                         Violations& out);
+
   std::map<std::string, std::string> stages_;  // item -> its last durable stage
+  // Items the orchestrator answered an `assign` for (2xx) since their last
+  // durable stage change.
+  std::set<std::string> handed_over_;
 };
 
 }  // namespace rehearse::sim

@@ -58,6 +58,7 @@ Violations StateDurable::observe(const TraceEvent& e, std::size_t i) {
   }
   if (e.type == "disk_crash") lock_holders_.clear();  // the machine's power loss: every lock
   if (is_crash_event(e.type)) return out;
+  check_damage_behind_report(e, i, out);
   queue_promise_.note(e);
   if (e.type == "queue_reopened") return queue_promise_.check_reopened(e, i, kName);
   const bool known_slot = context_.jobs.find(e.job) != nullptr && e.slot;
@@ -201,6 +202,24 @@ void StateDurable::check_ok_row_count(const TraceEvent& e, std::size_t i, Violat
                  fmt::format("job {}: durable row is ok with retry_count {}: a success resets "
                              "the count to 0",
                              e.job, e.num("retry_count"))});
+}
+
+// Missing means fresh (docs/semantics.md §5): a store reports damage only when
+// there is some. The report is the queue's outbox message `state_corrupt`;
+// every way the world damages bytes (a fault's garbage or cut, a torn write)
+// leaves its own record, so a report with none of them before it is a store
+// that took a missing or valid file for a corrupt one and failed closed.
+void StateDurable::check_damage_behind_report(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (e.type == "disk_corrupted" || e.type == "disk_torn_write") world_damaged_ = true;
+  if (e.type == "store_corrupt_injected") {
+    const auto* applied = field(e, "applied");
+    if (applied == nullptr || !applied->is_boolean() || applied->get<bool>()) world_damaged_ = true;
+  }
+  if (e.type != "outbox_add" || e.str("event") != "state_corrupt" || world_damaged_) return;
+  out.push_back({kName, i, e.t,
+                 "the store reported itself corrupt (state_corrupt) but the world damaged "
+                 "no file of the disk: a missing or valid store is read as fresh, never as "
+                 "corrupt"});
 }
 
 // Damage the world did to a state file, and the copy of it the world saw kept.

@@ -48,6 +48,7 @@ class StateDurable final : public Monitor {
   static std::vector<std::string> reads() {
     return {"store_corrupt_injected",
             "disk_corrupted",
+            "disk_torn_write",
             "journal_tail_kept",
             "journal_tail_gone",
             "disk_write",
@@ -88,6 +89,7 @@ class StateDurable final : public Monitor {
   void check_durable_before_unlock(const TraceEvent& e, std::size_t i, Violations& out);
   void check_ok_row_count(const TraceEvent& e, std::size_t i, Violations& out);
   bool note_state_damage(const TraceEvent& e);
+  void check_damage_behind_report(const TraceEvent& e, std::size_t i, Violations& out);
   void note_damage_read(const TraceEvent& e);
   bool check_corrupt_file_kept(const TraceEvent& e, std::size_t i, Violations& out);
   void check_tail_kept(const TraceEvent& e, std::size_t i, Violations& out);
@@ -103,6 +105,7 @@ class StateDurable final : public Monitor {
   };
   std::map<std::string, Unsynced> unsynced_;   // store file -> its change not yet fsynced
   std::set<std::size_t> taken_while_refused_;  // indexes of retry takes while refused
+  bool world_damaged_ = false;                 // the world damaged or tore any file of the disk
   std::vector<std::string> corrupt_paths_;
   // Journals a fault cut at a record boundary (`records_whole`): a valid,
   // shorter journal no reader of the file can tell from a whole one. Corrupt

@@ -341,8 +341,14 @@ std::size_t note_state_corrupt(Script& s, const char* t) {
 
 // ------------------------------------------------------------ 1 stage_monotonic
 
+void assign_answered(Script& s, const char* t, const std::string& item, int status = 200) {
+  s.item("service_call", t, item, {{"operation", "assign"}, {"target", item}});
+  s.item("service_reply", t, item, {{"operation", "assign"}, {"target", item}, {"status", status}});
+}
+
 TEST(StageMonotonic, FiresWhenAStageMovesBack) {
   Script s;
+  assign_answered(s, "2026-03-02T10:00:00Z", "ISS-1");
   s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "REVIEWING"}});
   const auto bad =
       s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "BUILDING"}});
@@ -381,13 +387,48 @@ TEST(NothingLost, NearMissAnItemEntersDesignFailedWithItsReason) {
 
 TEST(StageMonotonic, NearMissForwardMovesAndTerminalEnd) {
   Script s;
+  assign_answered(s, "2026-03-02T10:00:00Z", "ISS-1");
   s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "BUILDING"}});
+  assign_answered(s, "2026-03-02T10:09:00Z", "ISS-1");
   s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "REVIEWING"}});
   s.item("durable_stage", "2026-03-02T10:20:00Z", "ISS-1", {{"stage", "DONE"}});
   const Outcome o = run(s, base_scenario());
   expect_clean(o);
   EXPECT_EQ(o.tallies["items"]["ISS-1"]["stage"], "DONE");
   EXPECT_EQ(o.tallies["items"]["ISS-2"]["stage"], "BUILDING");  // from the scenario
+}
+
+// Handoff before the stage: a stage that needs an agent is written only after
+// the orchestrator answered its `assign` (a 2xx since the last stage change).
+// An answer to an earlier stage's handoff, or a refused one, does not count.
+TEST(StageMonotonic, FiresWhenAStageNeedingAnAgentIsWrittenBeforeItsHandoff) {
+  Script s;
+  s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "DESIGNING"}});
+  const auto bad =
+      s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "BUILDING"}});
+  assign_answered(s, "2026-03-02T10:10:01Z", "ISS-1");  // sent after the write
+  expect_first(run(s, base_scenario()), "stage_monotonic", bad);
+
+  Script stale;  // BUILDING's handoff does not cover REVIEWING
+  stale.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "DESIGNING"}});
+  assign_answered(stale, "2026-03-02T10:09:00Z", "ISS-1");
+  stale.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "BUILDING"}});
+  assign_answered(stale, "2026-03-02T10:19:00Z", "ISS-1", 422);  // agent not available
+  const auto stale_bad =
+      stale.item("durable_stage", "2026-03-02T10:20:00Z", "ISS-1", {{"stage", "REVIEWING"}});
+  const Outcome o = run(stale, base_scenario());
+  expect_first(o, "stage_monotonic", stale_bad);
+  EXPECT_EQ(o.seen.size(), 1u) << describe(o.seen);
+
+  Script near;  // handed over, then written; DONE needs no agent
+  near.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "DESIGNING"}});
+  assign_answered(near, "2026-03-02T10:09:00Z", "ISS-1");
+  near.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "BUILDING"}});
+  near.item("durable_stage", "2026-03-02T10:15:00Z", "ISS-1", {{"stage", "BUILDING"}});
+  assign_answered(near, "2026-03-02T10:19:00Z", "ISS-1");
+  near.item("durable_stage", "2026-03-02T10:20:00Z", "ISS-1", {{"stage", "REVIEWING"}});
+  near.item("durable_stage", "2026-03-02T10:30:00Z", "ISS-1", {{"stage", "DONE"}});
+  expect_clean(run(near, base_scenario()));
 }
 
 // The witness reads the world's decoding of the durable pipeline file, not the
@@ -425,6 +466,34 @@ TEST(RetriesBounded, FiresOnAThirdRetryOfAPerEpisodeBudgetOfTwo) {
   const auto bad = retry_run(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:15:00Z", 4,
                              "failure", "rate_limit");
   expect_first(run(s, base_scenario()), "retries_bounded", bad);
+}
+
+// Supersede (per_episode): the 11:00 regular run drops the 10:00 slot's
+// pending retry; the retry started after it is one the budget no longer
+// grants. Started before the regular run, it is the episode's own.
+std::pair<Script, std::size_t> retry_around_next_slot(bool retry_first) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  Script s;
+  std::size_t retry = 0;
+  regular(s, "hourly", slot, "2026-03-02T10:50:00Z", "2026-03-02T11:00:00Z", "failure",
+          "rate_limit");
+  note(s, "retry_scheduled", "hourly", slot, "2026-03-02T10:50:00Z", 1, "rate_limit");
+  if (retry_first) retry = retry_run(s, "hourly", slot, "2026-03-02T10:55:00Z", 2, "success");
+  regular(s, "hourly", "2026-03-02T11:00:00Z", "2026-03-02T11:00:00Z", "2026-03-02T12:00:00Z",
+          "success");
+  if (!retry_first) retry = retry_run(s, "hourly", slot, "2026-03-02T11:05:00Z", 2, "success");
+  return {s, retry};
+}
+
+TEST(RetriesBounded, FiresWhenASupersededPerEpisodeRetryRuns) {
+  const auto [bad, retry] = retry_around_next_slot(false);
+  const Outcome o = run(bad, only({"hourly"}));
+  expect_first(o, "retries_bounded", retry);
+  EXPECT_NE(o.seen.front().message.find("supersedes"), std::string::npos) << describe(o.seen);
+  const Outcome near = run(retry_around_next_slot(true).first, only({"hourly"}));
+  EXPECT_TRUE(std::none_of(near.seen.begin(), near.seen.end(), [](const Violation& v) {
+    return v.invariant == "retries_bounded";
+  })) << describe(near.seen);
 }
 
 TEST(RetriesBounded, NearMissTwoRetriesThenExhaustedThenRegularRuns) {
@@ -708,6 +777,8 @@ TEST(ScheduleKept, NearMissSameSlotAgainAfterACrashOrUnderACorruptStore) {
           "success");
   regular(c, "hourly", "2026-03-02T11:00:00Z", "2026-03-02T11:00:00Z", "2026-03-02T12:00:00Z",
           "success");
+  c.add("disk_corrupted", "2026-03-02T11:30:00Z", {}, std::nullopt,
+        {{"path", "/srv/state/retry_state.journal"}, {"kind", "garbage"}});
   c.add("process_boot", "2026-03-02T11:31:00Z", {}, std::nullopt,
         {{"process", "worker"}, {"boots", 2}});
   note_state_corrupt(c, "2026-03-02T11:31:00Z");
@@ -1319,6 +1390,34 @@ TEST(StateDurable, FiresWhenTheCorruptStoreIsReplaced) {
   expect_first(run(s, base_scenario()), "state_durable", bad);
 }
 
+// Missing means fresh: a store that reports itself corrupt when the world
+// damaged nothing (a missing file taken for a broken one) fails closed for
+// good. Any damage record before the report makes it a fair one.
+TEST(StateDurable, FiresWhenCorruptionIsReportedWithNoDamageInTheWorld) {
+  Script s;
+  s.add("process_boot", "2026-03-02T10:01:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 1}});
+  const auto bad = note_state_corrupt(s, "2026-03-02T10:01:00Z");
+  expect_first(run(s, base_scenario()), "state_durable", bad);
+  for (const char* damage : {"disk_corrupted", "disk_torn_write"}) {
+    Script near;
+    near.add(damage, "2026-03-02T10:00:00Z", {}, std::nullopt,
+             {{"path", "/srv/state/retry_state.journal"}, {"kind", "garbage"}});
+    near.add("process_boot", "2026-03-02T10:01:00Z", {}, std::nullopt,
+             {{"process", "worker"}, {"boots", 2}});
+    note_state_corrupt(near, "2026-03-02T10:01:00Z");
+    const Outcome o = run(near, base_scenario());
+    EXPECT_TRUE(std::none_of(o.seen.begin(), o.seen.end(),
+                             [](const Violation& v) { return v.invariant == "state_durable"; }))
+        << damage << ": " << describe(o.seen);
+  }
+  Script refused;  // a fault the disk could not apply damaged nothing
+  refused.add("store_corrupt_injected", "2026-03-02T10:00:00Z", {}, std::nullopt,
+              {{"file", "retry_state.json"}, {"applied", false}});
+  const auto unfounded = note_state_corrupt(refused, "2026-03-02T10:01:00Z");
+  expect_first(run(refused, base_scenario()), "state_durable", unfounded);
+}
+
 // Found by `rehearse check scenarios/journal-cut-at-record-boundary.json`
 // (seeds 5, 23, 27, ...; issue 10): the swarm's other faults change the
 // journal, so the scenario's cut lands on a record boundary that loses no
@@ -1692,6 +1791,8 @@ TEST(StateDurable, ARetryFiresOnlyWhenItStartedWhileTheStoreWasCorrupt) {
   Script s;
   regular(s, "hourly", slot, slot, "2026-03-02T11:00:00Z", "failure", "rate_limit");
   note(s, "retry_scheduled", "hourly", slot, slot, 1, "rate_limit");
+  s.add("disk_corrupted", "2026-03-02T10:03:00Z", {}, std::nullopt,
+        {{"path", "/srv/state/retry_state.journal"}, {"kind", "garbage"}});
   // Near miss: taken at 10:05, the damage reported at 10:06, ended at 10:10.
   Script before = s;
   run_start(before, "2026-03-02T10:05:00Z", "hourly", slot, {{"kind", "retry"}, {"attempt", 2}});
@@ -2331,6 +2432,7 @@ Script legal_trace(const std::vector<int>& failures, const std::vector<bool>& cr
   for (int step : stage_steps) {
     // A step forward or an out-of-order observation that must not move it.
     if (step > 0 && rank + 1 < order.size()) {
+      if (order[rank + 1] != "DONE") assign_answered(s, "2026-03-02T16:00:00Z", "ISS-1");
       s.item("durable_stage", "2026-03-02T16:00:00Z", "ISS-1", {{"stage", order[rank + 1]}});
       ++rank;
     }
