@@ -1,5 +1,8 @@
 #include "sim/monitors/job_table.hpp"
 
+#include <fmt/format.h>
+
+#include <string_view>
 #include <utility>
 
 namespace rehearse::sim {
@@ -19,23 +22,37 @@ JobTable::JobTable(const Scenario& scenario) {
     }
     std::string expr = spec.schedule;
     bool schedule_known = true;
-    if (spec.schedule_env) {
-      const auto v = env_lookup(scenario.env, *spec.schedule_env);
-      if (v && v->empty()) {
-        schedule_known = false;  // no schedule: asserted never to run (schedule_kept)
-        w.never_runs = true;
-      } else if (v) {
-        expr = std::string(*v);
-      }
+    const std::optional<std::string_view> override_value =
+        spec.schedule_env ? env_lookup(scenario.env, *spec.schedule_env) : std::nullopt;
+    if (override_value && override_value->empty()) {
+      schedule_known = false;  // no schedule: asserted never to run (schedule_kept)
+      w.never_runs = true;
+      w.never_runs_why = "its schedule override is set but empty";
+    } else if (override_value) {
+      expr = std::string(*override_value);
     }
     if (schedule_known) {
       std::string why;
-      w.cron = WitnessCron::parse(expr, &why);
-      if (!w.cron) unchecked("schedule_kept", spec.id, why);
+      WitnessCron::Refusal refusal = WitnessCron::Refusal::unknown_syntax;
+      w.cron = WitnessCron::parse(expr, &why, &refusal);
+      if (!w.cron && override_value && refusal == WitnessCron::Refusal::invalid) {
+        // A config error of the job, like an empty override (docs/semantics.md §3).
+        w.never_runs = true;
+        w.never_runs_why =
+            fmt::format("its schedule override {}='{}' is {}", *spec.schedule_env, expr, why);
+      } else if (!w.cron) {
+        unchecked("schedule_kept", spec.id, why);
+      }
     }
     std::optional<bool> low;
     if (w.cron) low = w.cron->low_frequency();
     w.policy = read_policy(spec.retry_policy, low, &w.policy_judged);
+    if (w.never_runs) {
+      // No schedule, so no run and no retry: whatever the policy says (the
+      // core parses a policy only for a usable schedule).
+      w.policy = invalid_witness_policy("the job has no valid schedule");
+      w.policy_judged = true;
+    }
     if (!w.policy_judged) unchecked("retries_bounded", spec.id, w.policy.why_invalid);
     if (!w.policy_judged) w.policy.why_invalid = "unjudged";
     jobs_.emplace(spec.id, std::move(w));

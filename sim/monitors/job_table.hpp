@@ -27,9 +27,12 @@ struct MonitoredJob {
   // "auto" on a schedule they cannot read): its retries are not judged.
   bool policy_judged = true;
   std::optional<WitnessCron> cron;
-  // An environment override set but empty: the job has no schedule and must
-  // never run (schedule_kept fires on any queue entry for it).
+  // An environment override set but empty, or no valid cron by the
+  // documented grammar (cron_grammar.hpp): a config error, never a fallback,
+  // so the job has no schedule and must never run (schedule_kept fires on
+  // any queue entry for it). `never_runs_why` says which.
   bool never_runs = false;
+  std::string never_runs_why;
   // A group's tasks, as the scenario scripts them (nothing_lost's verdict).
   struct Task {
     std::string id;

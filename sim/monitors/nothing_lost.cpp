@@ -15,7 +15,10 @@ bool failure_notification(const std::string& event) {
 }  // namespace
 
 NothingLost::NothingLost(const Scenario& scenario, MonitorContext& context)
-    : context_(context), notifications_seen_(scenario.services.messenger.has_value()) {
+    : context_(context),
+      sends_(kName, context.process, scenario.services.messenger.has_value()),
+      sequential_(scenario),
+      notifications_seen_(scenario.services.messenger.has_value()) {
   for (const auto& [id, config] : context.jobs.all()) {
     jobs_[id] = JobWatch{};
     // A job with no usable schedule never runs, so its policy never applies:
@@ -33,17 +36,21 @@ Violations NothingLost::observe(const TraceEvent& e, std::size_t i) {
   Violations out;
   if (is_crash_event(e.type)) orphan_leases_of(e);
   track_leases(e, i, out);
+  sends_.observe(e, i, out);
   if (context_.process.went_down_at(i)) {
     for (auto& [id, j] : jobs_) {
       j.success_unannounced.reset();
       j.group_run.reset();  // a run cut by the crash is not judged
     }
+    sequential_.forget();
     return out;
   }
+  sequential_.observe(e, i, kName, out);
   if (e.type == "message_delivered" && e.str("kind") == "delivery" && e.slot) {
     delivered_.insert({e.job, *e.slot});
     delivered_to_.insert({e.job, *e.slot, e.str("target")});
   }
+  check_policy_noticed_once(e, i, out);
   note_policy_visibility(e);
   check_request_failure_swallowed(e, i, out);
   check_per_slot_retry_kept(e, i, out);
@@ -286,7 +293,7 @@ void NothingLost::check_group_verdict(const TraceEvent& e, std::size_t i, Violat
   JobWatch& j = jobs_[e.job];
   if (e.type == "queue_take") {
     judge_group_run(e.job, i, e.t, out);
-    j.group_run = GroupRun{*e.slot, {}, false, false};
+    j.group_run = GroupRun{*e.slot, {}, false, false, {}};
     return;
   }
   if (!j.group_run || j.group_run->slot != *e.slot) return;
@@ -301,19 +308,20 @@ void NothingLost::check_group_verdict(const TraceEvent& e, std::size_t i, Violat
         (kind == "notification" && failure_notification(e.str("event")))) {
       run.failure_seen = true;
     }
+    if (kind == "failure_notice") run.noticed.insert(e.str("target"));
     if (kind == "delivery") run.delivery_seen = true;
   } else if (e.type == "queue_add" && e.str("kind") == "retry") {
     run.failure_seen = true;
+  } else if (e.type == "queue_intent") {
+    check_failure_noticed(e.job, run, i, e.t, out);
   }
 }
 
-void NothingLost::judge_group_run(const std::string& id, std::size_t i, TimeMs t, Violations& out) {
+std::optional<NothingLost::GroupVerdict> NothingLost::verdict_of(const std::string& id,
+                                                                 const GroupRun& run) const {
   const MonitoredJob* job = context_.jobs.find(id);
-  JobWatch& j = jobs_[id];
-  if (job == nullptr || !j.group_run) return;
-  const GroupRun run = *j.group_run;
-  j.group_run.reset();
-  bool deliverable = false, failed = false;
+  if (job == nullptr) return std::nullopt;
+  GroupVerdict v;
   for (const MonitoredJob::Task& task : job->tasks) {
     std::string result;
     if (task.model_calls == 0) {
@@ -321,11 +329,42 @@ void NothingLost::judge_group_run(const std::string& id, std::size_t i, TimeMs t
     } else if (const auto it = run.results.find(task.id); it != run.results.end()) {
       result = it->second;
     } else {
-      return;  // not every task answered (a crash, a resumed delivery): not judged
+      return std::nullopt;  // not every task answered (a crash, a resumed delivery)
     }
-    deliverable = deliverable || result == "deliverable";
-    failed = failed || result == "failed";
+    v.deliverable = v.deliverable || result == "deliverable";
+    v.failed = v.failed || result == "failed";
   }
+  return v;
+}
+
+// A failed verdict sends the failure notice to every target directly; a
+// target that refuses is logged and the others are still tried
+// (docs/semantics.md §6). The run has returned when its intent is written, so by
+// then each target must have had one attempt (delivered or refused). A run a
+// crash cut before its intent is not judged (the group run is forgotten).
+void NothingLost::check_failure_noticed(const std::string& id, const GroupRun& run, std::size_t i,
+                                        TimeMs t, Violations& out) const {
+  const std::optional<GroupVerdict> v = verdict_of(id, run);
+  const auto targets = targets_.find(id);
+  if (!v || v->deliverable || !v->failed || targets == targets_.end()) return;
+  for (const std::string& target : targets->second) {
+    if (run.noticed.count(target) != 0) continue;
+    out.push_back({kName, i, t,
+                   fmt::format("job {} slot {}: the group run failed (no deliverable, a task "
+                               "failed) and ended without sending its failure notice to target {} "
+                               "(every target is tried, whatever the others answer)",
+                               id, format_instant(run.slot), target)});
+  }
+}
+
+void NothingLost::judge_group_run(const std::string& id, std::size_t i, TimeMs t, Violations& out) {
+  JobWatch& j = jobs_[id];
+  if (!j.group_run) return;
+  const GroupRun run = *j.group_run;
+  j.group_run.reset();
+  const std::optional<GroupVerdict> v = verdict_of(id, run);
+  if (!v) return;  // not judged
+  const bool deliverable = v->deliverable, failed = v->failed;
   if (!deliverable && !failed && run.failure_seen) {
     out.push_back({kName, i, t,
                    fmt::format("job {} slot {}: every task skipped (nothing failed, nothing to "
@@ -401,10 +440,38 @@ void NothingLost::note_policy_visibility(const TraceEvent& e) {
     PolicyShown& shown = invalid_policies_[e.job];
     shown.row_seen = true;
     shown.in_state = shown.in_state || e.flag("policy_invalid");
+    shown.recorded = e.flag("policy_invalid");
+    shown.recorded_boot = context_.process.boots();
   } else if (e.type == "outbox_add" && e.str("event") == "policy_invalid" &&
              invalid_policies_.count(e.job) != 0) {
     invalid_policies_[e.job].noticed = true;
   }
+}
+
+// policy_invalid is sent once per change of the recorded error
+// (docs/semantics.md §9). A job's policy is the scenario's, the same at every boot,
+// so its error never changes: a notice at a later boot while the durable row
+// the world last read already records it repeats one. Excused when the store cannot show
+// the core that record: damaged by the world (a blind boot since the row, or
+// damage still there) or refusing writes (the core then starts from fresh
+// states, docs/scheduler.md).
+void NothingLost::check_policy_noticed_once(const TraceEvent& e, std::size_t i,
+                                            Violations& out) const {
+  if (e.type != "policy_invalid") return;  // the notification (once over its targets)
+  const auto it = invalid_policies_.find(e.job);
+  if (it == invalid_policies_.end() || !it->second.recorded) return;
+  const ProcessTracker& p = context_.process;
+  // A boot notifies before it writes the row, so only a row read in an
+  // earlier boot was there for the core to read.
+  if (it->second.recorded_boot >= p.boots()) return;
+  if (p.last_blind_boot() > it->second.recorded_boot || p.store_damaged() || p.store_refused()) {
+    return;
+  }
+  out.push_back({kName, i, e.t,
+                 fmt::format("job {}: policy_invalid sent again although its durable row already "
+                             "records the policy error and the policy did not change: the notice "
+                             "is sent once per change of the error",
+                             e.job)});
 }
 
 void NothingLost::judge_invalid_policies_shown(Violations& out) const {
@@ -432,6 +499,7 @@ Violations NothingLost::finish(TimeMs until_ms) {
   }
   for (auto& [id, j] : jobs_) judge_group_run(id, context_.events_seen, until_ms, out);
   judge_invalid_policies_shown(out);
+  sends_.finish(until_ms, out);
   for (const auto& [id, j] : jobs_) {
     if (j.success_unannounced && up) {
       out.push_back({kName, *j.success_unannounced, j.success_unannounced_t,

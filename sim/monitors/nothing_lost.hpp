@@ -28,6 +28,8 @@
 //   docs/worker.md);
 // - a fetch or call run whose own request's last answer failed, reported as a
 //   success (a swallowed failure);
+// - a sequential fetch run, or a call run, sending a request after another
+//   of its requests failed (sequential_requests.hpp);
 // - a retry of a per_slot job cancelled (only a per_episode budget
 //   supersedes a retry);
 // - a queue entry put back to run again after its second stall (a run stalled
@@ -36,6 +38,14 @@
 //   slot is dropped);
 // - a retry a run's finish queues comes with a retry_scheduled message in the
 //   same queue operation (the outbox's record), or it is a hidden retry;
+// - a group run whose verdict is failed sends its failure notice to every
+//   target (delivered or refused) before it ends (its intent);
+// - policy_invalid once per change of the recorded error: the scenario fixes
+//   a job's policy, so the error cannot change; a second notice while the
+//   job's durable row records the error (and the store was neither damaged
+//   since nor refusing writes) is a repeat;
+// - notifications reach the messenger at least once, a refused one is not
+//   retried (notice_sends.hpp);
 // - end: a failed run followed by nothing while the process is up; a job
 //   whose policy is invalid (the monitors' own reading) with a durable row
 //   that never recorded the policy error, or no policy_invalid notice.
@@ -51,6 +61,8 @@
 
 #include "sim/monitors/context.hpp"
 #include "sim/monitors/monitor.hpp"
+#include "sim/monitors/notice_sends.hpp"
+#include "sim/monitors/sequential_requests.hpp"
 
 namespace rehearse::sim {
 
@@ -58,10 +70,11 @@ class NothingLost final : public Monitor {
  public:
   static constexpr const char* kName = "nothing_lost";
   static std::vector<std::string> reads() {
-    return {"queue_take", "queue_intent",     "queue_done",        "durable_job_state",
-            "outbox_add", "durable_delivery", "message_delivered", "message_refused",
-            "queue_add",  "service_reply",    "process_crash",     "disk_process_crashed",
-            "disk_crash", "durable_stage",    "queue_requeue",     "queue_cancel"};
+    return {"queue_take",    "queue_intent",     "queue_done",        "durable_job_state",
+            "outbox_add",    "durable_delivery", "message_delivered", "message_refused",
+            "queue_add",     "service_reply",    "process_crash",     "disk_process_crashed",
+            "disk_crash",    "durable_stage",    "queue_requeue",     "queue_cancel",
+            "outbox_remove", "service_call"};
   }
 
   NothingLost(const Scenario& scenario, MonitorContext& context);
@@ -75,7 +88,17 @@ class NothingLost final : public Monitor {
     std::map<std::string, std::string> results;  // task -> deliverable / skip / failed
     bool failure_seen = false;                   // a failure notice or a retry for the slot
     bool delivery_seen = false;                  // a delivery for the slot
+    std::set<std::string> noticed;               // targets a failure notice was sent to
   };
+  // The verdict's inputs: any deliverable, any failure; none when not every
+  // task answered.
+  struct GroupVerdict {
+    bool deliverable = false;
+    bool failed = false;
+  };
+  std::optional<GroupVerdict> verdict_of(const std::string& job, const GroupRun& run) const;
+  void check_failure_noticed(const std::string& job, const GroupRun& run, std::size_t i, TimeMs t,
+                             Violations& out) const;
   struct JobWatch {
     std::optional<GroupRun> group_run;
     bool showed_failure = false;           // a failure notification reached the messenger
@@ -114,6 +137,8 @@ class NothingLost final : public Monitor {
   void orphan_leases_of(const TraceEvent& e);
 
   MonitorContext& context_;
+  NoticeSends sends_;                // notifications from the outbox to the messenger
+  SequentialRequests sequential_;    // requests of sequential runs
   bool notifications_seen_ = false;  // the scenario declares a messenger
   std::map<std::string, JobWatch> jobs_;
   std::set<std::pair<std::string, TimeMs>> delivered_;  // slots with a delivery sent
@@ -138,10 +163,13 @@ class NothingLost final : public Monitor {
   // Jobs whose policy the monitors read as invalid: what their durable rows
   // and the outbox showed of it.
   struct PolicyShown {
-    bool row_seen = false;  // a durable row of the job exists
-    bool in_state = false;  // a row recorded the policy error
-    bool noticed = false;   // the outbox received policy_invalid for the job
+    bool row_seen = false;           // a durable row of the job exists
+    bool in_state = false;           // a row recorded the policy error
+    bool noticed = false;            // the outbox received policy_invalid for the job
+    bool recorded = false;           // the job's last durable row records the policy error
+    std::int64_t recorded_boot = 0;  // the boot that row was read in
   };
+  void check_policy_noticed_once(const TraceEvent& e, std::size_t i, Violations& out) const;
   std::map<std::string, PolicyShown> invalid_policies_;
 };
 

@@ -192,16 +192,16 @@ void ScheduleKept::check_durable_row(const TraceEvent& e, std::size_t i, Violati
                    want.next ? format_instant(*want.next) : "none")});
 }
 
-// A job whose environment override is set but empty has no schedule at all;
-// any queue entry for it (the queue's own record) fires.
+// A job whose environment override is set but empty, or no valid cron, has
+// no schedule at all (a config error, never a fallback to the default); any
+// queue entry for it (the queue's own record) fires.
 void ScheduleKept::check_never_runs(const TraceEvent& e, std::size_t i, Violations& out) {
   if (e.type != "queue_add" || !e.flag("added")) return;
   const MonitoredJob* job = context_.jobs.find(e.job);
   if (job == nullptr || !job->never_runs) return;
   out.push_back({kName, i, e.t,
-                 fmt::format("job {}: its schedule override is set but empty, so it must never "
-                             "run, yet slot {} was queued",
-                             e.job, slot_text(e.slot))});
+                 fmt::format("job {}: {}, so it must never run, yet slot {} was queued", e.job,
+                             job->never_runs_why, slot_text(e.slot))});
 }
 
 // From the queue's own record, whatever the core logs about the slot: a

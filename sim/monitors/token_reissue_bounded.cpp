@@ -18,10 +18,12 @@ Violations TokenReissueBounded::observe(const TraceEvent& e, std::size_t i) {
   if (is_boot_event(e.type) || is_crash_event(e.type)) {  // any process: its replies die
     requests_.clear();              // request ids repeat when a stalled run re-runs after a restart
     rejected_fingerprint_.clear();  // replies in flight are lost with the process
+    issuing_.clear();               // so is an issuance's: the new process starts its own
     return out;
   }
   check_reuse(e, i, out);
   const std::string rid = e.str("request_id");
+  if (e.str("operation") == "issue_token") check_single_flight(e, i, rid, out);
   if (e.service == "brokerage" && !rid.empty()) {
     check_rejected_token(e, i, rid, out);
     check_after_failed_issuance(e, i, rid, out);
@@ -121,6 +123,31 @@ void TokenReissueBounded::check_after_failed_issuance(const TraceEvent& e, std::
                                rid, issuance ? "another issuance" : "sent again")});
   }
   if (e.type == "token_issue_failed") requests_[rid].issue_failed = true;
+}
+
+// Single flight (docs/semantics.md §7, docs/token-client.md rule 5): the
+// process's token client has at most one issuance in flight; a request that
+// needs a token meanwhile waits for it and shares its outcome. From the
+// world's records: an `issue_token` call sent while the issuer has not yet
+// answered an earlier one. Only the acting worker calls services, and a crash
+// or boot loses its issuance with it (cleared in observe()), so every
+// issuance in flight is the same process's.
+void TokenReissueBounded::check_single_flight(const TraceEvent& e, std::size_t i,
+                                              const std::string& rid, Violations& out) {
+  if (e.type == "service_reply") {
+    issuing_.erase(e.service);
+    return;
+  }
+  if (e.type != "service_call") return;
+  const auto [flight, added] = issuing_.try_emplace(e.service, Flight{rid, e.t});
+  if (added) return;
+  out.push_back({kName, i, e.t,
+                 fmt::format("request {} sent a token issuance to {} while the issuance of "
+                             "request {} (sent at {}) was still in flight: requests needing a "
+                             "token together share one issuance (single flight)",
+                             rid.empty() ? "?" : rid, e.service,
+                             flight->second.request_id.empty() ? "?" : flight->second.request_id,
+                             format_instant(flight->second.sent_at))});
 }
 
 void TokenReissueBounded::check_issuance(const TraceEvent& e, std::size_t i, const std::string& rid,

@@ -10,7 +10,10 @@
 //   the same ids): no issuance after a 403, 429 or 5xx answer; at most one
 //   issuance after a 401; an `after_401` issuance only after a 401; after an
 //   issuance for the request failed, neither another issuance nor the
-//   request sent again (the request fails with the issuance's class).
+//   request sent again (the request fails with the issuance's class);
+// - single flight: an issuance (`issue_token` call) sent while another
+//   issuance to the same issuer is in flight (sent, its reply not yet
+//   received, no crash or boot since) fires.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +56,8 @@ class TokenReissueBounded final : public Monitor {
   void note_reply(const TraceEvent& e, const std::string& rid);
   void check_after_failed_issuance(const TraceEvent& e, std::size_t i, const std::string& rid,
                                    Violations& out);
+  void check_single_flight(const TraceEvent& e, std::size_t i, const std::string& rid,
+                           Violations& out);
 
   std::map<std::string, RequestWatch> requests_;
   // The first-401 rule: a token refused with a 401 is dropped, so no request
@@ -61,6 +66,12 @@ class TokenReissueBounded final : public Monitor {
   // Request id -> the token it was refused with, until its 401 arrives.
   std::map<std::string, std::string> rejected_fingerprint_;
   std::map<std::string, TimeMs> unauthorized_seen_at_;  // fingerprint -> first 401 received
+  struct Flight {
+    std::string request_id;  // the request leading the issuance
+    TimeMs sent_at = 0;
+  };
+  // Issuer -> the issuance in flight (its `issue_token` sent, no reply yet).
+  std::map<std::string, Flight> issuing_;
   std::int64_t token_issues_ = 0, reissues_ = 0;
 };
 

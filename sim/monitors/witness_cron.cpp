@@ -1,5 +1,7 @@
 #include "sim/monitors/witness_cron.hpp"
 
+#include "sim/monitors/cron_grammar.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -119,21 +121,117 @@ bool parse_field(const std::string& text, const FieldSpec& spec, std::vector<boo
   return true;
 }
 
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
+// A day field's plain items (`rest`) after its `L` / `dL` items were taken
+// out: `items` is how many the field had, so that one left beside an `L` is
+// no single fixed value.
+bool parse_rest(const std::vector<std::string>& rest, std::size_t items, const FieldSpec& spec,
+                std::vector<bool>& bits, bool& single, std::string* why) {
+  if (rest.empty()) {
+    bits.assign(static_cast<std::size_t>(spec.hi) + 1, false);
+    single = items == 1;
+    return true;
+  }
+  if (!parse_field(join(rest), spec, bits, single, why)) return false;
+  single = single && rest.size() == items;
+  return true;
+}
+
+// Day-of-month: a plain `L` item is the last day of the month (docs/cron.md).
+// cron-parser also reads any token holding an `L` (`5L`, `LL`, `L/2`) as `L`,
+// and with a single month keeps only a plain one: those readings are left to
+// parse_field, which refuses them.
+bool parse_dom(const std::string& text, const FieldSpec& spec, std::vector<bool>& bits, bool& last,
+               bool& single, std::string* why) {
+  const std::vector<std::string> items = split(text, ',');
+  std::vector<std::string> rest;
+  for (const std::string& item : items) {
+    if (item == "L") {
+      last = true;
+    } else {
+      rest.push_back(item);
+    }
+  }
+  return parse_rest(rest, items.size(), spec, bits, single, why);
+}
+
+// Day-of-week `d#n`: the n-th weekday d of the month, n = 1..5; the whole
+// field (docs/cron.md: one per expression, not in a list, range or step).
+// cron-parser reads the occurrence with Number() (`5#1e0`): only a plain
+// digit is read here.
+bool parse_nth(const std::string& text, const FieldSpec& spec, std::vector<bool>& bits, int& nth,
+               bool& single, std::string* why) {
+  const auto hash = text.find('#');
+  const std::string n = text.substr(hash + 1);
+  const auto day = read_value(text.substr(0, hash), spec);
+  if (!day || n.size() != 1 || n[0] < '1' || n[0] > '5') {
+    if (why) *why = fmt::format("the monitors' cron matcher does not know '{}'", text);
+    return false;
+  }
+  bits.assign(static_cast<std::size_t>(spec.hi) + 1, false);
+  bits[static_cast<std::size_t>(*day)] = true;
+  nth = n[0] - '0';
+  single = true;
+  return true;
+}
+
+// Day-of-week: `d#n`, or items where `dL` (d a weekday number 0-7 or name)
+// is the last weekday d of the month. cron-parser reads only the first
+// character of `dL`, modulo 7 (`9L`, `55L`): a d that is no weekday is
+// refused. So is a `dL` beside items covering every weekday, whose reading
+// depends on cron-parser's count of list entries.
+bool parse_dow(const std::string& text, const FieldSpec& spec, std::vector<bool>& bits,
+               std::vector<bool>& last, int& nth, bool& single, std::string* why) {
+  if (text.find('#') != std::string::npos) return parse_nth(text, spec, bits, nth, single, why);
+  const std::vector<std::string> items = split(text, ',');
+  std::vector<std::string> rest;
+  bool any_last = false;
+  for (const std::string& item : items) {
+    if (item.size() < 2 || item.back() != 'L') {
+      rest.push_back(item);
+      continue;
+    }
+    const auto day = read_value(item.substr(0, item.size() - 1), spec);
+    if (!day) {
+      if (why) *why = fmt::format("the monitors' cron matcher does not know '{}'", item);
+      return false;
+    }
+    last[static_cast<std::size_t>(*day % 7)] = true;
+    any_last = true;
+  }
+  if (!parse_rest(rest, items.size(), spec, bits, single, why)) return false;
+  const bool every_day =
+      std::all_of(bits.begin(), bits.begin() + 7, [](bool b) { return b; }) ||
+      (bits[7] && std::all_of(bits.begin() + 1, bits.begin() + 7, [](bool b) { return b; }));
+  if (any_last && every_day) {
+    if (why) *why = fmt::format("the monitors' cron matcher does not read '{}'", text);
+    return false;
+  }
+  return true;
+}
+
 TimeMs floor_to(TimeMs t, DurationMs unit) {
   const TimeMs r = t % unit;
   return r < 0 ? t - r - unit : t - r;
 }
 
-}  // namespace
+// The macros, spelled exactly: cron-parser looks them up as written (lower
+// case, no surrounding spaces: docs/cron.md), so `@DAILY` is no macro.
+std::string expand_macro(std::string_view expr) {
+  if (expr == "@yearly" || expr == "@annually") return "0 0 1 1 *";
+  if (expr == "@monthly") return "0 0 1 * *";
+  if (expr == "@weekly") return "0 0 * * 0";
+  if (expr == "@daily" || expr == "@midnight") return "0 0 * * *";
+  if (expr == "@hourly") return "0 * * * *";
+  return std::string(expr);
+}
 
-std::optional<WitnessCron> WitnessCron::parse(std::string_view expr_in, std::string* why) {
-  std::string expr(expr_in);
-  const std::string l = lower(expr);
-  if (l == "@yearly" || l == "@annually") expr = "0 0 1 1 *";
-  if (l == "@monthly") expr = "0 0 1 * *";
-  if (l == "@weekly") expr = "0 0 * * 0";
-  if (l == "@daily" || l == "@midnight") expr = "0 0 * * *";
-  if (l == "@hourly") expr = "0 * * * *";
+std::vector<std::string> split_fields(const std::string& expr) {
   std::vector<std::string> fields;
   std::string cur;
   for (char c : expr) {
@@ -145,27 +243,62 @@ std::optional<WitnessCron> WitnessCron::parse(std::string_view expr_in, std::str
     }
   }
   if (!cur.empty()) fields.push_back(cur);
+  return fields;
+}
+
+const FieldSpec kSpecs[6] = {{0, 59, nullptr, 0, 0},      {0, 59, nullptr, 0, 0},
+                             {0, 23, nullptr, 0, 0},      {1, 31, nullptr, 0, 0},
+                             {1, 12, kMonthNames, 1, 12}, {0, 7, kDayNames, 0, 7}};
+const char* const kFieldNames[6] = {"second",       "minute", "hour",
+                                    "day-of-month", "month",  "day-of-week"};
+
+// What the documented grammar refuses in the fields as written, before the
+// matcher reads them (cron_grammar.hpp).
+std::optional<std::string> field_refusal(std::string_view expr,
+                                         const std::vector<std::string>& fields) {
+  if (auto bad = cron_shape_refusal(expr, fields.size())) return bad;
+  if (!cron_is_ascii(expr) || (fields.size() != 5 && fields.size() != 6)) return std::nullopt;
+  const std::size_t skip = fields.size() == 5 ? 1 : 0;  // five fields: no second field
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    const FieldSpec& spec = kSpecs[i + skip];
+    if (auto bad = cron_value_refusal(fields[i], kFieldNames[i + skip], spec.lo, spec.hi)) {
+      return bad;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<WitnessCron> WitnessCron::parse(std::string_view expr_in, std::string* why,
+                                              Refusal* refusal) {
+  if (refusal) *refusal = Refusal::unknown_syntax;
+  const auto invalid = [&](const std::string& reason) -> std::optional<WitnessCron> {
+    if (why) *why = fmt::format("not a valid cron: {}", reason);
+    if (refusal) *refusal = Refusal::invalid;
+    return std::nullopt;
+  };
+  std::vector<std::string> fields = split_fields(expand_macro(expr_in));
+  if (auto bad = field_refusal(expr_in, fields)) return invalid(*bad);
   if (fields.size() != 5 && fields.size() != 6) {
     if (why)
       *why = fmt::format("'{}' has {} fields (the matcher knows 5 or 6)", expr_in, fields.size());
     return std::nullopt;
   }
   if (fields.size() == 5) fields.insert(fields.begin(), "0");
-  static const FieldSpec kSec{0, 59, nullptr, 0, 0};
-  static const FieldSpec kMin{0, 59, nullptr, 0, 0};
-  static const FieldSpec kHour{0, 23, nullptr, 0, 0};
-  static const FieldSpec kDom{1, 31, nullptr, 0, 0};
-  static const FieldSpec kMon{1, 12, kMonthNames, 1, 12};
-  static const FieldSpec kDow{0, 7, kDayNames, 0, 7};
   WitnessCron c;
-  bool single = false, dom_single = false, dow_single = false;
-  if (!parse_field(fields[0], kSec, c.seconds_, single, why) ||
-      !parse_field(fields[1], kMin, c.minutes_, single, why) ||
-      !parse_field(fields[2], kHour, c.hours_, single, why) ||
-      !parse_field(fields[3], kDom, c.doms_, dom_single, why) ||
-      !parse_field(fields[4], kMon, c.months_, single, why) ||
-      !parse_field(fields[5], kDow, c.dows_, dow_single, why)) {
+  bool single = false, dom_single = false, month_single = false, dow_single = false;
+  if (!parse_field(fields[0], kSpecs[0], c.seconds_, single, why) ||
+      !parse_field(fields[1], kSpecs[1], c.minutes_, single, why) ||
+      !parse_field(fields[2], kSpecs[2], c.hours_, single, why) ||
+      !parse_dom(fields[3], kSpecs[3], c.doms_, c.last_dom_, dom_single, why) ||
+      !parse_field(fields[4], kSpecs[4], c.months_, month_single, why) ||
+      !parse_dow(fields[5], kSpecs[5], c.dows_, c.last_dows_, c.nth_, dow_single, why)) {
     return std::nullopt;
+  }
+  const bool dow_any = fields[5] == "*" || fields[5] == "?";
+  if (auto bad = cron_day_refusal(c.doms_, c.last_dom_, c.months_, month_single, dow_any)) {
+    return invalid(*bad);
   }
   if (c.dows_[7]) c.dows_[0] = true;
   c.dows_.resize(7);
@@ -177,13 +310,27 @@ std::optional<WitnessCron> WitnessCron::parse(std::string_view expr_in, std::str
 
 bool WitnessCron::matches_minute(TimeMs minute_start) const {
   const CivilTime ct = to_civil(minute_start);
-  if (!months_[ct.date.month] || !hours_[ct.hour] || !minutes_[ct.minute]) return false;
-  const bool dom = doms_[ct.date.day];
-  const bool dow = dows_[ct.weekday];
-  if (dom_restricted_ && dow_restricted_) return dom || dow;
-  if (dom_restricted_) return dom;
-  if (dow_restricted_) return dow;
-  return true;
+  return hours_[ct.hour] && minutes_[ct.minute] && matches_day(ct);
+}
+
+// The day rule (docs/semantics.md §3): only a restricted field counts, both
+// restricted: either; then a `#n` limits every matching day, whichever field
+// matched it, to the n-th week of the month (days 7n-6 .. 7n: docs/cron.md).
+bool WitnessCron::matches_day(const CivilTime& ct) const {
+  if (!months_[ct.date.month]) return false;
+  const unsigned day = ct.date.day;
+  const unsigned length = days_in_month(ct.date.year, ct.date.month);
+  const bool dom = doms_[day] || (last_dom_ && day == length);
+  const bool dow = dows_[ct.weekday] || (last_dows_[ct.weekday] && day + 7 > length);
+  bool ok = true;
+  if (dom_restricted_ && dow_restricted_) {
+    ok = dom || dow;
+  } else if (dom_restricted_) {
+    ok = dom;
+  } else if (dow_restricted_) {
+    ok = dow;
+  }
+  return ok && (nth_ == 0 || static_cast<int>((day + 6) / 7) == nth_);
 }
 
 std::vector<TimeMs> WitnessCron::between(TimeMs after, TimeMs until, std::size_t limit) const {
@@ -194,17 +341,7 @@ std::vector<TimeMs> WitnessCron::between(TimeMs after, TimeMs until, std::size_t
   while (minute <= until && out.size() < limit) {
     const CivilTime ct = to_civil(minute);
     const TimeMs day_start = floor_to(minute, kDayMs);
-    const bool dom = doms_[ct.date.day];
-    const bool dow = dows_[ct.weekday];
-    bool day_ok = months_[ct.date.month];
-    if (dom_restricted_ && dow_restricted_) {
-      day_ok = day_ok && (dom || dow);
-    } else if (dom_restricted_) {
-      day_ok = day_ok && dom;
-    } else if (dow_restricted_) {
-      day_ok = day_ok && dow;
-    }
-    if (!day_ok) {
+    if (!matches_day(ct)) {
       minute = day_start + kDayMs;
       continue;
     }

@@ -839,11 +839,14 @@ TEST(ScheduleKept, SixFieldAndNamedSchedulesAreUnderstood) {
 
 TEST(ScheduleKept, UnknownSyntaxIsSkippedLoudlyNotPassedSilently) {
   std::string why;
-  EXPECT_FALSE(WitnessCron::parse("0 0 L * *", &why));
-  EXPECT_NE(why.find("L"), std::string::npos);
-  EXPECT_FALSE(WitnessCron::parse("0 0 * * 5#3", &why));
+  // cron-parser's odd readings the core reproduces: `LL` is `L`, `55L` the
+  // last Friday, `5#1e0` the first Friday (docs/cron.md).
+  EXPECT_FALSE(WitnessCron::parse("0 0 LL * *", &why));
+  EXPECT_NE(why.find("LL"), std::string::npos);
+  EXPECT_FALSE(WitnessCron::parse("0 0 * * 55L", &why));
+  EXPECT_FALSE(WitnessCron::parse("0 0 * * 5#1e0", &why));
   Scenario sc = base_scenario();
-  sc.jobs[0].schedule = "0 0 L * *";
+  sc.jobs[0].schedule = "0 0 LL * *";
   sc.env["EMPTY"] = "";
   sc.jobs[1].schedule_env = "EMPTY";
   MonitorSet set(sc);
@@ -852,6 +855,122 @@ TEST(ScheduleKept, UnknownSyntaxIsSkippedLoudlyNotPassedSilently) {
   ASSERT_EQ(unchecked.size(), 1u) << unchecked.dump();
   EXPECT_EQ(unchecked[0]["invariant"], "schedule_kept");
   EXPECT_EQ(unchecked[0]["subject"], "hourly");
+}
+
+// `L` in day-of-month, `dL` and `d#n` in day-of-week (docs/cron.md): the
+// matcher's own reading, by hand from a calendar.
+TEST(ScheduleKept, LastDaysAndNthWeekdaysAreUnderstood) {
+  std::string why;
+  const auto firings = [&](const char* expr, const char* from, const char* to) {
+    std::vector<std::string> out;
+    const auto c = WitnessCron::parse(expr, &why);
+    EXPECT_TRUE(c) << expr << ": " << why;
+    if (!c) return out;
+    EXPECT_TRUE(c->low_frequency()) << expr;
+    for (const TimeMs t : c->between(at(from), at(to), 10)) out.push_back(format_instant(t));
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(firings("0 9 L * *", "2028-01-15T00:00:00Z", "2028-04-15T00:00:00Z"),
+            (V{"2028-01-31T09:00:00Z", "2028-02-29T09:00:00Z", "2028-03-31T09:00:00Z"}));
+  EXPECT_EQ(firings("0 9 * * FRIL", "2026-03-01T00:00:00Z", "2026-05-01T00:00:00Z"),
+            (V{"2026-03-27T09:00:00Z", "2026-04-24T09:00:00Z"}));
+  EXPECT_EQ(firings("0 9 * * 7L", "2026-03-01T00:00:00Z", "2026-05-01T00:00:00Z"),
+            (V{"2026-03-29T09:00:00Z", "2026-04-26T09:00:00Z"}));
+  EXPECT_EQ(firings("0 9 * * mon#1", "2026-03-01T00:00:00Z", "2026-05-01T00:00:00Z"),
+            (V{"2026-03-02T09:00:00Z", "2026-04-06T09:00:00Z"}));
+  // Both day fields restricted: either matches; a `#n` then limits every
+  // matching day to the n-th week (the 10th and second Fridays).
+  EXPECT_EQ(firings("0 9 10 * 5#2", "2026-03-01T00:00:00Z", "2026-05-01T00:00:00Z"),
+            (V{"2026-03-10T09:00:00Z", "2026-03-13T09:00:00Z", "2026-04-10T09:00:00Z"}));
+  EXPECT_EQ(firings("0 9 15,L * 5L", "2026-04-01T00:00:00Z", "2026-05-01T00:00:00Z"),
+            (V{"2026-04-15T09:00:00Z", "2026-04-24T09:00:00Z", "2026-04-30T09:00:00Z"}));
+  EXPECT_FALSE(WitnessCron::parse("0 9 * * 1,5L", &why)->low_frequency());
+}
+
+// A last-day-of-month job (`0 9 L * *`): April's last day skipped between the
+// hand-outs of March's and May's fires, and so does a slot on another day;
+// every last day handed out in turn is the near miss.
+TEST(ScheduleKept, FiresWhenALastDayOfMonthFiringIsSkippedOrMissed) {
+  Scenario sc = base_scenario();
+  sc.jobs[0].schedule = "0 9 L * *";
+  sc.jobs[3].schedule_env.reset();
+  sc.jobs[3].schedule = "0 9 * * MON#1";
+  const auto last_day = [](Script& s, const char* slot, const char* next) {
+    return handout(s, slot, "hourly", slot, {{"next_run_at", next}});
+  };
+  Script kept;
+  last_day(kept, "2026-03-31T09:00:00Z", "2026-04-30T09:00:00Z");
+  handout(kept, "2026-04-06T09:00:00Z", "weekly", "2026-04-06T09:00:00Z",
+          {{"next_run_at", "2026-05-04T09:00:00Z"}});
+  last_day(kept, "2026-04-30T09:00:00Z", "2026-05-31T09:00:00Z");
+  last_day(kept, "2026-05-31T09:00:00Z", "2026-06-30T09:00:00Z");
+  const Outcome clean = run(kept, sc, at("2026-06-01T00:00:00Z"));
+  EXPECT_TRUE(clean.seen.empty()) << describe(clean.seen);
+  EXPECT_TRUE(clean.tallies["unchecked"].empty()) << clean.tallies["unchecked"].dump();
+  Script skipped;
+  last_day(skipped, "2026-03-31T09:00:00Z", "2026-04-30T09:00:00Z");
+  const auto late = last_day(skipped, "2026-05-31T09:00:00Z", "2026-06-30T09:00:00Z");
+  expect_first(run(skipped, sc, at("2026-06-01T00:00:00Z")), "schedule_kept", late);
+  Script off;
+  const auto bad = last_day(off, "2026-04-29T09:00:00Z", "2026-04-30T09:00:00Z");
+  expect_first(run(off, sc, at("2026-05-01T00:00:00Z")), "schedule_kept", bad);
+  Script second_monday;
+  const auto monday = handout(second_monday, "2026-04-13T09:00:00Z", "weekly",
+                              "2026-04-13T09:00:00Z", {{"next_run_at", "2026-05-04T09:00:00Z"}});
+  expect_first(run(second_monday, sc, at("2026-04-14T00:00:00Z")), "schedule_kept", monday);
+}
+
+// An override that is no valid cron by the documented grammar (the
+// monitors' own rules, cron_grammar.hpp) is a config error: the job never
+// runs. One the matcher merely cannot read (`1*`: cron-parser reads
+// 10-59) stays unchecked, never asserted.
+TEST(ScheduleKept, TellsAnInvalidCronFromSyntaxTheMatcherLacks) {
+  using R = WitnessCron::Refusal;
+  const auto refusal = [](const char* expr) {
+    std::string why;
+    R r = R::unknown_syntax;
+    EXPECT_FALSE(WitnessCron::parse(expr, &why, &r)) << expr;
+    return r;
+  };
+  for (const char* bad :
+       {"61 * * * *", "0 24 * * *", "0 0 0 * *", "0 0 * 13 *", "0 0 * * 8", "60 0 0 * * *",
+        "0 0 * *", "0 0 * * * * 2027", "@reboot", "@DAILY", " @daily", "   ", "0 0 30 2 *",
+        "0 0 30 2 1", "0 0 30,L FEB *", "0 0 31 4,6 *"}) {
+    EXPECT_EQ(refusal(bad), R::invalid) << bad;
+  }
+  // The last: four fields to the matcher, five to the core (U+00A0 is a
+  // JavaScript space), so no field count is asserted.
+  for (const char* lacks :
+       {"1* * * * *", "0 0 15W * *", "0 0 * * 5#1e0", "0 0 LL * *", "0 0 * * 9L",
+        "0\xc2\xa0"
+        "0 * * *"}) {
+    EXPECT_EQ(refusal(lacks), R::unknown_syntax) << lacks;
+  }
+  EXPECT_TRUE(WitnessCron::parse("0 0 31 4,6 1", nullptr)) << "fires on Mondays";
+  EXPECT_TRUE(WitnessCron::parse("0 0 31,L 4,6 *", nullptr)) << "fires on the last days";
+}
+
+TEST(ScheduleKept, FiresWhenAJobWithAnInvalidOverrideIsQueued) {
+  Scenario sc = base_scenario();
+  sc.env["BAD_CRON"] = "61 * * * *";
+  sc.env["ODD_CRON"] = "1* * * * *";  // valid: cron-parser reads 10-59
+  sc.jobs[1].schedule_env = "BAD_CRON";
+  sc.jobs[2].schedule_env = "ODD_CRON";
+  Script s;
+  s.add("queue_add", "2026-03-02T10:10:00Z", "broken", "2026-03-02T10:10:00Z",
+        {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T10:10:00Z"}});
+  const Outcome lacks = run(s, sc, at("2026-03-02T10:11:00Z"));
+  EXPECT_TRUE(lacks.seen.empty()) << describe(lacks.seen);
+  ASSERT_EQ(lacks.tallies["unchecked"].size(), 1u) << lacks.tallies["unchecked"].dump();
+  EXPECT_EQ(lacks.tallies["unchecked"][0]["subject"], "broken");
+  const auto bad =
+      s.add("queue_add", "2026-03-02T10:30:00Z", "slotty", "2026-03-02T10:30:00Z",
+            {{"added", true}, {"kind", "regular"}, {"ready_at", "2026-03-02T10:30:00Z"}});
+  const Outcome o = run(s, sc, at("2026-03-02T10:31:00Z"));
+  expect_first(o, "schedule_kept", bad);
+  EXPECT_TRUE(fired(o, "schedule_kept", "BAD_CRON='61 * * * *' is not a valid cron"))
+      << describe(o.seen);
 }
 
 // A job whose override is set but empty has no schedule: the queue receiving
@@ -996,6 +1115,67 @@ TEST(NothingLost, FiresWhenAFetchRunWithAFailedRequestReportsSuccess) {
   EXPECT_FALSE(fired(run(resent, base_scenario()), "nothing_lost", "a swallowed failure"));
 }
 
+// A sequential fetch run stops at its first failed request (docs/token-client.md
+// "FetchJob"): request r1 of slotty's run goes out after r0 was refused with a
+// 403. The closest legal runs: r0 recovers from a 401 (the issuance led by r0
+// answered, r0 sent again and answered 200) before r1 goes out; and the same
+// 403 in a parallel fetch job, whose requests do not wait for each other.
+Script sequential_run(bool recovered) {
+  const char* slot = "2026-03-02T10:30:00Z";
+  const std::string prefix = "slotty/2026-03-02T10:30:00Z/a1/";
+  Script s;
+  const auto request = [&](const char* type, const char* t, const std::string& rid, json data) {
+    TraceEvent e;
+    e.t = at(t);
+    e.type = type;
+    e.job = "slotty";
+    e.slot = at(slot);
+    e.service = "brokerage";
+    data["request_id"] = prefix + rid;
+    e.data = std::move(data);
+    return s.add_event(std::move(e));
+  };
+  run_start(s, slot, "slotty", slot, {{"kind", "regular"}});
+  request("service_call", "2026-03-02T10:30:00Z", "r0", {{"operation", "quote"}});
+  request("service_reply", "2026-03-02T10:30:00.100Z", "r0",
+          {{"operation", "quote"}, {"status", recovered ? 401 : 403}});
+  if (recovered) {
+    request("service_call", "2026-03-02T10:30:00.100Z", "r0", {{"operation", "issue_token"}});
+    request("service_reply", "2026-03-02T10:30:00.200Z", "r0",
+            {{"operation", "issue_token"}, {"status", 200}});
+    request("service_call", "2026-03-02T10:30:00.200Z", "r0", {{"operation", "quote"}});
+    request("service_reply", "2026-03-02T10:30:00.300Z", "r0",
+            {{"operation", "quote"}, {"status", 200}});
+  }
+  request("service_call", "2026-03-02T10:30:00.300Z", "r1", {{"operation", "positions"}});
+  return s;
+}
+
+TEST(NothingLost, FiresWhenASequentialFetchRunGoesOnAfterAFailedRequest) {
+  const Script s = sequential_run(false);
+  const Outcome o = run(s, base_scenario());
+  expect_first(o, "nothing_lost", s.events().size() - 1);
+  EXPECT_TRUE(fired(o, "nothing_lost", "a sequential run stops at its first failed request"))
+      << describe(o.seen);
+  EXPECT_TRUE(fired(o, "nothing_lost", "status 403")) << describe(o.seen);
+  // A call job stops at its first failed call the same way.
+  Scenario calls = base_scenario();
+  for (JobSpec& j : calls.jobs) j.kind = j.id == "slotty" ? JobKind::call : j.kind;
+  const Outcome call = run(s, calls);
+  expect_first(call, "nothing_lost", s.events().size() - 1);
+  EXPECT_TRUE(fired(call, "nothing_lost", "call job slotty")) << describe(call.seen);
+}
+
+TEST(NothingLost, NearMissASequentialFetchRunGoesOnAfterARecovered401) {
+  const std::string text = "a sequential run stops";
+  const Outcome recovered = run(sequential_run(true), base_scenario());
+  EXPECT_FALSE(fired(recovered, "nothing_lost", text)) << describe(recovered.seen);
+  Scenario parallel = base_scenario();
+  for (JobSpec& j : parallel.jobs) j.parallel = j.parallel || j.id == "slotty";
+  const Outcome fan_out = run(sequential_run(false), parallel);
+  EXPECT_FALSE(fired(fan_out, "nothing_lost", text)) << describe(fan_out.seen);
+}
+
 // Under per_slot each slot keeps its retries: a cancel drops one it was owed.
 // "weekly" runs "auto" (per_slot); "hourly" is per_episode (the per-job form),
 // where the next regular slot supersedes a pending retry.
@@ -1092,8 +1272,9 @@ Script announced_failure_then_success(bool recovered) {
         {{"process", "worker"}, {"boots", 1}});
   regular(s, "hourly", slot, slot, "2026-03-02T11:00:00Z", "failure", "timeout");
   note(s, "retry_scheduled", "hourly", slot, slot, 1, "timeout");
-  s.add("message_delivered", slot, "hourly", slot,
-        {{"kind", "notification"}, {"event", "retry_scheduled"}, {"target", "ops"}});
+  s.add(
+      "message_delivered", slot, "hourly", slot,
+      {{"kind", "notification"}, {"event", "retry_scheduled"}, {"attempt", 1}, {"target", "ops"}});
   retry_run(s, "hourly", slot, "2026-03-02T10:05:00Z", 2, "success");
   if (recovered) {
     s.add("message_delivered", "2026-03-02T10:05:00Z", "hourly", slot,
@@ -1329,6 +1510,208 @@ TEST(NothingLost, NearMissGroupRunThatDeliveredOrMarkedTheSlotSkipped) {
   EXPECT_EQ(o.slots[0].attempts, 1);
   EXPECT_EQ(o.slots[1].state, SlotState::skipped);
   EXPECT_STREQ(to_string(o.slots[1].state), "skipped");
+}
+
+// The event index of the first violation of `invariant` whose message holds `text`.
+std::optional<std::size_t> fired_at(const Outcome& o, const std::string& invariant,
+                                    const std::string& text) {
+  for (const auto* list : {&o.seen, &o.end}) {
+    for (const Violation& v : *list) {
+      if (v.invariant == invariant && v.message.find(text) != std::string::npos) {
+        return v.event_index;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// A failed group verdict sends the failure notice to every target directly
+// (docs/semantics.md §6): one target refusing it is logged and the others are
+// still tried. By the run's intent each target had one attempt.
+Scenario group_two_targets() {
+  Scenario s = group_hourly();
+  s.jobs.front().targets = {"team-chat", "ops-chat"};
+  s.jobs.front().tasks = {GroupTask{"digest", TaskOutput::summary, 1}};
+  return s;
+}
+
+Script failed_group_run(const std::vector<std::pair<std::string, std::string>>& notices) {
+  Script s;
+  const char* slot = "2026-03-02T10:00:00Z";
+  handout(s, slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
+  run_start(s, slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
+  TraceEvent reply;
+  reply.t = at("2026-03-02T10:00:02Z");
+  reply.type = "service_reply";
+  reply.service = "model-api";
+  reply.job = "hourly";
+  reply.slot = at(slot);
+  reply.data = {{"target", "digest"}, {"status", 429}, {"request_id", "hourly/r0"}};
+  s.add_event(std::move(reply));
+  for (const auto& [type, target] : notices) {
+    s.add(type, "2026-03-02T10:00:03Z", "hourly", slot,
+          {{"kind", "failure_notice"}, {"target", target}, {"attempt", 1}});
+  }
+  run_end(s, "2026-03-02T10:00:04Z", "hourly", slot,
+          {{"kind", "regular"},
+           {"attempt", 1},
+           {"outcome", "failure"},
+           {"failure_class", "rate_limit"}});
+  return s;
+}
+
+TEST(NothingLost, FiresWhenAFailedGroupRunLeavesATargetWithoutItsFailureNotice) {
+  const Script s = failed_group_run({{"message_refused", "team-chat"}});
+  const Outcome o = run(s, group_two_targets(), at("2026-03-02T10:01:00Z"));
+  EXPECT_TRUE(fired(o, "nothing_lost", "without sending its failure notice to target ops-chat"))
+      << describe(o.seen);
+}
+
+TEST(NothingLost, NearMissAFailedGroupRunWhoseNoticeOneTargetRefused) {
+  const Script s =
+      failed_group_run({{"message_refused", "team-chat"}, {"message_delivered", "ops-chat"}});
+  const Outcome o = run(s, group_two_targets(), at("2026-03-02T10:01:00Z"));
+  EXPECT_FALSE(fired(o, "nothing_lost", "failure notice")) << describe(o.seen);
+}
+
+// A notification as the messenger records it (`message_delivered` or
+// `message_refused`), with the fields the outbox message carries.
+std::size_t notice_sent(Script& s, const std::string& type, const char* t, const char* slot) {
+  return s.add(
+      type, t, "hourly", slot,
+      {{"kind", "notification"}, {"event", "retry_scheduled"}, {"attempt", 1}, {"target", "ops"}});
+}
+
+// The outbox's message `id` of a retry_scheduled for hourly's slot.
+std::size_t outbox_message(Script& s, const char* t, const char* slot, int id) {
+  TraceEvent e;
+  e.t = at(t);
+  e.type = "outbox_add";
+  e.service = "queue";
+  e.job = "hourly";
+  e.slot = at(slot);
+  e.data = {{"id", id},     {"event", "retry_scheduled"}, {"target", "ops"},
+            {"attempt", 1}, {"failure_class", "timeout"}, {"at", t}};
+  return s.add_event(std::move(e));
+}
+
+void boot(Script& s, const char* t, int n) {
+  s.add("process_boot", t, {}, std::nullopt, {{"process", "worker"}, {"boots", n}});
+}
+
+// A refused notification is logged, not retried (docs/semantics.md §9): the
+// outbox sends a message once; only a crash before its removal makes the
+// next boot send it again.
+TEST(NothingLost, FiresWhenARefusedNotificationIsSentAgain) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  outbox_message(s, "2026-03-02T10:00:00Z", slot, 7);
+  notice_sent(s, "message_refused", "2026-03-02T10:00:00Z", slot);
+  const auto bad = notice_sent(s, "message_refused", "2026-03-02T10:00:01Z", slot);
+  s.add("outbox_remove", "2026-03-02T10:00:01Z", {}, std::nullopt,
+        {{"id", 7}, {"target", "ops"}, {"event", "retry_scheduled"}});
+  const Outcome o = run(s, hourly_with_messenger(), at("2026-03-02T10:01:00Z"));
+  EXPECT_EQ(fired_at(o, "nothing_lost", "after the messenger refused it"), bad) << describe(o.seen);
+}
+
+TEST(NothingLost, NearMissARefusedNotificationSentAgainAfterACrash) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  outbox_message(s, "2026-03-02T10:00:00Z", slot, 7);
+  notice_sent(s, "message_refused", "2026-03-02T10:00:00Z", slot);
+  s.add("process_crash", "2026-03-02T10:00:00Z", {}, std::nullopt, {{"process", "worker"}});
+  boot(s, "2026-03-02T10:00:30Z", 2);
+  notice_sent(s, "message_refused", "2026-03-02T10:00:30Z", slot);
+  s.add("outbox_remove", "2026-03-02T10:00:30Z", {}, std::nullopt,
+        {{"id", 7}, {"target", "ops"}, {"event", "retry_scheduled"}});
+  // A second message with the same fields, committed anew, is sent once too.
+  outbox_message(s, "2026-03-02T10:05:00Z", slot, 8);
+  notice_sent(s, "message_refused", "2026-03-02T10:05:00Z", slot);
+  const Outcome o = run(s, hourly_with_messenger(), at("2026-03-02T10:30:00Z"));
+  EXPECT_FALSE(fired(o, "nothing_lost", "notification")) << describe(o.seen) << describe(o.end);
+}
+
+// Notifications are sent at least once across crashes (docs/semantics.md §9):
+// a message leaves the outbox only after it reached the messenger, and one
+// still unsent is owed once the worker has been up for the settle bound.
+TEST(NothingLost, FiresWhenANotificationLeavesTheOutboxUnsent) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  outbox_message(s, "2026-03-02T10:00:00Z", slot, 7);
+  const auto bad = s.add("outbox_remove", "2026-03-02T10:00:01Z", {}, std::nullopt,
+                         {{"id", 7}, {"target", "ops"}, {"event", "retry_scheduled"}});
+  const Outcome o = run(s, hourly_with_messenger(), at("2026-03-02T10:01:00Z"));
+  EXPECT_EQ(fired_at(o, "nothing_lost", "without reaching the messenger"), bad) << describe(o.seen);
+}
+
+TEST(NothingLost, FiresAtTheEndWhenACommittedNotificationIsNeverSent) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  const auto committed = outbox_message(s, "2026-03-02T10:00:00Z", slot, 7);
+  // Up for the settle bound after the commit: owed.
+  const Outcome o = run(s, hourly_with_messenger(), at("2026-03-02T10:05:00Z"));
+  EXPECT_EQ(fired_at(o, "nothing_lost", "never reached the messenger"), committed)
+      << describe(o.end);
+}
+
+TEST(NothingLost, NearMissANotificationNotYetSentAtTheEndOrLostToACrash) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  const auto owed = [](const Script& s, const char* until) {
+    const Outcome o = run(s, hourly_with_messenger(), at(until));
+    return fired(o, "nothing_lost", "reached the messenger");
+  };
+  Script s;
+  boot(s, "2026-03-02T09:31:00Z", 1);
+  outbox_message(s, "2026-03-02T10:00:00Z", slot, 7);
+  // Committed less than the settle bound before the end: still in flight.
+  EXPECT_FALSE(owed(s, "2026-03-02T10:04:59Z"));
+  // The worker down at the end, or back up for less than the bound: not owed.
+  s.add("process_crash", "2026-03-02T10:00:00Z", {}, std::nullopt, {{"process", "worker"}});
+  EXPECT_FALSE(owed(s, "2026-03-02T11:00:00Z"));
+  boot(s, "2026-03-02T10:58:00Z", 2);
+  EXPECT_FALSE(owed(s, "2026-03-02T11:00:00Z"));
+  // Sent by the next boot: kept.
+  notice_sent(s, "message_delivered", "2026-03-02T10:58:00Z", slot);
+  EXPECT_FALSE(owed(s, "2026-03-02T12:00:00Z"));
+}
+
+// policy_invalid once per change of the recorded error (docs/semantics.md
+// §9): the scenario fixes the policy, so a second notice at a later boot
+// while the durable row records the error repeats one. "broken" has no
+// policy. A boot notifies first, then writes the row.
+Script policy_noticed_then_rebooted() {
+  Script s;
+  boot(s, "2026-03-02T09:30:00Z", 1);
+  note(s, "policy_invalid", "broken", nullptr, "2026-03-02T09:30:00Z", 0, "config");
+  s.add("durable_job_state", "2026-03-02T09:30:00Z", "broken", std::nullopt,
+        {{"retry_status", "ok"}, {"policy_invalid", true}, {"slots", json::object()}});
+  s.add("process_crash", "2026-03-02T10:00:00Z", {}, std::nullopt, {{"process", "worker"}});
+  boot(s, "2026-03-02T10:30:00Z", 2);
+  return s;
+}
+
+TEST(NothingLost, FiresWhenPolicyInvalidIsSentAgainForTheSameError) {
+  Script s = policy_noticed_then_rebooted();
+  const auto bad =
+      note(s, "policy_invalid", "broken", nullptr, "2026-03-02T10:30:00Z", 0, "config");
+  const Outcome o = run(s, base_scenario());
+  EXPECT_EQ(fired_at(o, "nothing_lost", "policy_invalid sent again"), bad) << describe(o.seen);
+}
+
+TEST(NothingLost, NearMissPolicyInvalidAgainAfterTheStoreLostItsRecord) {
+  // The first boot: its notice, then its row.
+  const Outcome first = run(policy_noticed_then_rebooted(), base_scenario());
+  EXPECT_FALSE(fired(first, "nothing_lost", "")) << describe(first.seen) << describe(first.end);
+  // The store refusing writes at the next boot (its state_corrupt committed):
+  // the core starts from fresh states and says so again.
+  Script refused = policy_noticed_then_rebooted();
+  note_state_corrupt(refused, "2026-03-02T10:30:00Z");
+  note(refused, "policy_invalid", "broken", nullptr, "2026-03-02T10:30:00Z", 0, "config");
+  EXPECT_FALSE(fired(run(refused, base_scenario()), "nothing_lost", "policy_invalid sent again"));
 }
 
 // ------------------------------------------------------------ 6 state_durable
@@ -1950,6 +2333,64 @@ TEST(TokenReissueBounded, FiresWhenARequestGoesOnAfterItsIssuanceFailed) {
   next.broker("token_issued", "2026-03-02T10:05:00Z", "r2",
               {{"reason", "initial"}, {"generation", 1}});
   EXPECT_TRUE(run(next, base_scenario()).seen.empty());
+}
+
+// Single flight (docs/token-client.md rule 5): r1 and r2 meet a 401 together.
+// A client that shares one issuance sends another only after r1's was
+// answered (or a crash lost it with its process); one that lets r2 start its
+// own while r1's is in flight sends two `issue_token` calls at once.
+enum class Second { in_flight, after_reply, after_crash };
+
+Script two_issuances(Second when) {
+  Script s;
+  s.broker("service_reply", "2026-03-02T10:00:00Z", "r1",
+           {{"operation", "quote"}, {"status", 401}});
+  s.broker("service_reply", "2026-03-02T10:00:00.010Z", "r2",
+           {{"operation", "quote"}, {"status", 401}});
+  s.broker("token_issued", "2026-03-02T10:00:00.020Z", "r1",
+           {{"reason", "after_401"}, {"generation", 2}});
+  s.broker("service_call", "2026-03-02T10:00:00.020Z", "r1", {{"operation", "issue_token"}});
+  const auto second = [&s](const char* t, const char* rid, const char* reason) {
+    s.broker("token_issued", t, rid, {{"reason", reason}, {"generation", 3}});
+    s.broker("service_call", t, rid, {{"operation", "issue_token"}});
+  };
+  switch (when) {
+    case Second::in_flight: second("2026-03-02T10:00:00.050Z", "r2", "after_401"); break;
+    case Second::after_reply:
+      s.broker("service_reply", "2026-03-02T10:00:00.120Z", "r1",
+               {{"operation", "issue_token"}, {"status", 200}});
+      second("2026-03-02T10:00:00.120Z", "r2", "after_401");
+      break;
+    case Second::after_crash:
+      s.add("process_crash", "2026-03-02T10:00:00.030Z", {}, std::nullopt,
+            {{"process", "worker"}, {"cause", "restart"}, {"crashes", 1}});
+      s.add("process_boot", "2026-03-02T10:00:00.040Z", {}, std::nullopt,
+            {{"process", "worker"}, {"boots", 2}});
+      second("2026-03-02T10:00:00.050Z", "r3", "initial");  // the new process's cold start
+      break;
+  }
+  return s;
+}
+
+TEST(TokenReissueBounded, FiresOnTwoIssuancesInFlightAtOnce) {
+  const Outcome o =
+      run(two_issuances(Second::in_flight), base_scenario(), at("2026-03-02T10:30:00Z"));
+  expect_first(o, "token_reissue_bounded", 5);
+  ASSERT_FALSE(o.seen.empty());
+  EXPECT_NE(o.seen.front().message.find("single flight"), std::string::npos)
+      << o.seen.front().message;
+}
+
+// Closest legal cases: the second issuance is sent at the instant the first
+// one's reply arrived (after it, in the world's order), or after a crash lost
+// the first one with its process.
+TEST(TokenReissueBounded, NearMissAnIssuanceRightAfterTheOneInFlightEnded) {
+  for (const Second when : {Second::after_reply, Second::after_crash}) {
+    const Outcome o = run(two_issuances(when), base_scenario(), at("2026-03-02T10:30:00Z"));
+    EXPECT_TRUE(std::none_of(o.seen.begin(), o.seen.end(), [](const Violation& v) {
+      return v.invariant == "token_reissue_bounded";
+    })) << describe(o.seen);
+  }
 }
 
 TEST(TokenReissueBounded, NearMissOneReissueThenSuccessAndARefresh) {
@@ -2663,10 +3104,6 @@ std::size_t damage_store(Script& s, const char* t, const char* file = "retry_sta
 
 void crash(Script& s, const char* t) {
   s.add("process_crash", t, {}, std::nullopt, {{"process", "worker"}, {"cause", "restart"}});
-}
-
-void boot(Script& s, const char* t, int n) {
-  s.add("process_boot", t, {}, std::nullopt, {{"process", "worker"}, {"boots", n}});
 }
 
 bool fired(const Outcome& o, const std::string& invariant, const std::string& text) {

@@ -141,7 +141,9 @@ TEST(Reachability, EveryDrawnPolicyFormIsAcceptedByTheCoreAndTheMonitors) {
       const WitnessPolicy witness = read_policy(policy, false, &judged);
       EXPECT_TRUE(witness.valid && judged)
           << form << ": " << policy.dump() << ": " << witness.why_invalid;
-      if (core.ok() && witness.valid) EXPECT_EQ(core->max_retries, witness.retries_max) << form;
+      if (core.ok() && witness.valid) {
+        EXPECT_EQ(core->max_retries, witness.retries_max) << form;
+      }
     }
   }
 }

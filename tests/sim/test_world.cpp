@@ -434,6 +434,48 @@ TEST(World, AnEmptyScheduleOverrideIsAConfigErrorInTheJobsState) {
   EXPECT_EQ(r.final_states[0].state->next_action, NextAction::manual_review);
 }
 
+// An override that is no valid cron (`61` minutes) is a config error: the
+// real core never runs the job, and the monitors, reading the override as
+// invalid by their own rules, judge that (nothing left unchecked).
+TEST(World, AnInvalidScheduleOverrideNeverRunsAndIsJudged) {
+  json doc = weekly_scenario();
+  doc["env"] = {{"WEEKLY_CRON", "61 * * * *"}};
+  doc["jobs"][0]["schedule_env"] = "WEEKLY_CRON";
+  doc.erase("expect");
+  const Scenario scenario = load(doc);
+  const ScenarioRunResult r = run(scenario);
+  EXPECT_TRUE(r.violations.empty()) << violations_text(r);
+  EXPECT_TRUE(r.tallies["unchecked"].empty()) << r.tallies["unchecked"].dump();
+  EXPECT_TRUE(instants(r, "queue_add", "weekly").empty());
+}
+
+// `L`, `dL` and `d#n` (docs/cron.md) on the real core over a quarter: the
+// monitors' own matcher judges every hand-out (nothing unchecked, nothing
+// fires) and each job ran once a month.
+TEST(World, LastDayAndNthWeekdaySchedulesAreJudgedOnTheRealCore) {
+  const json doc = json::parse(R"({
+    "format": 1, "scenario": "day-forms",
+    "start": "2027-01-01T00:00:00Z", "until": "2027-04-01T00:00:00Z",
+    "services": {"brokerage": {}},
+    "jobs": [
+      {"id": "month-end", "kind": "fetch", "schedule": "0 9 L * *"},
+      {"id": "last-friday", "kind": "fetch", "schedule": "30 9 * * FRIL"},
+      {"id": "first-monday", "kind": "fetch", "schedule": "0 10 * * MON#1"}
+    ]
+  })");
+  const Scenario scenario = load(doc);
+  const ScenarioRunResult r = run(scenario);
+  EXPECT_TRUE(r.violations.empty()) << violations_text(r);
+  EXPECT_TRUE(r.tallies["unchecked"].empty()) << r.tallies["unchecked"].dump();
+  using V = std::vector<std::string>;
+  EXPECT_EQ(instants(r, "queue_take", "month-end"),
+            (V{"2027-01-31T09:00:00Z", "2027-02-28T09:00:00Z", "2027-03-31T09:00:00Z"}));
+  EXPECT_EQ(instants(r, "queue_take", "last-friday"),
+            (V{"2027-01-29T09:30:00Z", "2027-02-26T09:30:00Z", "2027-03-26T09:30:00Z"}));
+  EXPECT_EQ(instants(r, "queue_take", "first-monday"),
+            (V{"2027-01-04T10:00:00Z", "2027-02-01T10:00:00Z", "2027-03-01T10:00:00Z"}));
+}
+
 // A publish job (model/publish_job.hpp) through the world: one model call,
 // then one delivery per target through the per-(job, slot) ledger. Target
 // "b" refuses the 10:00 post; the retry 15 minutes later resumes the post
@@ -651,7 +693,7 @@ TEST(World, UncheckedInvariantsAreReportedAndFailUnderStrict) {
   json doc = weekly_scenario();
   doc["start"] = "2026-12-25T16:00:00Z";
   doc["until"] = "2026-12-26T00:00:00Z";
-  doc["jobs"][0]["schedule"] = "0 17 * * 5L";
+  doc["jobs"][0]["schedule"] = "0 17 * * 55L";  // cron-parser: the last Friday
   doc["faults"] = json::array();
   doc["expect"] = {{"jobs", {{"weekly", {{"delivered_slots", 1}}}}}};
   const Scenario scenario = load(doc);
