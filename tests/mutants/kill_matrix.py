@@ -5,7 +5,8 @@ For every mutant of tests/mutants/mutants.json, runs its `rehearse` binary
 (built by the `mutants` preset) on the bundled scenarios
 (`rehearse run DIR --json --once`) and, with --seeds K > 0 and a binary that
 has the `check` command, on a bounded swarm (`rehearse check DIR --seeds K
---json`). Prints a matrix mutant x invariant and fails when
+--json`): for the mutants the bundled scenarios do not kill, or for every
+mutant with --swarm-all. Prints a matrix mutant x invariant and fails when
 
   - a mutant is killed by no invariant monitor (a `violations` entry the
     production core does not show on the same scenario): a mutant caught only
@@ -41,6 +42,9 @@ def parse_args():
                    help="another production file that must carry no mutant marker")
     p.add_argument("--scenarios", required=True, help="the bundled scenarios' directory")
     p.add_argument("--seeds", type=int, default=0, help="swarm seeds per scenario (0: none)")
+    p.add_argument("--swarm-all", action="store_true",
+                   help="run the swarm for every mutant (default: only for those the bundled "
+                        "scenarios do not kill, which is all a verdict needs)")
     p.add_argument("--first-seed", type=int, default=1)
     p.add_argument("--only", default="", help="comma-separated mutant names (default: all)")
     p.add_argument("--jobs", type=int, default=2, help="mutants run side by side")
@@ -215,7 +219,10 @@ def judge_mutant(m, bin_dir, scenarios, baseline, args, swarm_baseline):
             result["expect_only"].append(scenario)
         if row["outcome"] == "assertion_failed":
             result["asserts"].append(scenario)
-    if swarm_baseline is not None:
+    # A mutant the bundled scenarios killed needs no swarm for its verdict;
+    # --swarm-all measures it anyway (the matrix's swarm cells, seeds to the
+    # first failing seed).
+    if swarm_baseline is not None and (args.swarm_all or not result["fired"]):
         s, err = swarm(binary, scenarios, args.seeds, args.first_seed, swarm_baseline)
         if s is None:
             result["problems"].append(f"swarm: {err}")
@@ -256,8 +263,11 @@ def print_matrix(mutants, results, invariants, use_swarm, markdown):
         cells.append(str(len(r["expect_only"])) if r["expect_only"] else ".")
         cells.append(str(len(r["asserts"])) if r["asserts"] else ".")
         if use_swarm:
-            ff = r["swarm"]["first_fail"] if r["swarm"] else None
-            cells.append(str(ff) if ff else "-")
+            if r["swarm"] is None and r["fired"]:
+                cells.append("0")  # killed on the bundled scenarios: no seed needed
+            else:
+                ff = r["swarm"]["first_fail"] if r["swarm"] else None
+                cells.append(str(ff) if ff else "-")
         cells.append(verdict(m, r))
         lines.append(cells)
     if markdown:
