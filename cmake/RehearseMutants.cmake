@@ -1,4 +1,4 @@
-# The mutant zoo (issue 10 item 5, docs/mutants.md): for each mutant of
+# The mutant zoo (docs/mutants.md): for each mutant of
 # tests/mutants/mutants.json, a full `rehearse` command linked with a core
 # whose listed translation units are patched. Only in the `mutants` preset
 # (REHEARSE_BUILD_MUTANTS=ON); the production targets are never touched.
