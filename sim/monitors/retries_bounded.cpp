@@ -6,13 +6,13 @@
 
 namespace rehearse::sim {
 
-RetriesBounded::RetriesBounded(const Scenario&, MonitorContext& context) : context_(context) {}
+RetriesBounded::RetriesBounded(const Scenario&, MonitorContext& context)
+    : context_(context), supersede_(kName, context.jobs, context.process) {}
 
 Violations RetriesBounded::observe(const TraceEvent& e, std::size_t i) {
   Violations out;
   const MonitoredJob* job = context_.jobs.find(e.job);
   if (job != nullptr && e.slot) {
-    if (e.type == "run_started") check_not_superseded(e, i, *job, out);
     if (e.type == "run_started" && e.str("kind") == "retry") {
       on_retry_started(e, i, *job, out);
     } else if (e.type == "retry_scheduled" && job->policy_judged) {
@@ -28,30 +28,8 @@ Violations RetriesBounded::observe(const TraceEvent& e, std::size_t i) {
   }
   note_queued_retry(e);
   check_window(e, i, out);
+  supersede_.observe(e, i, out);
   return out;
-}
-
-// Supersede (docs/retry.md): under per_episode a regular slot coming due, or
-// its run starting, drops the pending retry of an earlier slot; the episode's
-// count goes on with the new slot. A retry of an earlier slot started after a
-// later slot's regular run is one the budget no longer grants.
-void RetriesBounded::check_not_superseded(const TraceEvent& e, std::size_t i,
-                                          const MonitoredJob& job, Violations& out) {
-  if (e.str("kind") == "regular") {
-    // The latest regular run, not the latest slot: after a boot that lost the
-    // store's history an older slot may be handed out again (schedule_kept
-    // judges that), and its retries are the episode's from then on.
-    regular_started_[e.job] = *e.slot;
-    return;
-  }
-  if (e.str("kind") != "retry" || !job.policy.valid || job.policy.per_slot) return;
-  if (context_.process.store_refused()) return;  // a store failing closed: state_durable
-  const auto latest = regular_started_.find(e.job);
-  if (latest == regular_started_.end() || latest->second <= *e.slot) return;
-  out.push_back({kName, i, e.t,
-                 fmt::format("job {}: a retry of slot {} started after the regular run of the "
-                             "later slot {}, which supersedes it under a per_episode budget",
-                             e.job, format_instant(*e.slot), format_instant(latest->second))});
 }
 
 // The first time the queue received each retry (a retry run again after its

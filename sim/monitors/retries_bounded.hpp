@@ -26,6 +26,7 @@
 
 #include "sim/monitors/context.hpp"
 #include "sim/monitors/monitor.hpp"
+#include "sim/monitors/supersede_watch.hpp"
 
 namespace rehearse::sim {
 
@@ -33,8 +34,9 @@ class RetriesBounded final : public Monitor {
  public:
   static constexpr const char* kName = "retries_bounded";
   static std::vector<std::string> reads() {
-    return {"queue_take", "queue_intent", "queue_done",  "durable_job_state",
-            "outbox_add", "queue_add",    "queue_cancel"};
+    return {"queue_take",   "queue_intent", "queue_done",          "durable_job_state",
+            "outbox_add",   "queue_add",    "queue_cancel",        "process_crash",
+            "process_boot", "disk_crash",   "disk_process_crashed"};
   }
 
   RetriesBounded(const Scenario& scenario, MonitorContext& context);
@@ -48,13 +50,9 @@ class RetriesBounded final : public Monitor {
   void on_retry_scheduled(const TraceEvent& e, std::size_t i, const MonitoredJob& job,
                           Violations& out);
   void check_window(const TraceEvent& e, std::size_t i, Violations& out);
-  void check_not_superseded(const TraceEvent& e, std::size_t i, const MonitoredJob& job,
-                            Violations& out);
-  // The slot of each job's latest regular run: under per_episode it
-  // supersedes every retry of an earlier slot.
-  std::map<std::string, TimeMs> regular_started_;
 
   MonitorContext& context_;
+  SupersedeWatch supersede_;  // per_episode: a later slot supersedes pending retries
   // Distinct retry attempts run: per (job, slot) under per_slot, per job
   // (slot, attempt) in the episode under per_episode.
   std::map<std::pair<std::string, TimeMs>, std::set<int>> slot_attempts_;

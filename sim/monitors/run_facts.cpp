@@ -44,6 +44,7 @@ RunFacts::RunFacts(const ProcessTracker& process, const JobTable& jobs, const Sc
     : process_(process), jobs_(jobs) {
   for (const JobSpec& job : scenario.jobs) {
     if (job.kind == JobKind::fetch || job.kind == JobKind::call) reply_classified_.insert(job.id);
+    if (job.kind == JobKind::reconcile) reconcile_jobs_.insert(job.id);
   }
 }
 
@@ -99,6 +100,7 @@ std::vector<Fact> RunFacts::runs_of(const TraceEvent& e, std::size_t i) {
     for (auto& [id, r] : open_runs_) r.wrote = r.wrote || (r.intent && r.job == e.job);
   } else if (e.type == "service_reply") {
     replies_.observe(e);
+    note_agent_list(e);
   } else if (e.type == "message_refused") {
     replies_.observe_refusal(e);
   } else if (e.type == "queue_take" && e.slot) {
@@ -147,12 +149,7 @@ void RunFacts::on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& ou
     // messenger-refuses-403 seed 816): the outcome is what the run's finish
     // carries (a failure notice, a retry), judged after it (settle_pending).
     out.push_back({run_event(r, "run_started", r.take_t), r.take_index});
-    pending_finish_ = PendingFinish{r, i, e.t, std::nullopt, {}};
-    if (reply_classified_.count(r.job) != 0) {
-      pending_finish_->replies_class = failure_class_of(r, DurableRow{});
-    } else if (const auto group = group_class_of(r)) {
-      pending_finish_->replies_class = *group;
-    }
+    pending_finish_ = PendingFinish{r, i, e.t, std::nullopt, replies_class_of(r)};
   } else if (r.intent) {
     out.push_back({run_event(r, "run_started", r.take_t), r.take_index});
     // The run ended when its intent was written (the same instant, unless a
@@ -164,11 +161,14 @@ void RunFacts::on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& ou
     done.data["outcome"] = ok ? "success" : "failure";
     if (!ok) done.data["failure_class"] = failure_class_of(r, facts);
     // A fetch or call run whose own request's last answer was a failure has
-    // failed, whatever its row says (nothing_lost judges the swallowed one).
+    // failed, whatever its row says (nothing_lost judges the swallowed one);
+    // so has a reconcile run whose agent list got no 200.
     if (ok && reply_classified_.count(r.job) != 0) {
       if (auto failed = replies_.own_request_failure(r.job, r.slot)) {
         done.data["request_failed"] = *failed;
       }
+    } else if (ok && r.list_failure) {
+      done.data["request_failed"] = *r.list_failure;
     }
     out.push_back({std::move(done), i});
   } else if (r.kind == "retry" && refused) {
@@ -183,10 +183,28 @@ void RunFacts::on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& ou
 std::string RunFacts::failure_class_of(const OpenRun& r, const DurableRow& facts) const {
   const std::string written = facts.failure_class.value_or("unknown");
   if (const auto group = group_class_of(r)) return *group;
+  if (reconcile_jobs_.count(r.job) != 0) return r.list_failure.value_or("unknown");
   if (reply_classified_.count(r.job) == 0) return written;
   const std::vector<std::string> seen = replies_.failed_classes(r.job, r.slot);
   if (seen.empty()) return "unknown";
   return std::find(seen.begin(), seen.end(), written) != seen.end() ? written : seen.front();
+}
+
+std::string RunFacts::replies_class_of(const OpenRun& r) const {
+  if (reply_classified_.count(r.job) != 0 || reconcile_jobs_.count(r.job) != 0) {
+    return failure_class_of(r, DurableRow{});
+  }
+  return group_class_of(r).value_or("");
+}
+
+// The agent list a reconcile run's cycle got (its job and slot headers): the
+// last answer decides, a 200 clears an earlier failure.
+void RunFacts::note_agent_list(const TraceEvent& e) {
+  if (e.service != "orchestrator" || e.str("operation") != "list_agents" || !e.slot) return;
+  for (auto& [id, r] : open_runs_) {
+    if (r.job != e.job || r.slot != *e.slot || reconcile_jobs_.count(r.job) == 0) continue;
+    r.list_failure = reply_failure_class(reply_facts_of(e));
+  }
 }
 
 // A failed group run's class from its tasks' model-API replies, or, for a run

@@ -13,7 +13,12 @@
 // (group_failure_class) over its tasks' model-API replies, where no task
 // produced a deliverable and one failed; otherwise (a delivery refused, no
 // task reply failed, a policy the monitors do not read) and for the other
-// kinds, the row's `failure_class`.
+// kinds, the row's `failure_class`. A reconcile run's class is that of its
+// cycle's `list_agents` answer when the list got no 200 (docs/reconcile.md: the
+// run fails with the list's class after visiting the items; a run whose row
+// says ok then swallowed it, as a fetch run's failed request), else `unknown`
+// (the only other way a cycle fails is its store; item failures never fail a
+// run).
 // While the store refuses writes the outcome is what the run's finish carries
 // (a failure notice, a retry queued: a failure), judged at the next event. A retry taken and
 // finished without an intent while the store refuses writes was dropped (`retry_dropped`); a run
@@ -85,6 +90,9 @@ class RunFacts {
     // The job's durable state changed after the intent: the run's own final
     // row (a row at its take, the retry taken, says nothing of its outcome).
     bool wrote = false;
+    // A reconcile run: the class of its last `list_agents` answer when that
+    // was no success (nullopt: none, or a 200).
+    std::optional<std::string> list_failure = std::nullopt;
   };
   struct PendingFinish {
     OpenRun run;
@@ -101,6 +109,10 @@ class RunFacts {
   void on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& out);
   std::string failure_class_of(const OpenRun& run, const DurableRow& facts) const;
   std::optional<std::string> group_class_of(const OpenRun& run) const;
+  void note_agent_list(const TraceEvent& service_reply);
+  // The class the world's replies give a failed run of `run`'s job ("" when
+  // its kind takes the row's): its replies', its group rule's or its list's.
+  std::string replies_class_of(const OpenRun& run) const;
 
   const ProcessTracker& process_;
   const JobTable& jobs_;
@@ -109,6 +121,7 @@ class RunFacts {
   std::map<std::string, DurableRow> durable_rows_;  // job -> its durable row
   RunReplies replies_;                              // the replies of the runs in progress
   std::set<std::string> reply_classified_;          // fetch and call jobs
+  std::set<std::string> reconcile_jobs_;
   std::set<std::string> notices_seen_;
 };
 

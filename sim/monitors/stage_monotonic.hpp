@@ -7,6 +7,12 @@
 // that needs an agent (BUILDING, REVIEWING) only after the orchestrator
 // answered an `assign` for it with a 2xx since its last stage change; the
 // answer is the orchestrator's own `service_reply`.
+// And the status mapping (docs/semantics.md §8): a stage change other than
+// DESIGN_FAILED (a 404's, judged by nothing_lost and item_queries_bounded)
+// goes to the later of the item's stage and the stage of the status the
+// orchestrator last answered for it (`get_issue` 200: todo DESIGNING,
+// in_progress BUILDING, in_review REVIEWING, done DONE) since its last
+// change; an unknown status, or an unknown stored stage, changes nothing.
 #pragma once
 
 #include <map>
@@ -32,11 +38,16 @@ class StageMonotonic final : public Monitor {
  private:
   void check_handed_over(const TraceEvent& e, std::size_t i, const std::string& to,
                          Violations& out);
+  void check_status_mapped(const TraceEvent& e, std::size_t i, const std::string& prev,
+                           const std::string& to, Violations& out);
 
   std::map<std::string, std::string> stages_;  // item -> its last durable stage
   // Items the orchestrator answered an `assign` for (2xx) since their last
   // durable stage change.
   std::set<std::string> handed_over_;
+  // item -> the status of the orchestrator's last `get_issue` 200 answer for
+  // it since its last durable stage change.
+  std::map<std::string, std::string> status_seen_;
 };
 
 }  // namespace rehearse::sim

@@ -346,10 +346,25 @@ void assign_answered(Script& s, const char* t, const std::string& item, int stat
   s.item("service_reply", t, item, {{"operation", "assign"}, {"target", item}, {"status", status}});
 }
 
+// The orchestrator's answer to a get_issue: the issue's status (`body_class`).
+std::size_t status_answered(Script& s, const char* t, const std::string& item, const char* status) {
+  s.item("service_call", t, item, {{"operation", "get_issue"}, {"target", item}});
+  return s.item(
+      "service_reply", t, item,
+      {{"operation", "get_issue"}, {"target", item}, {"status", 200}, {"body_class", status}});
+}
+
+// A due visit that moves the item: the status, the handoff, the stage.
+std::size_t moved(Script& s, const char* t, const std::string& item, const char* status,
+                  const char* stage) {
+  status_answered(s, t, item, status);
+  assign_answered(s, t, item);
+  return s.item("durable_stage", t, item, {{"stage", stage}});
+}
+
 TEST(StageMonotonic, FiresWhenAStageMovesBack) {
   Script s;
-  assign_answered(s, "2026-03-02T10:00:00Z", "ISS-1");
-  s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "REVIEWING"}});
+  moved(s, "2026-03-02T10:00:00Z", "ISS-1", "in_review", "REVIEWING");
   const auto bad =
       s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "BUILDING"}});
   expect_first(run(s, base_scenario()), "stage_monotonic", bad);
@@ -387,10 +402,9 @@ TEST(NothingLost, NearMissAnItemEntersDesignFailedWithItsReason) {
 
 TEST(StageMonotonic, NearMissForwardMovesAndTerminalEnd) {
   Script s;
-  assign_answered(s, "2026-03-02T10:00:00Z", "ISS-1");
-  s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "BUILDING"}});
-  assign_answered(s, "2026-03-02T10:09:00Z", "ISS-1");
-  s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "REVIEWING"}});
+  moved(s, "2026-03-02T10:00:00Z", "ISS-1", "in_progress", "BUILDING");
+  moved(s, "2026-03-02T10:10:00Z", "ISS-1", "in_review", "REVIEWING");
+  status_answered(s, "2026-03-02T10:20:00Z", "ISS-1", "done");
   s.item("durable_stage", "2026-03-02T10:20:00Z", "ISS-1", {{"stage", "DONE"}});
   const Outcome o = run(s, base_scenario());
   expect_clean(o);
@@ -404,6 +418,7 @@ TEST(StageMonotonic, NearMissForwardMovesAndTerminalEnd) {
 TEST(StageMonotonic, FiresWhenAStageNeedingAnAgentIsWrittenBeforeItsHandoff) {
   Script s;
   s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "DESIGNING"}});
+  status_answered(s, "2026-03-02T10:10:00Z", "ISS-1", "in_progress");
   const auto bad =
       s.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "BUILDING"}});
   assign_answered(s, "2026-03-02T10:10:01Z", "ISS-1");  // sent after the write
@@ -411,8 +426,8 @@ TEST(StageMonotonic, FiresWhenAStageNeedingAnAgentIsWrittenBeforeItsHandoff) {
 
   Script stale;  // BUILDING's handoff does not cover REVIEWING
   stale.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "DESIGNING"}});
-  assign_answered(stale, "2026-03-02T10:09:00Z", "ISS-1");
-  stale.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "BUILDING"}});
+  moved(stale, "2026-03-02T10:10:00Z", "ISS-1", "in_progress", "BUILDING");
+  status_answered(stale, "2026-03-02T10:19:00Z", "ISS-1", "in_review");
   assign_answered(stale, "2026-03-02T10:19:00Z", "ISS-1", 422);  // agent not available
   const auto stale_bad =
       stale.item("durable_stage", "2026-03-02T10:20:00Z", "ISS-1", {{"stage", "REVIEWING"}});
@@ -422,13 +437,58 @@ TEST(StageMonotonic, FiresWhenAStageNeedingAnAgentIsWrittenBeforeItsHandoff) {
 
   Script near;  // handed over, then written; DONE needs no agent
   near.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "DESIGNING"}});
+  status_answered(near, "2026-03-02T10:09:00Z", "ISS-1", "in_progress");
   assign_answered(near, "2026-03-02T10:09:00Z", "ISS-1");
   near.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "BUILDING"}});
   near.item("durable_stage", "2026-03-02T10:15:00Z", "ISS-1", {{"stage", "BUILDING"}});
-  assign_answered(near, "2026-03-02T10:19:00Z", "ISS-1");
-  near.item("durable_stage", "2026-03-02T10:20:00Z", "ISS-1", {{"stage", "REVIEWING"}});
+  moved(near, "2026-03-02T10:20:00Z", "ISS-1", "in_review", "REVIEWING");
+  status_answered(near, "2026-03-02T10:30:00Z", "ISS-1", "done");
   near.item("durable_stage", "2026-03-02T10:30:00Z", "ISS-1", {{"stage", "DONE"}});
   expect_clean(run(near, base_scenario()));
+}
+
+// The status mapping (docs/semantics.md §8): a change goes to the later of the
+// stored stage and the stage of the status the orchestrator last answered.
+TEST(StageMonotonic, FiresWhenAStatusLeadsToAnotherStage) {
+  Script s;  // in_review from DESIGNING is REVIEWING, not BUILDING
+  s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "DESIGNING"}});
+  const auto bad = moved(s, "2026-03-02T10:10:00Z", "ISS-1", "in_review", "BUILDING");
+  expect_first(run(s, base_scenario()), "stage_monotonic", bad);
+
+  Script unknown;  // a status the table does not know moves nothing
+  unknown.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "DESIGNING"}});
+  const auto unknown_bad = moved(unknown, "2026-03-02T10:10:00Z", "ISS-1", "blocked", "BUILDING");
+  expect_first(run(unknown, base_scenario()), "stage_monotonic", unknown_bad);
+
+  Script silent;  // no answer since the last stage: nothing called for a change
+  silent.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "DESIGNING"}});
+  moved(silent, "2026-03-02T10:10:00Z", "ISS-1", "in_progress", "BUILDING");
+  const auto silent_bad =
+      silent.item("durable_stage", "2026-03-02T10:20:00Z", "ISS-1", {{"stage", "DONE"}});
+  expect_first(run(silent, base_scenario()), "stage_monotonic", silent_bad);
+
+  Script legacy;  // an unknown stored stage (a legacy value) is left as it is
+  Scenario legacy_world = base_scenario();
+  legacy_world.jobs.back().items.front().stage = "PLANNING";
+  status_answered(legacy, "2026-03-02T10:10:00Z", "ISS-1", "done");
+  const auto legacy_bad =
+      legacy.item("durable_stage", "2026-03-02T10:10:00Z", "ISS-1", {{"stage", "DONE"}});
+  expect_first(run(legacy, legacy_world), "stage_monotonic", legacy_bad);
+}
+
+TEST(StageMonotonic, NearMissEachStatusToItsStage) {
+  Script s;
+  s.item("durable_stage", "2026-03-02T10:00:00Z", "ISS-1", {{"stage", "DESIGNING"}});
+  status_answered(s, "2026-03-02T10:05:00Z", "ISS-1", "blocked");       // moves nothing
+  moved(s, "2026-03-02T10:10:00Z", "ISS-1", "in_review", "REVIEWING");  // skips BUILDING
+  status_answered(s, "2026-03-02T10:20:00Z", "ISS-1", "in_progress");   // never back
+  status_answered(s, "2026-03-02T10:30:00Z", "ISS-1", "done");
+  s.item("durable_stage", "2026-03-02T10:30:00Z", "ISS-1", {{"stage", "DONE"}});
+  s.item("durable_stage", "2026-03-02T10:40:00Z", "ISS-2", {{"stage", "BUILDING"}});
+  status_answered(s, "2026-03-02T10:50:00Z", "ISS-2", "todo");  // the later: BUILDING stays
+  s.item("durable_stage", "2026-03-02T11:00:00Z", "ISS-2",
+         {{"stage", "DESIGN_FAILED"}, {"error", "issue ISS-2 not found"}});  // a 404's
+  expect_clean(run(s, base_scenario(), at("2026-03-02T11:10:00Z")));
 }
 
 // The witness reads the world's decoding of the durable pipeline file, not the
@@ -494,6 +554,47 @@ TEST(RetriesBounded, FiresWhenASupersededPerEpisodeRetryRuns) {
   EXPECT_TRUE(std::none_of(near.seen.begin(), near.seen.end(), [](const Violation& v) {
     return v.invariant == "retries_bounded";
   })) << describe(near.seen);
+}
+
+// The 10:00 slot's retry (entry 7) is still pending when 11:00 comes due:
+// under per_episode the hand-out supersedes it, and the queue must never run
+// it, even before the 11:00 run. Cancelled at the hand-out, or under a
+// per_slot budget, or with a crash between (the boot decides again), it is
+// no violation.
+Script retry_pending_at_hand_out(const std::string& job, bool cancelled, bool crash) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  Script s;
+  s.add("queue_add", "2026-03-02T10:58:00Z", job, slot,
+        {{"id", 7},
+         {"kind", "retry"},
+         {"attempt", 2},
+         {"ready_at", "2026-03-02T11:03:00Z"},
+         {"added", true}});
+  handout(s, "2026-03-02T11:00:00Z", job, "2026-03-02T11:00:00Z",
+          {{"next_run_at", "2026-03-02T12:00:00Z"}});
+  if (cancelled) {
+    s.add("queue_cancel", "2026-03-02T11:00:00Z", job, slot,
+          {{"id", 7}, {"kind", "retry"}, {"attempt", 2}});
+  }
+  if (crash) {
+    s.add("process_crash", "2026-03-02T11:01:00Z", {}, std::nullopt,
+          {{"process", "worker"}, {"cause", "restart"}});
+  }
+  s.add("queue_take", "2026-03-02T11:03:00Z", job, slot,
+        {{"id", 7}, {"kind", "retry"}, {"attempt", 2}, {"ready_at", "2026-03-02T11:03:00Z"}});
+  return s;
+}
+
+TEST(RetriesBounded, FiresWhenARetryPendingAtALaterHandOutIsTaken) {
+  const std::string text = "was pending when a later slot came due";
+  const Outcome o = run(retry_pending_at_hand_out("hourly", false, false), only({"hourly"}));
+  EXPECT_TRUE(fired(o, "retries_bounded", text)) << describe(o.seen);
+  for (const auto& [job, cancelled, crash] :
+       {std::tuple{"hourly", true, false}, std::tuple{"weekly", false, false},
+        std::tuple{"hourly", false, true}}) {
+    const Outcome near = run(retry_pending_at_hand_out(job, cancelled, crash), base_scenario());
+    EXPECT_FALSE(fired(near, "retries_bounded", text)) << job << describe(near.seen);
+  }
 }
 
 TEST(RetriesBounded, NearMissTwoRetriesThenExhaustedThenRegularRuns) {
@@ -565,6 +666,72 @@ TEST(RetriesBounded, JudgesTheClassOfTheRepliesNotTheRowsClass) {
     retry_run(fine, "hourly", slot, "2026-03-02T10:05:00Z", 2, "success");
     const Outcome o = run(fine, base_scenario());
     EXPECT_TRUE(o.seen.empty()) << statuses.size() << ": " << describe(o.seen);
+  }
+}
+
+// A reconcile run of the base scenario at 10:00 whose cycle's agent list got
+// `list_statuses` (the last decides), its row `retry_status` / provider_5xx.
+Script reconcile_run(const std::vector<int>& list_statuses, const std::string& row) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  Script s;
+  handout(s, slot, "reconcile", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
+  run_start(s, slot, "reconcile", slot, {{"kind", "regular"}});
+  for (int status : list_statuses) {
+    TraceEvent reply;
+    reply.t = at(slot);
+    reply.type = "service_reply";
+    reply.service = "orchestrator";
+    reply.job = "reconcile";
+    reply.slot = at(slot);
+    reply.data = {{"operation", "list_agents"}, {"status", status}};
+    s.add_event(std::move(reply));
+  }
+  const json entry = {{"id", s.run_of("reconcile")}, {"kind", "regular"}, {"attempt", 1}};
+  s.add("queue_intent", slot, "reconcile", slot, entry);
+  const bool ok = row == "ok";
+  s.add("durable_job_state", slot, "reconcile", std::nullopt,
+        {{"retry_status", row},
+         {"failure_class", ok ? json(nullptr) : json("provider_5xx")},
+         {"slots", json::object()}});
+  s.add("queue_done", slot, "reconcile", slot, entry);
+  return s;
+}
+
+// The base scenario's reconcile job alone, hourly, retried twice 5 min apart.
+Scenario reconcile_retried() {
+  Scenario sc = only({"reconcile"});
+  sc.jobs.front().schedule = "0 * * * *";
+  sc.jobs.front().retry_policy = json{{"max", 2}, {"backoff_sec", 300}};
+  return sc;
+}
+
+// A reconcile run's class is the world's (docs/reconcile.md): its cycle's
+// agent list answer when that got no 200, else unknown, since item failures
+// never fail a run and a failing store is class unknown. A run whose list was
+// answered, written as provider_5xx and retried fires; one whose list got a
+// 503 is a retryable failure, whatever the row says.
+TEST(RetriesBounded, JudgesAReconcileRunByItsAgentList) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  Script lied = reconcile_run({200}, "retrying");
+  const auto bad = retry_run(lied, "reconcile", slot, "2026-03-02T10:05:00Z", 2, "success");
+  expect_first(run(lied, reconcile_retried()), "retries_bounded", bad);
+  for (const std::vector<int>& statuses : {std::vector<int>{503}, std::vector<int>{200, 503}}) {
+    Script fine = reconcile_run(statuses, "retrying");
+    retry_run(fine, "reconcile", slot, "2026-03-02T10:05:00Z", 2, "success");
+    const Outcome o = run(fine, reconcile_retried());
+    EXPECT_TRUE(o.seen.empty()) << statuses.size() << ": " << describe(o.seen);
+  }
+}
+
+// An unreachable agent list fails the run after the items were visited: a
+// row saying ok swallowed it. A list answered 200 at last (a second cycle's
+// answer) is no failure.
+TEST(NothingLost, FiresWhenAReconcileRunSwallowsAnUnreachableAgentList) {
+  const Outcome o = run(reconcile_run({503}, "ok"), reconcile_retried());
+  EXPECT_TRUE(fired(o, "nothing_lost", "a swallowed failure")) << describe(o.seen);
+  for (const std::vector<int>& statuses : {std::vector<int>{200}, std::vector<int>{503, 200}}) {
+    const Outcome near = run(reconcile_run(statuses, "ok"), reconcile_retried());
+    EXPECT_FALSE(fired(near, "nothing_lost", "a swallowed failure")) << describe(near.seen);
   }
 }
 
@@ -2912,6 +3079,9 @@ Script legal_trace(const std::vector<int>& failures, const std::vector<bool>& cr
   for (int step : stage_steps) {
     // A step forward or an out-of-order observation that must not move it.
     if (step > 0 && rank + 1 < order.size()) {
+      static const std::map<std::string, const char*> kStatusOf{
+          {"BUILDING", "in_progress"}, {"REVIEWING", "in_review"}, {"DONE", "done"}};
+      status_answered(s, "2026-03-02T16:00:00Z", "ISS-1", kStatusOf.at(order[rank + 1]));
       if (order[rank + 1] != "DONE") assign_answered(s, "2026-03-02T16:00:00Z", "ISS-1");
       s.item("durable_stage", "2026-03-02T16:00:00Z", "ISS-1", {{"stage", order[rank + 1]}});
       ++rank;
