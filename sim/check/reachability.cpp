@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 
+#include "model/environment.hpp"
 #include "model/failure.hpp"
 #include "model/worker_lock.hpp"
 #include "sim/fault_kinds.hpp"
+#include "sim/monitors/handoff_roles.hpp"
 #include "sim/monitors/witness_systems.hpp"
 
 namespace rehearse::sim {
@@ -31,6 +34,12 @@ const std::vector<ReachabilityPoint>& situations() {
        "an item's durable record holds a reconcile error (backoff or "
        "config deferral)"},
       {"reconcile:item_closed", "an item closed as DESIGN_FAILED (its issue gone)"},
+      {"reconcile:legacy_role_handoff",
+       "a handoff accepted while the lead or the receiving agent was listed under a legacy "
+       "role name"},
+      {"reconcile:role_refused",
+       "an item's durable record holds a reconcile error while the lead or another named "
+       "agent is listed under a role name that is not theirs"},
       {"worker:restart", "a worker process booted again after a crash"},
       {"queue:disk_reopened", "a worker reopened the durable disk queue after a crash"},
       {"worker:takeover", "another process took the worker lock of the state directory"},
@@ -102,6 +111,30 @@ ReachabilityObserver::ReachabilityObserver(const Scenario& scenario)
   for (const JobSpec& job : scenario.jobs) {
     for (const ReconcileItem& item : job.items) stages_[item.issue] = item.stage;
   }
+  note_listed_roles();
+}
+
+// The agents listed under a legacy role name, and whether an agent the
+// environment names for a role is listed under a name that maps elsewhere
+// (the monitors' own table of role names).
+void ReachabilityObserver::note_listed_roles() {
+  if (!scenario_.services.orchestrator) return;
+  static const std::array<std::pair<const char*, const char*>, 4> kEnvRoles{
+      {{"AGENT_LEAD_ID", "lead"},
+       {"AGENT_DEV_ID", "dev"},
+       {"AGENT_OPS_ID", "ops"},
+       {"AGENT_PLANNING_ID", "planning"}}};
+  for (const OrchestratorAgent& agent : scenario_.services.orchestrator->agents) {
+    const std::optional<std::string> role = witness_role_of(agent.role);
+    const bool legacy = role && *role != agent.role;
+    if (legacy) legacy_agents_.insert(agent.id.substr(0, 8));
+    for (const auto& [var, wanted] : kEnvRoles) {
+      const auto named = env_lookup(scenario_.env, var);
+      if (!named || *named != agent.id) continue;
+      if (role != wanted) roles_mixed_ = true;
+      if (legacy && std::string(var) == "AGENT_LEAD_ID") lead_legacy_ = true;
+    }
+  }
 }
 
 void ReachabilityObserver::observe(const TraceEvent& e) {
@@ -121,6 +154,8 @@ void ReachabilityObserver::observe(const TraceEvent& e) {
     on_durable(e);
   } else if (t == "durable_stage" || t == "service_call") {
     on_reconcile(e);
+  } else if (t == "issue_assigned" && (lead_legacy_ || legacy_agents_.count(e.str("agent")) != 0)) {
+    reach("reconcile:legacy_role_handoff");
   } else if (t == "process_boot" && e.num("boots") >= 2) {
     reach("worker:restart");
   } else if (t == "queue_reopened" && booted_once_) {
@@ -228,6 +263,9 @@ void ReachabilityObserver::on_reconcile(const TraceEvent& e) {
   stages_[e.item] = stage;
   if (stage == "DESIGN_FAILED") reach("reconcile:item_closed");
   if (!terminal(stage) && !e.str("error").empty()) reach("reconcile:item_waiting");
+  if (!terminal(stage) && !e.str("error").empty() && roles_mixed_) {
+    reach("reconcile:role_refused");
+  }
 }
 
 void ReachabilityObserver::on_worker_lock(const TraceEvent& e) {

@@ -50,6 +50,7 @@ class ReachabilityObserver {
   void on_durable(const TraceEvent& e);
   void on_reconcile(const TraceEvent& e);
   void on_worker_lock(const TraceEvent& e);
+  void note_listed_roles();
   int retry_number(const TraceEvent& e, const WitnessPolicy& policy);
 
   const Scenario& scenario_;
@@ -64,6 +65,9 @@ class ReachabilityObserver {
   std::map<std::string, ReconcileRun> reconcile_runs_;  // job -> its run in progress
   std::optional<std::string> lock_holder_;              // the process holding the worker lock
   bool booted_once_ = false;                            // the disk queue was opened once already
+  std::set<std::string> legacy_agents_;                 // short ids listed under a legacy role name
+  bool roles_mixed_ = false;  // a named agent listed under a role not theirs
+  bool lead_legacy_ = false;  // the lead listed under a legacy role name
 };
 
 }  // namespace rehearse::sim

@@ -6,7 +6,8 @@
 
 namespace rehearse::sim {
 
-StageMonotonic::StageMonotonic(const Scenario& scenario, MonitorContext&) {
+StageMonotonic::StageMonotonic(const Scenario& scenario, MonitorContext&)
+    : roles_(kName, scenario) {
   for (const JobSpec& spec : scenario.jobs) {
     for (const ReconcileItem& item : spec.items) stages_[item.issue] = item.stage;
   }
@@ -45,7 +46,11 @@ Violations StageMonotonic::observe(const TraceEvent& e, std::size_t i) {
   Violations out;
   if (answered_assign(e)) handed_over_.insert(e.item.empty() ? e.str("target") : e.item);
   if (answered_issue(e)) status_seen_[e.item] = e.str("body_class");
-  if (e.type != "durable_stage") return out;
+  if (e.type != "durable_stage") {
+    const auto status = status_seen_.find(e.item);
+    roles_.observe(e, i, status == status_seen_.end() ? std::string() : status->second, out);
+    return out;
+  }
   const std::string to = e.str("stage");
   const auto it = stages_.find(e.item);
   if (it == stages_.end()) {

@@ -13,6 +13,7 @@
 // orchestrator last answered for it (`get_issue` 200: todo DESIGNING,
 // in_progress BUILDING, in_review REVIEWING, done DONE) since its last
 // change; an unknown status, or an unknown stored stage, changes nothing.
+// And the roles of a handoff (handoff_roles.hpp).
 #pragma once
 
 #include <map>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "sim/monitors/context.hpp"
+#include "sim/monitors/handoff_roles.hpp"
 #include "sim/monitors/monitor.hpp"
 
 namespace rehearse::sim {
@@ -28,7 +30,9 @@ namespace rehearse::sim {
 class StageMonotonic final : public Monitor {
  public:
   static constexpr const char* kName = "stage_monotonic";
-  static std::vector<std::string> reads() { return {"durable_stage", "service_reply"}; }
+  static std::vector<std::string> reads() {
+    return {"durable_stage", "service_reply", "issue_assigned", "agent_removed", "agent_restored"};
+  }
 
   StageMonotonic(const Scenario& scenario, MonitorContext& context);
   Violations observe(const TraceEvent& event, std::size_t index) override;
@@ -48,6 +52,7 @@ class StageMonotonic final : public Monitor {
   // item -> the status of the orchestrator's last `get_issue` 200 answer for
   // it since its last durable stage change.
   std::map<std::string, std::string> status_seen_;
+  HandoffRoles roles_;
 };
 
 }  // namespace rehearse::sim

@@ -491,6 +491,78 @@ TEST(StageMonotonic, NearMissEachStatusToItsStage) {
   expect_clean(run(s, base_scenario(), at("2026-03-02T11:10:00Z")));
 }
 
+// Roles of a handoff (docs/semantics.md §8): the lead listed under a name that
+// maps to lead, the receiving agent under one that maps to the stage's role,
+// in the agent list the job's cycle got. The lead is listed under a legacy
+// name (manager: lead), the developer under a name no role has (qa).
+Scenario role_mixup(const char* lead_role, const char* dev_role) {
+  Scenario sc = base_scenario();
+  sc.env["AGENT_DEV_ID"] = "agent-dev-0b44e1d2";
+  sc.services.orchestrator->agents = {{kAgentId, lead_role, true},
+                                      {"agent-dev-0b44e1d2", dev_role, true}};
+  return sc;
+}
+
+void agents_listed(Script& s, const char* t) {
+  TraceEvent e;
+  e.t = at(t);
+  e.type = "service_reply";
+  e.service = "orchestrator";
+  e.job = "reconcile";
+  e.data = {{"operation", "list_agents"}, {"status", 200}};
+  s.add_event(std::move(e));
+}
+
+std::size_t assigned(Script& s, const char* t, const std::string& item, const char* agent) {
+  TraceEvent e;
+  e.t = at(t);
+  e.type = "issue_assigned";
+  e.service = "orchestrator";
+  e.job = "reconcile";
+  e.item = item;
+  e.data = {{"agent", agent}};
+  return s.add_event(std::move(e));
+}
+
+TEST(StageMonotonic, FiresWhenAHandoffIgnoresAListedRole) {
+  const auto handoff = [](const char* status, const char* agent, bool lead_removed_first) {
+    Script s;
+    if (lead_removed_first)
+      s.add("agent_removed", "2026-03-02T09:59:00Z", {}, std::nullopt, {{"agent", "agent-le"}});
+    agents_listed(s, "2026-03-02T10:00:00Z");
+    status_answered(s, "2026-03-02T10:00:01Z", "ISS-1", status);
+    return std::make_pair(s, assigned(s, "2026-03-02T10:00:02Z", "ISS-1", agent));
+  };
+  {  // the developer is listed as 'qa': no role, so a config error
+    auto [s, bad] = handoff("in_progress", "agent-de", false);
+    expect_first(run(s, role_mixup("manager", "qa")), "stage_monotonic", bad);
+  }
+  {  // the lead is listed as a developer: every handoff is a config error
+    auto [s, bad] = handoff("in_progress", "agent-de", false);
+    expect_first(run(s, role_mixup("developer", "dev")), "stage_monotonic", bad);
+  }
+  {  // the lead was gone from the list the cycle got
+    auto [s, bad] = handoff("in_review", "agent-le", true);
+    expect_first(run(s, role_mixup("lead", "dev")), "stage_monotonic", bad);
+  }
+  {  // a review handed to the developer
+    auto [s, bad] = handoff("in_review", "agent-de", false);
+    expect_first(run(s, role_mixup("lead", "dev")), "stage_monotonic", bad);
+  }
+}
+
+TEST(StageMonotonic, NearMissHandoffsToAgentsListedUnderTheirRoles) {
+  Script s;
+  agents_listed(s, "2026-03-02T10:00:00Z");
+  status_answered(s, "2026-03-02T10:00:01Z", "ISS-1", "in_review");
+  assigned(s, "2026-03-02T10:00:02Z", "ISS-1", "agent-le");  // manager: a legacy lead
+  // Removed after the cycle's list: the list the cycle got still had it.
+  s.add("agent_removed", "2026-03-02T10:00:03Z", {}, std::nullopt, {{"agent", "agent-le"}});
+  assigned(s, "2026-03-02T10:00:04Z", "ISS-1", "agent-le");
+  const Outcome o = run(s, role_mixup("manager", "engineer"), at("2026-03-02T10:05:00Z"));
+  EXPECT_FALSE(fired(o, "stage_monotonic", "")) << describe(o.seen);
+}
+
 // The witness reads the world's decoding of the durable pipeline file, not the
 // core's log: a core whose log says the stage moved forward while the file
 // moved back is caught; a log line alone (stage_changed) is no evidence.

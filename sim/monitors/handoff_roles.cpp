@@ -1,0 +1,121 @@
+#include "sim/monitors/handoff_roles.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <utility>
+
+#include "model/environment.hpp"
+
+namespace rehearse::sim {
+
+namespace {
+
+constexpr std::size_t kShortId = 8;  // the orchestrator's records carry this much
+
+std::string short_of(const std::string& id) { return id.substr(0, kShortId); }
+
+// The role a handoff for the item's status goes to (the world's stage_roles:
+// BUILDING dev, REVIEWING lead); "" for a status that calls for none.
+std::string role_for_status(const std::string& status) {
+  if (status == "in_progress") return "dev";
+  if (status == "in_review") return "lead";
+  return "";
+}
+
+}  // namespace
+
+std::optional<std::string> witness_role_of(const std::string& name) {
+  static const std::array<std::pair<const char*, const char*>, 18> kNames{{
+      {"lead", "lead"},
+      {"ceo", "lead"},
+      {"chief", "lead"},
+      {"manager", "lead"},
+      {"dev", "dev"},
+      {"engineer", "dev"},
+      {"developer", "dev"},
+      {"coder", "dev"},
+      {"builder", "dev"},
+      {"ops", "ops"},
+      {"sre", "ops"},
+      {"devops", "ops"},
+      {"operator", "ops"},
+      {"planning", "planning"},
+      {"pm", "planning"},
+      {"planner", "planning"},
+      {"product", "planning"},
+      {"strategist", "planning"},
+  }};
+  for (const auto& [listed, role] : kNames) {
+    if (name == listed) return std::string(role);
+  }
+  return std::nullopt;
+}
+
+HandoffRoles::HandoffRoles(const char* invariant, const Scenario& scenario)
+    : invariant_(invariant) {
+  if (const auto lead = env_lookup(scenario.env, "AGENT_LEAD_ID"); lead && !lead->empty()) {
+    lead_ = short_of(std::string(*lead));
+  }
+  if (!scenario.services.orchestrator) return;
+  for (const OrchestratorAgent& a : scenario.services.orchestrator->agents) {
+    agents_[short_of(a.id)] = Agent{a.role, a.present};
+  }
+}
+
+void HandoffRoles::observe(const TraceEvent& e, std::size_t i, const std::string& status,
+                           Violations& out) {
+  if (e.type == "agent_removed" || e.type == "agent_restored") {
+    const auto it = agents_.find(e.str("agent"));
+    if (it != agents_.end()) it->second.present = e.type == "agent_restored";
+  } else if (e.type == "service_reply" && e.service == "orchestrator" &&
+             e.str("operation") == "list_agents" && e.num("status", 0) == 200) {
+    Listing& listed = listed_[e.job];
+    listed.clear();
+    for (const auto& [id, agent] : agents_) {
+      if (agent.present) listed[id] = agent.role;
+    }
+  } else if (e.type == "issue_assigned") {
+    on_assigned(e, i, status, out);
+  }
+}
+
+// Why the lead check fails on `listed` (nullopt: it passes).
+std::optional<std::string> HandoffRoles::lead_problem(const Listing& listed) const {
+  if (lead_.empty()) return "AGENT_LEAD_ID is not set";
+  const auto it = listed.find(lead_);
+  if (it == listed.end()) return fmt::format("the lead agent {} was not in the list", lead_);
+  if (witness_role_of(it->second) != "lead") {
+    return fmt::format("the lead agent {} is listed as '{}'", lead_, it->second);
+  }
+  return std::nullopt;
+}
+
+// A handoff the orchestrator accepted: the lead check and the receiving
+// agent's listed role, against the list the job's cycle last got.
+void HandoffRoles::on_assigned(const TraceEvent& e, std::size_t i, const std::string& status,
+                               Violations& out) const {
+  const auto list = listed_.find(e.job);
+  const Listing none;
+  const Listing& listed = list == listed_.end() ? none : list->second;
+  std::optional<std::string> why = list == listed_.end()
+                                       ? std::optional<std::string>("its cycle got no agent list")
+                                       : lead_problem(listed);
+  const std::string wanted = role_for_status(status);
+  const std::string agent = e.str("agent");
+  if (!why && !wanted.empty()) {
+    const auto it = listed.find(agent);
+    if (it == listed.end()) {
+      why = fmt::format("agent {} was not in the list", agent);
+    } else if (witness_role_of(it->second) != wanted) {
+      why = fmt::format("agent {} is listed as '{}', not as {}", agent, it->second, wanted);
+    }
+  }
+  if (!why) return;
+  out.push_back({invariant_, i, e.t,
+                 fmt::format("issue {} was handed to agent {} although {} (a config error: "
+                             "no handoff)",
+                             e.item, agent, *why)});
+}
+
+}  // namespace rehearse::sim
