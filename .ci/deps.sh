@@ -7,7 +7,7 @@ set -euo pipefail
 REHEARSE_PACKAGES=(g++ cmake make pkg-config python3 chromium
   libgtest-dev libgmock-dev librapidcheck-dev
   nlohmann-json3-dev libfmt-dev libbenchmark-dev)
-# .ci/check-function-length and .ci/check-format (issue 14 item 3).
+# .ci/check-function-length and .ci/check-format.
 REHEARSE_PACKAGES+=(universal-ctags clang-format-14)
 
 # clang-14 and libclang-rt-14-dev (the libFuzzer, ASan and UBSan runtimes):

@@ -1,7 +1,7 @@
 // Swarm throughput: seed-runs per second of the bundled scenarios
 // (scenarios/*.json) on 1 and 2 threads. Threads only run whole runs side by
 // side, each run its own World (as sim/tune.cpp does); nothing is shared
-// inside a run. Target (issue 11): 2 threads at least 1.7x 1 thread.
+// inside a run. Target: 2 threads at least 1.7x 1 thread.
 // REHEARSE_BENCH_SWARM_SEEDS (default 4) seeds per scenario per round.
 #include <benchmark/benchmark.h>
 

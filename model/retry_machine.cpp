@@ -136,9 +136,8 @@ std::vector<RetryRef> drop_pending_retries(JobState& state, NextAction row_actio
 // not running (one run per job at a time): its end was lost with damage to
 // the store (docs/state-file.md). Under per_episode it belongs to the episode
 // the run supersedes or ends, so it goes with the pending ones; kept, a later
-// boot would restore it as a retry of an episode long over (found by
-// `rehearse check`, token-revoked-early seed 210: restored three hours after
-// the success that ended it, and counted as its retry 2). Nothing of it is
+// boot would restore it as a retry of an episode long over (e.g. three hours
+// after the success that ended it, counted as its retry 2). Nothing of it is
 // queued (a restore queues it only at a boot, before any run), so there is
 // nothing to cancel.
 void drop_orphaned_retries(JobState& state, TimeMs running) {

@@ -180,8 +180,7 @@ Status StateStore::keep_damaged_copy(std::string_view journal, std::uint64_t bas
                                      const TornTail& tail) {
   // The CRC-32C of the damaged bytes in the name: two damages that leave a
   // tail at the same offset of the same journal generation are two copies,
-  // never one kept in place of the other (found by `rehearse check`,
-  // reconcile-out-of-order seed 1553: the second damage went uncopied).
+  // never one kept in place of the other (the second damage would go uncopied).
   const std::string copy = fmt::format("{}{}{}-{}-{:08x}", journal_path(), kDamagedInfix, base,
                                        tail.offset, crc32c(journal));
   auto present = disk_->read_range(copy, 0, 0);

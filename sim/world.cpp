@@ -1024,7 +1024,7 @@ void World::read_final_state(ScenarioRunResult& result) {
   disk_.set_trace(nullptr);
   // A torn write or fail-stop the run armed and never reached belongs to the
   // run, not to this read (it would kill the reader and make the read-back
-  // fail: a harness error, found by `rehearse check`).
+  // fail: a harness error).
   disk_.disarm_torn_write();
   disk_.cancel_fail_stop();
   compare_damaged_files(result);

@@ -1,5 +1,5 @@
-// The world's own readers of the durable files the core keeps (issue 9: the
-// monitors judge what the simulated world records, never the core's words).
+// The world's own readers of the durable files the core keeps (the monitors
+// judge what the simulated world records, never the core's words).
 //
 // After the simulated disk made bytes durable (an fsync, or a directory fsync
 // that makes a rename durable), the world reads the durable bytes with these
@@ -117,9 +117,8 @@ std::optional<JournalTail> journal_tail(std::string_view bytes);
 bool journal_records_whole(std::string_view bytes);
 
 // The world's witness of torn journal tails in one state store directory
-// (issue 9; docs/trace-events.md): it follows the journal the store reads
-// (the live bytes) and the files the store keeps beside it (the durable
-// ones), and records
+// (docs/trace-events.md): it follows the journal the store reads (the live
+// bytes) and the files the store keeps beside it (the durable ones), and records
 //   - `journal_tail_found` when the journal has a tail after its last intact
 //     record (looked for after a torn write, a corruption, a crash, a boot);
 //   - `journal_tail_kept` when a durable file of the directory (name and

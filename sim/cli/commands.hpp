@@ -16,7 +16,7 @@ int cmd_run(const Args& args);
 int cmd_status(const Args& args);
 int cmd_tune(const Args& args);
 int cmd_check(const Args& args);  // docs/check.md
-// issue 10: shard files of `rehearse check` merged into one report.
+// Shard files of `rehearse check` merged into one report.
 int cmd_merge(const Args& args);
 
 // Prints "rehearse: error: <message>" to stderr and returns kExitUsage.

@@ -430,9 +430,9 @@ void NothingLost::track_recovery(const TraceEvent& e, std::size_t i) {
       j.showed_failure_refused = context_.process.store_refused();
       if (j.failure_committed_boot < j.showed_failure_boot) {
         // The outbox replaying a notice an earlier process committed: it is
-        // judged as shown when and as it was committed (found by the crash
-        // sweep: a failed_permanent committed while the store refused writes,
-        // the crash before its send, the send after the reboot).
+        // judged as shown when and as it was committed (e.g. a failed_permanent
+        // committed while the store refused writes, the crash before its send,
+        // the send after the reboot).
         j.showed_failure_boot = j.failure_committed_boot;
         j.showed_failure_refused = j.failure_committed_refused;
       }

@@ -65,8 +65,7 @@ bool ProcessTracker::takes_down(const TraceEvent& e) const {
 void ProcessTracker::observe(const TraceEvent& e, std::size_t index) {
   // The notification, or its raw commit (the notification facts read each
   // distinct notice once, and a reboot at the same instant commits the same
-  // one again: found by `rehearse check scenarios/standby-takeover.json
-  // --first-seed 167`).
+  // one again).
   if (e.type == "state_corrupt" || (e.type == "outbox_add" && e.str("event") == "state_corrupt")) {
     store_refused_ = true;
     return;
@@ -111,8 +110,7 @@ void ProcessTracker::come_up(TimeMs t, std::size_t index) {
 
 // A process that dies at the very instant it booted never ran its
 // scheduler's first pass: the firings owed since the crash before stay owed,
-// so the down time is that crash's (a blind boot after it excuses them; found
-// by `rehearse check`, serial-queue-delay 492).
+// so the down time is that crash's (a blind boot after it excuses them).
 void ProcessTracker::go_down(TimeMs t, std::size_t index) {
   store_refused_ = false;
   down_at_ = index;

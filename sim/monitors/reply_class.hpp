@@ -1,9 +1,9 @@
-// The witnesses' own classification of a service's reply (issue 9): the
-// failure class of a fetch or call job's run comes from what the world saw the
-// services answer during the run, never from the class the core wrote in its
-// durable row. The table is written from docs/semantics.md §1 and shared with
-// no code in model/ (a classifier that asked the core's `classify` whether the
-// core classified right would prove nothing). docs/monitors.md has the table.
+// The witnesses' own classification of a service's reply: the failure class of
+// a fetch or call job's run comes from what the world saw the services answer
+// during the run, never from the class the core wrote in its durable row. The
+// table is written from docs/semantics.md §1 and shared with no code in model/
+// (a classifier that asked the core's `classify` whether the core classified
+// right would prove nothing). docs/monitors.md has the table.
 #pragma once
 
 #include <cstdint>

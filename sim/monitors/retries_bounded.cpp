@@ -19,8 +19,7 @@ Violations RetriesBounded::observe(const TraceEvent& e, std::size_t i) {
       on_retry_scheduled(e, i, *job, out);
     } else if (e.type == "run_finished" && e.str("outcome") != "failure") {
       // The episode ends, and with it what a blind boot found of it: no
-      // later retry of this boot is rebased on that (found by check,
-      // journal-cut-at-record-boundary 1257).
+      // later retry of this boot is rebased on that.
       episode_attempts_[e.job].clear();
       episode_base_[e.job] = 0;
       rebased_boot_[e.job] = context_.process.boots();
@@ -112,10 +111,9 @@ void RetriesBounded::on_retry_started(const TraceEvent& e, std::size_t i, const 
 }
 
 // The first retry of a job after a blind boot, in that boot or a later one
-// (a boot after it reads what the blind one wrote: found by check,
-// journal-truncated-live 1668): its attempts so far are those the damaged
-// store still held (the shared count's rebase, retry_count.hpp), not the
-// ones the monitor saw before the damage.
+// (a boot after it reads what the blind one wrote): its attempts so far are
+// those the damaged store still held (the shared count's rebase,
+// retry_count.hpp), not the ones the monitor saw before the damage.
 void RetriesBounded::rebase_after_blind_boot(const std::string& job) {
   const ProcessTracker& process = context_.process;
   const std::int64_t blind = process.last_blind_boot();

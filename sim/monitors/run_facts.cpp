@@ -51,8 +51,7 @@ RunFacts::RunFacts(const ProcessTracker& process, const JobTable& jobs, const Sc
 std::optional<Fact> RunFacts::settle_pending(const TraceEvent& e) {
   if (!pending_finish_) return std::nullopt;
   // The finish's own cancels (a superseded retry) come before its notices:
-  // the outcome is still to come (found by `rehearse check`,
-  // short-policy-in-quota-outage seed 374).
+  // the outcome is still to come.
   if (e.type == "queue_cancel" && e.job == pending_finish_->run.job) return std::nullopt;
   if (e.job == pending_finish_->run.job && !pending_finish_->failure_class) {
     const std::string event = e.type == "outbox_add" ? e.str("event") : std::string();
@@ -145,8 +144,7 @@ void RunFacts::on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& ou
   if (r.intent && !r.wrote && (refused || process_.store_damaged())) {
     // The store refuses writes, or its files are damaged so that the world
     // cannot read the row the run wrote (a snapshot damaged behind the
-    // running store, which follows its journal: found by `rehearse check`,
-    // messenger-refuses-403 seed 816): the outcome is what the run's finish
+    // running store, which follows its journal): the outcome is what the run's finish
     // carries (a failure notice, a retry), judged after it (settle_pending).
     out.push_back({run_event(r, "run_started", r.take_t), r.take_index});
     pending_finish_ = PendingFinish{r, i, e.t, std::nullopt, replies_class_of(r)};

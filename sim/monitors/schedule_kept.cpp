@@ -80,8 +80,7 @@ void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& ou
   j.last_handed = s;
   // After a blind boot the surviving records may also lead to a slot never
   // handed out that is older than one a boot over the corrupt store handed
-  // out from memory (it started from its own now; found by `rehearse check
-  // scenarios/token-revoked-twice.json --first-seed 168`).
+  // out from memory (it started from its own now).
   const bool older_after_blind_boot = rolled_back && j.last_slot && s <= *j.last_slot;
   if (!again && !older_after_blind_boot) check_none_skipped(*job, j, s, e, i, out);
   // The firings due since this slot (a re-handout after a crash: since the
@@ -181,8 +180,8 @@ void ScheduleKept::check_durable_row(const TraceEvent& e, std::size_t i, Violati
   // The worker went down between the hand-out's queue add and its state
   // write: a row of a later boot (e.g. a replayed intent's) that still shows
   // the slot as next is the state from before the hand-out, which that boot
-  // does again (its queue add re-arms the check). Found by `rehearse check
-  // --first-seed 538`: a torn write cut the hand-out's journal record.
+  // does again (its queue add re-arms the check). E.g. a torn write cut the
+  // hand-out's journal record.
   if (j.pending_boot != process.boots() && got_next == want.slot) return;
   out.push_back(
       {kName, i, e.t,

@@ -84,8 +84,7 @@ Violations StateDurable::observe(const TraceEvent& e, std::size_t i) {
 // No retry is scheduled while the store refuses writes (its counters cannot
 // be trusted), judged from the queue's own record of the retry (a notice an
 // intent decided before the damage, replayed at the boot that found it with
-// no retry queued, schedules nothing: found by `rehearse check`,
-// restart-mid-run seed 290).
+// no retry queued, schedules nothing).
 void StateDurable::check_retry_queued(const TraceEvent& e, std::size_t i, Violations& out) {
   if (e.str("kind") != "retry" || !e.flag("added") || !context_.process.store_refused()) return;
   out.push_back({kName, i, e.t,

@@ -671,8 +671,8 @@ TEST(ReconcileWorld, RefusalOnTheFirstQueryIsNotRevalidatedInsideTheHour) {
 
 // After a migration, a due attempt the new instance refuses (a 403) is that
 // instance's answer about the item: it is not queried again for validation
-// inside its hour (found by `rehearse check`, issue 10: a validation-only
-// query one cycle after the refusal).
+// inside its hour (not even by a validation-only query one cycle after the
+// refusal).
 TEST(ReconcileWorld, ARefusalFromTheNewInstanceIsNotValidatedAgainInsideTheHour) {
   World w(orchestrator({{"ISS-1", "in_progress"}}), config_for({"ISS-1"}));
   w.orch.schedule_delete_issues(kStart + 7 * kMinuteMs, {}, std::string("orch-b"));
@@ -690,9 +690,8 @@ TEST(ReconcileWorld, ARefusalFromTheNewInstanceIsNotValidatedAgainInsideTheHour)
 
 // With a batch of one after a migration, the item left out of the batch is
 // validated only, and the new instance refuses it; that refusal counts for
-// the hour like a due attempt's (found by `rehearse check
-// scenarios/reconcile-migration-404.json --random-jobs`, seed 238: the item
-// was asked in full at the next cycle, 30 minutes after the refusal).
+// the hour like a due attempt's (the item is not asked in full at the next
+// cycle, 30 minutes after the refusal).
 TEST(ReconcileWorld, AValidationOnlyRefusalHoldsTheNextAttemptForAnHour) {
   ReconcileConfig config = config_for({"A", "B"});
   config.batch_size = 1;
@@ -952,10 +951,9 @@ TEST(ReconcileWorld, BatchSizeLimitsDueItemsPerCycle) {
 
 // A visit that succeeds makes its item due again at once, so taking the due
 // items in store order would give every batch to the first ones: with a batch
-// of one, B would never be asked after the first cycle's validation (found by
-// `rehearse check scenarios/reconcile-out-of-order.json --random-jobs`, seed
-// 45: an item stuck for hours behind one always due). The longest waiting go
-// first: A and B take turns, C (in a backoff) waits.
+// of one, B would never be asked after the first cycle's validation (an item
+// stuck for hours behind one always due). The longest waiting go first: A and
+// B take turns, C (in a backoff) waits.
 TEST(ReconcileWorld, BatchSizeTakesTheLongestWaitingDueItemsFirst) {
   ReconcileConfig config = config_for({"A", "B"});
   config.batch_size = 1;

@@ -417,8 +417,7 @@ TEST(RetryMachine, PerEpisodeQueuedRegularRunSupersedesAtStart) {
 // A retry recorded as started whose end was lost with damage to the store
 // (the state a boot reads back after a journal cut): under per_episode the
 // next regular run supersedes it and a success ends it, so no later boot
-// restores it (found by `rehearse check`, token-revoked-early seed 210);
-// under per_slot its record stays, and the boot restores it.
+// restores it; under per_slot its record stays, and the boot restores it.
 JobState with_orphaned_retry(const PolicyOrError& p, TimeMs slot) {
   JobState s = on_run_failed(p, fresh(), {slot, RunKind::regular}, FailureClass::timeout, "t/o",
                              slot + 30'000, nullptr)

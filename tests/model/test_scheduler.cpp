@@ -578,7 +578,7 @@ TEST(Scheduler, StalledRunRerunsOnceWithoutConsumingAnAttempt) {
 // swarm, a journal tail dropped with acknowledged records in it; here the
 // store is rewritten by hand while the process is down). The boot re-queues
 // it, ready now, the same attempt, and the job settles instead of waiting
-// for its next slot (found by `rehearse check`, restart-mid-run seed 197).
+// for its next slot.
 TEST(Scheduler, AStartedRetryTheQueueNoLongerHoldsRunsAgainAtBoot) {
   World w(at("2026-03-02T09:30:00Z"), {{"digest", "0 * * * *", per_job_max2()}});
   w.api().add_outage(at("2026-03-02T10:00:00Z"), at("2026-03-02T10:03:00Z"));
@@ -770,7 +770,7 @@ TEST(Scheduler, CorruptStoreFailsClosed) {
   for (const Started& r : starts(w, "digest")) EXPECT_EQ(r.kind, "regular");
 }
 
-// Issue 8, item 1: the store is damaged while the worker runs and the next
+// The store is damaged while the worker runs and the next
 // slot's hand-out is the write that finds it corrupt. The slot is handed out
 // once (next_run_at moves on in memory; before the fix the loop handed it out
 // again), its failure is not retried, state_corrupt is notified once, and
@@ -801,7 +801,7 @@ TEST(Scheduler, AHandOutThatFindsTheStoreCorruptHandsTheSlotOutOnce) {
   EXPECT_EQ(w.disk().live_content(journal), std::optional<std::string>("garbage\n"));
 }
 
-// Issue 8, item 2: a retry queued before the damage. It passes the check
+// A retry queued before the damage. It passes the check
 // when taken (nothing has read the store since), and the write of its start
 // is what finds the store corrupt: it is checked again and dropped, visibly
 // (retry_dropped, the status view), never run against the untrusted counter.
@@ -844,7 +844,7 @@ TEST(Scheduler, ARetryQueuedBeforeTheStoreIsDamagedIsDroppedVisibly) {
   EXPECT_EQ(corrupt_notes, 1);
 }
 
-// Issue 8, item 4: the delivery ledger records a slot only after its
+// The delivery ledger records a slot only after its
 // hand-out was written to the state, so a ledger slot past the state's
 // last_slot proves lost records, even when the journal looks whole. The boot
 // then fails closed (state_records_lost, state_corrupt, schedules from now,

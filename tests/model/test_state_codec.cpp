@@ -591,7 +591,7 @@ TEST(JournalCodec, ChecksumMismatchInTheLastRecordIsATornTail) {
   EXPECT_NE(scan->torn_tail->reason.find("checksum mismatch"), std::string::npos);
 }
 
-// Regression (issue 8): the shape of the input that made the single-byte
+// Regression: the shape of the input that made the single-byte
 // damage property fail about once in 20 runs. The last record's length
 // "NNN" damaged into a smaller number leaves a record that holds more bytes
 // than it announces: corruption, never a torn tail (the record was written
@@ -799,7 +799,7 @@ std::optional<std::size_t> announced_record_size(std::string_view record) {
 }
 
 // Single-byte damage of a journal: corruption, or a torn last record. The one
-// exception inside the last record (issue 8: 16 of 77,010 damages, about one
+// exception inside the last record (16 of 77,010 damages, about one
 // property run in 20): a damaged length digit that makes the record announce
 // FEWER bytes than it holds. One interrupted append never leaves more bytes
 // than the record it announces, so the codec calls that corruption ("bad last

@@ -467,7 +467,7 @@ std::size_t journal_records(PosixDisk& disk, const TempDir& dir) {
   return scan->records.size();
 }
 
-// Issue 8: the damaged journal is kept, as a copy beside it named in the
+// The damaged journal is kept, as a copy beside it named in the
 // health report, before the next write replaces it.
 TEST(StateStoreJournal, ATornTailsJournalIsCopiedBeforeTheNextWriteReplacesIt) {
   TempDir dir;
@@ -498,8 +498,8 @@ TEST(StateStoreJournal, ATornTailsJournalIsCopiedBeforeTheNextWriteReplacesIt) {
 
 // Two different damages that leave a torn tail at the same offset of the
 // same journal generation keep two copies: the second is never taken for
-// the first one's (found by `rehearse check`, reconcile-out-of-order seed
-// 1553: the second damaged journal went uncopied and was replaced).
+// the first one's (else the second damaged journal would go uncopied and be
+// replaced).
 TEST(StateStoreJournal, TwoDamagesAtTheSameOffsetKeepTwoCopies) {
   TempDir dir;
   PosixDisk disk;
@@ -522,7 +522,7 @@ TEST(StateStoreJournal, TwoDamagesAtTheSameOffsetKeepTwoCopies) {
   EXPECT_NE(copies[0], copies[1]);
 }
 
-// Issue 8, item 3: a journal cut behind a running store. The store used to
+// A journal cut behind a running store. The store used to
 // append at the end of the cut file, turning a truncation into corruption it
 // wrote itself; now it checks that the journal still ends where it last
 // wrote it, and fails closed, keeping the file, for as long as it does not.
@@ -560,7 +560,7 @@ TEST(StateStoreJournal, AJournalCutBehindTheStoreMakesItCorruptAndKeepsTheFile) 
   EXPECT_EQ(store.read("a")->retry_count, 4);
 }
 
-// Issue 10: damage before the last record a running store saw (a byte
+// Damage before the last record a running store saw (a byte
 // flipped in an earlier record, as the swarm's state_corrupted fault does).
 // The store used to check only its last record, append after the damage and
 // then compact it away; now every write first checks the whole journal
@@ -631,7 +631,7 @@ TEST(StateStoreJournal, CompactsIntoASnapshotPastTheBound) {
 
 // A fold rewrites every job: with more jobs than journal_records_max the
 // journal grows to as many records as there are jobs first, so an update
-// costs amortised O(1) however large the fleet (issue 11).
+// costs amortised O(1) however large the fleet.
 TEST(StateStoreJournal, FoldsInProportionToTheSnapshot) {
   TempDir dir;
   PosixDisk disk;
@@ -709,8 +709,8 @@ TEST(StateStoreJournal, CrashBetweenSnapshotAndNewJournalAppliesNothingTwice) {
 }
 
 // A snapshot at sequence 7 folded in the journal's records up to 7, so a
-// journal that continues an older snapshot and ends at record 1 was cut (issue
-// 8): acknowledged records are gone, and any after them too. It fails closed
+// journal that continues an older snapshot and ends at record 1 was cut:
+// acknowledged records are gone, and any after them too. It fails closed
 // (it used to be compacted over silently).
 TEST(StateStoreJournal, SnapshotAheadOfAShortJournalIsCorruptAndKept) {
   TempDir dir;
@@ -848,7 +848,7 @@ TEST(StateStoreFleet, UpdatesOfOneJobInA100kFleetAreAppends) {
   PosixDisk posix;
   const std::string journal_bytes = read_bytes(posix, dir.file("retry_state.journal"));
   // An update reads the journal it appends to (checked whole before every
-  // write, issue 10: bounded by the fold), never the snapshot.
+  // write: bounded by the fold), never the snapshot.
   EXPECT_LT(disk.bytes_read / kWrites, journal_bytes.size() + 4096) << "bytes read per update";
   auto journal = decode_journal(journal_bytes);
   ASSERT_TRUE(journal.ok()) << journal.error().describe();

@@ -141,9 +141,9 @@ TEST(StatusView, StateCorruptIsVisible) {
             "/srv/state/retry_state.json: not valid JSON at line 1");
 }
 
-// Issue 8: damage the store survived (a dropped journal tail, with the copy
-// kept) and retries dropped because the store could not be trusted are lines
-// of their own, right after the store's state, and in the JSON.
+// Damage the store survived (a dropped journal tail, with the copy kept) and
+// retries dropped because the store could not be trusted are lines of their
+// own, right after the store's state, and in the JSON.
 TEST(StatusView, StoreDamageAndDroppedRetriesAreVisible) {
   StatusNotices notices;
   notices.store_notices.push_back(

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The mutant zoo's kill matrix (issue 10 item 5, docs/mutants.md).
+"""The mutant zoo's kill matrix (docs/mutants.md).
 
 For every mutant of tests/mutants/mutants.json, runs its `rehearse` binary
 (built by the `mutants` preset) on the bundled scenarios

@@ -1,9 +1,8 @@
-// A failed assertion of the core inside a simulated run (issue 14 item 2):
-// the simulator's handler (sim/simulator.hpp) ends the run with the outcome
-// `assertion_failed` instead of aborting the program, the message names the
-// assertion, its operands and its place, and `rehearse run` reports it with
-// the replay command (sim/report.hpp). Without the handler the same runs
-// abort the test binary.
+// A failed assertion of the core inside a simulated run: the simulator's
+// handler (sim/simulator.hpp) ends the run with the outcome `assertion_failed`
+// instead of aborting the program, the message names the assertion, its
+// operands and its place, and `rehearse run` reports it with the replay command
+// (sim/report.hpp). Without the handler the same runs abort the test binary.
 #include <cstdio>
 #include <memory>
 #include <set>

@@ -207,10 +207,10 @@ TEST(LyingCores, SkipCountedAsFailureBreaksNothingLost) {
       << describe(r.variant);
 }
 
-// Issue 9 item 3, lying cores: the log says the rule was kept, the world's
-// own records say otherwise. A pipeline store that writes without its lock
-// (the core believes it holds it, its log is unchanged) is caught by
-// state_durable from the disk's lock records.
+// Lying cores: the log says the rule was kept, the world's own records say
+// otherwise. A pipeline store that writes without its lock (the core believes
+// it holds it, its log is unchanged) is caught by state_durable from the disk's
+// lock records.
 TEST(LyingCores, LocklessPipelineStoreBreaksStateDurable) {
   Pair r = run_both("reconcile-out-of-order",
                     [](const JobSpec& job, RunnerPorts& ports) -> std::unique_ptr<JobRunner> {
@@ -455,8 +455,8 @@ TEST(SeedBug004, SuccessKeepingTheCounterBreaksRetriesBounded) {
   EXPECT_TRUE(fired_on(r.variant, "retries_bounded", "queue_add")) << describe(r.variant);
 }
 
-// --- The last two holes of issue 9 item 1: a run's failure class and a
-// dropped journal tail, judged from the world's facts.
+// --- A run's failure class and a dropped journal tail, judged from the
+// world's facts (not the core's log).
 
 // token-no-reissue: the 02:00 run meets a 401 that persists through the
 // reissue and the 04:00 run a 403, both auth (not retried by the per-job

@@ -1,7 +1,7 @@
-// Goal: each fault kind is described once, in the table of sim/fault_kinds.cpp
-// (issue 9, item 5), and the loader, the JSON Schema and the docs follow
-// from it, so that adding a kind touches the table and the simulated service
-// that applies it (docs/scenario-format.md "Adding a fault kind").
+// Goal: each fault kind is described once, in the table of sim/fault_kinds.cpp,
+// and the loader, the JSON Schema and the docs follow from it, so that adding a
+// kind touches the table and the simulated service that applies it
+// (docs/scenario-format.md "Adding a fault kind").
 // Method: the schema's fault part and the docs' table of kinds are compared
 // with what the table generates (a kind added to the table alone fails here
 // until both files are regenerated, and an edit to either file alone fails

@@ -197,8 +197,8 @@ TEST(GeneratedWorlds, SameSeedSameWorldOtherSeedsOtherWorlds) {
   EXPECT_EQ(worlds.size(), 50u);
 }
 
-// What the issue asks generated worlds to reach appears over 300 seeds: a
-// group job and a reconcile job some of the time, and each placed fault.
+// What generated worlds must reach appears over 300 seeds: a group job and a
+// reconcile job some of the time, and each placed fault.
 TEST(GeneratedWorlds, ReachGroupAndReconcileJobsAndThePlacedFaults) {
   std::map<std::string, int> seen;
   for (std::uint64_t seed = 1; seed <= 300; ++seed) {

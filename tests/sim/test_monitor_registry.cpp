@@ -1,5 +1,5 @@
 // Goal: the invariant monitors are one class per invariant behind one
-// registry (issue 9 item 2, docs/monitors.md "Where each monitor lives"):
+// registry (docs/monitors.md "Where each monitor lives"):
 // - the registry's names are invariant_names(), in order, and its reads are
 //   invariant_specs()' (the loader and the schema take them from there);
 // - MonitorSet hands each monitor only the event types it declares (a derived

@@ -1,10 +1,10 @@
-// Goal: the monitors are witnesses of the world, not of the core's words
-// (issue 9). The trace records each event's source (EventSource: the world --
-// services, queue, disk, messenger, brokerage, the world runner -- or the core
-// through SimLog), and the monitors declare what they read (each monitor
-// class's reads(), collected by the registry into invariant_specs();
-// shared_reads(); MonitorSet routes each event only to the monitors that read
-// it, tests/sim/test_monitor_registry.cpp checks the routing).
+// Goal: the monitors are witnesses of the world, not of the core's words. The
+// trace records each event's source (EventSource: the world -- services, queue,
+// disk, messenger, brokerage, the world runner -- or the core through SimLog),
+// and the monitors declare what they read (each monitor class's reads(),
+// collected by the registry into invariant_specs(); shared_reads(); MonitorSet
+// routes each event only to the monitors that read it,
+// tests/sim/test_monitor_registry.cpp checks the routing).
 // Method: run every bundled scenario, learn each event type's source from the
 // trace, and check the declared subscriptions against it: a type is recorded
 // by one source only; every declared type is known; and the core's event types
@@ -25,9 +25,9 @@
 namespace rehearse::sim {
 namespace {
 
-// The core's log events the monitors still read: none (issue 9 item 1; the
-// last one, state_tail_dropped, gave way to the world's journal_tail_*
-// records). Never add to this list.
+// The core's log events the monitors still read: none (the last one,
+// state_tail_dropped, gave way to the world's journal_tail_* records). Never
+// add to this list.
 const std::set<std::string> kCoreStillRead{};
 
 // Monitors that read world facts only: none of their subscriptions may be a

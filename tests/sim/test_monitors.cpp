@@ -827,7 +827,7 @@ TEST(RetriesBounded, FiresWhenARetryRunsBeforeItsBackoff) {
   expect_first(run(s, base_scenario()), "retries_bounded", bad);
 }
 
-// The exact window (issue 9): the queue's record of a retry, at the instant
+// The exact window: the queue's record of a retry, at the instant
 // of the failure, is due within [floor(d * (1 - jitter)), d] of it, d the
 // n-th delay of the policy; a later due time (an exponent off by one) fires.
 TEST(RetriesBounded, FiresWhenARetryIsQueuedOutsideItsExactWindow) {
@@ -1213,7 +1213,7 @@ TEST(ScheduleKept, FiresWhenAJobWithAnInvalidOverrideIsQueued) {
 }
 
 // A job whose override is set but empty has no schedule: the queue receiving
-// any entry for it fires schedule_kept (issue 9: it used to be listed as
+// any entry for it fires schedule_kept (it used to be listed as
 // unchecked, so a core falling back to the default schedule passed).
 TEST(ScheduleKept, FiresWhenAJobWithAnEmptyOverrideIsQueued) {
   Scenario sc = base_scenario();
@@ -1231,7 +1231,7 @@ TEST(ScheduleKept, FiresWhenAJobWithAnEmptyOverrideIsQueued) {
   EXPECT_EQ(o.seen.front().event_index, bad) << describe(o.seen);
 }
 
-// From the queue's own record (issue 9 item 3): a regular entry whose slot is
+// From the queue's own record: a regular entry whose slot is
 // no firing of the schedule, or which is due at another instant than its
 // slot, fires schedule_kept whatever the core logged; one at its firing does
 // not.
@@ -2079,8 +2079,7 @@ TEST(StateDurable, FiresWhenCorruptionIsReportedWithNoDamageInTheWorld) {
   expect_first(run(refused, base_scenario()), "state_durable", unfounded);
 }
 
-// Found by `rehearse check scenarios/journal-cut-at-record-boundary.json`
-// (seeds 5, 23, 27, ...; issue 10): the swarm's other faults change the
+// In journal-cut-at-record-boundary.json the swarm's other faults change the
 // journal, so the scenario's cut lands on a record boundary that loses no
 // slot the ledger knows. The journal left is valid (`records_whole`), no
 // reader can see the loss (docs/state-file.md, "What stays undetectable"),
@@ -2119,7 +2118,7 @@ TEST(StateDurable, AJournalCutAtARecordBoundaryIsCorruptOnlyOnceTheCoreFoundTheL
   expect_first(run(found, base_scenario()), "state_durable", found.events().size() - 1);
   // A later boot's full load cannot see the cut (the store keeps no record
   // across processes that it found one): appending after it is no
-  // replacement of a corrupt file (found by check, the same scenario, seed 90).
+  // replacement of a corrupt file.
   Script rebooted = found;
   rebooted.add("process_crash", "2026-03-02T10:05:00Z", {}, std::nullopt,
                {{"process", "worker"}, {"cause", "restart"}});
@@ -2133,7 +2132,7 @@ TEST(StateDurable, AJournalCutAtARecordBoundaryIsCorruptOnlyOnceTheCoreFoundTheL
       << describe(after_boot.seen);
 }
 
-// Issue 8: a journal cut mid-record is dropped as a torn tail at the next
+// A journal cut mid-record is dropped as a torn tail at the next
 // load. Reported (state_tail_dropped) with a copy of the damaged file kept
 // (kept_as), the store may then replace the journal; without the copy, it may
 // not, and the report alone counts as the core seeing the damage.
@@ -2440,7 +2439,7 @@ TEST(StateDurable, ADamagedFileMustBeReportedOnlyOnceABootedProcessReadIt) {
   EXPECT_TRUE(ends_quiet(reported));
 }
 
-// Issue 10: "a retry ran while the state store is corrupt" is judged at the
+// The violation "a retry ran while the state store is corrupt" is judged at the
 // retry's start (the queue's take), not when its run fact settles at its end:
 // a retry already running when the damage is found cannot be held back
 // (docs/semantics.md §5: a retry queued before the damage was found does not
@@ -2821,8 +2820,7 @@ TEST(ItemQueriesBounded, FiresWhenAConfigErrorShownByTheOrchestratorIsRetriedWit
   EXPECT_TRUE(later.seen.empty()) << describe(later.seen);
 }
 
-// Found by `rehearse check` (issue 10, reconcile-lead-missing seed 104): the
-// cycle's list_agents was lost to a network error, so the core could not know
+// The cycle's list_agents was lost to a network error, so the core could not know
 // the lead was missing and backed off as for a network error; the item's
 // query ten minutes later is no config attempt within the hour.
 // A reconcile job with batch_size 1 and two items, the lead agent missing
@@ -2891,8 +2889,7 @@ TEST(ItemQueriesBounded, NearMissAnAgentListLostToTheNetworkHidesTheMissingLead)
 
 // A config error at 10:00, a migration at 10:30: the item's first query after
 // it (10:40) is the validation the hour allows, and its answer is no config
-// attempt, so the hour still ends at 11:00 (found by `rehearse check`,
-// reconcile-migration-404 seed 44). A second query inside the hour fires.
+// attempt, so the hour still ends at 11:00. A second query inside the hour fires.
 Script config_error_then_migration(const char* again) {
   Script s;
   agent_list(s, "2026-03-02T10:00:00Z");  // the item's id is validated on the old instance
@@ -3478,7 +3475,7 @@ TEST(ScheduleKeptStoreDamage, FiresOnARowOwedBeforeAPlainRestart) {
 // journal record); the next boot first replays an intent, whose row still
 // shows 10:00 as next (the state from before the hand-out), then hands 10:00
 // out again and records 11:00. A row of the later boot showing anything else
-// (here 12:00) still fires. Found by `rehearse check --first-seed 538`.
+// (here 12:00) still fires.
 Script handout_cut_then_intent_row(const char* row_next) {
   Script s = handout_then_crash();
   boot(s, "2026-03-02T10:00:00Z", 2);
@@ -3503,8 +3500,7 @@ TEST(ScheduleKeptStoreDamage, NearMissARowOfTheNextBootShowingTheStateBeforeACut
 // Down 10:20-12:10, a boot at 12:10 that dies at the instant it booted (its
 // store's first write torn: `dies_at`), the store damaged at 12:20, a blind
 // boot at 13:10: 11:00 and 12:00 were owed by a boot that never ran its
-// scheduler, so the blind boot's window reaches back to 10:20 (found by
-// `rehearse check`, serial-queue-delay seed 492). A boot that lived (dies
+// scheduler, so the blind boot's window reaches back to 10:20. A boot that lived (dies
 // at 12:15) owed them itself: 11:00 skipped still fires.
 Script boot_that_dies_then_blind_boot(const char* dies_at) {
   Script s;
@@ -3538,8 +3534,7 @@ TEST(ScheduleKeptStoreDamage, FiresOnASlotABootThatLivedOwed) {
 // The world damaged the store's snapshot behind the running store (which
 // follows its journal), so the world reads no durable row of the runs after
 // it. A run's outcome is then what its finish carries (its failure notice),
-// so the retries are still counted (found by `rehearse check`,
-// messenger-refuses-403 seed 816: every run was taken for a success and the
+// so the retries are still counted (not every run taken for a success and the
 // exhaustion for one after 0 of 2 retries). `retries` failed retries before
 // retry_exhausted: 2 spends the budget; 1 does not, and fires.
 Script retries_with_rows_unreadable(int retries) {
@@ -3684,8 +3679,7 @@ TEST(NothingLostStoreDamage, NearMissNoRecoveredOwedForAFailureShownBeforeABlind
 // The failure shown while the store refused writes (it reported itself
 // corrupt at 09:50, so the failure was never recorded), then a boot that
 // finds no damage to see: the new process cannot know what was shown, so
-// no `recovered` is owed (found by `rehearse check`, env-override-empty seed
-// 354: the store failed closed on lost records the ledger showed).
+// no `recovered` is owed (e.g. the store failed closed on lost records the ledger showed).
 TEST(NothingLostStoreDamage, NearMissNoRecoveredOwedForAFailureShownWhileTheStoreRefused) {
   Script s;
   const char* slot = "2026-03-02T10:00:00Z";
@@ -3706,8 +3700,7 @@ TEST(NothingLostStoreDamage, NearMissNoRecoveredOwedForAFailureShownWhileTheStor
 // The same failure notice committed to the outbox before the crash and sent
 // only after the reboot (the outbox replays it): it is judged as shown when
 // and as it was committed. Committed while the store refused writes, no
-// `recovered` is owed (found by the crash sweep of corrupt-live-state,
-// event points 32-34); committed under a sound store, a plain restart still
+// `recovered` is owed; committed under a sound store, a plain restart still
 // owes one.
 Script failure_committed_then_sent_after_restart(bool refused) {
   Script s;
@@ -3798,9 +3791,8 @@ TEST(RetriesBoundedStoreDamage, FiresBeyondTheBudgetAfterTheRebase) {
   EXPECT_TRUE(fired(o, "retries_bounded", "")) << describe(o.seen);
 }
 
-// Found by `rehearse check` (journal-truncated-live seed 1668): the first
-// retry after a blind boot came in a later boot that was not blind, and was
-// counted on top of the attempts the damage had lost.
+// The first retry after a blind boot comes in a later boot that is not blind:
+// it is not counted on top of the attempts the damage had lost.
 TEST(RetriesBoundedStoreDamage, NearMissTheRebaseHoldsInALaterBootThatIsNotBlind) {
   const Outcome o =
       run(retries_again_after_restart(true, 2, true), only({"hourly"}), at("2026-03-02T11:12:00Z"));
@@ -3819,8 +3811,7 @@ TEST(RetriesBoundedStoreDamage, FiresWhenAPlainRestartLosesTheCount) {
   EXPECT_TRUE(fired(o, "retries_bounded", "")) << describe(o.seen);
 }
 
-// Found by `rehearse check` (messenger-refuses-403 seeds 1325 and 1442,
-// issue 10): 10:00 failed, retry 1 (attempt 2) failed at 10:05 and retry 2
+// 10:00 failed, retry 1 (attempt 2) failed at 10:05 and retry 2
 // (attempt 3) was queued for 10:15; the process went down at 10:06 and a
 // damage to the store lost the records after retry 1 was scheduled. At the
 // blind boot (10:20) the row the world reads has retry_count 1 with that
@@ -3874,9 +3865,8 @@ Script pending_retry_lost_with_the_damage(bool damaged, AfterLostRetry tail) {
 
 // A blind boot whose surviving row holds a spent budget, then a success
 // (the episode ends), then a new episode with `retries` retries: the budget
-// of the new episode is whole (found by `rehearse check`,
-// journal-cut-at-record-boundary seed 1257: the count was rebased at the
-// first retry hours after the boot, on the old episode's row).
+// of the new episode is whole (the count is not rebased at the first retry
+// hours after the boot, on the old episode's row).
 Script new_episode_after_a_blind_boot(int retries) {
   Script s;
   boot(s, "2026-03-02T09:31:00Z", 1);
@@ -4022,7 +4012,7 @@ TEST(NothingLost, NearMissADeadWorkersLeaseIsPutBackBeforeTheNextTake) {
 
 // The store refusing writes is known from the raw commit of `state_corrupt`
 // too: a reboot at the same instant commits the same notice again, which
-// the notification facts read once (rehearse check standby-takeover 167).
+// the notification facts read once.
 TEST(ProcessTracker, AStateCorruptCommittedAgainAtTheSameInstantStillRefuses) {
   TraceEvent commit;
   commit.type = "outbox_add";
@@ -4048,7 +4038,7 @@ TEST(ProcessTracker, AStateCorruptCommittedAgainAtTheSameInstantStillRefuses) {
 // memory (it hands out 11:00); the store is damaged again while down
 // (11:40) and the blind boot at 12:10 hands out 10:00, older than 11:00
 // but never handed out: what the surviving records lead to, not a schedule
-// moved back (rehearse check token-revoked-twice 168). The same hand-out
+// moved back. The same hand-out
 // after a boot that found the store whole fires.
 Script older_slot_after_blind_boot(bool blind) {
   Script s;

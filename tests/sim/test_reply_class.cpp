@@ -1,6 +1,6 @@
 // Goal: the witnesses classify a service's reply with a table of their own
 // (sim/monitors/reply_class.hpp), written from docs/semantics.md §1, so the
-// failure class of a fetch or call run is never the core's word (issue 9).
+// failure class of a fetch or call run is never the core's word.
 // Method: one test per row of the table (status, transport kind, text), the
 // order rules (structure beats text; the most specific text class wins), and
 // the association of replies with a run (the last reply per request id).

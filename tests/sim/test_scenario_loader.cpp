@@ -921,9 +921,9 @@ TEST(ScenarioLoader, EachRuleNamesPointerAndExpectation) {
   }
 }
 
-// Issue 8: state_corrupted takes exact damage, so a scenario replays the same
-// under every seed: `cut` for mode truncated, `flips` for mode flip; each key
-// belongs to its mode only.
+// state_corrupted takes exact damage, so a scenario replays the same under
+// every seed: `cut` for mode truncated, `flips` for mode flip; each key belongs
+// to its mode only.
 TEST(ScenarioLoader, StateCorruptedTakesAnExactCutOrExactFlips) {
   {
     json doc = base_scenario();

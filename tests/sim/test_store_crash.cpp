@@ -239,13 +239,13 @@ TEST(StoreCrash, FailStopAtEveryDiskOperationLosesNothingAcknowledged) {
   EXPECT_GT(outcomes["process crash: in-flight update present"], 0);
 }
 
-// Regression (found by the sweep above, fixed in StateStore::full_load): a
-// process died between renaming a new journal into place and syncing the
-// directory; its successor (a crash of the process alone keeps the page
-// cache) loaded the new journal, appended and acknowledged updates to it, and
-// a later power loss brought back the OLD journal entry: the acknowledged
-// updates were gone, silently (a healthy store at an older sequence). A load
-// now makes what it read durable before the store builds on it.
+// Regression (the fix is in StateStore::full_load): a process died between
+// renaming a new journal into place and syncing the directory; its successor (a
+// crash of the process alone keeps the page cache) loaded the new journal,
+// appended and acknowledged updates to it, and a later power loss brought back
+// the OLD journal entry: the acknowledged updates were gone, silently (a
+// healthy store at an older sequence). A load now makes what it read durable
+// before the store builds on it.
 TEST(StoreCrash, DeathBetweenJournalRenameAndDirectorySyncLosesNothingLater) {
   // Find the disk operation index of every journal rename in the workload.
   std::vector<std::uint64_t> renames;

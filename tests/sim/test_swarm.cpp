@@ -396,8 +396,7 @@ TEST(Liveness, DerivedCasesLeaveTheBoundAfterTheLastFault) {
 
 // ------------------------------------------- findings of the swarm search
 
-// Found by `rehearse check scenarios/serial-queue-delay.json --first-seed 1`
-// (harness bug, the schedule_kept monitor): a torn write of the state right
+// A harness bug in the schedule_kept monitor: a torn write of the state right
 // after a slot's queue add crashes the worker; at its boot 20 minutes later
 // the scheduler hands the same slot out again (the queue's add is idempotent:
 // `added` false) and folds the firings due since into its late run
@@ -446,9 +445,8 @@ TEST(Findings, AnIntentReplayedWhileTheStoreFailsClosedKeepsItsNumber) {
   EXPECT_EQ(r.verdict, CaseVerdict::pass) << r.message;
 }
 
-// Found by `rehearse check scenarios --seeds 100` (30 cases on jobs_state.json,
-// 21 on jobs.json; e.g. corrupt-at-slot-handout seed 30): a state_corrupted
-// fault damaged /srv/state/jobs_state.json (created it damaged: no process
+// A harness bug in state_durable: a state_corrupted fault damaged
+// /srv/state/jobs_state.json (or jobs.json; it created it damaged: no process
 // ever writes it), the worker booted after, and state_durable wanted a
 // state_corrupt. The worker keeps its runtime fields in retry_state.json and
 // its journal only and never reads jobs.json or jobs_state.json (the two
@@ -541,13 +539,12 @@ ScenarioRunResult run_derived_case(const std::string& name, std::uint64_t seed,
   return std::move(run).value();
 }
 
-// Found by `rehearse check scenarios/messenger-down-on-delivery.json
-// --first-seed 132`: the job recovered at 10:20, and a state_corrupted flip at
-// 10:25 hit the journal's last record; no process read the journal again.
-// The end-of-run read-back drops that record as a torn tail (as the next boot
-// would, and report it), which shows the retry taken before the recovery.
-// Liveness does not judge the jobs of a journal whose torn tail no process
-// has seen yet; the same run without that rule fires.
+// Seed 132 of messenger-down-on-delivery: the job recovered at 10:20, and a
+// state_corrupted flip at 10:25 hit the journal's last record; no process read
+// the journal again. The end-of-run read-back drops that record as a torn tail
+// (as the next boot would, and report it), which shows the retry taken before
+// the recovery. Liveness does not judge the jobs of a journal whose torn tail
+// no process has seen yet; the same run without that rule fires.
 TEST(Findings, ATornTailNoProcessHasSeenLeavesTheJobsUnjudged) {
   std::optional<Scenario> s;
   ScenarioRunResult run = run_derived_case("messenger-down-on-delivery", 132, s);
@@ -563,14 +560,14 @@ TEST(Findings, ATornTailNoProcessHasSeenLeavesTheJobsUnjudged) {
       << judged->message;
 }
 
-// Found by `rehearse check scenarios/per-episode-hourly.json --first-seed
-// 1362` (since the worker lock's disk records moved that world's draws, seed
-// 333 shows the same end: a store failing closed, a retry pending): a cut of the journal while the
-// worker ran (12:52) lost the records of a finished retry chain; the worker found the store
-// damaged, reported it, and at its boot after a restart the delivery ledger showed a slot the retry
-// state had lost: state_corrupt again, failing closed. The read-back (which does not ask the
-// ledger) shows the retry pending from before. Liveness does not judge the jobs of a store failing
-// closed at the end; the same run judged without the rule fires.
+// Seed 333 of per-episode-hourly (a store failing closed, a retry pending): a
+// cut of the journal while the worker ran (12:52) lost the records of a
+// finished retry chain; the worker found the store damaged, reported it, and at
+// its boot after a restart the delivery ledger showed a slot the retry state
+// had lost: state_corrupt again, failing closed. The read-back (which does not
+// ask the ledger) shows the retry pending from before. Liveness does not judge
+// the jobs of a store failing closed at the end; the same run judged without
+// the rule fires.
 TEST(Findings, AStoreFailingClosedAtTheEndLeavesTheJobsUnjudged) {
   std::optional<Scenario> s;
   ScenarioRunResult run = run_derived_case("per-episode-hourly", 333, s);
@@ -586,14 +583,14 @@ TEST(Findings, AStoreFailingClosedAtTheEndLeavesTheJobsUnjudged) {
       << judged->message;
 }
 
-// Found by `rehearse check scenarios/ --seeds 20 --random-jobs` (seed 15 of
-// reconcile-out-of-order; a harness bug, the liveness judgement): the random
-// schedule "39 */12 * * *" runs the reconcile job at 00:39 and 12:39; an
-// orchestrator refusal with an unknown status (463) deferred an item by an
-// hour, and the span ended 2h27m after the last fault, before the job's next
-// run. Only a regular run queries items, so an item waits for its job's next
-// run as a job waits for its next slot: it is judged only when the job fires
-// at least an hour after the last fault and a run's allowance before the end.
+// Seed 15 of reconcile-out-of-order with random jobs (a harness bug in the
+// liveness judgement): the random schedule "39 */12 * * *" runs the reconcile
+// job at 00:39 and 12:39; an orchestrator refusal with an unknown status (463)
+// deferred an item by an hour, and the span ended 2h27m after the last fault,
+// before the job's next run. Only a regular run queries items, so an item waits
+// for its job's next run as a job waits for its next slot: it is judged only
+// when the job fires at least an hour after the last fault and a run's
+// allowance before the end.
 TEST(Findings, AnItemWhoseJobDoesNotRunAgainInTheWindowIsNotJudged) {
   SwarmOptions swarm;
   swarm.random_jobs = true;
@@ -616,16 +613,14 @@ TEST(Findings, AnItemWhoseJobDoesNotRunAgainInTheWindowIsNotJudged) {
   EXPECT_NE(judged->message.find("is stuck at DESIGNING"), std::string::npos) << judged->message;
 }
 
-// Found by `rehearse check scenarios --seeds 2000` (restart-mid-run seed 1212,
-// standby-takeover 341 and 807; shrunk to the two faults below): a retry is
-// taken (its row, "retry taken", is written at the take), the state file is
-// damaged while it runs, the run delivers, sets the guard and the marker and
-// succeeds, and its final row is refused (the store fails closed). The run
-// facts took the row written at the take for the run's own and judged the
-// run failed from it, so no_duplicate_delivery saw a guard set by a failed
-// run and nothing_lost a failure that nothing followed. A run's own row is
-// one written after its intent; without one the outcome is what its finish
-// carries (here a `recovered` notice: a success).
+// A retry is taken (its row, "retry taken", is written at the take), the state
+// file is damaged while it runs, the run delivers, sets the guard and the
+// marker and succeeds, and its final row is refused (the store fails closed).
+// The run facts took the row written at the take for the run's own and judged
+// the run failed from it, so no_duplicate_delivery saw a guard set by a failed
+// run and nothing_lost a failure that nothing followed. A run's own row is one
+// written after its intent; without one the outcome is what its finish carries
+// (here a `recovered` notice: a success).
 TEST(Findings, ARowWrittenAtTheTakeIsNotTheRunsOutcome) {
   const json doc = json::parse(R"({
     "format": 1, "scenario": "row-at-take", "seed": 1212, "start": "2026-12-07T09:30:00Z",
@@ -643,9 +638,9 @@ TEST(Findings, ARowWrittenAtTheTakeIsNotTheRunsOutcome) {
   EXPECT_EQ(r.verdict, CaseVerdict::pass) << r.message;
 }
 
-// Cases `rehearse check scenarios --seeds 2000` failed on before this
-// session's fixes (docs/check.md, "Findings"), each a harness bug or a core
-// bug with its own test beside it; they stay fixed.
+// Cases `rehearse check scenarios --seeds 2000` failed on before their fixes
+// (docs/check.md, "Findings"), each a harness bug or a core bug with its own
+// test beside it; they stay fixed.
 TEST(Findings, TheCasesOfTheSecondSearchStayFixed) {
   const std::vector<std::pair<std::string, std::uint64_t>> cases = {
       {"reconcile-lead-missing", 104},

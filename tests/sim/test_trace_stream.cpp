@@ -1,8 +1,8 @@
-// Goal: the trace at fleet scale (issue 11 item 1). A streamed trace
-// (RunOptions::keep_trace off) hashes, counts and judges a run exactly as a
-// kept one; the direct line writer gives the bytes the ordered-JSON document
-// gave (so every trace hash stays what it was); running out of memory in the
-// run loop ends the run with a report of what it reached.
+// Goal: the trace at fleet scale. A streamed trace (RunOptions::keep_trace off)
+// hashes, counts and judges a run exactly as a kept one; the direct line writer
+// gives the bytes the ordered-JSON document gave (so every trace hash stays
+// what it was); running out of memory in the run loop ends the run with a
+// report of what it reached.
 // Method: the former serializer is kept here as the reference and compared
 // with to_json_line() on hand-made and generated events; every bundled
 // scenario runs kept and streamed; a progress callback throws std::bad_alloc.

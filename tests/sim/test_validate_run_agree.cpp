@@ -1,7 +1,7 @@
-// Goal: `rehearse validate` and `rehearse run` accept exactly the same files
-// (issue 9, item 5): a file the loader accepts is one the world can run (its
-// preparation never refuses it), and a file the world would refuse is refused
-// by the loader already, with the place and the reason.
+// Goal: `rehearse validate` and `rehearse run` accept exactly the same files: a
+// file the loader accepts is one the world can run (its preparation never
+// refuses it), and a file the world would refuse is refused by the loader
+// already, with the place and the reason.
 // Method: every bundled scenario and every test data file (good and bad) is
 // checked as `validate` checks it (check_scenario_file) and loaded as `run`
 // loads it (load_scenario_file); the verdicts must agree, and every loaded

@@ -180,10 +180,10 @@ TEST(World, WithoutRandomFaultsTheSeedDoesNotChangeTheTrace) {
   EXPECT_FALSE(differ.has_value()) << (differ ? differ->message : "");
 }
 
-// Issue 8: state_corrupted with exact damage does the same to the same bytes
-// under every seed: `flips` XOR each listed byte with 0x01; a `cut` the file
-// cannot take (not shorter than it) is refused and reported, never replaced
-// by other damage.
+// state_corrupted with exact damage does the same to the same bytes under every
+// seed: `flips` XOR each listed byte with 0x01; a `cut` the file cannot take
+// (not shorter than it) is refused and reported, never replaced by other
+// damage.
 TEST(World, ExactStateDamageIsTheSameUnderEverySeed) {
   json doc = weekly_scenario();
   doc.erase("expect");
@@ -341,9 +341,9 @@ TEST(World, AFaultyRunnerFromTheFactoryMakesItsInvariantFire) {
   EXPECT_GE(built, 1);
   ASSERT_FALSE(r.violations.empty());
   EXPECT_EQ(r.violations[0].invariant, "no_duplicate_delivery") << violations_text(r);
-  // The run does not stop at the first violation (issue 9 item 7): it goes on
-  // to `until` and records every one; the first of each is reported with the
-  // event that showed it.
+  // The run does not stop at the first violation: it goes on to `until` and
+  // records every one; the first of each is reported with the event that showed
+  // it.
   EXPECT_EQ(r.outcome, RunOutcome::completed);
   EXPECT_EQ(r.end_ms, scenario.until_ms);
   EXPECT_LT(r.violations[0].event_index, r.trace.size());

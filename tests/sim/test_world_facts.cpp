@@ -1,6 +1,6 @@
-// Goal: the world records the durable state itself (issue 9), read from the
-// simulated disk's bytes with readers of its own (sim/world_facts.hpp), so the
-// monitors can judge what was written instead of what the core logged.
+// Goal: the world records the durable state itself, read from the simulated
+// disk's bytes with readers of its own (sim/world_facts.hpp), so the monitors
+// can judge what was written instead of what the core logged.
 // Method: the readers on hand-made bytes (a torn or altered journal record is
 // not durable state); and a weekly group job whose first two runs fail and
 // whose third delivers: the state store's facts follow each outcome

@@ -114,7 +114,7 @@ TEST(TestingCheck, SwarmReportsEveryFailingSeedWithTheCheckReplay) {
                           "replay: " + sim::check_replay_command(path, 5));
   EXPECT_NONFATAL_FAILURE(REHEARSE_EXPECT_SWARM_HOLDS(path + ".missing", (SeedRange{1, 1})),
                           "cannot be read");
-  // Seeds 2 and 11 failed once (docs/library.md, "What the generators found").
+  // The range holds seeds 2 and 11 (docs/library.md, "What the generators found").
   REHEARSE_EXPECT_SWARM_HOLDS(scenario_path("my-api-outage"), (SeedRange{1, 12}));
 }
 

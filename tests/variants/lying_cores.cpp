@@ -1,4 +1,4 @@
-// Test-only lying variants of core components (issue 9 item 3).
+// Test-only lying variants of core components (lying_cores.hpp).
 #include "tests/variants/lying_cores.hpp"
 
 #include <optional>

@@ -1,8 +1,8 @@
-// Test-only lying variants of core components for issue 9 item 3: each logs
-// what the rule wants and does something else, so only a witness that reads
-// the world's own facts (not the core's log) catches it. Like seed_bugs.hpp,
-// linked into test binaries only and plugged in through
-// RunOptions::runner_factory (sim/world.hpp); model/ has no switch for them.
+// Test-only lying variants of core components: each logs what the rule wants
+// and does something else, so only a witness that reads the world's own facts
+// (not the core's log) catches it. Like seed_bugs.hpp, linked into test
+// binaries only and plugged in through RunOptions::runner_factory
+// (sim/world.hpp); model/ has no switch for them.
 #pragma once
 
 #include <memory>

@@ -1,6 +1,6 @@
 // Test-only faulty variants of core components: the seed bugs of incidents
 // 000 and 001 (docs/semantics.md §0), rebuilt so that the harness can prove
-// it catches them (issue 4 item 5).
+// it catches them.
 //
 // They live under tests/ and are linked into test binaries only; model/ has
 // no switch that turns any of them on. Each is a JobRunner (or wraps the
