@@ -45,6 +45,7 @@ RunFacts::RunFacts(const ProcessTracker& process, const JobTable& jobs, const Sc
   for (const JobSpec& job : scenario.jobs) {
     if (job.kind == JobKind::fetch || job.kind == JobKind::call) reply_classified_.insert(job.id);
     if (job.kind == JobKind::reconcile) reconcile_jobs_.insert(job.id);
+    if (job.kind == JobKind::publish) publish_jobs_.insert(job.id);
   }
 }
 
@@ -161,7 +162,8 @@ void RunFacts::on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& ou
     // A fetch or call run whose own request's last answer was a failure has
     // failed, whatever its row says (nothing_lost judges the swallowed one);
     // so has a reconcile run whose agent list got no 200.
-    if (ok && reply_classified_.count(r.job) != 0) {
+    const bool own_requests = reply_classified_.count(r.job) + publish_jobs_.count(r.job) != 0;
+    if (ok && own_requests) {
       if (auto failed = replies_.own_request_failure(r.job, r.slot)) {
         done.data["request_failed"] = *failed;
       }
@@ -182,6 +184,7 @@ std::string RunFacts::failure_class_of(const OpenRun& r, const DurableRow& facts
   const std::string written = facts.failure_class.value_or("unknown");
   if (const auto group = group_class_of(r)) return *group;
   if (reconcile_jobs_.count(r.job) != 0) return r.list_failure.value_or("unknown");
+  if (publish_jobs_.count(r.job) != 0) return publish_class_of(r);
   if (reply_classified_.count(r.job) == 0) return written;
   const std::vector<std::string> seen = replies_.failed_classes(r.job, r.slot);
   if (seen.empty()) return "unknown";
@@ -189,10 +192,20 @@ std::string RunFacts::failure_class_of(const OpenRun& r, const DurableRow& facts
 }
 
 std::string RunFacts::replies_class_of(const OpenRun& r) const {
-  if (reply_classified_.count(r.job) != 0 || reconcile_jobs_.count(r.job) != 0) {
+  if (reply_classified_.count(r.job) + reconcile_jobs_.count(r.job) + publish_jobs_.count(r.job) !=
+      0) {
     return failure_class_of(r, DurableRow{});
   }
   return group_class_of(r).value_or("");
+}
+
+// A failed publish run: its model-api request failed, or (its post in hand)
+// the messenger refused the delivery, or its ledger failed it closed.
+std::string RunFacts::publish_class_of(const OpenRun& r) const {
+  const std::vector<std::string> failed = replies_.failed_classes(r.job, r.slot);
+  if (!failed.empty()) return failed.front();
+  const std::vector<std::string> refused = replies_.group_tasks(r.job, r.slot).delivery_refusals;
+  return refused.empty() ? "unknown" : refused.front();
 }
 
 // The agent list a reconcile run's cycle got (its job and slot headers): the

@@ -18,7 +18,10 @@
 // run fails with the list's class after visiting the items; a run whose row
 // says ok then swallowed it, as a fetch run's failed request), else `unknown`
 // (the only other way a cycle fails is its store; item failures never fail a
-// run).
+// run). A publish run's is its model-api request's when that failed, else
+// the messenger's first refusal of its delivery (by the text rule), else
+// `unknown` (its ledger: docs/group-jobs.md); a run whose row says ok after a
+// failed model-api request swallowed it.
 // While the store refuses writes the outcome is what the run's finish carries
 // (a failure notice, a retry queued: a failure), judged at the next event. A retry taken and
 // finished without an intent while the store refuses writes was dropped (`retry_dropped`); a run
@@ -109,6 +112,7 @@ class RunFacts {
   void on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& out);
   std::string failure_class_of(const OpenRun& run, const DurableRow& facts) const;
   std::optional<std::string> group_class_of(const OpenRun& run) const;
+  std::string publish_class_of(const OpenRun& run) const;
   void note_agent_list(const TraceEvent& service_reply);
   // The class the world's replies give a failed run of `run`'s job ("" when
   // its kind takes the row's): its replies', its group rule's or its list's.
@@ -122,6 +126,7 @@ class RunFacts {
   RunReplies replies_;                              // the replies of the runs in progress
   std::set<std::string> reply_classified_;          // fetch and call jobs
   std::set<std::string> reconcile_jobs_;
+  std::set<std::string> publish_jobs_;
   std::set<std::string> notices_seen_;
 };
 

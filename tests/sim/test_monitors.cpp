@@ -795,6 +795,70 @@ TEST(RetriesBounded, JudgesAReconcileRunByItsAgentList) {
   }
 }
 
+// The base scenario's hourly job as a publish job posting to team-chat.
+Scenario publish_hourly() {
+  Scenario sc = only({"hourly"});
+  sc.jobs.front().kind = JobKind::publish;
+  sc.jobs.front().targets = {"team-chat"};
+  return sc;
+}
+
+// A failed publish run at 10:00 (row: network) whose model-api request got
+// `status` (0: none sent, the post was in hand) and whose delivery the
+// messenger refused with `refusal` ("" none), then a retry at 10:05.
+Script publish_failed(int status, const std::string& refusal) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  Script s;
+  handout(s, slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
+  run_start(s, slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
+  if (status != 0) {
+    TraceEvent reply;
+    reply.t = at(slot);
+    reply.type = "service_reply";
+    reply.service = "model-api";
+    reply.job = "hourly";
+    reply.slot = at(slot);
+    reply.data = {{"operation", "generate"}, {"request_id", "hourly/p"}, {"status", status}};
+    s.add_event(std::move(reply));
+  }
+  if (!refusal.empty()) {
+    s.add("message_refused", slot, "hourly", slot,
+          {{"kind", "delivery"}, {"target", "team-chat"}, {"reason", refusal}});
+  }
+  const json entry = {{"id", s.run_of("hourly")}, {"kind", "regular"}, {"attempt", 1}};
+  s.add("queue_intent", slot, "hourly", slot, entry);
+  s.add("durable_job_state", slot, "hourly", std::nullopt,
+        {{"retry_status", "retrying"}, {"failure_class", "network"}, {"slots", json::object()}});
+  s.add("queue_done", slot, "hourly", slot, entry);
+  return s;
+}
+
+// A publish run's class is the world's: its model-api reply's when that
+// failed, else the messenger's refusal of the post (its text), else unknown
+// (the ledger). Each written as network and retried: the retry of a 403, of a
+// refusal saying "invalid token" and of a run the world saw nothing fail in
+// fires; a 503 and a refusal saying "HTTP 503" are retryable all the same.
+TEST(RetriesBounded, JudgesAPublishRunByItsReplies) {
+  const char* slot = "2026-03-02T10:00:00Z";
+  const auto retried = [&](int status, const std::string& refusal) {
+    Script s = publish_failed(status, refusal);
+    return std::make_pair(s, retry_run(s, "hourly", slot, "2026-03-02T10:05:00Z", 2, "success"));
+  };
+  for (const auto& [status, refusal] : std::vector<std::pair<int, std::string>>{
+           {403, ""}, {0, "invalid token for team-chat"}, {0, ""}}) {
+    auto [s, bad] = retried(status, refusal);
+    const Outcome o = run(s, publish_hourly());
+    EXPECT_TRUE(fired(o, "retries_bounded", "a class its policy does not retry"))
+        << status << " " << refusal << ": " << describe(o.seen);
+  }
+  for (const auto& [status, refusal] :
+       std::vector<std::pair<int, std::string>>{{503, ""}, {0, "team-chat: HTTP 503"}}) {
+    auto [s, bad] = retried(status, refusal);
+    const Outcome o = run(s, publish_hourly());
+    EXPECT_FALSE(fired(o, "retries_bounded", "")) << status << ": " << describe(o.seen);
+  }
+}
+
 // An unreachable agent list fails the run after the items were visited: a
 // row saying ok swallowed it. A list answered 200 at last (a second cycle's
 // answer) is no failure.
