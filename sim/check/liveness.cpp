@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <set>
 
+#include "model/environment.hpp"
+#include "sim/monitors/handoff_roles.hpp"
 #include "sim/monitors/job_table.hpp"
 
 namespace rehearse::sim {
@@ -69,10 +72,31 @@ DurationMs period_ms(const MonitoredJob& job, TimeMs after) {
   return second ? *second - *first : 0;
 }
 
+// Whether an agent the environment names for a role is listed under a role
+// name that does not map to that role (the monitors' own table): every
+// handoff to that role, or every handoff at all for the lead, is a config
+// error the world keeps standing.
+bool roles_stand_against(const Scenario& s) {
+  if (!s.services.orchestrator) return false;
+  static const std::array<std::pair<const char*, const char*>, 4> kEnvRoles{
+      {{"AGENT_LEAD_ID", "lead"},
+       {"AGENT_DEV_ID", "dev"},
+       {"AGENT_OPS_ID", "ops"},
+       {"AGENT_PLANNING_ID", "planning"}}};
+  for (const OrchestratorAgent& a : s.services.orchestrator->agents) {
+    for (const auto& [var, role] : kEnvRoles) {
+      const auto named = env_lookup(s.env, var);
+      if (named && *named == a.id && witness_role_of(a.role) != role) return true;
+    }
+  }
+  return false;
+}
+
 // Whether the world itself still stands against an item at the end: its
-// issue deleted, or an agent absent (declared so, or removed) and not
-// restored after.
+// issue deleted, an agent absent (declared so, or removed) and not restored
+// after, or an agent listed under a role name that is not its role's.
 bool world_stands_against(const Scenario& s, const std::string& issue) {
+  if (roles_stand_against(s)) return true;
   std::set<std::string> absent;
   if (const auto& o = s.services.orchestrator) {
     for (const OrchestratorAgent& a : o->agents) {

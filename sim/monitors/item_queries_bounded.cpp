@@ -50,7 +50,7 @@ int handoff_rank(const std::string& issue_status) {
 }  // namespace
 
 ItemQueriesBounded::ItemQueriesBounded(const Scenario& scenario, MonitorContext& context)
-    : context_(context) {
+    : context_(context), migration_(kName, scenario) {
   if (const auto lead = env_lookup(scenario.env, "AGENT_LEAD_ID"); lead && !lead->empty()) {
     const std::string id(*lead);
     lead_prefix_ = id.substr(0, kAgentPrefixChars);
@@ -67,7 +67,9 @@ ItemQueriesBounded::ItemQueriesBounded(const Scenario& scenario, MonitorContext&
 
 Violations ItemQueriesBounded::observe(const TraceEvent& e, std::size_t i) {
   Violations out;
-  if (context_.process.went_down_at(i)) {
+  const bool went_down = context_.process.went_down_at(i);
+  migration_.observe(e, i, agent_list_answered_[e.job], went_down, out);
+  if (went_down) {
     forget_answers_not_yet_durable();
     return out;
   }

@@ -33,6 +33,7 @@
 // durable record was written after it (`durable_stage`); when the acting
 // worker goes down before that, the answer may be lost with it, and the
 // item may be asked again (docs/monitors.md).
+// And after a migration, stored ids first (migration_check.hpp).
 #pragma once
 
 #include <cstdint>
@@ -42,6 +43,7 @@
 #include <vector>
 
 #include "sim/monitors/context.hpp"
+#include "sim/monitors/migration_check.hpp"
 #include "sim/monitors/monitor.hpp"
 
 namespace rehearse::sim {
@@ -52,7 +54,7 @@ class ItemQueriesBounded final : public Monitor {
   static std::vector<std::string> reads() {
     return {"service_call",         "service_reply",    "durable_stage", "agent_removed",
             "agent_restored",       "instance_changed", "process_boot",  "process_crash",
-            "disk_process_crashed", "disk_crash",       "disk_lock"};
+            "disk_process_crashed", "disk_crash",       "disk_lock",     "queue_intent"};
   }
 
   ItemQueriesBounded(const Scenario& scenario, MonitorContext& context);
@@ -109,6 +111,7 @@ class ItemQueriesBounded final : public Monitor {
   bool lead_present_ = false;  // the lead agent is in the orchestrator's list now
   // job -> its last list_agents call was answered 200 (the core saw the list)
   std::map<std::string, bool> agent_list_answered_;
+  MigrationCheck migration_;
 };
 
 }  // namespace rehearse::sim

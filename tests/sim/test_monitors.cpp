@@ -4268,5 +4268,94 @@ TEST(QueueDiscipline, FiresWhenAStandbyTakesOverLaterThanOnePoll) {
   }
 }
 
+// After a migration, stored ids first (docs/semantics.md §8): the first cycle
+// that learns the new instance asks every item whose record holds an earlier
+// answer, unless the item is terminal or backing off.
+std::size_t job_asked(Script& s, const char* t, const std::string& item, int status) {
+  for (const char* type : {"service_call", "service_reply"}) {
+    TraceEvent e;
+    e.t = at(t);
+    e.type = type;
+    e.service = "orchestrator";
+    e.job = "reconcile";
+    e.item = item;
+    e.data = {{"operation", "get_issue"}, {"target", item}};
+    if (std::string(type) == "service_reply") {
+      e.data["status"] = status;
+      e.data["body_class"] = "todo";
+    }
+    s.add_event(std::move(e));
+  }
+  return 0;
+}
+
+std::size_t cycle_end(Script& s, const char* t) {
+  return s.add("queue_intent", t, "reconcile", "2026-03-02T10:00:00Z",
+               {{"id", 90}, {"kind", "regular"}, {"attempt", 1}});
+}
+
+// A cycle at 09:40 answered about both items (ISS-1 with `first_status`), a
+// migration at 09:45, and the 10:00 cycle on the new instance asking `asked`.
+Script migration(int first_status, const std::vector<std::string>& asked, bool crash_first) {
+  Script s;
+  boot(s, "2026-03-02T09:39:00Z", 1);
+  agents_listed(s, "2026-03-02T09:40:00Z");
+  job_asked(s, "2026-03-02T09:40:01Z", "ISS-1", first_status);
+  job_asked(s, "2026-03-02T09:40:01Z", "ISS-2", 200);
+  if (crash_first) {
+    crash(s, "2026-03-02T09:40:02Z");
+    boot(s, "2026-03-02T09:40:02Z", 2);
+  }
+  cycle_end(s, "2026-03-02T09:40:03Z");
+  s.add("instance_changed", "2026-03-02T09:45:00Z", {}, std::nullopt,
+        {{"from", "orchestrator-1"}, {"to", "orchestrator-2"}});
+  agents_listed(s, "2026-03-02T10:00:00Z");
+  for (const std::string& item : asked) job_asked(s, "2026-03-02T10:00:01Z", item, 200);
+  cycle_end(s, "2026-03-02T10:00:02Z");
+  return s;
+}
+
+// The index of the 10:00 cycle's end in migration()'s script.
+std::size_t migration_end(const Script& s) { return s.events().size() - 1; }
+
+TEST(ItemQueriesBounded, FiresWhenAStoredIdIsNotCheckedInTheFirstCycleAfterAMigration) {
+  Script s = migration(200, {"ISS-2"}, false);
+  const Outcome o = run(s, base_scenario(), at("2026-03-02T10:05:00Z"));
+  expect_first(o, "item_queries_bounded", migration_end(s));
+  EXPECT_TRUE(fired(o, "item_queries_bounded", "issue ISS-1 of job reconcile was not asked"))
+      << describe(o.seen);
+  // A refusal is an answer the record keeps too.
+  const Outcome refused =
+      run(migration(403, {"ISS-2"}, false), base_scenario(), at("2026-03-02T10:05:00Z"));
+  EXPECT_TRUE(fired(refused, "item_queries_bounded", "ISS-1 of job reconcile was not asked"));
+}
+
+TEST(ItemQueriesBounded, NearMissItemsTheFirstCycleAfterAMigrationMayLeave) {
+  const auto quiet = [](const Script& s) {
+    const Outcome o = run(s, base_scenario(), at("2026-03-02T10:05:00Z"));
+    EXPECT_FALSE(fired(o, "item_queries_bounded", "first cycle after")) << describe(o.seen);
+  };
+  quiet(migration(200, {"ISS-1", "ISS-2"}, false));  // both checked
+  quiet(migration(503, {"ISS-2"}, false));           // ISS-1 backing off
+  quiet(migration(200, {"ISS-2"}, true));            // ISS-1's answer maybe lost in the crash
+  Script closed;                                     // ISS-1 terminal before the migration
+  agents_listed(closed, "2026-03-02T09:40:00Z");
+  job_asked(closed, "2026-03-02T09:40:01Z", "ISS-1", 200);
+  cycle_end(closed, "2026-03-02T09:40:03Z");
+  TraceEvent stage;
+  stage.t = at("2026-03-02T09:40:04Z");
+  stage.type = "durable_stage";
+  stage.job = "reconcile";
+  stage.item = "ISS-1";
+  stage.data = {{"stage", "DONE"}, {"error", ""}};
+  closed.add_event(std::move(stage));
+  closed.add("instance_changed", "2026-03-02T09:45:00Z", {}, std::nullopt,
+             {{"from", "orchestrator-1"}, {"to", "orchestrator-2"}});
+  agents_listed(closed, "2026-03-02T10:00:00Z");
+  cycle_end(closed, "2026-03-02T10:00:02Z");
+  const Outcome o = run(closed, base_scenario(), at("2026-03-02T10:05:00Z"));
+  EXPECT_FALSE(fired(o, "item_queries_bounded", "first cycle after")) << describe(o.seen);
+}
+
 }  // namespace
 }  // namespace rehearse::sim

@@ -613,6 +613,30 @@ TEST(Findings, AnItemWhoseJobDoesNotRunAgainInTheWindowIsNotJudged) {
   EXPECT_NE(judged->message.find("is stuck at DESIGNING"), std::string::npos) << judged->message;
 }
 
+// The developer is listed under a role name no role has (reconcile-role-mixup):
+// the swarm's issue_status fault moves ISS-11 to in_progress, whose handoff
+// the role blocks for good, while the fault-free world hands ISS-11 to the
+// lead and never meets the role. A standing role mix-up of the world is no
+// liveness failure, as an absent agent is not; with the developer listed as
+// dev, the same end state is judged and fires.
+TEST(Findings, AnItemBlockedByAnAgentsListedRoleIsNotJudged) {
+  std::optional<Scenario> s;
+  ScenarioRunResult run = run_derived_case("reconcile-role-mixup", 489, s, SwarmOptions{});
+  ASSERT_TRUE(s.has_value());
+  const auto stuck =
+      std::find_if(run.final_items.begin(), run.final_items.end(),
+                   [](const FinalItemState& i) { return !i.reconcile_error.empty(); });
+  ASSERT_NE(stuck, run.final_items.end());
+  const auto held = judge_liveness(*s, run);
+  EXPECT_FALSE(held.has_value()) << held->message;
+  for (OrchestratorAgent& a : s->services.orchestrator->agents) {
+    if (a.role == "frontend") a.role = "dev";
+  }
+  const auto judged = judge_liveness(*s, run);
+  ASSERT_TRUE(judged.has_value());
+  EXPECT_NE(judged->message.find("is stuck at DESIGNING"), std::string::npos) << judged->message;
+}
+
 // A retry is taken (its row, "retry taken", is written at the take), the state
 // file is damaged while it runs, the run delivers, sets the guard and the
 // marker and succeeds, and its final row is refused (the store fails closed).

@@ -1,0 +1,109 @@
+#include "sim/monitors/migration_check.hpp"
+
+#include <fmt/format.h>
+
+namespace rehearse::sim {
+
+namespace {
+
+bool terminal_stage_name(const std::string& stage) {
+  return stage == "DONE" || stage == "DESIGN_FAILED";
+}
+
+// An answer about an item: definitive (a 2xx, or a refusal other than 404 /
+// 410, which end the item), transient (5xx, 408, 429, a transport error), or
+// neither (404 / 410).
+std::optional<bool> definitive_answer(const TraceEvent& reply) {
+  const std::int64_t status = reply.num("status", 0);
+  if (status == 0)
+    return reply.str("transport_error").empty() ? std::nullopt : std::optional(false);
+  if (status == 404 || status == 410) return std::nullopt;
+  if (status == 408 || status == 429 || (status >= 500 && status < 600)) return false;
+  return true;
+}
+
+}  // namespace
+
+MigrationCheck::MigrationCheck(const char* invariant, const Scenario& scenario)
+    : invariant_(invariant) {
+  for (const JobSpec& spec : scenario.jobs) {
+    for (const ReconcileItem& item : spec.items) {
+      items_of_[spec.id].insert(item.issue);
+      records_[{spec.id, item.issue}].terminal = terminal_stage_name(item.stage);
+    }
+  }
+}
+
+void MigrationCheck::observe(const TraceEvent& e, std::size_t i, bool list_answered, bool went_down,
+                             Violations& out) {
+  if (went_down) {
+    on_crash();
+  } else if (e.type == "instance_changed") {
+    for (const auto& [job, issues] : items_of_) migrated_.insert(job);
+  } else if (e.type == "durable_stage") {
+    records_[{e.job, e.item}].terminal = terminal_stage_name(e.str("stage"));
+  } else if (e.type == "queue_intent") {
+    on_intent(e, i, out);
+  } else if (e.service == "orchestrator" && e.type == "service_reply") {
+    on_reply(e, list_answered);
+  } else if (e.service == "orchestrator" && e.type == "service_call" &&
+             e.str("operation") == "get_issue") {
+    const auto cycle = cycles_.find(e.job);
+    if (cycle != cycles_.end()) cycle->second.asked.insert(e.item);
+  }
+}
+
+void MigrationCheck::on_reply(const TraceEvent& e, bool list_answered) {
+  const std::string operation = e.str("operation");
+  if (operation == "list_agents") {
+    if (e.num("status", 0) == 200 && migrated_.erase(e.job) > 0) arm(e.job);
+    return;
+  }
+  if (operation != "get_issue" || e.item.empty()) return;
+  const std::optional<bool> definitive = definitive_answer(e);
+  // An answer is recorded with an instance only in a cycle that has one.
+  if (!definitive || (*definitive && !list_answered)) return;
+  pending_[e.job][e.item] = *definitive;
+}
+
+// The cycle that learnt the new instance: the items it must ask.
+void MigrationCheck::arm(const std::string& job) {
+  Cycle cycle;
+  for (const std::string& issue : items_of_[job]) {
+    const ItemRecord& r = records_[{job, issue}];
+    if (r.answered && !r.backing_off && !r.terminal) cycle.required.insert(issue);
+  }
+  cycles_[job] = std::move(cycle);
+}
+
+void MigrationCheck::on_intent(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (const auto cycle = cycles_.find(e.job); cycle != cycles_.end()) {
+    for (const std::string& issue : cycle->second.required) {
+      if (cycle->second.asked.count(issue) != 0) continue;
+      out.push_back({invariant_, i, e.t,
+                     fmt::format("issue {} of job {} was not asked in the first cycle after the "
+                                 "orchestrator reported a new instance (stored ids are checked "
+                                 "first after a migration)",
+                                 issue, e.job)});
+    }
+    cycles_.erase(cycle);
+  }
+  for (const auto& [issue, definitive] : pending_[e.job]) {
+    ItemRecord& r = records_[{e.job, issue}];
+    r.answered = r.answered || definitive;
+    r.backing_off = !definitive;
+  }
+  pending_.erase(e.job);
+}
+
+void MigrationCheck::on_crash() {
+  for (const auto& [job, answers] : pending_) {
+    for (const auto& [issue, definitive] : answers) {
+      if (!definitive) records_[{job, issue}].backing_off = true;
+    }
+  }
+  pending_.clear();
+  cycles_.clear();
+}
+
+}  // namespace rehearse::sim
