@@ -3,10 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <set>
 
-#include "model/environment.hpp"
 #include "sim/monitors/handoff_roles.hpp"
 #include "sim/monitors/job_table.hpp"
 
@@ -78,16 +76,9 @@ DurationMs period_ms(const MonitoredJob& job, TimeMs after) {
 // error the world keeps standing.
 bool roles_stand_against(const Scenario& s) {
   if (!s.services.orchestrator) return false;
-  static const std::array<std::pair<const char*, const char*>, 4> kEnvRoles{
-      {{"AGENT_LEAD_ID", "lead"},
-       {"AGENT_DEV_ID", "dev"},
-       {"AGENT_OPS_ID", "ops"},
-       {"AGENT_PLANNING_ID", "planning"}}};
   for (const OrchestratorAgent& a : s.services.orchestrator->agents) {
-    for (const auto& [var, role] : kEnvRoles) {
-      const auto named = env_lookup(s.env, var);
-      if (named && *named == a.id && witness_role_of(a.role) != role) return true;
-    }
+    const std::optional<std::string> named = env_role_of(s, a.id);
+    if (named && witness_role_of(a.role) != named) return true;
   }
   return false;
 }

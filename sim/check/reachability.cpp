@@ -6,7 +6,6 @@
 #include <array>
 #include <cstdlib>
 
-#include "model/environment.hpp"
 #include "model/failure.hpp"
 #include "model/worker_lock.hpp"
 #include "sim/fault_kinds.hpp"
@@ -119,21 +118,13 @@ ReachabilityObserver::ReachabilityObserver(const Scenario& scenario)
 // (the monitors' own table of role names).
 void ReachabilityObserver::note_listed_roles() {
   if (!scenario_.services.orchestrator) return;
-  static const std::array<std::pair<const char*, const char*>, 4> kEnvRoles{
-      {{"AGENT_LEAD_ID", "lead"},
-       {"AGENT_DEV_ID", "dev"},
-       {"AGENT_OPS_ID", "ops"},
-       {"AGENT_PLANNING_ID", "planning"}}};
   for (const OrchestratorAgent& agent : scenario_.services.orchestrator->agents) {
     const std::optional<std::string> role = witness_role_of(agent.role);
     const bool legacy = role && *role != agent.role;
     if (legacy) legacy_agents_.insert(agent.id.substr(0, 8));
-    for (const auto& [var, wanted] : kEnvRoles) {
-      const auto named = env_lookup(scenario_.env, var);
-      if (!named || *named != agent.id) continue;
-      if (role != wanted) roles_mixed_ = true;
-      if (legacy && std::string(var) == "AGENT_LEAD_ID") lead_legacy_ = true;
-    }
+    const std::optional<std::string> named = env_role_of(scenario_, agent.id);
+    if (named && role != named) roles_mixed_ = true;
+    if (legacy && named == "lead") lead_legacy_ = true;
   }
 }
 

@@ -52,6 +52,19 @@ std::optional<std::string> witness_role_of(const std::string& name) {
   return std::nullopt;
 }
 
+std::optional<std::string> env_role_of(const Scenario& scenario, const std::string& agent_id) {
+  static const std::array<std::pair<const char*, const char*>, 4> kEnvRoles{
+      {{"AGENT_LEAD_ID", "lead"},
+       {"AGENT_DEV_ID", "dev"},
+       {"AGENT_OPS_ID", "ops"},
+       {"AGENT_PLANNING_ID", "planning"}}};
+  for (const auto& [var, role] : kEnvRoles) {
+    const auto named = env_lookup(scenario.env, var);
+    if (named && *named == agent_id) return std::string(role);
+  }
+  return std::nullopt;
+}
+
 HandoffRoles::HandoffRoles(const char* invariant, const Scenario& scenario)
     : invariant_(invariant) {
   if (const auto lead = env_lookup(scenario.env, "AGENT_LEAD_ID"); lead && !lead->empty()) {

@@ -23,6 +23,11 @@ namespace rehearse::sim {
 // nullopt for a name that maps to none (a config error).
 std::optional<std::string> witness_role_of(const std::string& name);
 
+// The role the scenario's environment names `agent_id` for (AGENT_LEAD_ID:
+// lead, AGENT_DEV_ID: dev, AGENT_OPS_ID: ops, AGENT_PLANNING_ID: planning),
+// or nullopt when it names it for none.
+std::optional<std::string> env_role_of(const Scenario& scenario, const std::string& agent_id);
+
 class HandoffRoles {
  public:
   HandoffRoles(const char* invariant, const Scenario& scenario);

@@ -59,11 +59,14 @@ void MigrationCheck::on_reply(const TraceEvent& e, bool list_answered) {
     if (e.num("status", 0) == 200 && migrated_.erase(e.job) > 0) arm(e.job);
     return;
   }
-  if (operation != "get_issue" || e.item.empty()) return;
+  if ((operation != "get_issue" && operation != "assign") || e.item.empty()) return;
   const std::optional<bool> definitive = definitive_answer(e);
-  // An answer is recorded with an instance only in a cycle that has one.
-  if (!definitive || (*definitive && !list_answered)) return;
-  pending_[e.job][e.item] = *definitive;
+  if (!definitive) return;
+  // An answer is recorded with an instance only in a cycle that has one; in
+  // a cycle without one, a status that calls for a handoff backs the item
+  // off (the handoff cannot be checked), so such an answer counts as one that
+  // may leave it backing off. So does a transient answer to its handoff.
+  pending_[e.job][e.item] = *definitive && list_answered;
 }
 
 // The cycle that learnt the new instance: the items it must ask.

@@ -7,13 +7,14 @@
 // (`queue_intent`: every change of the cycle is on disk by then).
 //
 // What the record holds comes from the world's own facts, not the pipeline
-// file's bookkeeping: a definitive answer about the item (a 2xx or a refusal,
-// in a cycle whose agent list was answered) is recorded once its run reached
-// its intent with no crash between; a transient answer (5xx, 408, 429, a
-// transport error) leaves the item backing off until a definitive answer is
-// recorded. A cycle cut by a crash is not judged (its validations may be on
-// disk already), and a crash keeps a cut run's transient answers (the item may
-// be backing off) but forgets its definitive ones (the item may not be).
+// file's bookkeeping: a definitive answer about the item (a 2xx or a refusal
+// to its get_issue or its handoff, in a cycle whose agent list was answered)
+// is recorded once its run reached its intent with no crash between; a
+// transient answer (5xx, 408, 429, a transport error), or any answer in a
+// cycle without an agent list (a handoff it calls for backs off), may leave
+// the item backing off until a definitive answer is recorded. A cycle cut by a crash is not judged
+// (its validations may be on disk already), and a crash keeps a cut run's transient answers (the
+// item may be backing off) but forgets its definitive ones (the item may not be).
 #pragma once
 
 #include <cstddef>

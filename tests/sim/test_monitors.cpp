@@ -743,20 +743,26 @@ TEST(RetriesBounded, JudgesTheClassOfTheRepliesNotTheRowsClass) {
 
 // A reconcile run of the base scenario at 10:00 whose cycle's agent list got
 // `list_statuses` (the last decides), its row `retry_status` / provider_5xx.
+// A service's reply under `job`'s run of `slot`.
+TraceEvent run_reply(const char* slot, const char* service, const char* job, json data) {
+  TraceEvent reply;
+  reply.t = at(slot);
+  reply.type = "service_reply";
+  reply.service = service;
+  reply.job = job;
+  reply.slot = at(slot);
+  reply.data = std::move(data);
+  return reply;
+}
+
 Script reconcile_run(const std::vector<int>& list_statuses, const std::string& row) {
   const char* slot = "2026-03-02T10:00:00Z";
   Script s;
   handout(s, slot, "reconcile", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
   run_start(s, slot, "reconcile", slot, {{"kind", "regular"}});
   for (int status : list_statuses) {
-    TraceEvent reply;
-    reply.t = at(slot);
-    reply.type = "service_reply";
-    reply.service = "orchestrator";
-    reply.job = "reconcile";
-    reply.slot = at(slot);
-    reply.data = {{"operation", "list_agents"}, {"status", status}};
-    s.add_event(std::move(reply));
+    s.add_event(run_reply(slot, "orchestrator", "reconcile",
+                          {{"operation", "list_agents"}, {"status", status}}));
   }
   const json entry = {{"id", s.run_of("reconcile")}, {"kind", "regular"}, {"attempt", 1}};
   s.add("queue_intent", slot, "reconcile", slot, entry);
@@ -812,14 +818,9 @@ Script publish_failed(int status, const std::string& refusal) {
   handout(s, slot, "hourly", slot, {{"next_run_at", "2026-03-02T11:00:00Z"}});
   run_start(s, slot, "hourly", slot, {{"kind", "regular"}, {"attempt", 1}});
   if (status != 0) {
-    TraceEvent reply;
-    reply.t = at(slot);
-    reply.type = "service_reply";
-    reply.service = "model-api";
-    reply.job = "hourly";
-    reply.slot = at(slot);
-    reply.data = {{"operation", "generate"}, {"request_id", "hourly/p"}, {"status", status}};
-    s.add_event(std::move(reply));
+    s.add_event(
+        run_reply(slot, "model-api", "hourly",
+                  {{"operation", "generate"}, {"request_id", "hourly/p"}, {"status", status}}));
   }
   if (!refusal.empty()) {
     s.add("message_refused", slot, "hourly", slot,
@@ -4335,10 +4336,28 @@ TEST(ItemQueriesBounded, NearMissItemsTheFirstCycleAfterAMigrationMayLeave) {
     const Outcome o = run(s, base_scenario(), at("2026-03-02T10:05:00Z"));
     EXPECT_FALSE(fired(o, "item_queries_bounded", "first cycle after")) << describe(o.seen);
   };
-  quiet(migration(200, {"ISS-1", "ISS-2"}, false));  // both checked
-  quiet(migration(503, {"ISS-2"}, false));           // ISS-1 backing off
-  quiet(migration(200, {"ISS-2"}, true));            // ISS-1's answer maybe lost in the crash
-  Script closed;                                     // ISS-1 terminal before the migration
+  quiet(migration(200, {"ISS-1", "ISS-2"}, false));   // both checked
+  quiet(migration(503, {"ISS-2"}, false));            // ISS-1 backing off
+  quiet(migration(200, {"ISS-2"}, true));             // ISS-1's answer maybe lost in the crash
+  Script no_list = migration(200, {"ISS-2"}, false);  // ISS-1 answered again without a list:
+  Script unlisted;                                    // its handoff may have backed off
+  for (std::size_t k = 0; k < no_list.events().size(); ++k) {
+    const TraceEvent& e = no_list.events()[k];
+    if (e.type == "instance_changed") {
+      TraceEvent lost = e;
+      lost.type = "service_reply";
+      lost.service = "orchestrator";
+      lost.job = "reconcile";
+      lost.data = {{"operation", "list_agents"}, {"status", 504}};
+      lost.t = at("2026-03-02T09:44:00Z");
+      unlisted.add_event(std::move(lost));
+      job_asked(unlisted, "2026-03-02T09:44:01Z", "ISS-1", 200);
+      cycle_end(unlisted, "2026-03-02T09:44:02Z");
+    }
+    unlisted.add_event(e);
+  }
+  quiet(unlisted);
+  Script closed;  // ISS-1 terminal before the migration
   agents_listed(closed, "2026-03-02T09:40:00Z");
   job_asked(closed, "2026-03-02T09:40:01Z", "ISS-1", 200);
   cycle_end(closed, "2026-03-02T09:40:03Z");
