@@ -709,6 +709,16 @@ TEST(RetriesBounded, FiresWhenANonRetryableClassIsRetried) {
   expect_first(run(s, base_scenario()), "retries_bounded", bad);
 }
 
+// The end of `job`'s regular run of `slot`: its intent, a row that says it
+// failed with class network (whatever the world saw), the queue's finish.
+void end_as_network_failure(Script& s, const char* slot, const std::string& job) {
+  const json entry = {{"id", s.run_of(job)}, {"kind", "regular"}, {"attempt", 1}};
+  s.add("queue_intent", slot, job, slot, entry);
+  s.add("durable_job_state", slot, job, std::nullopt,
+        {{"retry_status", "retrying"}, {"failure_class", "network"}, {"slots", json::object()}});
+  s.add("queue_done", slot, job, slot, entry);
+}
+
 // A fetch or call run's class is the monitors' own reading of the replies
 // the world recorded during the run (sim/monitors/reply_class.hpp), not the
 // class the durable row holds: a 403 written as network and retried fires;
@@ -723,11 +733,7 @@ TEST(RetriesBounded, JudgesTheClassOfTheRepliesNotTheRowsClass) {
     for (int status : statuses) {
       s.add("service_reply", slot, "hourly", slot, {{"request_id", "r0"}, {"status", status}});
     }
-    const json entry = {{"id", s.run_of("hourly")}, {"kind", "regular"}, {"attempt", 1}};
-    s.add("queue_intent", slot, "hourly", slot, entry);
-    s.add("durable_job_state", slot, "hourly", std::nullopt,
-          {{"retry_status", "retrying"}, {"failure_class", "network"}, {"slots", json::object()}});
-    s.add("queue_done", slot, "hourly", slot, entry);
+    end_as_network_failure(s, slot, "hourly");
     return s;
   };
   Script lied = scripted({403});
@@ -826,11 +832,7 @@ Script publish_failed(int status, const std::string& refusal) {
     s.add("message_refused", slot, "hourly", slot,
           {{"kind", "delivery"}, {"target", "team-chat"}, {"reason", refusal}});
   }
-  const json entry = {{"id", s.run_of("hourly")}, {"kind", "regular"}, {"attempt", 1}};
-  s.add("queue_intent", slot, "hourly", slot, entry);
-  s.add("durable_job_state", slot, "hourly", std::nullopt,
-        {{"retry_status", "retrying"}, {"failure_class", "network"}, {"slots", json::object()}});
-  s.add("queue_done", slot, "hourly", slot, entry);
+  end_as_network_failure(s, slot, "hourly");
   return s;
 }
 
