@@ -33,6 +33,8 @@ const std::vector<ReachabilityPoint>& situations() {
        "an item's durable record holds a reconcile error (backoff or "
        "config deferral)"},
       {"reconcile:item_closed", "an item closed as DESIGN_FAILED (its issue gone)"},
+      {"reconcile:validated_after_migration",
+       "an item asked in the first cycle whose agent list showed a new orchestrator instance"},
       {"reconcile:legacy_role_handoff",
        "a handoff accepted while the lead or the receiving agent was listed under a legacy "
        "role name"},
@@ -143,7 +145,8 @@ void ReachabilityObserver::observe(const TraceEvent& e) {
     reach("fault:" + e.str("kind"));
   } else if (t == "durable_job_state") {
     on_durable(e);
-  } else if (t == "durable_stage" || t == "service_call") {
+  } else if (t == "durable_stage" || t == "service_call" || t == "service_reply" ||
+             t == "instance_changed") {
     on_reconcile(e);
   } else if (t == "issue_assigned" && (lead_legacy_ || legacy_agents_.count(e.str("agent")) != 0)) {
     reach("reconcile:legacy_role_handoff");
@@ -243,7 +246,26 @@ void ReachabilityObserver::on_durable(const TraceEvent& e) {
 }
 
 void ReachabilityObserver::on_reconcile(const TraceEvent& e) {
+  if (e.type == "instance_changed") {
+    for (const JobSpec& job : scenario_.jobs) {
+      if (job.kind == JobKind::reconcile) migrated_.insert(job.id);
+    }
+    return;
+  }
+  if (e.str("operation") == "list_agents") {
+    // The first cycle on a new instance runs from its list's answer to the
+    // job's next list call.
+    if (e.type == "service_call") first_cycle_.erase(e.job);
+    if (e.type == "service_reply" && e.num("status", 0) == 200 && migrated_.erase(e.job) > 0) {
+      first_cycle_.insert(e.job);
+    }
+    return;
+  }
+  if (e.type == "service_reply") return;
   if (e.type == "service_call") {
+    if (first_cycle_.count(e.job) != 0 && e.str("operation") == "get_issue") {
+      reach("reconcile:validated_after_migration");
+    }
     const auto run = reconcile_runs_.find(e.job);
     if (run != reconcile_runs_.end() && e.str("operation") == "get_issue") {
       run->second.asked.insert(e.item);

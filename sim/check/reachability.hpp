@@ -65,9 +65,11 @@ class ReachabilityObserver {
   std::map<std::string, ReconcileRun> reconcile_runs_;  // job -> its run in progress
   std::optional<std::string> lock_holder_;              // the process holding the worker lock
   bool booted_once_ = false;                            // the disk queue was opened once already
-  std::set<std::string> legacy_agents_;                 // short ids listed under a legacy role name
-  bool roles_mixed_ = false;  // a named agent listed under a role not theirs
-  bool lead_legacy_ = false;  // the lead listed under a legacy role name
+  std::set<std::string> migrated_;       // reconcile jobs yet to meet the new instance
+  std::set<std::string> first_cycle_;    // jobs in their first cycle on it
+  std::set<std::string> legacy_agents_;  // short ids listed under a legacy role name
+  bool roles_mixed_ = false;             // a named agent listed under a role not theirs
+  bool lead_legacy_ = false;             // the lead listed under a legacy role name
 };
 
 }  // namespace rehearse::sim
