@@ -71,6 +71,9 @@ add_library(rehearse_mutant_cli OBJECT ${_rm_cli_sources})
 target_link_libraries(rehearse_mutant_cli PRIVATE ${_rm_sim_lib})
 target_compile_definitions(rehearse_mutant_cli PRIVATE REHEARSE_VERSION="${PROJECT_VERSION}")
 rehearse_set_warnings(rehearse_mutant_cli)
+# The commands' own code (arguments, reports) is little of what a run
+# executes: compiled quickly, as the patched units below.
+target_compile_options(rehearse_mutant_cli PRIVATE -O0 -g0)
 
 # The model/*.cpp files a unified diff changes (its "+++ b/<path>" lines).
 function(_rm_patched_files patch out_var)
@@ -124,6 +127,11 @@ extern \"C\" __attribute__((used)) const char rehearse_mutant_marker[] =\n\
   # The patched copies include "model/..." headers from the source tree.
   target_include_directories(rehearse_mutant_${name} PRIVATE ${PROJECT_SOURCE_DIR})
   rehearse_set_warnings(rehearse_mutant_${name})
+  # Each patched unit is compiled once per mutant, so its compile time is
+  # the zoo's build time: without optimisation and debug info it halves
+  # (the unit's code is a small part of what a run executes; the sanitizers,
+  # which decide what the objects may link with, stay).
+  target_compile_options(rehearse_mutant_${name} PRIVATE -O0 -g0)
   add_executable(rehearse_mutant_${name}_cli $<TARGET_OBJECTS:rehearse_mutant_${name}>
                                              $<TARGET_OBJECTS:rehearse_mutant_cli>)
   target_link_libraries(rehearse_mutant_${name}_cli PRIVATE ${_rm_sim_lib})

@@ -643,6 +643,7 @@ const char* to_string(FaultTarget target) noexcept {
     case FaultTarget::messenger: return "messenger";
     case FaultTarget::process: return "worker process";
     case FaultTarget::state_file: return "state file";
+    case FaultTarget::job_file: return "job file";
   }
   return "service";
 }
@@ -650,9 +651,13 @@ const char* to_string(FaultTarget target) noexcept {
 const FaultKinds& fault_kinds() {
   // One entry per kind, in FaultKind order (sim/scenario.hpp names them).
   static const FaultKinds kinds{
-      quota_exhausted(), http_errors(),  timeouts(),       network_errors(), token_revoked(),
-      issues_deleted(),  issue_status(), agent_removed(),  agent_restored(), restart(),
-      state_corrupted(), torn_write(),   messenger_down(),
+      quota_exhausted(), http_errors(),
+      timeouts(),        network_errors(),
+      token_revoked(),   issues_deleted(),
+      issue_status(),    agent_removed(),
+      agent_restored(),  restart(),
+      state_corrupted(), torn_write(),
+      messenger_down(),  job_file_corrupted_kind(),
   };
   return kinds;
 }

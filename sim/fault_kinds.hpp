@@ -51,6 +51,7 @@ enum class FaultTarget : unsigned char {
   messenger,     // the messenger's targets
   process,       // the worker process
   state_file,    // a state file on the simulated disk
+  job_file,      // a job's own durable file (delivery ledger, pipeline file)
 };
 const char* to_string(FaultTarget target) noexcept;
 
@@ -70,6 +71,7 @@ enum class FaultKeyType : unsigned char {
   cut,           // state_corrupted, mode truncated only: bytes kept
   flips,         // state_corrupted, mode flip only: unique byte offsets
   worker,        // a worker process number from 1 to queue.workers (absent: the machine)
+  job,           // the id of a declared job that keeps a durable file of its own
 };
 
 // The loader's reading of one key, handed to FaultKeySpec::store.
@@ -121,6 +123,8 @@ struct FaultWorld {
   std::function<void(const FaultSpec& fault)> corrupt_state;
   // The next write of the state file is torn; the process restarts down_for_ms later.
   std::function<void(StateFile file, DurationMs down_for_ms)> tear_next_write;
+  // The job's own durable file is damaged now (sim/world.cpp: corrupt_job_file).
+  std::function<void(const FaultSpec& fault)> corrupt_job_file;
   TimeMs until_ms = 0;  // the scenario's end
 };
 
@@ -145,6 +149,8 @@ using FaultKinds = std::vector<FaultKindSpec>;
 
 // Every fault kind, in FaultKind order.
 const FaultKinds& fault_kinds();
+// The kinds whose entries live in files of their own (sim/fault_<kind>.cpp).
+FaultKindSpec job_file_corrupted_kind();
 // The entry of `kind`; REHEARSE_ASSERTs that it exists.
 const FaultKindSpec& fault_kind_spec(FaultKind kind);
 // The entry named `name` in `kinds`, or nullptr.

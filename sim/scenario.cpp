@@ -490,6 +490,7 @@ struct ScenarioJobKind {
   const char* name;
   std::vector<std::string> keys;
   SideEffectKind side_effects;
+  bool keeps_file;  // a durable file of its own (ledger, pipeline): job_file_corrupted
   void (Loader::*load)(const json& v, const std::string& pointer, JobSpec& job);
 };
 
@@ -837,6 +838,7 @@ class Loader {
                                                  const std::vector<std::string>& declared,
                                                  std::string_view what, std::string_view where);
   std::optional<FaultValue> read_fault_new_instance(const json& value, const std::string& at);
+  std::optional<FaultValue> read_fault_job(const json& value, const std::string& at);
   std::optional<FaultValue> read_fault_cut(FaultReading& r, const json& value,
                                            const std::string& at);
   std::optional<FaultValue> read_fault_flips(FaultReading& r, const json& value,
@@ -1811,6 +1813,7 @@ std::optional<FaultValue> Loader::read_fault_value(FaultReading& r, const FaultK
     case FaultKeyType::agent:
       return read_fault_reference(value, at, agent_ids_, "agent", "/services/orchestrator/agents");
     case FaultKeyType::new_instance: return read_fault_new_instance(value, at);
+    case FaultKeyType::job: return read_fault_job(value, at);
     case FaultKeyType::cut: return read_fault_cut(r, value, at);
     case FaultKeyType::flips: return read_fault_flips(r, value, at);
     case FaultKeyType::issue_list:
@@ -1867,6 +1870,28 @@ std::optional<FaultValue> Loader::read_fault_reference(const json& value, const 
                                                        std::string_view where) {
   auto s = read_identifier(value, at, fmt::format("{} id", what));
   if (!s || !check_reference(*s, at, declared, what, where)) return std::nullopt;
+  return FaultValue{*s};
+}
+
+// `job`: a declared job that keeps a durable file of its own (a group or
+// publish job's delivery ledger, a reconcile job's pipeline file).
+std::optional<FaultValue> Loader::read_fault_job(const json& value, const std::string& at) {
+  auto s = read_identifier(value, at, "job id");
+  if (!s) return std::nullopt;
+  std::vector<std::string> with_file;
+  const JobSpec* named = nullptr;
+  for (const JobSpec& job : scenario_.jobs) {
+    if (job_keeps_file(job.kind)) with_file.push_back(job.id);
+    if (job.id == *s) named = &job;
+  }
+  if (named != nullptr && !job_keeps_file(named->kind)) {
+    reference_error(at, fmt::format("job '{}' is a {} job, which keeps no file of its own (a "
+                                    "group or publish job's delivery ledger, a reconcile job's "
+                                    "pipeline file)",
+                                    *s, to_string(named->kind)));
+    return std::nullopt;
+  }
+  if (!check_reference(*s, at, with_file, "job with a file", "/jobs")) return std::nullopt;
   return FaultValue{*s};
 }
 
@@ -2443,19 +2468,31 @@ void Loader::compute_flags() {
 const std::vector<ScenarioJobKind>& Loader::job_kinds() {
   static const std::vector<ScenarioJobKind> kKinds = [] {
     std::vector<ScenarioJobKind> kinds{
-        {JobKind::group, "group", {"tasks", "targets"}, SideEffectKind::draft, &Loader::load_group},
+        {JobKind::group,
+         "group",
+         {"tasks", "targets"},
+         SideEffectKind::draft,
+         true,
+         &Loader::load_group},
         {JobKind::fetch,
          "fetch",
          {"service", "requests", "parallel"},
          SideEffectKind::none,
+         false,
          &Loader::load_fetch},
         {JobKind::reconcile,
          "reconcile",
          {"items", "batch_size"},
          SideEffectKind::none,
+         true,
          &Loader::load_reconcile},
-        {JobKind::publish, "publish", {"targets"}, SideEffectKind::publish, &Loader::load_publish},
-        {JobKind::call, "call", {"calls"}, SideEffectKind::none, &Loader::load_call_job},
+        {JobKind::publish,
+         "publish",
+         {"targets"},
+         SideEffectKind::publish,
+         true,
+         &Loader::load_publish},
+        {JobKind::call, "call", {"calls"}, SideEffectKind::none, false, &Loader::load_call_job},
     };
     for (std::size_t i = 0; i < kinds.size(); ++i) {
       REHEARSE_ASSERT(static_cast<std::size_t>(kinds[i].kind) == i);  // in JobKind order
@@ -2477,6 +2514,11 @@ void add_job_kind_keys(std::map<std::string, std::vector<std::string>>& keys) {
 const char* to_string(JobKind kind) noexcept {
   const auto i = static_cast<std::size_t>(kind);
   return i < Loader::job_kinds().size() ? Loader::job_kinds()[i].name : "unknown";
+}
+
+bool job_keeps_file(JobKind kind) noexcept {
+  const auto i = static_cast<std::size_t>(kind);
+  return i < Loader::job_kinds().size() && Loader::job_kinds()[i].keeps_file;
 }
 
 // What a re-run does outside when a job declares nothing (the table's

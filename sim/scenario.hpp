@@ -125,6 +125,9 @@ const char* to_string(TaskOutput output) noexcept;
 // per slot by the send guard; a publish job publishes.
 // (SideEffectKind is the core's vocabulary, model/retry_policy.hpp.)
 SideEffectKind default_side_effects(JobKind kind) noexcept;
+// Whether jobs of the kind keep a durable file of their own (a group or
+// publish job's delivery ledger, a reconcile job's pipeline file).
+bool job_keeps_file(JobKind kind) noexcept;
 
 struct GroupTask {
   std::string id;
@@ -200,6 +203,7 @@ enum class FaultKind : unsigned char {
   state_corrupted,
   torn_write,
   messenger_down,
+  job_file_corrupted,
 };
 // The kind's name in the table / the kind named `name` there.
 const char* to_string(FaultKind kind) noexcept;
@@ -245,6 +249,7 @@ struct FaultSpec {
   std::optional<std::uint64_t> cut;
   std::vector<std::uint64_t> flips;
   std::vector<std::string> targets;  // messenger_down (empty: every target)
+  std::string job;                   // job_file_corrupted: a group, publish or reconcile job
   // The keys of a kind whose table entry gives them no field above, by name,
   // as the loader read them (FaultValue::value).
   nlohmann::json params = nlohmann::json::object();

@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "model/delivery_ledger.hpp"
 #include "model/disk_job_queue.hpp"
 #include "model/pipeline_store.hpp"
 #include "model/reconcile.hpp"
@@ -201,6 +202,8 @@ class World {
   RunMark current_mark() const;
   void record_worker_mark(WorkerMarkKind kind, bool planned);
   void corrupt_state(const FaultSpec& fault);
+  void corrupt_job_file(const FaultSpec& fault);
+  std::string job_file_path(const JobSpec& job) const;
   Status apply_corruption(const std::string& path, const FaultSpec& fault);
   void on_trace_event(const TraceEvent& event, std::size_t index);
   void on_violation(Violation violation);
@@ -258,6 +261,7 @@ class World {
   // expect.damaged_files: per state file, the path the last state_corrupted
   // fault damaged and the bytes it left there.
   std::map<StateFile, std::pair<std::string, std::string>> damaged_;
+  std::set<std::string> damaged_job_files_;  // jobs whose own file a fault damaged
   void compare_damaged_files(ScenarioRunResult& result) const;
   // The world's readings of the state store and the ledger (record_durable_facts).
   DurableStateReader state_reader_{kWorldStateDir};
@@ -430,6 +434,7 @@ FaultWorld World::fault_world() {
     crash_worker(cause, down_for_ms, worker);
   };
   w.corrupt_state = [this](const FaultSpec& fault) { corrupt_state(fault); };
+  w.corrupt_job_file = [this](const FaultSpec& fault) { corrupt_job_file(fault); };
   w.tear_next_write = [this](StateFile file, DurationMs down_for_ms) {
     // Every write of the state store's files starts with this prefix (the
     // journal, the snapshot and its temp file).
@@ -697,6 +702,46 @@ void World::corrupt_state(const FaultSpec& fault) {
   damaged_[fault.file] = {path, disk_.live_content(path).value_or(std::string())};
   // Who reads the damaged bytes is a world fact (`disk_read`): state_durable
   // asks for a report of the damage from a process that read it.
+  disk_.watch_reads(path);
+}
+
+// The file a job keeps of its own that its reader loads: a ledger's journal
+// while one exists, else its snapshot; a reconcile job's pipeline file.
+std::string World::job_file_path(const JobSpec& job) const {
+  if (job.kind == JobKind::reconcile) {
+    return fmt::format("{}/{}", reconcile_config_from(job).store_dir, PipelineStore::kFileName);
+  }
+  const std::string name = DeliveryLedger::encode_job_id(job.id);
+  const std::string journal =
+      fmt::format("{}/{}{}", kWorldLedgerDir, name, DeliveryLedger::kJournalSuffix);
+  if (disk_.live_content(journal).has_value()) return journal;
+  return fmt::format("{}/{}{}", kWorldLedgerDir, name, DeliveryLedger::kFileSuffix);
+}
+
+// A job_file_corrupted fault: the file is replaced, durably, by bytes its
+// reader must refuse (not JSON, empty, or JSON of the wrong shape), whether
+// or not it existed. Who reads them afterwards is a world fact (`disk_read`).
+void World::corrupt_job_file(const FaultSpec& fault) {
+  const JobSpec* job = find_job(fault.job);
+  REHEARSE_ASSERT(job != nullptr);  // the loader checked the reference
+  const std::string path = job_file_path(*job);
+  const bool existed = disk_.live_content(path).has_value();
+  std::string bytes;
+  switch (fault.mode) {
+    case CorruptionMode::schema: bytes = "{\"format\":\"not-a-version\",\"jobs\":7}\n"; break;
+    case CorruptionMode::empty: break;
+    default: bytes = "\x7f\x01garbage\xff\xfe"; break;
+  }
+  const bool applied = disk_.put_durable(path, bytes).ok();
+  TraceEvent e;
+  e.t = sim_.now();
+  e.type = "job_file_damaged";
+  e.job = fault.job;
+  e.data = json{
+      {"path", path}, {"mode", to_string(fault.mode)}, {"existed", existed}, {"applied", applied}};
+  trace_.record(std::move(e));
+  if (!applied) return;
+  damaged_job_files_.insert(fault.job);
   disk_.watch_reads(path);
 }
 
@@ -1051,6 +1096,9 @@ void World::read_final_state(ScenarioRunResult& result) {
     if (spec.kind != JobKind::reconcile) continue;
     PipelineStore pipeline(disk_, reconcile_config_from(spec).store_dir);
     auto items = pipeline.load();
+    // A file the world damaged holds no items to read back: the job failed
+    // closed on it (state_durable judges that), and its items have no end state.
+    if (!items.ok() && damaged_job_files_.count(spec.id) != 0) continue;
     if (!items.ok()) {
       result.errors.push_back(fmt::format("job {}: the pipeline store cannot be read back: {}",
                                           spec.id, items.error().describe()));

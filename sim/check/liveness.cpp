@@ -118,6 +118,15 @@ bool chain_judged(const JobSpec& spec, const MonitoredJob& job, DurationMs call_
   return job.policy_judged && chain_ms(spec, job, call_ms) <= kMaxSettleMs;
 }
 
+// Whether the world damaged the job's own file (job_file_corrupted): the job
+// then fails closed until an operator repairs the file, which no world does,
+// so it never settles (state_durable judges that it fails closed).
+bool job_file_damaged(const Scenario& s, const std::string& job_id) {
+  return std::any_of(s.faults.begin(), s.faults.end(), [&](const FaultSpec& f) {
+    return f.kind == FaultKind::job_file_corrupted && f.job == job_id;
+  });
+}
+
 std::optional<Violation> unsettled_job(const Scenario& s, const ScenarioRunResult& run,
                                        const std::string& when) {
   const JobTable table(s);
@@ -132,6 +141,7 @@ std::optional<Violation> unsettled_job(const Scenario& s, const ScenarioRunResul
     const JobSpec* spec = s.find_job(f.job_id);
     const MonitoredJob* job = table.find(f.job_id);
     if (spec == nullptr || job == nullptr || !chain_judged(*spec, *job, call_ms)) continue;
+    if (job_file_damaged(s, f.job_id)) continue;
     return Violation{
         kLivenessInvariant, run.trace.size(), run.end_ms,
         fmt::format(
@@ -188,7 +198,7 @@ std::optional<Violation> unsettled_item(const Scenario& s, const ScenarioRunResu
     if (item.stage == "DONE" || item.stage == "DESIGN_FAILED" || item.reconcile_error.empty()) {
       continue;
     }
-    if (world_stands_against(s, item.issue)) continue;
+    if (world_stands_against(s, item.issue) || job_file_damaged(s, item.job_id)) continue;
     if (!job_runs_after_deferral(s, item.job_id, last)) continue;
     if (!asked && reference) ref = reference();
     asked = true;

@@ -33,6 +33,7 @@ struct Declared {
   std::vector<std::string> issues;
   std::vector<std::string> agents;
   std::vector<std::string> targets;
+  std::vector<std::string> file_jobs;  // jobs with a durable file of their own
   int workers = 1;
 };
 
@@ -51,6 +52,10 @@ Declared declared_of(const Scenario& s) {
     d.instance = o->instance;
     for (const OrchestratorIssue& issue : o->issues) d.issues.push_back(issue.id);
     for (const OrchestratorAgent& agent : o->agents) d.agents.push_back(agent.id);
+  }
+  for (const JobSpec& job : s.jobs) {
+    // A fleet's jobs are drawn again from the case's seed: only listed jobs keep their kind.
+    if (job_keeps_file(job.kind) && !job.from_fleet) d.file_jobs.push_back(job.id);
   }
   if (const auto& m = s.services.messenger) {
     d.messenger = true;
@@ -80,6 +85,7 @@ bool key_drawable(const FaultKeySpec& key, const Declared& d) {
     case FaultKeyType::agent: return !d.agents.empty();
     case FaultKeyType::new_instance: return d.orchestrator;
     case FaultKeyType::targets: return !d.targets.empty();
+    case FaultKeyType::job: return !d.file_jobs.empty();
     case FaultKeyType::name: return !key.names.empty();
     default: return true;
   }
@@ -129,6 +135,7 @@ std::optional<json> draw_value(const FaultKeySpec& key, Rng& rng, const Declared
     case FaultKeyType::new_instance:
       return fmt::format("{}-swarm-{}", d.instance, ++instances_made);
     case FaultKeyType::targets: return pick_subset(rng, d.targets);
+    case FaultKeyType::job: return pick(rng, d.file_jobs);
     // Exact damage needs the file's size when the fault fires, which only
     // the run knows: left to the run's generator (it varies with the seed).
     case FaultKeyType::cut:
@@ -207,20 +214,34 @@ Status extend_for_settling(json& derived, SwarmChoice& c) {
 
 // Swarm: each applicable kind on with probability 1/2; each kind on gets
 // 1..max_instances faults.
+// A kind added to the table after the swarm's seeds were published draws
+// from a stream of its own (derived, not consumed), so every earlier kind's
+// faults for a seed stay what they were: a printed replay line keeps meaning
+// the same case.
+bool draws_own_stream(const FaultKindSpec& kind) {
+  return kind.applies_to == FaultTarget::job_file;
+}
+
 void add_swarm_faults(json& faults, Rng& rng, const Declared& d, const SwarmOptions& options,
                       SwarmChoice& c) {
   int instances_made = 0;
-  std::vector<const FaultKindSpec*> on;
+  std::vector<std::pair<const FaultKindSpec*, Rng*>> on;
+  std::vector<Rng> own;
+  own.reserve(fault_kinds().size());
   for (const FaultKindSpec& kind : fault_kinds()) {
     if (!kind_applicable(kind, d)) continue;
-    const bool is_on = rng.next_bool(0.5);
+    Rng* from = &rng;
+    if (draws_own_stream(kind)) {
+      from = &own.emplace_back(rng.derive(fmt::format("rehearse/check/swarm/{}", kind.name)));
+    }
+    const bool is_on = from->next_bool(0.5);
     (is_on ? c.kinds_on : c.kinds_off).emplace_back(kind.name);
-    if (is_on) on.push_back(&kind);
+    if (is_on) on.emplace_back(&kind, from);
   }
-  for (const FaultKindSpec* kind : on) {
-    const auto n = rng.next_in(1, std::max(1, options.max_instances));
+  for (const auto& [kind, from] : on) {
+    const auto n = from->next_in(1, std::max(1, options.max_instances));
     for (std::int64_t i = 0; i < n; ++i) {
-      faults.push_back(draw_fault(*kind, rng, d, instances_made));
+      faults.push_back(draw_fault(*kind, *from, d, instances_made));
       ++c.faults_added;
     }
   }

@@ -36,6 +36,10 @@ NothingLost::NothingLost(const Scenario& scenario, MonitorContext& context)
 
 Violations NothingLost::observe(const TraceEvent& e, std::size_t i) {
   Violations out;
+  if (e.type == "job_file_damaged") {
+    if (e.flag("applied")) ledger_damaged_.insert(e.job);
+    return out;
+  }
   if (is_crash_event(e.type)) orphan_leases_of(e);
   track_leases(e, i, out);
   sends_.observe(e, i, out);
@@ -300,6 +304,9 @@ void NothingLost::check_group_verdict(const TraceEvent& e, std::size_t i, Violat
   JobWatch& j = jobs_[e.job];
   if (e.type == "queue_take") {
     judge_group_run(e.job, i, e.t, out);
+    // A run after the world damaged the job's ledger fails closed before any
+    // task runs: there is no verdict to judge (state_durable judges the closing).
+    if (ledger_damaged_.count(e.job) != 0) return;
     j.group_run = GroupRun{*e.slot, {}, false, false, {}};
     return;
   }

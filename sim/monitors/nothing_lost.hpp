@@ -74,7 +74,7 @@ class NothingLost final : public Monitor {
             "outbox_add",    "durable_delivery", "message_delivered", "message_refused",
             "queue_add",     "service_reply",    "process_crash",     "disk_process_crashed",
             "disk_crash",    "durable_stage",    "queue_requeue",     "queue_cancel",
-            "outbox_remove", "service_call"};
+            "outbox_remove", "service_call",     "job_file_damaged"};
   }
 
   NothingLost(const Scenario& scenario, MonitorContext& context);
@@ -143,6 +143,7 @@ class NothingLost final : public Monitor {
   SequentialRequests sequential_;    // requests of sequential runs
   bool notifications_seen_ = false;  // the scenario declares a messenger
   std::map<std::string, JobWatch> jobs_;
+  std::set<std::string> ledger_damaged_;  // jobs whose ledger the world damaged
   std::set<std::pair<std::string, TimeMs>> delivered_;  // slots with a delivery sent
   // (job, slot, target) a delivery reached: sent, or held by the ledger.
   std::set<std::tuple<std::string, TimeMs, std::string>> delivered_to_;

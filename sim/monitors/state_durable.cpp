@@ -39,6 +39,11 @@ void StateDurable::add_locked_store(std::string dir) {
 
 Violations StateDurable::observe(const TraceEvent& e, std::size_t i) {
   Violations out;
+  job_files_.observe(e, i, out);
+  if (e.type == "job_file_damaged" || e.type == "service_call" || e.type == "message_delivered" ||
+      e.type == "message_refused") {
+    return out;
+  }
   // (A takeover's worker-lock grant both ends the dead holder's life and
   // boots the new one; it is also a lock to note below.)
   if (e.type == "disk_crash" || context_.process.went_down_at(i)) {

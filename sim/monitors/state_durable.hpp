@@ -25,6 +25,8 @@
 // - the queue's durable promise (queue_promise.hpp): what the queue
 //   acknowledged and did not finish is in the file a boot reopens (the
 //   world's `queue_reopened`);
+// - a job's own damaged file (ledger, pipeline file) fails its runs closed
+//   and is kept (job_file_watch.hpp);
 // - end: a damaged state file that a process booted after the damage read
 //   (the disk's `disk_read` of a watched file) must have been reported; a
 //   file no booted process reads needs no report from the worker.
@@ -37,6 +39,7 @@
 #include <vector>
 
 #include "sim/monitors/context.hpp"
+#include "sim/monitors/job_file_watch.hpp"
 #include "sim/monitors/monitor.hpp"
 #include "sim/monitors/queue_promise.hpp"
 
@@ -47,6 +50,10 @@ class StateDurable final : public Monitor {
   static constexpr const char* kName = "state_durable";
   static std::vector<std::string> reads() {
     return {"store_corrupt_injected",
+            "job_file_damaged",
+            "service_call",
+            "message_delivered",
+            "message_refused",
             "disk_corrupted",
             "disk_torn_write",
             "journal_tail_kept",
@@ -122,7 +129,8 @@ class StateDurable final : public Monitor {
     bool read = false;    // and read the damaged file
   };
   std::vector<Damage> unreported_;
-  QueuePromise queue_promise_;  // the queue's acknowledged entries and messages
+  QueuePromise queue_promise_;     // the queue's acknowledged entries and messages
+  JobFileWatch job_files_{kName};  // a damaged ledger or pipeline file: closed, kept
 };
 
 }  // namespace rehearse::sim

@@ -101,6 +101,7 @@ bool has_choices(const FaultKeySpec& key, const FaultTargets& t) {
     case FaultKeyType::new_instance: return t.orchestrator;
     case FaultKeyType::targets: return t.messenger && !t.targets.empty();
     case FaultKeyType::worker: return t.workers > 1;  // one worker: left out (the machine)
+    case FaultKeyType::job: return !t.file_jobs.empty();
     default: return true;
   }
 }
@@ -130,6 +131,7 @@ rc::Gen<json> key_value(const FaultKeySpec& key, const FaultContext& c) {
     case FaultKeyType::agent: return one_of_names(t.agents);
     case FaultKeyType::new_instance: return one_of_names(other_instances(t));
     case FaultKeyType::targets: return subset_of(t.targets);
+    case FaultKeyType::job: return one_of_names(t.file_jobs);
     case FaultKeyType::worker:
       return rc::gen::map(rc::gen::inRange(1, t.workers + 1), [](int v) { return json(v); });
     case FaultKeyType::cut:
@@ -233,6 +235,10 @@ FaultTargets fault_targets(const sim::Scenario& scenario) {
   if (s.messenger) {
     t.messenger = true;
     t.targets = s.messenger->targets;
+  }
+  for (const sim::JobSpec& job : scenario.jobs) {
+    // A fleet's jobs are drawn again from the case's seed: only listed jobs keep their kind.
+    if (sim::job_keeps_file(job.kind) && !job.from_fleet) t.file_jobs.push_back(job.id);
   }
   return t;
 }

@@ -55,8 +55,9 @@ struct FaultTargets {
   std::vector<std::string> issues;  // orchestrator issue ids
   std::vector<std::string> agents;  // orchestrator agent ids
   bool messenger = false;
-  std::vector<std::string> targets;  // messenger targets
-  int workers = 1;                   // worker processes (queue.workers)
+  std::vector<std::string> targets;    // messenger targets
+  int workers = 1;                     // worker processes (queue.workers)
+  std::vector<std::string> file_jobs;  // jobs with a durable file of their own
 };
 
 FaultTargets fault_targets(const sim::Scenario& scenario);

@@ -171,6 +171,7 @@ json valid_value(const FaultKindSpec& kind, const FaultKeySpec& key) {
     case FaultKeyType::agent: return "agent-1";
     case FaultKeyType::new_instance: return "orchestrator-2";
     case FaultKeyType::targets: return json::array({"team"});
+    case FaultKeyType::job: return "j";  // the scenario's publish job
     case FaultKeyType::cut:
     case FaultKeyType::flips: break;  // each needs its own mode
   }

@@ -60,6 +60,7 @@ FaultTargets everything() {
   t.messenger = true;
   t.targets = {"team-1", "team-2"};
   t.workers = 2;
+  t.file_jobs = {"report"};
   return t;
 }
 
@@ -84,7 +85,12 @@ json everything_doc(const json& faults) {
                  {"kind", "call"},
                  {"schedule", "0 * * * *"},
                  {"retry_policy", "auto"},
-                 {"calls", {{{"service", "api-1"}}}}}}},
+                 {"calls", {{{"service", "api-1"}}}}},
+                {{"id", "report"},
+                 {"kind", "publish"},
+                 {"schedule", "0 * * * *"},
+                 {"retry_policy", "auto"},
+                 {"targets", {"team-1"}}}}},
               {"faults", faults}};
 }
 
