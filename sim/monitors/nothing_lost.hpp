@@ -143,7 +143,7 @@ class NothingLost final : public Monitor {
   SequentialRequests sequential_;    // requests of sequential runs
   bool notifications_seen_ = false;  // the scenario declares a messenger
   std::map<std::string, JobWatch> jobs_;
-  std::set<std::string> ledger_damaged_;  // jobs whose ledger the world damaged
+  std::set<std::string> ledger_damaged_;                // jobs whose ledger the world damaged
   std::set<std::pair<std::string, TimeMs>> delivered_;  // slots with a delivery sent
   // (job, slot, target) a delivery reached: sent, or held by the ledger.
   std::set<std::tuple<std::string, TimeMs, std::string>> delivered_to_;
