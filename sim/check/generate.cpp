@@ -778,6 +778,7 @@ Result<json> derive_world_case(std::uint64_t seed, const SwarmOptions& options,
   SwarmOptions o = options;
   o.drop_base_faults = false;  // the placed faults already vary with the seed
   o.random_jobs = false;       // the jobs are drawn already
+  o.damage_job_files = true;
   return derive_case(generate_world(seed), seed, o, choice,
                      fmt::format("a world generated from seed {}", seed));
 }

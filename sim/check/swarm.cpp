@@ -230,6 +230,7 @@ void add_swarm_faults(json& faults, Rng& rng, const Declared& d, const SwarmOpti
   own.reserve(fault_kinds().size());
   for (const FaultKindSpec& kind : fault_kinds()) {
     if (!kind_applicable(kind, d)) continue;
+    if (draws_own_stream(kind) && !options.damage_job_files) continue;
     Rng* from = &rng;
     if (draws_own_stream(kind)) {
       from = &own.emplace_back(rng.derive(fmt::format("rehearse/check/swarm/{}", kind.name)));

@@ -45,6 +45,10 @@ struct SwarmOptions {
   // `--random-jobs`: the base's jobs get new schedules, policies and kind keys
   // first (randomize_jobs, sim/check/generate.hpp, its own stream).
   bool random_jobs = false;
+  // Draw `job_file_corrupted`. Generated worlds only: on a bundled scenario a
+  // damage that fails a job closed for good would mask, in half its cases,
+  // the behaviour the scenario exists to search.
+  bool damage_job_files = false;
 };
 
 // What one derivation chose (for the description, reports and tests).

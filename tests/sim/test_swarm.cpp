@@ -107,11 +107,17 @@ TEST(Swarm, EveryDerivedDocumentLoads) {
 
 TEST(Swarm, EveryKindIsOnAndOffOverTwoHundredSeeds) {
   std::map<std::string, int> on, off;
+  SwarmOptions worlds;  // as generated worlds draw: job files damaged too
+  worlds.damage_job_files = true;
   for (std::uint64_t seed = 1; seed <= 200; ++seed) {
     SwarmChoice c;
-    derive(full_world(), seed, &c);
+    ASSERT_TRUE(derive_case(full_world(), seed, worlds, &c, "base.json").ok());
     for (const auto& k : c.kinds_on) ++on[k];
     for (const auto& k : c.kinds_off) ++off[k];
+    // A bundled scenario's swarm never fails a job closed for good.
+    SwarmChoice plain;
+    derive(full_world(), seed, &plain);
+    EXPECT_EQ(std::count(plain.kinds_on.begin(), plain.kinds_on.end(), "job_file_corrupted"), 0);
   }
   // The full world can take every kind of the table.
   for (const FaultKindSpec& kind : fault_kinds()) {
