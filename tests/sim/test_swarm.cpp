@@ -530,18 +530,11 @@ TEST(Findings, ADamagedFileACoreReadsAtItsBootMustBeReported) {
 // liveness findings below judge.
 ScenarioRunResult run_derived_case(const std::string& name, std::uint64_t seed,
                                    std::optional<Scenario>& scenario,
-                                   SwarmOptions swarm = SwarmOptions{},
-                                   bool keep_job_file_damage = true) {
+                                   SwarmOptions swarm = SwarmOptions{}) {
   scenario.reset();
   const json base = read_json(source_dir() + "/scenarios/" + name + ".json");
   auto doc = derive_case(base, seed, swarm);
   if (!doc.ok()) return {};
-  if (!keep_job_file_damage) {
-    json& faults = (*doc)["faults"];
-    faults.erase(std::remove_if(faults.begin(), faults.end(),
-                                [](const json& f) { return f["kind"] == "job_file_corrupted"; }),
-                 faults.end());
-  }
   auto s = load_scenario_json(doc->dump(), name + ".seed-" + std::to_string(seed) + ".json");
   if (!s.ok()) return {};
   RunOptions options;
@@ -608,9 +601,7 @@ TEST(Findings, AnItemWhoseJobDoesNotRunAgainInTheWindowIsNotJudged) {
   SwarmOptions swarm;
   swarm.random_jobs = true;
   std::optional<Scenario> s;
-  // The case without its damaged pipeline file (a job failing closed on its
-  // own file has no items to judge).
-  ScenarioRunResult run = run_derived_case("reconcile-out-of-order", 15, s, swarm, false);
+  ScenarioRunResult run = run_derived_case("reconcile-out-of-order", 15, s, swarm);
   ASSERT_TRUE(s.has_value());
   ASSERT_EQ(s->jobs.size(), 1u);
   EXPECT_EQ(s->jobs[0].schedule, "39 */12 * * *");
