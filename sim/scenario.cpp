@@ -12,6 +12,7 @@
 // scenario, so they never pile onto errors.
 #include "sim/scenario.hpp"
 #include "model/state_codec.hpp"
+#include "sim/spelling.hpp"
 
 #include <fmt/format.h>
 
@@ -261,46 +262,6 @@ std::string child(const std::string& pointer, std::string_view key) {
 }
 std::string child(const std::string& pointer, std::size_t index) {
   return pointer + "/" + std::to_string(index);
-}
-
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + cost});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
-
-// The closest candidate within a small edit distance, for "did you mean"
-// (case-insensitive: "done" suggests "DONE").
-std::optional<std::string> closest(std::string_view word, const std::vector<std::string>& options) {
-  std::optional<std::string> best;
-  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
-  const std::string word_lower = lower(word);
-  for (const auto& option : options) {
-    const std::size_t d = edit_distance(word_lower, lower(option));
-    if (d < best_distance) {
-      best_distance = d;
-      best = option;
-    }
-  }
-  return best;
 }
 
 std::string join(const std::vector<std::string>& words, std::string_view sep = ", ") {
@@ -832,6 +793,8 @@ class Loader {
                                              const json& value, const std::string& at);
   std::optional<FaultValue> read_fault_service(FaultReading& r, const FaultKeySpec& key,
                                                const json& value, const std::string& at);
+  void unknown_fault_service(const FaultReading& r, const FaultKeySpec& key,
+                             const std::string& name, const std::string& at);
   std::optional<FaultValue> read_fault_down_for(FaultReading& r, const json& value,
                                                 const std::string& at);
   std::optional<FaultValue> read_fault_reference(const json& value, const std::string& at,
@@ -1844,10 +1807,32 @@ std::optional<FaultValue> Loader::read_fault_service(FaultReading& r, const Faul
     return std::nullopt;
   }
   if (key.user_services && user_services_.count(name) != 0) return FaultValue{name, 0, true};
+  // Neither a built-in nor one of the user's: list both kinds of candidate.
+  if (key.user_services && value.is_string() && !parse_service_kind(name)) {
+    unknown_fault_service(r, key, name, at);
+    return std::nullopt;
+  }
   auto i = read_name(value, at, key.names, fmt::format("service for '{}'", r.kind.name));
   if (!i) return std::nullopt;
   if (!require_service(*parse_service_kind(key.names[*i]), at, r.who)) return std::nullopt;
   return FaultValue{key.names[*i], *i};
+}
+
+// A name that is neither a built-in service nor one of the user's own: the
+// error lists both, and the nearest of them.
+void Loader::unknown_fault_service(const FaultReading& r, const FaultKeySpec& key,
+                                   const std::string& name, const std::string& at) {
+  std::vector<std::string> candidates = key.names;
+  const std::vector<std::string> own(user_services_.begin(), user_services_.end());
+  candidates.insert(candidates.end(), own.begin(), own.end());
+  std::string message = fmt::format("unknown service for '{}' \"{}\" (expected a built-in: {}",
+                                    r.kind.name, name, join(key.names));
+  message += own.empty() ? std::string("; no service of your own is declared in /services)")
+                         : fmt::format("; or one of yours in /services: {})", join(own));
+  if (const auto near = closest(name, candidates)) {
+    message += fmt::format("; did you mean '{}'?", *near);
+  }
+  reference_error(at, std::move(message));
 }
 
 // How long the process stays down: it must come back by `until`.

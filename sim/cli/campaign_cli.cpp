@@ -85,7 +85,7 @@ std::vector<sim::TimedRecord> run_check_cases(const std::vector<sim::CheckCase>&
   sim::CampaignOptions options;
   options.threads = settings.threads;
   if (!settings.show_progress) return sim::run_campaign(cases, run_case, options);
-  sim::ProgressLine line(stderr);
+  sim::ProgressLine line(stderr, "check", sim::stderr_progress_style());
   options.progress = [&line](std::size_t done, std::size_t total) { line.update(done, total); };
   auto records = sim::run_campaign(cases, run_case, options);
   line.finish(cases.size(), cases.size());

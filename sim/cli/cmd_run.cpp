@@ -1,4 +1,5 @@
 // rehearse run SCENARIO... [--seed N] [--trace FILE] [--json] [--strict] [--progress]
+//                          [--junit FILE]
 //
 // Runs each scenario in the simulated world (sim/world.hpp), twice with the
 // same seed so that the two traces can be compared (invariant
@@ -29,10 +30,12 @@
 #include <system_error>
 #include <vector>
 
+#include "sim/check/progress.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
 #include "sim/cli/output_file.hpp"
+#include "sim/cli/run_junit.hpp"
 #include "sim/cli/scenario_files.hpp"
 #include "sim/html_report.hpp"
 #include "sim/monitors.hpp"
@@ -47,7 +50,7 @@ namespace {
 constexpr const char* kRunHelp =
     "usage: rehearse run SCENARIO... [--seed N] [--trace FILE] [--json] [--strict]\n"
     "                                [--progress] [--timeline [--verbose]]\n"
-    "                                [--report FILE.html] [--once]\n"
+    "                                [--report FILE.html] [--junit FILE] [--once]\n"
     "\n"
     "Runs scenario files (docs/scenario-format.md) in the simulated world: the real\n"
     "core against the scenario's services and faults, watched by the invariant\n"
@@ -72,6 +75,8 @@ constexpr const char* kRunHelp =
     "--timeline prints each run as a timeline before the table (docs/report.md);\n"
     "--report FILE.html writes one self-contained HTML report (one scenario only;\n"
     "the same output-file rule as --trace).\n"
+    "--junit FILE writes JUnit XML for CI: a testcase per scenario file, its\n"
+    "findings and replay command in the failure text.\n"
     "\n"
     "Exit codes (the worst over all files): 0 every invariant and expectation held,\n"
     "1 one failed (or, with --strict, a flag or unchecked invariant), 2 bad input,\n"
@@ -87,6 +92,7 @@ const std::vector<OptionSpec> kRunOptions{
     {"--progress", false, "", "progress on stderr even when it is not a terminal"},
     {"--timeline", false, "", "print the run as a timeline (colour on a terminal)"},
     {"--verbose", false, "", "with --timeline: show disk, queue and outbox detail too"},
+    {"--junit", true, "FILE", "write JUnit XML (a testcase per scenario file)"},
     {"--report", true, "FILE", "write a self-contained HTML report (one scenario only)"},
     {"--once", false, "", "run each scenario once (no determinism re-run; reported unchecked)"},
 };
@@ -125,11 +131,13 @@ struct RunSettings {
   std::optional<std::uint64_t> seed;
   std::optional<std::string> trace_path;
   std::optional<std::string> report_path;
+  std::optional<std::string> junit_path;
   bool timeline = false;
   bool verbose = false;
   bool as_json = false;
   bool strict = false;
   bool show_progress = false;
+  sim::ProgressStyle progress_style = sim::ProgressStyle::in_place;
   bool once = false;  // no determinism re-run
 };
 
@@ -139,6 +147,7 @@ struct RunReport {
   std::vector<sim::SummaryRow> rows;
   std::string findings;
   nlohmann::json documents = nlohmann::json::array();
+  std::vector<RunJunitCase> junit;
   int exit_code = kExitOk;
   std::size_t errors = 0;
 
@@ -152,23 +161,28 @@ void add_error_row(RunReport& report, const std::string& path, const Error& erro
   report.rows.push_back(sim::error_row(path, error.describe()));
   report.documents.push_back(
       {{"path", path}, {"result", "ERROR"}, {"held", false}, {"error", error_object(error)}});
+  report.junit.push_back(junit_error_case(path, error));
   report.worsen(kExitUsage);
   ++report.errors;
 }
 
-// Progress on stderr at most once per wall second: how far in virtual time,
-// events per wall second and the wall time left at that rate. (The wall clock
-// is the CLI's; the run itself never reads it.)
-std::function<void(const sim::RunProgress&)> progress_printer(const std::string& label) {
+// Progress on stderr: on a terminal one line rewritten at most once per wall
+// second, elsewhere (a CI log) a line of its own at most every ten seconds:
+// how far in virtual time, events per wall second and the wall time left at
+// that rate. (The wall clock is the CLI's; the run itself never reads it.)
+std::function<void(const sim::RunProgress&)> progress_printer(const std::string& label,
+                                                              sim::ProgressStyle style) {
   struct Shown {
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point last{};
   };
   auto shown = std::make_shared<Shown>();
-  return [label, shown](const sim::RunProgress& p) {
+  const bool in_place = style == sim::ProgressStyle::in_place;
+  const auto interval = in_place ? std::chrono::seconds(1) : std::chrono::seconds(10);
+  return [label, shown, in_place, interval](const sim::RunProgress& p) {
     const auto now = std::chrono::steady_clock::now();
     const bool last = p.now_ms >= p.until_ms;
-    if (!last && now - shown->last < std::chrono::seconds(1)) return;
+    if (!last && now - shown->last < interval) return;
     shown->last = now;
     const double wall_s = std::chrono::duration<double>(now - shown->started).count();
     const double span = static_cast<double>(std::max<TimeMs>(1, p.until_ms - p.start_ms));
@@ -176,11 +190,19 @@ std::function<void(const sim::RunProgress&)> progress_printer(const std::string&
     const double rate = wall_s > 0 ? static_cast<double>(p.events) / wall_s : 0.0;
     const double eta_s = done > 0 ? wall_s * (1.0 - done) / done : 0.0;
     fmt::print(stderr,
-               "\r{}: {:5.1f}% of virtual time (at {}), {} events, {:.0f} events/s, "
-               "ETA {:.0f}s   ",
-               label, 100.0 * done, format_instant(p.now_ms), p.events, rate, eta_s);
+               "{}{}: {:5.1f}% of virtual time (at {}), {} events, {:.0f} events/s, "
+               "ETA {:.0f}s{}",
+               in_place ? "\r" : "", label, 100.0 * done, format_instant(p.now_ms), p.events, rate,
+               eta_s, in_place ? "   " : "\n");
     std::fflush(stderr);
   };
+}
+
+// Ends the progress line of a run on a terminal (off one, every line ended).
+void end_progress(const RunSettings& settings) {
+  if (settings.show_progress && settings.progress_style == sim::ProgressStyle::in_place) {
+    fmt::print(stderr, "\n");
+  }
 }
 
 sim::RunOptions run_options(const sim::Scenario& scenario, const RunSettings& settings,
@@ -190,7 +212,7 @@ sim::RunOptions run_options(const sim::Scenario& scenario, const RunSettings& se
   // The outputs that need every event keep them; otherwise they stream.
   options.keep_trace = settings.trace_path || settings.report_path || settings.timeline;
   if (settings.show_progress) {
-    options.progress = progress_printer(scenario.name + label);
+    options.progress = progress_printer(scenario.name + label, settings.progress_style);
     options.progress_every_events = 4096;  // the printer itself keeps to once a second
   }
   return options;
@@ -226,7 +248,7 @@ std::optional<sim::Violation> second_run(const sim::Scenario& scenario,
   again.seed = first.seed;
   again.keep_trace = false;
   auto second = sim::run_scenario(scenario, again);
-  if (settings.show_progress) fmt::print(stderr, "\n");
+  end_progress(settings);
   if (!second) {
     return sim::Violation{"deterministic", 0, scenario.start_ms,
                           "the second run could not start: " + second.error().describe()};
@@ -267,7 +289,7 @@ void run_one(const sim::Scenario& scenario, const RunSettings& settings, RunRepo
   const auto started = std::chrono::steady_clock::now();
   auto first = sim::run_scenario(scenario, run_options(scenario, settings, ""));
   const double wall_ms = elapsed_ms(started);
-  if (settings.show_progress) fmt::print(stderr, "\n");
+  end_progress(settings);
   if (!first) return add_error_row(report, scenario.path, first.error());
   std::optional<sim::Violation> determinism;
   if (!settings.once && !first->out_of_memory) determinism = second_run(scenario, *first, settings);
@@ -287,6 +309,7 @@ void run_one(const sim::Scenario& scenario, const RunSettings& settings, RunRepo
   }
   if (first->outcome == sim::RunOutcome::assertion_failed) report.worsen(kExitAssertion);
   report.findings += sim::format_findings(*first, verdict);
+  report.junit.push_back(junit_case(scenario, *first, verdict, wall_ms));
   if (settings.as_json) {
     report.documents.push_back(sim::report_json(scenario, *first, verdict, row));
   }
@@ -330,6 +353,29 @@ void print_report(const RunReport& report, const RunSettings& settings) {
   fmt::print("{}\n", doc.dump(2));
 }
 
+// No two of --trace, --report and --junit may name the same file or both be
+// standard output.
+Status distinct_outputs(const RunSettings& settings) {
+  const std::pair<const char*, const std::optional<std::string>*> outputs[] = {
+      {"--trace", &settings.trace_path},
+      {"--report", &settings.report_path},
+      {"--junit", &settings.junit_path}};
+  for (std::size_t i = 0; i < std::size(outputs); ++i) {
+    for (std::size_t j = i + 1; j < std::size(outputs); ++j) {
+      const auto& a = *outputs[i].second;
+      const auto& b = *outputs[j].second;
+      if (!a || a != b) continue;
+      return make_error(ErrorCode::invalid_argument,
+                        *a == "-" ? fmt::format("{} - and {} - both want standard output: give "
+                                                "one a file",
+                                                outputs[i].first, outputs[j].first)
+                                  : fmt::format("{} and {} name the same file: give each its own",
+                                                outputs[i].first, outputs[j].first));
+    }
+  }
+  return {};
+}
+
 Result<RunSettings> read_settings(const ParsedArgs& parsed) {
   RunSettings settings;
   if (auto text = parsed.value("--seed")) {
@@ -339,24 +385,28 @@ Result<RunSettings> read_settings(const ParsedArgs& parsed) {
   }
   settings.trace_path = parsed.value("--trace");
   settings.report_path = parsed.value("--report");
+  settings.junit_path = parsed.value("--junit");
   settings.timeline = parsed.has("--timeline");
   settings.verbose = parsed.has("--verbose");
+  if (settings.verbose && !settings.timeline) {
+    return make_error(ErrorCode::invalid_argument,
+                      "--verbose only adds detail to --timeline: give --timeline too");
+  }
   settings.as_json = parsed.has("--json");
   settings.strict = parsed.has("--strict");
   settings.once = parsed.has("--once");
   settings.show_progress = parsed.has("--progress") || isatty(fileno(stderr)) != 0;
+  settings.progress_style = sim::stderr_progress_style();
   for (const auto& [flag, path] :
-       {std::pair{"--trace", settings.trace_path}, std::pair{"--report", settings.report_path}}) {
+       {std::pair{"--trace", settings.trace_path}, std::pair{"--report", settings.report_path},
+        std::pair{"--junit", settings.junit_path}}) {
     if (settings.as_json && path == "-") {
       return make_error(ErrorCode::invalid_argument,
                         fmt::format("{} - and --json both want standard output: give {} a file",
                                     flag, flag));
     }
   }
-  if (settings.trace_path == "-" && settings.report_path == "-") {
-    return make_error(ErrorCode::invalid_argument,
-                      "--trace - and --report - both want standard output: give one a file");
-  }
+  if (Status s = distinct_outputs(settings); !s.ok()) return s.error();
   return settings;
 }
 
@@ -385,9 +435,10 @@ int cmd_run(const Args& args) {
     }
     if (Status s = check_output_path(*path, *files); !s.ok()) return input_error(s.error());
   }
-  if (settings->trace_path && settings->trace_path == settings->report_path &&
-      settings->trace_path != "-") {
-    return usage_error("--trace and --report name the same file: give each its own");
+  if (settings->junit_path) {
+    if (Status s = check_output_path(*settings->junit_path, *files); !s.ok()) {
+      return input_error(s.error());
+    }
   }
 
   RunReport report;
@@ -400,6 +451,12 @@ int cmd_run(const Args& args) {
     run_one_guarded(*scenario, *settings, report);
   }
   print_report(report, *settings);
+  if (settings->junit_path) {
+    const std::string xml = render_run_junit(report.junit);
+    if (Status s = write_output_file(*settings->junit_path, xml); !s.ok()) {
+      return input_error(s.error());
+    }
+  }
   return report.exit_code;
 }
 

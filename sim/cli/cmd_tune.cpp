@@ -1,14 +1,17 @@
 // rehearse tune SCENARIO --job ID [--grid SPEC] [--outages SPEC|@FILE] [--seeds N]
 //               [--seed N] [--threads T] [--service NAME] [--fault KIND] [--json|--csv]
-//               [--svg FILE]
+//               [--svg FILE] [--progress]
 #include <fmt/core.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
 
+#include "sim/check/progress.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
@@ -23,7 +26,7 @@ namespace {
 constexpr const char* kTuneHelp =
     "usage: rehearse tune SCENARIO --job ID [--grid SPEC] [--outages SPEC|@FILE] [--seeds N]\n"
     "                     [--seed N] [--threads T] [--service NAME] [--fault KIND]\n"
-    "                     [--json|--csv] [--svg FILE]\n"
+    "                     [--json|--csv] [--svg FILE] [--progress]\n"
     "\n"
     "Sweeps a grid of retry policies for one job of SCENARIO against an outage of\n"
     "a service the job calls (model-api for group and publish jobs, brokerage for\n"
@@ -55,6 +58,7 @@ const std::vector<OptionSpec> kTuneOptions{
     {"--json", false, "", "print one JSON document"},
     {"--csv", false, "", "print one CSV row per policy"},
     {"--svg", true, "FILE", "write the heat map (attempts x base delay) as SVG"},
+    {"--progress", false, "", "progress on stderr even when it is not a terminal"},
 };
 
 Result<sim::OutageDistribution> read_outages(const std::string& spec) {
@@ -108,10 +112,19 @@ Result<sim::TuneOptions> read_options(const ParsedArgs& args, const sim::Scenari
   return o;
 }
 
-void show_progress(std::size_t done, std::size_t total) {
-  fmt::print(stderr, "\rtune: {}/{} runs", done, total);
-  if (done == total) fmt::print(stderr, "\n");
-  std::fflush(stderr);
+// The progress line on stderr (sim/check/progress.hpp), on a terminal or
+// with --progress; `run_tune` reports its last call with done == total.
+std::function<void(std::size_t, std::size_t)> progress_line(const ParsedArgs& parsed) {
+  if (!parsed.has("--progress") && isatty(STDERR_FILENO) != 1) return {};
+  auto line = std::make_shared<sim::ProgressLine>(stderr, "tune", sim::stderr_progress_style());
+  line->set_nouns("runs", "runs");
+  return [line](std::size_t done, std::size_t total) {
+    if (done == total) {
+      line->finish(done, total);
+    } else {
+      line->update(done, total);
+    }
+  };
 }
 
 }  // namespace
@@ -144,7 +157,7 @@ int cmd_tune(const Args& args) {
   if (!scenario) return input_error(scenario.error());
   auto options = read_options(*parsed, *scenario);
   if (!options) return input_error(options.error());
-  if (isatty(STDERR_FILENO) == 1) options->progress = show_progress;
+  options->progress = progress_line(*parsed);
   auto result = sim::run_tune(*scenario, *options);
   if (!result) return input_error(result.error());
   if (svg) {

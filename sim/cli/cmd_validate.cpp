@@ -46,10 +46,6 @@ const std::vector<OptionSpec> kValidateOptions{
 // How many errors per file are printed; the rest are counted.
 constexpr std::size_t kPrintedErrorsMax = 20;
 
-nlohmann::json error_json(const Error& e) {
-  return nlohmann::json{{"where", e.where}, {"code", to_string(e.code)}, {"message", e.message}};
-}
-
 // The file's errors (at most kPrintedErrorsMax) and flags, on stderr.
 void print_diagnostics(const std::string& file, const sim::ScenarioCheck& check, bool strict) {
   const std::size_t error_total = check.errors.size() + check.errors_omitted;
@@ -69,7 +65,7 @@ nlohmann::json file_json(const std::string& file, const sim::ScenarioCheck& chec
   entry["ok"] = ok;
   entry["valid"] = check.valid();
   entry["errors"] = nlohmann::json::array();
-  for (const auto& e : check.errors) entry["errors"].push_back(error_json(e));
+  for (const auto& e : check.errors) entry["errors"].push_back(error_object(e));
   entry["errors_omitted"] = check.errors_omitted;
   entry["flags"] = nlohmann::json::array();
   for (const auto& f : check.flags) entry["flags"].push_back(sim::to_json(f));

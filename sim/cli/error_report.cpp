@@ -65,6 +65,7 @@ nlohmann::json error_object(const Error& error) {
   nlohmann::json out;
   out["code"] = to_string(error.code);
   out["message"] = error.message;
+  if (!error.where.empty()) out["where"] = error.where;
   put_location(out, error.where);
   return out;
 }

@@ -6,12 +6,14 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
 #include "sim/memory_reserve.hpp"
+#include "sim/spelling.hpp"
 
 namespace rehearse::cli {
 
@@ -37,8 +39,47 @@ constexpr std::string_view kTopHelp =
     "  merge FILE...         combine check shard files (JSON Lines) into one report\n"
     "\n"
     "Every command has --help; --json prints one JSON document on stdout, also\n"
-    "for bad input ({\"error\": {...}}). 'rehearse --version' prints the version.\n"
+    "for bad input ({\"error\": {...}}); 'rehearse help COMMAND' is COMMAND --help.\n"
+    "'rehearse --version' prints the version.\n"
     "Exit codes: 0 all held, 1 an invariant or expectation failed, 2 bad input.\n";
+
+using Command = int (*)(const Args&);
+
+const std::vector<std::pair<std::string, Command>>& commands() {
+  static const std::vector<std::pair<std::string, Command>> kCommands{
+      {"cron", cmd_cron},   {"policy", cmd_policy}, {"validate", cmd_validate},
+      {"run", cmd_run},     {"status", cmd_status}, {"tune", cmd_tune},
+      {"check", cmd_check}, {"merge", cmd_merge}};
+  return kCommands;
+}
+
+Command find_command(const std::string& name) {
+  for (const auto& [known, command] : commands()) {
+    if (known == name) return command;
+  }
+  return nullptr;
+}
+
+// "rehearse rnu": the nearest command, if one is near.
+int unknown_command(const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& entry : commands()) names.push_back(entry.first);
+  names.push_back("help");
+  const auto near = sim::closest(name, names);
+  return usage_error(fmt::format("unknown command '{}'{}", name,
+                                 near ? fmt::format(" (did you mean '{}'?)", *near) : ""),
+                     "run 'rehearse --help' for the list of commands");
+}
+
+// "rehearse help" is the top-level help; "rehearse help run" is run's.
+int help(const Args& rest) {
+  if (rest.empty()) {
+    fmt::print("{}", kTopHelp);
+    return kExitOk;
+  }
+  if (Command command = find_command(rest.front())) return command({"--help"});
+  return unknown_command(rest.front());
+}
 
 int print_version(bool as_json) {
   if (as_json) {
@@ -67,20 +108,10 @@ int main(int argc, char** argv) {
     const Args rest(args.begin() + 1, args.end());
     set_json_errors(wants_json(rest));
     if (command == "--version" || command == "version") return print_version(wants_json(rest));
-    if (command == "--help" || command == "-h" || command == "help") {
-      fmt::print("{}", kTopHelp);
-      return kExitOk;
-    }
-    if (command == "cron") return cmd_cron(rest);
-    if (command == "policy") return cmd_policy(rest);
-    if (command == "validate") return cmd_validate(rest);
-    if (command == "run") return cmd_run(rest);
-    if (command == "status") return cmd_status(rest);
-    if (command == "tune") return cmd_tune(rest);
-    if (command == "check") return cmd_check(rest);
-    if (command == "merge") return cmd_merge(rest);
-    return usage_error(fmt::format("unknown command '{}'", command),
-                       "run 'rehearse --help' for the list of commands");
+    if (command == "--help" || command == "-h") return help({});
+    if (command == "help") return help(rest);
+    if (Command found = find_command(command)) return found(rest);
+    return unknown_command(command);
   } catch (const std::exception& e) {
     // Errors are values in the core; reaching here is a bug, reported plainly.
     fmt::print(stderr, "rehearse: internal error: {}\n", e.what());

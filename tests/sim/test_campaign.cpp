@@ -197,7 +197,7 @@ TEST(Progress, RewritesTheLineAtMostOnceASecond) {
   std::FILE* out = open_memstream(&buffer, &size);
   ASSERT_NE(out, nullptr);
   auto now = std::chrono::steady_clock::time_point{};
-  ProgressLine line(out, "check", [&] { return now; });
+  ProgressLine line(out, "check", ProgressStyle::in_place, [&] { return now; });
   for (std::size_t done = 1; done <= 50; ++done) {
     now += std::chrono::milliseconds(100);
     line.update(done, 50);
@@ -211,6 +211,32 @@ TEST(Progress, RewritesTheLineAtMostOnceASecond) {
   EXPECT_EQ(lines, 5u + 1u) << text;  // 5 s of updates (one per second) and the final line
   EXPECT_EQ(text.find('\n'), text.size() - 1) << "one newline, at the end";
   EXPECT_NE(text.find("check: 50/50 cases (100.0%)"), std::string::npos) << text;
+}
+
+// Off a terminal the same 5 s of updates and 60 s more give a line of its
+// own every ten seconds (no '\r', which a CI log would run together), and
+// finish adds the last state.
+TEST(Progress, WritesALineEveryTenSecondsOffATerminal) {
+  char* buffer = nullptr;
+  std::size_t size = 0;
+  std::FILE* out = open_memstream(&buffer, &size);
+  ASSERT_NE(out, nullptr);
+  auto now = std::chrono::steady_clock::time_point{};
+  ProgressLine line(out, "tune", ProgressStyle::lines, [&] { return now; });
+  line.set_nouns("runs", "runs");
+  for (std::size_t done = 1; done <= 650; ++done) {
+    now += std::chrono::milliseconds(100);
+    line.update(done, 650);
+  }
+  line.finish(650, 650);
+  std::fclose(out);
+  const std::string text(buffer, size);
+  std::free(buffer);
+  std::size_t newlines = 0;
+  for (char c : text) newlines += c == '\n' ? 1 : 0;
+  EXPECT_EQ(text.find('\r'), std::string::npos) << text;
+  EXPECT_EQ(newlines, 7u + 1u) << text;  // at 0.1 s, 10.1 s, ..., 60.1 s, and the final line
+  EXPECT_NE(text.find("tune: 650/650 runs (100.0%), 10.0 runs/s"), std::string::npos) << text;
 }
 
 // ---- JSON Lines ----

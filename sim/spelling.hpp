@@ -1,0 +1,19 @@
+// "Did you mean" for names a user typed: a scenario's keys and ids, a
+// subcommand. The nearest candidate within a small edit distance, compared
+// without regard to case ("done" suggests "DONE").
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rehearse::sim {
+
+// Levenshtein distance (insertions, deletions, substitutions).
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+// The candidate nearest `word` when it is within max(2, |word| / 3) edits.
+std::optional<std::string> closest(std::string_view word, const std::vector<std::string>& options);
+
+}  // namespace rehearse::sim
