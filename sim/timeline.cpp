@@ -53,10 +53,12 @@ bool classify_run(const TraceEvent& e, TimelineEntry& out) {
     if (!out.failure_class.empty()) out.text += " " + out.failure_class;
     out.text += fmt::format(" in {}", format_duration(e.num("duration_ms")));
   } else if (type == "run_stalled" || type == "retry_superseded" || type == "retry_cancelled" ||
-             type == "retry_restored" || type == "scheduler_halted" || type == "schedule_error") {
+             type == "retry_restored" || type == "retry_dropped" || type == "scheduler_halted" ||
+             type == "schedule_error") {
     out.mark = Mark::scheduler;
     out.tone = type == "scheduler_halted" || type == "schedule_error" ? Tone::bad : Tone::warn;
     out.text = type;
+    if (type == "retry_dropped") out.text += fmt::format(" (retry {})", e.num("attempt"));
     for (const char* key : {"decision", "reason", "superseded_by", "next_retry_at", "error"}) {
       const std::string v = e.str(key);
       if (!v.empty()) out.text += fmt::format(" {}={}", key, v);
@@ -98,6 +100,21 @@ bool classify_status(const TraceEvent& e, TimelineEntry& out) {
   return true;
 }
 
+// A worker standing by while another holds the single-worker lock, or a
+// standby taking it over (the lock taken after a wait; taken at once, it is
+// detail).
+std::string worker_lock_text(const TraceEvent& e) {
+  if (e.type == "worker_standby") {
+    const std::string holder = e.str("holder");
+    const auto held = holder.find("held by ");
+    return fmt::format(
+        "a worker stands by: the worker lock is {}",
+        held == std::string::npos ? "held" : holder.substr(held, holder.find(" (", held) - held));
+  }
+  return fmt::format("a standby takes over: worker lock taken after {}",
+                     format_duration(static_cast<DurationMs>(e.num("waited_ms"))));
+}
+
 // Messages, world events, reconcile stages and tokens.
 bool classify_other(const TraceEvent& e, TimelineEntry& out) {
   const std::string& type = e.type;
@@ -123,15 +140,15 @@ bool classify_other(const TraceEvent& e, TimelineEntry& out) {
     out.mark = Mark::fault_start;
     out.tone = Tone::fault;
     out.until = instant_field(e, "until");
-    out.text = fmt::format("fault {} {} starts{}{}", e.str("kind"),
-                           e.service.empty() ? "" : "on " + e.service,
+    out.text = fmt::format("fault {}{} starts{}{}", e.str("kind"),
+                           e.service.empty() ? "" : " on " + e.service,
                            out.until ? " until " + timeline_time(*out.until) : "",
                            e.str("note").empty() ? "" : ": " + e.str("note"));
   } else if (type == "fault_end") {
     out.mark = Mark::fault_end;
     out.tone = Tone::fault;
     out.text =
-        fmt::format("fault {} {} ends", e.str("kind"), e.service.empty() ? "" : "on " + e.service);
+        fmt::format("fault {}{} ends", e.str("kind"), e.service.empty() ? "" : " on " + e.service);
   } else if (type == "process_boot") {
     out.mark = Mark::boot;
     out.text = fmt::format("{} boots (boot {})", e.str("process"), e.num("boots"));
@@ -139,6 +156,16 @@ bool classify_other(const TraceEvent& e, TimelineEntry& out) {
     out.mark = Mark::crash;
     out.tone = Tone::fault;
     out.text = fmt::format("{} goes down ({})", e.str("process"), e.str("cause"));
+  } else if (type == "worker_standby" || (type == "worker_lock_taken" && e.num("waited_ms") > 0)) {
+    out.lane = "world";
+    out.mark = Mark::boot;
+    out.tone = Tone::info;
+    out.text = worker_lock_text(e);
+  } else if (type == "job_file_damaged") {
+    out.mark = Mark::crash;
+    out.tone = Tone::fault;
+    out.text = fmt::format("file {} damaged ({}){}", e.str("path"), e.str("mode"),
+                           e.flag("applied") ? "" : ", nothing damaged");
   } else if (type == "store_corrupt_injected") {
     out.mark = Mark::fault_start;
     out.tone = Tone::fault;
@@ -222,6 +249,50 @@ std::string timeline_time(TimeMs t) {
   return s;
 }
 
+namespace {
+
+// A field's value as a reader wants it: strings without quotes, the rest as
+// compact JSON.
+std::string field_text(const nlohmann::json& v) {
+  return v.is_string() ? v.get<std::string>()
+                       : v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// "call ledger-api POST /entries", "reply ledger-api POST /entries -> 503: ...".
+std::string call_text(const TraceEvent& e) {
+  std::string out = (e.type == "service_call" ? "call " : "reply ") + e.service;
+  for (const char* key : {"operation", "target"}) {
+    if (const std::string v = e.str(key); !v.empty()) out += " " + v;
+  }
+  if (e.type == "service_reply") {
+    const std::string transport = e.str("transport_error");
+    out += " -> " + (transport.empty() ? std::to_string(e.num("status")) : transport);
+    if (const std::string m = e.str("message"); !m.empty()) out += ": " + m;
+  }
+  return out;
+}
+
+// Every other event: its type, then each field as key=value (the world's
+// bookkeeping fields, log level and process number, left out).
+std::string detail_text(const TraceEvent& e) {
+  if (e.type == "service_call" || e.type == "service_reply") return call_text(e);
+  std::string out = e.type;
+  if (!e.service.empty() && e.service != "queue") out += " [" + e.service + "]";
+  if (!e.data.is_object()) return out;
+  for (const auto& [key, value] : e.data.items()) {
+    if (key == "level" || key == "process" || value.is_null()) continue;
+    out += fmt::format(" {}={}", key, field_text(value));
+  }
+  return out;
+}
+
+}  // namespace
+
+bool hidden_detail(const TraceEvent& e) {
+  return e.type == "disk_lock" || e.type == "disk_unlock" || e.type == "disk_fsync" ||
+         e.type == "disk_fsync_dir";
+}
+
 std::optional<TimelineEntry> classify_event(const TraceEvent& e, std::size_t index) {
   if (silent(e.type)) return std::nullopt;
   TimelineEntry out;
@@ -229,26 +300,74 @@ std::optional<TimelineEntry> classify_event(const TraceEvent& e, std::size_t ind
   out.t = e.t;
   out.lane = lane_of(e);
   if (classify_run(e, out) || classify_status(e, out) || classify_other(e, out)) return out;
-  // Everything else is detail: its type and its fields as written.
+  // Everything else is detail (--verbose).
   out.mark = Mark::detail;
   out.tone = Tone::detail;
   out.failure_class.clear();
   out.until.reset();
-  out.text = e.type;
-  if (!e.service.empty()) out.text += " [" + e.service + "]";
-  out.text += " " + e.data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  out.text = detail_text(e);
   return out;
 }
+
+namespace {
+
+// A run is named by its job, slot and attempt; the replies its calls got
+// carry the same three (from the request headers).
+std::string run_key(const TraceEvent& e) {
+  return fmt::format("{}\n{}\n{}", e.job, e.slot ? *e.slot : -1, e.num("attempt"));
+}
+
+bool failed_reply(const TraceEvent& e) {
+  return e.type == "service_reply" &&
+         (e.data.contains("transport_error") || e.num("status", 200) >= 400);
+}
+
+// "ledger-api POST /entries -> 503", "model-api generate work -> timeout".
+std::string describe_reply(const TraceEvent& e) {
+  std::string out = e.service;
+  for (const char* key : {"operation", "target"}) {
+    if (const std::string v = e.str(key); !v.empty()) out += " " + v;
+  }
+  const std::string transport = e.str("transport_error");
+  return out + " -> " + (transport.empty() ? std::to_string(e.num("status")) : transport);
+}
+
+// The calls of each run the world answered with a failure: the last one and
+// how many, for the line of the failed attempt.
+struct FailedCalls {
+  std::string last;
+  std::size_t count = 0;
+};
+
+void add_failed_calls(TimelineEntry& entry, const TraceEvent& e,
+                      std::map<std::string, FailedCalls>& failed) {
+  const auto it = failed.find(run_key(e));
+  if (it == failed.end()) return;
+  if (e.str("outcome") == "failure") {
+    entry.text += ": " + it->second.last;
+    if (it->second.count > 1) entry.text += fmt::format(" ({} calls failed)", it->second.count);
+  }
+  failed.erase(it);
+}
+
+}  // namespace
 
 std::vector<TimelineEntry> timeline_entries(const std::vector<TraceEvent>& events, bool verbose,
                                             bool fold_notifications) {
   std::vector<TimelineEntry> out;
+  std::map<std::string, FailedCalls> failed;  // by run_key
   // (lane, event name) -> the status line a following notification belongs to.
   std::map<std::pair<std::string, std::string>, std::size_t> announced;
   for (std::size_t i = 0; i < events.size(); ++i) {
-    auto entry = classify_event(events[i], i);
-    if (!entry || (entry->mark == Mark::detail && !verbose)) continue;
     const TraceEvent& e = events[i];
+    if (failed_reply(e)) {
+      FailedCalls& calls = failed[run_key(e)];
+      calls.last = describe_reply(e);
+      ++calls.count;
+    }
+    auto entry = classify_event(e, i);
+    if (!entry || (entry->mark == Mark::detail && (!verbose || hidden_detail(e)))) continue;
+    if (e.type == "run_finished") add_failed_calls(*entry, e, failed);
     if (entry->mark == Mark::notification && e.type == "message_delivered" && fold_notifications &&
         !verbose) {
       const auto it = announced.find({entry->lane, e.str("event")});

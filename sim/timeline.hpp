@@ -10,7 +10,11 @@
 // Events are grouped into lanes: "world" (faults, boots and crashes, the run's
 // end), one lane per job, and one lane per reconcile item ("job / item").
 // Disk, queue, outbox, service-call and task events are detail: shown only
-// with `verbose`.
+// with `verbose`, one short line each (key=value, a call as "call SERVICE
+// OP TARGET", its reply with the status); locks and fsyncs not at all.
+// A failed attempt's line names the last call the world answered with a
+// failure ("attempt 1 (regular) failure provider_5xx in 200ms: ledger-api
+// POST /entries -> 503").
 #pragma once
 
 #include <cstddef>
@@ -64,7 +68,13 @@ struct TimelineEntry {
 // such as run_started, whose run_finished says everything).
 std::optional<TimelineEntry> classify_event(const TraceEvent& e, std::size_t index);
 
-// Every entry of the trace, in trace order; detail entries only when verbose.
+// Detail the verbose timeline leaves out as well: locks and fsyncs, whose
+// effect the write, append or rename beside them already shows (the --trace
+// file has every event).
+bool hidden_detail(const TraceEvent& e);
+
+// Every entry of the trace, in trace order; detail entries only when verbose
+// (and never the hidden ones).
 // With fold_notifications (the terminal), a notification sent at the instant
 // of the status event it announces is folded into that event's line ("->
 // notified team-weekly") instead of a line of its own; the HTML report keeps

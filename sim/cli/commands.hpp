@@ -18,6 +18,8 @@ int cmd_tune(const Args& args);
 int cmd_check(const Args& args);  // docs/check.md
 // Shard files of `rehearse check` merged into one report.
 int cmd_merge(const Args& args);
+// A starter scenario for one job kind.
+int cmd_new(const Args& args);
 
 // Prints "rehearse: error: <message>" to stderr and returns kExitUsage.
 int usage_error(const std::string& message, const std::string& hint = {});

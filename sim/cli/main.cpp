@@ -26,6 +26,7 @@ constexpr std::string_view kTopHelp =
     "scheduling logic.\n"
     "\n"
     "commands:\n"
+    "  new KIND              a starter scenario for a job kind (call, group, ...)\n"
     "  cron next EXPR        next firing instants of a cron expression (UTC)\n"
     "  cron explain EXPR     parsed fields, low-frequency verdict, auto policy\n"
     "  policy explain POLICY the retry plan a policy gives after one failure\n"
@@ -49,7 +50,7 @@ const std::vector<std::pair<std::string, Command>>& commands() {
   static const std::vector<std::pair<std::string, Command>> kCommands{
       {"cron", cmd_cron},   {"policy", cmd_policy}, {"validate", cmd_validate},
       {"run", cmd_run},     {"status", cmd_status}, {"tune", cmd_tune},
-      {"check", cmd_check}, {"merge", cmd_merge}};
+      {"check", cmd_check}, {"merge", cmd_merge},   {"new", cmd_new}};
   return kCommands;
 }
 

@@ -109,5 +109,47 @@ expect_rc fault-service-typo 2 validate "$work/typo.json"
 contains fault-service-own "$work/err" "or one of yours in /services: billing-api, ledger-api"
 contains fault-service-near "$work/err" "did you mean 'ledger-api'?"
 
+# ---- the timeline: what failed, takeovers and dropped retries; readable detail
+expect_rc timeline 0 run "$SRC/scenarios/my-api-outage.json" --once --timeline
+contains timeline-call "$work/out" "attempt 1 (regular) failure provider_5xx in 200ms: ledger-api POST /entries -> 503"
+contains timeline-fault "$work/out" "fault http_errors on ledger-api starts"
+expect_rc timeline-verbose 0 run "$SRC/scenarios/my-api-outage.json" --once --timeline --verbose
+contains timeline-verbose-call "$work/out" "call ledger-api POST /entries"
+contains timeline-verbose-reply "$work/out" "reply ledger-api POST /entries -> 503: HTTP 503 Service Unavailable"
+lacks timeline-verbose-no-json "$work/out" '"path":'
+lacks timeline-verbose-no-locks "$work/out" "disk_lock"
+expect_rc timeline-standby 0 run "$SRC/scenarios/standby-takeover.json" --once --timeline
+contains timeline-standby-waits "$work/out" "a worker stands by: the worker lock is held by simulated process 1"
+contains timeline-standby-takes "$work/out" "a standby takes over: worker lock taken after 31m30s"
+contains timeline-restart "$work/out" "fault restart starts"
+expect_rc timeline-dropped 0 run "$SRC/scenarios/corrupt-with-retry-queued.json" --once --timeline
+contains timeline-dropped-line "$work/out" "retry_dropped (retry 2) reason=state_corrupt"
+
+# ---- rehearse new: every starter validates (strictly), runs with its
+# expectations held, and survives the swarm
+for kind in call group publish fetch reconcile; do
+  expect_rc "new-$kind" 0 new "$kind"
+  cp "$work/out" "$work/new-$kind.json"
+  expect_rc "new-$kind-validate" 0 validate --strict "$work/new-$kind.json"
+  expect_rc "new-$kind-run" 0 run --strict "$work/new-$kind.json"
+  contains "new-$kind-held" "$work/out" " ok "
+  expect_rc "new-$kind-check" 0 check "$work/new-$kind.json" --seeds 10 --threads 1
+done
+jsonq new-call-expects "$work/new-call.json" 'd["expect"]["jobs"]["sync"]["retries"] == 2 and d["jobs"][0]["note"]'
+expect_rc new-service 0 new call --service billing-api --name billing-outage --out "$work/billing.json"
+jsonq new-service-named "$work/billing.json" 'd["scenario"] == "billing-outage" and "billing-api" in d["services"] and d["faults"][0]["service"] == "billing-api"'
+expect_rc new-service-runs 0 run "$work/billing.json"
+expect_rc new-help 0 new --help
+contains new-help-kinds "$work/out" "reconcile  a reconcile job"
+expect_rc new-unknown 2 new grop
+contains new-unknown-near "$work/err" "did you mean 'group'?"
+expect_rc new-service-other-kind 2 new group --service billing-api
+contains new-service-other-kind-why "$work/err" "only a call job calls"
+expect_rc new-service-builtin 2 new call --service model-api
+contains new-service-builtin-why "$work/err" "'model-api' is a built-in service"
+[ ! -s "$work/out" ] && ok || bad "new-service-builtin: wrote to stdout: $(head -c 300 "$work/out")"
+expect_rc new-bad-name 2 new call --name "Not Kebab" --out "$work/never.json"
+[ ! -e "$work/never.json" ] && ok || bad "new-bad-name: wrote $work/never.json"
+
 echo "cli newcomer: $pass passed, $fail failed"
 [ "$fail" = 0 ]

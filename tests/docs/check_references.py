@@ -18,7 +18,7 @@ TEXT_SUFFIXES = {".cpp", ".hpp", ".md", ".sh", ".py", ".json", ".txt", ".cmake",
 # this line does not cite them itself).
 OUTSIDE = re.compile("|".join([r"\.\./" + "shared", "shared/" + "design", "shared/" + "seeds",
                                "interfaces" + r"\.md", "architecture" + r"\.md"]))
-CITED_PATH = re.compile(r"\bdocs/[A-Za-z0-9_./-]+\.(?:md|json|png|sh)")
+CITED_PATH = re.compile(r"(?<![\w/])docs/[A-Za-z0-9_./-]+\.(?:md|json|png|sh)")
 BARE_SEMANTICS = re.compile(r"(?<![/\w])semantics\.md")
 SECTION = re.compile(r"docs/semantics\.md\s*§(\d+)")
 MD_LINK = re.compile(r"\]\(([^)#\s]+)?(?:#([A-Za-z0-9_-]+))?\)")

@@ -148,6 +148,86 @@ TEST(Timeline, RendersLanesWorldFirstAndDetailOnlyWhenVerbose) {
   EXPECT_NE(render_timeline(events, color).find("\x1b[31m"), std::string::npos);
 }
 
+// A failed attempt names the last call the world answered with a failure
+// (the replies of its own job, slot and attempt, not another run's), and how
+// many failed; a success names none.
+TEST(Timeline, FailedAttemptNamesTheCallThatFailed) {
+  auto reply = [](const char* t, const char* job, const char* slot, int attempt,
+                  const char* service, const char* op, const char* target, json status) {
+    TraceEvent e =
+        ev(t, "service_reply", job, {{"attempt", attempt}, {"operation", op}, {"target", target}});
+    e.slot = at(slot);
+    e.service = service;
+    if (status.is_string()) {
+      e.data["transport_error"] = status;
+    } else {
+      e.data["status"] = status;
+    }
+    return e;
+  };
+  auto finished = [](const char* t, const char* job, const char* slot, int attempt,
+                     const char* outcome) {
+    TraceEvent e = ev(t, "run_finished", job,
+                      {{"attempt", attempt},
+                       {"kind", "regular"},
+                       {"outcome", outcome},
+                       {"failure_class", std::string(outcome) == "failure" ? "provider_5xx" : ""},
+                       {"duration_ms", 200}});
+    e.slot = at(slot);
+    return e;
+  };
+  const char* slot = "2026-12-04T06:00:00Z";
+  const std::vector<TraceEvent> events{
+      reply("2026-12-04T06:00:00.100Z", "sync", slot, 1, "billing-api", "GET", "/invoices", 200),
+      reply("2026-12-04T06:00:00.150Z", "other", slot, 1, "billing-api", "GET", "/x", 500),
+      reply("2026-12-04T06:00:00.200Z", "sync", slot, 1, "ledger-api", "POST", "/entries", 429),
+      reply("2026-12-04T06:00:00.300Z", "sync", slot, 1, "ledger-api", "POST", "/entries",
+            "timeout"),
+      finished("2026-12-04T06:00:00.300Z", "sync", slot, 1, "failure"),
+      reply("2026-12-04T06:10:00.100Z", "sync", slot, 2, "ledger-api", "POST", "/entries", 200),
+      finished("2026-12-04T06:10:00.100Z", "sync", slot, 2, "success"),
+  };
+  const auto entries = timeline_entries(events, false);
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].text,
+            "attempt 1 (regular) failure provider_5xx in 200ms: ledger-api POST /entries -> "
+            "timeout (2 calls failed)");
+  EXPECT_EQ(entries[1].text, "attempt 2 (regular) success in 200ms");
+}
+
+// The verbose timeline writes detail as key=value and calls as sentences;
+// locks and fsyncs stay in the trace file only. A dropped retry and a
+// standby's takeover are not detail.
+TEST(Timeline, VerboseDetailIsReadableAndTakeoversShow) {
+  TraceEvent call = ev("2026-12-04T06:00:00Z", "service_call", "sync",
+                       {{"operation", "POST"}, {"target", "/entries"}, {"attempt", 1}});
+  call.service = "ledger-api";
+  const std::vector<TraceEvent> events{
+      ev("2026-12-04T06:00:00Z", "disk_lock", "", {{"path", "/s/lock"}, {"process", 1}}),
+      ev("2026-12-04T06:00:00Z", "disk_append", "",
+         {{"path", "/s/journal"}, {"bytes", 367}, {"process", 1}}),
+      ev("2026-12-04T06:00:00Z", "disk_fsync", "", {{"path", "/s/journal"}, {"process", 1}}),
+      call,
+      ev("2026-12-04T06:00:01Z", "worker_standby", "",
+         {{"holder", "flock failed: held by simulated process 1 (a simulation cannot block)"},
+          {"path", "/s/worker.lock"}}),
+      ev("2026-12-04T06:31:00Z", "worker_lock_taken", "",
+         {{"path", "/s/worker.lock"}, {"waited_ms", 1859000}}),
+      ev("2026-12-04T06:31:00Z", "retry_dropped", "sync",
+         {{"attempt", 2}, {"reason", "the state store is corrupt"}}),
+  };
+  const auto quiet = timeline_entries(events, false);
+  ASSERT_EQ(quiet.size(), 3u);
+  EXPECT_EQ(quiet[0].text, "a worker stands by: the worker lock is held by simulated process 1");
+  EXPECT_EQ(quiet[1].text, "a standby takes over: worker lock taken after 30m59s");
+  EXPECT_EQ(quiet[2].mark, Mark::scheduler);
+  EXPECT_EQ(quiet[2].text, "retry_dropped (retry 2) reason=the state store is corrupt");
+  const auto verbose = timeline_entries(events, true);
+  ASSERT_EQ(verbose.size(), 5u);
+  EXPECT_EQ(verbose[0].text, "disk_append bytes=367 path=/s/journal");
+  EXPECT_EQ(verbose[1].text, "call ledger-api POST /entries");
+}
+
 Scenario small_scenario() {
   const json doc = {
       {"format", 1},
