@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates the report screenshots in docs/ (docs/report.md):
 #   docs/screenshots.sh [REHEARSE_BINARY]
-# Runs two bundled scenarios with --report and photographs each page with
-# headless Chromium (Debian package `chromium`, installed by .ci/deps.sh).
+# Runs four bundled scenarios with --report (one job through a quota outage,
+# a restart mid retry chain, two call jobs of the user's own, a 24-job fleet)
+# and photographs each page with headless Chromium (Debian package `chromium`, installed by .ci/deps.sh).
 # Default binary: build/release/sim/cli/rehearse (cmake --preset release &&
 # cmake --build --preset release --target rehearse).
 set -euo pipefail
@@ -13,7 +14,7 @@ trap 'rm -rf "$work"' EXIT
 shoot() {  # shoot SCENARIO HEIGHT
   local name
   name=$(basename "$1" .json)
-  "$R" run "$1" --report "$work/$name.html" >/dev/null
+  "$R" run "$1" --once --report "$work/$name.html" >/dev/null
   chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
     --disable-background-networking --disable-component-update --disable-sync \
     --user-data-dir="$work/profile" --hide-scrollbars --window-size=1260,"$2" \
@@ -22,3 +23,5 @@ shoot() {  # shoot SCENARIO HEIGHT
 }
 shoot scenarios/weekly-quota-6h.json 700
 shoot scenarios/restart-mid-retry-chain.json 700
+shoot scenarios/my-api-outage.json 760
+shoot scenarios/fleet-quota-outage.json 1100

@@ -11,6 +11,7 @@
 #include "model/cron.hpp"
 #include "model/retry_policy.hpp"
 #include "model/status_view.hpp"
+#include "sim/monitors/registry.hpp"
 #include "sim/timeline.hpp"
 
 namespace rehearse::sim {
@@ -152,7 +153,17 @@ class TimeAxis {
   std::vector<Piece> pieces_;
 };
 
-// "Fri 12-04 17:00" style tick labels at nice intervals inside busy pieces.
+// "Dec 04 17:00": the month by name, so that no reader takes 12-04 for
+// the 12th of April.
+std::string tick_label(TimeMs t) {
+  static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  const std::string iso = timeline_time(t);  // "2026-12-04 17:00:00"
+  const int month = std::stoi(iso.substr(5, 2));
+  return fmt::format("{} {}", kMonths[(month + 11) % 12], iso.substr(8, 8));
+}
+
+// Tick labels at nice intervals inside busy pieces.
 std::string axis_svg(const TimeAxis& axis, double height) {
   static constexpr DurationMs kSteps[] = {60'000,     300'000,     900'000,    1'800'000,
                                           3'600'000,  10'800'000,  21'600'000, 43'200'000,
@@ -178,7 +189,7 @@ std::string axis_svg(const TimeAxis& axis, double height) {
     for (TimeMs t = (p.t0 + step - 1) / step * step; t <= p.t1; t += step) {
       if (axis.x(t) > p.x1 - 30) break;  // no label cut off by a fold or the edge
       const double x = kLabelWidth + axis.x(t);
-      const std::string label = timeline_time(t).substr(5, 11);  // "12-04 17:00"
+      const std::string label = tick_label(t);
       out += fmt::format(
           "<line class=\"tick\" x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\"/>"
           "<text class=\"ticklabel\" x=\"{0}\" y=\"{3}\">{4}</text>",
@@ -298,21 +309,23 @@ bool drawable(const TimelineEntry& e) {
 std::vector<Drawn> bucket_marks(const std::vector<TimelineEntry>& entries, const Lanes& lanes,
                                 const TimeAxis& axis, double bucket_px, bool by_kind) {
   std::vector<Drawn> out;
-  std::map<std::tuple<std::size_t, std::string, long>, std::size_t> at;
+  // (lane, kind) -> the open group and where it began: entries come in time
+  // order, so a mark within bucket_px of its group's first joins it, and two
+  // groups of one kind on one lane are always at least bucket_px apart.
+  std::map<std::pair<std::size_t, std::string>, std::pair<std::size_t, double>> open;
   for (const TimelineEntry& e : entries) {
     if (!drawable(e)) continue;
     const std::size_t lane = lanes.index.at(e.lane);
     const std::string cls = mark_class(e);
     const double x = axis.x(e.t);
-    const auto key =
-        std::make_tuple(lane, by_kind ? cls : std::string(), static_cast<long>(x / bucket_px));
-    const auto it = at.find(key);
-    if (it == at.end()) {
-      at.emplace(key, out.size());
+    const auto key = std::make_pair(lane, by_kind ? cls : std::string());
+    const auto it = open.find(key);
+    if (it == open.end() || x - it->second.second >= bucket_px) {
+      open[key] = {out.size(), x};
       out.push_back({lane, cls, x, e.until ? axis.x(*e.until) : x, &e, {&e}});
       continue;
     }
-    Drawn& d = out[it->second];
+    Drawn& d = out[it->second.first];
     d.entries.push_back(&e);
     if (severity(e) > severity(*d.rep)) {
       d.rep = &e;
@@ -388,8 +401,10 @@ std::string marks_svg(const std::vector<Drawn>& drawn, const Lanes& lanes, bool 
   std::string out;
   for (const Drawn& d : drawn) {
     const TimelineEntry& e = *d.rep;
-    out += fmt::format("<g class=\"{}{}\" data-mark=\"{}\" data-n=\"{}\">", d.cls,
-                       d.entries.size() > 1 ? " merged" : "", to_string(e.mark), d.entries.size());
+    out += fmt::format(
+        "<g class=\"{}{}\" data-mark=\"{}\" data-n=\"{}\" data-lane=\"{}\" data-x=\"{}\">", d.cls,
+        d.entries.size() > 1 ? " merged" : "", to_string(e.mark), d.entries.size(), d.lane,
+        num(kLabelWidth + d.x));
     out += shape(d, lanes);
     out += "<title>" + esc(hover(d.entries, e, lanes.names[d.lane], brief)) + "</title></g>";
   }
@@ -397,6 +412,20 @@ std::string marks_svg(const std::vector<Drawn>& drawn, const Lanes& lanes, bool 
 }
 
 // ------------------------------------------------------------------ spans
+
+// A fault span's label as an operator would say it: "billing-api 503",
+// "model-api quota", "orchestrator 503 (30%)", else the kind and service.
+std::string fault_label(const TraceEvent& ev) {
+  const std::string kind = ev.str("kind");
+  const std::string service = ev.service.empty() ? ev.str("service") : ev.service;
+  if (kind == "http_errors") {
+    const double rate = ev.data.value("rate", 1.0);
+    return fmt::format("{} {}{}", service, ev.num("status"),
+                       rate < 1.0 ? fmt::format(" ({:.0f}%)", rate * 100) : "");
+  }
+  if (kind == "quota_exhausted") return service + " quota";
+  return service.empty() ? kind : kind + " " + service;
+}
 
 // Faults (fault_start .. fault_end, by fault index) and downtime (a crash ..
 // the next boot of that process) as shaded spans over every lane.
@@ -421,7 +450,7 @@ std::string spans_svg(const std::vector<TimelineEntry>& entries,
   };
   for (const TimelineEntry& e : entries) {
     const TraceEvent& ev = events[e.index];
-    labels[e.index] = ev.type == "fault_start" ? ev.str("kind") : ev.str("process") + " down";
+    labels[e.index] = ev.type == "fault_start" ? fault_label(ev) : ev.str("process") + " down";
     if (ev.type == "fault_start") {
       open["fault " + std::to_string(ev.num("fault"))] = &e;
     } else if (ev.type == "fault_end") {
@@ -562,8 +591,10 @@ std::string invariants_html(const ScenarioRunResult& run, const Verdict& verdict
   std::string rows;
   auto row = [&](const std::string& name, const char* cls, const std::string& what,
                  const std::string& link) {
-    rows += fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td></tr>\n", cls, esc(name),
-                        what, link);
+    const std::string& meaning = invariant_summary(name);
+    rows +=
+        fmt::format("<tr class=\"{}\"><td>{}{}</td><td>{}</td><td>{}</td></tr>\n", cls, esc(name),
+                    meaning.empty() ? "" : "<small>" + esc(meaning) + "</small>", what, link);
   };
   std::set<std::string> fired;
   std::size_t i = 0;
@@ -606,16 +637,13 @@ svg{display:block;border:1px solid #e5e7eb;background:#fff;cursor:crosshair}
 .span.fault{fill:#ef4444;fill-opacity:.10;stroke:#ef4444;stroke-opacity:.35}
 .spanlabel{font-size:10px;fill:#9f1239;pointer-events:none}.span.down{fill:#64748b;fill-opacity:.18;stroke:#475569;stroke-opacity:.4;stroke-dasharray:3 2}
 .m{stroke:#fff;stroke-width:.8}.m.slot_due line{stroke:#94a3b8;stroke-width:1.5}
-.t-good{fill:#16a34a}.t-plain{fill:#9ca3af}.t-bad{fill:#b91c1c}.t-warn{fill:#d97706}
-.t-info{fill:#7c3aed}.t-fault{fill:#be123c}.t-detail{fill:#cbd5e1}
-.fc-timeout{fill:#d97706}.fc-network{fill:#0891b2}.fc-provider_5xx{fill:#9333ea}
-.fc-rate_limit{fill:#dc2626}.fc-auth{fill:#db2777}.fc-validation{fill:#4f46e5}
-.fc-not_found{fill:#64748b}.fc-config{fill:#a16207}.fc-unknown{fill:#475569}
-.m.retry path{fill:none;stroke:#d97706;stroke-width:1.4;stroke-dasharray:4 2}.m.retry circle{fill:#d97706}
+.t-detail{fill:#cbd5e1}
+.m.retry path{fill:none;stroke:#f97316;stroke-width:1.4;stroke-dasharray:4 2}.m.retry circle{fill:#f97316}
 .m.exhausted rect{stroke:#111;stroke-width:1.2}.m.merged{stroke:#111;stroke-width:.6}
 .violation line{stroke:#dc2626;stroke-width:1.5;stroke-dasharray:2 2}.violation circle{fill:none;stroke:#dc2626;stroke-width:2.5}
-#cursor{stroke:#2563eb;stroke-width:1.5}
+#cursor{stroke:#0f172a;stroke-width:1.5}
 .legend span{display:inline-block;margin-right:14px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:4px;vertical-align:-1px}
+.legend .shapes{display:block;color:#4b5563;margin-top:2px}.inv small{display:block;color:#6b7280;font-size:11px}
 table{border-collapse:collapse;font-size:13px}td,th{border-bottom:1px solid #e5e7eb;padding:3px 10px 3px 0;text-align:left;vertical-align:top}
 tr.violated td:first-child{color:#b91c1c;font-weight:600}tr.expected td:first-child{color:#a16207}tr.held td:nth-child(2){color:#15803d}
 .s-retrying{color:#b45309;font-weight:600}.s-retry_exhausted,.s-failed_permanent,.s-failed{color:#b91c1c;font-weight:600}
@@ -641,6 +669,21 @@ function showAt(t){
  document.getElementById('at-time').textContent=iso(t);
  var cur=document.getElementById('cursor');var x=D.labelWidth+xOfT(t);cur.setAttribute('x1',x);cur.setAttribute('x2',x);
 }
+function layoutCheck(self){
+ var cls={},shapes={};
+ Array.prototype.forEach.call(document.querySelectorAll('.legend [data-cls]'),function(e){cls[e.getAttribute('data-cls')]=1;});
+ Array.prototype.forEach.call(document.querySelectorAll('.legend [data-shape]'),function(e){shapes[e.getAttribute('data-shape')]=1;});
+ var unexplained={},seen={},crowded=0,w=svg.viewBox.baseVal.width;
+ Array.prototype.forEach.call(document.querySelectorAll('#timeline g.m'),function(g){
+  var k=g.getAttribute('data-mark');if(!shapes[k])unexplained['shape '+k]=1;
+  g.getAttribute('class').split(' ').forEach(function(c){if((c.indexOf('t-')==0||c.indexOf('fc-')==0)&&!cls[c])unexplained[c]=1;});
+  var key=g.getAttribute('data-lane')+' '+g.getAttribute('class');(seen[key]=seen[key]||[]).push(Number(g.getAttribute('data-x')));});
+ Object.keys(seen).forEach(function(k){var xs=seen[k].sort(function(a,b){return a-b;});for(var i=1;i<xs.length;i++)if(xs[i]-xs[i-1]<2.999)crowded++;});
+ var overflow=[];
+ Array.prototype.forEach.call(document.querySelectorAll('#timeline text'),function(t){var b=t.getBBox();if(b.x<-0.5||b.x+b.width>w+0.5)overflow.push(t.textContent);});
+ Array.prototype.forEach.call(document.querySelectorAll('.legend span,h1,.meta span,td,th'),function(e){if(e.scrollWidth>e.clientWidth+1&&getComputedStyle(e).overflow!='visible')overflow.push(e.textContent.slice(0,40));if(e.getBoundingClientRect().right>document.documentElement.scrollWidth+1)overflow.push(e.textContent.slice(0,40));});
+ self.unexplained=Object.keys(unexplained);self.crowded=crowded;self.overflow=overflow;
+}
 function esc(s){return String(s).replace(/[&<>"]/g,function(c){return{'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c];});}
 svg.addEventListener('click',function(ev){var pt=svg.createSVGPoint();pt.x=ev.clientX;pt.y=ev.clientY;
  var p=pt.matrixTransform(svg.getScreenCTM().inverse());showAt(tOfX(p.x-D.labelWidth));});
@@ -650,33 +693,79 @@ var self={lanes:document.querySelectorAll('#timeline g.lane').length,marks:docum
  expected_lanes:D.lanes.length,expected_marks:D.marks,status_rows:document.querySelectorAll('#at-table tr').length-1};
 Array.prototype.forEach.call(document.querySelectorAll('#timeline g.m'),function(g){var k=g.getAttribute('data-mark');self.kinds[k]=(self.kinds[k]||0)+1;});
 showAt(D.changes.length?D.changes[0][0]:0);self.first_change_rows=document.querySelectorAll('#at-table tr').length-1;showAt(D.end-D.start);
+layoutCheck(self);
 document.getElementById('selftest').textContent=JSON.stringify(self);
 }catch(e){errors.push(String(e));document.getElementById('selftest').textContent=JSON.stringify({errors:errors});}
 })();
 )js";
 
+// The CSS fill of every colour class, from the one table the legend reads.
+std::string swatch_css() {
+  std::string out;
+  for (const ReportSwatch& w : report_swatches()) {
+    out += fmt::format(".{}{{fill:{}}}", w.css_class, w.colour);
+  }
+  return out + "\n";
+}
+
+// Every colour class and every shape the marks use, each with its meaning
+// (data-cls / data-shape let the page's self-test check that every mark
+// drawn is explained here).
 std::string legend_html() {
   std::string out = "<div class=\"legend\">";
-  const std::pair<const char*, const char*> items[] = {
-      {"#16a34a", "success / delivered / recovered"},
-      {"#9ca3af", "skipped"},
-      {"#dc2626", "rate_limit"},
-      {"#d97706", "timeout / retry (dashed: until it runs)"},
-      {"#0891b2", "network"},
-      {"#9333ea", "provider_5xx"},
-      {"#db2777", "auth"},
-      {"#4f46e5", "validation"},
-      {"#a16207", "config"},
-      {"#7c3aed", "notification / stage"},
-      {"rgba(239,68,68,.3)", "fault span"},
-      {"rgba(100,116,139,.4)", "process down"}};
-  for (const auto& [colour, label] : items) {
-    out += fmt::format("<span><i style=\"background:{}\"></i>{}</span>", colour, label);
+  for (const ReportSwatch& w : report_swatches()) {
+    out += fmt::format("<span data-cls=\"{}\"><i style=\"background:{}\"></i>{}</span>",
+                       w.css_class, w.colour, esc(w.label));
   }
-  return out + "<span>circle: regular attempt, diamond: retry, square: exhausted</span></div>\n";
+  out +=
+      "<span><i style=\"background:rgba(239,68,68,.3)\"></i>fault span</span>"
+      "<span><i style=\"background:rgba(100,116,139,.4)\"></i>process down</span>";
+  out += "<span class=\"shapes\">";
+  const std::pair<const char*, const char*> shapes[] = {
+      {"slot_due", "| slot due"},
+      {"attempt", "\xe2\x97\x8f attempt (\xe2\x97\x86 a retry's)"},
+      {"retry", "\xe2\x87\xa2 retry scheduled, dashed until it runs"},
+      {"exhausted", "\xe2\x96\xa0 retries exhausted"},
+      {"crash", "\xe2\x96\xa0 crash, damaged file"},
+      {"recovered", "\xe2\x96\xb2 recovered"},
+      {"boot", "\xe2\x96\xb2 boot, standby, takeover"},
+      {"delivery", "\xe2\x96\xae delivery"},
+      {"notification", "\xe2\x96\xbe notification (at the lane's foot)"},
+      {"stage", "\xe2\x96\xae stage change (upper half)"},
+      {"item_problem", "\xe2\x96\xac item failed / deferred"},
+      {"token", "\xe2\x96\xae token"},
+      {"scheduler", "\xe2\x96\xae scheduler decision"},
+      {"fault_start", "\xe2\x96\xae fault start"},
+      {"fault_end", "\xe2\x96\xae fault end"},
+      {"run_end", "\xe2\x96\xae run end"}};
+  for (const auto& [mark, label] : shapes) {
+    out += fmt::format("<span data-shape=\"{}\">{}</span>", mark, label);
+  }
+  return out + "<span>dark outline: marks merged, the hover text counts them</span></span></div>\n";
 }
 
 }  // namespace
+
+const std::vector<ReportSwatch>& report_swatches() {
+  static const std::vector<ReportSwatch> kSwatches{
+      {"t-good", "#16a34a", "success / delivered / recovered"},
+      {"t-plain", "#9ca3af", "skipped, boot, run end"},
+      {"t-warn", "#f97316", "retry, stall, deferred, token"},
+      {"t-bad", "#7f1d1d", "failure without a class, refused, halted"},
+      {"t-info", "#2563eb", "notification, stage, standby"},
+      {"t-fault", "#c026d3", "fault, crash, damaged file"},
+      {"fc-rate_limit", "#dc2626", "rate_limit"},
+      {"fc-timeout", "#ca8a04", "timeout"},
+      {"fc-network", "#0891b2", "network"},
+      {"fc-provider_5xx", "#7c3aed", "provider_5xx"},
+      {"fc-auth", "#111827", "auth"},
+      {"fc-validation", "#f472b6", "validation"},
+      {"fc-not_found", "#14b8a6", "not_found"},
+      {"fc-config", "#92400e", "config"},
+      {"fc-unknown", "#475569", "unknown"},
+  };
+  return kSwatches;
+}
 
 PolicyOrError scenario_job_policy(const Scenario& scenario, const JobSpec& job) {
   if (!job.retry_policy) {
@@ -734,7 +823,7 @@ std::string render_html_report(const Scenario& scenario, const ScenarioRunResult
   const std::string where = run.path.empty() ? run.scenario : run.path;
   std::string page = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/>";
   page += "<title>" + esc("rehearse: " + scenario.name) + "</title><style>" + kStyle +
-          "</style></head><body>\n";
+          swatch_css() + "</style></head><body>\n";
   page += fmt::format("<h1>{} <span class=\"{}\">{}</span></h1>\n", esc(scenario.name),
                       verdict.held() ? "ok" : "fail", verdict.held() ? "held" : "FAILED");
   page += fmt::format(

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "model/retry_machine.hpp"
 #include "sim/report.hpp"
@@ -35,6 +36,18 @@ struct HtmlReportStats {
   double bucket_px = 0;          // merge bucket width used
   bool by_kind = true;           // false: merged across kinds (over budget)
 };
+
+// A colour of the timeline's marks: the CSS class a mark carries (its tone,
+// or its failure class), the colour and what it means in the legend. The
+// page's CSS and its legend are both written from this one table, so a
+// colour can never be drawn unexplained; the colours are far apart (a test
+// measures their distance in CIELAB).
+struct ReportSwatch {
+  const char* css_class;  // "t-good", "fc-rate_limit"
+  const char* colour;     // "#16a34a"
+  const char* label;
+};
+const std::vector<ReportSwatch>& report_swatches();
 
 // A scenario job's policy as the run parses it ("auto" on the job's
 // effective schedule); an error when it has none. For the status views.

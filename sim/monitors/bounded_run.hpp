@@ -15,6 +15,8 @@ namespace rehearse::sim {
 class BoundedRun final : public Monitor {
  public:
   static constexpr const char* kName = "bounded_run";
+  static constexpr const char* kSummary =
+      "the run ended by itself: the simulator's event limit was not reached";
   static std::vector<std::string> reads() { return {"*"}; }
 
   BoundedRun(const Scenario& scenario, MonitorContext& context);

@@ -15,6 +15,7 @@ namespace rehearse::sim {
 class Deterministic final : public Monitor {
  public:
   static constexpr const char* kName = "deterministic";
+  static constexpr const char* kSummary = "the same seed gives the same trace, byte for byte";
   static std::vector<std::string> reads() { return {}; }
 
   Deterministic(const Scenario&, MonitorContext&) {}

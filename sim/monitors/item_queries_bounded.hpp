@@ -51,6 +51,8 @@ namespace rehearse::sim {
 class ItemQueriesBounded final : public Monitor {
  public:
   static constexpr const char* kName = "item_queries_bounded";
+  static constexpr const char* kSummary =
+      "each reconcile item is asked about at most as often as its stage and backoff allow";
   static std::vector<std::string> reads() {
     return {"service_call",         "service_reply",    "durable_stage", "agent_removed",
             "agent_restored",       "instance_changed", "process_boot",  "process_crash",

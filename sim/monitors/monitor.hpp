@@ -51,9 +51,10 @@ struct Scenario;
 // line, as no_secret_leak and bounded_run do; none: deterministic compares
 // whole traces) and how to build it from the scenario (read in the
 // constructor; no reference to it is kept) over the shared trackers. Each entry is
-// taken from the monitor class itself (its kName, reads()).
+// taken from the monitor class itself (its kName, kSummary, reads()).
 struct MonitorFactory {
   std::string name;
+  std::string summary;  // one line a report shows beside the name
   std::vector<std::string> reads;
   std::function<std::unique_ptr<Monitor>(const Scenario&, MonitorContext&)> make;
 };

@@ -28,6 +28,7 @@ namespace rehearse::sim {
 class NoDuplicateDelivery final : public Monitor {
  public:
   static constexpr const char* kName = "no_duplicate_delivery";
+  static constexpr const char* kSummary = "no target receives the same slot's delivery twice";
   static std::vector<std::string> reads() {
     return {"message_delivered", "durable_delivery",     "queue_take",   "queue_intent",
             "queue_done",        "durable_job_state",    "process_boot", "process_crash",

@@ -16,6 +16,8 @@ namespace rehearse::sim {
 class NoSecretLeak final : public Monitor {
  public:
   static constexpr const char* kName = "no_secret_leak";
+  static constexpr const char* kSummary =
+      "no token or secret appears in a log line, message or file";
   static std::vector<std::string> reads() { return {"*"}; }
 
   // Full agent ids (the orchestrator's list, AGENT_*_ID values) are secrets.

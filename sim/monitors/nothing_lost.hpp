@@ -69,6 +69,8 @@ namespace rehearse::sim {
 class NothingLost final : public Monitor {
  public:
   static constexpr const char* kName = "nothing_lost";
+  static constexpr const char* kSummary =
+      "every due slot ends delivered, skipped, failed with a notice, or still in flight";
   static std::vector<std::string> reads() {
     return {"queue_take",    "queue_intent",     "queue_done",        "durable_job_state",
             "outbox_add",    "durable_delivery", "message_delivered", "message_refused",

@@ -26,6 +26,8 @@ namespace rehearse::sim {
 class QueueDiscipline final : public Monitor {
  public:
   static constexpr const char* kName = "queue_discipline";
+  static constexpr const char* kSummary =
+      "queue entries are taken once, acknowledged, and never run after they are done";
   static std::vector<std::string> reads() {
     return {"queue_take",           "queue_done", "queue_requeue", "process_crash", "process_boot",
             "disk_process_crashed", "disk_crash", "disk_lock",     "disk_unlock"};

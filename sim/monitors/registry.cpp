@@ -21,7 +21,7 @@ namespace {
 // A registry entry from the monitor class itself: its name, its reads, its constructor.
 template <typename M>
 MonitorFactory entry() {
-  return {M::kName, M::reads(), [](const Scenario& scenario, MonitorContext& context) {
+  return {M::kName, M::kSummary, M::reads(), [](const Scenario& scenario, MonitorContext& context) {
             return std::unique_ptr<Monitor>(std::make_unique<M>(scenario, context));
           }};
 }
@@ -57,6 +57,14 @@ const std::vector<std::string>& invariant_names() {
     return names;
   }();
   return kNames;
+}
+
+const std::string& invariant_summary(const std::string& name) {
+  static const std::string kNone;
+  for (const MonitorFactory& f : monitor_registry()) {
+    if (f.name == name) return f.summary;
+  }
+  return kNone;
 }
 
 const std::vector<std::string>& shared_reads() {

@@ -22,6 +22,9 @@ struct InvariantSpec {
 };
 const std::vector<InvariantSpec>& invariant_specs();
 
+// The one-line meaning of an invariant (empty for an unknown name).
+const std::string& invariant_summary(const std::string& name);
+
 // What the shared trackers read (process up/down, runs, notifications, the
 // slot tracker, tallies; sim/monitors/context.hpp).
 const std::vector<std::string>& shared_reads();

@@ -33,6 +33,8 @@ namespace rehearse::sim {
 class RetriesBounded final : public Monitor {
  public:
   static constexpr const char* kName = "retries_bounded";
+  static constexpr const char* kSummary =
+      "retries stay within the policy's budget and delays, and only for retryable failures";
   static std::vector<std::string> reads() {
     return {"queue_take",   "queue_intent", "queue_done",          "durable_job_state",
             "outbox_add",   "queue_add",    "queue_cancel",        "process_crash",

@@ -30,6 +30,8 @@ namespace rehearse::sim {
 class ScheduleKept final : public Monitor {
  public:
   static constexpr const char* kName = "schedule_kept";
+  static constexpr const char* kSummary =
+      "next_run_at never moves off the schedule, and every slot is handed out on time";
   static std::vector<std::string> reads() { return {"queue_add", "durable_job_state"}; }
 
   ScheduleKept(const Scenario& scenario, MonitorContext& context);

@@ -30,6 +30,8 @@ namespace rehearse::sim {
 class StageMonotonic final : public Monitor {
  public:
   static constexpr const char* kName = "stage_monotonic";
+  static constexpr const char* kSummary =
+      "a reconcile item's stage never goes back, and handoffs go to the right roles";
   static std::vector<std::string> reads() {
     return {"durable_stage", "service_reply", "issue_assigned", "agent_removed", "agent_restored"};
   }

@@ -48,6 +48,8 @@ namespace rehearse::sim {
 class StateDurable final : public Monitor {
  public:
   static constexpr const char* kName = "state_durable";
+  static constexpr const char* kSummary =
+      "what the store acknowledged survives crashes; corrupt files are kept and fail closed";
   static std::vector<std::string> reads() {
     return {"store_corrupt_injected",
             "job_file_damaged",

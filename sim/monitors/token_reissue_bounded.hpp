@@ -30,6 +30,8 @@ namespace rehearse::sim {
 class TokenReissueBounded final : public Monitor {
  public:
   static constexpr const char* kName = "token_reissue_bounded";
+  static constexpr const char* kSummary =
+      "a rejected token is reissued at most once per rejection, never in a loop";
   static std::vector<std::string> reads() {
     return {"service_call",         "service_reply",   "auth_rejected", "token_issued",
             "token_issue_failed",   "token_presented", "process_boot",  "process_crash",

@@ -81,7 +81,7 @@ class Recording final : public Monitor {
 std::vector<MonitorFactory> recording_registry(Handed& handed) {
   std::vector<MonitorFactory> out;
   for (const MonitorFactory& f : monitor_registry()) {
-    out.push_back({f.name, f.reads, [f, &handed](const Scenario& s, MonitorContext& c) {
+    out.push_back({f.name, f.summary, f.reads, [f, &handed](const Scenario& s, MonitorContext& c) {
                      return std::unique_ptr<Monitor>(
                          std::make_unique<Recording>(f.name, f.make(s, c), handed));
                    }});

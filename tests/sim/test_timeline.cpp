@@ -12,11 +12,15 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "model/failure.hpp"
 #include "model/time.hpp"
 #include "sim/html_report.hpp"
 #include "sim/timeline.hpp"
@@ -226,6 +230,48 @@ TEST(Timeline, VerboseDetailIsReadableAndTakeoversShow) {
   ASSERT_EQ(verbose.size(), 5u);
   EXPECT_EQ(verbose[0].text, "disk_append bytes=367 path=/s/journal");
   EXPECT_EQ(verbose[1].text, "call ledger-api POST /entries");
+}
+
+// The report's colours: one per failure class of the core and per tone,
+// no class twice, and every pair at least 20 apart in CIELAB (CIE76), so
+// that no two meanings share a colour (provider_5xx and notifications once
+// did, as did rate_limit and auth).
+double srgb_to_linear(double c) {
+  return c > 0.04045 ? std::pow((c + 0.055) / 1.055, 2.4) : c / 12.92;
+}
+
+std::array<double, 3> lab(const std::string& hex) {
+  auto channel = [&](int i) {
+    return srgb_to_linear(std::stoi(hex.substr(1 + 2 * i, 2), nullptr, 16) / 255.0);
+  };
+  const double r = channel(0), g = channel(1), b = channel(2);
+  const double x = (r * 0.4124 + g * 0.3576 + b * 0.1805) / 0.95047;
+  const double y = r * 0.2126 + g * 0.7152 + b * 0.0722;
+  const double z = (r * 0.0193 + g * 0.1192 + b * 0.9505) / 1.08883;
+  auto f = [](double v) { return v > 0.008856 ? std::cbrt(v) : 7.787 * v + 16.0 / 116.0; };
+  return {116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))};
+}
+
+TEST(HtmlReport, ColoursCoverEveryClassAndToneAndStayApart) {
+  std::set<std::string> classes;
+  for (const ReportSwatch& w : report_swatches()) {
+    EXPECT_TRUE(classes.insert(w.css_class).second) << w.css_class << " twice";
+    EXPECT_EQ(std::string(w.colour).size(), 7u) << w.css_class;
+  }
+  for (FailureClass c : all_failure_classes()) {
+    EXPECT_EQ(classes.count(std::string("fc-") + to_string(c)), 1u) << to_string(c);
+  }
+  for (const char* tone : {"good", "plain", "warn", "bad", "info", "fault"}) {
+    EXPECT_EQ(classes.count(std::string("t-") + tone), 1u) << tone;
+  }
+  const auto& all = report_swatches();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    for (std::size_t j = i + 1; j < all.size(); ++j) {
+      const auto a = lab(all[i].colour), b = lab(all[j].colour);
+      const double d = std::hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
+      EXPECT_GE(d, 20.0) << all[i].css_class << " and " << all[j].css_class << " look alike";
+    }
+  }
 }
 
 Scenario small_scenario() {
