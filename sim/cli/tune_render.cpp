@@ -199,15 +199,41 @@ using PanelKey = std::tuple<int, DurationMs, double>;
 using PanelCells = std::map<std::pair<int, DurationMs>, const TuneRow*>;
 
 struct HeatLayout {
-  static constexpr int kCell = 56, kLeft = 80, kTop = 70, kGap = 40;
-  std::vector<int> attempts;       // rows, ascending
-  std::vector<DurationMs> delays;  // columns, ascending
-  std::vector<PanelKey> order;     // panels in grid order
+  static constexpr int kCellW = 72, kCellH = 56, kLeft = 44, kTop = 70, kGap = 40;
+  static constexpr int kLine = 16;        // one line of 12 px text below the panels
+  static constexpr double kCharPx = 6.6;  // a generous width of one 12 px character
+  std::vector<int> attempts;              // rows, ascending
+  std::vector<DurationMs> delays;         // columns, ascending
+  std::vector<PanelKey> order;            // panels in grid order
   std::map<PanelKey, PanelCells> panels;
-  int panel_width() const { return kLeft + kCell * static_cast<int>(delays.size()); }
-  int width() const { return static_cast<int>(order.size()) * (panel_width() + kGap) + kGap; }
-  int height() const { return kTop + kCell * static_cast<int>(attempts.size()) + 90; }
+  std::vector<std::string> notes;  // the lines under the scale: key, verdict (wrapped)
+  int panel_width() const { return kLeft + kCellW * static_cast<int>(delays.size()); }
+  int width() const {
+    return std::max(620, static_cast<int>(order.size()) * (panel_width() + kGap) + kGap);
+  }
+  int cells_bottom() const { return kTop + kCellH * static_cast<int>(attempts.size()); }
+  int scale_top() const { return cells_bottom() + 52; }
+  int height() const { return scale_top() + 40 + kLine * static_cast<int>(notes.size()) + 10; }
+  // How many characters a line under the panels may hold.
+  std::size_t line_chars() const {
+    return static_cast<std::size_t>((width() - 2 * kGap) / kCharPx);
+  }
 };
+
+// `text` broken at spaces into lines of at most `width` characters.
+std::vector<std::string> wrap(const std::string& text, std::size_t width) {
+  std::vector<std::string> lines{""};
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (!lines.back().empty() && lines.back().size() + 1 + word.size() > width) lines.push_back("");
+    lines.back() += (lines.back().empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  return lines;
+}
 
 template <typename T>
 void sort_unique(std::vector<T>& v) {
@@ -231,76 +257,131 @@ HeatLayout heat_layout(const TuneResult& r) {
   return l;
 }
 
+// A cell: the recovery probability (and * on the Pareto front), its 95%
+// interval, and the extra calls the policy costs per slot.
 std::string svg_cell(const TuneRow& row, int x, int y) {
-  constexpr int kCell = HeatLayout::kCell;
+  constexpr int kW = HeatLayout::kCellW, kH = HeatLayout::kCellH;
   const bool current = row.policy.current;
   return fmt::format(
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"{}\" "
       "stroke-width=\"{}\"><title>{}</title></rect>\n"
-      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}{}</text>\n",
-      x, y, kCell, kCell, heat_colour(row.recovery), current ? "black" : "white", current ? 4 : 1,
-      xml_escape(row_summary(row)), x + kCell / 2, y + kCell / 2 + 4, percent(row.recovery),
-      row.pareto ? "*" : "");
+      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-weight=\"bold\">{}{}</text>\n"
+      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\">{:.0f}-{:.0f}%</text>\n"
+      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\">+{:.1f} calls</text>\n",
+      x, y, kW, kH, heat_colour(row.recovery), current ? "black" : "white", current ? 4 : 1,
+      xml_escape(row_summary(row)), x + kW / 2, y + 19, percent(row.recovery),
+      row.pareto ? "*" : "", x + kW / 2, y + 34, row.recovery_low * 100, row.recovery_high * 100,
+      x + kW / 2, y + 48, row.extra_calls);
 }
 
 std::string svg_panel(const HeatLayout& l, const PanelKey& key, int x0) {
-  constexpr int kCell = HeatLayout::kCell, kLeft = HeatLayout::kLeft, kTop = HeatLayout::kTop;
+  constexpr int kW = HeatLayout::kCellW, kH = HeatLayout::kCellH;
+  constexpr int kLeft = HeatLayout::kLeft, kTop = HeatLayout::kTop;
   const auto& [kind, cap, jitter] = key;
   std::string title = to_string(static_cast<BackoffKind>(kind));
   if (cap > 0) title += " cap " + format_duration(cap);
   if (jitter > 0) title += fmt::format(" jitter {}", jitter);
   std::string svg = fmt::format(
       "<g class=\"panel\">\n<text x=\"{}\" y=\"{}\" font-weight=\"bold\">{}</text>\n"
-      "<text x=\"{}\" y=\"{}\">base delay</text>\n"
-      "<text x=\"{}\" y=\"{}\" transform=\"rotate(-90 {} {})\">attempts</text>\n",
-      x0 + kLeft, kTop - 28, xml_escape(title), x0 + kLeft, kTop - 12, x0 + 14, kTop + 40, x0 + 14,
-      kTop + 40);
+      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">base delay \xe2\x86\x92</text>\n"
+      "<text x=\"{}\" y=\"{}\">attempts \xe2\x86\x93</text>\n",
+      x0 + kLeft, kTop - 28, xml_escape(title), x0 + kLeft + (l.panel_width() - kLeft) / 2,
+      l.cells_bottom() + 34, x0, kTop - 8);
   for (std::size_t c = 0; c < l.delays.size(); ++c) {
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-                       x0 + kLeft + static_cast<int>(c) * kCell + kCell / 2,
-                       kTop + kCell * static_cast<int>(l.attempts.size()) + 16,
+                       x0 + kLeft + static_cast<int>(c) * kW + kW / 2, l.cells_bottom() + 16,
                        xml_escape(format_duration(l.delays[c])));
   }
   const PanelCells& cells = l.panels.at(key);
   for (std::size_t a = 0; a < l.attempts.size(); ++a) {
-    const int y = kTop + static_cast<int>(a) * kCell;
+    const int y = kTop + static_cast<int>(a) * kH;
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", x0 + kLeft - 8,
-                       y + kCell / 2 + 4, l.attempts[a]);
+                       y + kH / 2 + 4, l.attempts[a]);
     for (std::size_t c = 0; c < l.delays.size(); ++c) {
       const auto it = cells.find({l.attempts[a], l.delays[c]});
-      if (it != cells.end())
-        svg += svg_cell(*it->second, x0 + kLeft + static_cast<int>(c) * kCell, y);
+      if (it != cells.end()) svg += svg_cell(*it->second, x0 + kLeft + static_cast<int>(c) * kW, y);
     }
   }
   return svg + "</g>\n";
 }
 
+// The colour scale: recovery 0% (red) through 50% (yellow) to 100% (green).
+std::string svg_scale(const HeatLayout& l) {
+  constexpr int kGap = HeatLayout::kGap, kWidth = 240;
+  const int y = l.scale_top();
+  std::string svg =
+      "<defs><linearGradient id=\"recovery-scale\">" +
+      fmt::format(
+          "<stop offset=\"0\" stop-color=\"{}\"/><stop offset=\"0.5\" stop-color=\"{}\"/>"
+          "<stop offset=\"1\" stop-color=\"{}\"/>",
+          heat_colour(0), heat_colour(0.5), heat_colour(1)) +
+      "</linearGradient></defs>\n";
+  svg += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"10\" fill=\"url(#recovery-scale)\"/>\n", kGap,
+      y, kWidth);
+  for (const auto& [share, anchor] : {std::pair{0.0, "start"}, {0.5, "middle"}, {1.0, "end"}}) {
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"{}\" font-size=\"10\">{}</text>\n",
+                       kGap + static_cast<int>(share * kWidth), y + 22, anchor, percent(share));
+  }
+  svg += fmt::format("<text x=\"{}\" y=\"{}\">recovery probability</text>\n", kGap + kWidth + 12,
+                     y + 9);
+  return svg;
+}
+
+// The heading: at most two lines of 13 px text above the panels, the second
+// cut with an ellipsis when even two are not enough (the <title> has it all).
+std::string header_svg(const TuneResult& r, const HeatLayout& l) {
+  constexpr int kGap = HeatLayout::kGap;
+  const std::string text =
+      fmt::format("recovery probability, job {} ({}), outages {}, {} runs per policy", r.job,
+                  r.schedule, r.outages, r.runs_per_policy);
+  const auto width = static_cast<std::size_t>((l.width() - 2 * kGap) / 7.2);
+  std::vector<std::string> lines = wrap(text, width);
+  if (lines.size() > 2) {
+    lines.resize(2);
+    lines[1] = lines[1].substr(0, width > 3 ? width - 3 : 0) + "...";
+  }
+  std::string svg;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"13\">{}</text>\n", kGap,
+                       18 + 14 * static_cast<int>(i), xml_escape(lines[i]));
+  }
+  return svg;
+}
+
 }  // namespace
 
 std::string tune_svg(const TuneResult& r) {
-  const HeatLayout l = heat_layout(r);
+  HeatLayout l = heat_layout(r);
   constexpr int kGap = HeatLayout::kGap;
+  for (const std::string& text :
+       {std::string("cell: recovery probability (* on the Pareto front of recovery against extra "
+                    "calls and p95 time to recovery), its 95% interval, extra calls per slot; "
+                    "black border: the job's own policy. Attempts count the first run: 3 "
+                    "attempts are 2 retries."),
+        tune_verdict(r)}) {
+    for (std::string& line : wrap(text, l.line_chars())) l.notes.push_back(std::move(line));
+  }
   std::string svg = fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n"
-      "<title>{}</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"{}\" y=\"20\" font-size=\"14\">{}</text>\n",
+      "<title>{}</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
       l.width(), l.height(), l.width(), l.height(),
-      xml_escape(fmt::format("rehearse tune: recovery probability of {} in {}", r.job, r.scenario)),
-      kGap,
-      xml_escape(fmt::format("recovery probability, job {} ({}), outages {}, {} runs per policy",
-                             r.job, r.schedule, r.outages, r.runs_per_policy)));
+      xml_escape(
+          fmt::format("rehearse tune: recovery probability of {} in {}", r.job, r.scenario)));
+  svg += header_svg(r, l);
   int x0 = kGap;
   for (const PanelKey& key : l.order) {
     svg += svg_panel(l, key, x0);
     x0 += l.panel_width() + kGap;
   }
-  svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", kGap, l.height() - 40,
-                     xml_escape("* on the Pareto front (recovery against extra calls and p95 time "
-                                "to recovery); black border: the job's own policy"));
-  svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", kGap, l.height() - 20,
-                     xml_escape(tune_verdict(r)));
+  svg += svg_scale(l);
+  int y = l.scale_top() + 40 + HeatLayout::kLine / 2;
+  for (const std::string& line : l.notes) {
+    svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", kGap, y, xml_escape(line));
+    y += HeatLayout::kLine;
+  }
   return svg + "</svg>\n";
 }
 

@@ -4,7 +4,8 @@
 # lays the page out and the page's own self-test finds every colour class
 # and shape a mark uses explained in the legend, no two marks of one kind on
 # one lane closer than 3 px (closer ones are one merged mark whose hover text
-# counts them), and no text past its box or the timeline's edge. A report
+# counts them), and no text past its box or the timeline's edge; the tune
+# heat map has no text outside the picture or over another text. A report
 # whose legend lost an entry is caught (the check can fail).
 # Method: rehearse run --report; chromium --dump-dom; the self-test's JSON
 # in <pre id="selftest">. (docs/screenshots.sh photographs the same pages.)
@@ -57,5 +58,31 @@ if selftest "$work/tampered.dom" '"t-good" in st["unexplained"]' >/dev/null; the
 else
   echo "FAIL the self-test missed a legend entry removed"; fail=$((fail + 1))
 fi
+# The tune heat map: no text outside the picture or over another text
+# (the verdict wraps; the axis names keep clear of each other).
+"$R" tune "$SRC/scenarios/my-api-outage.json" --job invoice-sync --seeds 8 --threads 1 \
+  --svg "$work/tune.svg" >/dev/null 2>&1
+{
+  echo '<!DOCTYPE html><html><body>'
+  sed 1d "$work/tune.svg"
+  cat <<'JS'
+<pre id="selftest"></pre><script>
+var svg=document.querySelector('svg'),w=svg.viewBox.baseVal.width,h=svg.viewBox.baseVal.height;
+var boxes=[],overflow=[],overlaps=0;
+Array.prototype.forEach.call(svg.querySelectorAll('text'),function(t){var b=t.getBBox();
+ if(b.x<-0.5||b.y<-0.5||b.x+b.width>w+0.5||b.y+b.height>h+0.5)overflow.push(t.textContent);
+ boxes.forEach(function(o){if(b.x<o.x+o.width-0.5&&o.x<b.x+b.width-0.5&&b.y<o.y+o.height-0.5&&o.y<b.y+b.height-0.5)overlaps++;});
+ boxes.push(b);});
+document.getElementById('selftest').textContent=JSON.stringify({errors:[],unexplained:[],crowded:overlaps,overflow:overflow,marks:boxes.length});
+</script></body></html>
+JS
+} >"$work/tune.html"
+browse "$work/tune.html" "$work/tune.dom" --dump-dom
+if selftest "$work/tune.dom" 'not st["overflow"] and st["crowded"] == 0 and st["marks"] > 20'; then
+  pass=$((pass + 1))
+else
+  echo "FAIL the tune heat map has text outside it or text over text"; fail=$((fail + 1))
+fi
+
 echo "report layout: $pass passed, $fail failed"
 [ "$fail" = 0 ]
