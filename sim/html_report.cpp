@@ -586,6 +586,36 @@ std::string final_status_text(const Scenario& scenario, const ScenarioRunResult&
 
 // ------------------------------------------------------------------ page
 
+// The expect block's checks as written, each a JSON pointer and its
+// expected value: objects are opened, anything else (a count, a name, a list
+// of slots) is one check; `violations` is judged with the invariants.
+void expect_leaves(const json& v, const std::string& pointer,
+                   std::vector<std::pair<std::string, std::string>>& out) {
+  if (!v.is_object()) {
+    out.emplace_back(pointer, v.dump(-1, ' ', false, json::error_handler_t::replace));
+    return;
+  }
+  for (const auto& [key, value] : v.items()) {
+    if (pointer == "/expect" && key == "violations") continue;
+    expect_leaves(value, pointer + "/" + key, out);
+  }
+}
+
+// The expectations that held: every check of the expect block that no
+// failure's pointer falls under.
+std::vector<std::pair<std::string, std::string>> held_expectations(const Scenario& scenario,
+                                                                   const Verdict& verdict) {
+  std::vector<std::pair<std::string, std::string>> leaves, held;
+  if (scenario.expect_source.is_object()) expect_leaves(scenario.expect_source, "/expect", leaves);
+  for (auto& [pointer, value] : leaves) {
+    const bool failed =
+        std::any_of(verdict.expect_failures.begin(), verdict.expect_failures.end(),
+                    [&p = pointer](const ExpectFailure& f) { return f.pointer.rfind(p, 0) == 0; });
+    if (!failed) held.emplace_back(std::move(pointer), std::move(value));
+  }
+  return held;
+}
+
 std::string invariants_html(const ScenarioRunResult& run, const Verdict& verdict,
                             const Scenario& scenario) {
   std::string rows;
@@ -617,9 +647,11 @@ std::string invariants_html(const ScenarioRunResult& run, const Verdict& verdict
   for (const ExpectFailure& f : verdict.expect_failures) {
     row(f.pointer, "violated", esc(f.describe()), "");
   }
+  for (const auto& [pointer, value] : held_expectations(scenario, verdict)) {
+    row(pointer, "held", "held (expected " + esc(value) + ")", "");
+  }
   for (const std::string& e : verdict.errors) row("error", "violated", esc(e), "");
   (void)run;
-  (void)scenario;
   return "<table class=\"inv\"><tr><th>check</th><th>result</th><th></th></tr>\n" + rows +
          "</table>\n";
 }

@@ -981,7 +981,10 @@ void Loader::load_world(const json& root) {
   if (const json* v = field(root, "fleet")) load_fleet(*v, "/fleet");
   if (const json* v = field(root, "faults")) load_faults(*v, "/faults");
   for (FaultSpec& fault : fleet_faults_) scenario_.faults.push_back(std::move(fault));
-  if (const json* v = field(root, "expect")) load_expect(*v, "/expect");
+  if (const json* v = field(root, "expect")) {
+    load_expect(*v, "/expect");
+    scenario_.expect_source = *v;
+  }
 }
 
 ServiceTiming Loader::load_timing(const json& obj, const std::string& pointer) {

@@ -425,6 +425,9 @@ struct Scenario {
   std::vector<JobSpec> jobs;
   std::vector<FaultSpec> faults;  // in file order (the run orders by time, then file order)
   Expectations expect;
+  // The `expect` block as written (null when there is none): what the report
+  // lists as held next to the failures check_expectations() finds.
+  nlohmann::json expect_source;
   std::vector<ScenarioFlag> flags;
 
   const JobSpec* find_job(std::string_view id) const noexcept;

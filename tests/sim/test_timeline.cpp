@@ -294,6 +294,33 @@ Scenario small_scenario() {
   return std::move(loaded).value();
 }
 
+// The table under "Invariants and expectations" lists the expectations that
+// held (with what was expected) as well as the ones that failed.
+TEST(HtmlReport, ListsHeldExpectationsBesideFailedOnes) {
+  json doc = json::parse(R"({
+      "format": 1, "scenario": "held-expectations",
+      "start": "2026-12-04T12:00:00Z", "until": "2026-12-11T18:00:00Z",
+      "services": {"model-api": {}, "messenger": {"targets": ["team"]}},
+      "jobs": [{"id": "weekly", "kind": "group", "schedule": "0 17 * * 5", "retry_policy": "auto",
+                "tasks": [{"id": "summary", "produces": "summary"}], "targets": ["team"]}],
+      "faults": [{"at": "2026-12-04T16:59:30Z", "for": "6h", "kind": "quota_exhausted"}],
+      "expect": {"jobs": {"weekly": {"delivered_slots": 1, "retries": 999}}}})");
+  auto scenario = load_scenario_json(doc.dump(), "held.json");
+  ASSERT_TRUE(scenario.ok()) << scenario.error().describe();
+  auto run = run_scenario(*scenario);
+  ASSERT_TRUE(run.ok());
+  const Verdict verdict = judge_run(*scenario, *run, std::nullopt);
+  ASSERT_EQ(verdict.expect_failures.size(), 1u);
+  const std::string page = render_html_report(*scenario, *run, verdict);
+  EXPECT_NE(page.find("<tr class=\"held\"><td>/expect/jobs/weekly/delivered_slots</td><td>held "
+                      "(expected 1)</td>"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("<tr class=\"violated\"><td>/expect/jobs/weekly/retries</td>"),
+            std::string::npos);
+  EXPECT_EQ(page.find("<tr class=\"held\"><td>/expect/jobs/weekly/retries"), std::string::npos);
+}
+
 TEST(HtmlReport, OneLanePerJobFoldsIdleTimeAndCountsMarks) {
   const Scenario scenario = small_scenario();
   auto run = run_scenario(scenario);
