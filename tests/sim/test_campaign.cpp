@@ -189,23 +189,34 @@ TEST(Progress, FormatsCountsRateAndTimeLeft) {
   EXPECT_EQ(format_duration_s(3 * 3600 + 7 * 60 + 5), "3h07m");
 }
 
-// A fake clock stepping 0.1 s per reading: ten updates a second come in, one
-// line a second goes out, each starting with '\r'; finish ends the line.
-TEST(Progress, RewritesTheLineAtMostOnceASecond) {
+// What a progress line writes for `updates` updates (done = 1..updates of
+// `updates`) against a fake clock stepping 0.1 s per update, then finish.
+std::string progress_text(const std::string& label, ProgressStyle style, std::size_t updates,
+                          const char* noun = nullptr) {
   char* buffer = nullptr;
   std::size_t size = 0;
   std::FILE* out = open_memstream(&buffer, &size);
-  ASSERT_NE(out, nullptr);
+  if (out == nullptr) return "open_memstream failed";
   auto now = std::chrono::steady_clock::time_point{};
-  ProgressLine line(out, "check", ProgressStyle::in_place, [&] { return now; });
-  for (std::size_t done = 1; done <= 50; ++done) {
-    now += std::chrono::milliseconds(100);
-    line.update(done, 50);
+  {
+    ProgressLine line(out, label, style, [&] { return now; });
+    if (noun != nullptr) line.set_nouns(noun, noun);
+    for (std::size_t done = 1; done <= updates; ++done) {
+      now += std::chrono::milliseconds(100);
+      line.update(done, updates);
+    }
+    line.finish(updates, updates);
   }
-  line.finish(50, 50);
   std::fclose(out);
-  const std::string text(buffer, size);
+  std::string text(buffer, size);
   std::free(buffer);
+  return text;
+}
+
+// Ten updates a second come in, one line a second goes out, each starting
+// with '\r'; finish ends the line.
+TEST(Progress, RewritesTheLineAtMostOnceASecond) {
+  const std::string text = progress_text("check", ProgressStyle::in_place, 50);
   std::size_t lines = 0;
   for (char c : text) lines += c == '\r' ? 1 : 0;
   EXPECT_EQ(lines, 5u + 1u) << text;  // 5 s of updates (one per second) and the final line
@@ -213,25 +224,11 @@ TEST(Progress, RewritesTheLineAtMostOnceASecond) {
   EXPECT_NE(text.find("check: 50/50 cases (100.0%)"), std::string::npos) << text;
 }
 
-// Off a terminal the same 5 s of updates and 60 s more give a line of its
-// own every ten seconds (no '\r', which a CI log would run together), and
-// finish adds the last state.
+// Off a terminal 65 s of updates give a line of its own every ten seconds
+// (no '\r', which a CI log would run together), and finish adds the last
+// state.
 TEST(Progress, WritesALineEveryTenSecondsOffATerminal) {
-  char* buffer = nullptr;
-  std::size_t size = 0;
-  std::FILE* out = open_memstream(&buffer, &size);
-  ASSERT_NE(out, nullptr);
-  auto now = std::chrono::steady_clock::time_point{};
-  ProgressLine line(out, "tune", ProgressStyle::lines, [&] { return now; });
-  line.set_nouns("runs", "runs");
-  for (std::size_t done = 1; done <= 650; ++done) {
-    now += std::chrono::milliseconds(100);
-    line.update(done, 650);
-  }
-  line.finish(650, 650);
-  std::fclose(out);
-  const std::string text(buffer, size);
-  std::free(buffer);
+  const std::string text = progress_text("tune", ProgressStyle::lines, 650, "runs");
   std::size_t newlines = 0;
   for (char c : text) newlines += c == '\n' ? 1 : 0;
   EXPECT_EQ(text.find('\r'), std::string::npos) << text;
