@@ -42,7 +42,9 @@ constexpr std::string_view kTopHelp =
     "Every command has --help; --json prints one JSON document on stdout, also\n"
     "for bad input ({\"error\": {...}}); 'rehearse help COMMAND' is COMMAND --help.\n"
     "'rehearse --version' prints the version.\n"
-    "Exit codes: 0 all held, 1 an invariant or expectation failed, 2 bad input.\n";
+    "Exit codes (docs/cli.md): 0 all held, 1 an invariant or expectation failed,\n"
+    "2 bad input or usage, 3 an assertion of the core failed in a run, 4 a run ran\n"
+    "out of memory.\n";
 
 using Command = int (*)(const Args&);
 

@@ -2,8 +2,9 @@
 """The command synopsis and the exit codes have one source: docs/cli.md.
 
 The README's "The command" block must list exactly the lines of docs/cli.md's
-first code block, and every `rehearse <cmd> --help` that prints an exit-code
-line must not name a code docs/cli.md does not define. Prints what differs;
+first code block, `rehearse --help` must name exactly the exit codes
+docs/cli.md defines, and every `rehearse <cmd> --help` that prints an
+exit-code line must not name a code docs/cli.md does not define. Prints what differs;
 exit 1 when anything does.
 """
 import re
@@ -31,7 +32,14 @@ def main():
         if line not in want:
             problems.append(f"README has what docs/cli.md does not: {line}")
     defined = {int(c) for c in re.findall(r"`([0-4])`", cli.split("| command |")[0])}
-    for cmd in ["run", "check", "validate", "tune", "status", "merge", "cron", "policy"]:
+    # The top-level help names every code docs/cli.md defines.
+    top = subprocess.run([exe, "--help"], capture_output=True, text=True).stdout
+    m = re.search(r"Exit codes[^:]*:(.*?)\n\n|Exit codes[^:]*:(.*)$", top, re.S)
+    named = {int(c) for c in re.findall(r"\b([0-9])\b", (m.group(1) or m.group(2)) if m else "")}
+    if named != defined:
+        problems.append(f"rehearse --help names exit codes {sorted(named)}, "
+                        f"docs/cli.md defines {sorted(defined)}")
+    for cmd in ["run", "check", "validate", "tune", "status", "merge", "cron", "policy", "new"]:
         out = subprocess.run([exe, cmd, "--help"], capture_output=True, text=True).stdout
         for m in re.finditer(r"[Ee]xit codes?[^.]*", out.replace("\n", " ")):
             for code in re.findall(r"\b([0-9])\b", m.group(0)):
