@@ -258,17 +258,27 @@ std::string field_text(const nlohmann::json& v) {
                        : v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// "call ledger-api POST /entries", "reply ledger-api POST /entries -> 503: ...".
-std::string call_text(const TraceEvent& e) {
-  std::string out = (e.type == "service_call" ? "call " : "reply ") + e.service;
+// "ledger-api POST /entries": the request a call or reply is about.
+std::string request_text(const TraceEvent& e) {
+  std::string out = e.service;
   for (const char* key : {"operation", "target"}) {
     if (const std::string v = e.str(key); !v.empty()) out += " " + v;
   }
-  if (e.type == "service_reply") {
-    const std::string transport = e.str("transport_error");
-    out += " -> " + (transport.empty() ? std::to_string(e.num("status")) : transport);
-    if (const std::string m = e.str("message"); !m.empty()) out += ": " + m;
-  }
+  return out;
+}
+
+// "ledger-api POST /entries -> 503", "model-api generate work -> timeout".
+std::string describe_reply(const TraceEvent& e) {
+  const std::string transport = e.str("transport_error");
+  return request_text(e) + " -> " +
+         (transport.empty() ? std::to_string(e.num("status")) : transport);
+}
+
+// "call ledger-api POST /entries", "reply ledger-api POST /entries -> 503: ...".
+std::string call_text(const TraceEvent& e) {
+  if (e.type == "service_call") return "call " + request_text(e);
+  std::string out = "reply " + describe_reply(e);
+  if (const std::string m = e.str("message"); !m.empty()) out += ": " + m;
   return out;
 }
 
@@ -320,16 +330,6 @@ std::string run_key(const TraceEvent& e) {
 bool failed_reply(const TraceEvent& e) {
   return e.type == "service_reply" &&
          (e.data.contains("transport_error") || e.num("status", 200) >= 400);
-}
-
-// "ledger-api POST /entries -> 503", "model-api generate work -> timeout".
-std::string describe_reply(const TraceEvent& e) {
-  std::string out = e.service;
-  for (const char* key : {"operation", "target"}) {
-    if (const std::string v = e.str(key); !v.empty()) out += " " + v;
-  }
-  const std::string transport = e.str("transport_error");
-  return out + " -> " + (transport.empty() ? std::to_string(e.num("status")) : transport);
 }
 
 // The calls of each run the world answered with a failure: the last one and
