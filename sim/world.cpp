@@ -209,6 +209,7 @@ class World {
   void on_violation(Violation violation);
   void drain_monitor_violations();
   void record_durable_stages();
+  void record_durable_item(const std::string& job, const std::string& path, PipelineItemFacts item);
   void record_durable_facts(const std::string& type, const std::string& path);
   void record_ledger_facts(const std::string& file);
   RunResult run_loop_guarded(ScenarioRunResult& result);
@@ -253,9 +254,8 @@ class World {
   std::map<std::string, std::size_t> violation_counts_;
   std::size_t violations_dropped_ = 0;
   std::size_t monitor_violations_seen_ = 0;
-  // (job, issue) -> the durable (stage, reconcile error) last recorded
-  std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>>
-      durable_stages_;
+  // (job, issue) -> the item's durable facts last recorded
+  std::map<std::pair<std::string, std::string>, PipelineItemFacts> durable_items_;
   std::uint64_t events_seen_ = 0;
   bool finished_ = false;
   // expect.damaged_files: per state file, the path the last state_corrupted
@@ -1019,11 +1019,13 @@ void World::record_ledger_facts(const std::string& file) {
 // The world's own reading of each pipeline store's durable bytes (docs/
 // monitors.md: stage_monotonic reads it, never the core's stage_changed):
 // after every rename or fsync, the durable pipeline file is read with a
-// minimal reader of the world's own (items[].issue and .stage only), and
-// every item whose durable stage differs from the last one recorded gets a
-// `durable_stage` event. Not the core's codec: a codec that misread a stage
-// would otherwise hide its own bug. Bytes that do not parse record nothing
-// (the core fails such a cycle closed; state_durable is about the state store).
+// minimal reader of the world's own (pipeline_item_facts), and every item
+// whose durable stage or error differs from the last one recorded gets a
+// `durable_stage` event, and one whose next attempt or last visit differs a
+// `durable_schedule` event. Not the core's codec: a codec that misread a
+// field would otherwise hide its own bug. Bytes that do not parse record
+// nothing (the core fails such a cycle closed; state_durable is about the
+// state store).
 void World::record_durable_stages() {
   for (const JobSpec* reconcile : reconcile_specs_) {  // not every job: per event
     const JobSpec& spec = *reconcile;
@@ -1031,29 +1033,33 @@ void World::record_durable_stages() {
         fmt::format("{}/{}", reconcile_config_from(spec).store_dir, PipelineStore::kFileName);
     const std::optional<std::string> bytes = disk_.durable_content(path);
     if (!bytes) continue;
-    const json doc = json::parse(*bytes, nullptr, /*allow_exceptions=*/false);
-    if (!doc.is_object() || !doc.contains("items") || !doc.at("items").is_array()) continue;
-    for (const json& item : doc.at("items")) {
-      if (!item.is_object() || !item.contains("issue") || !item.contains("stage") ||
-          !item.at("issue").is_string() || !item.at("stage").is_string()) {
-        continue;
-      }
-      const std::string issue = item.at("issue").get<std::string>();
-      const std::string stage = item.at("stage").get<std::string>();
-      const json& err = item.contains("reconcile_error") ? item.at("reconcile_error") : json();
-      const std::string error = err.is_string() ? err.get<std::string>() : std::string();
-      auto& last = durable_stages_[{spec.id, issue}];
-      if (last.first == stage && last.second == error) continue;
-      last = {stage, error};
-      TraceEvent e;
-      e.t = sim_.now();
-      e.type = "durable_stage";
-      e.job = spec.id;
-      e.item = issue;
-      e.data = json{{"stage", stage}, {"path", path}, {"error", error}};
-      trace_.record(std::move(e));
+    for (PipelineItemFacts& item : pipeline_item_facts(*bytes)) {
+      record_durable_item(spec.id, path, std::move(item));
     }
   }
+}
+
+void World::record_durable_item(const std::string& job, const std::string& path,
+                                PipelineItemFacts item) {
+  PipelineItemFacts& last = durable_items_[{job, item.issue}];
+  const auto event = [&](const char* type, json data) {
+    TraceEvent e;
+    e.t = sim_.now();
+    e.type = type;
+    e.job = job;
+    e.item = item.issue;
+    e.data = std::move(data);
+    trace_.record(std::move(e));
+  };
+  if (last.stage != item.stage || last.error != item.error) {
+    event("durable_stage", json{{"stage", item.stage}, {"path", path}, {"error", item.error}});
+  }
+  if (last.next_attempt_at != item.next_attempt_at || last.updated_at != item.updated_at) {
+    event("durable_schedule", json{{"next_attempt_at", item.next_attempt_at},
+                                   {"updated_at", item.updated_at},
+                                   {"path", path}});
+  }
+  last = std::move(item);
 }
 
 // Every violation the monitors found since the last call (an event may show

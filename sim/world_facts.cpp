@@ -90,6 +90,31 @@ std::uint32_t witness_crc32c(std::string_view bytes) {
   return crc ^ 0xFFFFFFFFu;
 }
 
+namespace {
+
+std::string string_field(const json& o, const char* key) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+std::vector<PipelineItemFacts> pipeline_item_facts(const std::string& bytes) {
+  std::vector<PipelineItemFacts> out;
+  const json doc = json::parse(bytes, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("items") || !doc.at("items").is_array()) return out;
+  for (const json& item : doc.at("items")) {
+    if (!item.is_object() || !item.contains("issue") || !item.contains("stage") ||
+        !item.at("issue").is_string() || !item.at("stage").is_string()) {
+      continue;
+    }
+    out.push_back({item.at("issue").get<std::string>(), item.at("stage").get<std::string>(),
+                   string_field(item, "reconcile_error"), string_field(item, "next_attempt_at"),
+                   string_field(item, "updated_at")});
+  }
+  return out;
+}
+
 bool is_job_record(const json& record) {
   return record.is_object() && member(record, "job_id").is_string();
 }

@@ -42,6 +42,21 @@ nlohmann::json job_state_facts(const nlohmann::json& record);
 // Whether `record` is an object with a string `job_id` (what has facts).
 bool is_job_record(const nlohmann::json& record);
 
+// An item of a pipeline store's durable file (model/pipeline_store.hpp) as
+// the world reads it: `issue` and `stage` (both required), the reconcile
+// error (empty when none) and, as written, the two instants a cycle's batch
+// is chosen by (`next_attempt_at`, `updated_at`; empty when absent).
+struct PipelineItemFacts {
+  std::string issue;
+  std::string stage;
+  std::string error;
+  std::string next_attempt_at;
+  std::string updated_at;
+};
+// The items of a durable pipeline file, in file order; nothing for bytes that
+// do not parse (the core fails such a cycle closed).
+std::vector<PipelineItemFacts> pipeline_item_facts(const std::string& bytes);
+
 // The state store directory (snapshot + journal) as the world reads it.
 class DurableStateReader {
  public:

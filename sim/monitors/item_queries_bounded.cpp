@@ -50,7 +50,7 @@ int handoff_rank(const std::string& issue_status) {
 }  // namespace
 
 ItemQueriesBounded::ItemQueriesBounded(const Scenario& scenario, MonitorContext& context)
-    : context_(context), migration_(kName, scenario) {
+    : context_(context), migration_(kName, scenario), schedule_(kName, scenario) {
   if (const auto lead = env_lookup(scenario.env, "AGENT_LEAD_ID"); lead && !lead->empty()) {
     const std::string id(*lead);
     lead_prefix_ = id.substr(0, kAgentPrefixChars);
@@ -69,6 +69,7 @@ Violations ItemQueriesBounded::observe(const TraceEvent& e, std::size_t i) {
   Violations out;
   const bool went_down = context_.process.went_down_at(i);
   migration_.observe(e, i, agent_list_answered_[e.job], went_down, out);
+  schedule_.observe(e, i, went_down, out);
   if (went_down) {
     forget_answers_not_yet_durable();
     return out;
@@ -131,7 +132,10 @@ void ItemQueriesBounded::on_item_query(const TraceEvent& e, std::size_t i, ItemW
   w.blocked_handoff_at.reset();  // no deferral recorded since: it was a lookup
   w.may_be_lookup = w.validation_allowed && agent_list_answered_[e.job];
   if (!w.config_error_at || e.t >= *w.config_error_at + kConfigDeferralMs) return;
-  if (w.validation_allowed && w.validated && agent_list_answered_[e.job]) {
+  // An item backing off from a transient failure is not validated: it waits
+  // for its due attempt (docs/reconcile.md).
+  if (w.validation_allowed && w.validated && agent_list_answered_[e.job] &&
+      w.transient_in_row == 0) {
     w.validating = true;
     return;
   }

@@ -33,7 +33,8 @@
 // durable record was written after it (`durable_stage`); when the acting
 // worker goes down before that, the answer may be lost with it, and the
 // item may be asked again (docs/monitors.md).
-// And after a migration, stored ids first (migration_check.hpp).
+// And after a migration, stored ids first (migration_check.hpp); the cap of
+// an item's wait and the batch's order (item_schedule.hpp).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,7 @@
 #include <vector>
 
 #include "sim/monitors/context.hpp"
+#include "sim/monitors/item_schedule.hpp"
 #include "sim/monitors/migration_check.hpp"
 #include "sim/monitors/monitor.hpp"
 
@@ -56,7 +58,8 @@ class ItemQueriesBounded final : public Monitor {
   static std::vector<std::string> reads() {
     return {"service_call",         "service_reply",    "durable_stage", "agent_removed",
             "agent_restored",       "instance_changed", "process_boot",  "process_crash",
-            "disk_process_crashed", "disk_crash",       "disk_lock",     "queue_intent"};
+            "disk_process_crashed", "disk_crash",       "disk_lock",     "queue_intent",
+            "durable_schedule",     "job_file_damaged"};
   }
 
   ItemQueriesBounded(const Scenario& scenario, MonitorContext& context);
@@ -114,6 +117,7 @@ class ItemQueriesBounded final : public Monitor {
   // job -> its last list_agents call was answered 200 (the core saw the list)
   std::map<std::string, bool> agent_list_answered_;
   MigrationCheck migration_;
+  ItemSchedule schedule_;
 };
 
 }  // namespace rehearse::sim

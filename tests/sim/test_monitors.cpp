@@ -3004,6 +3004,115 @@ TEST(ItemQueriesBounded, NearMissLeadPresentItemDueEveryCycle) {
   EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
 }
 
+// A config error, a migration, and the validation the migration calls for
+// failing transiently: the item now backs off, and an item backing off is
+// not validated again, so its next query inside the hour is an attempt.
+Script validation_failed_in_deferral(const char* again) {
+  Script s;
+  agent_list(s, "2026-03-02T10:00:00Z");
+  s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:00:00Z", "ISS-1",
+         {{"operation", "get_issue"}, {"status", 422}});
+  migrate(s, "2026-03-02T10:10:00Z");
+  agent_list(s, "2026-03-02T10:15:00Z");
+  s.item("service_call", "2026-03-02T10:15:00Z", "ISS-1", {{"operation", "get_issue"}});
+  s.item("service_reply", "2026-03-02T10:15:00Z", "ISS-1",
+         {{"operation", "get_issue"}, {"status", 503}});
+  agent_list(s, again);
+  s.item("service_call", again, "ISS-1", {{"operation", "get_issue"}});
+  return s;
+}
+
+TEST(ItemQueriesBounded, FiresWhenAValidationThatFailedIsFollowedByAnAttemptInsideTheHour) {
+  const Script early = validation_failed_in_deferral("2026-03-02T10:30:00Z");
+  const Outcome o = run(early, base_scenario());
+  expect_first(o, "item_queries_bounded", early.events().size() - 1);
+  EXPECT_TRUE(fired(o, "item_queries_bounded", "after a config error"));
+}
+
+TEST(ItemQueriesBounded, NearMissAValidationThatFailedLeavesTheAttemptAtTheHour) {
+  expect_clean(run(validation_failed_in_deferral("2026-03-02T11:00:00Z"), base_scenario()));
+}
+
+// Events of the reconcile job's own cycle (the job the world attributes them to).
+void reconcile_event(Script& s, const char* type, const char* t, const std::string& item,
+                     json data) {
+  TraceEvent e;
+  e.t = at(t);
+  e.type = type;
+  e.job = "reconcile";
+  e.item = item;
+  e.data = std::move(data);
+  if (std::string(type).starts_with("service_")) e.service = "orchestrator";
+  s.add_event(std::move(e));
+}
+
+// The cap: an item's durable next attempt, `next` after a 503 about it at 10:00.
+Script backoff_written(const char* next) {
+  Script s;
+  reconcile_event(s, "service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
+  reconcile_event(s, "service_reply", "2026-03-02T10:00:00Z", "ISS-1",
+                  {{"operation", "get_issue"}, {"status", 503}});
+  reconcile_event(s, "durable_schedule", "2026-03-02T10:00:00Z", "ISS-1",
+                  {{"next_attempt_at", next}, {"updated_at", "2026-03-02T10:00:00Z"}});
+  return s;
+}
+
+TEST(ItemQueriesBounded, FiresWhenADurableNextAttemptIsMoreThanAnHourAfterTheLastAnswer) {
+  const Script s = backoff_written("2026-03-02T11:04:00Z");
+  const Outcome o = run(s, base_scenario());
+  expect_first(o, "item_queries_bounded", s.events().size() - 1);
+  EXPECT_TRUE(fired(o, "item_queries_bounded", "waits at most 1h"));
+}
+
+TEST(ItemQueriesBounded, NearMissADurableNextAttemptAtTheCap) {
+  expect_clean(run(backoff_written("2026-03-02T11:00:00Z"), base_scenario()));
+}
+
+// A cycle at 10:10 with both items due (ISS-1 last visited at 09:00, ISS-2
+// at 09:30) that asks only `asked`, then reaches its intent.
+Script cycle_asking(const std::string& asked) {
+  Script s;
+  reconcile_event(s, "durable_schedule", "2026-03-02T09:00:00Z", "ISS-1",
+                  {{"next_attempt_at", "2026-03-02T09:00:00Z"},
+                   {"updated_at", "2026-03-02T09:00:00Z"}});
+  reconcile_event(s, "durable_schedule", "2026-03-02T09:30:00Z", "ISS-2",
+                  {{"next_attempt_at", "2026-03-02T09:30:00Z"},
+                   {"updated_at", "2026-03-02T09:30:00Z"}});
+  reconcile_event(s, "service_call", "2026-03-02T10:10:00Z", "", {{"operation", "list_agents"}});
+  reconcile_event(s, "service_reply", "2026-03-02T10:10:00Z", "",
+                  {{"operation", "list_agents"}, {"status", 200}});
+  reconcile_event(s, "service_call", "2026-03-02T10:10:00Z", asked, {{"operation", "get_issue"}});
+  reconcile_event(s, "service_reply", "2026-03-02T10:10:00Z", asked,
+                  {{"operation", "get_issue"}, {"status", 200}, {"body_class", "todo"}});
+  reconcile_event(s, "queue_intent", "2026-03-02T10:10:00Z", "", json::object());
+  return s;
+}
+
+Scenario batch_of_one() {
+  Scenario sc = base_scenario();
+  for (JobSpec& j : sc.jobs) {
+    if (j.kind == JobKind::reconcile) j.batch_size = 1;
+  }
+  return sc;
+}
+
+TEST(ItemQueriesBounded, FiresWhenABatchTakesAMoreRecentlyVisitedItemFirst) {
+  const Script s = cycle_asking("ISS-2");
+  const Outcome o = run(s, batch_of_one());
+  expect_first(o, "item_queries_bounded", s.events().size() - 1);
+  EXPECT_TRUE(fired(o, "item_queries_bounded", "issue ISS-1 was due"));
+}
+
+TEST(ItemQueriesBounded, FiresWhenACycleWithoutABatchSizeLeavesADueItem) {
+  const Script s = cycle_asking("ISS-1");
+  expect_first(run(s, base_scenario()), "item_queries_bounded", s.events().size() - 1);
+}
+
+TEST(ItemQueriesBounded, NearMissABatchTakesTheLeastRecentlyVisitedItem) {
+  expect_clean(run(cycle_asking("ISS-1"), batch_of_one()));
+}
+
 TEST(ItemQueriesBounded, NearMissHourlyConfigAttemptsAndOtherItems) {
   Script s;
   agent_list(s, "2026-03-02T10:00:00Z");
