@@ -386,12 +386,25 @@ FaultKindSpec issues_deleted() {
                             .store =
                                 [](FaultSpec& f, const FaultValue& v) {
                                   f.new_instance = v.value.get<std::string>();
+                                }},
+               FaultKeySpec{.name = "status",
+                            .type = FaultKeyType::integer,
+                            .names = {"404", "410"},
+                            .min = 404,
+                            .max = 410,
+                            .what = "the status a lost issue answers with",
+                            .doc = "`status` (404, the default, or 410 Gone)",
+                            .default_value = 404,
+                            .store =
+                                [](FaultSpec& f, const FaultValue& v) {
+                                  f.http_status = v.value.get<int>();
                                 }}},
+      .trace = {trace_status()},
       .meaning =
-          "a migration loses these issues (404 from now on), optionally reporting a new "
-          "instance id",
+          "a migration loses these issues (404, or 410 with `status`, from now on), optionally "
+          "reporting a new instance id",
       .schedule = on_orchestrator([](const FaultSpec& f, SimOrchestrator& o) {
-        o.schedule_delete_issues(f.at_ms, f.issues, f.new_instance);
+        o.schedule_delete_issues(f.at_ms, f.issues, f.new_instance, f.http_status);
       }),
   };
 }
@@ -593,6 +606,10 @@ json key_schema(const FaultKeySpec& key) {
     case FaultKeyType::integer:
     case FaultKeyType::worker:
       out = json{{"type", "integer"}, {"minimum", key.min}, {"maximum", key.max}};
+      if (!key.names.empty()) {
+        out["enum"] = json::array();
+        for (const std::string& n : key.names) out["enum"].push_back(std::stoi(n));
+      }
       break;
     case FaultKeyType::name:
       out = key.schema_ref.empty() ? json{{"enum", key.names}} : ref(key.schema_ref);

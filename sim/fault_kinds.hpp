@@ -60,7 +60,7 @@ const char* to_string(FaultTarget target) noexcept;
 enum class FaultKeyType : unsigned char {
   service,    // a service name: `names` (built-ins) or, with `user_services`, one of the user's own
   down_time,  // DURATION >= 0 the worker process stays down: it must be back by `until`
-  integer,    // an integer from `min` to `max`
+  integer,    // an integer from `min` to `max` (one of `names` when it lists some)
   rate,       // a number from 0 to 1
   name,       // one of `names`
   issue,      // an issue id declared in /services/orchestrator/issues

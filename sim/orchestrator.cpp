@@ -63,7 +63,8 @@ const SimOrchestrator::AgentState* SimOrchestrator::find_agent(const std::string
 // --- faults -------------------------------------------------------------------
 
 void SimOrchestrator::delete_issues(const std::vector<std::string>& issues,
-                                    const std::optional<std::string>& new_instance) {
+                                    const std::optional<std::string>& new_instance,
+                                    int gone_status) {
   const TimeMs now_ms = simulator_.now();
   if (new_instance && *new_instance != instance_) {
     TraceEvent e = event(now_ms, "instance_changed");
@@ -76,9 +77,11 @@ void SimOrchestrator::delete_issues(const std::vector<std::string>& issues,
     auto it = issues_.find(issue);
     if (it == issues_.end() || it->second.deleted) continue;
     it->second.deleted = true;
+    it->second.gone_status = gone_status;
     TraceEvent e = event(now_ms, "issue_deleted");
     e.item = issue;
     e.data["instance"] = instance_;
+    e.data["status"] = gone_status;
     trace_.record(std::move(e));
   }
 }
@@ -123,11 +126,12 @@ void SimOrchestrator::add_fault(OrchestratorFault fault) {
 }
 
 void SimOrchestrator::schedule_delete_issues(TimeMs at_ms, std::vector<std::string> issues,
-                                             std::optional<std::string> new_instance) {
+                                             std::optional<std::string> new_instance,
+                                             int gone_status) {
   simulator_.schedule_call_for(
       kWorld, at_ms,
-      [this, issues = std::move(issues), new_instance = std::move(new_instance)] {
-        delete_issues(issues, new_instance);
+      [this, issues = std::move(issues), new_instance = std::move(new_instance), gone_status] {
+        delete_issues(issues, new_instance, gone_status);
       },
       "issues_deleted");
 }
@@ -198,7 +202,11 @@ SimReply SimOrchestrator::not_found(const ServiceRequest& request, TimeMs now_ms
   e.data["operation"] = request.operation;
   e.data["queries"] = state.queries;
   e.data["first"] = state.not_found == 1;
+  e.data["status"] = state.gone_status;
   trace_.record(std::move(e));
+  if (state.gone_status == 410) {
+    return reply(410, json{{"message", fmt::format("issue {} was deleted", request.target)}});
+  }
   return reply(404, json{{"message", fmt::format("issue {} not found", request.target)}});
 }
 

@@ -26,8 +26,9 @@
 // outage in front of the API), in the order added; the first hit answers.
 //
 // Faults (injected here only; each also as a world event at an instant):
-//   - delete_issues(issues, new_instance): a migration that loses issues and,
-//     when a new instance id is given, changes the instance id;
+//   - delete_issues(issues, new_instance, gone_status): a migration that loses
+//     issues (they answer 404, or 410 Gone) and, when a new instance id is
+//     given, changes the instance id;
 //   - set_issue_status(issue, status): an external status change; any order,
 //     so a status may go "back" (in_review -> in_progress);
 //   - remove_agent(id) / restore_agent(id): the agent leaves / rejoins the list;
@@ -35,12 +36,13 @@
 //
 // Trace events (service "orchestrator"; item = the issue id; agent ids only as
 // their first 8 characters, never whole):
-//   issue_deleted     {instance}                  a migration deleted the issue
+//   issue_deleted     {instance, status}          a migration deleted the issue
 //   instance_changed  {from, to}                  a migration changed the instance id
 //   issue_status_set  {status, previous}          an external status change
 //   agent_removed     {agent, role}               agent left the list
 //   agent_restored    {agent, role}               agent is back
-//   issue_not_found   {operation, queries, first} a 404 answered for an item (job-attributed)
+//   issue_not_found   {operation, queries, first, status}
+//                                                 a 404 / 410 answered for an item (job-attributed)
 //   issue_assigned    {agent, role}               an assign call succeeded
 //   fault_hit         {operation, fault, status | transport_error}
 // Counters (queries per issue, queries after the first 404) let tests and
@@ -94,15 +96,16 @@ class SimOrchestrator final : public SimService {
 
   // --- faults, now ---
   void delete_issues(const std::vector<std::string>& issues,
-                     const std::optional<std::string>& new_instance);
+                     const std::optional<std::string>& new_instance, int gone_status = 404);
   void set_issue_status(const std::string& issue, const std::string& status);
   void remove_agent(const std::string& agent);
   void restore_agent(const std::string& agent);
   void add_fault(OrchestratorFault fault);
 
   // --- faults, as world events ---
+  // The lost issues answer `gone_status` (404 or 410) from then on.
   void schedule_delete_issues(TimeMs at_ms, std::vector<std::string> issues,
-                              std::optional<std::string> new_instance);
+                              std::optional<std::string> new_instance, int gone_status = 404);
   void schedule_issue_status(TimeMs at_ms, std::string issue, std::string status);
   void schedule_remove_agent(TimeMs at_ms, std::string agent);
   void schedule_restore_agent(TimeMs at_ms, std::string agent);
@@ -126,6 +129,7 @@ class SimOrchestrator final : public SimService {
   struct IssueState {
     std::string status;
     bool deleted = false;
+    int gone_status = 404;  // what a deleted issue answers: 404, or 410 Gone
     std::uint64_t queries = 0;
     std::uint64_t after_404 = 0;
     std::uint64_t not_found = 0;

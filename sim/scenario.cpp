@@ -789,6 +789,8 @@ class Loader {
   bool require_fault_target(FaultReading& r);
   void read_fault_key(FaultReading& r, const FaultKeySpec& key);
   void read_absent_fault_key(FaultReading& r, const FaultKeySpec& key);
+  std::optional<FaultValue> read_fault_integer(const FaultKeySpec& key, const json& value,
+                                               const std::string& at);
   std::optional<FaultValue> read_fault_value(FaultReading& r, const FaultKeySpec& key,
                                              const json& value, const std::string& at);
   std::optional<FaultValue> read_fault_service(FaultReading& r, const FaultKeySpec& key,
@@ -1753,15 +1755,27 @@ void Loader::read_absent_fault_key(FaultReading& r, const FaultKeySpec& key) {
   if (key.store) key.store(r.fault, value);
 }
 
+// An integer key: from `min` to `max` and, when the key lists `names`, one of
+// them (an HTTP status a fault may answer with, say).
+std::optional<FaultValue> Loader::read_fault_integer(const FaultKeySpec& key, const json& value,
+                                                     const std::string& at) {
+  const auto n = read_int(value, at, key.min, key.max, key.what);
+  if (!n) return std::nullopt;
+  if (key.names.empty() || std::ranges::count(key.names, std::to_string(*n)) > 0) {
+    return FaultValue{*n};
+  }
+  value_error(at, fmt::format("expected {}: one of {}, got {}", key.what,
+                              fmt::join(key.names, ", "), value.dump()));
+  return std::nullopt;
+}
+
 // One present value, by the reader of its type.
 std::optional<FaultValue> Loader::read_fault_value(FaultReading& r, const FaultKeySpec& key,
                                                    const json& value, const std::string& at) {
   switch (key.type) {
     case FaultKeyType::service: return read_fault_service(r, key, value, at);
     case FaultKeyType::down_time: return read_fault_down_for(r, value, at);
-    case FaultKeyType::integer:
-      if (auto n = read_int(value, at, key.min, key.max, key.what)) return FaultValue{*n};
-      return std::nullopt;
+    case FaultKeyType::integer: return read_fault_integer(key, value, at);
     case FaultKeyType::worker:  // one of the worker processes /queue/workers starts
       if (auto n =
               read_int(value, at, 1, scenario_.queue.workers, "a worker number (queue.workers)")) {

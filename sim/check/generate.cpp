@@ -731,6 +731,27 @@ void place_takeover(Placed& p) {
                       {"note", "generated: the acting worker goes down, the standby takes over"}});
 }
 
+// A long orchestrator outage (503 to every call for 3 to 6 hours, from a
+// reconcile job's first firing): an item failing at every due attempt backs
+// off 1, 2, 4 ... 32 minutes and then reaches the 1 h cap, where a cap that
+// only stops the doubling would show.
+void place_long_orchestrator_outage(Placed& p) {
+  const auto reconcile =
+      std::find_if(p.world.jobs.begin(), p.world.jobs.end(),
+                   [](const JobSpec& j) { return j.kind == JobKind::reconcile; });
+  if (reconcile == p.world.jobs.end()) return;
+  const std::vector<TimeMs> slots = firings(p.world, *reconcile, 1);
+  if (slots.empty()) return;
+  const TimeMs at = slots[0] - kSecondMs;
+  const DurationMs d =
+      std::min(p.rng.next_in(3 * 60, 6 * 60) * kMinuteMs, p.world.until_ms - kSecondMs - at);
+  if (d <= 0) return;
+  json f = window("http_errors", at, d, "generated: the orchestrator is down for hours");
+  f["service"] = "orchestrator";
+  f["status"] = 503;
+  p.faults.push_back(std::move(f));
+}
+
 }  // namespace
 
 // ------------------------------------------------------------ entry points
@@ -769,6 +790,9 @@ json generate_world(std::uint64_t seed) {
   Placed q{*typed, more, faults};
   if (more.next_bool(0.5)) place_permanent_refusal(q);
   place_takeover(q);
+  Rng longer = Rng(seed).derive("rehearse/check/world-long-outage");
+  Placed r{*typed, longer, faults};
+  if (longer.next_bool(0.25)) place_long_orchestrator_outage(r);
   doc["faults"] = std::move(faults);
   return doc;
 }

@@ -33,6 +33,9 @@ const std::vector<ReachabilityPoint>& situations() {
        "an item's durable record holds a reconcile error (backoff or "
        "config deferral)"},
       {"reconcile:item_closed", "an item closed as DESIGN_FAILED (its issue gone)"},
+      {"reconcile:issue_gone_410", "the orchestrator answered 410 Gone about an item"},
+      {"reconcile:backoff_at_cap",
+       "an item's seventh transient failure in a row: its backoff at the 1 h cap"},
       {"reconcile:validated_after_migration",
        "an item asked in the first cycle whose agent list showed a new orchestrator instance"},
       {"reconcile:legacy_role_handoff",
@@ -261,7 +264,10 @@ void ReachabilityObserver::on_reconcile(const TraceEvent& e) {
     }
     return;
   }
-  if (e.type == "service_reply") return;
+  if (e.type == "service_reply") {
+    on_item_reply(e);
+    return;
+  }
   if (e.type == "service_call") {
     if (first_cycle_.count(e.job) != 0 && e.str("operation") == "get_issue") {
       reach("reconcile:validated_after_migration");
@@ -279,6 +285,19 @@ void ReachabilityObserver::on_reconcile(const TraceEvent& e) {
   if (!terminal(stage) && !e.str("error").empty() && roles_mixed_) {
     reach("reconcile:role_refused");
   }
+}
+
+// The orchestrator's answer about an item: a 410, and a run of transient
+// answers long enough for the backoff's cap (1, 2, 4 ... 32 min, then 1 h).
+void ReachabilityObserver::on_item_reply(const TraceEvent& e) {
+  if (e.item.empty() || e.service != "orchestrator") return;
+  const std::int64_t status = e.num("status", 0);
+  if (status == 410) reach("reconcile:issue_gone_410");
+  const bool transient = status == 0 ? !e.str("transport_error").empty()
+                                     : status == 408 || status == 429 || status >= 500;
+  int& in_row = transient_in_row_[e.item];
+  in_row = transient ? in_row + 1 : 0;
+  if (in_row >= 7) reach("reconcile:backoff_at_cap");
 }
 
 void ReachabilityObserver::on_worker_lock(const TraceEvent& e) {

@@ -49,6 +49,7 @@ class ReachabilityObserver {
   void on_retry_added(const TraceEvent& e);
   void on_durable(const TraceEvent& e);
   void on_reconcile(const TraceEvent& e);
+  void on_item_reply(const TraceEvent& e);
   void on_worker_lock(const TraceEvent& e);
   void note_listed_roles();
   int retry_number(const TraceEvent& e, const WitnessPolicy& policy);
@@ -65,11 +66,12 @@ class ReachabilityObserver {
   std::map<std::string, ReconcileRun> reconcile_runs_;  // job -> its run in progress
   std::optional<std::string> lock_holder_;              // the process holding the worker lock
   bool booted_once_ = false;                            // the disk queue was opened once already
-  std::set<std::string> migrated_;       // reconcile jobs yet to meet the new instance
-  std::set<std::string> first_cycle_;    // jobs in their first cycle on it
-  std::set<std::string> legacy_agents_;  // short ids listed under a legacy role name
-  bool roles_mixed_ = false;             // a named agent listed under a role not theirs
-  bool lead_legacy_ = false;             // the lead listed under a legacy role name
+  std::set<std::string> migrated_;               // reconcile jobs yet to meet the new instance
+  std::set<std::string> first_cycle_;            // jobs in their first cycle on it
+  std::set<std::string> legacy_agents_;          // short ids listed under a legacy role name
+  bool roles_mixed_ = false;                     // a named agent listed under a role not theirs
+  bool lead_legacy_ = false;                     // the lead listed under a legacy role name
+  std::map<std::string, int> transient_in_row_;  // item -> transient answers about it in a row
 };
 
 }  // namespace rehearse::sim

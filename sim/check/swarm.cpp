@@ -121,7 +121,9 @@ std::optional<json> draw_value(const FaultKeySpec& key, Rng& rng, const Declared
       if (cap <= 0) return format_duration(0);
       return format_duration(rng.next_in(0, cap / kSecondMs) * kSecondMs);
     }
-    case FaultKeyType::integer: return rng.next_in(key.min, key.max);
+    case FaultKeyType::integer:
+      if (!key.names.empty()) return std::stoi(pick(rng, key.names));
+      return rng.next_in(key.min, key.max);
     case FaultKeyType::worker: {                // 0: the key left out, the machine
       if (d.workers <= 1) return std::nullopt;  // no draw: one-worker worlds keep their seeds
       const std::int64_t w = rng.next_in(0, d.workers);
