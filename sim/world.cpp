@@ -209,6 +209,7 @@ class World {
   void on_violation(Violation violation);
   void drain_monitor_violations();
   void record_durable_stages();
+  nlohmann::json ledger_ahead_of_state() const;
   void record_durable_item(const std::string& job, const std::string& path, PipelineItemFacts item);
   void record_durable_facts(const std::string& type, const std::string& path);
   void record_ledger_facts(const std::string& file);
@@ -696,6 +697,7 @@ void World::corrupt_state(const FaultSpec& fault) {
   if (applied && path.ends_with(StateStore::kJournalName) &&
       journal_records_whole(disk_.live_content(path).value_or(std::string()))) {
     data["records_whole"] = true;
+    data["ledger_ahead"] = ledger_ahead_of_state();
   }
   record_world("store_corrupt_injected", std::move(data));
   if (!applied) return;
@@ -703,6 +705,39 @@ void World::corrupt_state(const FaultSpec& fault) {
   // Who reads the damaged bytes is a world fact (`disk_read`): state_durable
   // asks for a report of the damage from a process that read it.
   disk_.watch_reads(path);
+}
+
+// The jobs whose durable delivery ledger (the world's own reading) holds a
+// slot later than the durable state's last slot for the job, or any slot of
+// a job the state does not know: records the state lost, which the ledger
+// proves (docs/scheduler.md, "Fail-closed modes"). Each as {job,
+// ledger_slot, state_last_slot (null when none)}, in job order.
+json World::ledger_ahead_of_state() const {
+  std::map<std::string, TimeMs> ledger_last;
+  for (const auto& [key, slot] : ledger_recorded_) {
+    const auto t = parse_instant(key.second);
+    if (!t.ok()) continue;
+    auto [it, added] = ledger_last.emplace(key.first, *t);
+    if (!added) it->second = std::max(it->second, *t);
+  }
+  DurableStateReader reader(state_reader_.dir());
+  std::map<std::string, json> state;
+  for (auto& [job, facts] : reader.changed(disk_, /*full=*/true)) state[job] = std::move(facts);
+  json out = json::array();
+  for (const auto& [job, ledger_slot] : ledger_last) {
+    std::optional<TimeMs> state_last;
+    if (const auto it = state.find(job); it != state.end()) {
+      const json& last = it->second.value("last_slot", json());
+      if (last.is_string()) {
+        if (const auto t = parse_instant(last.get<std::string>()); t.ok()) state_last = *t;
+      }
+    }
+    if (state_last && *state_last >= ledger_slot) continue;
+    out.push_back({{"job", job},
+                   {"ledger_slot", format_instant(ledger_slot)},
+                   {"state_last_slot", state_last ? json(format_instant(*state_last)) : json()}});
+  }
+  return out;
 }
 
 // The file a job keeps of its own that its reader loads: a ledger's journal

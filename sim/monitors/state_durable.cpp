@@ -40,6 +40,7 @@ void StateDurable::add_locked_store(std::string dir) {
 Violations StateDurable::observe(const TraceEvent& e, std::size_t i) {
   Violations out;
   job_files_.observe(e, i, out);
+  ledger_loss_.observe(e, context_.process.came_up_at(i), context_.process.went_down_at(i));
   if (e.type == "job_file_damaged" || e.type == "service_call" || e.type == "message_delivered" ||
       e.type == "message_refused") {
     return out;
@@ -367,13 +368,15 @@ void StateDurable::note_damage_read(const TraceEvent& e) {
 // (one the core does not use, such as jobs.json / jobs_state.json in this
 // world: docs/state-file.md, "Runtime views") has no reader to report it.
 Violations StateDurable::finish(TimeMs until_ms) {
+  Violations out = ledger_loss_.finish(context_.events_seen, until_ms);
   const auto read =
       std::find_if(unreported_.begin(), unreported_.end(), [](const Damage& d) { return d.read; });
-  if (read == unreported_.end()) return {};
-  return {{kName, context_.events_seen, until_ms,
-           fmt::format("the state store was corrupted ({}) and the process booted after and "
-                       "read it, but no state_corrupt was reported",
-                       read->path)}};
+  if (read == unreported_.end()) return out;
+  out.push_back({kName, context_.events_seen, until_ms,
+                 fmt::format("the state store was corrupted ({}) and the process booted after and "
+                             "read it, but no state_corrupt was reported",
+                             read->path)});
+  return out;
 }
 
 }  // namespace rehearse::sim

@@ -29,7 +29,9 @@
 //   and is kept (job_file_watch.hpp);
 // - end: a damaged state file that a process booted after the damage read
 //   (the disk's `disk_read` of a watched file) must have been reported; a
-//   file no booted process reads needs no report from the worker.
+//   file no booted process reads needs no report from the worker;
+// - a journal cut at a record boundary whose loss the delivery ledger proves
+//   is reported by the next process that boots on it (ledger_loss_watch.hpp).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +42,7 @@
 
 #include "sim/monitors/context.hpp"
 #include "sim/monitors/job_file_watch.hpp"
+#include "sim/monitors/ledger_loss_watch.hpp"
 #include "sim/monitors/monitor.hpp"
 #include "sim/monitors/queue_promise.hpp"
 
@@ -131,8 +134,9 @@ class StateDurable final : public Monitor {
     bool read = false;    // and read the damaged file
   };
   std::vector<Damage> unreported_;
-  QueuePromise queue_promise_;     // the queue's acknowledged entries and messages
-  JobFileWatch job_files_{kName};  // a damaged ledger or pipeline file: closed, kept
+  QueuePromise queue_promise_;          // the queue's acknowledged entries and messages
+  JobFileWatch job_files_{kName};       // a damaged ledger or pipeline file: closed, kept
+  LedgerLossWatch ledger_loss_{kName};  // records the delivery ledger proves lost: reported
 };
 
 }  // namespace rehearse::sim

@@ -2199,6 +2199,71 @@ TEST(StateDurable, AJournalCutAtARecordBoundaryIsCorruptOnlyOnceTheCoreFoundTheL
       << describe(after_boot.seen);
 }
 
+// A cut at a record boundary that the delivery ledger proves lost records
+// (the world's `ledger_ahead`): the next process that boots on the state
+// directory as the cut left it must report the damage.
+Script journal_cut_the_ledger_proves(const char* before_boot) {
+  Script s;
+  const char* journal = "/srv/state/retry_state.journal";
+  s.add("store_corrupt_injected", "2026-03-02T10:00:00Z", {}, std::nullopt,
+        {{"file", "retry_state.json"},
+         {"path", journal},
+         {"mode", "truncated"},
+         {"applied", true},
+         {"records_whole", true},
+         {"ledger_ahead", json::array({{{"job", "hourly"},
+                                        {"ledger_slot", "2026-03-02T10:00:00Z"},
+                                        {"state_last_slot", "2026-03-02T09:00:00Z"}}})}});
+  if (std::string(before_boot) == "append") {
+    s.add("disk_append", "2026-03-02T10:00:30Z", {}, std::nullopt,
+          {{"path", journal}, {"bytes", 300}, {"process", 1}});
+  } else if (std::string(before_boot) == "lock") {
+    s.add("disk_write", "2026-03-02T10:00:30Z", {}, std::nullopt,
+          {{"path", "/srv/state/worker.lock"}, {"bytes", 10}, {"process", 1}});
+  }
+  s.add("process_crash", "2026-03-02T10:00:40Z", {}, std::nullopt,
+        {{"process", "worker"}, {"cause", "restart"}});
+  s.add("process_boot", "2026-03-02T10:01:00Z", {}, std::nullopt,
+        {{"process", "worker"}, {"boots", 2}});
+  return s;
+}
+
+TEST(StateDurable, FiresWhenABootOnRecordsTheLedgerProvesLostReportsNothing) {
+  for (const char* before : {"nothing", "lock"}) {
+    const Outcome o =
+        run(journal_cut_the_ledger_proves(before), base_scenario(), at("2026-03-02T11:00:00Z"));
+    const auto found = std::find_if(o.end.begin(), o.end.end(), [](const Violation& v) {
+      return v.invariant == "state_durable" &&
+             v.message.find("delivery ledger has slot 2026-03-02T10:00:00Z of job hourly") !=
+                 std::string::npos;
+    });
+    EXPECT_NE(found, o.end.end()) << before << ": " << describe(o.end);
+  }
+}
+
+// The booted process trusted the store and wrote to it: the report is still owed.
+TEST(StateDurable, FiresWhenABootOnRecordsTheLedgerProvesLostWritesInsteadOfReporting) {
+  Script s = journal_cut_the_ledger_proves("nothing");
+  s.add("disk_append", "2026-03-02T10:01:00Z", {}, std::nullopt,
+        {{"path", "/srv/state/retry_state.journal"}, {"bytes", 300}, {"process", 1}});
+  const Outcome o = run(s, base_scenario(), at("2026-03-02T11:00:00Z"));
+  EXPECT_TRUE(std::any_of(o.end.begin(), o.end.end(), [](const Violation& v) {
+    return v.invariant == "state_durable" && v.message.find("never reported") != std::string::npos;
+  })) << describe(o.end);
+}
+
+TEST(StateDurable, NearMissABootThatReportsOrAStoreWrittenSinceTheCut) {
+  Script reported = journal_cut_the_ledger_proves("nothing");
+  note_state_corrupt(reported, "2026-03-02T10:01:00Z");
+  reported.add("outbox_add", "2026-03-02T10:01:00Z", {}, std::nullopt,
+               {{"event", "state_corrupt"}, {"target", "team"}});
+  const auto state_durable = [](const Violation& v) { return v.invariant == "state_durable"; };
+  for (const Script& s : {reported, journal_cut_the_ledger_proves("append")}) {
+    const Outcome o = run(s, base_scenario(), at("2026-03-02T11:00:00Z"));
+    EXPECT_TRUE(std::none_of(o.end.begin(), o.end.end(), state_durable)) << describe(o.end);
+  }
+}
+
 // A journal cut mid-record is dropped as a torn tail at the next
 // load. Reported (state_tail_dropped) with a copy of the damaged file kept
 // (kept_as), the store may then replace the journal; without the copy, it may
