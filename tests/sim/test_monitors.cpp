@@ -3022,7 +3022,8 @@ TEST(ItemQueriesBounded, NearMissAnAgentListLostToTheNetworkHidesTheMissingLead)
 // A config error at 10:00, a migration at 10:30: the item's first query after
 // it (10:40) is the validation the hour allows, and its answer is no config
 // attempt, so the hour still ends at 11:00. A second query inside the hour fires.
-Script config_error_then_migration(const char* again) {
+// (`validation_status`: what the validation is answered, a refusal by default.)
+Script config_error_then_migration(const char* again, int validation_status = 403) {
   Script s;
   agent_list(s, "2026-03-02T10:00:00Z");  // the item's id is validated on the old instance
   s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
@@ -3033,7 +3034,7 @@ Script config_error_then_migration(const char* again) {
   agent_list(s, "2026-03-02T10:40:00Z");
   s.item("service_call", "2026-03-02T10:40:00Z", "ISS-1", {{"operation", "get_issue"}});
   s.item("service_reply", "2026-03-02T10:40:00Z", "ISS-1",
-         {{"operation", "get_issue"}, {"status", 403}});
+         {{"operation", "get_issue"}, {"status", validation_status}});
   s.item("service_call", again, "ISS-1", {{"operation", "get_issue"}});
   return s;
 }
@@ -3072,31 +3073,15 @@ TEST(ItemQueriesBounded, NearMissLeadPresentItemDueEveryCycle) {
 // A config error, a migration, and the validation the migration calls for
 // failing transiently: the item now backs off, and an item backing off is
 // not validated again, so its next query inside the hour is an attempt.
-Script validation_failed_in_deferral(const char* again) {
-  Script s;
-  agent_list(s, "2026-03-02T10:00:00Z");
-  s.item("service_call", "2026-03-02T10:00:00Z", "ISS-1", {{"operation", "get_issue"}});
-  s.item("service_reply", "2026-03-02T10:00:00Z", "ISS-1",
-         {{"operation", "get_issue"}, {"status", 422}});
-  migrate(s, "2026-03-02T10:10:00Z");
-  agent_list(s, "2026-03-02T10:15:00Z");
-  s.item("service_call", "2026-03-02T10:15:00Z", "ISS-1", {{"operation", "get_issue"}});
-  s.item("service_reply", "2026-03-02T10:15:00Z", "ISS-1",
-         {{"operation", "get_issue"}, {"status", 503}});
-  agent_list(s, again);
-  s.item("service_call", again, "ISS-1", {{"operation", "get_issue"}});
-  return s;
-}
-
 TEST(ItemQueriesBounded, FiresWhenAValidationThatFailedIsFollowedByAnAttemptInsideTheHour) {
-  const Script early = validation_failed_in_deferral("2026-03-02T10:30:00Z");
+  const Script early = config_error_then_migration("2026-03-02T10:50:00Z", 503);
   const Outcome o = run(early, base_scenario());
   expect_first(o, "item_queries_bounded", early.events().size() - 1);
   EXPECT_TRUE(fired(o, "item_queries_bounded", "after a config error"));
 }
 
 TEST(ItemQueriesBounded, NearMissAValidationThatFailedLeavesTheAttemptAtTheHour) {
-  expect_clean(run(validation_failed_in_deferral("2026-03-02T11:00:00Z"), base_scenario()));
+  expect_clean(run(config_error_then_migration("2026-03-02T11:00:01Z", 503), base_scenario()));
 }
 
 // Events of the reconcile job's own cycle (the job the world attributes them to).
