@@ -3070,14 +3070,19 @@ TEST(ItemQueriesBounded, NearMissLeadPresentItemDueEveryCycle) {
   EXPECT_TRUE(o.seen.empty()) << describe(o.seen);
 }
 
+// The script's last event is item_queries_bounded's first violation, which says `text`.
+void expect_last_fires(const Script& s, const Scenario& scenario, const char* text) {
+  const Outcome o = run(s, scenario);
+  expect_first(o, "item_queries_bounded", s.events().size() - 1);
+  EXPECT_TRUE(fired(o, "item_queries_bounded", text)) << describe(o.seen);
+}
+
 // A config error, a migration, and the validation the migration calls for
 // failing transiently: the item now backs off, and an item backing off is
 // not validated again, so its next query inside the hour is an attempt.
 TEST(ItemQueriesBounded, FiresWhenAValidationThatFailedIsFollowedByAnAttemptInsideTheHour) {
-  const Script early = config_error_then_migration("2026-03-02T10:50:00Z", 503);
-  const Outcome o = run(early, base_scenario());
-  expect_first(o, "item_queries_bounded", early.events().size() - 1);
-  EXPECT_TRUE(fired(o, "item_queries_bounded", "after a config error"));
+  expect_last_fires(config_error_then_migration("2026-03-02T10:50:00Z", 503), base_scenario(),
+                    "after a config error");
 }
 
 TEST(ItemQueriesBounded, NearMissAValidationThatFailedLeavesTheAttemptAtTheHour) {
@@ -3109,10 +3114,7 @@ Script backoff_written(const char* next) {
 }
 
 TEST(ItemQueriesBounded, FiresWhenADurableNextAttemptIsMoreThanAnHourAfterTheLastAnswer) {
-  const Script s = backoff_written("2026-03-02T11:04:00Z");
-  const Outcome o = run(s, base_scenario());
-  expect_first(o, "item_queries_bounded", s.events().size() - 1);
-  EXPECT_TRUE(fired(o, "item_queries_bounded", "waits at most 1h"));
+  expect_last_fires(backoff_written("2026-03-02T11:04:00Z"), base_scenario(), "waits at most 1h");
 }
 
 TEST(ItemQueriesBounded, NearMissADurableNextAttemptAtTheCap) {
@@ -3148,15 +3150,11 @@ Scenario batch_of_one() {
 }
 
 TEST(ItemQueriesBounded, FiresWhenABatchTakesAMoreRecentlyVisitedItemFirst) {
-  const Script s = cycle_asking("ISS-2");
-  const Outcome o = run(s, batch_of_one());
-  expect_first(o, "item_queries_bounded", s.events().size() - 1);
-  EXPECT_TRUE(fired(o, "item_queries_bounded", "issue ISS-1 was due"));
+  expect_last_fires(cycle_asking("ISS-2"), batch_of_one(), "issue ISS-1 was due");
 }
 
 TEST(ItemQueriesBounded, FiresWhenACycleWithoutABatchSizeLeavesADueItem) {
-  const Script s = cycle_asking("ISS-1");
-  expect_first(run(s, base_scenario()), "item_queries_bounded", s.events().size() - 1);
+  expect_last_fires(cycle_asking("ISS-1"), base_scenario(), "no batch_size");
 }
 
 TEST(ItemQueriesBounded, NearMissABatchTakesTheLeastRecentlyVisitedItem) {
