@@ -49,6 +49,9 @@ Violations StateDurable::observe(const TraceEvent& e, std::size_t i) {
   // boots the new one; it is also a lock to note below.)
   if (e.type == "disk_crash" || context_.process.went_down_at(i)) {
     unsynced_.clear();  // what was not durable is the crash's to lose
+    // A reader that died before it could report owes nothing any more: the
+    // next process that boots and reads the damage owes the report.
+    for (Damage& d : unreported_) d.read = false;
   }
   if (context_.process.came_up_at(i)) {
     for (Damage& d : unreported_) d.booted = true;

@@ -29,7 +29,8 @@
 //   and is kept (job_file_watch.hpp);
 // - end: a damaged state file that a process booted after the damage read
 //   (the disk's `disk_read` of a watched file) must have been reported; a
-//   file no booted process reads needs no report from the worker;
+//   file no booted process reads needs no report from the worker, nor does a
+//   reader that went down before it could (the next one that reads owes it);
 // - a journal cut at a record boundary whose loss the delivery ledger proves
 //   is reported by the next process that boots on it (ledger_loss_watch.hpp).
 #pragma once

@@ -2535,7 +2535,8 @@ TEST(StateDurable, FiresAtTheEndWhenCorruptionIsNeverReported) {
 // A damaged file no process read after a boot has no reader to report it
 // (jobs_state.json: the worker does not use it, docs/state-file.md, "Runtime
 // views"); read before the boot only, by the process that ran on, neither.
-// Read by the booted process, it fires like the store's own files.
+// Read by the booted process, it fires like the store's own files, unless that
+// process went down before it could report.
 TEST(StateDurable, ADamagedFileMustBeReportedOnlyOnceABootedProcessReadIt) {
   const std::string file = "/srv/state/jobs_state.json";
   const auto ends_quiet = [](const Script& script) {
@@ -2569,6 +2570,16 @@ TEST(StateDurable, ADamagedFileMustBeReportedOnlyOnceABootedProcessReadIt) {
   Script reported = read;
   note_state_corrupt(reported, "2026-03-02T10:20:00Z");
   EXPECT_TRUE(ends_quiet(reported));
+  // The reader went down before it could report (a torn write of its copy of
+  // the damage, say): the debt passes to the next process that reads.
+  Script died = read;
+  died.add("process_crash", "2026-03-02T10:21:00Z", {}, std::nullopt,
+           {{"process", "worker"}, {"cause", "torn_write"}, {"crashes", 2}});
+  EXPECT_TRUE(ends_quiet(died)) << "read, then down before reporting";
+  died.add("process_boot", "2026-03-02T10:25:00Z", {}, std::nullopt,
+           {{"process", "worker"}, {"boots", 3}});
+  read_at(died, "2026-03-02T10:25:00Z");
+  EXPECT_FALSE(ends_quiet(died)) << "the next boot read it and did not report";
 }
 
 // The violation "a retry ran while the state store is corrupt" is judged at the
