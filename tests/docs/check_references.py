@@ -5,6 +5,8 @@ Method: collect every `docs/...` path cited in code, tests, scripts and docs,
 every relative Markdown link in docs/ and README.md, and every `§N` citation
 of docs/semantics.md; each must resolve to a file (and anchor) in the tree.
 Any mention of design files kept outside the repository fails too.
+docs/README.md is the map of docs/: every other docs/*.md must be linked from
+it, so a new page cannot go unlisted.
 Prints 'references: N passed, M failed'.
 """
 import pathlib
@@ -82,6 +84,17 @@ for path in files():
                 check(exists, f"{where}: link target {target} does not exist")
                 if exists and anchor and dest.suffix == ".md":
                     check(anchor in anchors(dest), f"{where}: {target or dest.name}#{anchor} has no such anchor")
+
+docs_map = root / "docs" / "README.md"
+check(docs_map.exists(), "docs/README.md (the map of docs/) does not exist")
+if docs_map.exists():
+    mapped = set()
+    for target, _anchor in MD_LINK.findall(docs_map.read_text(encoding="utf-8")):
+        if target and not re.match(r"^[a-z]+:", target):
+            mapped.add((docs_map.parent / target).resolve())
+    for page in sorted((root / "docs").glob("*.md")):
+        if page.name != "README.md":
+            check(page.resolve() in mapped, f"docs/README.md: docs/{page.name} is not linked from the map")
 
 for f in failures:
     print(f)
