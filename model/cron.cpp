@@ -85,7 +85,7 @@ char to_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A
 
 // A token for an error message: quoted, with control and non-ASCII bytes
 // escaped so that a hostile expression cannot garble a terminal or a log.
-std::string quoted(std::string_view s) {
+std::string in_quotes(std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out = "\"";
   for (const char ch : s) {
@@ -358,7 +358,8 @@ struct CronParser {
                     const std::string& why) const {
     const std::size_t position = index + 1 - field_offset;
     return make_error(code, "field " + std::to_string(position) + " (" +
-                                to_string(kSpecs[index].kind) + ") " + quoted(token) + ": " + why);
+                                to_string(kSpecs[index].kind) + ") " + in_quotes(token) + ": " +
+                                why);
   }
 
   static bool allowed_char(std::size_t index, char c) {
@@ -396,7 +397,7 @@ struct CronParser {
                                "' (names are allowed only in month and day-of-week)");
       }
       return field_error(ErrorCode::invalid_argument, index, token,
-                         "unexpected character " + quoted(std::string_view(&c, 1)));
+                         "unexpected character " + in_quotes(std::string_view(&c, 1)));
     }
     return field_error(ErrorCode::invalid_argument, index, token, "empty value");
   }
@@ -422,17 +423,17 @@ struct CronParser {
       const double hi = js_to_number(parts[1]);
       if (std::isnan(lo) || std::isnan(hi) || lo < spec.min || hi > spec.max) {
         return field_error(ErrorCode::invalid_argument, index, token,
-                           "range " + quoted(val) + " is outside " + std::to_string(spec.min) +
+                           "range " + in_quotes(val) + " is outside " + std::to_string(spec.min) +
                                "-" + std::to_string(spec.max));
       }
       if (lo > hi) {
         return field_error(ErrorCode::invalid_argument, index, token,
-                           "range " + quoted(val) + " starts after it ends");
+                           "range " + in_quotes(val) + " starts after it ends");
       }
       const double step = js_to_number(step_text);
       if (std::isnan(step) || step <= 0) {
         return field_error(ErrorCode::invalid_argument, index, token,
-                           "step " + quoted(step_text) + " is not a positive number");
+                           "step " + in_quotes(step_text) + " is not a positive number");
       }
       // cron-parser's stepping, including its day-of-week habit of adding 0
       // (Sunday) first whenever the range ends on 0 or 7: `4-7/2` is 0,4,6.
@@ -495,7 +496,7 @@ struct CronParser {
         std::size_t end = i;
         while (end < value.size() && is_alpha(value[end])) ++end;
         return field_error(ErrorCode::invalid_argument, index, token,
-                           quoted(value.substr(begin, end - begin)) + " is not a " +
+                           in_quotes(value.substr(begin, end - begin)) + " is not a " +
                                (index == kMonth ? "month name (JAN-DEC)"
                                                 : "weekday name (SUN-SAT)"));
       }
@@ -588,7 +589,7 @@ struct CronParser {
     const auto repeat = split(atom, '/');
     if (repeat.size() > 2) {
       return field_error(ErrorCode::invalid_argument, index, token,
-                         "more than one / in " + quoted(atom));
+                         "more than one / in " + in_quotes(atom));
     }
     Result<Element> element = Error{};
     if (repeat.size() == 2) {
@@ -613,8 +614,8 @@ struct CronParser {
         const double n = element->number;
         if (std::isnan(n) || n < spec.min || n > spec.max) {
           return field_error(ErrorCode::invalid_argument, index, token,
-                             "value " + quoted(atom) + " is outside " + std::to_string(spec.min) +
-                                 "-" + std::to_string(spec.max));
+                             "value " + in_quotes(atom) + " is outside " +
+                                 std::to_string(spec.min) + "-" + std::to_string(spec.max));
         }
         int v = static_cast<int>(n);  // "-0" is 0
         if (index == kDow) v %= 7;    // a single 7 is Sunday
@@ -633,7 +634,7 @@ struct CronParser {
     const bool day_field = index == kDom || index == kDow;
     if (!day_field || !contains(text, 'L')) {
       return field_error(ErrorCode::invalid_argument, index, token,
-                         quoted(text) + " is not a number");
+                         in_quotes(text) + " is not a number");
     }
     ++work.text_entries;
     if (index == kDom) {
@@ -722,19 +723,19 @@ struct CronParser {
       const std::string_view word = tokens[0];
       const bool other_cron = word == "@reboot" || word.substr(0, 6) == "@every";
       return make_error(other_cron ? ErrorCode::unsupported : ErrorCode::invalid_argument,
-                        "unknown macro " + quoted(expression) +
+                        "unknown macro " + in_quotes(expression) +
                             " (supported, spelled exactly: @yearly @annually @monthly @weekly "
                             "@daily @midnight @hourly)");
     }
     if (tokens.size() < 5) {
       return make_error(ErrorCode::invalid_argument,
-                        std::to_string(tokens.size()) + " field(s) in " + quoted(expression) +
+                        std::to_string(tokens.size()) + " field(s) in " + in_quotes(expression) +
                             ": expected 5 (minute hour day-of-month month day-of-week) or 6 "
                             "(second first); cron-parser would pad the missing fields with *");
     }
     if (tokens.size() > 6) {
       return make_error(ErrorCode::unsupported,
-                        "field 7 " + quoted(tokens[6]) + ": " + std::to_string(tokens.size()) +
+                        "field 7 " + in_quotes(tokens[6]) + ": " + std::to_string(tokens.size()) +
                             " fields; a year field (or any 7th field) is not supported");
     }
     return {};
@@ -782,7 +783,7 @@ struct CronParser {
     const bool fires = some_day_matches(dom, dow, month.values);
     return field_error(fires ? ErrorCode::invalid_argument : ErrorCode::never_fires, kDom, dom.text,
                        "day " + std::to_string(smallest) + " does not exist in " + kMonthNames[m] +
-                           " (month " + quoted(month.text) + ")" +
+                           " (month " + in_quotes(month.text) + ")" +
                            (fires ? "; cron-parser 4.9 rejects a day-of-month whose smallest "
                                     "day does not exist in the only month"
                                   : ", so the expression never fires"));
@@ -798,7 +799,7 @@ struct CronParser {
     // but throws on the first day it checks that no plain weekday matches.
     if (!work[kDow].weekdayless_last.empty() && (dow.values & 0x7f) != 0x7f) {
       return field_error(ErrorCode::invalid_argument, kDow, dow.text,
-                         quoted(work[kDow].weekdayless_last) +
+                         in_quotes(work[kDow].weekdayless_last) +
                              ": L in day-of-week needs a weekday before it, as in 5L "
                              "(cron-parser accepts it but fails at the first day it checks)");
     }
@@ -816,8 +817,8 @@ struct CronParser {
     if (!some_day_matches(dom, dow, month.values)) {
       return make_error(ErrorCode::never_fires,
                         "the expression never fires: no calendar day satisfies day-of-month " +
-                            quoted(dom.text) + ", month " + quoted(month.text) +
-                            " and day-of-week " + quoted(dow.text) + " together");
+                            in_quotes(dom.text) + ", month " + in_quotes(month.text) +
+                            " and day-of-week " + in_quotes(dow.text) + " together");
     }
     return {};
   }
@@ -951,7 +952,7 @@ Status CronSchedule::check_searchable(TimeMs t) const {
   for (const std::size_t index : {kMonth, kHour, kMinute, kSecond}) {
     if (fields_[index].values == 0) {
       return make_error(ErrorCode::never_fires,
-                        "cron expression " + quoted(source_) + " never fires");
+                        "cron expression " + in_quotes(source_) + " never fires");
     }
   }
   return {};
@@ -984,7 +985,7 @@ Result<TimeMs> CronSchedule::next_after(TimeMs t) const {
     return found;
   }
   return make_error(ErrorCode::invalid_argument,
-                    "cron expression " + quoted(source_) + " has no firing instant after " +
+                    "cron expression " + in_quotes(source_) + " has no firing instant after " +
                         format_instant(t) + " before the end of year 9999 (the supported range)");
 }
 
@@ -1152,14 +1153,14 @@ Result<EffectiveSchedule> effective_schedule(std::string_view default_expression
                           "config error: environment variable " + *schedule_env +
                               " is set but empty; it must hold a cron expression (unset it to "
                               "use the default " +
-                              quoted(default_expression) + ")",
+                              in_quotes(default_expression) + ")",
                           "env:" + *schedule_env);
       }
       auto parsed = CronSchedule::parse(*value);
       if (!parsed) {
         Error error = std::move(parsed).error();
         error.message = "config error: environment variable " + *schedule_env + "=" +
-                        quoted(*value) + " is not a usable cron expression: " + error.message;
+                        in_quotes(*value) + " is not a usable cron expression: " + error.message;
         error.where = "env:" + *schedule_env;
         return error;
       }
@@ -1169,7 +1170,7 @@ Result<EffectiveSchedule> effective_schedule(std::string_view default_expression
   auto parsed = CronSchedule::parse(default_expression);
   if (!parsed) {
     Error error = std::move(parsed).error();
-    error.message = "schedule " + quoted(default_expression) + ": " + error.message;
+    error.message = "schedule " + in_quotes(default_expression) + ": " + error.message;
     return error;
   }
   return EffectiveSchedule{std::string(default_expression), "default", std::move(*parsed)};
