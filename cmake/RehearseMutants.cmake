@@ -74,6 +74,7 @@ rehearse_set_warnings(rehearse_mutant_cli)
 # The commands' own code (arguments, reports) is little of what a run
 # executes: compiled quickly, as the patched units below.
 target_compile_options(rehearse_mutant_cli PRIVATE -O0 -g0)
+rehearse_use_pch(rehearse_mutant_cli)
 
 # The model/*.cpp files a unified diff changes (its "+++ b/<path>" lines).
 function(_rm_patched_files patch out_var)
@@ -135,6 +136,9 @@ extern \"C\" __attribute__((used)) const char rehearse_mutant_marker[] =\n\
   add_executable(rehearse_mutant_${name}_cli $<TARGET_OBJECTS:rehearse_mutant_${name}>
                                              $<TARGET_OBJECTS:rehearse_mutant_cli>)
   target_link_libraries(rehearse_mutant_${name}_cli PRIVATE ${_rm_sim_lib})
+  # A mutant is judged by the invariants, never debugged from its binary: the
+  # base tree's debug info would make each link write 200 MB and take twice as long.
+  target_link_options(rehearse_mutant_${name}_cli PRIVATE -Wl,--strip-debug)
   set_target_properties(rehearse_mutant_${name}_cli PROPERTIES
     OUTPUT_NAME rehearse RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/mutants/bin/${name})
   set_property(GLOBAL APPEND PROPERTY REHEARSE_MUTANT_TARGETS rehearse_mutant_${name}_cli)

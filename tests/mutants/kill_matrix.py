@@ -5,8 +5,9 @@ For every mutant of tests/mutants/mutants.json, runs its `rehearse` binary
 (built by the `mutants` preset) on the bundled scenarios
 (`rehearse run DIR --json --once`) and, with --seeds K > 0 and a binary that
 has the `check` command, on a bounded swarm (`rehearse check DIR --seeds K
---json`): for the mutants the bundled scenarios do not kill, or for every
-mutant with --swarm-all. Prints a matrix mutant x invariant and fails when
+--json`): for the mutants the bundled scenarios do not kill, two seeds at a
+time up to the first chunk that kills, or for every mutant and every seed
+with --swarm-all. Prints a matrix mutant x invariant and fails when
 
   - a mutant is killed by no invariant monitor (a `violations` entry the
     production core does not show on the same scenario): a mutant caught only
@@ -31,6 +32,8 @@ import sys
 
 MARKER = b"REHEARSE_MUTANT="
 RUN_TIMEOUT_S = 900
+# Seeds per `check` call of a mutant's swarm when it stops at the first kill.
+SWARM_CHUNK = 2
 
 
 def parse_args():
@@ -43,8 +46,9 @@ def parse_args():
     p.add_argument("--scenarios", required=True, help="the bundled scenarios' directory")
     p.add_argument("--seeds", type=int, default=0, help="swarm seeds per scenario (0: none)")
     p.add_argument("--swarm-all", action="store_true",
-                   help="run the swarm for every mutant (default: only for those the bundled "
-                        "scenarios do not kill, which is all a verdict needs)")
+                   help="run the whole swarm for every mutant (default: only for those the "
+                        "bundled scenarios do not kill, up to the first seeds that kill, which "
+                        "is all a verdict needs)")
     p.add_argument("--first-seed", type=int, default=1)
     p.add_argument("--only", default="", help="comma-separated mutant names (default: all)")
     p.add_argument("--jobs", type=int, default=2, help="mutants run side by side")
@@ -157,26 +161,39 @@ def swarm_failures(records):
     return out
 
 
-def swarm(binary, scenarios, seeds, first_seed, baseline):
+def swarm_chunks(seeds, first_seed, chunk):
+    """(first seed, count) of consecutive chunks covering the seed range."""
+    return [(first_seed + i, min(chunk, seeds - i)) for i in range(0, seeds, chunk)]
+
+
+def swarm(binary, scenarios, seeds, first_seed, baseline, stop_at_kill):
     """The mutant's swarm: invariants that fired beyond what the production
     core shows on the same (scenario, seed), and the position (1-based) in
-    the seed range of the first seed where one did."""
-    records, err = swarm_records(binary, scenarios, seeds, first_seed)
-    if records is None:
-        return None, err
+    the seed range of the first seed where one did. With stop_at_kill the
+    seeds run in chunks and the rest are skipped once a chunk kills: a
+    verdict needs one kill, and most swarm kills come in the first seeds."""
+    chunk = SWARM_CHUNK if stop_at_kill else seeds
     fired = {}
     first_fail = None
-    for (scenario, seed), invariants in swarm_failures(records).items():
-        new = invariants - baseline.get((scenario, seed), set())
-        if not new:
-            continue
-        for inv in new:
-            fired.setdefault(inv, set()).add(scenario)
-        position = seed - first_seed + 1
-        if first_fail is None or position < first_fail:
-            first_fail = position
-    errors = sum(1 for r in records if r.get("verdict") == "error")
-    return {"cases": len(records), "errors": errors, "first_fail": first_fail,
+    cases = errors = 0
+    for start, count in swarm_chunks(seeds, first_seed, chunk):
+        records, err = swarm_records(binary, scenarios, count, start)
+        if records is None:
+            return None, err
+        cases += len(records)
+        errors += sum(1 for r in records if r.get("verdict") == "error")
+        for (scenario, seed), invariants in swarm_failures(records).items():
+            new = invariants - baseline.get((scenario, seed), set())
+            if not new:
+                continue
+            for inv in new:
+                fired.setdefault(inv, set()).add(scenario)
+            position = seed - first_seed + 1
+            if first_fail is None or position < first_fail:
+                first_fail = position
+        if fired and stop_at_kill:
+            break
+    return {"cases": cases, "errors": errors, "first_fail": first_fail,
             "fired": {k: sorted(v) for k, v in fired.items()}}, ""
 
 
@@ -223,7 +240,8 @@ def judge_mutant(m, bin_dir, scenarios, baseline, args, swarm_baseline):
     # --swarm-all measures it anyway (the matrix's swarm cells, seeds to the
     # first failing seed).
     if swarm_baseline is not None and (args.swarm_all or not result["fired"]):
-        s, err = swarm(binary, scenarios, args.seeds, args.first_seed, swarm_baseline)
+        s, err = swarm(binary, scenarios, args.seeds, args.first_seed, swarm_baseline,
+                       stop_at_kill=not args.swarm_all)
         if s is None:
             result["problems"].append(f"swarm: {err}")
         result["swarm"] = s
