@@ -7,6 +7,7 @@
 
 #include "sim/monitors/handoff_roles.hpp"
 #include "sim/monitors/job_table.hpp"
+#include "sim/monitors/stage_rank.hpp"
 
 namespace rehearse::sim {
 
@@ -195,7 +196,7 @@ std::optional<Violation> unsettled_item(const Scenario& s, const ScenarioRunResu
   const ScenarioRunResult* ref = nullptr;
   bool asked = false;
   for (const FinalItemState& item : run.final_items) {
-    if (item.stage == "DONE" || item.stage == "DESIGN_FAILED" || item.reconcile_error.empty()) {
+    if (terminal_stage(item.stage) || item.reconcile_error.empty()) {
       continue;
     }
     if (world_stands_against(s, item.issue) || job_file_damaged(s, item.job_id)) continue;

@@ -10,6 +10,8 @@
 #include "model/worker_lock.hpp"
 #include "sim/fault_kinds.hpp"
 #include "sim/monitors/handoff_roles.hpp"
+#include "sim/monitors/reply_class.hpp"
+#include "sim/monitors/stage_rank.hpp"
 #include "sim/monitors/witness_systems.hpp"
 
 namespace rehearse::sim {
@@ -96,8 +98,6 @@ const nlohmann::json* field(const TraceEvent& e, const char* key) {
   const auto it = e.data.find(key);
   return it == e.data.end() ? nullptr : &*it;
 }
-
-bool terminal(const std::string& stage) { return stage == "DONE" || stage == "DESIGN_FAILED"; }
 
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -196,7 +196,7 @@ void ReachabilityObserver::on_queue(const TraceEvent& e) {
   const auto run = reconcile_runs_.find(e.job);
   if (run == reconcile_runs_.end()) return;
   for (const ReconcileItem& item : job->items) {
-    if (!terminal(stages_[item.issue]) && run->second.asked.count(item.issue) == 0) {
+    if (!terminal_stage(stages_[item.issue]) && run->second.asked.count(item.issue) == 0) {
       reach("reconcile:batch_left_items");
     }
   }
@@ -281,8 +281,8 @@ void ReachabilityObserver::on_reconcile(const TraceEvent& e) {
   const std::string stage = e.str("stage");
   stages_[e.item] = stage;
   if (stage == "DESIGN_FAILED") reach("reconcile:item_closed");
-  if (!terminal(stage) && !e.str("error").empty()) reach("reconcile:item_waiting");
-  if (!terminal(stage) && !e.str("error").empty() && roles_mixed_) {
+  if (!terminal_stage(stage) && !e.str("error").empty()) reach("reconcile:item_waiting");
+  if (!terminal_stage(stage) && !e.str("error").empty() && roles_mixed_) {
     reach("reconcile:role_refused");
   }
 }
@@ -293,8 +293,7 @@ void ReachabilityObserver::on_item_reply(const TraceEvent& e) {
   if (e.item.empty() || e.service != "orchestrator") return;
   const std::int64_t status = e.num("status", 0);
   if (status == 410) reach("reconcile:issue_gone_410");
-  const bool transient = status == 0 ? !e.str("transport_error").empty()
-                                     : status == 408 || status == 429 || status >= 500;
+  const bool transient = item_answer(e) == ItemAnswer::transient;
   int& in_row = transient_in_row_[e.item];
   in_row = transient ? in_row + 1 : 0;
   if (in_row >= 7) reach("reconcile:backoff_at_cap");

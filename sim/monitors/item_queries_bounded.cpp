@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "sim/monitors/reply_class.hpp"
 #include "sim/monitors/stage_rank.hpp"
 
 namespace rehearse::sim {
@@ -23,14 +24,6 @@ constexpr std::size_t kAgentPrefixChars = 8;  // logs may carry this much of an 
 bool is_refusal(std::int64_t status) {
   return status >= 400 && status < 500 && status != 404 && status != 410 && status != 408 &&
          status != 429;
-}
-
-// A reply that leaves the item to back off: a 5xx, 408 or 429, or a transport
-// error (network, timeout) with no status.
-bool is_transient(const TraceEvent& reply) {
-  const std::int64_t status = reply.num("status");
-  if (status == 0) return !reply.str("transport_error").empty();
-  return status == 408 || status == 429 || (status >= 500 && status < 600);
 }
 
 // The least backoff after the n-th transient failure in a row.
@@ -174,7 +167,7 @@ void ItemQueriesBounded::on_item_reply(const TraceEvent& e, ItemWatch& w) {
     w.validation_allowed = false;
     w.validated = true;
   }
-  if (is_transient(e)) {
+  if (item_answer(e) == ItemAnswer::transient) {
     ++w.transient_in_row;
     w.transient_at = e.t;
   } else if (definitive) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/monitors/stage_rank.hpp"
+
 namespace rehearse::sim {
 
 namespace {
@@ -9,10 +11,6 @@ namespace {
 // The longest wait the core may set after an answer about an item: the
 // transient backoff's cap and the config deferral (docs/semantics.md §8).
 constexpr DurationMs kLongestWaitMs = kHourMs;
-
-bool terminal_stage_name(const std::string& stage) {
-  return stage == "DONE" || stage == "DESIGN_FAILED";
-}
 
 std::optional<TimeMs> instant_field(const TraceEvent& e, const char* key) {
   const std::string text = e.str(key);
@@ -38,7 +36,7 @@ void ItemSchedule::observe(const TraceEvent& e, std::size_t i, bool went_down, V
   if (e.type == "durable_schedule") {
     on_schedule(e, i, out);
   } else if (e.type == "durable_stage") {
-    durable_[{e.job, e.item}].terminal = terminal_stage_name(e.str("stage"));
+    durable_[{e.job, e.item}].terminal = terminal_stage(e.str("stage"));
   } else if (e.type == "job_file_damaged") {
     damaged_.insert(e.job);
   } else if (e.type == "queue_intent") {

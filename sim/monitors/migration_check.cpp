@@ -2,24 +2,23 @@
 
 #include <fmt/format.h>
 
+#include "sim/monitors/reply_class.hpp"
+#include "sim/monitors/stage_rank.hpp"
+
 namespace rehearse::sim {
 
 namespace {
 
-bool terminal_stage_name(const std::string& stage) {
-  return stage == "DONE" || stage == "DESIGN_FAILED";
-}
-
 // An answer about an item: definitive (a 2xx, or a refusal other than 404 /
-// 410, which end the item), transient (5xx, 408, 429, a transport error), or
-// neither (404 / 410).
+// 410, which end the item), transient, or neither (gone, or no answer).
 std::optional<bool> definitive_answer(const TraceEvent& reply) {
-  const std::int64_t status = reply.num("status", 0);
-  if (status == 0)
-    return reply.str("transport_error").empty() ? std::nullopt : std::optional(false);
-  if (status == 404 || status == 410) return std::nullopt;
-  if (status == 408 || status == 429 || (status >= 500 && status < 600)) return false;
-  return true;
+  switch (item_answer(reply)) {
+    case ItemAnswer::definitive: return true;
+    case ItemAnswer::transient: return false;
+    case ItemAnswer::gone:
+    case ItemAnswer::none: return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -29,7 +28,7 @@ MigrationCheck::MigrationCheck(const char* invariant, const Scenario& scenario)
   for (const JobSpec& spec : scenario.jobs) {
     for (const ReconcileItem& item : spec.items) {
       items_of_[spec.id].insert(item.issue);
-      records_[{spec.id, item.issue}].terminal = terminal_stage_name(item.stage);
+      records_[{spec.id, item.issue}].terminal = terminal_stage(item.stage);
     }
   }
 }
@@ -41,7 +40,7 @@ void MigrationCheck::observe(const TraceEvent& e, std::size_t i, bool list_answe
   } else if (e.type == "instance_changed") {
     for (const auto& [job, issues] : items_of_) migrated_.insert(job);
   } else if (e.type == "durable_stage") {
-    records_[{e.job, e.item}].terminal = terminal_stage_name(e.str("stage"));
+    records_[{e.job, e.item}].terminal = terminal_stage(e.str("stage"));
   } else if (e.type == "queue_intent") {
     on_intent(e, i, out);
   } else if (e.service == "orchestrator" && e.type == "service_reply") {

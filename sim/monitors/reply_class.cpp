@@ -7,6 +7,18 @@
 
 namespace rehearse::sim {
 
+ItemAnswer item_answer(const TraceEvent& reply) {
+  const std::int64_t status = reply.num("status", 0);
+  if (status == 0) {
+    return reply.str("transport_error").empty() ? ItemAnswer::none : ItemAnswer::transient;
+  }
+  if (status == 404 || status == 410) return ItemAnswer::gone;
+  if (status == 408 || status == 429 || (status >= 500 && status < 600)) {
+    return ItemAnswer::transient;
+  }
+  return ItemAnswer::definitive;
+}
+
 namespace {
 
 bool has(std::string_view text, std::string_view marker) {

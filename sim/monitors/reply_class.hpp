@@ -57,6 +57,13 @@ int failure_specificity(std::string_view failure_class);
 // provider_5xx, rate_limit.
 bool retried_by_default(std::string_view failure_class);
 
+// The orchestrator's answer about a reconcile item (docs/semantics.md §8):
+// gone (404 / 410: the item ends after one query), transient (a 5xx, 408,
+// 429, or a transport error with no status: the item backs off), definitive
+// (every other status), or none (no status and no transport error).
+enum class ItemAnswer : unsigned char { definitive, transient, gone, none };
+ItemAnswer item_answer(const TraceEvent& orchestrator_reply);
+
 // What a group run's tasks got from the model API (the last reply under
 // each task, `target`): whether one produced a deliverable (a valid 2xx
 // answer that is not a skip), and the classes of the failed ones in task
