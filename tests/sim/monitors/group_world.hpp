@@ -1,6 +1,6 @@
-// A group job runner for tests/sim/test_monitors.cpp, built in a translation
-// unit of its own behind a narrow header (the test sees only JobRunner). The
-// handle owns the ledger and the job.
+// A group job runner for the monitor tests (tests/sim/monitors/), built in a
+// translation unit of its own behind a narrow header (the tests see only
+// JobRunner). The handle owns the ledger and the job.
 #pragma once
 
 #include <memory>

@@ -1,4 +1,4 @@
-#include "tests/sim/monitors_group_world.hpp"
+#include "tests/sim/monitors/group_world.hpp"
 
 #include <utility>
 
