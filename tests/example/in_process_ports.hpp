@@ -5,9 +5,6 @@
 // production-shaped examples in tests/example/.
 #pragma once
 
-#include <stdlib.h>
-
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -19,6 +16,7 @@
 #include "model/ports.hpp"
 #include "model/random.hpp"
 #include "model/task.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace rehearse::example {
 
@@ -89,25 +87,7 @@ class MemoryLog final : public Log {
   std::vector<std::string> lines;
 };
 
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/rehearse-real-XXXXXX";
-    REHEARSE_ASSERT(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testsupport::TempDir;
 
 // A production random source (splitmix64 from a fixed start: the worker only
 // draws backoff jitter from it).

@@ -18,9 +18,7 @@
 #include "model/group_job.hpp"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +35,7 @@
 #include "sim/simulator.hpp"
 #include "sim/trace.hpp"
 #include "tests/support/property.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace rehearse {
 namespace {
@@ -45,25 +44,7 @@ using sim::Messenger;
 using sim::ModelApi;
 using sim::ModelOutput;
 
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/rehearse-group-XXXXXX";
-    REHEARSE_ASSERT(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testsupport::TempDir;
 
 const TimeMs kSlot = *parse_instant("2026-12-04T17:00:00Z");  // a Friday, 0 17 * * 5
 constexpr DurationMs kModelLatencyMs = 100;

@@ -11,11 +11,9 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <sys/file.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <map>
 
 #include <fmt/format.h>
@@ -23,32 +21,12 @@
 #include "model/posix_disk.hpp"
 #include "tests/model/job_state_gen.hpp"
 #include "tests/support/property.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace rehearse {
 namespace {
 
-namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/rehearse-store-XXXXXX";
-    REHEARSE_ASSERT(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string file(const char* name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using testsupport::TempDir;
 
 // Counts every call and the bytes written per path; forwards to PosixDisk.
 class CountingDisk final : public Disk {

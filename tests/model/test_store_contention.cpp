@@ -13,17 +13,16 @@
 // lock and not to luck in scheduling.
 #include <errno.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <vector>
 
 #include "model/posix_disk.hpp"
 #include "model/state_codec.hpp"
 #include "model/state_store.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace rehearse {
 namespace {
@@ -32,26 +31,7 @@ constexpr int kProcesses = 4;
 constexpr int kIncrements = 1000;
 const char* const kJob = "shared-counter";
 
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern =
-        std::string(base && *base ? base : "/tmp") + "/rehearse-contention-XXXXXX";
-    REHEARSE_ASSERT(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testsupport::TempDir;
 
 // Runs body in kProcesses children and returns how many exited 0. The
 // children leave with _exit so that no gtest state runs twice.

@@ -20,10 +20,8 @@
 // A property drives both queues with random operation sequences (with power
 // losses and reopens among them) and requires the same answers and contents.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -40,6 +38,7 @@
 #include "sim/sim_disk.hpp"
 #include "sim/sim_queue.hpp"
 #include "tests/support/property.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace rehearse::sim {
 namespace {
@@ -428,23 +427,7 @@ REHEARSE_PROP(DiskQueueModel, AnswersAndContentsEqualSimQueueAcrossPowerLosses,
   }
 }
 
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/rehearse-queue-XXXXXX";
-    REHEARSE_ASSERT(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testsupport::TempDir;
 
 TEST(DiskQueueCrash, PosixDiskHoldsTheSameContentAndBytes) {
   TempDir dir;

@@ -20,10 +20,8 @@
 // last sweep runs the store inside a simulated process and crashes it at
 // every event of the Simulator (sweep_crash_points) with power loss.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -38,6 +36,7 @@
 #include "model/task.hpp"
 #include "sim/sim_disk.hpp"
 #include "sim/simulator.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace rehearse::sim {
 namespace {
@@ -609,25 +608,7 @@ TEST(StoreCrash, SimulatedProcessCrashedAtEveryEventKeepsEveryIncrement) {
 // --- the same store on PosixDisk and SimDisk
 // ---------------------------------------------------------
 
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/rehearse-simdisk-XXXXXX";
-    REHEARSE_ASSERT(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testsupport::TempDir;
 
 struct PosixWorld {
   static constexpr const char* kName = "PosixDisk";
