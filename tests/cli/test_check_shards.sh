@@ -13,21 +13,12 @@
 set -u
 R=$(realpath "$1")
 SRC="$2"
-pass=0
-fail=0
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); }
-finish() {
-  echo "check shards: $pass passed, $fail failed"
-  [ "$fail" = 0 ]
-  exit
-}
+. "$(dirname "$0")/lib.sh"
 
 if ! command -v parallel > /dev/null 2>&1; then
   bad "GNU parallel is not installed (Debian package 'parallel'; .ci/deps.sh installs it)"
-  finish
+  finish "check shards"
+  exit
 fi
 cd "$work" || exit 2
 
@@ -142,4 +133,4 @@ grep -q "^check: 30/30 cases (100.0%)" p.err && ! grep -q $'\r' p.err && ok ||
   bad "--progress line: $(od -c p.err | head -5)"
 python3 same.py whole.json p.json && ok || bad "--progress changed stdout"
 
-finish
+finish "check shards"

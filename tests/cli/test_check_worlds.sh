@@ -51,5 +51,4 @@ else ok; fi
 expect_rc worlds-zero-seeds 2 check --seeds 0
 expect_rc random-jobs-missing 2 check "$work/nope.json" --random-jobs --seeds 1
 
-echo "cli check worlds: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish "cli check worlds"

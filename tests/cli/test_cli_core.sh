@@ -6,8 +6,7 @@
 # (and, with --json, one {"error": ...} object on stdout), never crash.
 set -u
 R="$1"
-pass=0
-fail=0
+. "$(dirname "$0")/lib.sh"
 # same_output GOT WANT: equal as parsed JSON when WANT is a JSON document,
 # else equal as text.
 same_output() {
@@ -35,9 +34,9 @@ check() {  # check NAME EXPECTED_RC EXPECTED_STDOUT_OR_- EXPECTED_STDERR_FRAGMEN
   local name="$1" want_rc="$2" want_out="$3" want_err="$4"
   shift 5
   local out err rc
-  out=$("$R" "$@" 2>/tmp/rehearse_cli_err.$$)
+  out=$("$R" "$@" 2>"$work/cli_err")
   rc=$?
-  err=$(cat /tmp/rehearse_cli_err.$$)
+  err=$(cat "$work/cli_err")
   local ok=1
   [ "$rc" = "$want_rc" ] || { echo "FAIL $name: exit $rc, expected $want_rc"; ok=0; }
   if [ "$want_out" != "-" ] && ! same_output "$out" "$want_out"; then
@@ -162,6 +161,4 @@ json_check version-json "rc == 0 and d['version'] == '$version'" --version --jso
 json_check auto-6-field 'd["max_retries"] == 3' policy explain auto --schedule '0 0 17 * * 5' --json
 json_check auto-weekdays 'd["max_retries"] == 1' policy explain auto --schedule '10 17 * * 1-5' --json
 
-rm -f /tmp/rehearse_cli_err.$$
-echo "cli: $pass passed, $fail failed"
-[ "$fail" = 0 ] && [ "$pass" -gt 0 ]
+finish "cli"

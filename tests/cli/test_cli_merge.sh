@@ -9,14 +9,9 @@
 # 3, 3, 2, 2 seeds); python3 parses the JSON and the XML.
 set -u
 R=$(realpath "$1")
-pass=0
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+. "$(dirname "$0")/lib.sh"
 
-python3 - "$tmp" <<'PY'
+python3 - "$work" <<'PY'
 import json, sys
 out = sys.argv[1]
 scenarios = ["a.json", "b&c.json"]
@@ -44,7 +39,7 @@ write("whole.jsonl", 1, 1, range(10))
 for k, seeds in enumerate([range(0, 3), range(3, 6), range(6, 8), range(8, 10)], 1):
     write("s%d.jsonl" % k, k, 4, seeds)
 PY
-cd "$tmp" || exit 2
+cd "$work" || exit 2
 
 # ---- the merge equals the unsharded file ----
 rc=0; "$R" merge whole.jsonl > whole.txt 2> whole.err || rc=$?
@@ -118,5 +113,4 @@ rc=0; "$R" merge > /dev/null 2>&1 || rc=$?
 [ "$rc" = 2 ] && ok || bad "no FILE: exit $rc"
 "$R" merge --help | grep -q "usage: rehearse merge FILE" && ok || bad "--help"
 
-echo "cli merge: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish "cli merge"

@@ -18,9 +18,6 @@ jsonq() {
   if python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$2" "$3" 2>/dev/null
   then ok; else bad "$1: $3 is not true of $(head -c 600 "$2")"; fi
 }
-lacks() {  # lacks NAME FILE TEXT
-  if grep -qF -- "$3" "$2"; then bad "$1: $(basename "$2") has '$3'"; else ok; fi
-}
 
 # ---- help and commands
 expect_rc help-run 0 help run
@@ -151,5 +148,4 @@ contains new-service-builtin-why "$work/err" "'model-api' is a built-in service"
 expect_rc new-bad-name 2 new call --name "Not Kebab" --out "$work/never.json"
 [ ! -e "$work/never.json" ] && ok || bad "new-bad-name: wrote $work/never.json"
 
-echo "cli newcomer: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish "cli newcomer"

@@ -8,7 +8,7 @@
 # device); the built binary runs one small scenario.
 set -u
 R="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
-work=$(mktemp -d)
+. "$(dirname "$0")/lib.sh"
 reader=""
 cleanup() {
   [ -n "$reader" ] && kill "$reader" 2>/dev/null
@@ -18,10 +18,6 @@ trap cleanup EXIT
 # Everything runs inside the temporary directory, so that even a broken build
 # that writes a file named "-" writes it there.
 cd "$work" || exit 1
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); }
 
 cat >"$work/s.json" <<'JSON'
 {
@@ -152,5 +148,4 @@ if [ "$rc" = 0 ] && grep -q "<html" "$work/state/page.html"; then ok; else bad "
 rc=$?
 if [ "$rc" = 2 ] && [ "$(cat "$work/state/notes.txt")" = 'kept by the operator' ]; then ok; else bad "status --html onto a file in the state directory: exit $rc $(cat "$work/err")"; fi
 
-echo "cli output: $pass passed, $fail failed"
-[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
+finish "cli output"

@@ -7,10 +7,7 @@
 # Python expression over it (d, rc); text output by fragments.
 set -u
 R="$1"
-pass=0
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
 
 # json_check NAME PYTHON-EXPR ARGS...: the expression over the parsed stdout
 # `d` and the exit code `rc` must be true.
@@ -31,9 +28,9 @@ has() {
   local name="$1" want_rc="$2" want_out="$3" want_err="$4"
   shift 5
   local out err rc ok=1
-  out=$("$R" "$@" 2>"$tmp/err")
+  out=$("$R" "$@" 2>"$work/err")
   rc=$?
-  err=$(cat "$tmp/err")
+  err=$(cat "$work/err")
   [ "$rc" = "$want_rc" ] || { echo "FAIL $name: exit $rc, expected $want_rc"; ok=0; }
   if [ "$want_out" != "-" ] && [[ "$out" != *"$want_out"* ]]; then
     echo "FAIL $name: stdout lacks '$want_out':"; echo "$out"; ok=0
@@ -85,15 +82,15 @@ json_check celery-default-cap 'd["delays_ms"] == [600000, 600000, 600000] and an
   policy explain --from celery '{retry_backoff: 1800}' --json
 json_check k8s 'd["delays_ms"] == [10000, 20000, 40000, 80000, 160000, 320000, 360000] and d["ignored"] == ["template"]' \
   policy explain --from k8s '{backoffLimit: 7, template: {}}' --json
-printf '// pasted from the worker\n{\n  attempts: 4,\n  backoff: {type: "fixed", delay: 60_000},\n}\n' > "$tmp/p.js"
-json_check from-file 'd["delays_ms"] == [60000, 60000, 60000]' policy explain --from bullmq "@$tmp/p.js" --json
+printf '// pasted from the worker\n{\n  attempts: 4,\n  backoff: {type: "fixed", delay: 60_000},\n}\n' > "$work/p.js"
+json_check from-file 'd["delays_ms"] == [60000, 60000, 60000]' policy explain --from bullmq "@$work/p.js" --json
 
 # ---- bad input: exit 2, line:column or the pointer ----
 has js-syntax 2 "" "POLICY:2:18: invalid bullmq policy" -- policy explain --from bullmq '{attempts: 5,
  backoff: {type: linear}}'
-has missing-file 2 "" "cannot read the policy file" -- policy explain --from bullmq "@$tmp/none.js"
-printf '{attempts: undefined}' > "$tmp/bad.js"
-has js-file-syntax 2 "" "$tmp/bad.js:1:12" -- policy explain --from bullmq "@$tmp/bad.js"
+has missing-file 2 "" "cannot read the policy file" -- policy explain --from bullmq "@$work/none.js"
+printf '{attempts: undefined}' > "$work/bad.js"
+has js-file-syntax 2 "" "$work/bad.js:1:12" -- policy explain --from bullmq "@$work/bad.js"
 has custom-backoff 2 "" "POLICY:/backoff/type" -- policy explain --from bullmq '{attempts: 3, backoff: {type: "custom", delay: 1}}'
 has unknown-system 2 "" "expected one of bullmq, temporal" -- policy explain --from resque '{}'
 has temporal-unlimited 2 "" "POLICY:/maximumAttempts" -- policy explain --from temporal '{initialInterval: "1s"}'
@@ -112,11 +109,11 @@ mk_scenario() {  # mk_scenario FILE POLICY-JSON
    "tasks": [{"id": "summary", "produces": "summary"}], "targets": ["t"]}]}
 JSON
 }
-mk_scenario "$tmp/good.json" '{"celery": {"max_retries": 3, "retry_backoff": 1800, "retry_backoff_max": 7200, "retry_jitter": false}, "retryable_classes": ["rate_limit"]}'
-json_check scenario-wrapped 'rc == 0 and d["files"][0]["flags"] == []' validate --json "$tmp/good.json"
-mk_scenario "$tmp/bad.json" '{"celery": {"max_retries": "3"}}'
+mk_scenario "$work/good.json" '{"celery": {"max_retries": 3, "retry_backoff": 1800, "retry_backoff_max": 7200, "retry_jitter": false}, "retryable_classes": ["rate_limit"]}'
+json_check scenario-wrapped 'rc == 0 and d["files"][0]["flags"] == []' validate --json "$work/good.json"
+mk_scenario "$work/bad.json" '{"celery": {"max_retries": "3"}}'
 json_check scenario-wrapped-bad 'd["files"][0]["flags"][0]["kind"] == "policy_error" and d["files"][0]["flags"][0]["where"].endswith(":/jobs/0/retry_policy/celery/max_retries")' \
-  validate --json "$tmp/bad.json"
+  validate --json "$work/bad.json"
 
 # ---- cron explain: the verdict against the firings in 28 days ----
 json_check cron-dom-and-weekdays 'd["low_frequency"] and d["firings_28d"] == 20 and any("fires 20 times in 28 days" in w for w in d["warnings"])' \
@@ -141,5 +138,4 @@ has gap-auto 0 "slots can be 1d apart (from 2024-01-01T17:00:00Z); the recovery 
 json_check gap-jitter-longest 'd["next_slot"]["recovery_window_ms"] == d["longest_window_ms"]' \
   policy explain --from sidekiq '{retry: 3}' --schedule '* * * * *' --json
 
-echo "cli policy: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish "cli policy"

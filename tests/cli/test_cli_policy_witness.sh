@@ -10,12 +10,7 @@
 set -u
 R="$1"
 SRC="$2"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/lib.sh"
 
 # with_policy NAME POLICY_JSON: a copy of the weekly outage with that policy,
 # no expectations (only the invariants judge it).
@@ -77,5 +72,4 @@ with_policy k8s '{"k8s": {"apiVersion": "batch/v1", "kind": "Job", "spec": {"bac
 judged k8s
 strict k8s
 
-echo "cli policy witness: $pass passed, $fail failed"
-[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
+finish "cli policy witness"

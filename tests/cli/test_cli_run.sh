@@ -10,12 +10,7 @@
 # binary on them, and check exit codes and output.
 set -u
 R="$1"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+. "$(dirname "$0")/lib.sh"
 
 # expect_rc NAME WANT_RC ARGS...: runs, keeps stdout/stderr in $work/out, $work/err.
 expect_rc() {
@@ -207,5 +202,4 @@ expect_rc partly-worst 2 run "$work/partly"
 contains shared-name-a "$work/out" "weekly-cli ($work/partly/a.json)"
 contains shared-name-d "$work/out" "weekly-cli ($work/partly/d.json)"
 
-echo "cli run: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish "cli run"

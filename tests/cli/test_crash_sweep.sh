@@ -70,5 +70,4 @@ expect_rc no-path 2 check --crash-sweep
 expect_rc help 0 check --help
 contains help "$work/out" "--crash-sweep"
 
-echo "cli crash sweep: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish "cli crash sweep"

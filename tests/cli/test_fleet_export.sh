@@ -41,5 +41,4 @@ if [ $? -eq 0 ] && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); 
 else
   bad "a good export: $(cat "$work/err")"
 fi
-echo "fleet export: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish "fleet export"

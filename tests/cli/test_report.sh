@@ -16,25 +16,7 @@
 set -u
 R="$1"
 SRC="$2"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); }
-expect_rc() {
-  local name="$1" want="$2"
-  shift 2
-  "$R" "$@" >"$work/out" 2>"$work/err"
-  local rc=$?
-  if [ "$rc" = "$want" ]; then ok; else bad "$name: exit $rc, expected $want; stderr: $(head -c 600 "$work/err")"; fi
-}
-contains() {
-  if grep -qF -- "$3" "$2"; then ok; else bad "$1: $(basename "$2") lacks '$3': $(head -c 600 "$2")"; fi
-}
-lacks() {
-  if grep -qF -- "$3" "$2"; then bad "$1: $(basename "$2") has '$3'"; else ok; fi
-}
+. "$(dirname "$0")/lib.sh"
 SIX="$SRC/scenarios/weekly-quota-6h.json"
 
 # --- timeline
@@ -124,5 +106,4 @@ after=$(ls -la --time-style=full-iso "$work/b"; md5sum "$work/b/retry_state.json
 if [ "$before" = "$after" ]; then ok; else bad "status-corrupt: the directory changed"; fi
 expect_rc status-usage 2 status
 
-echo "cli report: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish "cli report"

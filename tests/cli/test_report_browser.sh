@@ -10,8 +10,7 @@
 set -u
 R="$1"
 SRC="$2"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/lib.sh"
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROMIUM" ]; then
   echo "browser: chromium is not installed (.ci/deps.sh installs it)"

@@ -12,15 +12,12 @@
 set -u
 R="$1"
 SRC="$2"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/lib.sh"
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROMIUM" ]; then
   echo "report layout: chromium is not installed (.ci/deps.sh installs it)"
   exit 1
 fi
-pass=0
-fail=0
 browse() {  # browse HTML OUT [--screenshot=PNG]
   timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
     --disable-background-networking --disable-component-update --disable-sync \
@@ -84,5 +81,4 @@ else
   echo "FAIL the tune heat map has text outside it or text over text"; fail=$((fail + 1))
 fi
 
-echo "report layout: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish "report layout"

@@ -71,5 +71,4 @@ touch "$work/not-a-dir"
 expect_rc not-dir 2 check "$work/tiny-bound.json" --seeds 1 --shrink-to "$work/not-a-dir"
 contains not-dir-msg "$work/err" "not a directory"
 
-echo "cli shrink: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish "cli shrink"

@@ -9,13 +9,10 @@
 set -u
 R="$1"
 SRC="$2"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/../cli/lib.sh"
 mkdir -p "$work/bin"
 ln -s "$(readlink -f "$R")" "$work/bin/rehearse"
 export PATH="$work/bin:$PATH"
-pass=0
-fail=0
 commands=$(awk '/^```sh$/{on=1; next} /^```/{on=0} on && !/^#/ && NF' "$SRC/docs/tutorial.md")
 count=0
 cd "$work" || exit 1
@@ -47,5 +44,4 @@ done <<<"$commands"
 for f in run.xml check.xml tune.svg; do
   [ -s "$work/$f" ] && pass=$((pass + 1)) || { echo "FAIL the tutorial wrote no $f"; fail=$((fail + 1)); }
 done
-echo "tutorial: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish "tutorial"
