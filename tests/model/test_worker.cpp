@@ -204,7 +204,10 @@ std::string source(const char* path) {
 }
 
 TEST(Worker, TheSimulatedWorldDoesNotAssembleTheWorker) {
-  for (const char* file : {"sim/world.cpp", "sim/world_runners.cpp", "sim/world.hpp"}) {
+  for (const char* file :
+       {"sim/world.cpp", "sim/world_detail.hpp", "sim/world_faults.cpp", "sim/world_crashes.cpp",
+        "sim/world_processes.cpp", "sim/world_observe.cpp", "sim/world_run.cpp",
+        "sim/world_runners.cpp", "sim/world.hpp"}) {
     const std::string text = source(file);
     ASSERT_FALSE(text.empty()) << file;
     for (const char* word :
