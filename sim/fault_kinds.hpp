@@ -8,9 +8,9 @@
 // a state file); the fields its `fault_start` trace event carries; and the
 // functions that apply it to the simulated world. Everything else follows
 // from the table:
-//   - the loader (sim/scenario.cpp) validates a fault's keys from it, one
+//   - the loader (sim/scenario_faults.cpp) validates a fault's keys from it, one
 //     reader per key type, and stores them into the FaultSpec;
-//   - the world (sim/world.cpp) records `fault_start` / `fault_end` from it
+//   - the world (sim/world_faults.cpp) records `fault_start` / `fault_end` from it
 //     and calls its `schedule` and `at_instant` hooks;
 //   - the JSON Schema's fault part (docs/schema/scenario.schema.json) and the
 //     docs' table of kinds are generated from it (fault_kinds_schema(),
@@ -119,11 +119,11 @@ struct FaultWorld {
   // Worker process `worker` (1-based; 0: the machine, every worker) crashes
   // now and boots down_for_ms later.
   std::function<void(const std::string& cause, DurationMs down_for_ms, int worker)> crash_worker;
-  // The state file is damaged now (sim/world.cpp: corrupt_state).
+  // The state file is damaged now (sim/world_faults.cpp: corrupt_state).
   std::function<void(const FaultSpec& fault)> corrupt_state;
   // The next write of the state file is torn; the process restarts down_for_ms later.
   std::function<void(StateFile file, DurationMs down_for_ms)> tear_next_write;
-  // The job's own durable file is damaged now (sim/world.cpp: corrupt_job_file).
+  // The job's own durable file is damaged now (sim/world_faults.cpp: corrupt_job_file).
   std::function<void(const FaultSpec& fault)> corrupt_job_file;
   TimeMs until_ms = 0;  // the scenario's end
 };

@@ -21,7 +21,7 @@
 //     generated `http_errors` fault. `call` jobs call their bucket's service;
 //     `group` jobs call model-api, whose faults are the timeline's own.
 //
-// The loader (sim/scenario.cpp) only calls parse_fleet() and expand_fleet();
+// The loader (sim/scenario_jobs.cpp) only calls parse_fleet() and expand_fleet();
 // errors carry the JSON pointer inside the block.
 #pragma once
 
@@ -41,7 +41,7 @@
 namespace rehearse::sim {
 
 // Bounds of a fleet block (the loader's limits on the whole scenario are in
-// sim/scenario.cpp).
+// sim/scenario_loader.hpp).
 inline constexpr std::int64_t kMaxFleetJobs = 1'000'000;
 inline constexpr std::size_t kMaxFleetBuckets = 1000;  // entries per distribution
 inline constexpr std::int64_t kMaxFleetWeight = 1'000'000'000;

@@ -1,6 +1,6 @@
 // Drawing from lists with the run's seeded generator, shared by the swarm's
 // derivation (sim/check/swarm.cpp) and the generated worlds
-// (sim/check/generate.cpp), so both draw the same way from the same stream.
+// (sim/check/generate*.cpp), so both draw the same way from the same stream.
 #pragma once
 
 #include <nlohmann/json.hpp>
