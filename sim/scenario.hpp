@@ -118,6 +118,9 @@ enum class JobKind : unsigned char { group, fetch, reconcile, publish, call };
 enum class TaskOutput : unsigned char { summary, preview, skip };
 
 const char* to_string(JobKind kind) noexcept;
+// Every job kind the scenario format knows, in JobKind order (the loader's
+// table): what generators and coverage iterate, so a new kind is drawn too.
+const std::vector<JobKind>& all_job_kinds();
 const char* to_string(TaskOutput output) noexcept;
 
 // What a re-run does outside when a job declares nothing: fetch and reconcile

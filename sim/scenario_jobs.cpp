@@ -373,6 +373,16 @@ namespace rehearse::sim {
 
 using scenario_detail::Loader;
 
+const std::vector<JobKind>& all_job_kinds() {
+  static const std::vector<JobKind> kAll = [] {
+    std::vector<JobKind> out;
+    for (const scenario_detail::ScenarioJobKind& kind : Loader::job_kinds())
+      out.push_back(kind.kind);
+    return out;
+  }();
+  return kAll;
+}
+
 const char* to_string(JobKind kind) noexcept {
   const auto i = static_cast<std::size_t>(kind);
   return i < Loader::job_kinds().size() ? Loader::job_kinds()[i].name : "unknown";

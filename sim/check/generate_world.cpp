@@ -45,9 +45,7 @@ json draw_services(Rng& rng) {
 // The job kinds of the loader's table (in its order) that this build runs.
 std::vector<JobKind> runnable_kinds() {
   std::vector<JobKind> out;
-  for (int i = 0;; ++i) {
-    const auto kind = static_cast<JobKind>(i);
-    if (scenario_known_keys().count(std::string("job_") + to_string(kind)) == 0) break;
+  for (const JobKind kind : all_job_kinds()) {
     if (world_supports(kind)) out.push_back(kind);
   }
   return out;

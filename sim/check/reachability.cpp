@@ -70,9 +70,7 @@ std::vector<std::string> policy_forms() {
 
 std::vector<ReachabilityPoint> all_points() {
   std::vector<ReachabilityPoint> out = situations();
-  for (int i = 0;; ++i) {
-    const auto kind = static_cast<JobKind>(i);
-    if (scenario_known_keys().count(std::string("job_") + to_string(kind)) == 0) break;
+  for (const JobKind kind : all_job_kinds()) {
     out.push_back({fmt::format("job:{}", to_string(kind)),
                    fmt::format("a {} job ran to its end (queue_done)", to_string(kind))});
   }

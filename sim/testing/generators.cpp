@@ -449,8 +449,7 @@ rc::Gen<json> kind_keys(sim::JobKind kind, const WorldPlan& w) {
 // The kinds this build's world runs (of `allowed`, when not empty).
 std::vector<sim::JobKind> job_kinds(const std::vector<std::string>& allowed) {
   std::vector<sim::JobKind> out;
-  for (int i = 0; i <= static_cast<int>(sim::JobKind::call); ++i) {
-    const auto kind = static_cast<sim::JobKind>(i);
+  for (const sim::JobKind kind : sim::all_job_kinds()) {
     const bool wanted = allowed.empty() || std::find(allowed.begin(), allowed.end(),
                                                      sim::to_string(kind)) != allowed.end();
     if (wanted && sim::world_supports(kind)) out.push_back(kind);

@@ -75,6 +75,8 @@ TEST(RandomJobs, EveryJobKeyOfTheLoadersTableHasADrawer) {
     }
   }
   EXPECT_GE(kinds, 5);
+  // What generators iterate is the whole table: a kind added last is drawn too.
+  EXPECT_EQ(static_cast<std::size_t>(kinds), all_job_kinds().size());
 }
 
 // The listed jobs are randomized; a fleet block keeps its distributions (the

@@ -1381,9 +1381,7 @@ TEST(ScenarioSchema, KindBranchesCoverEveryKind) {
   EXPECT_EQ(branch_kinds("fault"), sorted(fault_kinds));
   EXPECT_EQ(sorted(defs.at("fault").at("properties").at("kind").at("enum")), sorted(fault_kinds));
   std::vector<std::string> job_kinds;
-  for (int i = 0; i <= static_cast<int>(JobKind::call); ++i) {
-    job_kinds.push_back(to_string(static_cast<JobKind>(i)));
-  }
+  for (const JobKind kind : all_job_kinds()) job_kinds.push_back(to_string(kind));
   EXPECT_EQ(branch_kinds("job"), sorted(job_kinds));
 }
 
