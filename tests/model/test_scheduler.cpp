@@ -511,10 +511,12 @@ TEST(Scheduler, RetryDueWhileDownRunsAfterBootWithCountKept) {
 // intent fails and kills it). The restart replays the intent: the outcome is
 // neither lost nor counted twice, and the run is not taken for a stall.
 TEST(Scheduler, CrashBetweenOutcomeWriteAndQueueFinishReplaysTheIntent) {
+  // Outlives the world: its destructor crashes the worker, which the
+  // listener below still sees.
+  bool armed = false;
   World w(at("2026-03-02T09:30:00Z"), {{"digest", "0 * * * *", per_job_max2()}});
   w.api().add_outage(at("2026-03-02T10:00:00Z"), at("2026-03-02T14:00:00Z"));
   bind_to_simulator(w.queue(), w.sim(), SimQueueBinding{2 * kMinuteMs, &w.disk()});
-  bool armed = false;
   SimQueue& queue = w.queue();
   const ProcessId process = w.process();
   w.trace().add_listener([&](const TraceEvent& e, std::size_t) {
