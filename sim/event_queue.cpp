@@ -11,6 +11,7 @@ void EventKeyHeap::grow() {
   auto* raw = static_cast<Packed*>(
       ::operator new[](storage * sizeof(Packed), std::align_val_t{kLineBytes}));
   std::unique_ptr<Packed[], AlignedDelete> keys(raw);
+  REHEARSE_ASSERT_GT(capacity, size_);
   if (size_ > 0) std::memcpy(raw + kOffset, keys_.get() + kOffset, size_ * sizeof(Packed));
   keys_ = std::move(keys);
   capacity_ = capacity;
@@ -38,6 +39,9 @@ void EventKeyHeap::heapify() noexcept {
   for (std::size_t i = (size_ - 2) / kArity + 1; i-- > 0;) {
     sift_down(i, at(i));
   }
+  // The heap order holds again: no key is smaller than its parent (a cold
+  // path, O(n) like the construction itself).
+  for (std::size_t i = 1; i < size_; ++i) REHEARSE_ASSERT(!(at(i) < at((i - 1) / kArity)));
 }
 
 }  // namespace rehearse::sim

@@ -93,6 +93,7 @@ class EventKeyHeap {
 
   void push(Key key) {
     if (size_ == capacity_) grow();
+    REHEARSE_ASSERT_LT(size_, capacity_);
     sift_up(size_++, pack(key));
   }
 
@@ -149,6 +150,7 @@ class EventKeyHeap {
     for (std::size_t i = 0; i < size_; ++i) {
       if (keep(unpack(at(i)))) at(kept++) = at(i);
     }
+    REHEARSE_ASSERT_LE(kept, size_);
     size_ = kept;
     heapify();
   }
@@ -280,11 +282,15 @@ class EventQueue {
       slot = static_cast<std::uint32_t>(slots_.size());
       slots_.emplace_back();
     }
+    // A free slot is free (tag 0), and its index fits the tag's slot bits.
+    REHEARSE_ASSERT_LT(slot, kPendingLimit);
+    REHEARSE_ASSERT_EQ(slots_[slot].tag, 0u);
     const std::uint64_t tag = (next_seq_++ << kSlotBits) | slot;
     slots_[slot].tag = tag;
     slots_[slot].payload = std::move(payload);
     heap_.push({time, tag});
     ++live_;
+    REHEARSE_ASSERT_EQ(heap_.size(), live_ + stale_);
     return EventId{tag};
   }
 
@@ -325,6 +331,7 @@ class EventQueue {
       drop_stale_top();
       maybe_compact();
     }
+    REHEARSE_ASSERT_EQ(heap_.size(), live_ + stale_);
     return cancelled;
   }
 
@@ -338,6 +345,8 @@ class EventQueue {
     heap_.pop(
         [this](std::uint64_t next_tag) { prefetch_line(slots_.data() + (next_tag & kSlotMask)); });
     const auto slot = static_cast<std::uint32_t>(key.tag & kSlotMask);
+    // drop_stale_top keeps the top live: what pops was never cancelled.
+    REHEARSE_ASSERT_EQ(slots_[slot].tag, key.tag);
     PoppedEvent<Payload> event{key.time, key.tag >> kSlotBits, EventId{key.tag},
                                std::move(slots_[slot].payload)};
     release(slot);
@@ -345,6 +354,7 @@ class EventQueue {
       drop_stale_top();
       maybe_compact();
     }
+    REHEARSE_ASSERT_EQ(heap_.size(), live_ + stale_);
     return event;
   }
 
@@ -364,6 +374,9 @@ class EventQueue {
   };
 
   void release(std::uint32_t slot) {
+    // Only a live slot is released, once.
+    REHEARSE_ASSERT_NE(slots_[slot].tag, 0u);
+    REHEARSE_ASSERT_GT(live_, 0u);
     slots_[slot].tag = 0;
     // Release what the payload holds now (a cancelled callback's captures);
     // plain data is simply overwritten by the next push.
@@ -382,6 +395,8 @@ class EventQueue {
       heap_.pop();
       --stale_;
     }
+    // With no stale key left the top is live, or nothing is pending.
+    REHEARSE_ASSERT(heap_.empty() || stale_ > 0 || !is_stale(heap_.top()));
   }
 
   // Rebuilds the heap without stale keys once they outnumber the live ones
@@ -390,6 +405,8 @@ class EventQueue {
     if (stale_ < 64 || stale_ <= live_) return;
     heap_.retain([this](const EventKeyHeap::Key& key) { return !is_stale(key); });
     stale_ = 0;
+    // Exactly the live events' keys are left.
+    REHEARSE_ASSERT_EQ(heap_.size(), live_);
   }
 
   EventKeyHeap heap_;

@@ -68,7 +68,10 @@ std::uint64_t Rng::next_below(std::uint64_t bound) noexcept {
       low = static_cast<std::uint64_t>(product);
     }
   }
-  return static_cast<std::uint64_t>(product >> 64);
+  // Lemire's method: the high word of x * bound is below bound.
+  const auto drawn = static_cast<std::uint64_t>(product >> 64);
+  REHEARSE_ASSERT_LT(drawn, bound);
+  return drawn;
 }
 
 std::int64_t Rng::next_in(std::int64_t lo, std::int64_t hi) noexcept {
@@ -76,7 +79,10 @@ std::int64_t Rng::next_in(std::int64_t lo, std::int64_t hi) noexcept {
   // Width in unsigned arithmetic (wraps to 0 only for the full 64-bit range).
   const std::uint64_t span = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo) + 1;
   const std::uint64_t offset = span == 0 ? next_u64() : next_below(span);
-  return static_cast<std::int64_t>(static_cast<std::uint64_t>(lo) + offset);
+  const auto drawn = static_cast<std::int64_t>(static_cast<std::uint64_t>(lo) + offset);
+  REHEARSE_ASSERT_GE(drawn, lo);
+  REHEARSE_ASSERT_LE(drawn, hi);
+  return drawn;
 }
 
 bool Rng::next_bool(double p) noexcept {
@@ -96,6 +102,8 @@ void Rng::jump() noexcept {
       next_u64();
     }
   }
+  // The jump polynomial maps a non-zero state to a non-zero one.
+  REHEARSE_ASSERT((acc[0] | acc[1] | acc[2] | acc[3]) != 0);
   s_ = acc;
 }
 

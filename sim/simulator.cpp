@@ -76,7 +76,8 @@ const char* to_string(RunOutcome outcome) noexcept {
     case RunOutcome::stopped: return "stopped";
     case RunOutcome::assertion_failed: return "assertion_failed";
   }
-  return "unknown";
+  // Every outcome is named above: anything else is a corrupted RunOutcome.
+  REHEARSE_UNREACHABLE();
 }
 
 Simulator::Simulator(SimulatorOptions options)
@@ -113,14 +114,21 @@ ProcessId Simulator::add_process(std::string name, BootFn boot) {
   process.name = std::move(name);
   process.boot = std::move(boot);
   processes_.push_back(std::move(process));
+  // Process 0 is the world: a real process never gets its id.
+  REHEARSE_ASSERT_GE(processes_.size(), 2u);
   return static_cast<ProcessId>(processes_.size() - 1);
 }
 
 void Simulator::boot(ProcessId process) {
   Process& p = process_ref(process);
   REHEARSE_ASSERT(!p.up);
+  // A process boots with no frame and no memory: the crash took them all.
+  REHEARSE_ASSERT(p.roots.empty());
+  REHEARSE_ASSERT(p.memory.empty());
   p.up = true;
   ++p.boots;
+  // Every crash follows a boot, and at most one boot is not yet crashed.
+  REHEARSE_ASSERT_EQ(p.boots, p.crashes + 1);
   notify_process(process, ProcessChange::booted);
   const CurrentProcessScope scope(current_process_, process);
   // Copy: the boot function may add processes (reallocating processes_).
@@ -143,6 +151,8 @@ void Simulator::halt_on_assertion(ProcessId process, const std::string& where,
 }
 
 void Simulator::teardown(Process& process) {
+  // A destructor never crashes a process, so teardowns do not nest.
+  REHEARSE_ASSERT(!crashing_);
   crashing_ = true;
   // Newest root first, as a stack unwinds; each destroy() runs the destructors
   // of the locals in scope at the suspension point, nested frames included.
@@ -165,6 +175,7 @@ void Simulator::crash(ProcessId process) {
   }
   p.up = false;
   ++p.crashes;
+  REHEARSE_ASSERT_EQ(p.crashes, p.boots);
   notify_process(process, ProcessChange::crashed);
 }
 
@@ -275,6 +286,9 @@ void Simulator::plan_crash(CrashPlan plan) {
 }
 
 void Simulator::fire_crash_plan() {
+  REHEARSE_ASSERT(crash_plan_.has_value());
+  REHEARSE_ASSERT_EQ(events_executed_, crash_plan_->after_events);
+  REHEARSE_ASSERT(!crash_plan_fired_);
   const CrashPlan plan = *crash_plan_;
   crash_plan_.reset();
   if (!is_up(plan.process)) return;  // nothing to cut: crash_plan_fired() stays false
@@ -317,6 +331,8 @@ void Simulator::collect_finished_roots(ProcessId process) {
     }
     p.roots.erase(p.roots.begin() + static_cast<std::ptrdiff_t>(i));
   }
+  // What is left is still running: a finished root is reported once.
+  for (const Root& root : p.roots) REHEARSE_ASSERT(!root.task.done());
 }
 
 RunResult Simulator::finish(RunOutcome outcome, std::string message) {
@@ -325,6 +341,8 @@ RunResult Simulator::finish(RunOutcome outcome, std::string message) {
   result.events_executed = events_executed_;
   result.now_ms = now_ms_;
   result.message = std::move(message);
+  // Time only moves forward from the start.
+  REHEARSE_ASSERT_GE(result.now_ms, options_.start_ms);
   return result;
 }
 
@@ -332,6 +350,9 @@ RunResult Simulator::run_loop(std::optional<TimeMs> horizon_ms) {
   REHEARSE_ASSERT(current_process_ == kWorld);  // run() is not reentrant
   const AssertionHandlerScope handler(&throw_in_run);
   t_failed_assertion.reset();
+  // The (time, seq) of the last event run: each pop is strictly later, as
+  // every push is at now or after, with a larger seq than any before.
+  std::optional<std::pair<TimeMs, std::uint64_t>> last;
   for (;;) {
     if (crash_plan_ && events_executed_ == crash_plan_->after_events) fire_crash_plan();
     if (halt_) {
@@ -351,6 +372,9 @@ RunResult Simulator::run_loop(std::optional<TimeMs> horizon_ms) {
     auto event = queue_.pop();
     REHEARSE_ASSERT(event.has_value());
     REHEARSE_ASSERT(event->time >= now_ms_);
+    if (last) REHEARSE_ASSERT(*last < std::make_pair(event->time, event->seq));
+    last.emplace(event->time, event->seq);
+    REHEARSE_ASSERT_LE(event->seq, queue_.pushed_count());
     now_ms_ = event->time;
     const ExecutedEvent executed{events_executed_,       event->time,         event->seq,
                                  event->payload.process, event->payload.kind, event->payload.label};
@@ -363,7 +387,10 @@ RunResult Simulator::run_loop(std::optional<TimeMs> horizon_ms) {
     if (auto failure = take_failed_assertion()) {
       halt_on_assertion(executed.process, fmt::format("event '{}'", executed.label), *failure);
     }
+    // The event's scope gave the world back its turn.
+    REHEARSE_ASSERT_EQ(current_process_, kWorld);
     ++events_executed_;
+    REHEARSE_ASSERT_EQ(executed.index + 1, events_executed_);
     for (const auto& listener : event_listeners_) listener(executed);
   }
 }
@@ -399,6 +426,7 @@ Result<CrashSweepReport> sweep_crash_points(const CrashSweepScenario& scenario,
       report.failures.push_back({k, std::move(run.verdict).error()});
     }
   }
+  REHEARSE_ASSERT_LE(report.failures.size(), report.points);
   return report;
 }
 

@@ -4,6 +4,8 @@
 
 #include <charconv>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 std::string TraceEvent::str(std::string_view key, std::string fallback) const {
@@ -63,7 +65,8 @@ template <typename Integer>
 void append_integer(std::string& out, Integer v) {
   char buffer[24];
   const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
-  (void)ec;  // 24 bytes hold every 64-bit integer
+  // 24 bytes hold every 64-bit integer.
+  REHEARSE_ASSERT(ec == std::errc());
   out.append(buffer, end);
 }
 
@@ -197,6 +200,9 @@ std::size_t Trace::record(TraceEvent e) {
   hash_event(e);
   const auto index = static_cast<std::size_t>(e.seq);
   if (keep_ == TraceKeep::all) {
+    // A kept trace is dense: event i sits at index i (dispatch_kept and the
+    // monitors look events up by it).
+    REHEARSE_ASSERT_EQ(events_.size(), index);
     events_.push_back(std::move(e));
     dispatch_kept(index);
   } else {
@@ -215,6 +221,7 @@ void Trace::dispatch_kept(std::size_t index) {
   while (!pending_.empty()) {
     const std::size_t next = pending_.front();
     pending_.pop_front();
+    REHEARSE_ASSERT_LT(next, events_.size());
     // Looked up per listener: events_ may have grown under the previous one
     // (a listener that records must not use its event after recording).
     for (const auto& listener : listeners_) listener(events_[next], next);
@@ -226,8 +233,12 @@ void Trace::dispatch_streamed(TraceEvent e) {
   pending_events_.push_back(std::move(e));
   if (dispatching_) return;
   dispatching_ = true;
+  std::optional<std::uint64_t> previous;
   while (!pending_events_.empty()) {
     const TraceEvent& next = pending_events_.front();
+    // Handed out in recording order, each once.
+    if (previous) REHEARSE_ASSERT_GT(next.seq, *previous);
+    previous = next.seq;
     for (const auto& listener : listeners_) listener(next, static_cast<std::size_t>(next.seq));
     pending_events_.pop_front();
   }
