@@ -23,10 +23,13 @@ void World::crash_worker(const std::string& cause, DurationMs down_for_ms, int w
     crash_planned_ = planned.has_value();
     first = false;
     sim_.crash(p);
+    REHEARSE_ASSERT(!sim_.is_up(p));
     schedule_reboot(p, down_for_ms);
   }
   if (planned) {
     ++crash_points_fired_;
+    // A point fires only once it was taken from the plan.
+    REHEARSE_ASSERT_LE(crash_points_fired_, next_point_);
     arm_next_crash_point();
   }
 }
@@ -35,6 +38,8 @@ int World::worker_number(ProcessId process) const {
   for (std::size_t w = 0; w < processes_.size(); ++w) {
     if (processes_[w] == process) return static_cast<int>(w + 1);
   }
+  // process_ is worker 1, found above.
+  REHEARSE_ASSERT(processes_.empty() || process != process_);
   return 0;
 }
 
@@ -45,7 +50,11 @@ std::optional<int> World::acting_worker() const {
   }
   const auto holder = disk_.lock_holder(worker_lock_path(kWorldStateDir));
   if (!holder || !sim_.is_up(static_cast<ProcessId>(*holder))) return std::nullopt;
-  return worker_number(static_cast<ProcessId>(*holder));
+  const int worker = worker_number(static_cast<ProcessId>(*holder));
+  // Only a worker process takes the worker lock, and an up holder is one.
+  REHEARSE_ASSERT_GE(worker, 1);
+  REHEARSE_ASSERT_LE(worker, processes_.size());
+  return worker;
 }
 
 // A planned crash names its worker: a process-only one cuts that process, a
@@ -61,11 +70,13 @@ std::vector<ProcessId> World::crash_targets(int worker, std::optional<CrashEffec
   for (ProcessId p : processes_) {
     if (sim_.is_up(p)) targets.push_back(p);
   }
+  REHEARSE_ASSERT_LE(targets.size(), processes_.size());
   return targets;
 }
 
 void World::schedule_reboot(ProcessId process, DurationMs down_for_ms) {
   const TimeMs at = sim_.now() + std::max<DurationMs>(0, down_for_ms);
+  REHEARSE_ASSERT_GE(at, sim_.now());
   sim_.schedule_call_for(
       kWorld, at,
       [this, process] {
@@ -99,6 +110,7 @@ void World::arm_next_crash_point() {
   // point's operation dies (planned_disk_death).
   std::optional<DiskOwner> owner;
   if (processes_.size() == 1) owner = static_cast<DiskOwner>(process_);
+  REHEARSE_ASSERT_GE(point.index, done);
   disk_.fail_stop_after(point.index - done, owner);
   fail_stops_seen_ = disk_.counters().fail_stops;
   disk_point_armed_ = true;
@@ -110,6 +122,8 @@ void World::after_event() {
   if (options_.record_marks && run_marks_.size() == events_seen_) {
     run_marks_.push_back(current_mark());
   }
+  // One mark per event seen, and one before the first: never ahead.
+  if (options_.record_marks) REHEARSE_ASSERT_LE(run_marks_.size(), events_seen_ + 1);
   if (!options_.crash_plan || next_point_ >= options_.crash_plan->points.size()) return;
   const WorkerCrashPoint point = options_.crash_plan->points[next_point_];
   if (point.at != CrashAt::event || point.index != events_seen_) return;
@@ -128,6 +142,10 @@ bool World::planned_disk_death(DiskOwner owner) {
   if (!disk_point_armed_ || disk_.counters().fail_stops <= fail_stops_seen_) return false;
   const int worker = worker_number(static_cast<ProcessId>(owner));
   disk_point_armed_ = false;
+  // Armed only from the plan's next point, which nothing has taken since.
+  REHEARSE_ASSERT(options_.crash_plan.has_value());
+  REHEARSE_ASSERT_LT(next_point_, options_.crash_plan->points.size());
+  REHEARSE_ASSERT(options_.crash_plan->points[next_point_].at != CrashAt::event);
   const WorkerCrashPoint point = options_.crash_plan->points[next_point_++];
   death_events_ = sim_.events_executed();
   const DurationMs down = options_.crash_plan->reboot_after_ms;
@@ -141,6 +159,7 @@ bool World::planned_disk_death(DiskOwner owner) {
 }
 
 void World::miss_crash_point(std::string why) {
+  REHEARSE_ASSERT(options_.crash_plan.has_value());
   if (crash_point_missed_.empty()) crash_point_missed_ = std::move(why);
   next_point_ = options_.crash_plan->points.size();  // the plan ends here
 }

@@ -14,7 +14,8 @@ CorruptionKind to_corruption_kind(CorruptionMode mode) {
     case CorruptionMode::flip: return CorruptionKind::flip_bytes;
     case CorruptionMode::schema: break;
   }
-  return CorruptionKind::garbage;
+  // A schema fault rewrites the file itself: corrupt_state never brings one here.
+  REHEARSE_UNREACHABLE();
 }
 
 std::string state_file_path(StateFile file) {
@@ -31,7 +32,14 @@ Status World::schedule_faults() {
   std::stable_sort(order.begin(), order.end(), [this](std::size_t a, std::size_t b) {
     return scenario_.faults[a].at_ms < scenario_.faults[b].at_ms;
   });
-  for (std::size_t index : order) {
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const std::size_t index = order[k];
+    // Scheduled in time order: equal instants keep the file's order.
+    if (k > 0) {
+      const FaultSpec& before = scenario_.faults[order[k - 1]];
+      REHEARSE_ASSERT_LE(before.at_ms, scenario_.faults[index].at_ms);
+      if (before.at_ms == scenario_.faults[index].at_ms) REHEARSE_ASSERT_LT(order[k - 1], index);
+    }
     if (Status s = add_fault(scenario_.faults[index], index); !s.ok()) return s;
   }
   return {};

@@ -30,6 +30,8 @@ json World::ledger_ahead_of_state() const {
       }
     }
     if (state_last && *state_last >= ledger_slot) continue;
+    // Listed only when the ledger proves a record the state does not hold.
+    REHEARSE_ASSERT(!state_last || *state_last < ledger_slot);
     out.push_back({{"job", job},
                    {"ledger_slot", format_instant(ledger_slot)},
                    {"state_last_slot", state_last ? json(format_instant(*state_last)) : json()}});
@@ -44,6 +46,7 @@ void World::on_violation(Violation violation) {
   } else {
     ++violations_dropped_;
   }
+  REHEARSE_ASSERT_LE(all_violations_.size(), options_.max_violations);
   if (fired_.count(violation.invariant) != 0) return;  // the first occurrence is the one reported
   fired_.insert(violation.invariant);
   const bool expected = expected_violations_.count(violation.invariant) != 0;
@@ -51,6 +54,10 @@ void World::on_violation(Violation violation) {
       fmt::format("invariant {} violated at event {}: {}", violation.invariant,
                   violation.event_index, violation.message);
   violations_.push_back(std::move(violation));
+  // One first occurrence per invariant; every occurrence is counted, kept
+  // or dropped.
+  REHEARSE_ASSERT_EQ(violations_.size(), fired_.size());
+  REHEARSE_ASSERT_EQ(violation_counts_.size(), fired_.size());
   if (!expected && options_.stop_on_violation) sim_.stop(reason);
 }
 
@@ -195,6 +202,8 @@ void World::record_durable_item(const std::string& job, const std::string& path,
 // several), in the order they found them.
 void World::drain_monitor_violations() {
   const std::vector<Violation>& found = monitors_->violations();
+  // The monitors only append: what was drained is still there.
+  REHEARSE_ASSERT_LE(monitor_violations_seen_, found.size());
   while (monitor_violations_seen_ < found.size()) on_violation(found[monitor_violations_seen_++]);
 }
 

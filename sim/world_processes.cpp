@@ -124,6 +124,8 @@ const JobSpec* World::find_job(const std::string& id) const {
 void World::sync_secrets() {
   if (!brokerage_) return;
   const auto& tokens = brokerage_->tokens();
+  // Tokens are only ever added, so the synced prefix never outgrows them.
+  REHEARSE_ASSERT_LE(secrets_synced_, tokens.size());
   while (secrets_synced_ < tokens.size()) monitors_->add_secret(tokens[secrets_synced_++].value);
 }
 

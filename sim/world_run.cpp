@@ -32,6 +32,8 @@ void World::read_final_state(ScenarioRunResult& result) {
     }
     result.final_states.push_back(std::move(f));
   }
+  // One final state per listed job, in the scenario's order.
+  REHEARSE_ASSERT_EQ(result.final_states.size(), scenario_.jobs.size());
   // Reconcile items as their pipeline stores durably hold them.
   for (const JobSpec& spec : scenario_.jobs) {
     if (spec.kind != JobKind::reconcile) continue;
@@ -144,6 +146,12 @@ void World::record_outcome(const RunResult& run, ScenarioRunResult& result) {
   result.outcome_message = run.message;
   result.events_executed = run.events_executed;
   result.end_ms = sim_.now();
+  // The world's listener saw every event the simulator ran, and the clock
+  // stays inside the span: at its end exactly when the run completed.
+  REHEARSE_ASSERT_EQ(run.events_executed, events_seen_);
+  REHEARSE_ASSERT_GE(result.end_ms, scenario_.start_ms);
+  REHEARSE_ASSERT_LE(result.end_ms, scenario_.until_ms);
+  if (run.outcome == RunOutcome::completed) REHEARSE_ASSERT_EQ(result.end_ms, scenario_.until_ms);
   switch (run.outcome) {
     case RunOutcome::completed:
     case RunOutcome::stopped: break;
@@ -177,6 +185,7 @@ ScenarioRunResult World::run() {
     processes_.push_back(sim_.add_process(w == 1 ? "worker" : fmt::format("worker-{}", w),
                                           [this](Simulator& s, ProcessId p) { boot(s, p); }));
   }
+  REHEARSE_ASSERT_EQ(processes_.size(), scenario_.queue.workers);
   process_ = processes_.front();
   // A first disk point is armed before the first boot, which it may cut; an
   // event point 0 fires once the worker is up, before the first event.
@@ -217,6 +226,11 @@ ScenarioRunResult World::run() {
     result.crash_point_missed = fmt::format("crash point {} of the plan was not reached by the end",
                                             crash_points_fired_ + 1);
   }
+  // A planned point fires at most once; with marks, one per event and one before.
+  if (options_.crash_plan) {
+    REHEARSE_ASSERT_LE(crash_points_fired_, options_.crash_plan->points.size());
+  }
+  if (options_.record_marks) REHEARSE_ASSERT_EQ(run_marks_.size(), events_seen_ + 1);
   result.run_marks = std::move(run_marks_);
   result.worker_marks = std::move(worker_marks_);
   // Hand the events over in a Trace of their own, without the world's listeners.
