@@ -16,6 +16,8 @@
 // This file holds the entry points and the syntax layer.
 #include "sim/scenario_loader.hpp"
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 using scenario_detail::kMaxFileBytes;
@@ -35,6 +37,7 @@ std::string line_column(std::string_view text, std::size_t byte) {
       line_start = i + 1;
     }
   }
+  REHEARSE_ASSERT_LE(line_start, index);
   return fmt::format("{}:{}", line, index - line_start + 1);
 }
 
@@ -73,9 +76,12 @@ class DuplicateKeyFinder {
         frames_.push_back(
             Frame{event == json::parse_event_t::array_start, 0, next_token(), {}, {}});
         if (frames_.size() > kMaxNestingDepth) throw NestingTooDeep{pointer()};
+        REHEARSE_ASSERT_LE(frames_.size(), kMaxNestingDepth);
         break;
       case json::parse_event_t::object_end:
       case json::parse_event_t::array_end:
+        // The parser closes only what it opened.
+        REHEARSE_ASSERT(!frames_.empty());
         if (!frames_.empty()) frames_.pop_back();
         break;
       case json::parse_event_t::key: {
@@ -85,6 +91,7 @@ class DuplicateKeyFinder {
         if (!top.keys.insert(top.last_key).second && duplicates.size() < kScenarioErrorLimit) {
           duplicates.push_back(pointer() + "/" + json_pointer_token(top.last_key));
         }
+        REHEARSE_ASSERT_LE(duplicates.size(), kScenarioErrorLimit);
         break;
       }
       case json::parse_event_t::value:
@@ -118,6 +125,29 @@ class DuplicateKeyFinder {
 
   std::vector<Frame> frames_;
 };
+
+// What every scenario the loader accepts holds, whatever the file said: the
+// loader refused anything else, so a failure here is the loader's bug (a
+// check it lost), never the user's.
+void assert_accepted(const ScenarioCheck& check) {
+  REHEARSE_ASSERT(check.scenario.has_value());
+  REHEARSE_ASSERT_EQ(check.errors_omitted, 0u);
+  const Scenario& s = *check.scenario;
+  REHEARSE_ASSERT_LT(s.start_ms, s.until_ms);
+  REHEARSE_ASSERT_GE(s.queue.workers, 1);
+  REHEARSE_ASSERT_GE(s.queue.concurrency, 1);
+  REHEARSE_ASSERT_GE(s.queue.max_events, 1);
+  std::set<std::string> ids;
+  for (const JobSpec& job : s.jobs) REHEARSE_ASSERT(ids.insert(job.id).second);
+  for (const FaultSpec& fault : s.faults) {
+    REHEARSE_ASSERT_GE(fault.at_ms, s.start_ms);
+    REHEARSE_ASSERT_LE(fault.at_ms, s.until_ms);
+    if (fault.for_ms) {
+      REHEARSE_ASSERT_GT(*fault.for_ms, 0);
+      REHEARSE_ASSERT_LE(*fault.for_ms, s.until_ms - fault.at_ms);
+    }
+  }
+}
 
 }  // namespace
 
@@ -156,7 +186,12 @@ ScenarioCheck check_scenario_json(std::string_view text, const std::string& path
   for (const auto& pointer : duplicates.duplicates) loader.duplicate_key(pointer);
   loader.load(root);
   if (!loader.has_errors()) loader.compute_flags();
-  return std::move(loader).finish();
+  ScenarioCheck check = std::move(loader).finish();
+  // A scenario exactly when there is no error; an omitted error only past the limit.
+  REHEARSE_ASSERT_EQ(check.scenario.has_value(), check.errors.empty());
+  if (check.errors_omitted > 0) REHEARSE_ASSERT_EQ(check.errors.size(), kScenarioErrorLimit);
+  if (check.valid()) assert_accepted(check);
+  return check;
 }
 
 ScenarioCheck check_scenario_file(const std::string& path) {

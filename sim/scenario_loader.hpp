@@ -146,6 +146,8 @@ class Loader {
       where += ":" + location;
     }
     errors_.push_back(make_error(code, std::move(message), std::move(where)));
+    // Errors past the limit are counted, not kept.
+    REHEARSE_ASSERT_LE(errors_.size(), kScenarioErrorLimit);
   }
   void error(const std::string& pointer, std::string message) {
     add(ErrorCode::schema_error, pointer, std::move(message));
@@ -239,6 +241,8 @@ class Loader {
 
   std::optional<std::int64_t> read_int(const json& v, const std::string& pointer, std::int64_t min,
                                        std::int64_t max, std::string_view what = "an integer") {
+    // The bounds are the loader's own constants.
+    REHEARSE_ASSERT_LE(min, max);
     if (!is_integer(v)) {
       error(pointer, fmt::format("expected {} from {} to {}, got {}", what, min, max, describe(v)));
       return std::nullopt;
@@ -284,6 +288,8 @@ class Loader {
   // A duration: a string with units, or an integer of milliseconds.
   std::optional<DurationMs> read_duration(const json& v, const std::string& pointer,
                                           DurationMs min_ms) {
+    REHEARSE_ASSERT_GE(min_ms, 0);
+    REHEARSE_ASSERT_LE(min_ms, kMaxInstantMs);
     std::optional<DurationMs> d;
     if (v.is_string()) {
       auto parsed = parse_duration(v.get<std::string>());
