@@ -10,6 +10,8 @@
 #include <mutex>
 #include <thread>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 namespace {
 
@@ -42,12 +44,22 @@ Result<Shard> parse_shard(std::string_view text) {
 std::string to_string(Shard shard) { return fmt::format("{}/{}", shard.index, shard.count); }
 
 SeedRange shard_seeds(SeedRange whole, Shard shard) {
+  // parse_shard is the only way in for a user's K/N, so a shard out of range
+  // here was built wrong by the caller.
+  REHEARSE_ASSERT_GE(shard.index, 1u);
+  REHEARSE_ASSERT_LE(shard.index, shard.count);
   const std::uint64_t n = shard.count;
   const std::uint64_t k = shard.index - 1;  // 0-based
   const std::uint64_t base = whole.count / n;
   const std::uint64_t larger = whole.count % n;  // the first `larger` blocks hold base + 1
   const std::uint64_t offset = k * base + std::min(k, larger);
-  return SeedRange{whole.first + offset, base + (k < larger ? 1 : 0)};
+  const SeedRange out{whole.first + offset, base + (k < larger ? 1 : 0)};
+  // The blocks partition `whole`: the first starts at its start, each lies
+  // inside it, and the last ends where it ends (so none is lost or doubled).
+  REHEARSE_ASSERT_LE(offset + out.count, whole.count);
+  if (k == 0) REHEARSE_ASSERT_EQ(offset, 0u);
+  if (k + 1 == n) REHEARSE_ASSERT_EQ(offset + out.count, whole.count);
+  return out;
 }
 
 std::vector<CheckCase> campaign_cases(std::size_t scenarios, SeedRange seeds) {
@@ -56,6 +68,7 @@ std::vector<CheckCase> campaign_cases(std::size_t scenarios, SeedRange seeds) {
   for (std::size_t s = 0; s < scenarios; ++s) {
     for (std::uint64_t i = 0; i < seeds.count; ++i) cases.push_back({s, seeds.first + i});
   }
+  REHEARSE_ASSERT_EQ(cases.size(), scenarios * seeds.count);
   return cases;
 }
 
@@ -91,6 +104,8 @@ void work(Pool& pool, const std::vector<CheckCase>& cases, const CaseFunction& r
   for (std::size_t i = pool.next++; i < cases.size(); i = pool.next++) {
     results[i] = run_timed(cases[i], run_case);
     std::lock_guard<std::mutex> lock(pool.mutex);
+    // Each index is taken once, so no case is counted twice.
+    REHEARSE_ASSERT_LT(pool.done, cases.size());
     if (++pool.done == cases.size()) pool.all_done.notify_one();
   }
 }
@@ -124,6 +139,9 @@ std::vector<TimedRecord> run_campaign(const std::vector<CheckCase>& cases,
   }
   wait_reporting(pool, cases.size(), options);
   for (std::thread& t : threads) t.join();
+  // Every case ran exactly once (the counter handed each index out once).
+  REHEARSE_ASSERT_EQ(pool.done, cases.size());
+  REHEARSE_ASSERT_GE(pool.next.load(), cases.size());
   if (options.progress) options.progress(cases.size(), cases.size());
   return results;
 }
@@ -138,6 +156,7 @@ CampaignCounts count_verdicts(const std::vector<TimedRecord>& records) {
       case CaseVerdict::error: ++counts.errors; break;
     }
   }
+  REHEARSE_ASSERT_EQ(counts.passed + counts.failed + counts.errors, counts.cases);
   return counts;
 }
 

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <utility>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 namespace {
 
@@ -212,6 +214,8 @@ Result<CampaignFile> parse_campaign_jsonl(std::string_view text, const std::stri
     if (!j.is_object()) return at(path, number, 1, "expected a JSON object");
     if (Status s = read_line(j, number, expect, file); !s.ok()) return s.error();
   }
+  // Every case line recorded the line it came from.
+  REHEARSE_ASSERT_EQ(file.lines.size(), file.records.size());
   if (expect != Expect::nothing) {
     return at(path, number + 1, 1,
               fmt::format("expected the {} line: the file ends after line {} (truncated?)",
@@ -271,6 +275,9 @@ Result<std::vector<const CampaignFile*>> files_by_shard(const std::vector<Campai
                 fmt::format("not a shard of the same run as {}: expected the same header, got {}",
                             first.path, *diff));
     }
+    // parse_shard keeps K in 1..N, and N is the first file's (checked above).
+    REHEARSE_ASSERT_GE(f.header.shard.index, 1u);
+    REHEARSE_ASSERT_LE(f.header.shard.index, by_shard.size());
     const CampaignFile*& slot = by_shard[f.header.shard.index - 1];
     if (slot != nullptr) {
       return at(f.path, 1, 1,
@@ -290,6 +297,15 @@ Result<std::vector<const CampaignFile*>> files_by_shard(const std::vector<Campai
                                   to_string(missing), files.size()),
                       "");
   }
+  // Each K exactly once, so the files' ranges follow one another without a
+  // gap or an overlap, from the run's first seed to its last.
+  std::uint64_t next = first.header.first_seed;
+  for (const CampaignFile* f : by_shard) {
+    REHEARSE_ASSERT(f != nullptr);
+    REHEARSE_ASSERT_EQ(f->header.shard_range().first, next);
+    next += f->header.shard_range().count;
+  }
+  REHEARSE_ASSERT_EQ(next - first.header.first_seed, first.header.seeds);
   return by_shard;
 }
 
@@ -320,6 +336,8 @@ Status place_cases(const CampaignFile& f, std::map<CaseKey, Placed>& placed) {
                             to_string(f.header.shard), seeds_text(mine)));
     }
     const CaseKey key{static_cast<std::size_t>(s - keys.begin()), r.seed - f.header.first_seed};
+    // A seed of the shard is a seed of the run.
+    REHEARSE_ASSERT_LT(key.second, f.header.seeds);
     const auto [it, fresh] = placed.emplace(key, Placed{&f, i});
     if (!fresh) {
       return at(f.path, f.lines[i], 1,
@@ -344,6 +362,8 @@ Status find_missing(const CampaignHeader& h, const std::map<CaseKey, Placed>& pl
       for (const CampaignFile* f : by_shard) {
         if (f->header.shard_range().contains(seed)) owner = f;
       }
+      // The shards cover the run's seeds, so some shard owns every seed.
+      REHEARSE_ASSERT(owner != nullptr);
       return at(owner->path, owner->summary_line, 1,
                 fmt::format("the case of '{}' seed {} is missing: expected shard {} to hold {}",
                             keys[s], seed, to_string(owner->header.shard),
@@ -369,7 +389,11 @@ Result<MergedCampaign> merge_campaign_files(const std::vector<CampaignFile>& fil
   MergedCampaign merged;
   merged.header = files.front().header;
   merged.header.shard = Shard{};
+  // Nothing missing (find_missing) and nothing twice (place_cases): one case
+  // per scenario and seed of the run.
+  REHEARSE_ASSERT_EQ(placed.size(), scenario_keys(merged.header).size() * merged.header.seeds);
   for (const auto& [key, where] : placed) {
+    REHEARSE_ASSERT_LT(where.index, where.file->records.size());
     merged.records.push_back(where.file->records[where.index]);
   }
   for (const CampaignFile& f : files) {

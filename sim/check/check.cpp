@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "model/assert.hpp"
 #include "sim/check/generate.hpp"
 #include "sim/check/liveness.hpp"
 #include "sim/check/reachability.hpp"
@@ -70,6 +71,17 @@ std::vector<Violation> counted_violations(const Scenario& scenario, const Scenar
   if (run.outcome == RunOutcome::bounded_run && !have("bounded_run")) {
     out.push_back({"bounded_run", run.trace.size(), run.end_ms, run.outcome_message});
   }
+  // Each invariant counts once, and none the scenario allows.
+  const std::set<std::string> distinct = [&] {
+    std::set<std::string> names;
+    for (const Violation& v : out) names.insert(v.invariant);
+    return names;
+  }();
+  REHEARSE_ASSERT_EQ(distinct.size(), out.size());
+  for (const Violation& v : out) {
+    REHEARSE_ASSERT(allowed.count(v.invariant) == 0 || v.invariant == kAssertionViolation ||
+                    v.invariant == "bounded_run");
+  }
   return out;
 }
 
@@ -109,6 +121,9 @@ CaseRecord judged(CaseRecord r, const ScenarioRunResult& run,
     r.verdict = CaseVerdict::error;
     r.message = run.errors.empty() ? "out of memory" : run.errors.front();
   }
+  // A case fails exactly when some violation counts.
+  REHEARSE_ASSERT_EQ(r.verdict == CaseVerdict::fail, !violations.empty());
+  REHEARSE_ASSERT_EQ(r.violations.size(), violations.size());
   return r;
 }
 

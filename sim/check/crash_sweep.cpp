@@ -10,6 +10,8 @@
 #include <thread>
 #include <utility>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 namespace {
 
@@ -93,6 +95,9 @@ std::optional<std::uint64_t> event_of_operation(const std::vector<RunMark>& mark
       std::upper_bound(marks.begin(), marks.end(), j,
                        [](std::uint64_t op, const RunMark& m) { return op < m.disk_operations; });
   if (it == marks.begin() || it == marks.end()) return std::nullopt;
+  // The mark before holds operation j: marks[k].ops <= j < marks[k + 1].ops.
+  REHEARSE_ASSERT_LE(std::prev(it)->disk_operations, j);
+  REHEARSE_ASSERT_GT(it->disk_operations, j);
   return offset + static_cast<std::uint64_t>(it - marks.begin()) - 1;
 }
 
@@ -209,6 +214,8 @@ std::optional<Recovery> recovery_after(const ScenarioRunResult& run, std::uint64
   r.end_op = run.run_marks[r.last_event + 1].disk_operations;
   r.marks.assign(run.run_marks.begin() + static_cast<std::ptrdiff_t>(r.first_event),
                  run.run_marks.begin() + static_cast<std::ptrdiff_t>(r.last_event) + 2);
+  // One mark per event of the recovery and the one after it (pairs_of reads them).
+  REHEARSE_ASSERT_EQ(r.marks.size(), r.last_event - r.first_event + 2);
   return r;
 }
 
@@ -217,6 +224,7 @@ std::optional<Recovery> recovery_after(const ScenarioRunResult& run, std::uint64
 std::vector<ScenarioCrashPoint> pairs_of(const ScenarioCrashPoint& first, const Recovery& r) {
   std::vector<ScenarioCrashPoint> out;
   for (std::uint64_t k = r.first_event + 1; k <= r.last_event + 1; ++k) {
+    REHEARSE_ASSERT_LT(k - r.first_event, r.marks.size());
     if (!r.marks[k - r.first_event].worker_up) continue;
     out.push_back({first.first, WorkerCrashPoint{CrashAt::event, k, first.first.effect}});
   }
@@ -314,6 +322,8 @@ std::vector<ScenarioCrashPoint> Sweep::single_points() {
   }
   report_.disk_power_loss.planned = report_.baseline_disk_operations;
   report_.disk_process_crash.planned = report_.baseline_disk_operations;
+  // Every event is a point or counted down; every disk operation is two points.
+  REHEARSE_ASSERT_EQ(points.size(), report_.events.planned + 2 * report_.baseline_disk_operations);
   return points;
 }
 
@@ -327,6 +337,9 @@ std::uint64_t Sweep::take_budget(std::uint64_t wanted, const char* what) {
                               granted, wanted, what);
   }
   budget_used_ += granted;
+  REHEARSE_ASSERT_LE(granted, wanted);
+  // The budget is never overdrawn (a budget already spent grants nothing).
+  if (granted > 0) REHEARSE_ASSERT_LE(budget_used_, options_.points_max);
   return granted;
 }
 
@@ -367,6 +380,10 @@ void Sweep::tally(const ScenarioCrashPoint& point, const Judged& judged) {
   for (const ScenarioCrashFailure& f : judged.failures) {
     if (report_.failures.size() < options_.failures_kept) report_.failures.push_back(f);
   }
+  // A failing point is a point that ran.
+  REHEARSE_ASSERT_LE(report_.failing_points, report_.events.run + report_.disk_power_loss.run +
+                                                 report_.disk_process_crash.run +
+                                                 report_.pairs.run);
 }
 
 Result<ScenarioCrashReport> Sweep::run() {
@@ -391,6 +408,12 @@ Result<ScenarioCrashReport> Sweep::run() {
       pair_refs.push_back(Reference{&r.marks, r.first_event});
     }
   }
+  // Every single point ran once (no error stopped the sweep), within its plan.
+  REHEARSE_ASSERT_EQ(progress_done_.load(), progress_total_);
+  REHEARSE_ASSERT_LE(report_.events.run, report_.events.planned);
+  REHEARSE_ASSERT_LE(report_.disk_power_loss.run, report_.disk_power_loss.planned);
+  REHEARSE_ASSERT_LE(report_.disk_process_crash.run, report_.disk_process_crash.planned);
+  REHEARSE_ASSERT_EQ(pair_refs.size(), pairs.size());
   if (!options_.pairs) return report_;
   report_.pairs.planned = pairs.size();
   pairs.resize(take_budget(pairs.size(), "pair"));
@@ -398,6 +421,8 @@ Result<ScenarioCrashReport> Sweep::run() {
   std::vector<PointResult> pair_results = run_points(pairs, pair_refs, false);
   if (!run_error_.ok()) return run_error_.error();
   for (std::size_t i = 0; i < pairs.size(); ++i) tally(pairs[i], pair_results[i].judged);
+  REHEARSE_ASSERT_EQ(progress_done_.load(), progress_total_);
+  REHEARSE_ASSERT_LE(report_.pairs.run, report_.pairs.planned);
   return report_;
 }
 

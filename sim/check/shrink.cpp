@@ -9,6 +9,7 @@
 #include <map>
 #include <utility>
 
+#include "model/assert.hpp"
 #include "sim/fault_kinds.hpp"
 
 namespace rehearse::sim {
@@ -121,7 +122,11 @@ class Search {
       ++rejected_;
       if (refusal != nullptr) *refusal = outcome.error();
     }
-    seen_.emplace(key, kept);
+    const bool fresh = seen_.emplace(key, kept).second;
+    REHEARSE_ASSERT(fresh);
+    REHEARSE_ASSERT_LE(rejected_, probes_);
+    // Every run is remembered, so the budget counts distinct documents.
+    REHEARSE_ASSERT_EQ(seen_.size(), probes_);
     return kept;
   }
 
@@ -132,6 +137,9 @@ class Search {
 
   // Keeps `candidate` as the current document when it still violates.
   bool try_doc(json candidate) {
+    // A candidate equal to the current document would be "kept" from the
+    // cache on every round, and the search would never end.
+    REHEARSE_ASSERT(candidate != doc_);
     if (!violates(run(candidate))) return false;
     doc_ = std::move(candidate);
     return true;
@@ -155,6 +163,7 @@ class Search {
 // larger ones. Values are >= 0. nullopt: nothing below hi was accepted.
 std::optional<std::int64_t> search_lowest(std::int64_t lo, std::int64_t hi, std::int64_t step,
                                           const std::function<bool(std::int64_t)>& accepts) {
+  REHEARSE_ASSERT_GE(step, 1);
   if (lo >= hi) return std::nullopt;
   if (accepts(lo)) return lo;
   std::optional<std::int64_t> best;
@@ -168,6 +177,12 @@ std::optional<std::int64_t> search_lowest(std::int64_t lo, std::int64_t hi, std:
     } else {
       first = mid + 1;
     }
+  }
+  // Progress: what was kept lies strictly below the value it replaced.
+  if (best) {
+    REHEARSE_ASSERT_GT(*best, lo);
+    REHEARSE_ASSERT_LT(*best, hi);
+    REHEARSE_ASSERT_EQ(*best % step, 0);
   }
   return best;
 }
@@ -197,12 +212,20 @@ bool drop_elements(Search& s, const json::json_pointer& pointer, std::size_t kee
     for (std::size_t i = 0; i < chunks && !reduced; ++i) {
       const std::size_t begin = i * size / chunks;
       const std::size_t end = (i + 1) * size / chunks;
+      // chunks <= size, so no chunk is empty: a candidate always drops something.
+      REHEARSE_ASSERT_LT(begin, end);
+      REHEARSE_ASSERT_LE(end, size);
       if (size - (end - begin) < keep) continue;
       json candidate = s.doc();
       json& array = candidate[pointer];
       array.erase(array.begin() + static_cast<std::ptrdiff_t>(begin),
                   array.begin() + static_cast<std::ptrdiff_t>(end));
       reduced = s.try_doc(std::move(candidate));
+    }
+    // A kept step is strictly shorter, and never below what must stay.
+    if (reduced) {
+      REHEARSE_ASSERT_LT(size_at(s.doc(), pointer), size);
+      REHEARSE_ASSERT_GE(size_at(s.doc(), pointer), keep);
     }
     if (reduced) {
       changed = true;
@@ -249,7 +272,9 @@ bool drop_declarations(Search& s) {
   for (const std::string& name : services) {
     if (s.cut()) break;
     json candidate = s.doc();
+    const std::size_t services_before = candidate["services"].size();
     candidate["services"].erase(name);
+    REHEARSE_ASSERT_EQ(candidate["services"].size() + 1, services_before);
     changed |= s.try_doc(std::move(candidate));
   }
   changed |= drop_elements(s, json::json_pointer("/services/messenger/targets"), 1);
@@ -268,6 +293,11 @@ bool shorten_fault(Search& s, std::size_t i) {
   const auto best =
       search_lowest(step, current, step,
                     setter(s, json::json_pointer(fmt::format("/faults/{}/for", i)), duration_json));
+  // The fault now lasts what was kept, shorter than before.
+  if (best) {
+    REHEARSE_ASSERT_EQ(duration_of(s.doc()["faults"][i]["for"]).value_or(-1), *best);
+    REHEARSE_ASSERT_LT(*best, current);
+  }
   return best.has_value();
 }
 
@@ -298,6 +328,10 @@ bool lower_key(Search& s, std::size_t i, const FaultKeySpec& key) {
   } else if (key.type == FaultKeyType::down_time) {
     const DurationMs down = duration_of(current).value_or(0);
     best = search_lowest(0, down, time_step(down), setter(s, pointer, duration_json));
+  }
+  // The kept value is the one now in the document.
+  if (best && key.type != FaultKeyType::rate) {
+    REHEARSE_ASSERT_EQ(duration_of(s.doc()[pointer]).value_or(-1), *best);
   }
   return best.has_value();
 }
@@ -335,6 +369,12 @@ bool pull_together(Search& s) {
         search_lowest(anchor, at, time_step(at - anchor),
                       setter(s, json::json_pointer(fmt::format("/faults/{}/at", order[k])),
                              [](std::int64_t v) { return json(format_instant(v)); }));
+    // Moved earlier, never before the anchor.
+    if (best) {
+      REHEARSE_ASSERT_EQ(at_of(s.doc()["faults"][order[k]]), *best);
+      REHEARSE_ASSERT_LT(*best, at);
+      REHEARSE_ASSERT_GE(*best, anchor);
+    }
     changed |= best.has_value();
   }
   return changed;
@@ -348,7 +388,11 @@ bool order_faults(Search& s) {
   json candidate = s.doc();
   for (std::size_t k = 0; k < order.size(); ++k)
     candidate["faults"][k] = s.doc()["faults"][order[k]];
-  return candidate != s.doc() && s.try_doc(std::move(candidate));
+  if (candidate == s.doc() || !s.try_doc(std::move(candidate))) return false;
+  // Kept: the file is now in time order (sorting again changes nothing).
+  const std::vector<std::size_t> again = faults_by_time(s.doc());
+  for (std::size_t k = 0; k < again.size(); ++k) REHEARSE_ASSERT_EQ(again[k], k);
+  return true;
 }
 
 // `until` lowered toward the end of the last fault (every fault must stay
@@ -365,6 +409,11 @@ bool shorten_span(Search& s) {
   const auto best = search_lowest(floor, until, time_step(until - floor),
                                   setter(s, json::json_pointer("/until"),
                                          [](std::int64_t v) { return json(format_instant(v)); }));
+  // The span now ends at what was kept, earlier than before.
+  if (best) {
+    REHEARSE_ASSERT_EQ(until_of(s.doc()), *best);
+    REHEARSE_ASSERT_LT(*best, until);
+  }
   return best.has_value();
 }
 
@@ -496,7 +545,15 @@ Result<ShrinkResult> shrink_scenario(const json& failing_doc, const std::string&
   result.probes = s.probes();
   result.rejected = s.rejected();
   result.budget_exhausted = s.cut();
+  // The original was run and kept, so at least one probe, and it was not refused.
+  REHEARSE_ASSERT_GE(result.probes, 1u);
+  REHEARSE_ASSERT_LE(result.probes, result.budget);
+  REHEARSE_ASSERT_LT(result.rejected, result.probes);
   if (Status st = label_result(result, s.doc(), probe, options); !st.ok()) return st.error();
+  // The passes only drop faults and jobs and lower `until`: never larger.
+  REHEARSE_ASSERT_LE(result.after.faults, result.before.faults);
+  REHEARSE_ASSERT_LE(result.after.jobs, result.before.jobs);
+  REHEARSE_ASSERT_LE(result.after.span_ms, result.before.span_ms);
   return result;
 }
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "model/assert.hpp"
 #include "model/time.hpp"
 #include "sim/check/draw.hpp"
 #include "sim/check/generate.hpp"
@@ -106,6 +107,8 @@ DurationMs draw_duration(Rng& rng, DurationMs cap) {
                                                               {2 * kHourMs, 12 * kHourMs}};
   const auto& [lo, hi] = kScales[rng.next_below(std::size(kScales))];
   const DurationMs d = rng.next_in(lo / kSecondMs, hi / kSecondMs) * kSecondMs;
+  REHEARSE_ASSERT_GE(d, lo);
+  REHEARSE_ASSERT_LE(d, hi);
   return std::max<DurationMs>(kSecondMs, std::min(d, cap));
 }
 
@@ -119,7 +122,10 @@ std::optional<json> draw_value(const FaultKeySpec& key, Rng& rng, const Declared
       const DurationMs room = d.until_ms - at_ms;
       const DurationMs cap = std::min<DurationMs>(room, 30 * kMinuteMs);
       if (cap <= 0) return format_duration(0);
-      return format_duration(rng.next_in(0, cap / kSecondMs) * kSecondMs);
+      const DurationMs down = rng.next_in(0, cap / kSecondMs) * kSecondMs;
+      // The process is back before `until` (the loader refuses a later one).
+      REHEARSE_ASSERT_LE(down, room);
+      return format_duration(down);
     }
     case FaultKeyType::integer:
       if (!key.names.empty()) return std::stoi(pick(rng, key.names));
@@ -166,6 +172,9 @@ json draw_fault(const FaultKindSpec& kind, Rng& rng, const Declared& d, int& ins
   const DurationMs span = d.until_ms - d.start_ms;
   const DurationMs last_start = kind.lasting ? std::max<DurationMs>(0, span - kSecondMs) : span;
   const TimeMs at = d.start_ms + rng.next_in(0, last_start / kSecondMs) * kSecondMs;
+  // Inside the span, as the loader requires of every fault.
+  REHEARSE_ASSERT_GE(at, d.start_ms);
+  REHEARSE_ASSERT_LE(at, d.until_ms);
   json fault{{"at", format_instant(at)}, {"kind", kind.name}};
   if (kind.lasting) fault["for"] = format_duration(draw_duration(rng, d.until_ms - at));
   for (const FaultKeySpec& key : kind.keys) {
@@ -199,6 +208,8 @@ json kept_base_faults(const json& base, const Scenario& typed, Rng& rng,
     kept.push_back(std::move(fault));
     ++c.base_faults_kept;
   }
+  REHEARSE_ASSERT_EQ(kept.size(), c.base_faults_kept);
+  REHEARSE_ASSERT_LE(c.base_faults_kept, c.base_faults);
   return kept;
 }
 
@@ -209,6 +220,7 @@ Status extend_for_settling(json& derived, SwarmChoice& c) {
   if (!typed) return typed.error();
   const TimeMs last = last_fault_end_ms(*typed);
   const DurationMs bound = settle_bound_ms(*typed, last);
+  REHEARSE_ASSERT_GE(bound, 0);
   c.settle_ms = bound;
   derived["until"] = format_instant(std::max(typed->until_ms, last + bound));
   return {};
@@ -241,6 +253,8 @@ void add_swarm_faults(json& faults, Rng& rng, const Declared& d, const SwarmOpti
     (is_on ? c.kinds_on : c.kinds_off).emplace_back(kind.name);
     if (is_on) on.emplace_back(&kind, from);
   }
+  // Each applicable kind was either switched on or left off, once.
+  REHEARSE_ASSERT_EQ(on.size(), c.kinds_on.size());
   for (const auto& [kind, from] : on) {
     const auto n = from->next_in(1, std::max(1, options.max_instances));
     for (std::int64_t i = 0; i < n; ++i) {
@@ -287,6 +301,9 @@ Result<json> derive_case(const json& given_base, std::uint64_t seed, const Swarm
   json derived = base_scenario;
   json faults = kept_base_faults(base_scenario, *base, rng, options, c);
   add_swarm_faults(faults, rng, declared, options, c);
+  // The case's faults: the base's kept ones, then the drawn ones.
+  REHEARSE_ASSERT_EQ(faults.size(), c.base_faults_kept + c.faults_added);
+  REHEARSE_ASSERT_GE(c.faults_added, c.kinds_on.size());
   derived["faults"] = std::move(faults);
   derived["seed"] = seed;
   derived.erase("expect");
