@@ -1,5 +1,7 @@
 #include "sim/monitors/call_counts.hpp"
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 void CallCounts::observe_call(const TraceEvent& e) {
@@ -13,6 +15,20 @@ void CallCounts::observe_notification(const TraceEvent& notice) {
 }
 
 void CallCounts::tally(nlohmann::json& tallies) const {
+  // A job's calls and notifications are among all calls and notifications
+  // (each is counted in both at once), and no count goes below one.
+  std::int64_t all_calls = 0, job_calls = 0;
+  for (const auto& [name, n] : service_calls_) all_calls += n;
+  for (const auto& [job, n] : job_calls_) job_calls += n;
+  REHEARSE_ASSERT_LE(job_calls, all_calls);
+  for (const auto& [job, by_type] : job_notifications_) {
+    for (const auto& [ev, n] : by_type) {
+      REHEARSE_ASSERT_GE(n, 1);
+      const auto total = notifications_total_.find(ev);
+      REHEARSE_ASSERT(total != notifications_total_.end());
+      REHEARSE_ASSERT_LE(n, total->second);
+    }
+  }
   for (const auto& [id, config] : jobs_.all()) {
     nlohmann::json& o = tallies["jobs"][id];
     const auto calls = job_calls_.find(id);

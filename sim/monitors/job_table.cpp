@@ -5,6 +5,8 @@
 #include <string_view>
 #include <utility>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 JobTable::JobTable(const Scenario& scenario) {
@@ -55,7 +57,11 @@ JobTable::JobTable(const Scenario& scenario) {
     }
     if (!w.policy_judged) unchecked("retries_bounded", spec.id, w.policy.why_invalid);
     if (!w.policy_judged) w.policy.why_invalid = "unjudged";
-    jobs_.emplace(spec.id, std::move(w));
+    // A job that never runs has no schedule to judge it by, and says why.
+    if (w.never_runs) REHEARSE_ASSERT(!w.cron.has_value() && !w.never_runs_why.empty());
+    // The loader refused duplicate ids, so each job has one entry.
+    const bool fresh = jobs_.emplace(spec.id, std::move(w)).second;
+    REHEARSE_ASSERT(fresh);
   }
 }
 

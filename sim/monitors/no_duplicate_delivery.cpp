@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "sim/monitors/event_text.hpp"
 
 namespace rehearse::sim {
@@ -68,6 +69,10 @@ void NoDuplicateDelivery::on_delivered(const TraceEvent& e, std::size_t i, Viola
   }
   ++s.delivered;
   s.window_open = true;
+  // Each allowed duplicate used up one crash inside a window, and was a
+  // delivery after the first.
+  REHEARSE_ASSERT_GE(s.window_cuts, 0);
+  REHEARSE_ASSERT_LT(s.duplicates_in_window, s.delivered);
 }
 
 // The delivery ledger as the world read it from the disk (`durable_delivery`):
@@ -109,7 +114,12 @@ void NoDuplicateDelivery::check_not_reentered(const TraceEvent& e, std::size_t i
 
 void NoDuplicateDelivery::tally(nlohmann::json& tallies) const {
   std::int64_t dup_window = 0;
-  for (const auto& [key, s] : sends_) dup_window += s.duplicates_in_window;
+  for (const auto& [key, s] : sends_) {
+    REHEARSE_ASSERT_GE(s.duplicates_in_window, 0);
+    REHEARSE_ASSERT_LE(s.duplicates_in_window, s.delivered);
+    dup_window += s.duplicates_in_window;
+  }
+  REHEARSE_ASSERT_GE(failure_notices_, 0);
   tallies["duplicate_deliveries_in_window"] = dup_window;
   tallies["failure_notices"] = failure_notices_;
 }

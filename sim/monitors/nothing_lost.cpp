@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "model/assert.hpp"
 #include "sim/monitors/event_text.hpp"
 
 namespace rehearse::sim {
@@ -110,15 +111,19 @@ void NothingLost::check_retry_announced(const TraceEvent& e, std::size_t i, Viol
     finish_ = FinishWatch{e.num("adds"), e.num("outbox"), {}, {}, i, e.t};
   } else if (e.type == "queue_add" && finish_ && finish_->adds_left > 0) {
     --finish_->adds_left;
+    REHEARSE_ASSERT_GE(finish_->adds_left, 0);
     if (e.str("kind") == "retry" && e.flag("added")) finish_->retried.insert(e.job);
   } else if (e.type == "outbox_add" && finish_ && finish_->adds_left == 0 &&
              finish_->outbox_left > 0) {
     --finish_->outbox_left;
+    REHEARSE_ASSERT_GE(finish_->outbox_left, 0);
     if (e.str("event") == "retry_scheduled") finish_->announced.insert(e.job);
   } else {
     return;
   }
   if (!finish_ || finish_->adds_left > 0 || finish_->outbox_left > 0) return;
+  // The finish being closed began at its queue_done, this event or before.
+  REHEARSE_ASSERT_LE(finish_->index, i);
   for (const std::string& job : finish_->retried) {
     if (finish_->announced.count(job) != 0) continue;
     out.push_back({kName, i, e.t,
@@ -151,6 +156,7 @@ void NothingLost::check_stall_rerun(const TraceEvent& e, std::size_t i, std::int
                                     Violations& out) {
   if (orphans_.count(id) == 0) return;
   int& stalls = ++stalls_[id];
+  REHEARSE_ASSERT_GE(stalls, 1);
   // The stall count lives in the state store: a boot that found the store
   // damaged (or a store failing closed) cannot know an earlier stall, and
   // counts this one as the first.
@@ -172,7 +178,9 @@ void NothingLost::orphan_leases_of(const TraceEvent& e) {
   for (auto it = leases_.begin(); it != leases_.end();) {
     if (machine || it->second.process == pid) {
       it->second.died_at = e.t;
-      orphans_.insert(*it);
+      // An entry is leased or orphaned, never both.
+      const bool fresh = orphans_.insert(*it).second;
+      REHEARSE_ASSERT(fresh);
       it = leases_.erase(it);
     } else {
       ++it;
@@ -202,6 +210,8 @@ void NothingLost::track_leases(const TraceEvent& e, std::size_t i, Violations& o
                                e.num("process"), id)});
   }
   orphans_.clear();
+  // Taken entries are leased; an orphan was a lease its process lost.
+  REHEARSE_ASSERT(orphans_.empty());
   leases_[id] =
       Lease{e.num("process"),
             fmt::format("{} {} attempt {}", e.job,

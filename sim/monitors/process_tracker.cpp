@@ -1,5 +1,6 @@
 #include "sim/monitors/process_tracker.hpp"
 
+#include "model/assert.hpp"
 #include "sim/monitors/event_text.hpp"
 
 namespace rehearse::sim {
@@ -94,9 +95,13 @@ void ProcessTracker::observe(const TraceEvent& e, std::size_t index) {
     acting_ = pid_of(e);
     come_up(e.t, index);
   }
+  // Some process acts exactly while the tracker says the worker is up.
+  REHEARSE_ASSERT_EQ(acting_.has_value(), up_);
 }
 
 void ProcessTracker::come_up(TimeMs t, std::size_t index) {
+  // Only down -> up: a new acting process takes over after the old one went.
+  REHEARSE_ASSERT(!up_);
   store_refused_ = false;
   up_at_ = index;
   ++boots_;
@@ -104,6 +109,8 @@ void ProcessTracker::come_up(TimeMs t, std::size_t index) {
     blind_windows_.emplace_back(down_t_.value_or(t - 1), t);
     last_blind_boot_ = boots_;
   }
+  REHEARSE_ASSERT_GE(boots_, 1);
+  REHEARSE_ASSERT_LE(last_blind_boot_, boots_);
   up_ = true;
   boot_t_ = t;
 }
@@ -112,6 +119,8 @@ void ProcessTracker::come_up(TimeMs t, std::size_t index) {
 // scheduler's first pass: the firings owed since the crash before stay owed,
 // so the down time is that crash's (a blind boot after it excuses them).
 void ProcessTracker::go_down(TimeMs t, std::size_t index) {
+  // Only up -> down: takes_down needs an acting process.
+  REHEARSE_ASSERT(up_);
   store_refused_ = false;
   down_at_ = index;
   if (up_ && (!boot_t_ || t > *boot_t_)) down_t_ = t;

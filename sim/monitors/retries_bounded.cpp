@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "sim/monitors/event_text.hpp"
 
 namespace rehearse::sim {
@@ -46,6 +47,8 @@ void RetriesBounded::note_queued_retry(const TraceEvent& e) {
   const MonitoredJob* job = context_.jobs.find(e.job);
   if (job == nullptr) return;
   const SlotWatch& s = context_.slots.at(e.job, *e.slot);
+  // The slot tracker holds every job of the job table.
+  REHEARSE_ASSERT(context_.slots.job(e.job) != nullptr);
   const JobRuns& runs = *context_.slots.job(e.job);
   const bool per_slot = job->policy.per_slot;
   queued_.try_emplace(key, QueuedRetry{per_slot ? s.last_failure_t : runs.last_failure_t,
@@ -75,12 +78,17 @@ void RetriesBounded::on_retry_started(const TraceEvent& e, std::size_t i, const 
   const bool fresh =
       p.per_slot ? slot_attempts.insert(attempt).second : episode.insert({*e.slot, attempt}).second;
   if (fresh) ++retries_[e.job];
+  // Every distinct attempt counted in the budget was counted in the tally
+  // too (the tally is never reset; the budget's sets are).
+  REHEARSE_ASSERT_GE(retries_[e.job],
+                     static_cast<std::int64_t>(p.per_slot ? slot_attempts.size() : episode.size()));
   if (!job.policy_judged || !fresh) return;
   const int n = static_cast<int>(p.per_slot ? slot_attempts.size() : episode.size()) +
                 (p.per_slot ? slot_base_[{e.job, *e.slot}] : episode_base_[e.job]);
   static const SlotWatch kUnknownSlot;
   const SlotWatch* s = context_.slots.find(e.job, *e.slot);
   const SlotWatch& slot = s != nullptr ? *s : kUnknownSlot;
+  REHEARSE_ASSERT(context_.slots.job(e.job) != nullptr);
   const JobRuns& runs = *context_.slots.job(e.job);
   const Answered answered =
       failure_answered(e, p.per_slot ? Answered{slot.last_failure_t, slot.last_failure_class}
@@ -118,6 +126,8 @@ void RetriesBounded::rebase_after_blind_boot(const std::string& job) {
   const ProcessTracker& process = context_.process;
   const std::int64_t blind = process.last_blind_boot();
   if (blind == 0 || rebased_boot_[job] >= blind) return;
+  // The blind boot is one of the boots so far, so the rebase is done once.
+  REHEARSE_ASSERT_LE(blind, process.boots());
   rebased_boot_[job] = process.boots();
   episode_attempts_[job].clear();
   episode_base_[job] = context_.retry_count.surviving(job, 0, false);
@@ -161,6 +171,7 @@ void RetriesBounded::check_window(const TraceEvent& e, std::size_t i, Violations
   const WitnessPolicy& p = job->policy;
   const SlotWatch& s = context_.slots.at(e.job, *e.slot);
   const bool fresh = context_.retry_count.fresh(e.job, *e.slot, p.per_slot);
+  REHEARSE_ASSERT(context_.slots.job(e.job) != nullptr);
   const auto& failed_t = p.per_slot ? s.last_failure_t : context_.slots.job(e.job)->last_failure_t;
   // A retry restored at a boot for a failure already answered keeps its old
   // due time (not fresh: not judged again). One the boot's replay of a run's

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "model/assert.hpp"
 #include "model/time.hpp"
 #include "sim/monitors/event_text.hpp"
 
@@ -49,6 +50,10 @@ void RetryCount::rebase(const std::string& job, const TraceEvent* row) {
     }
     slot_surviving_[key] = std::max(0, n - pending);
   }
+  // Rebased once per blind boot; what survived is a count, never below zero
+  // whatever the damaged row said.
+  REHEARSE_ASSERT_EQ(rebase_.count(job), 0u);
+  REHEARSE_ASSERT_GE(episode_surviving_[job], 0);
 }
 
 int RetryCount::surviving(const std::string& job, TimeMs slot, bool per_slot) const {
@@ -85,6 +90,8 @@ void RetryCount::observe(const TraceEvent& e) {
         per_slot ? fresh_slot_failure_.erase(key) != 0 : fresh_failure_.erase(e.job) != 0;
     if (!was_fresh) return;  // a replayed intent announces the same retry again
     ++(per_slot ? slot_scheduled_[key] : episode_scheduled_[e.job]);
+    // A fresh failure is answered by one retry: it is no longer fresh.
+    REHEARSE_ASSERT(!fresh(e.job, *e.slot, per_slot));
   } else if (e.type == "retry_exhausted" || e.type == "failed_permanent") {
     fresh_failure_.erase(e.job);
     fresh_slot_failure_.erase(key);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "model/assert.hpp"
 #include "sim/monitors/event_text.hpp"
 #include "sim/scenario.hpp"
 
@@ -127,12 +128,15 @@ std::vector<Fact> RunFacts::runs_of(const TraceEvent& e, std::size_t i) {
         ++it;
         continue;
       }
+      REHEARSE_ASSERT_LT(it->second.take_index, i);
       out.push_back(
           {run_event(it->second, "run_started", it->second.take_t), it->second.take_index});
       replies_.end(it->second.job, it->second.slot);
       it = open_runs_.erase(it);
     }
   }
+  // A fact is about this event or an earlier one, never a later one.
+  for (const Fact& fact : out) REHEARSE_ASSERT_LE(fact.index, i);
   return out;
 }
 
@@ -141,6 +145,8 @@ void RunFacts::on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& ou
   if (it == open_runs_.end()) return;
   const OpenRun r = it->second;
   open_runs_.erase(it);
+  // The run was opened by an earlier event (its queue_take).
+  REHEARSE_ASSERT_LT(r.take_index, i);
   const bool refused = process_.store_refused();
   if (r.intent && !r.wrote && (refused || process_.store_damaged())) {
     // The store refuses writes, or its files are damaged so that the world
@@ -148,6 +154,9 @@ void RunFacts::on_done(const TraceEvent& e, std::size_t i, std::vector<Fact>& ou
     // running store, which follows its journal): the outcome is what the run's finish
     // carries (a failure notice, a retry), judged after it (settle_pending).
     out.push_back({run_event(r, "run_started", r.take_t), r.take_index});
+    // MonitorSet settles the last finish before it reads the next event, and
+    // a queue_done is no queue_cancel: nothing is pending here.
+    REHEARSE_ASSERT(!pending_finish_.has_value());
     pending_finish_ = PendingFinish{r, i, e.t, std::nullopt, replies_class_of(r)};
   } else if (r.intent) {
     out.push_back({run_event(r, "run_started", r.take_t), r.take_index});
@@ -256,6 +265,8 @@ std::optional<TraceEvent> RunFacts::notification_of(const TraceEvent& e) {
   if (!notices_seen_.insert(key).second) return std::nullopt;
   TraceEvent n = e;
   n.type = event;
+  // A notification's fact is read back from its outbox_add (fact_source).
+  REHEARSE_ASSERT_EQ(fact_source(n.type), "outbox_add");
   n.service.clear();
   return n;
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "sim/monitors/event_text.hpp"
 #include "sim/monitors/reply_class.hpp"
 
@@ -35,6 +36,11 @@ SequentialRequests::Run* SequentialRequests::run_of(const TraceEvent& e) {
   const std::string name = rid.substr(0, cut);
   Run& run = runs_[e.job];
   if (run.name != name) run = Run{name, {}};
+  // A run only remembers failures of its own requests (a new name starts
+  // afresh), so a failure never leaks into the next run.
+  for (const auto& [failed, answer] : run.failed) {
+    REHEARSE_ASSERT_EQ(failed.substr(0, failed.rfind('/')), run.name);
+  }
   return &run;
 }
 

@@ -4,6 +4,8 @@
 #include <limits>
 #include <tuple>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 namespace {
@@ -80,7 +82,8 @@ const char* to_string(SlotState state) noexcept {
     case SlotState::superseded: return "superseded";
     case SlotState::coalesced: return "coalesced";
   }
-  return "?";
+  // Every state is named above: anything else is a corrupted SlotState.
+  REHEARSE_UNREACHABLE();
 }
 
 SlotTracker::SlotTracker(const JobTable& jobs) : jobs_table_(jobs) {
@@ -110,11 +113,19 @@ SlotWatch& SlotTracker::at(const std::string& job, TimeMs slot) {
   w.job = job;
   w.slot = slot;
   if (const FinishedSlot* f = find_finished(job, slot); f != nullptr) {
+    // Only a job without history keeps slots compactly, and only finished ones.
+    REHEARSE_ASSERT(!history(job));
+    REHEARSE_ASSERT(finished(f->state));
     w = rebuilt(job, *f);
     std::vector<FinishedSlot>& list = finished_.find(job)->second;
     list.erase(list.begin() + (f - list.data()));
   }
-  return slots_.emplace(std::make_pair(job, slot), std::move(w)).first->second;
+  // A slot lives in one place: the compact copy is gone once it is watched.
+  REHEARSE_ASSERT(find_finished(job, slot) == nullptr);
+  SlotWatch& out = slots_.emplace(std::make_pair(job, slot), std::move(w)).first->second;
+  REHEARSE_ASSERT_EQ(out.job, job);
+  REHEARSE_ASSERT_EQ(out.slot, slot);
+  return out;
 }
 
 std::size_t SlotTracker::finished_compact() const noexcept {
@@ -150,6 +161,7 @@ SlotWatch SlotTracker::rebuilt(const std::string& job, const FinishedSlot& f) co
   w.runs = f.runs;
   w.stalled = f.stalled;
   if (f.has_failure) {
+    REHEARSE_ASSERT_LT(f.failure_class, failure_classes_.size());
     w.last_failure_class = failure_classes_[f.failure_class];
     w.last_failure_t = f.last_failure_t;
   }
@@ -163,6 +175,8 @@ std::optional<std::uint8_t> SlotTracker::class_index(const std::string& name) {
   if (it != failure_classes_.end()) return static_cast<std::uint8_t>(it - failure_classes_.begin());
   if (failure_classes_.size() > 255) return std::nullopt;
   failure_classes_.push_back(name);
+  // At most 256 names, so every index fits FinishedSlot's byte.
+  REHEARSE_ASSERT_LE(failure_classes_.size(), 256u);
   return static_cast<std::uint8_t>(failure_classes_.size() - 1);
 }
 
@@ -184,7 +198,13 @@ void SlotTracker::settle(const std::string& job, TimeMs slot) {
     f.last_failure_t = *w.last_failure_t;
   }
   std::vector<FinishedSlot>& list = finished_[job];
-  list.insert(std::lower_bound(list.begin(), list.end(), slot, slot_before), f);
+  // at() took any compact copy out, so the slot is not in the list yet.
+  const auto place = std::lower_bound(list.begin(), list.end(), slot, slot_before);
+  REHEARSE_ASSERT(place == list.end() || place->slot != slot);
+  const auto inserted = list.insert(place, f);
+  // The list stays in strict slot order (find_finished bisects it).
+  REHEARSE_ASSERT(inserted == list.begin() || std::prev(inserted)->slot < slot);
+  REHEARSE_ASSERT(std::next(inserted) == list.end() || std::next(inserted)->slot > slot);
   slots_.erase(it);
 }
 
@@ -206,6 +226,9 @@ void SlotTracker::mark_coalesced(const std::string& job, TimeMs carrier,
   for (std::size_t k = 0; k < folded.size() && k < kListed; ++k) {
     if (known(job, folded[k])) continue;
     SlotWatch& w = at(job, folded[k]);
+    // Only a slot never seen becomes coalesced: handed, never run.
+    REHEARSE_ASSERT(w.state == SlotState::handed);
+    REHEARSE_ASSERT_EQ(w.runs, 0);
     w.carried_by = carrier;
     w.state = SlotState::coalesced;
     w.handed_index = i;
@@ -216,6 +239,10 @@ void SlotTracker::mark_coalesced(const std::string& job, TimeMs carrier,
 void SlotTracker::observe(const TraceEvent& e, std::size_t i) {
   observe_event(e, i);
   if (e.slot && !e.job.empty()) settle(e.job, *e.slot);
+  // A job with slot history keeps every slot watched, never compactly.
+  if (e.slot && !e.job.empty() && history(e.job)) {
+    REHEARSE_ASSERT(find_finished(e.job, *e.slot) == nullptr);
+  }
 }
 
 void SlotTracker::observe_event(const TraceEvent& e, std::size_t i) {
@@ -276,6 +303,11 @@ void SlotTracker::on_run_started(const TraceEvent& e, std::size_t i, JobRuns& j)
   w.run_index = i;
   ++w.runs;
   if (j.slot_history) w.attempt_at.push_back(e.t);
+  // The job's runs include every run of each of its slots; with history
+  // each run of the slot has its start listed.
+  REHEARSE_ASSERT_GE(w.runs, 1);
+  REHEARSE_ASSERT_GE(j.runs, w.runs);
+  if (j.slot_history) REHEARSE_ASSERT_EQ(w.attempt_at.size(), w.runs);
   // The start is read when the run ends: a marker written meanwhile stays.
   if (w.state != SlotState::marked_skipped) {
     w.state = SlotState::running;
@@ -301,6 +333,10 @@ void SlotTracker::on_run_finished(const TraceEvent& e, std::size_t i, JobRuns& j
     j.last_failure_class.reset();
     j.final_status = "ok";
   }
+  // A finished run leaves the slot failed, skipped or delivered, no other.
+  REHEARSE_ASSERT(next == SlotState::failed || next == SlotState::skipped ||
+                  next == SlotState::delivered);
+  REHEARSE_ASSERT_EQ(next == SlotState::failed, outcome == "failure");
   w.state = next;
   w.state_index = i;
   w.state_t = e.t;
@@ -353,6 +389,10 @@ std::vector<SlotRecord> SlotTracker::records() const {
   std::sort(out.begin(), out.end(), [](const SlotRecord& a, const SlotRecord& b) {
     return std::tie(a.job, a.slot) < std::tie(b.job, b.slot);
   });
+  // A slot is watched or compact, never both: no (job, slot) twice.
+  for (std::size_t k = 1; k < out.size(); ++k) {
+    REHEARSE_ASSERT(std::tie(out[k - 1].job, out[k - 1].slot) < std::tie(out[k].job, out[k].slot));
+  }
   return out;
 }
 
@@ -386,6 +426,10 @@ void SlotTracker::tally(json& tallies) const {
   }
   for (const auto& [id, j] : jobs_) {
     const SlotCounts c = counts.count(id) != 0 ? counts.at(id) : SlotCounts{};
+    // Counters only go up, and exhausted slots are among the failed ones.
+    REHEARSE_ASSERT_GE(c.in_flight, 0);
+    REHEARSE_ASSERT_LE(c.exhausted, c.failed);
+    REHEARSE_ASSERT_GE(j.runs, 0);
     json& o = tallies["jobs"][id];
     o["delivered_slots"] = c.delivered;
     o["skipped_slots"] = c.skipped;

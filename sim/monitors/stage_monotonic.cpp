@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "sim/monitors/stage_rank.hpp"
 
 namespace rehearse::sim {
@@ -103,6 +104,8 @@ void StageMonotonic::check_status_mapped(const TraceEvent& e, std::size_t i,
     why = "the orchestrator answered no get_issue for it since its last stage";
   } else {
     const std::string mapped = stage_of_status(seen->second);
+    // The status table leads only to stages the rank table knows.
+    if (!mapped.empty()) REHEARSE_ASSERT_GE(stage_rank(mapped), 0);
     const std::string wanted = stage_rank(mapped) > stage_rank(prev) ? mapped : prev;
     if (wanted == to) return;
     why = mapped.empty()
