@@ -248,6 +248,9 @@ ScenarioRunResult World::run() {
 // continued (the event that failed is half done) and nothing is read from
 // the stores. The monitors' tallies are reported when they still fit.
 ScenarioRunResult World::cut_short_by_out_of_memory() {
+  // The count and hash are read before the events go: the report names them.
+  const std::size_t trace_events = trace_.size();
+  const std::uint64_t trace_hash = trace_.hash();
   { const Trace dropped = trace_.take(); }
   ScenarioRunResult result;
   result.out_of_memory = true;
@@ -259,7 +262,7 @@ ScenarioRunResult World::cut_short_by_out_of_memory() {
   result.until_ms = scenario_.until_ms;
   result.end_ms = sim_.now();
   result.events_executed = events_seen_;
-  result.trace_hash = hex64(trace_.hash());
+  result.trace_hash = hex64(trace_hash);
   result.violations = std::move(violations_);
   result.all_violations = std::move(all_violations_);
   result.violation_counts = std::move(violation_counts_);
@@ -271,7 +274,7 @@ ScenarioRunResult World::cut_short_by_out_of_memory() {
       format_instant(sim_.now()),
       100.0 * static_cast<double>(sim_.now() - scenario_.start_ms) /
           static_cast<double>(std::max<TimeMs>(1, scenario_.until_ms - scenario_.start_ms)),
-      events_seen_, trace_.size()));
+      events_seen_, trace_events));
   try {
     if (monitors_) result.tallies = monitors_->tallies();
   } catch (const std::bad_alloc&) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "sim/expect.hpp"
@@ -155,6 +156,18 @@ TEST(TraceStream, OutOfMemoryInTheRunLoopReportsTheRunSoFar) {
       << run->errors.front();
   EXPECT_NE(run->errors.front().find("after 30 events"), std::string::npos);
   EXPECT_TRUE(run->tallies.contains("jobs")) << run->tallies.dump();
+  // The events were let go, not their count and hash: both are those of the
+  // same run after 30 events.
+  RunOptions marked;
+  marked.record_marks = true;
+  auto whole = run_scenario(*scenario, marked);
+  ASSERT_TRUE(whole.ok());
+  ASSERT_GT(whole->run_marks.size(), 30u);
+  const RunMark& at30 = whole->run_marks[30];
+  EXPECT_EQ(run->trace_hash, hex64(at30.trace_hash));
+  EXPECT_NE(run->errors.front().find(fmt::format("and {} trace events", at30.trace_events)),
+            std::string::npos)
+      << run->errors.front();
 }
 
 // An allocation the memory reserve served (sim/memory_reserve.hpp) ends the
