@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/event_queue.hpp"
-#include "sim/rng.hpp"
+#include "sim/kernel/event_queue.hpp"
+#include "sim/kernel/rng.hpp"
 
 namespace {
 

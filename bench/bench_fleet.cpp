@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "bench/fleet_workload.hpp"
-#include "sim/rng.hpp"
-#include "sim/world.hpp"
+#include "sim/kernel/rng.hpp"
+#include "sim/monitors/monitored_run.hpp"
 
 namespace {
 

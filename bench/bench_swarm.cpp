@@ -1,6 +1,6 @@
 // Swarm throughput: seed-runs per second of the bundled scenarios
 // (scenarios/*.json) on 1 and 2 threads. Threads only run whole runs side by
-// side, each run its own World (as sim/tune.cpp does); nothing is shared
+// side, each run its own World (as sim/report/tune.cpp does); nothing is shared
 // inside a run. Target: 2 threads at least 1.7x 1 thread.
 // REHEARSE_BENCH_SWARM_SEEDS (default 4) seeds per scenario per round.
 #include <benchmark/benchmark.h>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bench/fleet_workload.hpp"
-#include "sim/world.hpp"
+#include "sim/monitors/monitored_run.hpp"
 
 namespace {
 

@@ -22,7 +22,7 @@
 #include "bench/fleet_workload.hpp"
 #include "model/cron.hpp"
 #include "model/retry_policy.hpp"
-#include "sim/world.hpp"
+#include "sim/monitors/monitored_run.hpp"
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/time.hpp"
-#include "sim/scenario.hpp"
+#include "sim/world/scenario.hpp"
 
 namespace rehearse::bench {
 

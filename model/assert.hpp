@@ -17,7 +17,7 @@
 // the core): the default prints "rehearse: <message>" to stderr and aborts; a
 // handler that returns is followed by abort too. The simulator installs one
 // that throws, so that a failed assertion ends the simulated run with the
-// outcome `assertion_failed` and its replay command (sim/simulator.hpp,
+// outcome `assertion_failed` and its replay command (sim/kernel/simulator.hpp,
 // docs/run.md). In a noexcept function or a destructor a throwing handler
 // ends in std::terminate: the program still stops at the cause, only
 // without the simulator's report.

@@ -29,7 +29,7 @@
 // them in atomically with the entry's removal, the worker sends them and then
 // removes them, and a restart sends what is left (at least once).
 //
-// The simulated implementation is sim/sim_queue.hpp. A production deployment
+// The simulated implementation is sim/world/sim_queue.hpp. A production deployment
 // plugs in its own adapter (e.g. over Redis); docs/scheduler.md lists what an
 // adapter must guarantee.
 #pragma once

@@ -13,7 +13,8 @@
 #include "sim/check/liveness.hpp"
 #include "sim/check/reachability.hpp"
 #include "sim/monitors/deterministic.hpp"
-#include "sim/scenario.hpp"
+#include "sim/monitors/monitored_run.hpp"
+#include "sim/world/scenario.hpp"
 
 namespace rehearse::sim {
 

@@ -18,7 +18,7 @@
 
 #include "sim/check/case_record.hpp"
 #include "sim/check/swarm.hpp"
-#include "sim/world.hpp"
+#include "sim/world/world.hpp"
 
 namespace rehearse::sim {
 

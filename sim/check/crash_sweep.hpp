@@ -40,8 +40,8 @@
 #include <vector>
 
 #include "model/result.hpp"
-#include "sim/scenario.hpp"
-#include "sim/world.hpp"
+#include "sim/monitors/monitored_run.hpp"
+#include "sim/world/scenario.hpp"
 
 namespace rehearse::sim {
 

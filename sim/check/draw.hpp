@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/rng.hpp"
+#include "sim/kernel/rng.hpp"
 
 namespace rehearse::sim {
 

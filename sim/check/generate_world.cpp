@@ -214,7 +214,7 @@ void place_token_edge(Placed& p, json& brokerage) {
 
 // The messenger refusing the first delivery of a job that posts: half the
 // time with its outage page (503), else with a text-only error
-// (`ConnectionError: HTTP <status>`, sim/messenger.cpp) whose status the
+// (`ConnectionError: HTTP <status>`, sim/world/messenger.cpp) whose status the
 // worker can only read from the words.
 void place_refusal(Placed& p) {
   static const std::vector<int> kTextOnly = {401, 403, 429, 500};

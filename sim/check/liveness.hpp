@@ -34,8 +34,8 @@
 
 #include "model/time.hpp"
 #include "sim/monitors/monitor.hpp"
-#include "sim/scenario.hpp"
-#include "sim/world.hpp"
+#include "sim/world/scenario.hpp"
+#include "sim/world/world.hpp"
 
 namespace rehearse::sim {
 

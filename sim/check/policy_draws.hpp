@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/rng.hpp"
+#include "sim/kernel/rng.hpp"
 
 namespace rehearse::sim {
 

@@ -8,11 +8,11 @@
 
 #include "model/failure.hpp"
 #include "model/worker_lock.hpp"
-#include "sim/fault_kinds.hpp"
 #include "sim/monitors/handoff_roles.hpp"
 #include "sim/monitors/reply_class.hpp"
 #include "sim/monitors/stage_rank.hpp"
 #include "sim/monitors/witness_systems.hpp"
+#include "sim/world/fault_kinds.hpp"
 
 namespace rehearse::sim {
 

@@ -10,7 +10,8 @@
 #include <utility>
 
 #include "model/assert.hpp"
-#include "sim/fault_kinds.hpp"
+#include "sim/monitors/monitored_run.hpp"
+#include "sim/world/fault_kinds.hpp"
 
 namespace rehearse::sim {
 

@@ -38,7 +38,7 @@
 #include "model/result.hpp"
 #include "model/time.hpp"
 // world.hpp before the other sim headers (it orders them, see its comment).
-#include "sim/world.hpp"
+#include "sim/world/world.hpp"
 
 namespace rehearse::sim {
 

@@ -11,10 +11,10 @@
 #include "sim/check/draw.hpp"
 #include "sim/check/generate.hpp"
 #include "sim/check/liveness.hpp"
-#include "sim/fault_kinds.hpp"
-#include "sim/rng.hpp"
-#include "sim/scenario.hpp"
-#include "sim/world.hpp"
+#include "sim/kernel/rng.hpp"
+#include "sim/world/fault_kinds.hpp"
+#include "sim/world/scenario.hpp"
+#include "sim/world/world.hpp"
 
 namespace rehearse::sim {
 

@@ -7,7 +7,7 @@
 // so that one seed's world is hit hard by a few kinds rather than lightly by
 // all of them. Each kind that is on gets 1..3 instances with times inside the
 // span, durations, and key values drawn GENERICALLY from the table of fault
-// kinds (sim/fault_kinds.hpp): one generator per FaultKeyType, ranges and
+// kinds (sim/world/fault_kinds.hpp): one generator per FaultKeyType, ranges and
 // allowed names from the key's description, so a kind is described once and
 // a new kind is searched without touching this file.
 //
@@ -17,7 +17,7 @@
 // came from, and its `expect` is reduced to `violations` (the invariants the
 // base allows to fire; counts do not hold in a varied world).
 //
-// Every draw comes from sim::Rng (xoshiro256**, sim/rng.hpp) seeded with the
+// Every draw comes from sim::Rng (xoshiro256**, sim/kernel/rng.hpp) seeded with the
 // case seed and derived with the stream name kSwarmStream, so the derivation
 // never shares numbers with the run's own generator (seeded with the same
 // seed, but not derived).

@@ -13,7 +13,7 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
 #include "sim/cli/scenario_files.hpp"
-#include "sim/scenario.hpp"
+#include "sim/world/scenario.hpp"
 
 namespace rehearse::cli {
 namespace {

@@ -47,7 +47,7 @@
 #include "sim/cli/output_file.hpp"
 #include "sim/cli/scenario_files.hpp"
 #include "sim/cli/shrink_case.hpp"
-#include "sim/scenario.hpp"
+#include "sim/world/scenario.hpp"
 
 namespace rehearse::cli {
 namespace {

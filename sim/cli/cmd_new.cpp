@@ -15,8 +15,8 @@
 #include "sim/cli/error_report.hpp"
 #include "sim/cli/output_file.hpp"
 #include "sim/cli/starters.hpp"
-#include "sim/scenario.hpp"
-#include "sim/spelling.hpp"
+#include "sim/world/scenario.hpp"
+#include "sim/world/spelling.hpp"
 
 namespace rehearse::cli {
 namespace {

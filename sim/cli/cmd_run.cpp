@@ -1,7 +1,7 @@
 // rehearse run SCENARIO... [--seed N] [--trace FILE] [--json] [--strict] [--progress]
 //                          [--junit FILE]
 //
-// Runs each scenario in the simulated world (sim/world.hpp), twice with the
+// Runs each scenario in the simulated world (sim/world/world.hpp), twice with the
 // same seed so that the two traces can be compared (invariant
 // `deterministic`), and reports a summary table, then every violation,
 // missing expected violation and expectation failure with the command that
@@ -37,12 +37,12 @@
 #include "sim/cli/output_file.hpp"
 #include "sim/cli/run_junit.hpp"
 #include "sim/cli/scenario_files.hpp"
-#include "sim/html_report.hpp"
-#include "sim/monitors.hpp"
-#include "sim/report.hpp"
-#include "sim/scenario.hpp"
-#include "sim/timeline.hpp"
-#include "sim/world.hpp"
+#include "sim/monitors/monitor_set.hpp"
+#include "sim/monitors/monitored_run.hpp"
+#include "sim/report/html_report.hpp"
+#include "sim/report/report.hpp"
+#include "sim/report/timeline.hpp"
+#include "sim/world/scenario.hpp"
 
 namespace rehearse::cli {
 namespace {

@@ -26,8 +26,8 @@
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/output_file.hpp"
-#include "sim/html_report.hpp"
-#include "sim/scenario.hpp"
+#include "sim/report/html_report.hpp"
+#include "sim/world/scenario.hpp"
 
 namespace rehearse::cli {
 namespace {

@@ -17,8 +17,8 @@
 #include "sim/cli/error_report.hpp"
 #include "sim/cli/output_file.hpp"
 #include "sim/cli/tune_render.hpp"
-#include "sim/scenario.hpp"
-#include "sim/tune.hpp"
+#include "sim/report/tune.hpp"
+#include "sim/world/scenario.hpp"
 
 namespace rehearse::cli {
 namespace {

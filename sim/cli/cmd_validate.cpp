@@ -19,8 +19,8 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
 #include "sim/cli/scenario_files.hpp"
-#include "sim/report.hpp"
-#include "sim/scenario.hpp"
+#include "sim/report/report.hpp"
+#include "sim/world/scenario.hpp"
 
 namespace rehearse::cli {
 namespace {

@@ -12,8 +12,8 @@
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
-#include "sim/memory_reserve.hpp"
-#include "sim/spelling.hpp"
+#include "sim/kernel/memory_reserve.hpp"
+#include "sim/world/spelling.hpp"
 
 namespace rehearse::cli {
 
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   using namespace rehearse::cli;
   std::vector<std::string> args(argv + 1, argv + argc);
   // Running out of memory inside a run ends that run with a report instead
-  // of std::terminate (sim/memory_reserve.hpp, docs/run.md).
+  // of std::terminate (sim/kernel/memory_reserve.hpp, docs/run.md).
   rehearse::sim::arm_memory_reserve();
   try {
     if (args.empty()) {

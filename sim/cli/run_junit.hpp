@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/report.hpp"
+#include "sim/report/report.hpp"
 
 namespace rehearse::cli {
 

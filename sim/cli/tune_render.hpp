@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "sim/tune.hpp"
+#include "sim/report/tune.hpp"
 
 namespace rehearse::cli {
 

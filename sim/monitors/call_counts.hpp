@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "sim/kernel/trace.hpp"
 #include "sim/monitors/job_table.hpp"
-#include "sim/trace.hpp"
 
 namespace rehearse::sim {
 

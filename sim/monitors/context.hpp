@@ -13,7 +13,7 @@
 #include "sim/monitors/process_tracker.hpp"
 #include "sim/monitors/retry_count.hpp"
 #include "sim/monitors/slot_tracker.hpp"
-#include "sim/scenario.hpp"
+#include "sim/world/scenario.hpp"
 
 namespace rehearse::sim {
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "sim/kernel/trace.hpp"
 #include "sim/monitors/context.hpp"
 #include "sim/monitors/monitor.hpp"
-#include "sim/trace.hpp"
 
 namespace rehearse::sim {
 

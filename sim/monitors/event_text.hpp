@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "model/time.hpp"
-#include "sim/trace.hpp"
+#include "sim/kernel/trace.hpp"
 
 namespace rehearse::sim {
 

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "sim/monitors/monitor.hpp"
-#include "sim/scenario.hpp"
+#include "sim/world/scenario.hpp"
 
 namespace rehearse::sim {
 

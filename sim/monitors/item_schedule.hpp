@@ -24,7 +24,7 @@
 
 #include "model/time.hpp"
 #include "sim/monitors/monitor.hpp"
-#include "sim/scenario.hpp"
+#include "sim/world/scenario.hpp"
 
 namespace rehearse::sim {
 

@@ -13,7 +13,7 @@
 
 #include "sim/monitors/witness_cron.hpp"
 #include "sim/monitors/witness_policy.hpp"
-#include "sim/scenario.hpp"
+#include "sim/world/scenario.hpp"
 
 namespace rehearse::sim {
 

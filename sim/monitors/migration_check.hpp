@@ -25,7 +25,7 @@
 #include <utility>
 
 #include "sim/monitors/monitor.hpp"
-#include "sim/scenario.hpp"
+#include "sim/world/scenario.hpp"
 
 namespace rehearse::sim {
 

@@ -20,17 +20,10 @@
 #include <vector>
 
 #include "model/time.hpp"
-#include "sim/trace.hpp"
+#include "sim/kernel/trace.hpp"
+#include "sim/world/run_observer.hpp"
 
 namespace rehearse::sim {
-
-struct Violation {
-  std::string invariant;    // one of invariant_names() (sim/scenario.hpp)
-  std::size_t event_index;  // the event that showed it (end checks: trace size)
-  TimeMs t;                 // virtual time of that event
-  std::string message;      // what was seen, in words a user can act on (job/slot/item named)
-};
-using Violations = std::vector<Violation>;
 
 class Monitor {
  public:

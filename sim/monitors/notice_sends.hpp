@@ -26,9 +26,9 @@
 #include <tuple>
 
 #include "model/time.hpp"
+#include "sim/kernel/trace.hpp"
 #include "sim/monitors/monitor.hpp"
 #include "sim/monitors/process_tracker.hpp"
-#include "sim/trace.hpp"
 
 namespace rehearse::sim {
 

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "model/time.hpp"
-#include "sim/trace.hpp"
+#include "sim/kernel/trace.hpp"
 
 namespace rehearse::sim {
 

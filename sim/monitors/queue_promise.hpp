@@ -12,8 +12,8 @@
 #include <map>
 #include <string>
 
+#include "sim/kernel/trace.hpp"
 #include "sim/monitors/monitor.hpp"
-#include "sim/trace.hpp"
 
 namespace rehearse::sim {
 

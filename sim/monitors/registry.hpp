@@ -1,7 +1,7 @@
 // The registry of invariant monitors: the one list of the invariants, in
 // docs/semantics.md §10's order plus bounded_run (sim/monitors/registry.cpp).
 // Each entry is taken from its monitor class (name, reads, constructor);
-// invariant_specs() and invariant_names() (sim/scenario.hpp: the loader's
+// invariant_specs() and invariant_names() (sim/world/scenario.hpp: the loader's
 // `expect.violations` check and the JSON Schema's enum follow it, a test holds
 // the schema equal) are derived from it.
 #pragma once

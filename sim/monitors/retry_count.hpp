@@ -23,8 +23,8 @@
 #include <utility>
 
 #include "model/time.hpp"
+#include "sim/kernel/trace.hpp"
 #include "sim/monitors/job_table.hpp"
-#include "sim/trace.hpp"
 
 namespace rehearse::sim {
 

@@ -7,7 +7,7 @@
 
 #include "model/assert.hpp"
 #include "sim/monitors/event_text.hpp"
-#include "sim/scenario.hpp"
+#include "sim/world/scenario.hpp"
 
 namespace rehearse::sim {
 

@@ -43,11 +43,11 @@
 #include <vector>
 
 #include "model/time.hpp"
+#include "sim/kernel/trace.hpp"
 #include "sim/monitors/job_table.hpp"
 #include "sim/monitors/process_tracker.hpp"
 #include "sim/monitors/reply_class.hpp"
-#include "sim/scenario.hpp"
-#include "sim/trace.hpp"
+#include "sim/world/scenario.hpp"
 
 namespace rehearse::sim {
 

@@ -16,9 +16,9 @@
 #include <string>
 
 #include "model/time.hpp"
+#include "sim/kernel/trace.hpp"
 #include "sim/monitors/monitor.hpp"
-#include "sim/scenario.hpp"
-#include "sim/trace.hpp"
+#include "sim/world/scenario.hpp"
 
 namespace rehearse::sim {
 

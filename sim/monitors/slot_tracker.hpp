@@ -39,8 +39,8 @@
 #include <vector>
 
 #include "model/time.hpp"
+#include "sim/kernel/trace.hpp"
 #include "sim/monitors/job_table.hpp"
-#include "sim/trace.hpp"
 
 namespace rehearse::sim {
 

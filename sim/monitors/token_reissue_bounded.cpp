@@ -53,7 +53,7 @@ void TokenReissueBounded::check_reuse(const TraceEvent& e, std::size_t i, Violat
 
 // The first-401 rule. The brokerage judges a call when it is sent and stamps
 // its `auth_rejected` with that instant (the record comes before the call's
-// own `service_call` line: sim/sim_services.cpp), so the refused request's
+// own `service_call` line: sim/world/sim_services.cpp), so the refused request's
 // send time is the rejection's own time: it fires when a request's first 401
 // for the same token had already reached the client before it (a second 401,
 // after the one reissue, is returned as is and drops nothing: the next

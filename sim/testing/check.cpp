@@ -10,8 +10,8 @@
 
 #include "sim/check/check.hpp"
 #include "sim/monitors/deterministic.hpp"
-#include "sim/report.hpp"
-#include "sim/world.hpp"
+#include "sim/monitors/monitored_run.hpp"
+#include "sim/report/report.hpp"
 
 namespace rehearse::testing {
 

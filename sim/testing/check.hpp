@@ -1,6 +1,6 @@
 // Checking a scenario from a user's own tests (docs/library.md): run it in
 // the simulated world on the real core and judge it exactly as `rehearse run`
-// does (sim/report.hpp judge_run: every invariant, the scenario's `expect`,
+// does (sim/report/report.hpp judge_run: every invariant, the scenario's `expect`,
 // and by default a second run with the same seed for `deterministic`).
 //
 // No GoogleTest or RapidCheck here: sim/testing/gtest.hpp and
@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/check/case_record.hpp"
-#include "sim/scenario.hpp"
+#include "sim/world/scenario.hpp"
 
 namespace rehearse::testing {
 

@@ -10,8 +10,8 @@
 #include <utility>
 
 #include "model/agent_roles.hpp"
-#include "sim/fault_kinds.hpp"
-#include "sim/world.hpp"
+#include "sim/world/fault_kinds.hpp"
+#include "sim/world/world.hpp"
 
 namespace rehearse::testing {
 
@@ -220,7 +220,7 @@ FaultTargets fault_targets(const sim::Scenario& scenario) {
   t.start_ms = scenario.start_ms;
   t.until_ms = scenario.until_ms;
   t.workers = scenario.queue.workers;
-  const sim::Services& s = scenario.services;
+  const sim::ServiceDecls& s = scenario.services;
   for (const sim::ServiceKind kind : {sim::ServiceKind::model_api, sim::ServiceKind::orchestrator,
                                       sim::ServiceKind::brokerage, sim::ServiceKind::messenger}) {
     if (s.has(kind)) t.services.emplace_back(sim::to_string(kind));

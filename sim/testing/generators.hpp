@@ -7,7 +7,7 @@
 // over hundreds of cases).
 //
 // Fault schedules are drawn from the table of fault kinds
-// (sim/fault_kinds.hpp) and nothing else: a kind is applicable when what it
+// (sim/world/fault_kinds.hpp) and nothing else: a kind is applicable when what it
 // applies to is declared and each of its required keys has something to
 // choose from; its keys are drawn by one generator per key type
 // (FaultKeyType), with the ranges and allowed names of the table. A kind
@@ -31,8 +31,8 @@
 #include <nlohmann/json.hpp>
 
 #include "model/time.hpp"
-#include "sim/scenario.hpp"
 #include "sim/testing/check.hpp"
+#include "sim/world/scenario.hpp"
 
 // How RapidCheck shows a generated document in a counterexample (found by
 // argument-dependent lookup): as compact JSON.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Goal: a run that runs out of memory ends with its report and exit 4, never
 # in std::terminate (exit 134) or a bare internal error (docs/run.md, "Out of
-# memory"; sim/memory_reserve.hpp).
+# memory"; sim/kernel/memory_reserve.hpp).
 # Method: the benchmark fleet cut to 5,000 jobs over 20 minutes under an
 # address-space limit (`ulimit -v` 100,000 KB) above the process's start and
 # its 64 MiB reserve, and below what the fleet's boot needs with the reserve

@@ -11,7 +11,7 @@
 # generator only: faults with a rate below 1 (which calls they hit), torn
 # writes (where the write is cut, docs/sim-disk.md) and state corruption (the
 # garbage bytes). Everything else must not depend on it: brokerage token
-# values come from a stream fixed by the brokerage's name (sim/brokerage.cpp),
+# values come from a stream fixed by the brokerage's name (sim/world/brokerage.cpp),
 # not from the seed.
 # Usage: test_scenarios.sh REHEARSE_EXE REPO_DIR
 set -eu

@@ -3,7 +3,7 @@
 // runs it. Exit 0: every invariant held; 1: one did not; 2: it did not load.
 #include <cstdio>
 
-#include "sim/world.hpp"
+#include "sim/monitors/monitored_run.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) return 2;

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/scenario.hpp"
+#include "sim/world/scenario.hpp"
 #include "tests/fuzz/properties.hpp"
 
 namespace rehearse::fuzz {

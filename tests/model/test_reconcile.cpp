@@ -28,13 +28,13 @@
 
 #include "model/agent_roles.hpp"
 #include "model/pipeline_store.hpp"
-#include "sim/fault_kinds.hpp"
-#include "sim/orchestrator.hpp"
-#include "sim/sim_disk.hpp"
-#include "sim/sim_log.hpp"
-#include "sim/sim_services.hpp"
-#include "sim/simulator.hpp"
-#include "sim/trace.hpp"
+#include "sim/kernel/simulator.hpp"
+#include "sim/kernel/trace.hpp"
+#include "sim/world/fault_kinds.hpp"
+#include "sim/world/orchestrator.hpp"
+#include "sim/world/sim_disk.hpp"
+#include "sim/world/sim_log.hpp"
+#include "sim/world/sim_services.hpp"
 #include "tests/support/property.hpp"
 
 namespace rehearse {
@@ -1002,7 +1002,7 @@ TEST(ReconcileWorld, BuildsFromScenarioInputs) {
   faults[2].issues = {"ISS-1"};
   faults[2].new_instance = "orch-b";
   faults[3].kind = sim::FaultKind::restart;
-  // Each fault as the world applies it: its kind's hook (sim/fault_kinds.hpp),
+  // Each fault as the world applies it: its kind's hook (sim/world/fault_kinds.hpp),
   // here with the orchestrator as the whole world.
   sim::FaultWorld world;
   world.orchestrator = &w.orch;

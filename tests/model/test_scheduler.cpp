@@ -33,13 +33,13 @@
 #include "model/retry_policy.hpp"
 #include "model/state_store.hpp"
 #include "model/status_view.hpp"
-#include "sim/messenger.hpp"
-#include "sim/sim_disk.hpp"
-#include "sim/sim_log.hpp"
-#include "sim/sim_queue.hpp"
-#include "sim/sim_services.hpp"
-#include "sim/simulator.hpp"
-#include "sim/trace.hpp"
+#include "sim/kernel/simulator.hpp"
+#include "sim/kernel/trace.hpp"
+#include "sim/world/messenger.hpp"
+#include "sim/world/sim_disk.hpp"
+#include "sim/world/sim_log.hpp"
+#include "sim/world/sim_queue.hpp"
+#include "sim/world/sim_services.hpp"
 
 namespace rehearse::sim {
 namespace {

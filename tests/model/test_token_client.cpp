@@ -32,11 +32,11 @@
 #include "model/fetch_job.hpp"
 #include "model/real_driver.hpp"
 #include "model/system_clock.hpp"
-#include "sim/brokerage.hpp"
-#include "sim/sim_log.hpp"
-#include "sim/sim_services.hpp"
-#include "sim/simulator.hpp"
-#include "sim/trace.hpp"
+#include "sim/kernel/simulator.hpp"
+#include "sim/kernel/trace.hpp"
+#include "sim/world/brokerage.hpp"
+#include "sim/world/sim_log.hpp"
+#include "sim/world/sim_services.hpp"
 #include "tests/support/property.hpp"
 
 namespace rehearse::sim {

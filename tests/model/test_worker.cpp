@@ -20,13 +20,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/messenger.hpp"
-#include "sim/sim_disk.hpp"
-#include "sim/sim_log.hpp"
-#include "sim/sim_queue.hpp"
-#include "sim/sim_services.hpp"
-#include "sim/simulator.hpp"
-#include "sim/trace.hpp"
+#include "sim/kernel/simulator.hpp"
+#include "sim/kernel/trace.hpp"
+#include "sim/world/messenger.hpp"
+#include "sim/world/sim_disk.hpp"
+#include "sim/world/sim_log.hpp"
+#include "sim/world/sim_queue.hpp"
+#include "sim/world/sim_services.hpp"
 
 namespace rehearse::sim {
 namespace {
@@ -205,9 +205,10 @@ std::string source(const char* path) {
 
 TEST(Worker, TheSimulatedWorldDoesNotAssembleTheWorker) {
   for (const char* file :
-       {"sim/world.cpp", "sim/world_detail.hpp", "sim/world_faults.cpp", "sim/world_crashes.cpp",
-        "sim/world_processes.cpp", "sim/world_observe.cpp", "sim/world_run.cpp",
-        "sim/world_runners.cpp", "sim/world.hpp"}) {
+       {"sim/world/world.cpp", "sim/world/world_detail.hpp", "sim/world/world_faults.cpp",
+        "sim/world/world_crashes.cpp", "sim/world/world_processes.cpp",
+        "sim/world/world_observe.cpp", "sim/world/world_run.cpp", "sim/world/world_runners.cpp",
+        "sim/world/world.hpp"}) {
     const std::string text = source(file);
     ASSERT_FALSE(text.empty()) << file;
     for (const char* word :

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/fault_kinds.hpp"
 #include "sim/testing/generators.hpp"
+#include "sim/world/fault_kinds.hpp"
 #include "tests/support/property.hpp"
 
 // (after rapidcheck.h, which it needs)

@@ -2,7 +2,7 @@
 // and does something else, so only a witness that reads the world's own facts
 // (not the core's log) catches it. Like seed_bugs.hpp, linked into test
 // binaries only and plugged in through RunOptions::runner_factory
-// (sim/world.hpp); model/ has no switch for them.
+// (sim/world/world.hpp); model/ has no switch for them.
 #pragma once
 
 #include <memory>
@@ -48,7 +48,7 @@ std::unique_ptr<JobRunner> make_skip_as_failure_group_job(std::unique_ptr<JobRun
 // The worker's queue port with a lie about time: the scheduler logs the
 // instants the rule wants (retry_scheduled's next_retry_at, slot_due), the
 // queue receives others. Plugged in through RunOptions::worker_ports
-// (sim/world.hpp); the world's own queue records what it really received.
+// (sim/world/world.hpp); the world's own queue records what it really received.
 //  - shorter_retries: every retry is queued `shift_ms` earlier than the
 //    scheduler chose (the log keeps the policy's delay): retries_bounded;
 //  - late_slots: every regular slot is queued due `shift_ms` after its

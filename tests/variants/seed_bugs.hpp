@@ -5,11 +5,11 @@
 // They live under tests/ and are linked into test binaries only; model/ has
 // no switch that turns any of them on. Each is a JobRunner (or wraps the
 // core's) that a test plugs into the world through RunOptions::runner_factory
-// (sim/world.hpp), so the rest of the world -- scheduler, store, queue,
+// (sim/world/world.hpp), so the rest of the world -- scheduler, store, queue,
 // services, monitors -- is the real one.
 //
 // This header names the delivery ledger by a forward declaration only, to
-// keep what a test sees narrow (sim/world_runners.hpp does the same).
+// keep what a test sees narrow (sim/world/world_runners.hpp does the same).
 #pragma once
 
 #include <memory>
@@ -48,7 +48,7 @@ std::unique_ptr<JobRunner> make_swallowing_group_job(std::unique_ptr<JobRunner> 
 // queried again instead of ending DESIGN_FAILED. (The trace still shows the
 // orchestrator's real 404: the decorator sits inside the process.)
 // `config` is the one the world gives the core's job (reconcile_config_from,
-// sim/orchestrator.hpp), so the variant keeps its items in the same store.
+// sim/world/orchestrator.hpp), so the variant keeps its items in the same store.
 std::unique_ptr<JobRunner> make_transient_404_reconcile_job(Clock& clock, Services& services,
                                                             Log& log, Disk& disk, Environment env,
                                                             ReconcileConfig config);
@@ -65,7 +65,7 @@ std::unique_ptr<JobRunner> make_sticky_token_fetch_job(Clock& clock, Services& s
 // The seed 004 family (docs/semantics.md §0, incident 004): a state store or
 // scheduler that loses or bends the retry bookkeeping. Each is a decorator
 // over the core's StateStore, plugged in through RunOptions::store_decorator
-// (sim/world.hpp -> WorkerOptions::store_decorator, model/worker.hpp), built
+// (sim/world/world.hpp -> WorkerOptions::store_decorator, model/worker.hpp), built
 // at every open of the worker; the scheduler above it is the core's, the
 // store below it writes the files.
 enum class StoreBug : unsigned char {

@@ -20,17 +20,17 @@
 #include "model/retry_policy.hpp"
 #include "model/scheduler.hpp"
 #include "model/state_store.hpp"
-#include "sim/messenger.hpp"
-#include "sim/model_api.hpp"
-#include "sim/monitors.hpp"
-#include "sim/sim_disk.hpp"
-#include "sim/sim_log.hpp"
-#include "sim/sim_queue.hpp"
-#include "sim/sim_services.hpp"
-#include "sim/simulator.hpp"
-#include "sim/trace.hpp"
-#include "sim/world_facts.hpp"
-#include "tests/sim/fleet_twin.hpp"
+#include "sim/kernel/simulator.hpp"
+#include "sim/kernel/trace.hpp"
+#include "sim/monitors/monitor_set.hpp"
+#include "sim/world/messenger.hpp"
+#include "sim/world/model_api.hpp"
+#include "sim/world/sim_disk.hpp"
+#include "sim/world/sim_log.hpp"
+#include "sim/world/sim_queue.hpp"
+#include "sim/world/sim_services.hpp"
+#include "sim/world/world_facts.hpp"
+#include "tests/sim/world/fleet_twin.hpp"
 
 namespace rehearse::sim::monitor_test {
 
@@ -199,7 +199,7 @@ inline std::string conclusions(const Outcome& o) {
 inline bool fired(const Outcome& o, const std::string& invariant, const std::string& text);
 
 // Every script is judged twice: as written, and with its jobs as a fleet's
-// (tests/sim/fleet_twin.hpp: finished slots kept compactly, no slot history);
+// (tests/sim/world/fleet_twin.hpp: finished slots kept compactly, no slot history);
 // the conclusions must be the same.
 inline Outcome run(const Script& script, const Scenario& scenario, TimeMs until = kUntil,
                    std::vector<std::string> secrets = {}) {

@@ -187,7 +187,7 @@ RealRun run_real_world(const json& core_policy, TimeMs outage_until) {
 
   MonitorSet monitors(sc);
   std::vector<Violation> seen;
-  // The state store as the world reads it (sim/world_facts.hpp), as the
+  // The state store as the world reads it (sim/world/world_facts.hpp), as the
   // world runner records it.
   DurableStateReader state_reader("/srv/state");
   trace.add_listener([&](const TraceEvent& e, std::size_t i) {

@@ -1,1 +1,0 @@
-int rehearse_sim_anchor = 0;

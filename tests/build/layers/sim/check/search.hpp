@@ -1,0 +1,2 @@
+#pragma once
+inline int seeds() { return 1; }

@@ -1,0 +1,170 @@
+// Goal: the reachability points of `rehearse check --coverage`
+// (sim/check/reachability.hpp) are one table that follows the tables of job
+// kinds, policy forms, fault kinds and failure classes; each situation is
+// read from the world's records (a hand-made trace reaches it, a near one
+// does not); and every policy form the generators draw is one the core and
+// the monitors both accept.
+// Method: the table against the other tables; hand-made traces through the
+// observer; 200 draws of each form through the core's parser and the
+// monitors' reading; a bundled scenario's run.
+#include "sim/check/reachability.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "model/failure.hpp"
+#include "model/retry_policy.hpp"
+#include "sim/check/policy_draws.hpp"
+#include "sim/monitors/monitored_run.hpp"
+#include "sim/monitors/witness_policy.hpp"
+#include "sim/world/fault_kinds.hpp"
+
+namespace rehearse::sim {
+namespace {
+
+using nlohmann::json;
+
+bool has_point(const std::string& name) {
+  const auto& points = reachability_points();
+  return std::any_of(points.begin(), points.end(),
+                     [&](const ReachabilityPoint& p) { return p.name == name; });
+}
+
+TEST(Reachability, TheTableFollowsTheKindsFormsFaultsAndClasses) {
+  std::set<std::string> names;
+  for (const ReachabilityPoint& p : reachability_points()) {
+    EXPECT_TRUE(names.insert(p.name).second) << "twice: " << p.name;
+    EXPECT_FALSE(p.meaning.empty()) << p.name;
+  }
+  for (const char* kind : {"group", "fetch", "reconcile", "publish", "call"}) {
+    EXPECT_TRUE(has_point(std::string("job:") + kind)) << kind;
+  }
+  for (const char* form :
+       {"per_job", "bullmq", "auto", "temporal", "stepfunctions", "sidekiq", "celery", "k8s"}) {
+    EXPECT_TRUE(has_point(std::string("policy:") + form)) << form;
+  }
+  for (const FaultKindSpec& kind : fault_kinds()) {
+    EXPECT_TRUE(has_point("fault:" + std::string(kind.name))) << kind.name;
+  }
+  for (std::size_t i = 0; i < kFailureClassCount; ++i) {
+    EXPECT_TRUE(has_point(std::string("class:") + to_string(static_cast<FailureClass>(i))));
+  }
+}
+
+Scenario capped_world() {
+  auto s = load_scenario_json(R"({
+    "format": 1, "scenario": "capped", "start": "2026-12-07T00:00:00Z",
+    "until": "2026-12-07T04:00:00Z",
+    "services": {"billing-api": {}},
+    "jobs": [{"id": "sync", "kind": "call", "schedule": "0 1 * * *",
+              "retry_policy": {"attempts": 4, "backoff": {"type": "exponential",
+                                                          "delay": "10m", "max_delay": "15m"}},
+              "calls": [{"service": "billing-api"}]}]
+  })",
+                              "capped");
+  EXPECT_TRUE(s.ok()) << s.error().describe();
+  return *s;
+}
+
+TraceEvent retry_added(const char* t, const char* ready_at, std::uint64_t id) {
+  TraceEvent e;
+  e.t = *parse_instant(t);
+  e.type = "queue_add";
+  e.job = "sync";
+  e.slot = parse_instant("2026-12-07T01:00:00Z").value();
+  e.data = {{"id", id}, {"kind", "retry"}, {"added", true}, {"ready_at", ready_at}};
+  return e;
+}
+
+// Retry 1 waits 10m (below the 15m cap), retry 2 would wait 20m: capped at
+// 15m it reaches the point; retry 1 alone does not.
+TEST(Reachability, ARetryAtItsCapIsReachedAndOneBelowItIsNot) {
+  const Scenario s = capped_world();
+  ReachabilityObserver below(s);
+  below.observe(retry_added("2026-12-07T01:00:00Z", "2026-12-07T01:10:00Z", 2));
+  const auto reached_below = below.reached();
+  EXPECT_EQ(std::count(reached_below.begin(), reached_below.end(), "retry:capped"), 0);
+  EXPECT_EQ(std::count(reached_below.begin(), reached_below.end(), "policy:bullmq"), 1);
+  ReachabilityObserver at_cap(s);
+  at_cap.observe(retry_added("2026-12-07T01:00:00Z", "2026-12-07T01:10:00Z", 2));
+  at_cap.observe(retry_added("2026-12-07T01:10:00Z", "2026-12-07T01:25:00Z", 3));
+  const auto reached = at_cap.reached();
+  EXPECT_EQ(std::count(reached.begin(), reached.end(), "retry:capped"), 1);
+}
+
+// A takeover: another process takes the worker lock; with a retry queued and
+// not yet taken, it is a takeover with a retry pending.
+TEST(Reachability, ATakeoverWithARetryPending) {
+  const Scenario s = capped_world();
+  const auto lock = [](const char* t, int process) {
+    TraceEvent e;
+    e.t = *parse_instant(t);
+    e.type = "disk_lock";
+    e.data = {{"path", "/srv/state/worker.lock"}, {"process", process}};
+    return e;
+  };
+  ReachabilityObserver quiet(s);
+  quiet.observe(lock("2026-12-07T00:00:00Z", 1));
+  quiet.observe(lock("2026-12-07T02:00:00Z", 2));
+  auto r = quiet.reached();
+  EXPECT_EQ(std::count(r.begin(), r.end(), "worker:takeover"), 1);
+  EXPECT_EQ(std::count(r.begin(), r.end(), "worker:takeover_retry_pending"), 0);
+  ReachabilityObserver pending(s);
+  pending.observe(lock("2026-12-07T00:00:00Z", 1));
+  pending.observe(retry_added("2026-12-07T01:00:00Z", "2026-12-07T01:10:00Z", 7));
+  pending.observe(lock("2026-12-07T01:05:00Z", 2));
+  r = pending.reached();
+  EXPECT_EQ(std::count(r.begin(), r.end(), "worker:takeover_retry_pending"), 1);
+}
+
+// The core's own log lines reach nothing: the observer reads world records.
+TEST(Reachability, TheCoresLogLinesReachNothing) {
+  ReachabilityObserver o(capped_world());
+  TraceEvent e = retry_added("2026-12-07T01:00:00Z", "2026-12-07T01:10:00Z", 2);
+  e.source = EventSource::core;
+  o.observe(e);
+  EXPECT_TRUE(o.reached().empty());
+}
+
+TEST(Reachability, EveryDrawnPolicyFormIsAcceptedByTheCoreAndTheMonitors) {
+  for (const char* form : drawn_policy_forms()) {
+    Rng rng = Rng(17).derive(form);
+    for (int i = 0; i < 200; ++i) {
+      const json policy = draw_policy_in_form(form, rng);
+      auto core = parse_retry_policy(policy);
+      EXPECT_TRUE(core.ok()) << form << ": " << policy.dump() << ": "
+                             << (core.ok() ? "" : core.error().describe());
+      bool judged = false;
+      const WitnessPolicy witness = read_policy(policy, false, &judged);
+      EXPECT_TRUE(witness.valid && judged)
+          << form << ": " << policy.dump() << ": " << witness.why_invalid;
+      if (core.ok() && witness.valid) {
+        EXPECT_EQ(core->max_retries, witness.retries_max) << form;
+      }
+    }
+  }
+}
+
+TEST(Reachability, TheBundledPolicyFormsScenarioReachesEverySystemsForm) {
+  auto s =
+      load_scenario_file(std::string(REHEARSE_SOURCE_DIR) + "/scenarios/policy-forms-outage.json");
+  ASSERT_TRUE(s.ok()) << s.error().describe();
+  ReachabilityObserver o(*s);
+  RunOptions options;
+  options.trace_sink = [&o](const TraceEvent& e, std::size_t) { o.observe(e); };
+  auto run = run_scenario(*s, options);
+  ASSERT_TRUE(run.ok());
+  const auto r = o.reached();
+  for (const char* point :
+       {"policy:temporal", "policy:stepfunctions", "policy:sidekiq", "policy:celery", "policy:k8s",
+        "policy:bullmq", "retry:capped", "retry:jittered", "retry:exhausted", "retry:recovered",
+        "job:call", "class:provider_5xx", "fault:http_errors"}) {
+    EXPECT_EQ(std::count(r.begin(), r.end(), point), 1) << point;
+  }
+}
+
+}  // namespace
+}  // namespace rehearse::sim
