@@ -245,13 +245,6 @@ void Trace::dispatch_streamed(TraceEvent e) {
   dispatching_ = false;
 }
 
-void Trace::drop_events() {
-  std::vector<TraceEvent>().swap(events_);
-  std::deque<std::size_t>().swap(pending_);
-  std::deque<TraceEvent>().swap(pending_events_);
-  dispatching_ = false;
-}
-
 Trace Trace::take() {
   Trace out(keep_);
   out.events_ = std::move(events_);

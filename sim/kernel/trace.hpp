@@ -92,9 +92,6 @@ class Trace {
   // The recorded events and hash in a Trace of their own, without listeners
   // (this one is left empty).
   Trace take();
-  // Lets go of the kept events and of any event still being handed out (a
-  // listener that failed, e.g. out of memory); size() and hash() stay.
-  void drop_events();
 
   // Running hash over the JSON Lines bytes (each line plus '\n').
   std::uint64_t hash() const noexcept { return hash_; }
