@@ -5,6 +5,8 @@
 #include <map>
 #include <utility>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 namespace {
 
@@ -380,8 +382,12 @@ std::vector<TimelineEntry> timeline_entries(const std::vector<TraceEvent>& event
         entry->mark == Mark::recovered) {
       announced[{entry->lane, e.type}] = out.size();
     }
+    // Entries follow the trace: indices increase, time never goes back.
+    REHEARSE_ASSERT_EQ(entry->index, i);
+    REHEARSE_ASSERT(out.empty() || (out.back().index < i && out.back().t <= entry->t));
     out.push_back(std::move(*entry));
   }
+  REHEARSE_ASSERT_LE(out.size(), events.size());
   return out;
 }
 

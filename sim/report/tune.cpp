@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "model/assert.hpp"
 #include "model/cron.hpp"
 #include "sim/kernel/rng.hpp"
 #include "sim/monitors/monitored_run.hpp"
@@ -224,6 +225,8 @@ void wilson_interval(int k, int n, double& low, double& high) {
   // rounding must not break that.
   low = k == 0 ? 0.0 : std::clamp(centre - half, 0.0, p);
   high = k == n ? 1.0 : std::clamp(centre + half, p, 1.0);
+  // The interval holds the observed share and stays a probability.
+  REHEARSE_ASSERT(0.0 <= low && low <= p && p <= high && high <= 1.0);
 }
 
 namespace {
@@ -433,6 +436,7 @@ DurationMs draw_length(const OutageDistribution& d, std::size_t run, Rng& rng) {
     case OutageShape::uniform: return rng.next_in(d.low_ms, d.high_ms);
     case OutageShape::lognormal: break;
   }
+  REHEARSE_ASSERT(d.low_ms > 0 && d.low_ms <= d.high_ms);
   // low and high are the 5th and 95th percentiles: z = 1.645.
   const double mu =
       (std::log(static_cast<double>(d.low_ms)) + std::log(static_cast<double>(d.high_ms))) / 2;
@@ -456,6 +460,11 @@ OutageSample draw_sample(const TuneOptions& options, const JobFacts& job, std::s
   auto next = job.schedule.next_after(s.slot_ms);
   s.next_slot_ms = next ? *next : kMaxInstantMs;
   s.world_seed = rng.next_u64();
+  // The outage is in progress at the slot (begun at least 1 s before it) and
+  // the next slot comes after it.
+  REHEARSE_ASSERT_GT(s.length_ms, 0);
+  REHEARSE_ASSERT_LT(s.start_ms, s.slot_ms);
+  REHEARSE_ASSERT_GT(s.next_slot_ms, s.slot_ms);
   return s;
 }
 
@@ -522,6 +531,9 @@ RunMetrics measure(const ScenarioRunResult& r, const JobFacts& job, const Outage
       }
     }
   }
+  // Recovery is measured from the slot: never before it.
+  REHEARSE_ASSERT(!m.recovered || m.ttr_ms >= 0);
+  REHEARSE_ASSERT_GE(m.extra_calls, 0);
   return m;
 }
 
@@ -559,6 +571,11 @@ TuneRow aggregate(const TunePolicy& policy, const std::vector<RunMetrics>& runs)
   row.extra_calls = calls / n;
   row.queue_delay_ms = delay / n;
   row.next_slot_overrun = overruns / n;
+  // Every run counted once; the percentiles ordered.
+  REHEARSE_ASSERT_LE(row.recovered, row.runs);
+  REHEARSE_ASSERT_EQ(ttr.size(), static_cast<std::size_t>(row.recovered));
+  REHEARSE_ASSERT(!row.ttr_p50_ms || *row.ttr_p50_ms <= *row.ttr_p95_ms);
+  REHEARSE_ASSERT(0.0 <= row.next_slot_overrun && row.next_slot_overrun <= 1.0);
   return row;
 }
 
@@ -574,6 +591,7 @@ bool dominates(const TuneRow& a, const TuneRow& b) {
 }
 
 void mark_front(TuneResult& result) {
+  REHEARSE_ASSERT_LT(result.current, result.rows.size());
   for (TuneRow& row : result.rows) {
     row.pareto = std::none_of(result.rows.begin(), result.rows.end(),
                               [&](const TuneRow& other) { return dominates(other, row); });
@@ -585,6 +603,9 @@ void mark_front(TuneResult& result) {
     if (dominates(row, current)) result.dominating.push_back(i);
     if (row.recovered > current.recovered) result.front_above.push_back(i);
   }
+  // Domination is a strict order, so some row is never dominated.
+  REHEARSE_ASSERT(std::any_of(result.rows.begin(), result.rows.end(),
+                              [](const TuneRow& row) { return row.pareto; }));
 }
 
 // Runs `total` jobs on `threads` threads; each index is run exactly once.
@@ -616,6 +637,8 @@ void run_parallel(std::size_t total, int threads, const std::function<void(std::
     }
   }
   for (auto& t : pool) t.join();
+  // Each index was taken by exactly one thread.
+  REHEARSE_ASSERT_EQ(done.load(), total);
   if (progress) progress(total, total);
 }
 
