@@ -9,7 +9,7 @@
 //
 // A failed comparison names the expression, both operands' values (fmt, or
 // the underlying integer of an enum) and file:line, e.g.
-//   assertion failed: next > t (next = 1700000000000, t = 1700000060000) at model/cron.cpp:812
+//   assertion failed: next > t (next = 5, t = 7) at model/cron_match.cpp:221
 // Integers of different signedness compare by value (std::cmp_less...), so
 // a negative int is never "greater" than a size_t.
 //
@@ -34,10 +34,10 @@ namespace rehearse {
 struct AssertionFailure {
   std::string expression;  // as written, e.g. "next > t"
   std::string operands;    // "next = 5, t = 7"; empty for REHEARSE_ASSERT
-  std::string file;        // from the source root: "model/cron.cpp"
+  std::string file;        // from the source root: "model/cron_match.cpp"
   int line = 0;
 
-  // "assertion failed: next > t (next = 5, t = 7) at model/cron.cpp:812"
+  // "assertion failed: next > t (next = 5, t = 7) at model/cron_match.cpp:221"
   std::string describe() const;
 };
 
@@ -67,7 +67,7 @@ class AssertionHandlerScope {
 
 namespace assert_detail {
 
-// "source/root/model/cron.cpp" -> "model/cron.cpp" (stable across checkouts).
+// "source/root/model/cron_match.cpp" -> "model/cron_match.cpp" (stable across checkouts).
 std::string source_relative(const char* file);
 
 [[noreturn]] void fail(std::string expression, std::string operands, const char* file, int line);

@@ -100,7 +100,7 @@ struct ScheduleFacts {
   std::string expression;
   bool low_frequency = false;
 };
-// Inline so that code which never meets "auto" does not need cron.cpp linked.
+// Inline so that code which never meets "auto" does not need model/cron_*.cpp linked.
 inline ScheduleFacts schedule_facts(const CronSchedule& schedule) {
   return ScheduleFacts{schedule.source(), schedule.is_low_frequency()};
 }
