@@ -82,7 +82,7 @@ TEST(AssertInRunDeathTest, OutsideARunTheDefaultHandlerAborts) {
 // --- The real core in the world: a queue port that breaks its contract.
 // JobQueue::finish returns one outbox id per message handed to it; this
 // queue drops the last one. The scheduler asserts the count before it pairs
-// ids with messages (model/scheduler.cpp, apply_effects), so the run ends
+// ids with messages (model/scheduler_outcome.cpp, apply_effects), so the run ends
 // there: assertion_failed, not a monitor message later.
 class ShortIdsQueue final : public JobQueue {
  public:
@@ -156,7 +156,7 @@ TEST(AssertInRun, CoreAssertionIsReportedWithTheReplayCommand) {
   EXPECT_EQ(run->outcome, RunOutcome::assertion_failed);
   EXPECT_TRUE(contains(run->outcome_message,
                        "assertion failed: ids->size() == messages.size() (ids->size() = 0, "
-                       "messages.size() = 1) at model/scheduler.cpp:"))
+                       "messages.size() = 1) at model/scheduler_outcome.cpp:"))
       << run->outcome_message;
   EXPECT_LT(run->end_ms, scenario.until_ms);  // stopped at the cause
 
@@ -166,7 +166,7 @@ TEST(AssertInRun, CoreAssertionIsReportedWithTheReplayCommand) {
   std::printf("%s", findings.c_str());  // what `rehearse run` prints after its table
   EXPECT_TRUE(contains(findings, "short-ids.json: error: the run ended with assertion_failed: "))
       << findings;
-  EXPECT_TRUE(contains(findings, "model/scheduler.cpp:")) << findings;
+  EXPECT_TRUE(contains(findings, "model/scheduler_outcome.cpp:")) << findings;
   EXPECT_TRUE(contains(findings,
                        "short-ids.json: replay: rehearse run short-ids.json --seed 42 "
                        "--trace t.jsonl"))
