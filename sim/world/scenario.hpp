@@ -473,7 +473,7 @@ const std::vector<std::string>& invariant_names();
 // The keys the loader accepts, per object kind, named like the schema's $defs
 // ("scenario" is the top level; "job" holds the keys common to all jobs and
 // "job_group" those of group jobs only; likewise "fault" and "fault_<kind>").
-// tests/sim/world/test_scenario_loader.cpp checks these against the schema file.
+// tests/sim/world/test_scenario_files.cpp checks these against the schema file.
 const std::map<std::string, std::vector<std::string>>& scenario_known_keys();
 
 }  // namespace rehearse::sim
