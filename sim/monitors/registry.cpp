@@ -1,5 +1,7 @@
 #include "sim/monitors/registry.hpp"
 
+#include "model/assert.hpp"
+
 #include "sim/monitors/bounded_run.hpp"
 #include "sim/monitors/context.hpp"
 #include "sim/monitors/deterministic.hpp"
@@ -38,6 +40,15 @@ const std::vector<MonitorFactory>& monitor_registry() {
       entry<StateDurable>(),   entry<TokenReissueBounded>(), entry<ItemQueriesBounded>(),
       entry<NoSecretLeak>(),   entry<Deterministic>(),       entry<BoundedRun>(),
   };
+  // One monitor per name of the scenario format's vocabulary, in its order.
+  static const bool kMatchesTheFormat = [] {
+    REHEARSE_ASSERT_EQ(kRegistry.size(), invariant_names().size());
+    for (std::size_t i = 0; i < kRegistry.size(); ++i) {
+      REHEARSE_ASSERT_EQ(kRegistry[i].name, invariant_names()[i]);
+    }
+    return true;
+  }();
+  (void)kMatchesTheFormat;
   return kRegistry;
 }
 
@@ -48,15 +59,6 @@ const std::vector<InvariantSpec>& invariant_specs() {
     return specs;
   }();
   return kSpecs;
-}
-
-const std::vector<std::string>& invariant_names() {
-  static const std::vector<std::string> kNames = [] {
-    std::vector<std::string> names;
-    for (const MonitorFactory& f : monitor_registry()) names.push_back(f.name);
-    return names;
-  }();
-  return kNames;
 }
 
 const std::string& invariant_summary(const std::string& name) {

@@ -1,9 +1,9 @@
-// The registry of invariant monitors: the one list of the invariants, in
-// docs/semantics.md §10's order plus bounded_run (sim/monitors/registry.cpp).
+// The registry of invariant monitors: one monitor for each name of the
+// scenario format's invariant_names() (sim/world/scenario.hpp, the layer
+// below: the loader's `expect.violations` check and the JSON Schema's enum
+// read it), in that order, which the registry asserts when it is built.
 // Each entry is taken from its monitor class (name, reads, constructor);
-// invariant_specs() and invariant_names() (sim/world/scenario.hpp: the loader's
-// `expect.violations` check and the JSON Schema's enum follow it, a test holds
-// the schema equal) are derived from it.
+// invariant_specs() is derived from it.
 #pragma once
 
 #include <string>

@@ -466,8 +466,8 @@ Result<Scenario> load_scenario_file(const std::string& path);
 const std::vector<std::string>& issue_status_names();  // todo, in_progress, ...
 const std::vector<std::string>& stage_names();         // DESIGNING, BUILDING, ...
 const std::vector<std::string>& notification_event_names();
-// For expect.violations: defined by the monitors' registry (one class per
-// invariant, sim/monitors/registry.cpp), in its order.
+// For expect.violations: every invariant a run can report, in the order the
+// monitors' registry (sim/monitors/registry.cpp) holds them.
 const std::vector<std::string>& invariant_names();
 
 // The keys the loader accepts, per object kind, named like the schema's $defs

@@ -92,6 +92,18 @@ const std::vector<std::string>& issue_status_names() {
   return kNames;
 }
 
+const std::vector<std::string>& invariant_names() {
+  // The format's vocabulary for expect.violations, in docs/semantics.md
+  // §10's order plus bounded_run. The monitors' registry (a layer above)
+  // holds one monitor per name in this order; it asserts so when it is
+  // built, and test_monitor_registry checks it.
+  static const std::vector<std::string> kNames{
+      "stage_monotonic",       "retries_bounded",  "schedule_kept", "nothing_lost",
+      "no_duplicate_delivery", "queue_discipline", "state_durable", "token_reissue_bounded",
+      "item_queries_bounded",  "no_secret_leak",   "deterministic", "bounded_run"};
+  return kNames;
+}
+
 const std::vector<std::string>& stage_names() {
   static const std::vector<std::string> kNames{"DESIGNING", "BUILDING", "REVIEWING", "DONE",
                                                "DESIGN_FAILED"};
