@@ -233,14 +233,21 @@ const std::map<std::string, KeyDrawer, std::less<>>& key_drawers() {
 
 }  // namespace
 
-// The loader's own keys of a job kind ("job_<kind>" in scenario_known_keys()).
-const std::vector<std::string>& kind_keys(JobKind kind) {
-  return scenario_known_keys().at(std::string("job_") + to_string(kind));
-}
+// The own keys of a job kind (its entry in the job kind table).
+const std::vector<std::string>& kind_keys(JobKind kind) { return job_kind_def(kind).keys; }
 
 // The kind's own keys drawn into `job` (replacing what was there); false when
-// one of them cannot be drawn in this world.
+// one of them cannot be drawn in this world. A kind with its own draw draws
+// them all; the others draw each key with the drawer of its name.
 bool draw_kind_keys(JobKind kind, Rng& rng, const JobWorld& w, json& job) {
+  if (const auto& draw = job_kind_def(kind).draw) {
+    std::optional<json> own = draw(rng, w);
+    if (!own) return false;
+    REHEARSE_ASSERT(own->is_object());
+    for (const std::string& key : kind_keys(kind)) job.erase(key);
+    job.update(*own);
+    return true;
+  }
   const json old = job;
   for (const std::string& key : kind_keys(kind)) {
     const auto drawer = key_drawers().find(key);

@@ -23,6 +23,7 @@
 #include "sim/check/policy_draws.hpp"
 #include "sim/kernel/rng.hpp"
 #include "sim/world/fault_kinds.hpp"
+#include "sim/world/job_kind_table.hpp"
 #include "sim/world/scenario.hpp"
 #include "sim/world/world.hpp"
 
@@ -31,14 +32,7 @@ namespace rehearse::sim::generate_detail {
 using nlohmann::json;
 
 // What a drawn job may name: the services, targets and issues declared.
-struct JobWorld {
-  TimeMs start_ms = 0;
-  bool model_api = false;
-  bool brokerage = false;
-  std::vector<std::string> targets;
-  std::vector<std::string> issues;
-  std::vector<std::string> user_services;
-};
+using JobWorld = JobDrawWorld;
 
 std::string draw_schedule(Rng& rng, TimeMs start_ms);
 json draw_retry_policy(Rng& rng);

@@ -386,25 +386,11 @@ namespace {
 // The service a run of the job calls first, when the world declares one that
 // can refuse it.
 std::optional<std::string> first_called_service(const Scenario& world, const JobSpec& job) {
-  const auto builtin = [&](ServiceKind kind) -> std::optional<std::string> {
-    if (!world.services.has(kind)) return std::nullopt;
-    return std::string(to_string(kind));
-  };
-  switch (job.kind) {
-    case JobKind::call:
-      if (!job.calls.empty()) return job.calls.front().service;
-      return std::nullopt;
-    case JobKind::group:
-      if (std::none_of(job.tasks.begin(), job.tasks.end(),
-                       [](const GroupTask& t) { return t.model_calls > 0; })) {
-        return std::nullopt;
-      }
-      return builtin(ServiceKind::model_api);
-    case JobKind::publish: return builtin(ServiceKind::model_api);
-    case JobKind::fetch: return builtin(ServiceKind::brokerage);
-    case JobKind::reconcile: return std::nullopt;
-  }
-  return std::nullopt;
+  const std::vector<std::string> called = job_kind_def(job.kind).services(job);
+  if (called.empty()) return std::nullopt;
+  const std::optional<ServiceKind> builtin = parse_service_kind(called.front());
+  if (builtin && !world.services.has(*builtin)) return std::nullopt;
+  return called.front();
 }
 
 }  // namespace

@@ -8,29 +8,13 @@
 #include "sim/monitors/handoff_roles.hpp"
 #include "sim/monitors/job_table.hpp"
 #include "sim/monitors/stage_rank.hpp"
+#include "sim/world/job_kind_table.hpp"
 
 namespace rehearse::sim {
 
 namespace {
 
 constexpr DurationMs kPeriodHorizonMs = 400 * kDayMs;
-
-// Calls one run of the job makes at most (besides retries): what its
-// allowance is counted in.
-std::int64_t calls_per_run(const JobSpec& job) {
-  switch (job.kind) {
-    case JobKind::group: {
-      std::int64_t n = 0;
-      for (const GroupTask& t : job.tasks) n += t.model_calls;
-      return n + static_cast<std::int64_t>(job.targets.size());
-    }
-    case JobKind::fetch: return 2 * job.requests + 1;  // a reissue per request, the token
-    case JobKind::reconcile: return 3 * static_cast<std::int64_t>(job.items.size()) + 1;
-    case JobKind::publish: return static_cast<std::int64_t>(job.targets.size()) + 1;
-    case JobKind::call: return static_cast<std::int64_t>(job.calls.size());
-  }
-  return 1;
-}
 
 // The longest a call may take: the slowest service's timeout plus latency.
 DurationMs slowest_call_ms(const Scenario& s) {
@@ -50,15 +34,14 @@ DurationMs slowest_call_ms(const Scenario& s) {
 // every retry's largest delay.
 DurationMs chain_ms(const JobSpec& spec, const MonitoredJob& job, DurationMs call_ms) {
   const int retries = job.policy.valid ? job.policy.retries_max : 0;
-  DurationMs total = (retries + 1) * (calls_per_run(spec) + 1) * call_ms;
+  DurationMs total = (retries + 1) * (job_kind_def(spec.kind).calls_per_run(spec) + 1) * call_ms;
   // Past the settle cap the exact length no longer matters (and a thousand
   // saturated delays would overflow).
   for (int n = 1; n <= retries && total <= kMaxSettleMs; ++n) {
     total += std::min(job.policy.max_delay_ms(n), kMaxSettleMs + 1);
   }
-  // A reconcile item's own backoff and config deferral reach one hour
-  // (docs/reconcile.md): an item failed by the last fault waits that long.
-  if (spec.kind == JobKind::reconcile) total += kHourMs;
+  // Work the kind defers itself (a reconcile item's own backoff) waits on.
+  total += job_kind_def(spec.kind).settle_ms;
   return total;
 }
 
@@ -182,7 +165,8 @@ bool job_runs_after_deferral(const Scenario& s, const std::string& job_id, TimeM
   const std::int64_t batch = spec->batch_size.value_or(0);
   const std::int64_t rounds =
       batch > 0 ? std::max<std::int64_t>(1, (items + batch - 1) / batch) : 1;
-  const DurationMs allowance = (calls_per_run(*spec) + 1) * slowest_call_ms(s);
+  const DurationMs allowance =
+      (job_kind_def(spec->kind).calls_per_run(*spec) + 1) * slowest_call_ms(s);
   const TimeMs from = last + kHourMs - 1;
   const TimeMs to = s.until_ms - allowance;
   if (to <= from) return false;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "model/assert.hpp"
+#include "sim/world/job_kind_table.hpp"
 
 namespace rehearse::sim {
 
@@ -13,7 +14,7 @@ JobTable::JobTable(const Scenario& scenario) {
   for (const JobSpec& spec : scenario.jobs) {
     MonitoredJob w;
     w.id = spec.id;
-    w.delivers = spec.kind == JobKind::group || spec.kind == JobKind::publish;
+    w.delivers = job_kind_def(spec.kind).delivers;
     const auto expected = scenario.expect.jobs.find(spec.id);
     w.slot_history = !spec.from_fleet ||
                      (expected != scenario.expect.jobs.end() && expected->second.slots.has_value());

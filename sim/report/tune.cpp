@@ -12,6 +12,7 @@
 #include "model/cron.hpp"
 #include "sim/kernel/rng.hpp"
 #include "sim/monitors/monitored_run.hpp"
+#include "sim/world/job_kind_table.hpp"
 
 namespace rehearse::sim {
 
@@ -254,24 +255,8 @@ struct JobFacts {
 // services. The messenger is not among them (its outage is messenger_down).
 std::vector<Provider> breakable_services(const JobSpec& spec) {
   std::vector<Provider> out;
-  const auto builtin = [&](ServiceKind kind) { out.push_back({kind, to_string(kind)}); };
-  switch (spec.kind) {
-    case JobKind::group:
-      if (std::any_of(spec.tasks.begin(), spec.tasks.end(),
-                      [](const GroupTask& t) { return t.model_calls > 0; })) {
-        builtin(ServiceKind::model_api);
-      }
-      break;
-    case JobKind::publish: builtin(ServiceKind::model_api); break;
-    case JobKind::fetch: builtin(ServiceKind::brokerage); break;
-    case JobKind::reconcile: break;
-    case JobKind::call:
-      for (const JobSpec::Call& call : spec.calls) {
-        const bool seen = std::any_of(out.begin(), out.end(),
-                                      [&](const Provider& p) { return p.name == call.service; });
-        if (!seen) out.push_back({parse_service_kind(call.service), call.service});
-      }
-      break;
+  for (const std::string& name : job_kind_def(spec.kind).services(spec)) {
+    out.push_back({parse_service_kind(name), name});
   }
   return out;
 }

@@ -11,6 +11,7 @@
 
 #include "model/agent_roles.hpp"
 #include "sim/world/fault_kinds.hpp"
+#include "sim/world/job_kind_table.hpp"
 #include "sim/world/world.hpp"
 
 namespace rehearse::testing {
@@ -422,6 +423,38 @@ rc::Gen<json> reconcile_keys(const WorldPlan& w) {
                       });
 }
 
+// What the plan's worlds offer a kind that draws its own keys: every built-in
+// service is declared for it (services_for) and the plan's user services.
+sim::JobDrawWorld draw_world(const WorldPlan& w) {
+  sim::JobDrawWorld out;
+  out.start_ms = *parse_instant(kGeneratedStart);
+  out.model_api = true;
+  out.brokerage = true;
+  out.targets = w.targets;
+  out.user_services = w.user_services;
+  return out;
+}
+
+// A kind added to the job kind table draws its own keys, from a seed the
+// property shrinks; a world it cannot use is not drawn.
+rc::Gen<json> own_draw(sim::JobKind kind, const WorldPlan& w) {
+  using Drawn = std::optional<json>;
+  const sim::JobDrawWorld world = draw_world(w);
+  const rc::Gen<Drawn> drawn =
+      rc::gen::map(rc::gen::arbitrary<std::uint64_t>(), [kind, world](std::uint64_t seed) {
+        sim::Rng rng(seed);
+        return sim::job_kind_def(kind).draw(rng, world);
+      });
+  return rc::gen::map(rc::gen::suchThat(drawn, [](const Drawn& d) { return d.has_value(); }),
+                      [](const Drawn& d) { return *d; });
+}
+
+// Whether a job is of a kind the world's own services do not know.
+bool added_kind(const json& job) {
+  const auto kind = sim::find_job_kind_named(job.at("kind").get<std::string>());
+  return kind && static_cast<std::size_t>(*kind) > static_cast<std::size_t>(sim::JobKind::call);
+}
+
 // The keys of one job kind, besides the common ones (docs/scenario-format.md).
 rc::Gen<json> kind_keys(sim::JobKind kind, const WorldPlan& w) {
   switch (kind) {
@@ -442,8 +475,8 @@ rc::Gen<json> kind_keys(sim::JobKind kind, const WorldPlan& w) {
       });
     case sim::JobKind::call:
       return rc::gen::map(call_list(w), [](const json& calls) { return json{{"calls", calls}}; });
+    default: return own_draw(kind, w);
   }
-  return rc::gen::just(json::object());
 }
 
 // The kinds this build's world runs (of `allowed`, when not empty).
@@ -452,7 +485,8 @@ std::vector<sim::JobKind> job_kinds(const std::vector<std::string>& allowed) {
   for (const sim::JobKind kind : sim::all_job_kinds()) {
     const bool wanted = allowed.empty() || std::find(allowed.begin(), allowed.end(),
                                                      sim::to_string(kind)) != allowed.end();
-    if (wanted && sim::world_supports(kind)) out.push_back(kind);
+    const bool drawable = kind <= sim::JobKind::call || sim::job_kind_def(kind).draw;
+    if (wanted && drawable && sim::world_supports(kind)) out.push_back(kind);
   }
   if (out.empty()) throw std::invalid_argument("gen::scenario: no job kind to draw from");
   return out;
@@ -527,8 +561,14 @@ json services_for(const WorldPlan& w, const std::vector<json>& jobs) {
     }
     s["orchestrator"] = {{"issues", issues}, {"agents", agents}};
   }
-  if (uses(jobs, sim::JobKind::call)) {
+  const bool added = std::any_of(jobs.begin(), jobs.end(), added_kind);
+  if (uses(jobs, sim::JobKind::call) || added) {
     for (const std::string& name : w.user_services) s[name] = json::object();
+  }
+  if (added) {  // what draw_world offers such a kind
+    if (!s.contains("model-api")) s["model-api"] = json::object();
+    if (!s.contains("brokerage"))
+      s["brokerage"] = {{"token_lifetime", fmt::format("{}h", w.token_hours)}};
   }
   return s;
 }

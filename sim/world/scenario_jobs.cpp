@@ -21,7 +21,8 @@ void Loader::load_job(const json& v, const std::string& pointer) {
   load_job_common(v, pointer, kind, job);
   if (!kind) return;
   job.kind = *kind;
-  (this->*job_kinds()[static_cast<std::size_t>(*kind)].load)(v, pointer, job);
+  LoaderJobKeys keys(*this, v, job);
+  job_kind_def(*kind).read(keys, job);
   scenario_.jobs.push_back(std::move(job));
 }
 
@@ -29,8 +30,9 @@ void Loader::load_job(const json& v, const std::string& pointer) {
 // another kind are refused with what they belong to.
 std::optional<JobKind> Loader::load_job_kind(const json& v, const std::string& pointer) {
   std::optional<JobKind> kind;
+  const std::vector<JobKindDef>& kinds = job_kind_table();
   std::vector<std::string> names;
-  for (const ScenarioJobKind& spec : job_kinds()) names.emplace_back(spec.name);
+  for (const JobKindDef& spec : kinds) names.push_back(spec.name);
   if (const json* k = require(v, pointer, "kind", "one of: " + join(names))) {
     if (auto i = read_name(*k, child(pointer, "kind"), names, "job kind")) {
       kind = static_cast<JobKind>(*i);
@@ -38,8 +40,8 @@ std::optional<JobKind> Loader::load_job_kind(const json& v, const std::string& p
   }
   std::vector<std::string> allowed = keys_of("job");
   std::map<std::string, std::string> elsewhere;
-  for (std::size_t k = 0; k < job_kinds().size(); ++k) {
-    const auto& specific = job_kinds()[k].keys;
+  for (std::size_t k = 0; k < kinds.size(); ++k) {
+    const auto& specific = kinds[k].keys;
     const bool mine = !kind || static_cast<std::size_t>(*kind) == k;
     for (const auto& key : specific) {
       if (mine) {
@@ -126,167 +128,6 @@ void Loader::load_job_common(const json& v, const std::string& pointer, std::opt
   }
 }
 
-// A publish job's own key: where its posts go. Each run asks the model API
-// for the post (model/publish_job.hpp), so the world must have it.
-void Loader::load_publish(const json& v, const std::string& pointer, JobSpec& job) {
-  require_service(ServiceKind::model_api, pointer, fmt::format("publish job '{}'", job.id));
-  if (const json* t = require(v, pointer, "targets", "a non-empty array of messenger targets")) {
-    job.targets = load_targets(*t, child(pointer, "targets"), true);
-  }
-}
-
-// A call job's own key: the calls of one run.
-void Loader::load_call_job(const json& v, const std::string& pointer, JobSpec& job) {
-  if (const json* c = require(v, pointer, "calls", "a non-empty list of calls")) {
-    load_calls(*c, child(pointer, "calls"), job);
-  }
-}
-
-void Loader::load_fetch(const json& v, const std::string& pointer, JobSpec& job) {
-  const std::string who = fmt::format("job '{}'", job.id.empty() ? pointer : job.id);
-  if (const json* s = field(v, "service")) {
-    const std::string at = child(pointer, "service");
-    if (read_name(*s, at, {"brokerage"}, "fetch service")) {
-      require_service(ServiceKind::brokerage, at, who);
-    }
-  } else {
-    require_service(ServiceKind::brokerage, pointer, who);
-  }
-  if (const json* r = field(v, "requests")) {
-    if (auto n = read_int(*r, child(pointer, "requests"), 1, 1000)) {
-      job.requests = static_cast<int>(*n);
-    }
-  }
-  if (const json* p = field(v, "parallel")) {
-    if (auto b = read_bool(*p, child(pointer, "parallel"))) job.parallel = *b;
-  }
-}
-
-void Loader::load_group(const json& v, const std::string& pointer, JobSpec& job) {
-  bool calls_model = false;
-  if (const json* list = require(v, pointer, "tasks", "a non-empty array of tasks")) {
-    const std::string at = child(pointer, "tasks");
-    if (expect_array(*list, at, "a list of tasks", true, 100)) {
-      for (std::size_t n = 0; n < list->size(); ++n) {
-        const std::string tp = child(at, n);
-        const json& entry = (*list)[n];
-        if (!expect_object(entry, tp, "a task")) continue;
-        check_keys(entry, tp, keys_of("task"));
-        GroupTask task;
-        bool ok = true;
-        if (const json* id = require(entry, tp, "id", "the task id")) {
-          auto s = read_identifier(*id, child(tp, "id"), "task id");
-          const bool duplicate = s && std::any_of(job.tasks.begin(), job.tasks.end(),
-                                                  [&](const GroupTask& t) { return t.id == *s; });
-          if (duplicate) value_error(child(tp, "id"), fmt::format("duplicate task id '{}'", *s));
-          if (s && !duplicate) {
-            task.id = *s;
-          } else {
-            ok = false;
-          }
-        } else {
-          ok = false;
-        }
-        if (const json* p = require(entry, tp, "produces", "one of: summary, preview, skip")) {
-          if (auto i = read_name(*p, child(tp, "produces"), to_vector(kTaskOutputNames),
-                                 "task output")) {
-            task.produces = static_cast<TaskOutput>(*i);
-          } else {
-            ok = false;
-          }
-        } else {
-          ok = false;
-        }
-        // A task that skips usually decides so without asking the model.
-        task.model_calls = task.produces == TaskOutput::skip ? 0 : 1;
-        if (const json* c = field(entry, "model_calls")) {
-          if (auto k = read_int(*c, child(tp, "model_calls"), 0, 100)) {
-            task.model_calls = static_cast<int>(*k);
-          }
-        }
-        if (task.model_calls > 0) calls_model = true;
-        if (ok) job.tasks.push_back(task);
-      }
-    }
-  }
-  if (calls_model) {
-    require_service(ServiceKind::model_api, child(pointer, "tasks"),
-                    fmt::format("group job '{}'", job.id));
-  }
-  if (const json* t = require(v, pointer, "targets", "a non-empty array of messenger targets")) {
-    job.targets = load_targets(*t, child(pointer, "targets"), true);
-  }
-}
-
-void Loader::load_reconcile(const json& v, const std::string& pointer, JobSpec& job) {
-  const bool has_orchestrator = require_service(ServiceKind::orchestrator, pointer,
-                                                fmt::format("reconcile job '{}'", job.id));
-  if (const json* list = require(v, pointer, "items", "a non-empty array of items")) {
-    const std::string at = child(pointer, "items");
-    if (expect_array(*list, at, "a list of items", true)) {
-      for (std::size_t n = 0; n < list->size(); ++n) {
-        const std::string ip = child(at, n);
-        const json& entry = (*list)[n];
-        if (!expect_object(entry, ip, "an item")) continue;
-        check_keys(entry, ip, keys_of("item"));
-        ReconcileItem item;
-        bool ok = true;
-        if (const json* s = field(entry, "stage")) {
-          if (auto k = read_name(*s, child(ip, "stage"), stage_names(), "stage")) {
-            item.stage = stage_names()[*k];
-          }
-        }
-        if (const json* l = field(entry, "lost")) {
-          if (auto b = read_bool(*l, child(ip, "lost"))) item.lost = *b;
-        }
-        if (const json* is = require(entry, ip, "issue", "the external issue id")) {
-          const std::string isp = child(ip, "issue");
-          auto s = read_identifier(*is, isp, "issue id");
-          if (s && std::any_of(job.items.begin(), job.items.end(),
-                               [&](const ReconcileItem& i) { return i.issue == *s; })) {
-            value_error(isp, fmt::format("duplicate item '{}' in this job", *s));
-            s.reset();
-          }
-          if (s && has_orchestrator) {
-            const bool known =
-                std::find(issue_ids_.begin(), issue_ids_.end(), *s) != issue_ids_.end();
-            if (item.lost && known) {
-              value_error(isp, fmt::format("item '{}' is declared lost, but the orchestrator "
-                                           "has an issue '{}' at start; remove one of the two",
-                                           *s, *s));
-              s.reset();
-            } else if (!item.lost && !known) {
-              std::string message = fmt::format(
-                  "unknown issue '{}' (not in /services/orchestrator/issues; an issue already "
-                  "gone at start needs \"lost\": true)",
-                  *s);
-              if (const auto near = closest(*s, issue_ids_)) {
-                message += fmt::format("; did you mean '{}'?", *near);
-              }
-              reference_error(isp, std::move(message));
-              s.reset();
-            }
-          }
-          if (s) {
-            item.issue = *s;
-            item_issues_.push_back(*s);
-          } else {
-            ok = false;
-          }
-        } else {
-          ok = false;
-        }
-        if (ok) job.items.push_back(item);
-      }
-    }
-  }
-  if (const json* b = field(v, "batch_size")) {
-    if (auto n = read_int(*b, child(pointer, "batch_size"), 1, 10'000)) {
-      job.batch_size = static_cast<int>(*n);
-    }
-  }
-}
-
 // The `fleet` block (sim/world/fleet.hpp): read and checked there, generated from
 // the scenario's seed; the jobs, services and faults join the listed ones.
 void Loader::load_fleet(const json& v, const std::string& pointer) {
@@ -322,83 +163,73 @@ void Loader::load_fleet(const json& v, const std::string& pointer) {
   fleet_faults_ = std::move(fleet.faults);  // after the listed faults
 }
 
-// The table of job kinds (the loader's keys and readers follow from it).
-const std::vector<ScenarioJobKind>& Loader::job_kinds() {
-  static const std::vector<ScenarioJobKind> kKinds = [] {
-    std::vector<ScenarioJobKind> kinds{
-        {JobKind::group,
-         "group",
-         {"tasks", "targets"},
-         SideEffectKind::draft,
-         true,
-         &Loader::load_group},
-        {JobKind::fetch,
-         "fetch",
-         {"service", "requests", "parallel"},
-         SideEffectKind::none,
-         false,
-         &Loader::load_fetch},
-        {JobKind::reconcile,
-         "reconcile",
-         {"items", "batch_size"},
-         SideEffectKind::none,
-         true,
-         &Loader::load_reconcile},
-        {JobKind::publish,
-         "publish",
-         {"targets"},
-         SideEffectKind::publish,
-         true,
-         &Loader::load_publish},
-        {JobKind::call, "call", {"calls"}, SideEffectKind::none, false, &Loader::load_call_job},
-    };
-    for (std::size_t i = 0; i < kinds.size(); ++i) {
-      REHEARSE_ASSERT(static_cast<std::size_t>(kinds[i].kind) == i);  // in JobKind order
-    }
-    return kinds;
-  }();
-  return kKinds;
-}
-
 // Every job kind's own keys, from the table: "job_<kind>" -> its keys.
 void add_job_kind_keys(std::map<std::string, std::vector<std::string>>& keys) {
-  for (const ScenarioJobKind& kind : Loader::job_kinds()) {
-    keys[std::string("job_") + kind.name] = kind.keys;
+  for (const JobKindDef& kind : job_kind_table()) keys["job_" + kind.name] = kind.keys;
+}
+
+// ------------------------------------------------- a job kind's key reader
+
+LoaderJobKeys& LoaderJobKeys::of(JobKeyReader& keys) {
+  auto* loader_keys = dynamic_cast<LoaderJobKeys*>(&keys);
+  REHEARSE_ASSERT(loader_keys != nullptr);  // built-in readers run inside the loader only
+  return *loader_keys;
+}
+
+const json* LoaderJobKeys::present(std::string_view key, bool required, std::string_view expected) {
+  if (required) return loader_.require(value_, job_.pointer, key, expected);
+  return Loader::field(value_, key);
+}
+
+std::optional<std::int64_t> LoaderJobKeys::read_int(std::string_view key, std::int64_t min,
+                                                    std::int64_t max, bool required) {
+  const json* v = present(key, required, fmt::format("an integer from {} to {}", min, max));
+  if (v == nullptr) return std::nullopt;
+  return loader_.read_int(*v, child(job_.pointer, key), min, max);
+}
+
+std::optional<bool> LoaderJobKeys::read_bool(std::string_view key, bool required) {
+  const json* v = present(key, required, "true or false");
+  if (v == nullptr) return std::nullopt;
+  return loader_.read_bool(*v, child(job_.pointer, key));
+}
+
+std::optional<std::string> LoaderJobKeys::read_string(std::string_view key, bool required) {
+  const json* v = present(key, required, "a string");
+  if (v == nullptr) return std::nullopt;
+  return loader_.read_string(*v, child(job_.pointer, key));
+}
+
+std::optional<std::string> LoaderJobKeys::read_service(std::string_view key, bool required) {
+  const json* v = present(key, required, "a service declared in /services");
+  if (v == nullptr) return std::nullopt;
+  const std::string at = child(job_.pointer, key);
+  auto name = loader_.read_identifier(*v, at, "service name");
+  if (!name) return std::nullopt;
+  const std::optional<ServiceKind> builtin = parse_service_kind(*name);
+  const bool declared = builtin ? loader_.declared_services_.count(*builtin) != 0
+                                : loader_.user_services_.count(*name) != 0;
+  if (!declared) {
+    loader_.reference_error(at, fmt::format("job '{}' uses the '{}' service, which is not "
+                                            "declared in /services",
+                                            job_.id, *name));
+    return std::nullopt;
   }
+  return name;
+}
+
+std::optional<std::vector<std::string>> LoaderJobKeys::read_targets(std::string_view key,
+                                                                    bool required) {
+  const json* v = present(key, required, "a non-empty array of messenger targets");
+  if (v == nullptr) return std::nullopt;
+  const std::size_t errors_before = loader_.errors_.size() + loader_.omitted_;
+  std::vector<std::string> targets = loader_.load_targets(*v, child(job_.pointer, key), true);
+  if (loader_.errors_.size() + loader_.omitted_ != errors_before) return std::nullopt;
+  return targets;
+}
+
+void LoaderJobKeys::error(std::string_view key, std::string message) {
+  loader_.value_error(child(job_.pointer, key), std::move(message));
 }
 
 }  // namespace rehearse::sim::scenario_detail
-
-namespace rehearse::sim {
-
-using scenario_detail::Loader;
-
-const std::vector<JobKind>& all_job_kinds() {
-  static const std::vector<JobKind> kAll = [] {
-    std::vector<JobKind> out;
-    for (const scenario_detail::ScenarioJobKind& kind : Loader::job_kinds())
-      out.push_back(kind.kind);
-    return out;
-  }();
-  return kAll;
-}
-
-const char* to_string(JobKind kind) noexcept {
-  const auto i = static_cast<std::size_t>(kind);
-  return i < Loader::job_kinds().size() ? Loader::job_kinds()[i].name : "unknown";
-}
-
-bool job_keeps_file(JobKind kind) noexcept {
-  const auto i = static_cast<std::size_t>(kind);
-  return i < Loader::job_kinds().size() && Loader::job_kinds()[i].keeps_file;
-}
-
-// What a re-run does outside when a job declares nothing (the table's
-// side_effects; the most cautious answer for a kind it does not know).
-SideEffectKind default_side_effects(JobKind kind) noexcept {
-  const auto i = static_cast<std::size_t>(kind);
-  return i < Loader::job_kinds().size() ? Loader::job_kinds()[i].side_effects
-                                        : SideEffectKind::publish;
-}
-
-}  // namespace rehearse::sim

@@ -19,6 +19,7 @@
 #include "model/cron.hpp"
 #include "sim/world/fault_kinds.hpp"
 #include "sim/world/fleet.hpp"
+#include "sim/world/job_kind_table.hpp"
 
 namespace rehearse::sim {
 
@@ -76,25 +77,10 @@ constexpr const char* kDurationRule =
 // ------------------------------------------------------------------- loader
 
 class Loader;
-
-// One job kind of the scenario format: its name, its own keys (besides the
-// keys every job has), what a re-run does outside when the job declares
-// nothing, and the loader's reader of its keys. The core's runner of the
-// kind comes from its own registry by name (model/job_kinds.hpp).
-struct ScenarioJobKind {
-  JobKind kind;
-  const char* name;
-  std::vector<std::string> keys;
-  SideEffectKind side_effects;
-  bool keeps_file;  // a durable file of its own (ledger, pipeline): job_file_corrupted
-  void (Loader::*load)(const json& v, const std::string& pointer, JobSpec& job);
-};
+class LoaderJobKeys;
 
 class Loader {
  public:
-  // The job kinds, in JobKind order.
-  static const std::vector<ScenarioJobKind>& job_kinds();
-
   Loader(std::string path, const FaultKinds& kinds) : path_(std::move(path)), fault_kinds_(kinds) {
     scenario_.path = path_;
   }
@@ -132,7 +118,16 @@ class Loader {
 
   bool has_errors() const { return !errors_.empty(); }
 
+  // The built-in job kinds' readers, one in each kind's file
+  // (sim/world/job_kind_<name>.cpp), called through LoaderJobKeys.
+  void load_fetch(const json& v, const std::string& pointer, JobSpec& job);
+  void load_publish(const json& v, const std::string& pointer, JobSpec& job);
+  void load_call_job(const json& v, const std::string& pointer, JobSpec& job);
+  void load_group(const json& v, const std::string& pointer, JobSpec& job);
+  void load_reconcile(const json& v, const std::string& pointer, JobSpec& job);
+
  private:
+  friend class LoaderJobKeys;
   // ---- reporting
   void add(ErrorCode code, std::string location, std::string message, bool is_pointer = true) {
     if (errors_.size() >= kScenarioErrorLimit) {
@@ -404,11 +399,6 @@ class Loader {
   void load_job_schedule(const json& v, const std::string& pointer, JobSpec& job);
   void load_job_common(const json& v, const std::string& pointer, std::optional<JobKind> kind,
                        JobSpec& job);
-  void load_fetch(const json& v, const std::string& pointer, JobSpec& job);
-  void load_publish(const json& v, const std::string& pointer, JobSpec& job);
-  void load_call_job(const json& v, const std::string& pointer, JobSpec& job);
-  void load_group(const json& v, const std::string& pointer, JobSpec& job);
-  void load_reconcile(const json& v, const std::string& pointer, JobSpec& job);
   std::vector<std::string> load_targets(const json& v, const std::string& pointer, bool non_empty);
   bool require_service(ServiceKind kind, const std::string& pointer, std::string_view who);
   void load_faults(const json& v, const std::string& pointer);
@@ -495,6 +485,43 @@ class Loader {
   std::set<std::string> job_id_set_;      // job_ids_ for lookups (fleets have many)
   std::vector<std::string> item_issues_;  // issues of every reconcile item
   bool jobs_ok_ = false;  // every job parsed (so unknown-job references are meaningful)
+};
+
+// The loader as a job kind's reader (JobKeyReader) of one job's own keys:
+// every read goes through the loader's helpers, so a kind's keys are read
+// and reported exactly like the format's own.
+class LoaderJobKeys final : public JobKeyReader {
+ public:
+  LoaderJobKeys(Loader& loader, const json& value, const JobSpec& job)
+      : loader_(loader), value_(value), job_(job) {}
+
+  // The loader behind a reader the loader made (a built-in kind's reader
+  // uses the loader's own helpers for its nested lists).
+  static LoaderJobKeys& of(JobKeyReader& keys);
+  // Calls the built-in reader `load` on this job.
+  void load(void (Loader::*reader)(const json&, const std::string&, JobSpec&), JobSpec& job) {
+    (loader_.*reader)(value_, job_.pointer, job);
+  }
+
+  const std::string& job_id() const override { return job_.id; }
+  const std::string& pointer() const override { return job_.pointer; }
+  const json* field(std::string_view key) const override { return Loader::field(value_, key); }
+  std::optional<std::int64_t> read_int(std::string_view key, std::int64_t min, std::int64_t max,
+                                       bool required) override;
+  std::optional<bool> read_bool(std::string_view key, bool required) override;
+  std::optional<std::string> read_string(std::string_view key, bool required) override;
+  std::optional<std::string> read_service(std::string_view key, bool required) override;
+  std::optional<std::vector<std::string>> read_targets(std::string_view key,
+                                                       bool required) override;
+  void error(std::string_view key, std::string message) override;
+
+ private:
+  // The key's value; reports a missing required key.
+  const json* present(std::string_view key, bool required, std::string_view expected);
+
+  Loader& loader_;
+  const json& value_;
+  const JobSpec& job_;
 };
 
 // Every job kind's own keys, from the table: "job_<kind>" -> its keys.

@@ -154,7 +154,9 @@ const char* to_string(CrashAt at) noexcept {
   return at == CrashAt::event ? "event" : "disk_operation";
 }
 
-bool world_supports(JobKind kind) noexcept { return find_job_kind(to_string(kind)) != nullptr; }
+bool world_supports(JobKind kind) noexcept {
+  return find_job_kind(to_string(kind)) != nullptr || job_kind_def(kind).runner != nullptr;
+}
 
 bool world_supports(FaultKind kind) noexcept {
   return static_cast<std::size_t>(kind) < fault_kinds().size();

@@ -25,6 +25,7 @@
 #include "sim/world/expect.hpp"
 #include "sim/world/fault_kinds.hpp"
 #include "sim/world/generic_service.hpp"
+#include "sim/world/job_kind_table.hpp"
 #include "sim/world/messenger.hpp"
 #include "sim/world/model_api.hpp"
 #include "sim/world/orchestrator.hpp"

@@ -13,10 +13,16 @@ void World::boot(Simulator& sim, ProcessId process) {
   sim.spawn(process, worker_main(sim, process, memory), "scheduler");
 }
 
-// The core's job kinds; a test's factory goes first where it gives a runner
-// (a deliberately faulty variant), the core's factory otherwise.
+// The core's job kinds and the runners of the table's kinds the core does
+// not have; a test's factory goes first where it gives a runner (a
+// deliberately faulty variant), the kind's own factory otherwise.
 JobKinds World::job_kinds_for(Simulator& sim, ProcessId process) {
   JobKinds kinds = job_kinds();
+  for (const JobKindDef& def : job_kind_table()) {
+    if (def.runner && find_job_kind(def.name, kinds) == nullptr) {
+      kinds.push_back({def.name, def.runner});
+    }
+  }
   if (!options_.runner_factory) return kinds;
   for (JobKindEntry& kind : kinds) {
     kind.make = [this, &sim, process,
