@@ -18,6 +18,7 @@
 #include "sim/monitors/monitored_run.hpp"
 #include "sim/world/expect.hpp"
 #include "sim/world/job_kind_table.hpp"
+#include "sim/testing/generators.hpp"
 #include "sim/world/scenario.hpp"
 
 namespace rehearse::sim {
@@ -205,6 +206,29 @@ TEST(AddedJobKind, GeneratedWorldsDrawAndRunIt) {
     }
   }
   EXPECT_EQ(drawn, 4);
+}
+
+// The library's property generator draws it too, into worlds that load and
+// run clean.
+TEST(AddedJobKind, ThePropertyGeneratorDrawsAndRunsIt) {
+  ping();
+  testing::ScenarioLimits limits;
+  limits.job_kinds = {"ping", "call"};
+  limits.max_span_hours = 6;
+  int pings = 0;
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    const json doc = testing::gen::scenario(limits)(rc::Random(seed), 20).value();
+    pings += static_cast<int>(std::count_if(doc["jobs"].begin(), doc["jobs"].end(),
+                                            [](const json& j) { return j["kind"] == "ping"; }));
+    auto scenario = load(doc);
+    ASSERT_TRUE(scenario.ok()) << "seed " << seed << ": " << scenario.error().message;
+    auto result = run_scenario(*scenario);
+    ASSERT_TRUE(result.ok());
+    for (const Violation& v : result->violations) {
+      ADD_FAILURE() << "seed " << seed << ": " << v.invariant << ": " << v.message;
+    }
+  }
+  EXPECT_GE(pings, 6);
 }
 
 TEST(AddedJobKind, HasAReachabilityPoint) {
