@@ -16,10 +16,12 @@
 #include <string>
 
 #include "model/failure.hpp"
+#include "model/policy_forms.hpp"
 #include "model/retry_policy.hpp"
 #include "sim/check/policy_draws.hpp"
 #include "sim/monitors/monitored_run.hpp"
 #include "sim/monitors/witness_policy.hpp"
+#include "sim/monitors/witness_systems.hpp"
 #include "sim/world/fault_kinds.hpp"
 
 namespace rehearse::sim {
@@ -52,6 +54,23 @@ TEST(Reachability, TheTableFollowsTheKindsFormsFaultsAndClasses) {
   for (std::size_t i = 0; i < kFailureClassCount; ++i) {
     EXPECT_TRUE(has_point(std::string("class:") + to_string(static_cast<FailureClass>(i))));
   }
+}
+
+// A policy dialect is one row in each of three tables that must stay apart:
+// the core's reader (model/policy_forms.cpp), the monitors' own reading
+// (witness_systems, which never calls the core's) and the generator's draw.
+// A row missing from one of them is a dialect that is read but not judged,
+// or judged but never drawn.
+TEST(Reachability, EveryPolicyDialectHasItsWitnessAndItsDraw) {
+  const auto drawn = drawn_policy_forms();
+  for (const PolicySystem& system : policy_systems()) {
+    const std::string name(system.name);
+    EXPECT_NE(find_witness_system(name), nullptr) << name;
+    EXPECT_TRUE(std::any_of(drawn.begin(), drawn.end(), [&](const char* f) { return name == f; }))
+        << name;
+    EXPECT_TRUE(has_point("policy:" + name)) << name;
+  }
+  EXPECT_EQ(witness_systems().size(), policy_systems().size());
 }
 
 Scenario capped_world() {
