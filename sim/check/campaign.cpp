@@ -38,6 +38,9 @@ Result<Shard> parse_shard(std::string_view text) {
       !read_part(text.substr(slash + 1), shard.count) || shard.index > shard.count) {
     return shard_error(text);
   }
+  // read_part bounded both parts: a shard that parses is one shard_seeds takes.
+  REHEARSE_ASSERT_GE(shard.index, 1u);
+  REHEARSE_ASSERT_LE(shard.count, kShardCountMax);
   return shard;
 }
 
@@ -69,6 +72,8 @@ std::vector<CheckCase> campaign_cases(std::size_t scenarios, SeedRange seeds) {
     for (std::uint64_t i = 0; i < seeds.count; ++i) cases.push_back({s, seeds.first + i});
   }
   REHEARSE_ASSERT_EQ(cases.size(), scenarios * seeds.count);
+  // The global order ends with the last scenario's last seed.
+  if (!cases.empty()) REHEARSE_ASSERT_EQ(cases.back().scenario + 1, scenarios);
   return cases;
 }
 
@@ -87,6 +92,7 @@ TimedRecord run_timed(const CheckCase& c, const CaseFunction& run_case) {
   }
   out.wall_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  REHEARSE_ASSERT_GE(out.wall_ms, 0.0);  // a steady clock never goes back
   return out;
 }
 
@@ -122,6 +128,7 @@ void wait_reporting(Pool& pool, std::size_t total, const CampaignOptions& option
     options.progress(done, total);
     lock.lock();
   }
+  REHEARSE_ASSERT_EQ(pool.done, total);  // the workers never count past the total
 }
 
 }  // namespace

@@ -34,6 +34,8 @@ ordered case_json(const TimedRecord& r) {
   const json record = to_json(r.record);
   for (const auto& [key, value] : record.items()) line[key] = value;
   line["wall_ms"] = r.wall_ms;
+  // No record field may take the place of the line's type.
+  REHEARSE_ASSERT(line["type"] == "case");
   return line;
 }
 
@@ -51,6 +53,9 @@ std::string campaign_jsonl(const CampaignHeader& header, const std::vector<Timed
   std::string out = header_json(header).dump() + "\n";
   for (const TimedRecord& r : records) out += case_json(r).dump() + "\n";
   out += summary_json({count_verdicts(records), exit_code, wall_ms}).dump() + "\n";
+  // One line per record between the header and the summary (a dump has no newline).
+  REHEARSE_ASSERT_EQ(static_cast<std::size_t>(std::count(out.begin(), out.end(), '\n')),
+                     records.size() + 2);
   return out;
 }
 
@@ -58,6 +63,9 @@ namespace {
 
 // "path:line:column: message"
 Error at(const std::string& path, std::size_t line, std::size_t column, std::string message) {
+  // Both 1-based.
+  REHEARSE_ASSERT_GE(line, 1u);
+  REHEARSE_ASSERT_GE(column, 1u);
   return make_error(ErrorCode::parse_error, std::move(message),
                     fmt::format("{}:{}:{}", path, line, column));
 }
@@ -106,6 +114,7 @@ std::optional<std::string> read_header(const json& j, CampaignHeader& h) {
     return "header: expected \"options\": an object";
   }
   h.options = j["options"];
+  REHEARSE_ASSERT_LE(h.shard.index, h.shard.count);  // parse_shard's K <= N
   return std::nullopt;
 }
 
@@ -120,6 +129,7 @@ std::optional<std::string> read_case(const json& j, TimedRecord& r) {
     }
     r.wall_ms = wall->get<double>();
   }
+  REHEARSE_ASSERT_GE(r.wall_ms, 0.0);
   return std::nullopt;
 }
 
@@ -142,6 +152,7 @@ std::optional<std::string> read_summary(const json& j, CampaignSummary& s) {
     }
     s.wall_ms = wall->get<double>();
   }
+  REHEARSE_ASSERT(s.exit_code >= 0 && s.exit_code <= 255);
   return std::nullopt;
 }
 
@@ -177,6 +188,8 @@ Status read_line(const json& j, std::size_t number, Expect& expect, CampaignFile
   } else {
     problem = "expected a case line ({\"type\":\"case\",...}) or the summary line";
   }
+  // A case line is recorded with its line number, or not at all.
+  REHEARSE_ASSERT_EQ(file.lines.size(), file.records.size());
   if (problem) return at(file.path, number, 1, *problem);
   return {};
 }
@@ -227,6 +240,9 @@ Result<CampaignFile> parse_campaign_jsonl(std::string_view text, const std::stri
               fmt::format("the summary says {} but the file holds {}",
                           describe_counts(file.summary.counts), describe_counts(counted)));
   }
+  // The summary came last: after every case line, at most the last line.
+  REHEARSE_ASSERT(file.lines.empty() || file.lines.back() < file.summary_line);
+  REHEARSE_ASSERT_LE(file.summary_line, number);
   return file;
 }
 
@@ -267,6 +283,7 @@ std::string seeds_text(SeedRange r) {
 
 // The files by shard index (0-based), each K exactly once.
 Result<std::vector<const CampaignFile*>> files_by_shard(const std::vector<CampaignFile>& files) {
+  REHEARSE_ASSERT(!files.empty());  // merge_campaign_files refused no file
   const CampaignFile& first = files.front();
   std::vector<const CampaignFile*> by_shard(first.header.shard.count, nullptr);
   for (const CampaignFile& f : files) {
@@ -317,12 +334,16 @@ struct Placed {
 };
 
 std::vector<std::string> scenario_keys(const CampaignHeader& h) {
-  return h.scenarios.empty() ? std::vector<std::string>{""} : h.scenarios;
+  std::vector<std::string> keys = h.scenarios.empty() ? std::vector<std::string>{""} : h.scenarios;
+  REHEARSE_ASSERT(!keys.empty());  // a run has at least one scenario key
+  return keys;
 }
 
 Status place_cases(const CampaignFile& f, std::map<CaseKey, Placed>& placed) {
   const std::vector<std::string> keys = scenario_keys(f.header);
   const SeedRange mine = f.header.shard_range();
+  // The parser kept one line number per case (errors cite it).
+  REHEARSE_ASSERT_EQ(f.lines.size(), f.records.size());
   for (std::size_t i = 0; i < f.records.size(); ++i) {
     const CaseRecord& r = f.records[i].record;
     const auto s = std::find(keys.begin(), keys.end(), r.path);
@@ -353,6 +374,8 @@ Status place_cases(const CampaignFile& f, std::map<CaseKey, Placed>& placed) {
 Status find_missing(const CampaignHeader& h, const std::map<CaseKey, Placed>& placed,
                     const std::vector<const CampaignFile*>& by_shard) {
   const std::vector<std::string> keys = scenario_keys(h);
+  // place_cases placed each key once, each inside the run.
+  REHEARSE_ASSERT_LE(placed.size(), keys.size() * h.seeds);
   auto it = placed.begin();
   for (std::size_t s = 0; s < keys.size(); ++s) {
     for (std::uint64_t offset = 0; offset < h.seeds; ++offset, ++it) {
@@ -396,6 +419,7 @@ Result<MergedCampaign> merge_campaign_files(const std::vector<CampaignFile>& fil
     REHEARSE_ASSERT_LT(where.index, where.file->records.size());
     merged.records.push_back(where.file->records[where.index]);
   }
+  REHEARSE_ASSERT_EQ(merged.records.size(), placed.size());
   for (const CampaignFile& f : files) {
     merged.exit_code = std::max(merged.exit_code, f.summary.exit_code);
     merged.wall_ms += f.summary.wall_ms;

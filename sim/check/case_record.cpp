@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 const char* to_string(CaseVerdict verdict) noexcept {
@@ -25,6 +27,8 @@ nlohmann::json to_json(const CaseRecord& record) {
                      {"trace_hash", record.trace_hash},
                      {"events", record.events}};
   if (!record.reached.empty()) out["reached"] = record.reached;
+  // Ten distinct keys, eleven with "reached": case_record_from_json reads them back.
+  REHEARSE_ASSERT_EQ(out.size(), record.reached.empty() ? 10u : 11u);
   return out;
 }
 
@@ -57,6 +61,7 @@ bool read_count(const nlohmann::json& object, const char* key, std::uint64_t& ou
 }
 
 bool read_names(const nlohmann::json& object, const char* key, std::vector<std::string>& out) {
+  REHEARSE_ASSERT(out.empty());  // a fresh record's list: nothing to append to
   const auto it = object.find(key);
   if (it == object.end() || !it->is_array()) return false;
   for (const auto& name : *it) {

@@ -32,6 +32,8 @@ CaseRecord record_of(const CheckCaseInput& input, const CheckOptions& options) {
 }
 
 CaseRecord errored(CaseRecord r, std::string message) {
+  // An error is never judged: no violation was counted for it.
+  REHEARSE_ASSERT(r.violations.empty());
   r.verdict = CaseVerdict::error;
   r.message = std::move(message);
   return r;
@@ -44,6 +46,7 @@ std::string derived_label(const CheckCaseInput& input) {
 }
 
 RunOptions case_run_options(const CheckCaseInput& input, const CheckOptions& options, int run) {
+  REHEARSE_ASSERT(run == 0 || run == 1);  // the case's run and its determinism re-run
   RunOptions o;
   o.seed = input.seed;
   // Determinism needs both traces to name the first event that differs.
@@ -91,6 +94,7 @@ std::vector<Violation> counted_violations(const Scenario& scenario, const Scenar
 std::optional<Violation> rerun_differs(const Scenario& scenario, const CheckCaseInput& input,
                                        const CheckOptions& options,
                                        const ScenarioRunResult& first) {
+  REHEARSE_ASSERT(options.check_determinism);
   auto second = run_scenario(scenario, case_run_options(input, options, 1));
   if (!second) {
     return Violation{"deterministic", 0, scenario.start_ms,
@@ -231,6 +235,7 @@ int case_exit_code(const CaseRecord& record) {
 int worst_exit_code(const std::vector<CaseRecord>& records) {
   int worst = 0;
   for (const CaseRecord& r : records) worst = std::max(worst, case_exit_code(r));
+  REHEARSE_ASSERT(worst >= 0 && worst <= 3);
   return worst;
 }
 

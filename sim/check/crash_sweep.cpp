@@ -35,6 +35,7 @@ Result<WorkerCrashPoint> parse_one_point(const std::string& text) {
   const std::size_t a = text.find(':');
   const std::size_t b = a == std::string::npos ? a : text.find(':', a + 1);
   if (b == std::string::npos) return bad("three fields separated by ':' are needed");
+  REHEARSE_ASSERT_LT(a, b);  // the second ':' was searched for after the first
   WorkerCrashPoint point;
   const std::string kind = text.substr(0, a);
   const std::string index = text.substr(a + 1, b - a - 1);
@@ -111,6 +112,8 @@ struct Reference {
 // How many events had executed when the point's crash fell (for a disk
 // point: before the event its operation fell in), in the reference run.
 std::optional<std::uint64_t> crash_event(const WorkerCrashPoint& point, const Reference& ref) {
+  // A disk point is placed by the reference's marks, which every caller has.
+  REHEARSE_ASSERT(point.at == CrashAt::event || ref.marks != nullptr);
   if (point.at == CrashAt::event) return point.index;
   return event_of_operation(*ref.marks, ref.offset, point.index);
 }
@@ -122,6 +125,7 @@ struct Judged {
 
 void judge_prefix(const ScenarioRunResult& run, const ScenarioCrashPoint& point,
                   const Reference& ref, Judged& out) {
+  REHEARSE_ASSERT(ref.marks != nullptr);  // only the baseline itself has no reference
   const WorkerCrashPoint& last = point.second ? *point.second : point.first;
   const std::size_t want = point.second ? 2 : 1;
   if (run.crash_points_fired < want) {
@@ -163,6 +167,8 @@ Judged judge(const Scenario& scenario, const ScenarioRunResult& run,
   if (run.tallies.is_object()) {
     out.window_duplicates = run.tallies.value("duplicate_deliveries_in_window", std::uint64_t{0});
   }
+  // Every error of the run is a failure of the point.
+  REHEARSE_ASSERT_GE(out.failures.size(), run.errors.size());
   return out;
 }
 
@@ -216,6 +222,8 @@ std::optional<Recovery> recovery_after(const ScenarioRunResult& run, std::uint64
                  run.run_marks.begin() + static_cast<std::ptrdiff_t>(r.last_event) + 2);
   // One mark per event of the recovery and the one after it (pairs_of reads them).
   REHEARSE_ASSERT_EQ(r.marks.size(), r.last_event - r.first_event + 2);
+  // The disk operation count only grows (event_of_operation bisects on it).
+  REHEARSE_ASSERT_LE(r.marks.front().disk_operations, r.end_op);
   return r;
 }
 
@@ -231,6 +239,9 @@ std::vector<ScenarioCrashPoint> pairs_of(const ScenarioCrashPoint& first, const 
   for (std::uint64_t j = r.first_op; j < r.end_op; ++j) {
     out.push_back({first.first, WorkerCrashPoint{CrashAt::disk_operation, j, first.first.effect}});
   }
+  // At most one point per event after the boot, plus one per disk operation.
+  REHEARSE_ASSERT_LE(out.size(),
+                     r.marks.size() - 1 + (r.end_op > r.first_op ? r.end_op - r.first_op : 0));
   return out;
 }
 
@@ -250,6 +261,7 @@ void for_each_index(std::size_t n, unsigned threads, const std::function<void(st
   for (unsigned t = 1; t < threads && t < n; ++t) pool.emplace_back(work);
   work();
   for (std::thread& t : pool) t.join();
+  REHEARSE_ASSERT_GE(next.load(), n);  // every index was handed out
 }
 
 struct PointResult {
@@ -302,6 +314,8 @@ Status Sweep::run_baseline() {
     report_.failures = std::move(judged.failures);
   }
   baseline_marks_ = std::move(run->run_marks);
+  // The baseline's failures are the report's only ones, and only when it failed.
+  REHEARSE_ASSERT_EQ(report_.baseline_failed, !report_.failures.empty());
   return {};
 }
 
@@ -345,6 +359,7 @@ std::uint64_t Sweep::take_budget(std::uint64_t wanted, const char* what) {
 
 std::vector<PointResult> Sweep::run_points(const std::vector<ScenarioCrashPoint>& points,
                                            const std::vector<Reference>& refs, bool want_recovery) {
+  REHEARSE_ASSERT_LE(points.size(), refs.size());  // refs[i] is read for point i
   std::vector<PointResult> results(points.size());
   for_each_index(points.size(), options_.threads, [&](std::size_t i) {
     auto run = run_scenario(scenario_, sweep_run_options(options_, &points[i]));

@@ -8,12 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "model/assert.hpp"
 #include "sim/kernel/rng.hpp"
 
 namespace rehearse::sim {
 
 template <typename T>
 const T& pick(Rng& rng, const std::vector<T>& from) {
+  REHEARSE_ASSERT(!from.empty());  // every table drawn from is built non-empty
   return from[rng.next_below(from.size())];
 }
 
@@ -24,6 +26,8 @@ inline nlohmann::json pick_subset(Rng& rng, const std::vector<std::string>& from
     if (rng.next_bool(0.5)) out.push_back(x);
   }
   if (out.empty()) out.push_back(pick(rng, from));
+  // A subset: at most every element once.
+  REHEARSE_ASSERT_LE(out.size(), from.size());
   return out;
 }
 

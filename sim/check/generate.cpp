@@ -26,7 +26,12 @@ JobWorld job_world_of(const Scenario& s) {
 }
 
 // 0 = Sunday, as cron counts weekdays (1970-01-01 was a Thursday).
-int weekday_of(TimeMs t) { return static_cast<int>(((t / kDayMs) % 7 + 4) % 7); }
+int weekday_of(TimeMs t) {
+  REHEARSE_ASSERT_GE(t, 0);  // generated worlds start after the epoch
+  const int day = static_cast<int>(((t / kDayMs) % 7 + 4) % 7);
+  REHEARSE_ASSERT(day >= 0 && day <= 6);
+  return day;
+}
 
 // -------------------------------------------------------------- schedules
 
@@ -65,6 +70,8 @@ std::vector<std::string> accepted_backoff_types(json form) {
     form["backoff"]["type"] = name;
     if (parse_retry_policy(form)) out.push_back(name);
   }
+  // The fixed backoff is every form's: pick() needs at least one.
+  REHEARSE_ASSERT(!out.empty());
   return out;
 }
 
@@ -91,11 +98,14 @@ std::vector<std::string> failure_class_names() {
 // A backoff delay in whole seconds on a rough log scale: seconds, minutes,
 // up to half an hour.
 std::int64_t draw_delay_s(Rng& rng) {
+  std::int64_t s = 0;
   switch (rng.next_below(3)) {
-    case 0: return rng.next_in(1, 59);
-    case 1: return rng.next_in(60, 600);
-    default: return rng.next_in(600, 1800);
+    case 0: s = rng.next_in(1, 59); break;
+    case 1: s = rng.next_in(60, 600); break;
+    default: s = rng.next_in(600, 1800); break;
   }
+  REHEARSE_ASSERT(s >= 1 && s <= 1800);
+  return s;
 }
 
 // Narrowed classes (a third of the time) and a budget scope (half the time).

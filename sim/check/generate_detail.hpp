@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "model/agent_roles.hpp"
+#include "model/assert.hpp"
 #include "model/cron.hpp"
 #include "model/failure.hpp"
 #include "model/retry_policy.hpp"

@@ -53,6 +53,8 @@ std::vector<JobKind> runnable_kinds() {
 
 // One new job of `kind`, or nullopt when the world lacks what it names.
 std::optional<json> new_job(JobKind kind, std::size_t index, Rng& rng, const JobWorld& w) {
+  REHEARSE_ASSERT_GE(index, 1u);  // ids count from job-1
+  REHEARSE_ASSERT(world_supports(kind));
   json job{{"id", fmt::format("job-{}", index)},
            {"kind", to_string(kind)},
            {"schedule", draw_schedule(rng, w.start_ms)},
@@ -102,6 +104,7 @@ json draw_jobs(Rng& rng, const JobWorld& w) {
       jobs.push_back(std::move(*job));
     }
   }
+  REHEARSE_ASSERT_LE(jobs.size(), wanted.size());  // at most one job per wanted kind
   return jobs;
 }
 

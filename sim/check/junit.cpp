@@ -7,6 +7,8 @@
 #include <set>
 #include <utility>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 namespace {
 
@@ -15,6 +17,7 @@ constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 // The length of the UTF-8 sequence at the start of `s` when it encodes a
 // character XML 1.0 allows (no surrogates, no U+FFFE / U+FFFF); 0 otherwise.
 std::size_t valid_utf8_length(std::string_view s) {
+  REHEARSE_ASSERT(!s.empty());  // xml_escape asks only while text is left
   const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
   const unsigned char lead = byte(0);
   std::size_t length = 0;
@@ -44,6 +47,7 @@ std::size_t valid_utf8_length(std::string_view s) {
 
 // One ASCII byte as XML text; empty when it is copied as it is.
 std::string_view ascii_escape(char c) {
+  REHEARSE_ASSERT_LT(static_cast<unsigned char>(c), 0x80u);  // bytes above go to valid_utf8_length
   switch (c) {
     case '&': return "&amp;";
     case '<': return "&lt;";
@@ -61,6 +65,7 @@ std::string_view ascii_escape(char c) {
 }  // namespace
 
 std::string xml_escape(std::string_view text) {
+  const std::size_t input_size = text.size();
   std::string out;
   out.reserve(text.size());
   while (!text.empty()) {
@@ -76,6 +81,9 @@ std::string xml_escape(std::string_view text) {
     out += length == 0 ? kReplacement : text.substr(0, length);
     text.remove_prefix(length == 0 ? 1 : length);
   }
+  // No byte is dropped, and no markup character is left unescaped.
+  REHEARSE_ASSERT_GE(out.size(), input_size);
+  REHEARSE_ASSERT_EQ(out.find_first_of("<>\"'"), std::string::npos);
   return out;
 }
 
@@ -127,11 +135,19 @@ std::vector<Suite> group_records(const CampaignHeader& header,
         ++suite.errors;
     }
   }
+  // Every record is in exactly one group; a group counts once at most.
+  std::size_t grouped = 0;
+  for (const Suite& suite : suites) {
+    for (const auto& [block, group] : suite.groups) grouped += group.records.size();
+    REHEARSE_ASSERT_LE(suite.failures + suite.errors, suite.groups.size());
+  }
+  REHEARSE_ASSERT_EQ(grouped, records.size());
   return suites;
 }
 
 // The failing and erring seeds of a group, one paragraph each.
 std::string failure_text(const Group& group) {
+  REHEARSE_ASSERT_GT(group.failed + group.errors, 0u);  // render_group skips passing groups
   std::string text;
   for (const TimedRecord* t : group.records) {
     const CaseRecord& r = t->record;
@@ -150,6 +166,9 @@ std::string failure_text(const Group& group) {
 std::pair<std::string, std::string> failure_head(const Group& group) {
   const bool failed = group.failed > 0;
   const std::size_t count = failed ? group.failed : group.errors;
+  // render_group skips passing groups; the counts came from these records.
+  REHEARSE_ASSERT_GT(count, 0u);
+  REHEARSE_ASSERT_LE(count, group.records.size());
   for (const TimedRecord* t : group.records) {
     const CaseRecord& r = t->record;
     if (r.verdict != (failed ? CaseVerdict::fail : CaseVerdict::error)) continue;
@@ -217,6 +236,8 @@ std::string render_junit(const CampaignHeader& header, const std::vector<TimedRe
     out += "  </testsuite>\n";
   }
   out += "</testsuites>\n";
+  // A test is a group, and a failing or erring one counts once.
+  REHEARSE_ASSERT_LE(failures + errors, tests);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "model/assert.hpp"
 #include "sim/monitors/handoff_roles.hpp"
 #include "sim/monitors/job_table.hpp"
 #include "sim/monitors/stage_rank.hpp"
@@ -42,6 +43,7 @@ DurationMs chain_ms(const JobSpec& spec, const MonitoredJob& job, DurationMs cal
   }
   // Work the kind defers itself (a reconcile item's own backoff) waits on.
   total += job_kind_def(spec.kind).settle_ms;
+  REHEARSE_ASSERT_GE(total, 0);
   return total;
 }
 

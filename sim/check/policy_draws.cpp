@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "model/assert.hpp"
 #include "model/failure.hpp"
 #include "sim/check/draw.hpp"
 
@@ -14,7 +15,10 @@ namespace {
 
 using nlohmann::json;
 
-std::int64_t seconds(Rng& rng, std::int64_t lo, std::int64_t hi) { return rng.next_in(lo, hi); }
+std::int64_t seconds(Rng& rng, std::int64_t lo, std::int64_t hi) {
+  REHEARSE_ASSERT_GE(lo, 0);  // a delay is never negative (draw_omission makes those)
+  return rng.next_in(lo, hi);
+}
 
 json temporal(Rng& rng) {
   const std::int64_t initial_s = seconds(rng, 1, 600);
@@ -112,6 +116,7 @@ const std::vector<FormDraw>& form_table() {
 
 // Narrowed classes a quarter of the time, a budget scope a quarter of the time.
 void draw_siblings(Rng& rng, json& policy) {
+  REHEARSE_ASSERT(policy.is_object());  // every form draws an object
   if (rng.next_bool(0.25)) {
     std::vector<std::string> classes;
     for (std::size_t i = 0; i < kFailureClassCount; ++i) {
@@ -150,11 +155,14 @@ json draw_omission(Rng& rng) {
       R"({"attempts": 3, "backoff": {"type": "quadratic", "delay": 1000}})",  // unknown type
       R"({"max": 2, "backoff_sec": 60, "retryable_classes": ["timeouts"]})",  // unknown class
   };
-  return json::parse(pick(rng, kOmissions));
+  json policy = json::parse(pick(rng, kOmissions));
+  REHEARSE_ASSERT(policy.is_object());  // it replaces a job's retry_policy
+  return policy;
 }
 
 void vary_policy_forms(json& jobs, std::uint64_t seed) {
   if (!jobs.is_array()) return;
+  const std::size_t jobs_before = jobs.size();
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const auto index = static_cast<std::uint64_t>(i);
     Rng omission = Rng(seed).derive(kPolicyOmissionStream).derive(index);
@@ -168,6 +176,7 @@ void vary_policy_forms(json& jobs, std::uint64_t seed) {
     draw_siblings(rng, policy);
     jobs[i]["retry_policy"] = std::move(policy);
   }
+  REHEARSE_ASSERT_EQ(jobs.size(), jobs_before);  // policies vary, jobs do not
 }
 
 }  // namespace rehearse::sim

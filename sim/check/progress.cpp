@@ -9,6 +9,8 @@
 
 #include <unistd.h>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 std::string format_duration_s(double seconds) {
@@ -21,6 +23,7 @@ std::string format_duration_s(double seconds) {
 std::string format_progress(const std::string& label, std::size_t done, std::size_t total,
                             double elapsed_s, const std::string& noun,
                             const std::string& rate_noun) {
+  REHEARSE_ASSERT_LE(done, total);  // the ETA counts total - done
   const double percent =
       total == 0 ? 100.0 : 100.0 * static_cast<double>(done) / static_cast<double>(total);
   const double rate = elapsed_s > 0 ? static_cast<double>(done) / elapsed_s : 0.0;
@@ -40,7 +43,9 @@ ProgressLine::ProgressLine(std::FILE* out, std::string label, ProgressStyle styl
       label_(std::move(label)),
       style_(style),
       clock_(std::move(clock)),
-      started_(clock_()) {}
+      started_(clock_()) {
+  REHEARSE_ASSERT(out_ != nullptr);
+}
 
 void ProgressLine::set_nouns(std::string noun, std::string rate_noun) {
   noun_ = std::move(noun);
@@ -49,6 +54,7 @@ void ProgressLine::set_nouns(std::string noun, std::string rate_noun) {
 
 void ProgressLine::update(std::size_t done, std::size_t total) {
   const auto now = clock_();
+  REHEARSE_ASSERT(now >= last_);  // a steady clock never goes back
   const auto interval =
       style_ == ProgressStyle::in_place ? std::chrono::seconds(1) : std::chrono::seconds(10);
   if (shown_ && now - last_ < interval) return;
@@ -64,6 +70,7 @@ void ProgressLine::finish(std::size_t done, std::size_t total) {
 
 void ProgressLine::write(std::size_t done, std::size_t total) {
   const double elapsed = std::chrono::duration<double>(clock_() - started_).count();
+  REHEARSE_ASSERT_GE(elapsed, 0.0);
   const std::string line = format_progress(label_, done, total, elapsed, noun_, rate_noun_);
   if (style_ == ProgressStyle::lines) {
     fmt::print(out_, "{}\n", line);

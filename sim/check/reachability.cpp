@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdlib>
 
+#include "model/assert.hpp"
 #include "model/failure.hpp"
 #include "model/worker_lock.hpp"
 #include "sim/monitors/handoff_roles.hpp"
@@ -89,6 +90,11 @@ std::vector<ReachabilityPoint> all_points() {
     out.push_back({fmt::format("class:{}", name),
                    fmt::format("a job's durable row recorded a {} failure", name)});
   }
+  // Point names are keys (reached() looks them up, coverage reports them): each once.
+  std::vector<std::string> names;
+  for (const ReachabilityPoint& p : out) names.push_back(p.name);
+  std::sort(names.begin(), names.end());
+  REHEARSE_ASSERT(std::adjacent_find(names.begin(), names.end()) == names.end());
   return out;
 }
 
@@ -129,6 +135,8 @@ void ReachabilityObserver::note_listed_roles() {
     if (named && role != named) roles_mixed_ = true;
     if (legacy && named == "lead") lead_legacy_ = true;
   }
+  // A lead listed under a legacy name is one of the legacy agents.
+  REHEARSE_ASSERT(!lead_legacy_ || !legacy_agents_.empty());
 }
 
 void ReachabilityObserver::observe(const TraceEvent& e) {
@@ -175,6 +183,7 @@ void ReachabilityObserver::observe(const TraceEvent& e) {
 }
 
 void ReachabilityObserver::on_queue(const TraceEvent& e) {
+  REHEARSE_ASSERT_EQ(e.type.rfind("queue_", 0), 0u);  // observe routes queue_* here
   const auto id = static_cast<std::uint64_t>(e.num("id"));
   if (e.type == "queue_add" && e.str("kind") == "retry" && e.flag("added")) {
     waiting_retries_.insert(id);
@@ -204,11 +213,13 @@ void ReachabilityObserver::on_queue(const TraceEvent& e) {
 // The number of the retry a queue_add announces: per (job, slot) under
 // per_slot, per job since its last `ok` row under per_episode.
 int ReachabilityObserver::retry_number(const TraceEvent& e, const WitnessPolicy& policy) {
-  if (policy.per_slot) return ++per_slot_[{e.job, e.slot.value_or(0)}];
-  return ++per_episode_[e.job];
+  const int n = policy.per_slot ? ++per_slot_[{e.job, e.slot.value_or(0)}] : ++per_episode_[e.job];
+  REHEARSE_ASSERT_GE(n, 1);  // retries are numbered from 1
+  return n;
 }
 
 void ReachabilityObserver::on_retry_added(const TraceEvent& e) {
+  REHEARSE_ASSERT_EQ(e.type, "queue_add");
   const MonitoredJob* job = jobs_.find(e.job);
   if (job == nullptr || !job->policy.valid) return;
   const WitnessPolicy& p = job->policy;
@@ -231,6 +242,7 @@ void ReachabilityObserver::on_retry_added(const TraceEvent& e) {
 }
 
 void ReachabilityObserver::on_durable(const TraceEvent& e) {
+  REHEARSE_ASSERT_EQ(e.type, "durable_job_state");
   const std::string cls = e.str("failure_class");
   if (!cls.empty()) reach("class:" + cls);
   if (e.str("retry_status") == "ok") per_episode_.erase(e.job);
@@ -288,6 +300,7 @@ void ReachabilityObserver::on_reconcile(const TraceEvent& e) {
 // The orchestrator's answer about an item: a 410, and a run of transient
 // answers long enough for the backoff's cap (1, 2, 4 ... 32 min, then 1 h).
 void ReachabilityObserver::on_item_reply(const TraceEvent& e) {
+  REHEARSE_ASSERT_EQ(e.type, "service_reply");
   if (e.item.empty() || e.service != "orchestrator") return;
   const std::int64_t status = e.num("status", 0);
   if (status == 410) reach("reconcile:issue_gone_410");
@@ -298,6 +311,7 @@ void ReachabilityObserver::on_item_reply(const TraceEvent& e) {
 }
 
 void ReachabilityObserver::on_worker_lock(const TraceEvent& e) {
+  REHEARSE_ASSERT_EQ(e.type, "disk_lock");
   if (!ends_with(e.str("path"), std::string("/") + kWorkerLockName)) return;
   const std::string holder = e.data.contains("process") ? e.data.at("process").dump() : "";
   if (lock_holder_ && *lock_holder_ != holder) {
@@ -312,6 +326,7 @@ std::vector<std::string> ReachabilityObserver::reached() const {
   for (const ReachabilityPoint& p : reachability_points()) {
     if (reached_.count(p.name) != 0) out.push_back(p.name);
   }
+  REHEARSE_ASSERT_LE(out.size(), reached_.size());
   return out;
 }
 

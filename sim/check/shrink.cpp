@@ -38,7 +38,13 @@ std::optional<DurationMs> duration_of(const json& v) {
 }
 
 // A duration as the shrinker writes it: "1h30m", or 0.
-json duration_json(DurationMs d) { return d == 0 ? json(0) : json(format_duration(d)); }
+json duration_json(DurationMs d) {
+  REHEARSE_ASSERT_GE(d, 0);  // the searches try values >= 0 only
+  json out = d == 0 ? json(0) : json(format_duration(d));
+  // What is written reads back as the value tried.
+  REHEARSE_ASSERT_EQ(duration_of(out).value_or(-1), d);
+  return out;
+}
 
 // A FAULT TIME: an instant or "+DURATION" after start.
 std::optional<TimeMs> fault_time_of(const json& v, TimeMs start) {
@@ -98,7 +104,9 @@ class Search {
       : doc_(std::move(doc)),
         invariant_(std::move(invariant)),
         probe_(probe),
-        max_probes_(max_probes) {}
+        max_probes_(max_probes) {
+    REHEARSE_ASSERT_GE(max_probes_, 1u);  // the original document needs one run
+  }
 
   const json& doc() const noexcept { return doc_; }
   std::size_t probes() const noexcept { return probes_; }
@@ -111,6 +119,7 @@ class Search {
     const std::string key = candidate.dump();
     if (const auto it = seen_.find(key); it != seen_.end()) return it->second;
     if (probes_ >= max_probes_) {
+      REHEARSE_ASSERT_EQ(probes_, max_probes_);  // the budget is never overdrawn
       cut_ = true;
       return std::nullopt;
     }
@@ -143,6 +152,9 @@ class Search {
     REHEARSE_ASSERT(candidate != doc_);
     if (!violates(run(candidate))) return false;
     doc_ = std::move(candidate);
+    // Never lose the violation: the kept document is one that was run and fired it.
+    const auto it = seen_.find(doc_.dump());
+    REHEARSE_ASSERT(it != seen_.end() && violates(it->second));
     return true;
   }
 
@@ -203,6 +215,7 @@ std::function<bool(std::int64_t)> setter(Search& s, json::json_pointer pointer,
 // Delta debugging over the array at `pointer`: remove halves, then smaller
 // chunks, down to single elements, keeping at least `keep` elements.
 bool drop_elements(Search& s, const json::json_pointer& pointer, std::size_t keep) {
+  const std::size_t size_before = size_at(s.doc(), pointer);
   bool changed = false;
   std::size_t chunks = 2;
   while (!s.cut()) {
@@ -237,6 +250,9 @@ bool drop_elements(Search& s, const json::json_pointer& pointer, std::size_t kee
       chunks = std::min(chunks * 2, size);
     }
   }
+  // Dropping never adds: a change made the array strictly shorter.
+  REHEARSE_ASSERT_LE(size_at(s.doc(), pointer), size_before);
+  if (changed) REHEARSE_ASSERT_LT(size_at(s.doc(), pointer), size_before);
   return changed;
 }
 
@@ -252,12 +268,15 @@ bool drop_jobs(Search& s) {
 constexpr std::array<const char*, 4> kJobLists{"tasks", "items", "calls", "targets"};
 
 bool drop_job_parts(Search& s) {
+  const std::size_t jobs_before = size_at(s.doc(), json::json_pointer("/jobs"));
   bool changed = false;
   for (std::size_t j = 0; j < size_at(s.doc(), json::json_pointer("/jobs")); ++j) {
     for (const char* list : kJobLists) {
       changed |= drop_elements(s, json::json_pointer(fmt::format("/jobs/{}/{}", j, list)), 1);
     }
   }
+  // Parts go, the jobs themselves stay.
+  REHEARSE_ASSERT_EQ(size_at(s.doc(), json::json_pointer("/jobs")), jobs_before);
   return changed;
 }
 
@@ -270,6 +289,7 @@ bool drop_declarations(Search& s) {
   if (s.doc().contains("services") && s.doc()["services"].is_object()) {
     for (const auto& [name, value] : s.doc()["services"].items()) services.push_back(name);
   }
+  const std::size_t services_at_start = services.size();
   for (const std::string& name : services) {
     if (s.cut()) break;
     json candidate = s.doc();
@@ -278,6 +298,9 @@ bool drop_declarations(Search& s) {
     REHEARSE_ASSERT_EQ(candidate["services"].size() + 1, services_before);
     changed |= s.try_doc(std::move(candidate));
   }
+  // Services are only ever dropped.
+  REHEARSE_ASSERT(!s.doc().contains("services") || !s.doc()["services"].is_object() ||
+                  s.doc()["services"].size() <= services_at_start);
   changed |= drop_elements(s, json::json_pointer("/services/messenger/targets"), 1);
   changed |= drop_elements(s, json::json_pointer("/services/orchestrator/issues"), 0);
   changed |= drop_elements(s, json::json_pointer("/services/orchestrator/agents"), 0);
@@ -287,10 +310,13 @@ bool drop_declarations(Search& s) {
 // ------------------------------------------------------------ shortening
 
 bool shorten_fault(Search& s, std::size_t i) {
+  REHEARSE_ASSERT_LT(i, size_at(s.doc(), json::json_pointer("/faults")));
   const json& fault = s.doc()["faults"][i];
   if (!is_lasting(fault)) return false;
   const DurationMs current = fault_end(fault, until_of(s.doc())) - at_of(fault);
   const DurationMs step = time_step(current);
+  // A coarse grid still has a point below the current length.
+  REHEARSE_ASSERT(step == 1 || 2 * step <= current);
   const auto best =
       search_lowest(step, current, step,
                     setter(s, json::json_pointer(fmt::format("/faults/{}/for", i)), duration_json));
@@ -303,10 +329,12 @@ bool shorten_fault(Search& s, std::size_t i) {
 }
 
 bool shorten_faults(Search& s) {
+  const std::size_t faults_before = size_at(s.doc(), json::json_pointer("/faults"));
   bool changed = false;
   for (std::size_t i = 0; i < size_at(s.doc(), json::json_pointer("/faults")); ++i) {
     changed |= shorten_fault(s, i);
   }
+  REHEARSE_ASSERT_EQ(size_at(s.doc(), json::json_pointer("/faults")), faults_before);
   return changed;
 }
 
@@ -314,6 +342,7 @@ bool shorten_faults(Search& s) {
 // fault-kind table: a rate to 0.01 (a rate of 0 does nothing: dropping the
 // fault is that), an integer to the key's `min`, a down time to 0.
 bool lower_key(Search& s, std::size_t i, const FaultKeySpec& key) {
+  REHEARSE_ASSERT_LT(i, size_at(s.doc(), json::json_pointer("/faults")));
   const json& fault = s.doc()["faults"][i];
   const json current = fault.contains(key.name) ? fault[key.name] : key.default_value;
   const json::json_pointer pointer(fmt::format("/faults/{}/{}", i, key.name));
@@ -338,12 +367,15 @@ bool lower_key(Search& s, std::size_t i, const FaultKeySpec& key) {
 }
 
 bool lower_numbers(Search& s) {
+  const std::size_t faults_before = size_at(s.doc(), json::json_pointer("/faults"));
   bool changed = false;
   for (std::size_t i = 0; i < size_at(s.doc(), json::json_pointer("/faults")); ++i) {
     const FaultKindSpec* spec = kind_of(s.doc()["faults"][i]);
     if (spec == nullptr) continue;
     for (const FaultKeySpec& key : spec->keys) changed |= lower_key(s, i, key);
   }
+  // Lowering a value keeps every fault.
+  REHEARSE_ASSERT_EQ(size_at(s.doc(), json::json_pointer("/faults")), faults_before);
   return changed;
 }
 
@@ -354,6 +386,9 @@ std::vector<std::size_t> faults_by_time(const json& doc) {
   std::stable_sort(order.begin(), order.end(), [&doc](std::size_t a, std::size_t b) {
     return at_of(doc["faults"][a]) < at_of(doc["faults"][b]);
   });
+  for (std::size_t k = 1; k < order.size(); ++k) {
+    REHEARSE_ASSERT_LE(at_of(doc["faults"][order[k - 1]]), at_of(doc["faults"][order[k]]));
+  }
   return order;
 }
 
@@ -448,6 +483,10 @@ Result<json> normalized(const json& failing_doc, const std::string& invariant,
     }
     fault["at"] = format_instant(*at);
   }
+  // The search reads every fault's `at` as an instant (at_of).
+  for (std::size_t i = 0; i < size_at(doc, json::json_pointer("/faults")); ++i) {
+    REHEARSE_ASSERT(instant_of(doc["faults"][i]["at"]).has_value());
+  }
   return doc;
 }
 
@@ -476,6 +515,7 @@ std::vector<std::string> invariant_first(const std::vector<std::string>& fired,
   for (const std::string& name : fired) {
     if (name != invariant) out.push_back(name);
   }
+  REHEARSE_ASSERT_LE(out.size(), fired.size() + 1);
   return out;
 }
 
@@ -490,6 +530,7 @@ std::string names_text(const std::vector<std::string>& names) {
 // that document, whose violations become its expect.violations.
 Status label_result(ShrinkResult& result, const json& doc, const ViolationProbe& probe,
                     const ShrinkOptions& options) {
+  REHEARSE_ASSERT_GE(result.probes, 1u);  // the search ran before it is labelled
   json out = doc;
   const std::string origin =
       options.origin.empty() ? doc.value("scenario", std::string("a scenario")) : options.origin;
@@ -596,6 +637,7 @@ nlohmann::ordered_json keys_first(const json& object, std::initializer_list<cons
   for (const auto& [key, value] : object.items()) {
     if (!out.contains(key)) out[key] = nlohmann::ordered_json::parse(value.dump());
   }
+  REHEARSE_ASSERT_EQ(out.size(), object.size());  // reordered, nothing added or lost
   return out;
 }
 
@@ -642,7 +684,10 @@ std::string scenario_file_text(const json& document) {
     if (it != out.begin()) text += ",\n";
     text += fmt::format("  {}: {}", json(it.key()).dump(), one_entry_a_line(it.value(), "  "));
   }
-  return text + "\n}\n";
+  text += "\n}\n";
+  // The file reads back as the document it was written from.
+  REHEARSE_ASSERT(json::parse(text) == document);
+  return text;
 }
 
 std::string describe_fault(const json& fault) {

@@ -74,6 +74,8 @@ std::vector<std::string> service_candidates(const FaultKeySpec& key, const Decla
     }
   }
   if (key.user_services) out.insert(out.end(), d.user_services.begin(), d.user_services.end());
+  // A subset of what the key names and the user declared.
+  REHEARSE_ASSERT_LE(out.size(), key.names.size() + d.user_services.size());
   return out;
 }
 
@@ -95,7 +97,9 @@ bool key_drawable(const FaultKeySpec& key, const Declared& d) {
 // A rate: 1 half the time (every call hit), else one of 0.05 .. 0.95.
 double draw_rate(Rng& rng) {
   if (rng.next_bool(0.5)) return 1.0;
-  return static_cast<double>(rng.next_in(1, 19)) / 20.0;
+  const double rate = static_cast<double>(rng.next_in(1, 19)) / 20.0;
+  REHEARSE_ASSERT(rate > 0.0 && rate < 1.0);  // a rate of 0 would be no fault at all
+  return rate;
 }
 
 // A duration on a rough log scale: seconds, minutes, a quarter to two hours,
@@ -116,6 +120,9 @@ DurationMs draw_duration(Rng& rng, DurationMs cap) {
 // leave the key out (its default, or the run's own draw).
 std::optional<json> draw_value(const FaultKeySpec& key, Rng& rng, const Declared& d, TimeMs at_ms,
                                int& instances_made) {
+  // draw_fault placed the fault inside the span.
+  REHEARSE_ASSERT_GE(at_ms, d.start_ms);
+  REHEARSE_ASSERT_LE(at_ms, d.until_ms);
   switch (key.type) {
     case FaultKeyType::service: return pick(rng, service_candidates(key, d));
     case FaultKeyType::down_time: {
@@ -176,7 +183,13 @@ json draw_fault(const FaultKindSpec& kind, Rng& rng, const Declared& d, int& ins
   REHEARSE_ASSERT_GE(at, d.start_ms);
   REHEARSE_ASSERT_LE(at, d.until_ms);
   json fault{{"at", format_instant(at)}, {"kind", kind.name}};
-  if (kind.lasting) fault["for"] = format_duration(draw_duration(rng, d.until_ms - at));
+  if (kind.lasting) {
+    const DurationMs lasts = draw_duration(rng, d.until_ms - at);
+    // Over by `until` (when the span leaves the second a lasting fault needs).
+    const TimeMs latest_end = std::max(d.until_ms, at + kSecondMs);
+    REHEARSE_ASSERT_LE(at + lasts, latest_end);
+    fault["for"] = format_duration(lasts);
+  }
   for (const FaultKeySpec& key : kind.keys) {
     const bool always = key.required || key.type == FaultKeyType::service;
     if (!always && !rng.next_bool(0.5)) continue;
@@ -255,6 +268,7 @@ void add_swarm_faults(json& faults, Rng& rng, const Declared& d, const SwarmOpti
   }
   // Each applicable kind was either switched on or left off, once.
   REHEARSE_ASSERT_EQ(on.size(), c.kinds_on.size());
+  REHEARSE_ASSERT_LE(c.kinds_on.size() + c.kinds_off.size(), fault_kinds().size());
   for (const auto& [kind, from] : on) {
     const auto n = from->next_in(1, std::max(1, options.max_instances));
     for (std::int64_t i = 0; i < n; ++i) {

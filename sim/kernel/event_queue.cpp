@@ -6,6 +6,7 @@ namespace rehearse::sim {
 
 // Cold path: doubles the aligned key array (keys are trivially copyable).
 void EventKeyHeap::grow() {
+  REHEARSE_ASSERT_EQ(size_, capacity_);  // push grows only a full array
   const std::size_t capacity = capacity_ == 0 ? 256 : capacity_ * 2;
   const std::size_t storage = capacity + kOffset;
   auto* raw = static_cast<Packed*>(
@@ -18,6 +19,7 @@ void EventKeyHeap::grow() {
 }
 
 void EventKeyHeap::sift_down(std::size_t i, Packed key) noexcept {
+  REHEARSE_ASSERT_LT(i, size_);  // heapify sifts internal nodes only
   for (;;) {
     const std::size_t first = kArity * i + 1;
     if (first >= size_) break;

@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/assert.hpp"
 #include "model/result.hpp"
 #include "model/time.hpp"
 
@@ -95,6 +96,8 @@ class EventKeyHeap {
     if (size_ == capacity_) grow();
     REHEARSE_ASSERT_LT(size_, capacity_);
     sift_up(size_++, pack(key));
+    // The minimum is at the top: nothing pushed can be smaller than it.
+    REHEARSE_ASSERT(!(pack(key) < at(0)));
   }
 
   void pop() noexcept {
@@ -141,6 +144,8 @@ class EventKeyHeap {
       }
     }
     sift_up(hole, last);
+    // The new top is the smallest key left, the displaced last key included.
+    REHEARSE_ASSERT(!(last < at(0)));
   }
 
   // Keeps the keys for which keep(key) is true and restores the heap in O(n).
@@ -188,6 +193,7 @@ class EventKeyHeap {
   const Packed& at(std::size_t i) const noexcept { return keys_[i + kOffset]; }
 
   void sift_up(std::size_t i, Packed key) noexcept {
+    REHEARSE_ASSERT_LT(i, size_);  // the hole is inside the heap
     while (i > 0) {
       const std::size_t parent = (i - 1) / kArity;
       if (!(key < at(parent))) break;
@@ -199,6 +205,8 @@ class EventKeyHeap {
 
   // Index of the smallest of the full group first..first+3, branch-free.
   std::size_t min_of_four(std::size_t first) const noexcept {
+    // Only full groups: the caller checked first + 3 is a key.
+    REHEARSE_ASSERT_LE(first + kArity, size_);
     const Packed k0 = at(first), k1 = at(first + 1), k2 = at(first + 2), k3 = at(first + 3);
     const bool b01 = k1 < k0;
     const bool b23 = k3 < k2;
@@ -212,6 +220,7 @@ class EventKeyHeap {
   // Prefetches the four child groups of first..first+3, each index clamped
   // to the last key so every address stays inside the array.
   void prefetch_grandchildren(std::size_t first) const noexcept {
+    REHEARSE_ASSERT_LT(first, size_);  // so size_ - 1 below is a key
     const Packed* base = keys_.get() + kOffset;
     const std::size_t last = size_ - 1;
     const std::size_t group = kArity * first + 1;
@@ -290,6 +299,7 @@ class EventQueue {
     slots_[slot].payload = std::move(payload);
     heap_.push({time, tag});
     ++live_;
+    REHEARSE_ASSERT_LE(live_, pending_max_);
     REHEARSE_ASSERT_EQ(heap_.size(), live_ + stale_);
     return EventId{tag};
   }
@@ -312,6 +322,8 @@ class EventQueue {
     ++stale_;
     drop_stale_top();
     maybe_compact();
+    // Ids are never reused: a cancelled one stays cancelled.
+    REHEARSE_ASSERT(!is_pending(id));
     return true;
   }
 
@@ -319,6 +331,7 @@ class EventQueue {
   // returns how many. Visits slots in index order (deterministic).
   template <typename Pred>
   std::size_t cancel_if(Pred pred) {
+    const std::size_t live_before = live_;
     std::size_t cancelled = 0;
     for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
       if (slots_[slot].tag != 0 && pred(std::as_const(slots_[slot].payload))) {
@@ -332,6 +345,7 @@ class EventQueue {
       maybe_compact();
     }
     REHEARSE_ASSERT_EQ(heap_.size(), live_ + stale_);
+    REHEARSE_ASSERT_EQ(live_ + cancelled, live_before);
     return cancelled;
   }
 
@@ -355,6 +369,8 @@ class EventQueue {
       maybe_compact();
     }
     REHEARSE_ASSERT_EQ(heap_.size(), live_ + stale_);
+    // (time, sequence) order: every key left comes strictly after this one.
+    REHEARSE_ASSERT(heap_.empty() || EventKeyHeap::less(key, heap_.top()));
     return event;
   }
 
@@ -386,6 +402,8 @@ class EventQueue {
   }
 
   bool is_stale(const EventKeyHeap::Key& key) const noexcept {
+    // Every key in the heap was pushed with a slot that exists.
+    REHEARSE_ASSERT_LT(key.tag & kSlotMask, slots_.size());
     return slots_[key.tag & kSlotMask].tag != key.tag;
   }
 

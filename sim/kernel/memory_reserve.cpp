@@ -48,6 +48,8 @@ bool memory_reserve_spent() noexcept { return g_spent.load(std::memory_order_rel
 
 bool rearm_memory_reserve() noexcept {
   if (!g_spent.load()) return true;
+  // Only an armed reserve is spent, and arming recorded its (non-zero) size.
+  REHEARSE_ASSERT_GT(g_bytes.load(), 0u);
   void* block = take_block(g_bytes.load());
   if (block == nullptr) return false;
   void* expected = nullptr;

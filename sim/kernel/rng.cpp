@@ -1,5 +1,6 @@
 #include "sim/kernel/rng.hpp"
 
+#include "model/assert.hpp"
 #include "model/result.hpp"
 
 namespace rehearse::sim {
@@ -87,6 +88,7 @@ std::int64_t Rng::next_in(std::int64_t lo, std::int64_t hi) noexcept {
 
 bool Rng::next_bool(double p) noexcept {
   const double u = next_unit();
+  REHEARSE_ASSERT(u >= 0.0 && u < 1.0);  // next_unit's range: p <= 0 never, p >= 1 always
   return u < p;
 }
 

@@ -20,6 +20,8 @@ class WakeUp {
 
   bool await_ready() const noexcept { return false; }
   void await_suspend(std::coroutine_handle<> sleeper) {
+    // One wake-up per sleep: await_resume cleared the previous one's id.
+    REHEARSE_ASSERT(!id_);
     id_ = simulator_.schedule_resume(std::max(at_ms_, simulator_.now()), sleeper, "wake");
   }
   void await_resume() noexcept { id_ = EventId{}; }

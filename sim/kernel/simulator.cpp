@@ -158,6 +158,8 @@ void Simulator::teardown(Process& process) {
   // of the locals in scope at the suspension point, nested frames included.
   while (!process.roots.empty()) process.roots.pop_back();
   while (!process.memory.empty()) process.memory.pop_back();
+  // A memory cell's destructor must not spawn: no frame may outlive the crash.
+  REHEARSE_ASSERT(process.roots.empty());
   crashing_ = false;
 }
 
@@ -226,6 +228,7 @@ void Simulator::spawn(ProcessId process, Task<void> task, std::string name) {
 EventId Simulator::push(TimeMs at_ms, Action action) {
   REHEARSE_ASSERT(at_ms >= now_ms_);
   const EventId id = queue_.push(at_ms, std::move(action));
+  REHEARSE_ASSERT(!id || queue_.is_pending(id));
   if (!id && !halt_) {
     halt_.emplace(RunOutcome::queue_overflow,
                   fmt::format("more than {} events pending at {}", queue_.pending_max(),
@@ -299,6 +302,10 @@ void Simulator::fire_crash_plan() {
 
 void Simulator::execute(PoppedEvent<Action>& event) {
   Action& action = event.payload;
+  // crash() cancels every event of the process: what runs belongs to the
+  // world or to a process that is up.
+  REHEARSE_ASSERT(action.process == kWorld || process_ref(action.process).up);
+  REHEARSE_ASSERT(action.kind != EventKind::resume || static_cast<bool>(action.handle));
   const CurrentProcessScope scope(current_process_, action.process);
   if (action.kind == EventKind::resume) {
     // The handle's frame is alive: a crash or a frame's destruction cancels
@@ -314,6 +321,7 @@ void Simulator::execute(PoppedEvent<Action>& event) {
 
 void Simulator::collect_finished_roots(ProcessId process) {
   Process& p = process_ref(process);
+  REHEARSE_ASSERT(p.up);  // a down process has no root left to collect
   for (std::size_t i = 0; i < p.roots.size();) {
     Root& root = p.roots[i];
     if (!root.task.done()) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "model/assert.hpp"
@@ -33,7 +34,11 @@ std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t state) {
   return state;
 }
 
-std::string hex64(std::uint64_t v) { return fmt::format("{:016x}", v); }
+std::string hex64(std::uint64_t v) {
+  std::string text = fmt::format("{:016x}", v);
+  REHEARSE_ASSERT_EQ(text.size(), 16u);  // fixed width: hashes compare as text
+  return text;
+}
 
 namespace {
 
@@ -121,6 +126,7 @@ const std::string& instant_text(TimeMs t) {
 // the data fields.
 template <typename Write>
 void append_head_field(std::string& out, const json& data, const char* key, Write write) {
+  REHEARSE_ASSERT(key != nullptr && key[0] != '\0');
   if (key[0] != 't' || key[1] != '\0') out += ',';
   out += '"';
   out += key;
@@ -206,6 +212,7 @@ std::size_t Trace::record(TraceEvent e) {
     events_.push_back(std::move(e));
     dispatch_kept(index);
   } else {
+    REHEARSE_ASSERT(events_.empty());  // TraceKeep::none keeps nothing
     dispatch_streamed(std::move(e));
   }
   return index;
@@ -215,6 +222,7 @@ std::size_t Trace::record(TraceEvent e) {
 // after an fsync): it is appended now and handed to the listeners after the
 // current one has been seen by all of them, in order.
 void Trace::dispatch_kept(std::size_t index) {
+  REHEARSE_ASSERT_LT(index, events_.size());  // record kept the event first
   pending_.push_back(index);
   if (dispatching_) return;
   dispatching_ = true;
@@ -230,6 +238,7 @@ void Trace::dispatch_kept(std::size_t index) {
 }
 
 void Trace::dispatch_streamed(TraceEvent e) {
+  REHEARSE_ASSERT_LT(e.seq, next_seq_);  // record assigned its seq
   pending_events_.push_back(std::move(e));
   if (dispatching_) return;
   dispatching_ = true;
@@ -251,6 +260,8 @@ Trace Trace::take() {
   out.next_seq_ = next_seq_;
   out.hash_ = hash_;
   *this = Trace(keep_);
+  // A kept trace holds every recorded event; a streamed one none.
+  REHEARSE_ASSERT_EQ(out.events_.size(), out.keep_ == TraceKeep::all ? out.size() : 0u);
   return out;
 }
 
@@ -260,6 +271,9 @@ std::string Trace::to_jsonl() const {
     append_json_line(out, e);
     out += '\n';
   }
+  // One line per event: a JSON line never holds a raw newline.
+  REHEARSE_ASSERT_EQ(static_cast<std::size_t>(std::count(out.begin(), out.end(), '\n')),
+                     events_.size());
   return out;
 }
 

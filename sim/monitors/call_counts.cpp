@@ -5,13 +5,19 @@
 namespace rehearse::sim {
 
 void CallCounts::observe_call(const TraceEvent& e) {
+  // MonitorSet::dispatch hands over service calls only.
+  REHEARSE_ASSERT_EQ(e.type, "service_call");
   ++service_calls_[e.service];
   if (jobs_.find(e.job) != nullptr) ++job_calls_[e.job];
 }
 
 void CallCounts::observe_notification(const TraceEvent& notice) {
-  ++notifications_total_[notice.type];
-  if (jobs_.find(notice.job) != nullptr) ++job_notifications_[notice.job][notice.type];
+  const std::int64_t total = ++notifications_total_[notice.type];
+  if (jobs_.find(notice.job) != nullptr) {
+    const std::int64_t of_job = ++job_notifications_[notice.job][notice.type];
+    // Counted in both at once: a job's share never passes the total.
+    REHEARSE_ASSERT_LE(of_job, total);
+  }
 }
 
 void CallCounts::tally(nlohmann::json& tallies) const {

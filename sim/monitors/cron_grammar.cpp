@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <string>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 namespace {
@@ -27,6 +29,8 @@ std::optional<std::string> cron_shape_refusal(std::string_view expr, std::size_t
 
 std::optional<std::string> cron_value_refusal(const std::string& field, const char* name, int lo,
                                               int hi) {
+  // The callers pass a field's own range (witness_cron's kSpecs).
+  REHEARSE_ASSERT_LE(lo, hi);
   const bool plain =
       !field.empty() && field.size() <= 9 &&
       std::all_of(field.begin(), field.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -39,10 +43,14 @@ std::optional<std::string> cron_value_refusal(const std::string& field, const ch
 std::optional<std::string> cron_day_refusal(const std::vector<bool>& doms, bool last_dom,
                                             const std::vector<bool>& months, bool month_single,
                                             bool dow_any) {
+  // Bitmaps indexed by value: days 1..31, months 1..12 (witness_cron's fields).
+  REHEARSE_ASSERT_GE(doms.size(), 32u);
+  REHEARSE_ASSERT_GE(months.size(), 13u);
   int smallest = 0;
   for (int d = 1; d <= 31 && smallest == 0; ++d)
     smallest = doms[static_cast<std::size_t>(d)] ? d : 0;
   if (smallest == 0) return std::nullopt;  // only `L`, which every month has
+
   for (int m = 1; m <= 12; ++m) {
     if (!months[static_cast<std::size_t>(m)] || smallest <= kLongest[m]) continue;
     if (month_single) {

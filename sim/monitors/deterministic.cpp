@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 std::optional<Violation> compare_traces(const Trace& a, const Trace& b) {
@@ -21,7 +23,10 @@ std::optional<Violation> compare_traces(const Trace& a, const Trace& b) {
   }
   if (ea.size() != eb.size()) {
     const bool a_longer = ea.size() > eb.size();
+    // n is the shorter size: the longer trace has a line n.
+    REHEARSE_ASSERT_LT(n, a_longer ? ea.size() : eb.size());
     const TraceEvent& extra = a_longer ? ea[n] : eb[n];
+
     return Violation{Deterministic::kName, n, extra.t,
                      fmt::format("the {} trace ends after {} lines, the other goes on with: {}",
                                  a_longer ? "second" : "first", n, to_json_line(extra))};

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <string_view>
 #include <utility>
 
+#include "model/assert.hpp"
 #include "model/environment.hpp"
 
 namespace rehearse::sim {
@@ -47,7 +49,11 @@ std::optional<std::string> witness_role_of(const std::string& name) {
       {"strategist", "planning"},
   }};
   for (const auto& [listed, role] : kNames) {
-    if (name == listed) return std::string(role);
+    if (name != listed) continue;
+    // The table maps every name onto one of the four roles.
+    const std::string_view r = role;
+    REHEARSE_ASSERT(r == "lead" || r == "dev" || r == "ops" || r == "planning");
+    return std::string(role);
   }
   return std::nullopt;
 }
@@ -74,6 +80,9 @@ HandoffRoles::HandoffRoles(const char* invariant, const Scenario& scenario)
   for (const OrchestratorAgent& a : scenario.services.orchestrator->agents) {
     agents_[short_of(a.id)] = Agent{a.role, a.present};
   }
+  // Agents are keyed by short id (two may share one): never more than listed.
+  REHEARSE_ASSERT_LE(agents_.size(), scenario.services.orchestrator->agents.size());
+  REHEARSE_ASSERT_LE(lead_.size(), kShortId);
 }
 
 void HandoffRoles::observe(const TraceEvent& e, std::size_t i, const std::string& status,
@@ -88,6 +97,8 @@ void HandoffRoles::observe(const TraceEvent& e, std::size_t i, const std::string
     for (const auto& [id, agent] : agents_) {
       if (agent.present) listed[id] = agent.role;
     }
+    // A list holds only the agents the tracker knows (those present).
+    REHEARSE_ASSERT_LE(listed.size(), agents_.size());
   } else if (e.type == "issue_assigned") {
     on_assigned(e, i, status, out);
   }
@@ -96,6 +107,8 @@ void HandoffRoles::observe(const TraceEvent& e, std::size_t i, const std::string
 // Why the lead check fails on `listed` (nullopt: it passes).
 std::optional<std::string> HandoffRoles::lead_problem(const Listing& listed) const {
   if (lead_.empty()) return "AGENT_LEAD_ID is not set";
+  // Listings are keyed by short id: the lead is looked up the same way.
+  REHEARSE_ASSERT_LE(lead_.size(), kShortId);
   const auto it = listed.find(lead_);
   if (it == listed.end()) return fmt::format("the lead agent {} was not in the list", lead_);
   if (witness_role_of(it->second) != "lead") {
@@ -108,7 +121,10 @@ std::optional<std::string> HandoffRoles::lead_problem(const Listing& listed) con
 // agent's listed role, against the list the job's cycle last got.
 void HandoffRoles::on_assigned(const TraceEvent& e, std::size_t i, const std::string& status,
                                Violations& out) const {
+  // observe() hands over only accepted handoffs.
+  REHEARSE_ASSERT_EQ(e.type, "issue_assigned");
   const auto list = listed_.find(e.job);
+
   const Listing none;
   const Listing& listed = list == listed_.end() ? none : list->second;
   std::optional<std::string> why = list == listed_.end()

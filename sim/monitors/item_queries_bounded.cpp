@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "model/assert.hpp"
 #include "sim/monitors/reply_class.hpp"
 #include "sim/monitors/stage_rank.hpp"
 
@@ -28,9 +29,14 @@ bool is_refusal(std::int64_t status) {
 
 // The least backoff after the n-th transient failure in a row.
 DurationMs transient_backoff_ms(int n) {
+  // Asked only for an item with a transient failure in a row.
+  REHEARSE_ASSERT_GE(n, 1);
   DurationMs d = kTransientBackoffFirstMs;
   for (int k = 1; k < n && d < kTransientBackoffMaxMs; ++k) d *= 2;
-  return std::min(d, kTransientBackoffMaxMs);
+  const DurationMs out = std::min(d, kTransientBackoffMaxMs);
+  REHEARSE_ASSERT_GE(out, kTransientBackoffFirstMs);
+  REHEARSE_ASSERT_LE(out, kTransientBackoffMaxMs);
+  return out;
 }
 
 // The stage a handoff for the issue's status leads to (its rank), or -1.
@@ -53,6 +59,8 @@ ItemQueriesBounded::ItemQueriesBounded(const Scenario& scenario, MonitorContext&
       }
     }
   }
+  // Compared with the agent ids events carry, which are this short.
+  REHEARSE_ASSERT_LE(lead_prefix_.size(), kAgentPrefixChars);
   for (const JobSpec& spec : scenario.jobs) {
     for (const ReconcileItem& item : spec.items) stages_[item.issue] = item.stage;
   }
@@ -77,6 +85,7 @@ Violations ItemQueriesBounded::observe(const TraceEvent& e, std::size_t i) {
 // blocked handoff a lookup showed was an attempt when the record carries the
 // deferral's reconcile error.
 void ItemQueriesBounded::on_durable_stage(const TraceEvent& e) {
+  REHEARSE_ASSERT_EQ(e.type, "durable_stage");
   stages_[e.item] = e.str("stage");
   ItemWatch& w = items_[e.item];
   if (w.blocked_handoff_at && !e.str("error").empty()) w.config_error_at = w.blocked_handoff_at;
@@ -120,6 +129,9 @@ void ItemQueriesBounded::check_config_attempts(const TraceEvent& e, std::size_t 
 // list its cycle got) until the instance answers about the item.
 void ItemQueriesBounded::on_item_query(const TraceEvent& e, std::size_t i, ItemWatch& w,
                                        Violations& out) {
+  // check_config_attempts hands over an item's get_issue call.
+  REHEARSE_ASSERT_EQ(e.type, "service_call");
+  REHEARSE_ASSERT(!e.item.empty());
   check_transient_backoff(e, i, w, out);
   w.validating = false;
   w.blocked_handoff_at.reset();  // no deferral recorded since: it was a lookup
@@ -145,6 +157,8 @@ void ItemQueriesBounded::on_item_query(const TraceEvent& e, std::size_t i, ItemW
 void ItemQueriesBounded::check_transient_backoff(const TraceEvent& e, std::size_t i,
                                                  const ItemWatch& w, Violations& out) const {
   if (w.transient_in_row == 0) return;
+  // A count in a row: it only grows from 0, or goes back to 0.
+  REHEARSE_ASSERT_GT(w.transient_in_row, 0);
   const DurationMs wait = transient_backoff_ms(w.transient_in_row);
   if (e.t + 1 >= w.transient_at + wait) return;  // 1 ms of slack for rounding
   out.push_back({kName, i, e.t,
@@ -160,6 +174,8 @@ void ItemQueriesBounded::check_transient_backoff(const TraceEvent& e, std::size_
 // attempt and leaves the hour where it was; a refusal, or a handoff the
 // missing lead agent blocks, is a config error.
 void ItemQueriesBounded::on_item_reply(const TraceEvent& e, ItemWatch& w) {
+  REHEARSE_ASSERT_EQ(e.type, "service_reply");
+  REHEARSE_ASSERT_GE(w.transient_in_row, 0);
   const std::int64_t status = e.num("status");
   const bool definitive =
       (status >= 200 && status < 300) || is_refusal(status) || status == 404 || status == 410;
@@ -199,6 +215,8 @@ void ItemQueriesBounded::check_after_not_found(const TraceEvent& e, std::size_t 
                                                Violations& out) {
   if (e.item.empty()) return;
   ItemWatch& w = items_[e.item];
+  // Only a 404 or a 410 marks the item gone (below).
+  if (w.not_found_at) REHEARSE_ASSERT(w.gone_status == 404 || w.gone_status == 410);
   const bool orchestrator = e.service == "orchestrator" || e.service.empty();
   if (e.type == "service_call" && orchestrator) {
     if (e.str("operation") == "get_issue") ++w.queries;
@@ -231,12 +249,18 @@ void ItemQueriesBounded::forget_answers_not_yet_durable() {
     w.transient_in_row = 0;  // a backoff not yet durable may be lost with the process
     if (w.not_found_at && !w.not_found_durable) w.not_found_at.reset();
     if (w.config_error_at && !w.config_error_durable) w.config_error_at.reset();
+    // What the worker may have lost is gone; what stays was durable.
+    REHEARSE_ASSERT(!w.not_found_at || w.not_found_durable);
+    REHEARSE_ASSERT(!w.config_error_at || w.config_error_durable);
   }
 }
 
 void ItemQueriesBounded::tally(nlohmann::json& tallies) const {
   for (const auto& [id, w] : items_) {
+    // A count of calls: it only grows.
+    REHEARSE_ASSERT_GE(w.queries, 0);
     nlohmann::json& o = tallies["items"][id];
+
     o["queries"] = w.queries;
     if (!w.reason.empty()) o["reason"] = w.reason;
   }

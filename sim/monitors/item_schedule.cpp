@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "sim/monitors/stage_rank.hpp"
 
 namespace rehearse::sim {
@@ -26,6 +27,7 @@ ItemSchedule::ItemSchedule(const char* invariant, const Scenario& scenario)
   for (const JobSpec& spec : scenario.jobs) {
     if (spec.kind == JobKind::reconcile) batch_size_[spec.id] = spec.batch_size;
   }
+  REHEARSE_ASSERT_LE(batch_size_.size(), scenario.jobs.size());
 }
 
 void ItemSchedule::observe(const TraceEvent& e, std::size_t i, bool went_down, Violations& out) {
@@ -59,6 +61,7 @@ void ItemSchedule::observe(const TraceEvent& e, std::size_t i, bool went_down, V
 // last answer about the item (an item never answered yet is not judged: its
 // record is the scenario's or the store's seed).
 void ItemSchedule::on_schedule(const TraceEvent& e, std::size_t i, Violations& out) {
+  REHEARSE_ASSERT_EQ(e.type, "durable_schedule");
   Durable& d = durable_[{e.job, e.item}];
   d.next_attempt_at = instant_field(e, "next_attempt_at");
   d.updated_at = instant_field(e, "updated_at");
@@ -84,6 +87,8 @@ void ItemSchedule::open_cycle(const std::string& job, TimeMs at) {
        it != durable_.end() && it->first.first == job; ++it) {
     cycle.items[it->first.second] = it->second;
   }
+  // A copy of the job's own durable records, nothing else.
+  REHEARSE_ASSERT_LE(cycle.items.size(), durable_.size());
   cycles_[job] = std::move(cycle);
 }
 
@@ -96,6 +101,8 @@ std::size_t ItemSchedule::asked_no_later(const Cycle& cycle, const Durable& item
     const bool unknown = it == cycle.items.end() || !it->second.updated_at || !item.updated_at;
     if (unknown || *it->second.updated_at <= *item.updated_at) ++n;
   }
+  // Counted among the items the cycle asked.
+  REHEARSE_ASSERT_LE(n, cycle.asked.size());
   return n;
 }
 
@@ -103,9 +110,13 @@ std::size_t ItemSchedule::asked_no_later(const Cycle& cycle, const Durable& item
 // the cycle's instant and not asked fires, unless a full batch of items
 // visited no later than it was asked instead.
 void ItemSchedule::judge_cycle(const TraceEvent& e, std::size_t i, Violations& out) {
+  REHEARSE_ASSERT_EQ(e.type, "queue_intent");
   const auto found = cycles_.find(e.job);
   if (found == cycles_.end()) return;
+  // open_cycle opens cycles of reconcile jobs only: the job has a batch entry.
+  REHEARSE_ASSERT(batch_size_.contains(e.job));
   const Cycle cycle = std::move(found->second);
+
   cycles_.erase(found);
   if (damaged_.contains(e.job)) return;
   const std::optional<int> batch = batch_size_[e.job];

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "sim/monitors/process_tracker.hpp"
 
 namespace rehearse::sim {
@@ -55,6 +56,7 @@ void JobFileWatch::observe(const TraceEvent& e, std::size_t i, Violations& out) 
 
 // A crashed process forgets what it read; the machine's power loss, every process.
 void JobFileWatch::note_crash(const TraceEvent& e) {
+  REHEARSE_ASSERT(is_crash_event(e.type));
   const bool machine = e.type == "disk_crash";
   const std::int64_t pid = pid_of(e);
   for (auto& [path, damage] : damaged_) {
@@ -67,6 +69,7 @@ void JobFileWatch::note_crash(const TraceEvent& e) {
 }
 
 void JobFileWatch::note_take(const TraceEvent& e) {
+  REHEARSE_ASSERT_EQ(e.type, "queue_take");
   closed_.erase(e.job);
   for (const auto& [path, damage] : damaged_) {
     if (damage.job == e.job && damage.readers.count(pid_of(e)) != 0) closed_.insert(e.job);
@@ -76,6 +79,9 @@ void JobFileWatch::note_take(const TraceEvent& e) {
 // An outbox notification (the message names its `event`) may tell of the
 // failure; any other send, and any service call, is the run going on.
 void JobFileWatch::check_call(const TraceEvent& e, std::size_t i, Violations& out) {
+  // observe() judges calls only once some file was damaged.
+  REHEARSE_ASSERT(!damaged_.empty());
+
   if (closed_.count(e.job) == 0) return;
   if (e.type != "service_call" && !e.str("event").empty()) return;
   const std::string what = e.type == "service_call"
@@ -89,6 +95,8 @@ void JobFileWatch::check_call(const TraceEvent& e, std::size_t i, Violations& ou
 }
 
 void JobFileWatch::check_kept(const TraceEvent& e, std::size_t i, Violations& out) {
+  REHEARSE_ASSERT(changes_disk(e.type));
+  REHEARSE_ASSERT(!damaged_.empty());
   for (const std::string& path : {e.str("path"), e.str("to"), e.str("from")}) {
     if (path.empty()) continue;
     const Damage* d = damage_at(path);

@@ -68,11 +68,18 @@ JobTable::JobTable(const Scenario& scenario) {
 
 const MonitoredJob* JobTable::find(const std::string& id) const {
   const auto it = jobs_.find(id);
-  return it == jobs_.end() ? nullptr : &it->second;
+  if (it == jobs_.end()) return nullptr;
+  // Keyed by the job's own id.
+  REHEARSE_ASSERT_EQ(it->second.id, id);
+  return &it->second;
 }
 
 void JobTable::unchecked(std::string invariant, std::string subject, std::string why) {
+  // Named by the constructor, for a job it reads.
+  REHEARSE_ASSERT(!invariant.empty());
+  REHEARSE_ASSERT(unchecked_.is_array());
   unchecked_.push_back({{"invariant", std::move(invariant)},
+
                         {"subject", std::move(subject)},
                         {"why", std::move(why)}});
 }

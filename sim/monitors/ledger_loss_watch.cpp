@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "sim/monitors/event_text.hpp"
 
 namespace rehearse::sim {
@@ -16,6 +17,8 @@ std::string directory_of(const std::string& path) {
 // A change of the retry state's own files (its journal, its snapshot); the
 // worker lock beside them is no change of the state.
 bool changes_the_state(const TraceEvent& e, const std::string& dir) {
+  // Asked only while a cut's directory is watched.
+  REHEARSE_ASSERT(!dir.empty());
   const std::string& type = e.type;
   if (type != "disk_write" && type != "disk_append" && type != "disk_rename" &&
       type != "disk_remove") {
@@ -57,10 +60,15 @@ void LedgerLossWatch::on_cut(const TraceEvent& e) {
     proofs_.push_back({a.value("job", std::string()), a.value("ledger_slot", std::string()),
                        last.is_string() ? last.get<std::string>() : std::string("none")});
   }
+  // One proof per job the ledger is ahead for, the earlier cut's forgotten.
+  REHEARSE_ASSERT_EQ(proofs_.size(), ahead->size());
 }
 
 Violations LedgerLossWatch::finish(std::size_t events_seen, TimeMs until_ms) const {
+  // observe() drops a report owed once no proof stands.
+  REHEARSE_ASSERT(!owed_ || !proofs_.empty());
   if (!owed_ || proofs_.empty()) return {};
+
   const Proof& p = proofs_.front();
   return {{invariant_, events_seen, until_ms,
            fmt::format("the process booted at {} on a retry state that lost acknowledged records "

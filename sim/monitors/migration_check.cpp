@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "sim/monitors/reply_class.hpp"
 #include "sim/monitors/stage_rank.hpp"
 
@@ -53,6 +54,7 @@ void MigrationCheck::observe(const TraceEvent& e, std::size_t i, bool list_answe
 }
 
 void MigrationCheck::on_reply(const TraceEvent& e, bool list_answered) {
+  REHEARSE_ASSERT_EQ(e.type, "service_reply");
   const std::string operation = e.str("operation");
   if (operation == "list_agents") {
     if (e.num("status", 0) == 200 && migrated_.erase(e.job) > 0) arm(e.job);
@@ -70,18 +72,27 @@ void MigrationCheck::on_reply(const TraceEvent& e, bool list_answered) {
 
 // The cycle that learnt the new instance: the items it must ask.
 void MigrationCheck::arm(const std::string& job) {
+  // Armed once per migration: on_reply took the job out of migrated_.
+  REHEARSE_ASSERT_EQ(migrated_.count(job), 0u);
   Cycle cycle;
   for (const std::string& issue : items_of_[job]) {
     const ItemRecord& r = records_[{job, issue}];
     if (r.answered && !r.backing_off && !r.terminal) cycle.required.insert(issue);
   }
+  REHEARSE_ASSERT_LE(cycle.required.size(), items_of_[job].size());
   cycles_[job] = std::move(cycle);
 }
 
 void MigrationCheck::on_intent(const TraceEvent& e, std::size_t i, Violations& out) {
+  REHEARSE_ASSERT_EQ(e.type, "queue_intent");
   if (const auto cycle = cycles_.find(e.job); cycle != cycles_.end()) {
+    // arm() requires only the job's own items.
+    const auto items = items_of_.find(e.job);
+    REHEARSE_ASSERT(items != items_of_.end());
     for (const std::string& issue : cycle->second.required) {
+      REHEARSE_ASSERT_EQ(items->second.count(issue), 1u);
       if (cycle->second.asked.count(issue) != 0) continue;
+
       out.push_back({invariant_, i, e.t,
                      fmt::format("issue {} of job {} was not asked in the first cycle after the "
                                  "orchestrator reported a new instance (stored ids are checked "

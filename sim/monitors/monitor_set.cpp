@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "model/assert.hpp"
 #include "sim/monitors/context.hpp"
 #include "sim/monitors/no_secret_leak.hpp"
 #include "sim/monitors/run_facts.hpp"
@@ -38,6 +39,9 @@ MonitorSet::MonitorSet(const Scenario& scenario, const std::vector<MonitorFactor
     if (auto* s = dynamic_cast<NoSecretLeak*>(m)) secrets_ = s;
     if (auto* s = dynamic_cast<StateDurable*>(m)) locks_ = s;
   }
+  // One monitor per registry entry, each routed at most once per type it reads.
+  REHEARSE_ASSERT_EQ(monitors_.size(), registry.size());
+  REHEARSE_ASSERT_LE(every_event_.size(), monitors_.size());
 }
 
 MonitorSet::~MonitorSet() = default;
@@ -105,6 +109,7 @@ void MonitorSet::dispatch(const TraceEvent& e, std::size_t i, Violations& out) {
 std::optional<Violation> MonitorSet::report(Violations out) {
   if (out.empty()) return std::nullopt;
   const auto& names = invariant_names();
+
   std::stable_sort(out.begin(), out.end(), [&](const Violation& a, const Violation& b) {
     return std::find(names.begin(), names.end(), a.invariant) <
            std::find(names.begin(), names.end(), b.invariant);

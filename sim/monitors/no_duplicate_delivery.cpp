@@ -17,6 +17,8 @@ Violations NoDuplicateDelivery::observe(const TraceEvent& e, std::size_t i) {
     // down is the at-least-once window: one more delivery of it is allowed.
     for (auto& [key, s] : sends_) {
       if (s.window_open) {
+        // A window opens only at a delivery (on_delivered).
+        REHEARSE_ASSERT_GE(s.delivered, 1);
         s.window_open = false;
         ++s.window_cuts;
       }
@@ -49,6 +51,7 @@ Violations NoDuplicateDelivery::observe(const TraceEvent& e, std::size_t i) {
 }
 
 void NoDuplicateDelivery::on_delivered(const TraceEvent& e, std::size_t i, Violations& out) {
+  REHEARSE_ASSERT_EQ(e.type, "message_delivered");
   const std::string kind = e.str("kind");
   if (kind == "failure_notice") {
     ++failure_notices_;  // may repeat on every retry, by design
@@ -79,6 +82,9 @@ void NoDuplicateDelivery::on_delivered(const TraceEvent& e, std::size_t i, Viola
 // a target whose delivery is durably recorded closes its at-least-once window;
 // a guard or marker that became durable during a run belongs to that run.
 void NoDuplicateDelivery::note_ledger(const TraceEvent& e) {
+  // observe() reads only a ledger record that names a job's slot.
+  REHEARSE_ASSERT_EQ(e.type, "durable_delivery");
+  REHEARSE_ASSERT(e.slot.has_value() && !e.job.empty());
   if (const auto* to = field(e, "delivered_to"); to != nullptr && to->is_array()) {
     for (const auto& target : *to) {
       if (target.is_string())
@@ -99,7 +105,11 @@ void NoDuplicateDelivery::note_ledger(const TraceEvent& e) {
 // asks the model API for the slot again.
 void NoDuplicateDelivery::check_not_reentered(const TraceEvent& e, std::size_t i,
                                               Violations& out) const {
+  // observe() hands over a service call about a job's slot.
+  REHEARSE_ASSERT_EQ(e.type, "service_call");
+  REHEARSE_ASSERT(e.slot.has_value());
   if (e.service != "model-api") return;
+
   const auto it = guards_.find({e.job, *e.slot});
   if (it == guards_.end() || (!it->second.marked && !it->second.outbox)) return;
   out.push_back({kName, i, e.t,

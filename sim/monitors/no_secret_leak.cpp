@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 namespace {
@@ -45,6 +47,8 @@ Violations NoSecretLeak::observe_text(std::string_view text, std::size_t i, Time
 Violations NoSecretLeak::check(std::string_view text, std::size_t i, TimeMs t,
                                const char* what) const {
   for (const std::string& s : secrets_) {
+    // add_secret keeps no empty secret: one would match every text.
+    REHEARSE_ASSERT(!s.empty());
     if (text.find(s) != std::string_view::npos) {
       // Never repeat the secret in the message: name it by its shape.
       return {{kName, i, t,

@@ -33,6 +33,9 @@ NothingLost::NothingLost(const Scenario& scenario, MonitorContext& context)
     for (const ReconcileItem& item : spec.items) item_stages_[item.issue] = item.stage;
     if (!spec.targets.empty()) targets_[spec.id] = spec.targets;
   }
+  // One watch per job of the table; invalid policies are among them.
+  REHEARSE_ASSERT_EQ(jobs_.size(), context.jobs.all().size());
+  REHEARSE_ASSERT_LE(invalid_policies_.size(), jobs_.size());
 }
 
 Violations NothingLost::observe(const TraceEvent& e, std::size_t i) {
@@ -140,6 +143,7 @@ void NothingLost::check_retry_announced(const TraceEvent& e, std::size_t i, Viol
 // a word (a retry may be dropped so, when the state no longer backs it).
 void NothingLost::check_regular_outcome(const TraceEvent& e, std::size_t i, std::int64_t id,
                                         Violations& out) {
+  REHEARSE_ASSERT_EQ(e.type, "queue_done");
   const bool had_intent = intents_.erase(id) != 0;
   if (had_intent || e.str("kind") != "regular") return;
   out.push_back({kName, i, e.t,
@@ -154,6 +158,7 @@ void NothingLost::check_regular_outcome(const TraceEvent& e, std::size_t i, std:
 // most once.
 void NothingLost::check_stall_rerun(const TraceEvent& e, std::size_t i, std::int64_t id,
                                     Violations& out) {
+  REHEARSE_ASSERT_EQ(e.type, "queue_requeue");
   if (orphans_.count(id) == 0) return;
   int& stalls = ++stalls_[id];
   REHEARSE_ASSERT_GE(stalls, 1);
@@ -173,6 +178,7 @@ void NothingLost::check_stall_rerun(const TraceEvent& e, std::size_t i, std::int
 // A crash: the leases its process held (every one at the machine's power
 // loss) are left for the next acting worker to recover.
 void NothingLost::orphan_leases_of(const TraceEvent& e) {
+  REHEARSE_ASSERT(is_crash_event(e.type));
   const bool machine = e.type == "disk_crash";
   const std::int64_t pid = pid_of(e);
   for (auto it = leases_.begin(); it != leases_.end();) {
@@ -269,6 +275,8 @@ void NothingLost::check_success_delivered(const TraceEvent& e, std::size_t i, Vi
 // The ledger's durable record of the targets a slot reached (a delivery sent
 // before a crash counts once the ledger holds it).
 void NothingLost::note_ledger_targets(const TraceEvent& e) {
+  // check_success_delivered reads only a ledger record naming a slot.
+  REHEARSE_ASSERT(e.slot.has_value());
   const auto it = e.data.find("delivered_to");
   if (it == e.data.end() || !it->is_array()) return;
   for (const auto& target : *it) {
@@ -311,6 +319,8 @@ void NothingLost::check_budget_spent(const TraceEvent& e, std::size_t i, Violati
 void NothingLost::check_group_verdict(const TraceEvent& e, std::size_t i, Violations& out) {
   const MonitoredJob* job = context_.jobs.find(e.job);
   if (job == nullptr || job->tasks.empty() || !e.slot) return;
+  // Every job of the table has its watch from the constructor.
+  REHEARSE_ASSERT_EQ(jobs_.count(e.job), 1u);
   JobWatch& j = jobs_[e.job];
   if (e.type == "queue_take") {
     judge_group_run(e.job, i, e.t, out);
@@ -366,6 +376,8 @@ std::optional<NothingLost::GroupVerdict> NothingLost::verdict_of(const std::stri
                                                                  const GroupRun& run) const {
   const MonitoredJob* job = context_.jobs.find(id);
   if (job == nullptr) return std::nullopt;
+  // A group run is opened only for a job with tasks (check_group_verdict).
+  REHEARSE_ASSERT(!job->tasks.empty());
   GroupVerdict v;
   for (const MonitoredJob::Task& task : job->tasks) {
     std::string result;
@@ -403,6 +415,8 @@ void NothingLost::check_failure_noticed(const std::string& id, const GroupRun& r
 }
 
 void NothingLost::judge_group_run(const std::string& id, std::size_t i, TimeMs t, Violations& out) {
+  // Asked for a job of the table (a group's take, or every watch at the end).
+  REHEARSE_ASSERT_EQ(jobs_.count(id), 1u);
   JobWatch& j = jobs_[id];
   if (!j.group_run) return;
   const GroupRun run = *j.group_run;
@@ -453,6 +467,8 @@ void NothingLost::track_recovery(const TraceEvent& e, std::size_t i) {
         j.showed_failure_boot = j.failure_committed_boot;
         j.showed_failure_refused = j.failure_committed_refused;
       }
+      // Boots only grow: a failure is shown in this boot or an earlier one.
+      REHEARSE_ASSERT_LE(j.showed_failure_boot, context_.process.boots());
     } else if (event == "recovered") {
       j.showed_failure = false;
       j.success_unannounced.reset();
@@ -487,6 +503,8 @@ void NothingLost::note_policy_visibility(const TraceEvent& e) {
     shown.in_state = shown.in_state || e.flag("policy_invalid");
     shown.recorded = e.flag("policy_invalid");
     shown.recorded_boot = context_.process.boots();
+    // A row that records the error is one of the rows that ever did.
+    REHEARSE_ASSERT(!shown.recorded || shown.in_state);
   } else if (e.type == "outbox_add" && e.str("event") == "policy_invalid" &&
              invalid_policies_.count(e.job) != 0) {
     invalid_policies_[e.job].noticed = true;
@@ -505,6 +523,8 @@ void NothingLost::check_policy_noticed_once(const TraceEvent& e, std::size_t i,
   if (e.type != "policy_invalid") return;  // the notification (once over its targets)
   const auto it = invalid_policies_.find(e.job);
   if (it == invalid_policies_.end() || !it->second.recorded) return;
+  // Only a durable row sets `recorded` (note_policy_visibility).
+  REHEARSE_ASSERT(it->second.row_seen && it->second.in_state);
   const ProcessTracker& p = context_.process;
   // A boot notifies before it writes the row, so only a row read in an
   // earlier boot was there for the core to read.
@@ -521,6 +541,8 @@ void NothingLost::check_policy_noticed_once(const TraceEvent& e, std::size_t i,
 
 void NothingLost::judge_invalid_policies_shown(Violations& out) const {
   for (const auto& [job, shown] : invalid_policies_) {
+    // The error is recorded only in a row seen.
+    REHEARSE_ASSERT(shown.row_seen || !shown.in_state);
     if (!shown.row_seen || (shown.in_state && shown.noticed)) continue;
     out.push_back({kName, context_.events_seen, 0,
                    fmt::format("job {} has an invalid retry policy, but {}: a policy that fails "
@@ -535,6 +557,8 @@ Violations NothingLost::finish(TimeMs until_ms) {
   Violations out;
   const bool up = context_.process.up();
   for (const auto& [key, s] : context_.slots.watched()) {
+    // The tracker keys each slot by its own (job, slot).
+    REHEARSE_ASSERT_EQ(s.slot, key.second);
     if (s.state == SlotState::failed && up) {
       out.push_back({kName, s.state_index, s.state_t,
                      fmt::format("job {} slot {}: the run failed and nothing followed: no retry, "

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "sim/monitors/event_text.hpp"
 
 namespace rehearse::sim {
@@ -42,6 +43,7 @@ void NoticeSends::observe(const TraceEvent& e, std::size_t i, Violations& out) {
 // same fields is the outbox sending again, which only a crash since the last
 // refusal allows.
 void NoticeSends::on_send(const TraceEvent& e, std::size_t i, Violations& out) {
+  REHEARSE_ASSERT(e.type == "message_delivered" || e.type == "message_refused");
   const Key key = key_of(e);
   const auto waiting = order_.find(key);
   if (waiting != order_.end() && !waiting->second.empty()) {
@@ -65,10 +67,13 @@ void NoticeSends::on_send(const TraceEvent& e, std::size_t i, Violations& out) {
 // A message removed before any send of it reached the messenger is lost: the
 // outbox exists so that a notification survives until it was sent.
 void NoticeSends::on_remove(const TraceEvent& e, std::size_t i, Violations& out) {
+  REHEARSE_ASSERT_EQ(e.type, "outbox_remove");
   const auto it = unsent_.find(e.num("id", -1));
   if (it == unsent_.end() || !at_least_once_) return;
   const Committed gone = it->second;
   unsent_.erase(it);
+  // Its fields were queued when it was committed; order_ never drops a key.
+  REHEARSE_ASSERT_EQ(order_.count(gone.key), 1u);
   std::deque<std::int64_t>& ids = order_[gone.key];
   ids.erase(std::remove(ids.begin(), ids.end(), e.num("id", -1)), ids.end());
   out.push_back({invariant_, i, e.t,
@@ -82,7 +87,9 @@ void NoticeSends::finish(TimeMs until, Violations& out) const {
   if (!at_least_once_ || !process_.up() || !process_.boot_t()) return;
   const TimeMs boot = *process_.boot_t();
   for (const auto& [id, m] : unsent_) {
+    REHEARSE_ASSERT_EQ(order_.count(m.key), 1u);
     const TimeMs owed_from = std::max(m.t, boot);
+
     if (until - owed_from < kSettleMs) continue;
     out.push_back(
         {invariant_, m.index, m.t,

@@ -78,6 +78,7 @@ void ProcessTracker::observe(const TraceEvent& e, std::size_t index) {
   if (!is_process_event(e)) return;
   const bool up = brings_up(e);
   const bool down = takes_down(e);
+  const std::int64_t boots_before = boots_;
   if (is_boot_event(e.type)) up_pids_.insert(pid_of(e));
   if (is_worker_lock_event(e)) lock_seen_ = true;
   if (e.type == "disk_crash") up_pids_.clear();
@@ -97,6 +98,12 @@ void ProcessTracker::observe(const TraceEvent& e, std::size_t index) {
   }
   // Some process acts exactly while the tracker says the worker is up.
   REHEARSE_ASSERT_EQ(acting_.has_value(), up_);
+  // An event that brings the worker up leaves it up; boots only grow, by
+  // at most one per event (a survivor takes over only when the event itself
+  // brings no process up).
+  if (up) REHEARSE_ASSERT(up_);
+  REHEARSE_ASSERT_GE(boots_, boots_before);
+  REHEARSE_ASSERT_LE(boots_ - boots_before, 1);
 }
 
 void ProcessTracker::come_up(TimeMs t, std::size_t index) {
@@ -130,6 +137,8 @@ void ProcessTracker::go_down(TimeMs t, std::size_t index) {
 // Damage the world applied to a state store file, and the world seeing a
 // damaged journal's tail go (the file whole again).
 void ProcessTracker::observe_damage(const TraceEvent& e) {
+  // observe() hands over the world's damage records only.
+  REHEARSE_ASSERT(is_store_damage_event(e.type));
   const std::string path = e.str("path");
   if (e.type == "journal_tail_gone") {
     damaged_paths_.erase(path);
@@ -144,6 +153,9 @@ void ProcessTracker::observe_damage(const TraceEvent& e) {
 }
 
 bool ProcessTracker::in_blind_window(TimeMs t) const {
+  // One window per blind boot, each a boot counted by come_up.
+  REHEARSE_ASSERT_LE(blind_windows_.size(), boots_);
+
   for (const auto& [down, booted] : blind_windows_) {
     if (down <= t && t <= booted) return true;
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "model/assert.hpp"
 #include "sim/monitors/process_tracker.hpp"
 
 namespace rehearse::sim {
@@ -38,12 +39,15 @@ Violations QueueDiscipline::finish(TimeMs until) {
 
 // A crash ends the leases of its process (every process's at a power loss).
 void QueueDiscipline::end_leases_of(const TraceEvent& crash) {
+  REHEARSE_ASSERT(is_crash_event(crash.type));
   const bool machine = crash.type == "disk_crash";
   const std::int64_t pid = pid_of(crash);
   std::erase_if(leases_, [&](const auto& entry) { return machine || entry.second.process == pid; });
 }
 
 void QueueDiscipline::check_take(const TraceEvent& e, std::size_t i, Violations& out) const {
+  REHEARSE_ASSERT_EQ(e.type, "queue_take");
+  REHEARSE_ASSERT_GE(concurrency_, 1);
   const std::int64_t process = e.num("process");
   int held = 0;
   for (const auto& [id, lease] : leases_) {
@@ -56,6 +60,8 @@ void QueueDiscipline::check_take(const TraceEvent& e, std::size_t i, Violations&
                                  e.job, e.num("id"), id)});
     }
   }
+  // The process's leases are among all the leases held.
+  REHEARSE_ASSERT_LE(held, leases_.size());
   if (held >= concurrency_) {
     out.push_back(
         {kName, i, e.t,

@@ -6,6 +6,7 @@
 #include <set>
 #include <vector>
 
+#include "model/assert.hpp"
 #include "sim/monitors/event_text.hpp"
 
 namespace rehearse::sim {
@@ -48,6 +49,7 @@ void QueuePromise::note(const TraceEvent& e) {
 
 Violations QueuePromise::check_reopened(const TraceEvent& e, std::size_t index,
                                         const char* invariant) {
+  REHEARSE_ASSERT_EQ(e.type, "queue_reopened");
   Violations out;
   const bool readable = e.data.value("readable", true);
   const std::set<std::uint64_t> entries = listed(e, "entries");
@@ -77,6 +79,9 @@ Violations QueuePromise::check_reopened(const TraceEvent& e, std::size_t index,
     entries_.try_emplace(id, Held{fmt::format("queue entry {}", id), e.t});
   for (std::uint64_t id : outbox)
     outbox_.try_emplace(id, Held{fmt::format("outbox message {}", id), e.t});
+  // Whatever the reopened queue holds is held from here on.
+  REHEARSE_ASSERT_GE(entries_.size(), entries.size());
+  REHEARSE_ASSERT_GE(outbox_.size(), outbox.size());
   return out;
 }
 

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <iterator>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 ItemAnswer item_answer(const TraceEvent& reply) {
@@ -167,7 +169,10 @@ int failure_specificity(std::string_view failure_class) {
       "auth",         "validation", "not_found", "config", "rate_limit",
       "provider_5xx", "timeout",    "network",   "unknown"};
   const auto it = std::find(kOrder.begin(), kOrder.end(), failure_class);
-  return static_cast<int>(std::distance(kOrder.begin(), it));
+  const int rank = static_cast<int>(std::distance(kOrder.begin(), it));
+  // A class outside the table ranks after every class in it.
+  REHEARSE_ASSERT_LE(rank, kOrder.size());
+  return rank;
 }
 
 bool retried_by_default(std::string_view failure_class) {
@@ -197,6 +202,9 @@ void RunReplies::observe(const TraceEvent& e) {
     auto& requests = own->second.requests;
     auto [it, fresh] = requests.try_emplace(e.str("request_id"));
     if (fresh) it->second.order = requests.size();
+    // Requests are numbered 1, 2, ... as they first answer.
+    REHEARSE_ASSERT_GE(it->second.order, 1u);
+    REHEARSE_ASSERT_LE(it->second.order, requests.size());
     it->second.failure = failure;
     if (e.service == "model-api") observe_task(own->second, e, failure);
   }
@@ -222,6 +230,10 @@ std::vector<std::string> RunReplies::failed_classes(const std::string& job, Time
   }
   if (failed.empty()) return run->second.shared;
   std::sort(failed.begin(), failed.end());
+  // Each request has its own number: the order is strict.
+  for (std::size_t k = 1; k < failed.size(); ++k) {
+    REHEARSE_ASSERT_LT(failed[k - 1].first, failed[k].first);
+  }
   std::vector<std::string> out;
   out.reserve(failed.size());
   for (auto& [order, cls] : failed) out.push_back(std::move(cls));
@@ -239,6 +251,7 @@ std::optional<std::string> RunReplies::own_request_failure(const std::string& jo
     }
   }
   if (!first) return std::nullopt;
+  REHEARSE_ASSERT_GE(first->first, 1u);
   return first->second;
 }
 
@@ -271,6 +284,7 @@ GroupTaskReplies RunReplies::group_tasks(const std::string& job, TimeMs slot) co
       out.failed.push_back(result);
     }
   }
+  REHEARSE_ASSERT_LE(out.failed.size(), run->second.tasks.size());
   return out;
 }
 

@@ -61,6 +61,8 @@ void RetriesBounded::note_queued_retry(const TraceEvent& e) {
 // of the retries between), which answers the failure that queued it.
 RetriesBounded::Answered RetriesBounded::failure_answered(const TraceEvent& e,
                                                           Answered last) const {
+  // Asked for a started retry of a job's slot (on_retry_started).
+  REHEARSE_ASSERT(e.slot.has_value());
   const ProcessTracker& process = context_.process;
   if (!process.boot_blind()) return last;
   const auto it = queued_.find({e.job, *e.slot, static_cast<int>(e.num("attempt"))});
@@ -85,6 +87,8 @@ void RetriesBounded::on_retry_started(const TraceEvent& e, std::size_t i, const 
   if (!job.policy_judged || !fresh) return;
   const int n = static_cast<int>(p.per_slot ? slot_attempts.size() : episode.size()) +
                 (p.per_slot ? slot_base_[{e.job, *e.slot}] : episode_base_[e.job]);
+  // This fresh attempt is in the set, and a rebase's base is never negative.
+  REHEARSE_ASSERT_GE(n, 1);
   static const SlotWatch kUnknownSlot;
   const SlotWatch* s = context_.slots.find(e.job, *e.slot);
   const SlotWatch& slot = s != nullptr ? *s : kUnknownSlot;
@@ -131,15 +135,20 @@ void RetriesBounded::rebase_after_blind_boot(const std::string& job) {
   rebased_boot_[job] = process.boots();
   episode_attempts_[job].clear();
   episode_base_[job] = context_.retry_count.surviving(job, 0, false);
+  REHEARSE_ASSERT_GE(episode_base_[job], 0);
   for (auto& [key, attempts] : slot_attempts_) {
     if (key.first != job) continue;
     attempts.clear();
     slot_base_[key] = context_.retry_count.surviving(job, key.second, true);
+    REHEARSE_ASSERT_GE(slot_base_[key], 0);
   }
 }
 
 void RetriesBounded::on_retry_scheduled(const TraceEvent& e, std::size_t i, const MonitoredJob& job,
                                         Violations& out) {
+  // observe() hands over a judged job's retry_scheduled.
+  REHEARSE_ASSERT_EQ(e.type, "retry_scheduled");
+  REHEARSE_ASSERT(job.policy_judged);
   const WitnessPolicy& p = job.policy;
   const std::string cls = e.str("failure_class");
   if (!p.valid) {
@@ -201,6 +210,8 @@ void RetriesBounded::check_window(const TraceEvent& e, std::size_t i, Violations
 }
 
 void RetriesBounded::tally(nlohmann::json& tallies) const {
+  // Retries are counted only for jobs of the table (observe looks them up).
+  for (const auto& [id, n] : retries_) REHEARSE_ASSERT(context_.jobs.find(id) != nullptr);
   for (const auto& [id, config] : context_.jobs.all()) {
     const auto it = retries_.find(id);
     tallies["jobs"][id]["retries"] = it == retries_.end() ? std::int64_t{0} : it->second;

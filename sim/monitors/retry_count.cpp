@@ -12,6 +12,8 @@ void RetryCount::rebase_after_blind_boot() {
   episode_surviving_.clear();
   slot_surviving_.clear();
   for (const auto& [id, config] : jobs_.all()) rebase_.insert(id);
+  // Only the table's jobs ever await a rebase: now every one of them does.
+  REHEARSE_ASSERT_EQ(rebase_.size(), jobs_.all().size());
 }
 
 namespace {
@@ -54,6 +56,8 @@ void RetryCount::rebase(const std::string& job, const TraceEvent* row) {
   // whatever the damaged row said.
   REHEARSE_ASSERT_EQ(rebase_.count(job), 0u);
   REHEARSE_ASSERT_GE(episode_surviving_[job], 0);
+  const int held = std::max(0, episode_scheduled_[job]);
+  REHEARSE_ASSERT_LE(episode_surviving_[job], held);
 }
 
 int RetryCount::surviving(const std::string& job, TimeMs slot, bool per_slot) const {
@@ -89,7 +93,11 @@ void RetryCount::observe(const TraceEvent& e) {
     const bool was_fresh =
         per_slot ? fresh_slot_failure_.erase(key) != 0 : fresh_failure_.erase(e.job) != 0;
     if (!was_fresh) return;  // a replayed intent announces the same retry again
+    const int before = scheduled(e.job, *e.slot, per_slot);
     ++(per_slot ? slot_scheduled_[key] : episode_scheduled_[e.job]);
+    // The count the monitors read is the one this retry added to.
+    REHEARSE_ASSERT_EQ(scheduled(e.job, *e.slot, per_slot), before + 1);
+
     // A fresh failure is answered by one retry: it is no longer fresh.
     REHEARSE_ASSERT(!fresh(e.job, *e.slot, per_slot));
   } else if (e.type == "retry_exhausted" || e.type == "failed_permanent") {

@@ -71,6 +71,8 @@ std::optional<Fact> RunFacts::settle_pending(const TraceEvent& e) {
 std::optional<Fact> RunFacts::flush_pending() {
   if (!pending_finish_) return std::nullopt;
   const PendingFinish p = *pending_finish_;
+  // Left by on_done at the run's queue_done, after its take.
+  REHEARSE_ASSERT_LT(p.run.take_index, p.index);
   pending_finish_.reset();
   TraceEvent done = run_event(p.run, "run_finished", p.t);
   done.data["outcome"] = p.failure_class ? "failure" : "success";
@@ -111,7 +113,10 @@ std::vector<Fact> RunFacts::runs_of(const TraceEvent& e, std::size_t i) {
   } else if (e.type == "queue_intent") {
     const auto it = open_runs_.find(static_cast<std::uint64_t>(e.num("id")));
     if (it != open_runs_.end()) {
+      // The run was opened by an earlier event (its queue_take).
+      REHEARSE_ASSERT_LT(it->second.take_index, i);
       it->second.intent = true;
+
       it->second.intent_t = e.t;
     }
   } else if (e.type == "queue_done") {

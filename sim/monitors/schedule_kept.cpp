@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "model/assert.hpp"
 #include "sim/monitors/event_text.hpp"
 
 namespace rehearse::sim {
@@ -16,6 +17,7 @@ constexpr DurationMs kScheduleHorizonMs = 4 * 366 * kDayMs;  // a search limit, 
 ScheduleKept::ScheduleKept(const Scenario& scenario, MonitorContext& context)
     : context_(context), start_ms_(scenario.start_ms) {
   for (const auto& [id, config] : context.jobs.all()) jobs_[id] = JobSchedule{};
+  REHEARSE_ASSERT_EQ(jobs_.size(), context.jobs.all().size());
 }
 
 Violations ScheduleKept::observe(const TraceEvent& e, std::size_t i) {
@@ -38,6 +40,8 @@ Violations ScheduleKept::observe(const TraceEvent& e, std::size_t i) {
 void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& out) {
   const MonitoredJob* job = context_.jobs.find(e.job);
   if (job == nullptr) return;
+  // Every job of the table has its schedule from the constructor.
+  REHEARSE_ASSERT_EQ(jobs_.count(e.job), 1u);
   JobSchedule& j = jobs_[e.job];
   const ProcessTracker& process = context_.process;
   const bool refused = process.store_refused();
@@ -94,6 +98,9 @@ void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& ou
         JobSchedule::PendingMisfire{s, before + static_cast<std::int64_t>(due_after.size()),
                                     owed ? owed->index : i};
     j.last_slot = due_after.empty() ? s : due_after.back();
+    // Folded firings come after the slot.
+    REHEARSE_ASSERT_GE(*j.last_slot, s);
+
     context_.slots.mark_coalesced(e.job, s, due_after, i);
   }
   // An older slot again after a blind boot folds what the surviving records
@@ -112,6 +119,8 @@ void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& ou
 
 void ScheduleKept::check_none_skipped(const MonitoredJob& job, JobSchedule& j, TimeMs s,
                                       const TraceEvent& e, std::size_t i, Violations& out) {
+  // on_handout returns before this for a job without a readable schedule.
+  REHEARSE_ASSERT(job.cron.has_value());
   const TimeMs prev = j.last_slot.value_or(start_ms_ - 1);
   if (s <= prev) {
     out.push_back({kName, i, e.t,
@@ -124,6 +133,8 @@ void ScheduleKept::check_none_skipped(const MonitoredJob& job, JobSchedule& j, T
   for (TimeMs from = prev;;) {
     const auto skipped = job.cron->between(from, s - 1, 1);
     if (skipped.empty()) return;
+    // between() answers strictly after `from`: the search moves forward.
+    REHEARSE_ASSERT_GT(skipped.front(), from);
     if (!context_.process.in_blind_window(skipped.front())) {
       out.push_back({kName, i, e.t,
                      fmt::format("job {}: regular slot {} was skipped (never handed out nor "
@@ -141,6 +152,7 @@ void ScheduleKept::check_none_skipped(const MonitoredJob& job, JobSchedule& j, T
 // refuses writes (it writes nothing).
 void ScheduleKept::check_durable_row(const TraceEvent& e, std::size_t i, Violations& out) {
   if (context_.jobs.find(e.job) == nullptr) return;
+  REHEARSE_ASSERT_EQ(jobs_.count(e.job), 1u);
   JobSchedule& j = jobs_[e.job];
   const bool refused = context_.process.store_refused();
   const nlohmann::json* count = field(e, "coalesced_slots");
@@ -239,6 +251,8 @@ Violations ScheduleKept::finish(TimeMs until_ms) {
       j.pending_misfire.reset();
     }
     const MonitoredJob* job = context_.jobs.find(id);
+    // jobs_ holds the table's jobs only.
+    REHEARSE_ASSERT(job != nullptr);
     if (job->cron && process.up() && process.boot_t() && *process.boot_t() < until_ms) {
       const TimeMs prev = j.last_slot.value_or(start_ms_ - 1);
       const auto missed = job->cron->between(std::max(prev, *process.boot_t()), until_ms - 1, 1);

@@ -41,6 +41,8 @@ SequentialRequests::Run* SequentialRequests::run_of(const TraceEvent& e) {
   for (const auto& [failed, answer] : run.failed) {
     REHEARSE_ASSERT_EQ(failed.substr(0, failed.rfind('/')), run.name);
   }
+  // Runs are kept only for the sequential jobs, one each.
+  REHEARSE_ASSERT_LE(runs_.size(), sequential_.size());
   return &run;
 }
 
@@ -49,7 +51,10 @@ void SequentialRequests::observe(const TraceEvent& e, std::size_t i, const char*
   if (e.type != "service_call" && e.type != "service_reply") return;
   Run* run = run_of(e);
   if (run == nullptr) return;
+  // run_of answers only for a sequential job (its kind's name is read below).
+  REHEARSE_ASSERT_EQ(sequential_.count(e.job), 1u);
   const std::string rid = e.str("request_id");
+
   if (e.type == "service_reply") {
     // An issuance's reply is attributed to the request that led it: a failed
     // one fails that request (docs/semantics.md §7), a good one lets it go on.

@@ -92,6 +92,8 @@ SlotTracker::SlotTracker(const JobTable& jobs) : jobs_table_(jobs) {
     runs.slot_history = config.slot_history;
     jobs_[id] = runs;
   }
+  // One entry per job of the table, and no other.
+  REHEARSE_ASSERT_EQ(jobs_.size(), jobs.all().size());
 }
 
 bool SlotTracker::known(const std::string& job, TimeMs slot) const {
@@ -103,6 +105,8 @@ const SlotWatch* SlotTracker::find(const std::string& job, TimeMs slot) const {
   const FinishedSlot* f = find_finished(job, slot);
   if (f == nullptr) return nullptr;
   scratch_ = rebuilt(job, *f);
+  // Only finished slots are kept compactly.
+  REHEARSE_ASSERT(finished(scratch_.state));
   return &scratch_;
 }
 
@@ -154,6 +158,8 @@ const FinishedSlot* SlotTracker::find_finished(const std::string& job, TimeMs sl
 // Everything the monitors read of a slot; the rest (run and state indexes)
 // only matters while a slot is unfinished.
 SlotWatch SlotTracker::rebuilt(const std::string& job, const FinishedSlot& f) const {
+  // A compact slot was settled by a job without slot history.
+  REHEARSE_ASSERT(!history(job));
   SlotWatch w;
   w.job = job;
   w.slot = f.slot;
@@ -346,6 +352,7 @@ void SlotTracker::on_run_finished(const TraceEvent& e, std::size_t i, JobRuns& j
 // shows a stall (stalled_count >= 1) may fail permanently on the next stall
 // whatever its budget (docs/semantics.md §5).
 void SlotTracker::note_durable_state(const TraceEvent& e) {
+  REHEARSE_ASSERT_EQ(e.type, "durable_job_state");
   if (jobs_.count(e.job) == 0) return;
   const auto it = e.data.find("slots");
   if (it == e.data.end() || !it->is_object()) return;
@@ -365,6 +372,8 @@ void SlotTracker::note_durable_state(const TraceEvent& e) {
 // The delivery ledger as the world read it (`durable_delivery`): a marker
 // with the verdict skipped marks the slot skipped.
 void SlotTracker::note_ledger(const TraceEvent& e, std::size_t i) {
+  // observe_event reads a ledger record only when it names a job's slot.
+  REHEARSE_ASSERT(e.slot.has_value() && !e.job.empty());
   SlotWatch& w = at(e.job, *e.slot);
   const auto verdict = e.data.find("verdict");
   if (verdict != e.data.end() && verdict->is_string() && verdict->get<std::string>() == "skipped") {
@@ -403,7 +412,10 @@ json SlotTracker::slot_list(const std::string& job) const {
   for (auto it = slots_.lower_bound({job, std::numeric_limits<TimeMs>::min()});
        it != slots_.end() && it->first.first == job; ++it) {
     const SlotWatch& s = it->second;
+    // With slot history every run's start is listed (on_run_started).
+    if (history(job)) REHEARSE_ASSERT_EQ(s.attempt_at.size(), s.runs);
     json at = json::array();
+
     for (const TimeMs t : s.attempt_at) at.push_back(format_instant(t));
     json notes = json::object();
     for (const auto& [ev, n] : s.notifications) notes[ev] = n;

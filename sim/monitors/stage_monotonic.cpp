@@ -80,6 +80,8 @@ Violations StageMonotonic::observe(const TraceEvent& e, std::size_t i) {
 // stage whose work nobody was given.
 void StageMonotonic::check_handed_over(const TraceEvent& e, std::size_t i, const std::string& to,
                                        Violations& out) {
+  // observe() judges a change of an item's durable stage.
+  REHEARSE_ASSERT_EQ(e.type, "durable_stage");
   const bool handed = handed_over_.erase(e.item) > 0;
   if (!needs_agent(to) || handed) return;
   out.push_back({kName, i, e.t,
@@ -95,7 +97,10 @@ void StageMonotonic::check_handed_over(const TraceEvent& e, std::size_t i, const
 void StageMonotonic::check_status_mapped(const TraceEvent& e, std::size_t i,
                                          const std::string& prev, const std::string& to,
                                          Violations& out) {
+  // Asked only when the stage changed.
+  REHEARSE_ASSERT_NE(prev, to);
   if (to == "DESIGN_FAILED" || terminal_stage(prev)) return;
+
   const auto seen = status_seen_.find(e.item);
   std::string why;
   if (stage_rank(prev) < 0) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "model/assert.hpp"
 #include "sim/monitors/event_text.hpp"
 
 namespace rehearse::sim {
@@ -95,6 +96,7 @@ Violations StateDurable::observe(const TraceEvent& e, std::size_t i) {
 // intent decided before the damage, replayed at the boot that found it with
 // no retry queued, schedules nothing).
 void StateDurable::check_retry_queued(const TraceEvent& e, std::size_t i, Violations& out) {
+  REHEARSE_ASSERT_EQ(e.type, "queue_add");
   if (e.str("kind") != "retry" || !e.flag("added") || !context_.process.store_refused()) return;
   out.push_back({kName, i, e.t,
                  fmt::format("job {} slot {}: a retry was scheduled while the state store is "
@@ -205,6 +207,7 @@ void StateDurable::check_durable_before_unlock(const TraceEvent& e, std::size_t 
 // row the world reads as `ok` with a retry_count above 0 carries a spent
 // budget into the next episode.
 void StateDurable::check_ok_row_count(const TraceEvent& e, std::size_t i, Violations& out) {
+  REHEARSE_ASSERT_EQ(e.type, "durable_job_state");
   if (e.str("retry_status") != "ok" || e.num("retry_count") <= 0) return;
   out.push_back({kName, i, e.t,
                  fmt::format("job {}: durable row is ok with retry_count {}: a success resets "
@@ -295,6 +298,7 @@ void StateDurable::forget_reported_hidden_losses() {
 // once a durable copy of the damaged journal is kept (docs/state-file.md,
 // rule 6), from the world's record of the tail going (`journal_tail_gone`).
 void StateDurable::check_tail_kept(const TraceEvent& e, std::size_t i, Violations& out) {
+  REHEARSE_ASSERT_EQ(e.type, "journal_tail_gone");
   const auto* kept = field(e, "kept_as");
   if (!e.flag("torn")) {
     out.push_back({kName, i, e.t,
@@ -331,7 +335,10 @@ bool StateDurable::check_corrupt_file_kept(const TraceEvent& e, std::size_t i, V
 // counter not reset after a success announces a higher attempt, a reset one
 // a lower).
 void StateDurable::check_retry_counter(const TraceEvent& e, std::size_t i, Violations& out) {
-  const WitnessPolicy& p = context_.jobs.find(e.job)->policy;
+  // observe() asks only for a known job's slot (known_slot).
+  const MonitoredJob* job = context_.jobs.find(e.job);
+  REHEARSE_ASSERT(job != nullptr && e.slot.has_value());
+  const WitnessPolicy& p = job->policy;
   const RetryCount& counts = context_.retry_count;
   if (!counts.fresh(e.job, *e.slot, p.per_slot)) return;  // a replayed intent: the same retry
   // While the store fails closed no retry is scheduled (judged at the queue's
@@ -360,7 +367,9 @@ void StateDurable::check_retry_counter(const TraceEvent& e, std::size_t i, Viola
 // file it already trusted; what a running store can miss is listed in
 // docs/state-file.md, and its next boot reads the file again.)
 void StateDurable::note_damage_read(const TraceEvent& e) {
+  REHEARSE_ASSERT_EQ(e.type, "disk_read");
   const std::string path = e.str("path");
+
   for (Damage& d : unreported_) {
     if (d.booted && same_file(path, d.path)) d.read = true;
   }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 SupersedeWatch::SupersedeWatch(const char* invariant, const JobTable& jobs,
@@ -36,13 +38,19 @@ void SupersedeWatch::observe(const TraceEvent& e, std::size_t i, Violations& out
 // A later slot came due: every retry of the job still pending is the old
 // episode's, and the new slot supersedes it.
 void SupersedeWatch::on_hand_out(const TraceEvent& e) {
+  // observe() hands over a regular slot's queue_add.
+  REHEARSE_ASSERT(e.slot.has_value());
   if (!per_episode(e.job)) return;
   for (const auto& [id, retry] : pending_) {
     if (retry.job == e.job && retry.slot < *e.slot) superseded_.insert(id);
   }
+  // Only pending retries are superseded; both forget an entry together.
+  REHEARSE_ASSERT_LE(superseded_.size(), pending_.size());
 }
 
 void SupersedeWatch::on_take(const TraceEvent& e, std::size_t i, Violations& out) {
+  REHEARSE_ASSERT_EQ(e.type, "queue_take");
+  REHEARSE_ASSERT(e.slot.has_value());
   if (e.str("kind") == "regular") {
     // The latest regular run, not the latest slot: after a boot that lost the
     // store's history an older slot may be handed out again (schedule_kept

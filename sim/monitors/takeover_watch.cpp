@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "sim/monitors/process_tracker.hpp"
 
 namespace rehearse::sim {
@@ -31,7 +32,10 @@ void TakeoverWatch::observe(const TraceEvent& e, std::size_t i, Violations& out)
 }
 
 void TakeoverWatch::release(TimeMs t, std::int64_t holder) {
+  // Released by the process observe() saw hold the lock.
+  REHEARSE_ASSERT(holder_ == holder);
   holder_.reset();
+
   Vacancy v{t, up_};
   v.standbys.erase(holder);
   if (!v.standbys.empty()) vacancy_ = std::move(v);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "sim/monitors/event_text.hpp"
 
 namespace rehearse::sim {
@@ -92,6 +93,9 @@ void TokenReissueBounded::check_rejected_token(const TraceEvent& e, std::size_t 
 // table then holds only requests with something to remember, not every
 // request of the run (docs/performance.md "Memory with history").
 void TokenReissueBounded::note_reply(const TraceEvent& e, const std::string& rid) {
+  // observe() hands over a reply to a named request.
+  REHEARSE_ASSERT_EQ(e.type, "service_reply");
+  REHEARSE_ASSERT(!rid.empty());
   const auto* status = field(e, "status");
   const std::int64_t last = status != nullptr && status->is_number_integer()
                                 ? status->get<std::int64_t>()
@@ -134,6 +138,7 @@ void TokenReissueBounded::check_after_failed_issuance(const TraceEvent& e, std::
 // issuance in flight is the same process's.
 void TokenReissueBounded::check_single_flight(const TraceEvent& e, std::size_t i,
                                               const std::string& rid, Violations& out) {
+  REHEARSE_ASSERT_EQ(e.str("operation"), "issue_token");
   if (e.type == "service_reply") {
     issuing_.erase(e.service);
     return;
@@ -152,6 +157,7 @@ void TokenReissueBounded::check_single_flight(const TraceEvent& e, std::size_t i
 
 void TokenReissueBounded::check_issuance(const TraceEvent& e, std::size_t i, const std::string& rid,
                                          Violations& out) {
+  REHEARSE_ASSERT(e.type == "token_issued" || e.type == "token_issue_failed");
   if (e.type == "token_issued") ++token_issues_;
   if (rid.empty()) return;
   RequestWatch& r = requests_[rid];
@@ -167,6 +173,9 @@ void TokenReissueBounded::check_issuance(const TraceEvent& e, std::size_t i, con
   if (r.unauthorized == 0 && reason != "after_401") return;
   ++r.reissues;
   ++reissues_;
+  // The total is never reset (a restart forgets the requests, not the count).
+  REHEARSE_ASSERT_GE(reissues_, r.reissues);
+
   if (r.unauthorized == 0) {
     out.push_back(
         {kName, i, e.t,

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 namespace {
@@ -54,7 +56,11 @@ std::optional<int> read_value(const std::string& text, const FieldSpec& spec) {
   }
   const std::string l = lower(text);
   for (int i = 0; i < spec.names_count; ++i) {
-    if (l == spec.names[i]) return spec.names_base + i;
+    if (l != spec.names[i]) continue;
+    // A name's value lies in its field's range (the bitmaps are indexed by it).
+    REHEARSE_ASSERT_GE(spec.names_base + i, spec.lo);
+    REHEARSE_ASSERT_LE(spec.names_base + i, spec.hi);
+    return spec.names_base + i;
   }
   return std::nullopt;
 }
@@ -116,8 +122,12 @@ bool parse_field(const std::string& text, const FieldSpec& spec, std::vector<boo
       to = item.find('/') != std::string::npos ? spec.hi : *a;  // a/n: from a to the end
       if (items.size() == 1 && item.find('/') == std::string::npos) single = true;
     }
+    // read_value keeps values in range: every bit set is inside the bitmap.
+    REHEARSE_ASSERT_GE(from, spec.lo);
+    REHEARSE_ASSERT_LE(to, spec.hi);
     for (int v = from; v <= to; v += step) bits[static_cast<std::size_t>(v)] = true;
   }
+  REHEARSE_ASSERT_EQ(bits.size(), static_cast<std::size_t>(spec.hi) + 1);
   return true;
 }
 
@@ -137,6 +147,8 @@ bool parse_rest(const std::vector<std::string>& rest, std::size_t items, const F
     single = items == 1;
     return true;
   }
+  // `rest` is what is left of the field's `items`.
+  REHEARSE_ASSERT_LE(rest.size(), items);
   if (!parse_field(join(rest), spec, bits, single, why)) return false;
   single = single && rest.size() == items;
   return true;
@@ -167,6 +179,8 @@ bool parse_dom(const std::string& text, const FieldSpec& spec, std::vector<bool>
 bool parse_nth(const std::string& text, const FieldSpec& spec, std::vector<bool>& bits, int& nth,
                bool& single, std::string* why) {
   const auto hash = text.find('#');
+  // parse_dow hands over only a field holding a `#`.
+  REHEARSE_ASSERT_NE(hash, std::string::npos);
   const std::string n = text.substr(hash + 1);
   const auto day = read_value(text.substr(0, hash), spec);
   if (!day || n.size() != 1 || n[0] < '1' || n[0] > '5') {
@@ -191,6 +205,8 @@ bool parse_dow(const std::string& text, const FieldSpec& spec, std::vector<bool>
   const std::vector<std::string> items = split(text, ',');
   std::vector<std::string> rest;
   bool any_last = false;
+  // One flag per weekday 0..6 (WitnessCron::last_dows_), indexed by day % 7.
+  REHEARSE_ASSERT_EQ(last.size(), 7u);
   for (const std::string& item : items) {
     if (item.size() < 2 || item.back() != 'L') {
       rest.push_back(item);
@@ -205,6 +221,8 @@ bool parse_dow(const std::string& text, const FieldSpec& spec, std::vector<bool>
     any_last = true;
   }
   if (!parse_rest(rest, items.size(), spec, bits, single, why)) return false;
+  // The weekday bitmap covers 0..7 (7 is Sunday again): bits[7] is read below.
+  REHEARSE_ASSERT_EQ(bits.size(), 8u);
   const bool every_day =
       std::all_of(bits.begin(), bits.begin() + 7, [](bool b) { return b; }) ||
       (bits[7] && std::all_of(bits.begin() + 1, bits.begin() + 7, [](bool b) { return b; }));
@@ -216,8 +234,13 @@ bool parse_dow(const std::string& text, const FieldSpec& spec, std::vector<bool>
 }
 
 TimeMs floor_to(TimeMs t, DurationMs unit) {
+  REHEARSE_ASSERT_GT(unit, 0);
   const TimeMs r = t % unit;
-  return r < 0 ? t - r - unit : t - r;
+  const TimeMs out = r < 0 ? t - r - unit : t - r;
+  // The start of the unit holding t, negative instants included.
+  REHEARSE_ASSERT_LE(out, t);
+  REHEARSE_ASSERT_LT(t - out, unit);
+  return out;
 }
 
 // The macros, spelled exactly: cron-parser looks them up as written (lower
@@ -260,6 +283,8 @@ std::optional<std::string> field_refusal(std::string_view expr,
   if (!cron_is_ascii(expr) || (fields.size() != 5 && fields.size() != 6)) return std::nullopt;
   const std::size_t skip = fields.size() == 5 ? 1 : 0;  // five fields: no second field
   for (std::size_t i = 0; i < fields.size(); ++i) {
+    // Five or six fields, right-aligned on the six specs.
+    REHEARSE_ASSERT_LT(i + skip, std::size(kSpecs));
     const FieldSpec& spec = kSpecs[i + skip];
     if (auto bad = cron_value_refusal(fields[i], kFieldNames[i + skip], spec.lo, spec.hi)) {
       return bad;
@@ -296,6 +321,12 @@ std::optional<WitnessCron> WitnessCron::parse(std::string_view expr_in, std::str
       !parse_dow(fields[5], kSpecs[5], c.dows_, c.last_dows_, c.nth_, dow_single, why)) {
     return std::nullopt;
   }
+  // Each bitmap is indexed by its field's values (matches_minute/matches_day).
+  REHEARSE_ASSERT_EQ(c.seconds_.size(), 60u);
+  REHEARSE_ASSERT_EQ(c.minutes_.size(), 60u);
+  REHEARSE_ASSERT_EQ(c.hours_.size(), 24u);
+  REHEARSE_ASSERT_EQ(c.doms_.size(), 32u);
+  REHEARSE_ASSERT_EQ(c.months_.size(), 13u);
   const bool dow_any = fields[5] == "*" || fields[5] == "?";
   if (auto bad = cron_day_refusal(c.doms_, c.last_dom_, c.months_, month_single, dow_any)) {
     return invalid(*bad);
@@ -310,6 +341,9 @@ std::optional<WitnessCron> WitnessCron::parse(std::string_view expr_in, std::str
 
 bool WitnessCron::matches_minute(TimeMs minute_start) const {
   const CivilTime ct = to_civil(minute_start);
+  // A parsed matcher: its bitmaps cover every hour and minute.
+  REHEARSE_ASSERT_LT(ct.hour, hours_.size());
+  REHEARSE_ASSERT_LT(ct.minute, minutes_.size());
   return hours_[ct.hour] && minutes_[ct.minute] && matches_day(ct);
 }
 
@@ -317,9 +351,13 @@ bool WitnessCron::matches_minute(TimeMs minute_start) const {
 // restricted: either; then a `#n` limits every matching day, whichever field
 // matched it, to the n-th week of the month (days 7n-6 .. 7n: docs/cron.md).
 bool WitnessCron::matches_day(const CivilTime& ct) const {
+  REHEARSE_ASSERT_LT(ct.date.month, months_.size());
   if (!months_[ct.date.month]) return false;
   const unsigned day = ct.date.day;
   const unsigned length = days_in_month(ct.date.year, ct.date.month);
+  // A civil date's day and weekday index the parsed bitmaps.
+  REHEARSE_ASSERT_LT(day, doms_.size());
+  REHEARSE_ASSERT_LT(ct.weekday, dows_.size());
   const bool dom = doms_[day] || (last_dom_ && day == length);
   const bool dow = dows_[ct.weekday] || (last_dows_[ct.weekday] && day + 7 > length);
   bool ok = true;
@@ -353,6 +391,8 @@ std::vector<TimeMs> WitnessCron::between(TimeMs after, TimeMs until, std::size_t
       for (std::size_t s = 0; s < seconds_.size() && out.size() < limit; ++s) {
         if (!seconds_[s]) continue;
         const TimeMs at = minute + static_cast<TimeMs>(s) * kSecondMs;
+        // The scan only moves forward: instants come out strictly in order.
+        if (!out.empty()) REHEARSE_ASSERT_LT(out.back(), at);
         if (at > after && at <= until) out.push_back(at);
       }
     }
@@ -364,6 +404,10 @@ std::vector<TimeMs> WitnessCron::between(TimeMs after, TimeMs until, std::size_t
 std::optional<TimeMs> WitnessCron::next_after(TimeMs t, DurationMs horizon_ms) const {
   auto found = between(t, t + horizon_ms, 1);
   if (found.empty()) return std::nullopt;
+  // between() answers within (t, t + horizon_ms], at most one instant.
+  REHEARSE_ASSERT_EQ(found.size(), 1u);
+  REHEARSE_ASSERT_GT(found.front(), t);
+  REHEARSE_ASSERT_LE(found.front(), t + horizon_ms);
   return found.front();
 }
 

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/assert.hpp"
 #include "sim/monitors/witness_systems.hpp"
 
 namespace rehearse::sim {
@@ -26,7 +27,11 @@ const std::vector<std::string>& class_vocabulary() {
 
 DurationMs saturate(double ms) {
   if (!(ms < static_cast<double>(kSaturatedMs))) return kSaturatedMs;
-  return static_cast<DurationMs>(std::round(std::max(0.0, ms)));
+  const auto out = static_cast<DurationMs>(std::round(std::max(0.0, ms)));
+  // A delay: never negative, never past the saturation point.
+  REHEARSE_ASSERT_GE(out, 0);
+  REHEARSE_ASSERT_LE(out, kSaturatedMs);
+  return out;
 }
 
 // "auto": per slot, every class, exponential; 3 retries from 30 min on a
@@ -78,6 +83,9 @@ bool read_backoff(const json& b, WitnessPolicy& p, bool bullmq) {
     if (!(p.delays.proportion >= 0.0 && p.delays.proportion <= 1.0)) return false;
     if (p.delays.proportion > 0.0) p.delays.jitter = WitnessDelays::Jitter::proportional;
   }
+  // read_witness_delay reads durations only.
+  REHEARSE_ASSERT_GE(p.delays.delay_ms, 0);
+  if (p.delays.cap_ms) REHEARSE_ASSERT_GE(*p.delays.cap_ms, 0);
   return true;
 }
 
@@ -98,6 +106,8 @@ std::string read_count(const json& j, bool bullmq, WitnessPolicy& p) {
   const auto count = j.at(count_key).get<std::int64_t>();
   if (count < (bullmq ? 1 : 0) || count > 1001) return "count out of range";
   p.retries_max = static_cast<int>(bullmq ? count - 1 : count);
+  REHEARSE_ASSERT_GE(p.retries_max, 0);
+  REHEARSE_ASSERT_LE(p.retries_max, 1001);
   p.per_slot = bullmq;
   p.all_classes = bullmq;
   if (!bullmq) p.classes = {"timeout", "network", "provider_5xx", "rate_limit"};
@@ -120,6 +130,7 @@ std::string read_delays(const json& j, bool bullmq, WitnessPolicy& p) {
   }
   // BullMQ without a backoff retries at once; the per-job form needs one.
   if (p.retries_max > 0 && !has_backoff && !bullmq) return "no backoff";
+  REHEARSE_ASSERT_GE(p.delays.delay_ms, 0);
   return {};
 }
 
@@ -132,6 +143,9 @@ WitnessPolicy read_own_form(const json& j) {
   if (error.empty()) error = read_classes_and_budget(j, p);
   if (error.empty()) error = read_delays(j, bullmq, p);
   if (!error.empty()) return invalid_witness_policy(std::move(error));
+  // read_count set the budget: a count of retries.
+  REHEARSE_ASSERT_GE(p.retries_max, 0);
+  REHEARSE_ASSERT(p.form == "bullmq" || p.form == "per_job");
   p.valid = true;
   return p;
 }
@@ -161,6 +175,8 @@ std::optional<WitnessPolicy> read_wrapped_system(const json& j) {
   if (std::string error = read_classes_and_budget(j, p); !error.empty()) {
     return invalid_witness_policy(std::move(error));
   }
+  REHEARSE_ASSERT(p.valid);
+  REHEARSE_ASSERT_GE(p.retries_max, 0);
   return p;
 }
 
@@ -193,6 +209,8 @@ std::string read_classes_and_budget(const json& j, WitnessPolicy& p) {
     if (b != "per_slot" && b != "per_episode") return "budget " + b;
     p.per_slot = b == "per_slot";
   }
+  // Only names of the vocabulary are ever listed (the per-job defaults too).
+  REHEARSE_ASSERT_LE(p.classes.size(), class_vocabulary().size());
   return {};
 }
 
@@ -228,7 +246,10 @@ DurationMs WitnessDelays::base_ms(int n) const {
       break;
   }
   const DurationMs ms = saturate(base);
-  return cap_ms ? std::min(ms, *cap_ms) : ms;
+  const DurationMs out = cap_ms ? std::min(ms, *cap_ms) : ms;
+  // Read delays and caps are durations: the delay is one too.
+  REHEARSE_ASSERT_GE(out, 0);
+  return out;
 }
 
 DurationMs WitnessPolicy::min_delay_ms(int n) const {
@@ -240,7 +261,10 @@ DurationMs WitnessPolicy::min_delay_ms(int n) const {
         static_cast<DurationMs>(std::floor(static_cast<double>(base) * (1.0 - delays.proportion)));
   }
   // 1 ms of slack for rounding on either side.
-  return std::max<DurationMs>(0, low - 1);
+  const DurationMs out = std::max<DurationMs>(0, low - 1);
+  // Jitter only lowers the floor (proportion in [0, 1]).
+  REHEARSE_ASSERT_LE(out, base);
+  return out;
 }
 
 DurationMs WitnessPolicy::max_delay_ms(int n) const {

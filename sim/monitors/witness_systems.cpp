@@ -6,6 +6,8 @@
 #include <initializer_list>
 #include <string>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 namespace {
@@ -33,6 +35,9 @@ bool only_keys(const json& value, Keys read, Keys ignored = {}) {
 }
 
 std::optional<std::int64_t> read_int(const json& v, std::int64_t lo, std::int64_t hi) {
+  // The readers pass a non-negative range (counts, seconds, milliseconds).
+  REHEARSE_ASSERT_GE(lo, 0);
+  REHEARSE_ASSERT_LE(lo, hi);
   if (v.is_number_unsigned()) {
     const auto u = v.get<std::uint64_t>();
     if (u > static_cast<std::uint64_t>(hi)) return std::nullopt;
@@ -45,6 +50,7 @@ std::optional<std::int64_t> read_int(const json& v, std::int64_t lo, std::int64_
 }
 
 std::optional<double> read_num(const json& v, double lo, double hi) {
+  REHEARSE_ASSERT(lo <= hi);
   if (!v.is_number()) return std::nullopt;
   const double d = v.get<double>();
   return d >= lo && d <= hi ? std::optional<double>(d) : std::nullopt;
@@ -56,6 +62,14 @@ std::optional<DurationMs> read_secs(const json& v, std::int64_t lo) {
 }
 
 WitnessPolicy valid(int retries, WitnessDelays delays) {
+  // Every system's reader bounds what it read: a count of retries, delays
+  // that are durations, a curve that never shrinks.
+  REHEARSE_ASSERT_GE(retries, 0);
+  REHEARSE_ASSERT_LE(retries, kRetriesMax);
+  REHEARSE_ASSERT_GE(delays.delay_ms, 0);
+  if (delays.cap_ms) REHEARSE_ASSERT_GE(*delays.cap_ms, 0);
+  REHEARSE_ASSERT(delays.factor >= 1.0);
+  REHEARSE_ASSERT(delays.proportion >= 0.0 && delays.proportion <= 1.0);
   WitnessPolicy p;
   p.valid = true;
   p.retries_max = retries;

@@ -26,6 +26,9 @@ std::string esc(std::string_view s) {
         }
     }
   }
+  // Nothing left that could open or close markup or end an attribute.
+  REHEARSE_ASSERT_EQ(out.find_first_of("<>\"'"), std::string::npos);
+  REHEARSE_ASSERT_GE(out.size(), s.size());
   return out;
 }
 
@@ -41,6 +44,7 @@ std::string script_json(const json& value) {
       out += s[i];
     }
   }
+  REHEARSE_ASSERT_EQ(out.find("</"), std::string::npos);  // cannot end the <script> element
   return out;
 }
 
@@ -65,6 +69,7 @@ json status_changes(const std::vector<TimelineEntry>& entries,
     out.push_back({e.t - origin, lane, field, value});
   };
   for (const TimelineEntry& e : entries) {
+    REHEARSE_ASSERT_LT(e.index, events.size());  // entries index the trace they came from
     const TraceEvent& ev = events[e.index];
     switch (e.mark) {
       case Mark::attempt: set(e, 4, ev.str("outcome")); break;
@@ -92,6 +97,10 @@ json status_changes(const std::vector<TimelineEntry>& entries,
         break;
       default: break;
     }
+  }
+  // The changes replay in time order (the page stops at the first one later than its cursor).
+  for (std::size_t i = 1; i < out.size(); ++i) {
+    REHEARSE_ASSERT_LE(out[i - 1][0].get<TimeMs>(), out[i][0].get<TimeMs>());
   }
   return out;
 }
@@ -121,6 +130,7 @@ std::string final_status_text(const Scenario& scenario, const ScenarioRunResult&
 // of slots) is one check; `violations` is judged with the invariants.
 void expect_leaves(const json& v, const std::string& pointer,
                    std::vector<std::pair<std::string, std::string>>& out) {
+  REHEARSE_ASSERT_EQ(pointer.rfind("/expect", 0), 0u);  // pointers into the expect block
   if (!v.is_object()) {
     out.emplace_back(pointer, v.dump(-1, ' ', false, json::error_handler_t::replace));
     return;
@@ -143,6 +153,7 @@ std::vector<std::pair<std::string, std::string>> held_expectations(const Scenari
                     [&p = pointer](const ExpectFailure& f) { return f.pointer.rfind(p, 0) == 0; });
     if (!failed) held.emplace_back(std::move(pointer), std::move(value));
   }
+  REHEARSE_ASSERT_LE(held.size(), leaves.size());
   return held;
 }
 

@@ -12,6 +12,7 @@
 #include <set>
 #include <utility>
 
+#include "model/assert.hpp"
 #include "model/cron.hpp"
 #include "model/retry_policy.hpp"
 #include "model/status_view.hpp"
@@ -64,6 +65,8 @@ class TimeAxis {
       }
     }
     lay_out(busy, gap);
+    // start and end are always points: the axis is never empty.
+    REHEARSE_ASSERT(!pieces_.empty());
   }
 
   double x(TimeMs t) const {
@@ -93,6 +96,7 @@ class TimeAxis {
   // Busy stretches are padded by a little on both sides so a lone instant
   // still has room; the rest of the width is shared by duration.
   void lay_out(std::vector<std::pair<TimeMs, TimeMs>>& busy, DurationMs gap) {
+    REHEARSE_ASSERT(!busy.empty());  // one break fewer than busy stretches
     const DurationMs pad = std::max<DurationMs>(gap / 8, 1);
     for (std::size_t i = 0; i < busy.size(); ++i) {
       busy[i].first -= (i == 0) ? 0 : pad;
@@ -115,6 +119,12 @@ class TimeAxis {
         x += kBreakWidth;
       }
     }
+    // Pieces follow one another in time and on the page, each of some width.
+    for (std::size_t i = 0; i < pieces_.size(); ++i) {
+      REHEARSE_ASSERT_LE(pieces_[i].t0, pieces_[i].t1);
+      REHEARSE_ASSERT(pieces_[i].x0 < pieces_[i].x1);
+      if (i > 0) REHEARSE_ASSERT_LE(pieces_[i - 1].t1, pieces_[i].t0);
+    }
   }
 
   std::vector<Piece> pieces_;
@@ -130,6 +140,7 @@ struct Lanes {
 
   void add(const std::string& name) {
     if (index.emplace(name, names.size()).second) names.push_back(name);
+    REHEARSE_ASSERT_EQ(index.size(), names.size());  // each name once, at its index
   }
 };
 

@@ -13,6 +13,7 @@ std::string tick_label(TimeMs t) {
                                             "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
   const std::string iso = timeline_time(t);  // "2026-12-04 17:00:00"
   const int month = std::stoi(iso.substr(5, 2));
+  REHEARSE_ASSERT(month >= 1 && month <= 12);  // timeline_time's "YYYY-MM-..." form
   return fmt::format("{} {}", kMonths[(month + 11) % 12], iso.substr(8, 8));
 }
 
@@ -20,6 +21,7 @@ std::string tick_label(TimeMs t) {
 
 // Tick labels at nice intervals inside busy pieces.
 std::string axis_svg(const TimeAxis& axis, double height) {
+  REHEARSE_ASSERT(height > kAxisHeight);  // the ticks run from the axis down to the lanes' foot
   static constexpr DurationMs kSteps[] = {60'000,     300'000,     900'000,    1'800'000,
                                           3'600'000,  10'800'000,  21'600'000, 43'200'000,
                                           86'400'000, 172'800'000, 604'800'000};
@@ -75,6 +77,9 @@ Lanes make_lanes(const Scenario& scenario, const std::vector<TimelineEntry>& ent
   lanes.height = lanes.names.size() <= 8    ? 32
                  : lanes.names.size() <= 60 ? 22
                                             : (lanes.names.size() <= 300 ? 14 : 9);
+  // The world first, and every entry on a lane of its own (marks look lanes up by name).
+  REHEARSE_ASSERT_EQ(lanes.names.front(), "world");
+  for (const TimelineEntry& e : entries) REHEARSE_ASSERT_EQ(lanes.index.count(e.lane), 1u);
   return lanes;
 }
 
@@ -98,6 +103,7 @@ std::string mark_class(const TimelineEntry& e) {
 // the most severe entry only, so that a 1,000-job week stays a few MB.
 std::string hover(const std::vector<const TimelineEntry*>& entries, const TimelineEntry& rep,
                   const std::string& lane, bool brief) {
+  REHEARSE_ASSERT(!entries.empty());  // a mark stands for at least its own entry
   auto line = [&lane](const TimelineEntry& e) {
     return fmt::format("{}  {}: {} [event {}]", timeline_time(e.t), lane, e.text, e.index);
   };
@@ -166,6 +172,11 @@ std::vector<Drawn> bucket_marks(const std::vector<TimelineEntry>& entries, const
     }
     if (e.until && d.rep->mark == e.mark) d.x2 = std::max(d.x2, axis.x(*e.until));
   }
+  // Every drawable entry is in exactly one mark.
+  std::size_t marked = 0;
+  for (const Drawn& d : out) marked += d.entries.size();
+  REHEARSE_ASSERT_EQ(marked, static_cast<std::size_t>(
+                                 std::count_if(entries.begin(), entries.end(), drawable)));
   return out;
 }
 
@@ -190,6 +201,8 @@ std::vector<Drawn> merge_marks(const std::vector<TimelineEntry>& entries, const 
 namespace {
 
 std::string shape(const Drawn& d, const Lanes& lanes) {
+  REHEARSE_ASSERT(d.rep != nullptr);
+  REHEARSE_ASSERT_LT(d.lane, lanes.names.size());
   const TimelineEntry& e = *d.rep;
   const double x = kLabelWidth + d.x;
   const double mid = lanes.y(d.lane) + lanes.height / 2;
@@ -288,6 +301,7 @@ std::string spans_svg(const std::vector<TimelineEntry>& entries,
                        num(kAxisHeight + 11), esc(label));
   };
   for (const TimelineEntry& e : entries) {
+    REHEARSE_ASSERT_LT(e.index, events.size());  // entries index the trace they came from
     const TraceEvent& ev = events[e.index];
     labels[e.index] = ev.type == "fault_start" ? fault_label(ev) : ev.str("process") + " down";
     if (ev.type == "fault_start") {
@@ -329,6 +343,7 @@ std::string violations_svg(const ScenarioRunResult& run, const Verdict& verdict,
         if (it != lanes.index.end()) lane = it->second;
       }
     }
+    REHEARSE_ASSERT_LT(lane, lanes.names.size());
     const double x = kLabelWidth + axis.x(v.t);
     out += fmt::format(
         "<g class=\"violation\" id=\"violation-{0}\" data-t=\"{1}\"><line x1=\"{2}\" x2=\"{2}\" "

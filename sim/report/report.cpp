@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "model/assert.hpp"
 #include "model/job_state.hpp"
 #include "model/notification.hpp"
 
@@ -50,6 +51,9 @@ Verdict judge_run(const Scenario& scenario, const ScenarioRunResult& run,
   }
   v.expect_failures = check_expectations(scenario, run);
   v.errors = run.errors;
+  // Every violation lands on one side: expected, or reported.
+  REHEARSE_ASSERT_EQ(v.expected_seen.size() + v.violations.size(), all.size());
+  REHEARSE_ASSERT_LE(v.expected_missing.size(), scenario.expect.violations.size());
   return v;
 }
 
@@ -74,10 +78,12 @@ std::vector<std::string> verdict_notes(const Verdict& verdict) {
   for (const ScenarioFlag& f : verdict.flags) {
     notes.push_back(fmt::format("flag [{}] {}: {}", to_string(f.kind), f.where, f.message));
   }
+  REHEARSE_ASSERT_EQ(notes.size(), verdict.unchecked.size() + verdict.flags.size());
   return notes;
 }
 
 SummaryRow error_row(const std::string& path, const std::string& error) {
+  REHEARSE_ASSERT(!error.empty());  // an empty error would read as FAIL, not ERROR
   SummaryRow row;
   row.scenario = path;
   row.path = path;
@@ -111,6 +117,8 @@ SummaryRow summarize(const Scenario& scenario, const ScenarioRunResult& run, dou
     }
   }
   row.events = run.events_executed;
+  // The run's clock never went back past its start.
+  REHEARSE_ASSERT_GE(run.end_ms, run.start_ms);
   row.span_ms = run.end_ms - run.start_ms;
   row.wall_ms = wall_ms;
   row.trace_hash = run.trace_hash;
@@ -129,6 +137,7 @@ std::vector<std::string> row_labels(const std::vector<SummaryRow>& rows) {
     const bool shared = uses[r.scenario] > 1 && !r.path.empty() && r.path != r.scenario;
     labels.push_back(shared ? fmt::format("{} ({})", r.scenario, r.path) : r.scenario);
   }
+  REHEARSE_ASSERT_EQ(labels.size(), rows.size());  // format_table indexes both alike
   return labels;
 }
 

@@ -106,6 +106,7 @@ bool classify_status(const TraceEvent& e, TimelineEntry& out) {
 // standby taking it over (the lock taken after a wait; taken at once, it is
 // detail).
 std::string worker_lock_text(const TraceEvent& e) {
+  REHEARSE_ASSERT(e.type == "worker_standby" || e.type == "worker_lock_taken");
   if (e.type == "worker_standby") {
     const std::string holder = e.str("holder");
     const auto held = holder.find("held by ");
@@ -271,6 +272,7 @@ std::string request_text(const TraceEvent& e) {
 
 // "ledger-api POST /entries -> 503", "model-api generate work -> timeout".
 std::string describe_reply(const TraceEvent& e) {
+  REHEARSE_ASSERT_EQ(e.type, "service_reply");  // a call has no answer to describe
   const std::string transport = e.str("transport_error");
   return request_text(e) + " -> " +
          (transport.empty() ? std::to_string(e.num("status")) : transport);
@@ -278,6 +280,7 @@ std::string describe_reply(const TraceEvent& e) {
 
 // "call ledger-api POST /entries", "reply ledger-api POST /entries -> 503: ...".
 std::string call_text(const TraceEvent& e) {
+  REHEARSE_ASSERT(e.type == "service_call" || e.type == "service_reply");
   if (e.type == "service_call") return "call " + request_text(e);
   std::string out = "reply " + describe_reply(e);
   if (const std::string m = e.str("message"); !m.empty()) out += ": " + m;
@@ -311,7 +314,11 @@ std::optional<TimelineEntry> classify_event(const TraceEvent& e, std::size_t ind
   out.index = index;
   out.t = e.t;
   out.lane = lane_of(e);
-  if (classify_run(e, out) || classify_status(e, out) || classify_other(e, out)) return out;
+  if (classify_run(e, out) || classify_status(e, out) || classify_other(e, out)) {
+    // A classified event has a mark of its own (detail is the fallback) and a line.
+    REHEARSE_ASSERT(out.mark != Mark::detail && !out.text.empty());
+    return out;
+  }
   // Everything else is detail (--verbose).
   out.mark = Mark::detail;
   out.tone = Tone::detail;
@@ -343,6 +350,7 @@ struct FailedCalls {
 
 void add_failed_calls(TimelineEntry& entry, const TraceEvent& e,
                       std::map<std::string, FailedCalls>& failed) {
+  REHEARSE_ASSERT_EQ(e.type, "run_finished");  // a run's failed calls end with it
   const auto it = failed.find(run_key(e));
   if (it == failed.end()) return;
   if (e.str("outcome") == "failure") {
@@ -419,6 +427,8 @@ std::string render_timeline(const std::vector<TraceEvent>& events, const Timelin
     }
     by_lane[entry.lane].push_back(&entry);
   }
+  // Each lane listed once: "world" always, every other lane that has entries.
+  REHEARSE_ASSERT_EQ(lanes.size(), by_lane.size() + (by_lane.count("world") != 0 ? 0u : 1u));
   const std::string bold = options.color ? "\x1b[1m" : "";
   const std::string reset = options.color ? "\x1b[0m" : "";
   std::string out;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -35,7 +36,12 @@ std::vector<std::string> split(std::string_view text, char sep) {
     const auto b = part.find_first_not_of(" \t\r\n");
     const auto e = part.find_last_not_of(" \t\r\n");
     out.push_back(b == std::string::npos ? std::string() : part.substr(b, e - b + 1));
-    if (at == std::string_view::npos) return out;
+    if (at == std::string_view::npos) {
+      // One part more than there are separators (empty parts included).
+      REHEARSE_ASSERT_EQ(out.size(),
+                         static_cast<std::size_t>(std::count(text.begin(), text.end(), sep)) + 1);
+      return out;
+    }
     from = at + 1;
   }
 }
@@ -80,6 +86,8 @@ Result<std::vector<int>> read_attempts(const std::string& value) {
     if (!hi) return std::move(hi).error();
     for (int a = *lo; a <= *hi; ++a) out.push_back(a);
   }
+  // split gives at least one part, and each part read adds at least one count.
+  REHEARSE_ASSERT(!out.empty());
   return out;
 }
 
@@ -211,6 +219,9 @@ Result<OutageDistribution> empirical_outages(std::string_view file_text, std::st
 }
 
 void wilson_interval(int k, int n, double& low, double& high) {
+  // k successes out of n runs.
+  REHEARSE_ASSERT_GE(k, 0);
+  REHEARSE_ASSERT(n <= 0 || k <= n);
   if (n <= 0) {
     low = 0.0;
     high = 1.0;
@@ -326,6 +337,11 @@ Result<JobFacts> job_facts(const Scenario& scenario, const TuneOptions& options)
                                     "until",
                                     spec->id));
   }
+  // The slots, strictly ascending inside [start, until): samples pick among them.
+  REHEARSE_ASSERT_GE(f.slots.front(), scenario.start_ms);
+  REHEARSE_ASSERT_LT(f.slots.back(), scenario.until_ms);
+  REHEARSE_ASSERT(std::adjacent_find(f.slots.begin(), f.slots.end(), std::greater_equal<>()) ==
+                  f.slots.end());
   return f;
 }
 
@@ -394,6 +410,13 @@ Result<std::vector<TunePolicy>> tune_policies(const TuneGrid& grid, const JobFac
     }
     out.push_back(std::move(p));
   }
+  // One policy per point of the grid, plus the job's own when the grid lacks
+  // it; exactly one of them is the current one.
+  const std::size_t grid_size = grid.kinds.size() * grid.caps.size() * grid.jitters.size() *
+                                grid.attempts.size() * grid.delays.size();
+  REHEARSE_ASSERT_EQ(out.size(), grid_size + (current_found ? 0u : 1u));
+  REHEARSE_ASSERT_EQ(
+      std::count_if(out.begin(), out.end(), [](const TunePolicy& p) { return p.current; }), 1);
   return out;
 }
 
@@ -410,11 +433,15 @@ struct OutageSample {
 // A standard normal from two uniforms (Box-Muller; our own draws, no std::*_distribution).
 double standard_normal(Rng& rng) {
   const double u1 = 1.0 - rng.next_unit();  // (0, 1]
+  REHEARSE_ASSERT(u1 > 0.0 && u1 <= 1.0);   // log(u1) is finite
   const double u2 = rng.next_unit();
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * 3.14159265358979323846 * u2);
 }
 
 DurationMs draw_length(const OutageDistribution& d, std::size_t run, Rng& rng) {
+  // The parsers refuse a list or a file without a duration.
+  const bool listed = d.shape == OutageShape::list || d.shape == OutageShape::empirical;
+  REHEARSE_ASSERT(!listed || !d.values.empty());
   switch (d.shape) {
     case OutageShape::list: return d.values[run % d.values.size()];
     case OutageShape::empirical: return d.values[rng.next_below(d.values.size())];
@@ -435,6 +462,7 @@ DurationMs draw_length(const OutageDistribution& d, std::size_t run, Rng& rng) {
 // is already in progress when the slot fires, begun a uniform share of its
 // length earlier (at least 1 s, so the slot's first run fails).
 OutageSample draw_sample(const TuneOptions& options, const JobFacts& job, std::size_t run) {
+  REHEARSE_ASSERT(!job.slots.empty());  // job_facts refuses a job without a slot
   Rng rng = Rng(options.seed).derive(static_cast<std::uint64_t>(run));
   OutageSample s;
   s.length_ms = draw_length(options.outages, run, rng);
@@ -465,6 +493,8 @@ struct RunMetrics {
 
 Scenario run_scenario_for(const Scenario& base, const JobFacts& job, const TunePolicy& policy,
                           const OutageSample& s, TimeMs until) {
+  // The span covers the slot and the first retries after it.
+  REHEARSE_ASSERT_GT(until, s.slot_ms);
   Scenario sc = base;
   sc.until_ms = until;
   sc.expect = Expectations{};
@@ -525,6 +555,7 @@ RunMetrics measure(const ScenarioRunResult& r, const JobFacts& job, const Outage
 // ------------------------------------------------------------ aggregation
 
 std::optional<DurationMs> percentile(std::vector<DurationMs> v, double q) {
+  REHEARSE_ASSERT(q > 0.0 && q <= 1.0);
   if (v.empty()) return std::nullopt;
   std::sort(v.begin(), v.end());
   // Nearest rank.
@@ -588,6 +619,9 @@ void mark_front(TuneResult& result) {
     if (dominates(row, current)) result.dominating.push_back(i);
     if (row.recovered > current.recovered) result.front_above.push_back(i);
   }
+  // Domination is irreflexive: the current policy never dominates itself.
+  REHEARSE_ASSERT(std::find(result.dominating.begin(), result.dominating.end(), result.current) ==
+                  result.dominating.end());
   // Domination is a strict order, so some row is never dominated.
   REHEARSE_ASSERT(std::any_of(result.rows.begin(), result.rows.end(),
                               [](const TuneRow& row) { return row.pareto; }));
@@ -687,6 +721,10 @@ Result<TuneResult> run_tune(const Scenario& scenario, const TuneOptions& options
     result.rows.push_back(aggregate((*policies)[p], mine));
     if ((*policies)[p].current) result.current = p;
   }
+  // One row per policy, each over the same runs; the current one among them.
+  REHEARSE_ASSERT_EQ(result.rows.size(), policies->size());
+  REHEARSE_ASSERT(result.rows[result.current].policy.current);
+  for (const TuneRow& row : result.rows) REHEARSE_ASSERT_EQ(row.runs, options.runs);
   mark_front(result);
   return result;
 }

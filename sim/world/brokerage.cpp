@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
 #include "model/token_client.hpp"
 #include "sim/kernel/trace.hpp"
 
@@ -57,6 +58,7 @@ void SimBrokerage::revoke_all() {
   const TimeMs now_ms = simulator_.now();
   for (BrokerageToken& token : tokens_) {
     if (token.revoked_at_ms || now_ms >= token.expires_at_ms) continue;
+    REHEARSE_ASSERT_LE(token.issued_at_ms, now_ms);  // issued at an earlier event, never later
     token.revoked_at_ms = now_ms;
     TraceEvent e;
     e.t = now_ms;
@@ -85,6 +87,8 @@ TraceEvent SimBrokerage::event(const ServiceRequest& request, TimeMs now_ms,
 }
 
 SimReply SimBrokerage::reply_status(int status, std::string message) const {
+  // Only faults (status 400..599 from the loader) and rejections (401) answer here.
+  REHEARSE_ASSERT(status >= 100 && status <= 599);
   ServiceResponse response;
   response.status = status;
   response.body = nlohmann::json{{"message", std::move(message)}};
@@ -108,6 +112,7 @@ std::optional<SimReply> SimBrokerage::apply_faults(const ServiceRequest& request
     // certain fault does not shift the draws of the others.
     if (fault.rate < 1.0 && !fault_rng_.next_bool(fault.rate)) continue;
     ++state.hits;
+    REHEARSE_ASSERT(!fault.hits_max || state.hits <= *fault.hits_max);
 
     const bool issuing = request.operation == kIssueTokenOperation;
     const DurationMs latency_ms =
@@ -176,12 +181,15 @@ SimReply SimBrokerage::issue(const ServiceRequest& request, TimeMs now_ms) {
                                  {"expires_in", config_.token_lifetime_ms / kSecondMs}};
   by_value_.emplace(token.value, tokens_.size());
   tokens_.push_back(std::move(token));
+  // Every issued token is findable by value, and only issued ones are.
+  REHEARSE_ASSERT_EQ(by_value_.size(), tokens_.size());
   return SimReply{ServiceResult(std::move(response)),
                   config_.issue_latency_ms.value_or(config_.latency_ms)};
 }
 
 SimReply SimBrokerage::reject(const ServiceRequest& request, TimeMs now_ms, const char* reason,
                               const BrokerageToken* token) {
+  REHEARSE_ASSERT(reason != nullptr);
   ++rejected_;
   TraceEvent e = event(request, now_ms, "auth_rejected");
   e.data["operation"] = request.operation;
@@ -202,7 +210,9 @@ SimReply SimBrokerage::serve(const ServiceRequest& request, TimeMs now_ms) {
   const std::string_view presented = std::string_view(header->second).substr(kBearerPrefix.size());
   const auto found = by_value_.find(presented);
   if (found == by_value_.end()) return reject(request, now_ms, "unknown", nullptr);
+  REHEARSE_ASSERT_LT(found->second, tokens_.size());
   const BrokerageToken& token = tokens_[found->second];
+  REHEARSE_ASSERT(token.value == presented);  // by_value_ indexes tokens_ by value
   if (token.revoked_at_ms) return reject(request, now_ms, "revoked", &token);
   if (now_ms >= token.expires_at_ms) return reject(request, now_ms, "expired", &token);
   // The world's own record of which token a request presented (the witness

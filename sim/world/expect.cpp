@@ -7,6 +7,7 @@
 #include <map>
 #include <utility>
 
+#include "model/assert.hpp"
 #include "model/job_state.hpp"
 #include "model/notification.hpp"
 #include "model/retry_policy.hpp"
@@ -19,10 +20,12 @@ namespace rehearse::sim {
 using nlohmann::json;
 
 std::string ExpectFailure::describe() const {
+  REHEARSE_ASSERT(!pointer.empty());  // every failure names where in the scenario it is
   return fmt::format("expect {}: expected {}, got {}", pointer, expected, got);
 }
 
 std::int64_t tally_count(const json& tallies, const std::vector<std::string>& path) {
+  REHEARSE_ASSERT(!path.empty());  // a count lives below the root, never at it
   const json* at = &tallies;
   for (const std::string& key : path) {
     if (!at->is_object()) return 0;
@@ -48,7 +51,10 @@ bool expectations_need_trace(const Expectations& expect) {
 }
 
 std::int64_t messenger_calls(const ScenarioRunResult& run) {
-  if (run.trace.keep() == TraceKeep::none) return run.messenger_calls;  // counted as it ran
+  if (run.trace.keep() == TraceKeep::none) {
+    REHEARSE_ASSERT_GE(run.messenger_calls, 0);  // a counter that only grows from 0
+    return run.messenger_calls;                  // counted as it ran
+  }
   const auto& events = run.trace.events();
   return std::count_if(events.begin(), events.end(), [](const TraceEvent& e) {
     return e.service == to_string(ServiceKind::messenger) &&
@@ -59,6 +65,7 @@ std::int64_t messenger_calls(const ScenarioRunResult& run) {
 namespace {
 
 const json* tally_node(const json& root, const std::vector<std::string>& path) {
+  REHEARSE_ASSERT(!path.empty());
   const json* at = &root;
   for (const std::string& key : path) {
     if (!at->is_object()) return nullptr;
@@ -77,11 +84,13 @@ std::string tally_text(const json& root, const std::vector<std::string>& path) {
 // One mismatch of names or instants (strings on both sides).
 void check_text(std::vector<ExpectFailure>& out, const std::string& pointer,
                 const std::string& expected, const std::string& got) {
+  REHEARSE_ASSERT(!pointer.empty());
   if (expected != got) out.push_back({pointer, expected, got, expected, got});
 }
 
 void check_count(std::vector<ExpectFailure>& out, const std::string& pointer,
                  const std::optional<std::int64_t>& expected, std::int64_t got) {
+  REHEARSE_ASSERT(!pointer.empty());
   if (expected && *expected != got) {
     out.push_back({pointer, std::to_string(*expected), std::to_string(got), *expected, got});
   }
@@ -241,6 +250,7 @@ std::optional<TimeMs> instant_of(const json& v) {
 // One listed slot against the tracker's entry for it.
 void check_slot(std::vector<ExpectFailure>& out, const SlotExpectation& x, const json& got) {
   const std::string& p = x.pointer;
+  REHEARSE_ASSERT_GE(x.tolerance_ms, 0);  // the loader reads it as a duration of at least 0
   if (x.outcome) check_text(out, p + "/outcome", to_string(*x.outcome), got.value("outcome", ""));
   check_count(out, p + "/attempts", x.attempts, got.value("attempts", std::int64_t{0}));
   if (x.attempt_at) {
@@ -401,6 +411,8 @@ std::vector<ExpectFailure> check_expectations(const Scenario& scenario,
   check_notifications(out, "/expect/notifications", e.notifications, run.tallies,
                       {"notifications"});
   check_damaged_files(out, run, e.damaged_files);
+  // A failure is a mismatch: what it says was expected differs from what it got.
+  for (const ExpectFailure& f : out) REHEARSE_ASSERT(f.expected != f.got);
   return out;
 }
 

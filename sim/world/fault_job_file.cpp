@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "model/assert.hpp"
 #include "sim/world/fault_kinds.hpp"
 
 // As in sim/world/fault_kinds.cpp: designated initializers name only the fields an
@@ -44,6 +45,7 @@ FaultKeySpec job_key() {
                       .schema_ref = "identifier",
                       .doc = "`job` (required: a `group`, `publish` or `reconcile` job)",
                       .store = [](FaultSpec& f, const FaultValue& v) {
+                        REHEARSE_ASSERT(v.value.is_string());  // a declared job's id
                         f.job = v.value.get<std::string>();
                       }};
 }
@@ -56,6 +58,8 @@ FaultKeySpec mode_key() {
                       .doc = "`mode` (`garbage` (default), `empty`, `schema`)",
                       .default_value = "garbage",
                       .store = [](FaultSpec& f, const FaultValue& v) {
+                        REHEARSE_ASSERT_LT(v.index,
+                                           job_file_modes().size());  // one of mode_names()
                         f.mode = job_file_modes()[v.index].second;
                       }};
 }
@@ -76,7 +80,12 @@ FaultKindSpec job_file_corrupted_kind() {
           "the job's own durable file is damaged on disk: a group or publish job's "
           "delivery ledger (its journal while one exists, else its snapshot), a reconcile "
           "job's pipeline file",
-      .at_instant = [](const FaultSpec& f, FaultWorld& world) { world.corrupt_job_file(f); },
+      .at_instant =
+          [](const FaultSpec& f, FaultWorld& world) {
+            REHEARSE_ASSERT(!f.job.empty());                             // `job` is required
+            REHEARSE_ASSERT(static_cast<bool>(world.corrupt_job_file));  // the world always sets it
+            world.corrupt_job_file(f);
+          },
   };
 }
 

@@ -6,6 +6,7 @@
 
 #include <utility>
 
+#include "model/assert.hpp"
 #include "sim/world/brokerage.hpp"
 #include "sim/world/generic_service.hpp"
 #include "sim/world/messenger.hpp"
@@ -57,6 +58,7 @@ const std::vector<std::string> kFaultServices{"model-api", "orchestrator", "brok
 // ------------------------------------------------------------------- keys
 
 FaultKeySpec service_key(std::vector<std::string> names, bool user_services, std::string_view doc) {
+  REHEARSE_ASSERT(!names.empty());  // the first built-in is the default when it is the only one
   FaultKeySpec key{.name = "service", .type = FaultKeyType::service};
   key.required = names.size() > 1;  // one built-in: it is the default
   key.names = std::move(names);
@@ -81,6 +83,7 @@ FaultKeySpec rate_key() {
                       .default_value = 1.0,
                       .store = [](FaultSpec& f, const FaultValue& v) {
                         f.rate = v.value.get<double>();
+                        REHEARSE_ASSERT(f.rate >= 0.0 && f.rate <= 1.0);  // read_rate's range
                       }};
 }
 
@@ -107,6 +110,9 @@ FaultKeySpec state_file_key(std::string_view doc) {
                       .doc = doc,
                       .default_value = "retry_state.json",
                       .store = [](FaultSpec& f, const FaultValue& v) {
+                        // The index of one of `names`, which end at jobs_state.
+                        REHEARSE_ASSERT_LE(v.index,
+                                           static_cast<std::size_t>(StateFile::jobs_state));
                         f.file = static_cast<StateFile>(v.index);
                       }};
 }
@@ -120,6 +126,7 @@ FaultKeySpec down_for_key(bool required, std::string_view doc) {
                       .default_value = required ? json() : json(0),
                       .store = [](FaultSpec& f, const FaultValue& v) {
                         f.down_for_ms = v.value.get<DurationMs>();
+                        REHEARSE_ASSERT_GE(f.down_for_ms, 0);  // a down_time value or the default 0
                       }};
 }
 
@@ -133,6 +140,7 @@ FaultKeySpec worker_key() {
                       .doc = "`worker` (1 to `queue.workers`; absent: the machine, every worker)",
                       .store = [](FaultSpec& f, const FaultValue& v) {
                         f.worker = v.value.get<int>();
+                        REHEARSE_ASSERT(f.worker >= 1 && f.worker <= 4);  // 1 to queue.workers
                       }};
 }
 
@@ -184,6 +192,8 @@ struct Hit {
 
 void add_brokerage_window(const FaultSpec& fault, std::size_t index, TimeMs from, TimeMs until,
                           SimBrokerage& brokerage, const Hit& hit) {
+  // A hit answers with a status or a transport error, never both or neither.
+  REHEARSE_ASSERT((hit.http_status != 0) != (hit.transport != TransportErrorKind::none));
   BrokerageFault b;
   b.from_ms = from;
   b.until_ms = until;
@@ -200,6 +210,7 @@ void add_brokerage_window(const FaultSpec& fault, std::size_t index, TimeMs from
 
 void add_user_window(const FaultSpec& fault, TimeMs from, TimeMs until, GenericService& service,
                      const Hit& hit) {
+  REHEARSE_ASSERT(fault.rate >= 0.0 && fault.rate <= 1.0);
   ModelFault window;
   window.from_ms = from;
   window.until_ms = until;
@@ -212,6 +223,7 @@ void add_user_window(const FaultSpec& fault, TimeMs from, TimeMs until, GenericS
 
 Status add_orchestrator_window(const FaultSpec& fault, TimeMs from, TimeMs until,
                                SimOrchestrator& orchestrator, const Hit& hit) {
+  REHEARSE_ASSERT_LE(from, until);
   OrchestratorFault window;
   window.from_ms = from;
   window.until_ms = until;
@@ -236,6 +248,8 @@ Status add_orchestrator_window(const FaultSpec& fault, TimeMs from, TimeMs until
 // A service fault's window inside the service it names.
 Status add_service_window(const FaultSpec& fault, std::size_t index, TimeMs from, TimeMs until,
                           FaultWorld& world, const Hit& hit) {
+  // The window of a fault at `at`: it ends by `for` or at the scenario's until, never before.
+  REHEARSE_ASSERT_LE(from, until);
   if (fault.service == ServiceKind::model_api && world.model_api) {
     ModelApi& api = *world.model_api;
     switch (hit.model_kind) {
@@ -344,6 +358,7 @@ FaultKindSpec network_errors() {
                             .default_value = "connection_reset",
                             .store =
                                 [](FaultSpec& f, const FaultValue& v) {
+                                  REHEARSE_ASSERT_LT(v.index, transport_errors().size());
                                   f.transport = transport_errors()[v.index].second;
                                 }}},
       .trace = {trace_rate()},
@@ -478,6 +493,8 @@ FaultKindSpec restart() {
           "crashes (the page cache survives) and comes back `down_for` later",
       .at_instant =
           [](const FaultSpec& f, FaultWorld& world) {
+            REHEARSE_ASSERT(static_cast<bool>(world.crash_worker));  // the world always sets it
+            REHEARSE_ASSERT_GE(f.down_for_ms, 0);
             world.crash_worker("restart", f.down_for_ms, f.worker);
           },
   };
@@ -498,6 +515,8 @@ FaultKindSpec state_corrupted() {
                             .default_value = "garbage",
                             .store =
                                 [](FaultSpec& f, const FaultValue& v) {
+                                  REHEARSE_ASSERT_LE(v.index, static_cast<std::size_t>(
+                                                                  CorruptionMode::flip));
                                   f.mode = static_cast<CorruptionMode>(v.index);
                                 }},
                FaultKeySpec{.name = "cut",
@@ -529,7 +548,11 @@ FaultKindSpec state_corrupted() {
                    return f.flips;
                  }}},
       .meaning = "the state file is damaged on disk (see below)",
-      .at_instant = [](const FaultSpec& f, FaultWorld& world) { world.corrupt_state(f); },
+      .at_instant =
+          [](const FaultSpec& f, FaultWorld& world) {
+            REHEARSE_ASSERT(static_cast<bool>(world.corrupt_state));  // the world always sets it
+            world.corrupt_state(f);
+          },
   };
 }
 
@@ -543,8 +566,12 @@ FaultKindSpec torn_write() {
       .meaning =
           "the next write of that file is torn by a crash; the process restarts "
           "`down_for` later",
-      .at_instant = [](const FaultSpec& f,
-                       FaultWorld& world) { world.tear_next_write(f.file, f.down_for_ms); },
+      .at_instant =
+          [](const FaultSpec& f, FaultWorld& world) {
+            REHEARSE_ASSERT(static_cast<bool>(world.tear_next_write));  // the world always sets it
+            REHEARSE_ASSERT_GE(f.down_for_ms, 0);
+            world.tear_next_write(f.file, f.down_for_ms);
+          },
   };
 }
 
@@ -605,6 +632,7 @@ json key_schema(const FaultKeySpec& key) {
     }
     case FaultKeyType::integer:
     case FaultKeyType::worker:
+      REHEARSE_ASSERT_LE(key.min, key.max);  // a table entry's range is never empty
       out = json{{"type", "integer"}, {"minimum", key.min}, {"maximum", key.max}};
       if (!key.names.empty()) {
         out["enum"] = json::array();
@@ -646,6 +674,8 @@ json kind_schema(const FaultKindSpec& kind) {
     properties["for"] = {{"$ref", "#/$defs/positive_duration"},
                          {"description", "How long the fault lasts (default: until the end)."}};
   }
+  // A kind's key names are unique and none of them is `for`.
+  REHEARSE_ASSERT_EQ(properties.size(), kind.keys.size() + (kind.lasting ? 1 : 0));
   json out{{"description", kind.meaning}, {"properties", properties}};
   if (!required.empty()) out["required"] = required;
   return out;
@@ -676,6 +706,8 @@ const FaultKinds& fault_kinds() {
       state_corrupted(), torn_write(),
       messenger_down(),  job_file_corrupted_kind(),
   };
+  // FaultKind values are positions in the table: the last enumerator is its last entry.
+  REHEARSE_ASSERT_EQ(kinds.size(), static_cast<std::size_t>(FaultKind::job_file_corrupted) + 1);
   return kinds;
 }
 
@@ -719,6 +751,8 @@ json fault_kinds_schema(const FaultKinds& kinds) {
                      {"note", {{"type", "string"}}}}},
                    {"allOf", branches},
                    {"unevaluatedProperties", false}};
+  // One definition per kind (names are unique) and the `fault` that branches to them.
+  REHEARSE_ASSERT_EQ(defs.size(), kinds.size() + 1);
   return defs;
 }
 

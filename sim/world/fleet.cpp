@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "model/assert.hpp"
 #include "model/cron.hpp"
 #include "sim/kernel/rng.hpp"
 
@@ -26,6 +27,7 @@ const std::map<std::string, std::vector<std::string>>& fleet_known_keys() {
 }
 
 std::string fleet_service_name(const std::string& id_prefix, std::size_t index) {
+  REHEARSE_ASSERT(!id_prefix.empty());  // "fleet" or a prefix the parser accepted
   return fmt::format("{}-fail-{}", id_prefix, index);
 }
 
@@ -47,7 +49,12 @@ std::vector<std::int64_t> apportion(std::int64_t n, const std::vector<std::int64
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return remainders[a] > remainders[b]; });
-  for (std::size_t k = 0; given < n; ++k, ++given) ++counts[order[k]];
+  // Each bucket's remainder is below one job: at most one more job per bucket.
+  for (std::size_t k = 0; given < n; ++k, ++given) {
+    REHEARSE_ASSERT_LT(k, order.size());
+    ++counts[order[k]];
+  }
+  REHEARSE_ASSERT_EQ(given, n);  // every job goes to exactly one bucket
   return counts;
 }
 
@@ -82,6 +89,11 @@ class FleetParser {
     FleetParse out;
     out.errors = std::move(errors_);
     if (out.errors.empty()) out.spec = std::move(spec_);
+    // A block read without error has every dimension (absent ones get their
+    // default bucket) and at least one job.
+    REHEARSE_ASSERT(!out.spec || (out.spec->jobs >= 1 && !out.spec->kinds.empty() &&
+                                  !out.spec->schedules.empty() && !out.spec->policies.empty() &&
+                                  !out.spec->failure_rates.empty()));
     return out;
   }
 
@@ -104,6 +116,9 @@ class FleetParser {
   std::optional<std::int64_t> read_int(const json& obj, const std::string& pointer,
                                        const std::string& key, std::int64_t min, std::int64_t max,
                                        std::optional<std::int64_t> fallback) {
+    REHEARSE_ASSERT_LE(min, max);
+    // A default is a value the key could have been given.
+    REHEARSE_ASSERT(!fallback || (*fallback >= min && *fallback <= max));
     const auto it = obj.find(key);
     const std::string at = pointer + "/" + key;
     if (it == obj.end()) {
@@ -128,6 +143,7 @@ class FleetParser {
   template <typename T, typename ReadOne>
   void read_buckets(const json& block, const std::string& pointer, const std::string& key,
                     const std::string& level, std::vector<FleetBucket<T>>& out, ReadOne read_one) {
+    REHEARSE_ASSERT(out.empty());  // each list of the block is read once
     const auto it = block.find(key);
     const std::string at = pointer + "/" + key;
     if (it == block.end()) return;
@@ -265,6 +281,7 @@ std::optional<std::vector<std::string>> FleetParser::read_targets(const json& en
     }
     out.push_back(t.get<std::string>());
   }
+  REHEARSE_ASSERT_EQ(out.size(), it->size());  // a group kind's targets: non-empty, all known
   return out;
 }
 
@@ -332,6 +349,7 @@ std::vector<std::uint32_t> assign(const std::vector<FleetBucket<T>>& buckets, st
   weights.reserve(buckets.size());
   for (const auto& b : buckets) weights.push_back(b.weight);
   const std::vector<std::int64_t> counts = apportion(n, weights);
+  REHEARSE_ASSERT_EQ(counts.size(), buckets.size());
   std::vector<std::uint32_t> out;
   out.reserve(static_cast<std::size_t>(n));
   for (std::size_t i = 0; i < counts.size(); ++i) {
@@ -341,11 +359,15 @@ std::vector<std::uint32_t> assign(const std::vector<FleetBucket<T>>& buckets, st
   for (std::size_t i = out.size(); i > 1; --i) {
     std::swap(out[i - 1], out[rng.next_below(i)]);
   }
+  REHEARSE_ASSERT_EQ(out.size(), n);  // one bucket per job
   return out;
 }
 
 JobSpec make_job(const FleetSpec& spec, std::size_t index, int width, const FleetKind& kind,
                  const std::string& service) {
+  REHEARSE_ASSERT_GE(width, 1);
+  // The parser's ranges: a call kind calls at least once, a group kind names targets.
+  REHEARSE_ASSERT(kind.kind == JobKind::call ? kind.calls >= 1 : !kind.targets.empty());
   JobSpec job;
   job.id = fmt::format("{}-{:0{}}", spec.id_prefix, index, width);
   job.kind = kind.kind;
@@ -387,6 +409,7 @@ FleetExpansion expand_fleet(const FleetSpec& spec, std::uint64_t seed, TimeMs st
     job.from_fleet = true;
     out.jobs.push_back(std::move(job));
   }
+  REHEARSE_ASSERT_EQ(out.jobs.size(), static_cast<std::size_t>(spec.jobs));
   for (std::size_t b = 0; b < spec.failure_rates.size(); ++b) {
     if (!service_used[b]) continue;
     const std::string name = fleet_service_name(spec.id_prefix, b);
@@ -403,6 +426,8 @@ FleetExpansion expand_fleet(const FleetSpec& spec, std::uint64_t seed, TimeMs st
     fault.pointer = pointer + "/failure_rates/" + std::to_string(b);
     out.faults.push_back(std::move(fault));
   }
+  // A fault only for a service some job calls, and at most one per service.
+  REHEARSE_ASSERT_LE(out.faults.size(), out.services.size());
   return out;
 }
 

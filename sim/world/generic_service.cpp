@@ -8,6 +8,7 @@ namespace rehearse::sim {
 namespace {
 
 ServiceResponse error_response(int status, std::string message) {
+  REHEARSE_ASSERT(status >= 400 && status <= 599);  // 429 or a fault's status (400..599)
   const char* reason = http_reason_phrase(status);
   ServiceResponse r;
   r.status = status;
@@ -18,7 +19,11 @@ ServiceResponse error_response(int status, std::string message) {
 }  // namespace
 
 GenericService::GenericService(std::string name, const Rng& run_rng, GenericServiceOptions options)
-    : name_(std::move(name)), options_(options), rng_(run_rng.derive("service/" + name_)) {}
+    : name_(std::move(name)), options_(options), rng_(run_rng.derive("service/" + name_)) {
+  REHEARSE_ASSERT(!name_.empty());  // routed to by name
+  REHEARSE_ASSERT_GE(options_.latency_ms, 0);
+  REHEARSE_ASSERT_GE(options_.timeout_ms, 0);
+}
 
 std::optional<SimReply> GenericService::inject_fault(TimeMs now_ms) {
   for (const ModelFault& f : faults_) {
@@ -43,6 +48,7 @@ std::optional<SimReply> GenericService::inject_fault(TimeMs now_ms) {
                                                             options_.timeout_ms)},
                         options_.timeout_ms};
       case ModelFaultKind::network:
+        REHEARSE_ASSERT(f.transport != TransportErrorKind::none);
         return SimReply{TransportError{f.transport, transport_error_text(f.transport, name_,
                                                                          options_.timeout_ms)},
                         options_.latency_ms};
@@ -52,6 +58,7 @@ std::optional<SimReply> GenericService::inject_fault(TimeMs now_ms) {
 }
 
 SimReply GenericService::handle(const ServiceRequest& request, TimeMs now_ms) {
+  REHEARSE_ASSERT(request.service == name_);  // SimServices routes by name
   ++total_calls_;
   if (auto faulted = inject_fault(now_ms)) return std::move(*faulted);
   ServiceResponse ok;

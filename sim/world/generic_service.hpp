@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "model/assert.hpp"
 #include "sim/kernel/rng.hpp"
 #include "sim/world/model_api.hpp"  // ModelFault: the fault window shape the services share
 #include "sim/world/sim_services.hpp"
@@ -41,7 +42,11 @@ class GenericService final : public SimService {
   SimReply handle(const ServiceRequest& request, TimeMs now_ms) override;
 
   // A fault window (ModelFault's fields; `rate` is ignored for quota).
-  void add_fault(ModelFault fault) { faults_.push_back(fault); }
+  void add_fault(ModelFault fault) {
+    REHEARSE_ASSERT_LE(fault.from_ms, fault.until_ms);
+    REHEARSE_ASSERT(fault.rate >= 0.0 && fault.rate <= 1.0);
+    faults_.push_back(fault);
+  }
   const std::vector<ModelFault>& faults() const noexcept { return faults_; }
 
   std::int64_t total_calls() const noexcept { return total_calls_; }

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 namespace {
@@ -46,6 +48,7 @@ MessageKey read_key(const nlohmann::json& m) {
 // ("ConnectionError: HTTP 403"): no status field, and a word ("Connection")
 // that a classifier reading words before numbers takes for a network error.
 std::string refusal_text(int status) {
+  REHEARSE_ASSERT(status >= 400 && status <= 599);  // an outage's status (add_outage)
   if (status == MessengerOutage::kDefaultStatus) {
     return "messenger: 503 Service Unavailable (the platform is down)";
   }
@@ -55,6 +58,7 @@ std::string refusal_text(int status) {
 }  // namespace
 
 bool MessengerOutage::hits(const std::string& target, TimeMs t) const {
+  REHEARSE_ASSERT_LE(from_ms, until_ms);  // a window, possibly empty
   if (t < from_ms || t >= until_ms) return false;
   return targets.empty() || std::find(targets.begin(), targets.end(), target) != targets.end();
 }
@@ -122,8 +126,11 @@ Task<Status> Messenger::send(std::string target, nlohmann::json message) {
       e.data["delivery_count"] = n;
       e.data["duplicate"] = n > 1;
     }
+    // Accepted in the order they arrive: time never goes backwards.
+    REHEARSE_ASSERT(accepted_.empty() || accepted_.back().at_ms <= now);
     accepted_.push_back({now, target, key.kind, key.job, key.slot, key.attempt, message});
   } else {
+    REHEARSE_ASSERT(refused_status >= 400 && refused_status <= 599);  // 404 or an outage's
     ++refused_;
     e.type = "message_refused";
     e.data["reason"] = answer.error().message;
@@ -139,7 +146,9 @@ Task<Status> Messenger::send(std::string target, nlohmann::json message) {
 std::int64_t Messenger::delivery_count(const std::string& job, TimeMs slot,
                                        const std::string& target) const {
   const auto it = deliveries_.find({job, slot, target});
-  return it == deliveries_.end() ? 0 : it->second;
+  if (it == deliveries_.end()) return 0;
+  REHEARSE_ASSERT_GE(it->second, 1);  // an entry is made by a delivery
+  return it->second;
 }
 
 std::int64_t Messenger::count(const std::string& kind, const std::string& job, TimeMs slot) const {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 namespace {
@@ -12,6 +14,7 @@ const char* reason_phrase(int status) {
 }
 
 ServiceResponse error_response(int status, std::string message) {
+  REHEARSE_ASSERT(status >= 400 && status <= 599);  // only errors answer here
   ServiceResponse r;
   r.status = status;
   r.body = nlohmann::json{{"error", reason_phrase(status)}, {"message", std::move(message)}};
@@ -19,6 +22,7 @@ ServiceResponse error_response(int status, std::string message) {
 }
 
 std::string transport_message(TransportErrorKind kind) {
+  REHEARSE_ASSERT(kind != TransportErrorKind::none);  // a network fault names its error
   switch (kind) {
     case TransportErrorKind::connection_refused: return "connect ECONNREFUSED model-api:443";
     case TransportErrorKind::connection_reset: return "read ECONNRESET (socket hang up)";
@@ -58,10 +62,14 @@ ModelApi::ModelApi(const Rng& run_rng, ModelApiOptions options)
 }
 
 void ModelApi::set_output(const std::string& task, ModelOutput output) {
+  REHEARSE_ASSERT(!task.empty());
   outputs_[{std::string(), task}] = output;
 }
 
 void ModelApi::set_output(const std::string& job, const std::string& task, ModelOutput output) {
+  // An empty job is the key of the job-less scripts (the other overload).
+  REHEARSE_ASSERT(!job.empty());
+  REHEARSE_ASSERT(!task.empty());
   outputs_[{job, task}] = output;
 }
 
@@ -128,6 +136,7 @@ SimReply ModelApi::handle(const ServiceRequest& request, TimeMs now_ms) {
 
   if (auto faulted = inject_fault(now_ms)) {
     ++faulted_calls_;
+    REHEARSE_ASSERT_LE(faulted_calls_, total_calls_);
     return std::move(*faulted);
   }
   if (request.operation != "generate") {
@@ -153,7 +162,9 @@ SimReply ModelApi::handle(const ServiceRequest& request, TimeMs now_ms) {
 
 std::int64_t ModelApi::calls(const std::string& job, const std::string& task) const {
   const auto it = calls_.find({job, task});
-  return it == calls_.end() ? 0 : it->second;
+  if (it == calls_.end()) return 0;
+  REHEARSE_ASSERT_GE(it->second, 1);  // an entry is made by a call
+  return it->second;
 }
 
 std::int64_t ModelApi::calls_for_job(const std::string& job) const {
@@ -162,6 +173,7 @@ std::int64_t ModelApi::calls_for_job(const std::string& job) const {
        it != calls_.end() && it->first.first == job; ++it) {
     n += it->second;
   }
+  REHEARSE_ASSERT_LE(n, total_calls_);  // a job's calls are some of all the calls
   return n;
 }
 

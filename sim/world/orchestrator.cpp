@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "model/agent_roles.hpp"
+#include "model/assert.hpp"
 
 namespace rehearse::sim {
 using nlohmann::json;
@@ -32,6 +33,7 @@ SimOrchestrator::SimOrchestrator(Simulator& simulator, Trace& trace,
 void SimOrchestrator::apply_job_items(const std::vector<ReconcileItem>& items) {
   for (const ReconcileItem& item : items) {
     if (!item.lost) continue;
+    REHEARSE_ASSERT(!item.issue.empty());  // a job's items name their issue
     // Lost before the run: the issue answers 404 from the start.
     IssueState& state = issues_[item.issue];
     state.deleted = true;
@@ -73,6 +75,9 @@ void SimOrchestrator::delete_issues(const std::vector<std::string>& issues,
     trace_.record(std::move(e));
     instance_ = *new_instance;
   }
+  // The instance reported by a migration is the one answered from now on.
+  REHEARSE_ASSERT(!new_instance || instance_ == *new_instance);
+  REHEARSE_ASSERT(!instance_.empty());
   for (const std::string& issue : issues) {
     auto it = issues_.find(issue);
     if (it == issues_.end() || it->second.deleted) continue;
@@ -89,6 +94,7 @@ void SimOrchestrator::delete_issues(const std::vector<std::string>& issues,
 void SimOrchestrator::set_issue_status(const std::string& issue, const std::string& status) {
   auto it = issues_.find(issue);
   if (it == issues_.end() || it->second.deleted) return;  // nothing to change on a lost issue
+  REHEARSE_ASSERT(!status.empty());                       // one of the issue status names
   TraceEvent e = event(simulator_.now(), "issue_status_set");
   e.item = issue;
   e.data["status"] = status;
@@ -100,6 +106,7 @@ void SimOrchestrator::set_issue_status(const std::string& issue, const std::stri
 void SimOrchestrator::remove_agent(const std::string& agent) {
   AgentState* state = find_agent(agent);
   if (state == nullptr || !state->present) return;
+  REHEARSE_ASSERT(!state->id.empty());
   state->present = false;
   TraceEvent e = event(simulator_.now(), "agent_removed");
   e.data["agent"] = short_id(agent);
@@ -110,6 +117,7 @@ void SimOrchestrator::remove_agent(const std::string& agent) {
 void SimOrchestrator::restore_agent(const std::string& agent) {
   AgentState* state = find_agent(agent);
   if (state == nullptr || state->present) return;
+  REHEARSE_ASSERT(!state->id.empty());
   state->present = true;
   TraceEvent e = event(simulator_.now(), "agent_restored");
   e.data["agent"] = short_id(agent);
@@ -158,6 +166,8 @@ void SimOrchestrator::schedule_restore_agent(TimeMs at_ms, std::string agent) {
 // --- requests -----------------------------------------------------------------
 
 SimReply SimOrchestrator::reply(int status, json body) const {
+  // 0: the placeholder apply_faults overwrites; otherwise an HTTP status.
+  REHEARSE_ASSERT(status == 0 || (status >= 200 && status <= 599));
   ServiceResponse response;
   response.status = status;
   response.body = std::move(body);
@@ -181,6 +191,7 @@ std::optional<SimReply> SimOrchestrator::apply_faults(const ServiceRequest& requ
                      json{{"message", fmt::format("HTTP {} from {}", fault.http_status, name_)}});
       e.data["status"] = fault.http_status;
     } else {
+      REHEARSE_ASSERT(fault.transport != TransportErrorKind::none);  // add_fault: one or the other
       answer = SimReply{
           ServiceResult(TransportError{fault.transport, transport_error_text(fault.transport, name_,
                                                                              timing_.timeout_ms)}),
@@ -195,6 +206,7 @@ std::optional<SimReply> SimOrchestrator::apply_faults(const ServiceRequest& requ
 
 SimReply SimOrchestrator::not_found(const ServiceRequest& request, TimeMs now_ms) {
   IssueState& state = issues_[request.target];
+  REHEARSE_ASSERT(state.deleted);  // only a lost issue answers "not found"
   ++state.not_found;
   TraceEvent e = event(now_ms, "issue_not_found");
   attribute_from_headers(e, request.headers);
@@ -253,6 +265,7 @@ SimReply SimOrchestrator::handle(const ServiceRequest& request, TimeMs now_ms) {
                    json{{"message", fmt::format("agent {} is not available", short_id(agent_id))}});
     }
     ++state.assigned;
+    REHEARSE_ASSERT_LE(state.assigned, state.queries);  // every assign counted as a query first
     TraceEvent e = event(now_ms, "issue_assigned");
     attribute_from_headers(e, request.headers);
     e.item = request.target;
@@ -289,25 +302,35 @@ std::uint64_t SimOrchestrator::queries(const std::string& issue) const {
 
 std::uint64_t SimOrchestrator::queries_after_not_found(const std::string& issue) const {
   auto it = issues_.find(issue);
-  return it == issues_.end() ? 0 : it->second.after_404;
+  if (it == issues_.end()) return 0;
+  REHEARSE_ASSERT_LE(it->second.after_404, it->second.queries);
+  return it->second.after_404;
 }
 
 std::uint64_t SimOrchestrator::not_found_answers(const std::string& issue) const {
   auto it = issues_.find(issue);
-  return it == issues_.end() ? 0 : it->second.not_found;
+  if (it == issues_.end()) return 0;
+  // A 404 answers a query about the issue (a fault answers before the lookup).
+  REHEARSE_ASSERT_LE(it->second.not_found, it->second.queries);
+  return it->second.not_found;
 }
 
 std::uint64_t SimOrchestrator::calls(const std::string& operation) const {
   auto it = calls_.find(operation);
-  return it == calls_.end() ? 0 : it->second;
+  if (it == calls_.end()) return 0;
+  REHEARSE_ASSERT_LE(it->second, total_calls_);
+  return it->second;
 }
 
 std::uint64_t SimOrchestrator::assignments(const std::string& issue) const {
   auto it = issues_.find(issue);
-  return it == issues_.end() ? 0 : it->second.assigned;
+  if (it == issues_.end()) return 0;
+  REHEARSE_ASSERT_LE(it->second.assigned, it->second.queries);
+  return it->second.assigned;
 }
 
 ReconcileConfig reconcile_config_from(const JobSpec& job) {
+  REHEARSE_ASSERT(!job.id.empty());  // names the job's store directory
   ReconcileConfig config;
   config.service = kOrchestratorName;
   config.store_dir = "pipeline-" + job.id;

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 using nlohmann::json;
@@ -22,6 +24,8 @@ std::string notification_event_of(const std::string& payload) {
 }
 
 TraceEvent queue_event(TimeMs t, const char* type, const QueueEntrySpec* spec, json data) {
+  REHEARSE_ASSERT(type != nullptr && *type != '\0');
+  REHEARSE_ASSERT(data.is_object());  // the event's fields, by name
   TraceEvent e;
   e.t = t;
   e.type = type;
@@ -36,12 +40,16 @@ TraceEvent queue_event(TimeMs t, const char* type, const QueueEntrySpec* spec, j
 
 TraceEvent queue_add_event(TimeMs t, const QueueEntrySpec& spec, const QueueEntry& entry,
                            bool added) {
+  // The entry added, or the one already there with the same key (queue_key).
+  REHEARSE_ASSERT(entry.spec.job_id == spec.job_id && entry.spec.slot == spec.slot &&
+                  entry.spec.kind == spec.kind && entry.spec.attempt == spec.attempt);
   json data = queue_entry_fields(entry);
   data["added"] = added;
   return queue_event(t, "queue_add", &spec, std::move(data));
 }
 
 TraceEvent queue_take_event(TimeMs t, const QueueEntry& taken, std::uint32_t process) {
+  REHEARSE_ASSERT(taken.state == QueueEntryState::active);  // a take leases the entry
   json data = queue_entry_fields(taken);
   data["process"] = process;  // who holds the lease (the queue's own record)
   return queue_event(t, "queue_take", &taken.spec, std::move(data));
@@ -71,6 +79,7 @@ TraceEvent queue_cancel_event(TimeMs t, const QueueEntry& dropped) {
 }
 
 TraceEvent outbox_add_event(TimeMs t, const OutboxMessage& m) {
+  REHEARSE_ASSERT(!m.target.empty());  // a message goes to a target
   TraceEvent e = queue_event(
       t, "outbox_add", nullptr,
       {{"id", m.id}, {"target", m.target}, {"event", notification_event_of(m.payload)}});

@@ -44,6 +44,7 @@ std::string line_column(std::string_view text, std::size_t byte) {
 // "[json.exception.parse_error.101] parse error at line 1, column 5: syntax
 // error ..." -> "syntax error ..." (the location is reported separately).
 std::string strip_json_exception_prefix(std::string what) {
+  REHEARSE_ASSERT(!what.empty());  // nlohmann's exceptions always say something
   if (const auto column = what.find(", column "); column != std::string::npos) {
     if (const auto colon = what.find(": ", column); colon != std::string::npos) {
       return what.substr(colon + 2);
@@ -223,7 +224,10 @@ ScenarioCheck check_scenario_file(const std::string& path) {
 
 namespace {
 Result<Scenario> first_error(ScenarioCheck check) {
-  if (check.valid()) return std::move(*check.scenario);
+  if (check.valid()) {
+    REHEARSE_ASSERT(check.scenario.has_value());  // no error: the scenario is there
+    return std::move(*check.scenario);
+  }
   Error first = check.errors.front();
   const std::size_t more = check.errors.size() - 1 + check.errors_omitted;
   if (more > 0) {

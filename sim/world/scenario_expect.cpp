@@ -22,6 +22,7 @@ std::map<NotificationEvent, std::int64_t> Loader::load_event_counts(const json& 
     }
     if (auto n = read_count(count, at)) out[*event] = *n;
   }
+  REHEARSE_ASSERT_LE(out.size(), events.size());  // one count per known event
   return out;
 }
 
@@ -43,6 +44,7 @@ void Loader::load_job_expectation(const json& v, const std::string& pointer, con
     const std::vector<std::string> names{"ok", "retrying", "retry_exhausted", "failed"};
     if (auto i = read_name(*s, child(pointer, "final_status"), names, "final status")) {
       out.final_status = parse_retry_status(names[*i]);
+      REHEARSE_ASSERT(out.final_status.has_value());  // the names are the core's own
     }
   }
   if (const json* n = field(v, "notifications")) {
@@ -141,9 +143,12 @@ void Loader::load_expected_violations(const json& list, const std::string& point
       expect.violations.push_back(name);
     }
   }
+  REHEARSE_ASSERT_LE(expect.violations.size(), invariant_names().size());  // each at most once
 }
 
 void Loader::load_expect(const json& v, const std::string& pointer) {
+  // The one `expect` block of the document.
+  REHEARSE_ASSERT(scenario_.expect.jobs.empty() && scenario_.expect.violations.empty());
   if (!expect_object(v, pointer, "expectations")) return;
   check_keys(v, pointer, keys_of("expect"));
   Expectations& expect = scenario_.expect;
@@ -212,12 +217,14 @@ std::optional<StateExpectation> Loader::load_state_expectation(const json& v,
     const std::vector<std::string> names{"ok", "retrying", "retry_exhausted", "failed"};
     if (auto i = read_name(*s, child(pointer, "retry_status"), names, "retry status")) {
       out.retry_status = parse_retry_status(names[*i]);
+      REHEARSE_ASSERT(out.retry_status.has_value());  // the names are the core's own
     }
   }
   if (const json* a = field(v, "next_action")) {
     const std::vector<std::string> names{"none", "retry", "wait_next_run", "manual_review"};
     if (auto i = read_name(*a, child(pointer, "next_action"), names, "next action")) {
       out.next_action = parse_next_action(names[*i]);
+      REHEARSE_ASSERT(out.next_action.has_value());
     }
   }
   if (const json* t = field(v, "next_run_at")) {
@@ -254,9 +261,12 @@ std::optional<PolicyExpectation> Loader::load_policy_expectation(const json& v,
         read_int(*m, child(pointer, "max_retries"), 0, kRetryCountMax, "a retry count");
   }
   if (const json* b = field(v, "backoff")) {
+    // Every curve a policy can have, polynomial (Sidekiq's) included: the
+    // core's parse_backoff_kind reads only what a per-job policy may name.
     const std::vector<std::string> names{"fixed", "exponential", "linear", "polynomial"};
     if (auto i = read_name(*b, child(pointer, "backoff"), names, "backoff")) {
-      out.backoff = parse_backoff_kind(names[*i]);
+      out.backoff = static_cast<BackoffKind>(*i);
+      REHEARSE_ASSERT(names[*i] == to_string(*out.backoff));  // names in BackoffKind order
     }
   }
   if (const json* d = field(v, "delay")) {
@@ -266,6 +276,7 @@ std::optional<PolicyExpectation> Loader::load_policy_expectation(const json& v,
     const std::vector<std::string> names{"per_slot", "per_episode"};
     if (auto i = read_name(*b, child(pointer, "budget"), names, "budget scope")) {
       out.budget = parse_budget_scope(names[*i]);
+      REHEARSE_ASSERT(out.budget.has_value());
     }
   }
   return out;
@@ -295,6 +306,7 @@ std::optional<std::vector<SlotExpectation>> Loader::load_slot_expectations(
     out.push_back(std::move(*slot));
   }
   if (!good) return std::nullopt;
+  REHEARSE_ASSERT_EQ(out.size(), v.size());  // every entry read, in time order
   return out;
 }
 
@@ -388,6 +400,7 @@ std::map<std::string, MessageExpectation> Loader::load_message_expectations(
     count("notification", m.notification);
     count("refused", m.refused);
   }
+  REHEARSE_ASSERT_LE(out.size(), target_names_.size());  // declared targets only, each once
   return out;
 }
 
@@ -445,6 +458,7 @@ void Loader::load_damaged_files(const json& v, const std::string& pointer) {
       scenario_.expect.damaged_files[file] = static_cast<DamagedFileOutcome>(*i);
     }
   }
+  REHEARSE_ASSERT_LE(scenario_.expect.damaged_files.size(), files.size());
 }
 
 }  // namespace rehearse::sim::scenario_detail

@@ -41,6 +41,8 @@ std::optional<TimeMs> Loader::read_fault_at(const json& v, const std::string& po
 }
 
 void Loader::load_faults(const json& v, const std::string& pointer) {
+  // The listed faults come first; the fleet's join them after (load_world).
+  REHEARSE_ASSERT(scenario_.faults.empty());
   if (!expect_array(v, pointer, "a list of faults", false, kMaxFaults)) return;
   for (std::size_t i = 0; i < v.size(); ++i) load_fault(v[i], child(pointer, i));
 }
@@ -54,11 +56,14 @@ void Loader::load_fault(const json& v, const std::string& pointer) {
   const FaultKindSpec* kind = load_fault_kind(v, pointer);
   const bool when_ok = load_fault_when(v, pointer, fault);
   if (kind == nullptr) return;
+  // An entry of the loader's table: its position is the FaultKind.
+  REHEARSE_ASSERT(kind >= fault_kinds_.data() && kind < fault_kinds_.data() + fault_kinds_.size());
   fault.kind = static_cast<FaultKind>(kind - fault_kinds_.data());
   FaultReading r{v, pointer, *kind, fault, fmt::format("fault '{}'", kind->name), when_ok};
   if (kind->lasting) read_fault_for(r);
   if (!require_fault_target(r)) return;
   for (const FaultKeySpec& key : kind->keys) read_fault_key(r, key);
+  REHEARSE_ASSERT(!r.ok || when_ok);  // a fault is kept only with its instant
   if (r.ok) scenario_.faults.push_back(std::move(fault));
 }
 
@@ -109,11 +114,15 @@ bool Loader::load_fault_when(const json& v, const std::string& pointer, FaultSpe
   if (const json* n = field(v, "note")) {
     if (auto s = read_string(*n, child(pointer, "note"))) fault.note = *s;
   }
+  // An instant read is inside a span that is one (read_fault_at).
+  REHEARSE_ASSERT(!ok || (start_ok_ && until_ok_ && fault.at_ms >= scenario_.start_ms &&
+                          fault.at_ms <= scenario_.until_ms));
   return ok;
 }
 
 // A lasting kind's `for`: positive, and the fault ends by `until`.
 void Loader::read_fault_for(FaultReading& r) {
+  REHEARSE_ASSERT(r.kind.lasting);  // only a lasting kind takes `for`
   const json* f = field(r.v, "for");
   if (f == nullptr) return;
   const std::string at = child(r.pointer, "for");
@@ -143,6 +152,7 @@ bool Loader::require_fault_target(FaultReading& r) {
 }
 
 void Loader::read_fault_key(FaultReading& r, const FaultKeySpec& key) {
+  REHEARSE_ASSERT(!key.name.empty());  // a table entry's key has a name
   const json* value = field(r.v, key.name);
   if (value == nullptr) {
     read_absent_fault_key(r, key);
@@ -200,6 +210,7 @@ void Loader::read_absent_fault_key(FaultReading& r, const FaultKeySpec& key) {
     const auto it =
         std::find(key.names.begin(), key.names.end(), key.default_value.get<std::string>());
     value.index = static_cast<std::size_t>(it - key.names.begin());
+    REHEARSE_ASSERT_LT(value.index, key.names.size());  // a table's default is one of its names
   }
   if (key.type == FaultKeyType::service &&
       !require_service(*parse_service_kind(key.names[value.index]), r.pointer, r.who)) {
@@ -267,6 +278,7 @@ std::optional<FaultValue> Loader::read_fault_value(FaultReading& r, const FaultK
 // user's own; never the messenger, which has its own kind.
 std::optional<FaultValue> Loader::read_fault_service(FaultReading& r, const FaultKeySpec& key,
                                                      const json& value, const std::string& at) {
+  REHEARSE_ASSERT(key.type == FaultKeyType::service && !key.names.empty());
   const std::string name = value.is_string() ? value.get<std::string>() : std::string();
   // The run could not apply a service fault to the messenger, so the loader
   // (and so `validate`) refuses it.
@@ -292,6 +304,7 @@ std::optional<FaultValue> Loader::read_fault_service(FaultReading& r, const Faul
 // error lists both, and the nearest of them.
 void Loader::unknown_fault_service(const FaultReading& r, const FaultKeySpec& key,
                                    const std::string& name, const std::string& at) {
+  REHEARSE_ASSERT(key.user_services);  // else the built-in names alone are the candidates
   std::vector<std::string> candidates = key.names;
   const std::vector<std::string> own(user_services_.begin(), user_services_.end());
   candidates.insert(candidates.end(), own.begin(), own.end());
@@ -308,6 +321,8 @@ void Loader::unknown_fault_service(const FaultReading& r, const FaultKeySpec& ke
 // How long the process stays down: it must come back by `until`.
 std::optional<FaultValue> Loader::read_fault_down_for(FaultReading& r, const json& value,
                                                       const std::string& at) {
+  // A fault still being read has its instant inside the span (load_fault_when).
+  REHEARSE_ASSERT(!r.ok || !until_ok_ || r.fault.at_ms <= scenario_.until_ms);
   auto ms = read_duration(value, at, 0);
   if (!ms) return std::nullopt;
   if (r.ok && until_ok_ && *ms > scenario_.until_ms - r.fault.at_ms) {
@@ -407,6 +422,7 @@ std::optional<FaultValue> Loader::read_fault_flips(FaultReading& r, const json& 
     flips.push_back(offset);
   }
   if (!good) return std::nullopt;
+  REHEARSE_ASSERT_EQ(flips.size(), value.size());  // every offset read, none twice
   return FaultValue{flips};
 }
 

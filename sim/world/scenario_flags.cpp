@@ -5,6 +5,9 @@
 namespace rehearse::sim::scenario_detail {
 
 void Loader::compute_flags() {
+  // Once, for a scenario the loader accepted (flags judge valid scenarios only).
+  REHEARSE_ASSERT(errors_.empty() && omitted_ == 0);
+  REHEARSE_ASSERT(flags_.empty());
   if (!scenario_.services.messenger && !scenario_.jobs.empty()) {
     notes_.push_back(fmt::format(
         "{}:/services: no messenger declared: every notice goes to the implicit target \"{}\", "
@@ -12,6 +15,7 @@ void Loader::compute_flags() {
         path_, kImplicitMessengerTarget));
   }
   for (const auto& job : scenario_.jobs) {
+    REHEARSE_ASSERT(!job.id.empty());  // an accepted job has its id
     // The schedule the job actually runs on (an env override may replace it).
     std::optional<CronSchedule> schedule;
     if (job.schedule_env) {
@@ -68,6 +72,8 @@ void Loader::compute_flags() {
       flag(FlagKind::side_effects, job.pointer, fmt::format("job '{}': {}", job.id, *warning));
     }
   }
+  // At most two per job: one about its schedule, one about its policy.
+  REHEARSE_ASSERT_LE(flags_.size(), 2 * scenario_.jobs.size());
 }
 
 }  // namespace rehearse::sim::scenario_detail

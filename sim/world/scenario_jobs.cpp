@@ -5,9 +5,12 @@
 namespace rehearse::sim::scenario_detail {
 
 void Loader::load_jobs(const json& v, const std::string& pointer) {
+  // The listed jobs come first (the fleet's are read after them).
+  REHEARSE_ASSERT(scenario_.jobs.empty());
   if (!expect_array(v, pointer, "a list of jobs", true, kMaxListedJobs)) return;
   const std::size_t errors_before = errors_.size() + omitted_;
   for (std::size_t i = 0; i < v.size(); ++i) load_job(v[i], child(pointer, i));
+  REHEARSE_ASSERT_LE(scenario_.jobs.size(), v.size());  // at most one job per entry
   jobs_ok_ = errors_.size() + omitted_ == errors_before;
 }
 
@@ -35,6 +38,7 @@ std::optional<JobKind> Loader::load_job_kind(const json& v, const std::string& p
   for (const JobKindDef& spec : kinds) names.push_back(spec.name);
   if (const json* k = require(v, pointer, "kind", "one of: " + join(names))) {
     if (auto i = read_name(*k, child(pointer, "kind"), names, "job kind")) {
+      REHEARSE_ASSERT_LT(*i, kinds.size());  // the names are the table's, in its order
       kind = static_cast<JobKind>(*i);
     }
   }
@@ -67,6 +71,8 @@ void Loader::load_job_id(const json& v, const std::string& pointer, JobSpec& job
       }
     }
   }
+  // job_id_set_ indexes job_ids_: the same ids, each once.
+  REHEARSE_ASSERT_EQ(job_ids_.size(), job_id_set_.size());
 }
 
 void Loader::load_job_schedule(const json& v, const std::string& pointer, JobSpec& job) {
@@ -126,6 +132,7 @@ void Loader::load_job_common(const json& v, const std::string& pointer, std::opt
   if (const json* n = field(v, "note")) {
     if (auto s = read_string(*n, child(pointer, "note"))) job.note = *s;
   }
+  REHEARSE_ASSERT(!job.idempotency_key || !job.idempotency_key->empty());
 }
 
 // The `fleet` block (sim/world/fleet.hpp): read and checked there, generated from
@@ -161,6 +168,8 @@ void Loader::load_fleet(const json& v, const std::string& pointer) {
     scenario_.services.user[name] = service;
   }
   fleet_faults_ = std::move(fleet.faults);  // after the listed faults
+  REHEARSE_ASSERT_LE(scenario_.jobs.size(), kMaxJobs);
+  REHEARSE_ASSERT_EQ(job_ids_.size(), job_id_set_.size());
 }
 
 // Every job kind's own keys, from the table: "job_<kind>" -> its keys.
@@ -177,6 +186,7 @@ LoaderJobKeys& LoaderJobKeys::of(JobKeyReader& keys) {
 }
 
 const json* LoaderJobKeys::present(std::string_view key, bool required, std::string_view expected) {
+  REHEARSE_ASSERT(!key.empty());  // a kind's key names
   if (required) return loader_.require(value_, job_.pointer, key, expected);
   return Loader::field(value_, key);
 }
@@ -225,6 +235,7 @@ std::optional<std::vector<std::string>> LoaderJobKeys::read_targets(std::string_
   const std::size_t errors_before = loader_.errors_.size() + loader_.omitted_;
   std::vector<std::string> targets = loader_.load_targets(*v, child(job_.pointer, key), true);
   if (loader_.errors_.size() + loader_.omitted_ != errors_before) return std::nullopt;
+  REHEARSE_ASSERT(!targets.empty());  // read as a non-empty list, or an error was reported
   return targets;
 }
 

@@ -2,6 +2,7 @@
 // class, the format's bounds and the helpers its readers share.
 #pragma once
 
+#include "model/assert.hpp"
 #include "model/state_codec.hpp"
 #include "sim/world/scenario.hpp"
 #include "sim/world/spelling.hpp"
@@ -95,6 +96,7 @@ class Loader {
   }
   void duplicate_key(const std::string& pointer) {
     const auto slash = pointer.rfind('/');
+    REHEARSE_ASSERT(slash != std::string::npos);  // a key's pointer: its object's, "/", the key
     add(ErrorCode::schema_error, pointer,
         fmt::format("duplicate key '{}' (JSON parsers keep only one; remove the other)",
                     pointer.substr(slash + 1)));
@@ -130,6 +132,7 @@ class Loader {
   friend class LoaderJobKeys;
   // ---- reporting
   void add(ErrorCode code, std::string location, std::string message, bool is_pointer = true) {
+    REHEARSE_ASSERT(!message.empty());  // an error says what is wrong
     if (errors_.size() >= kScenarioErrorLimit) {
       ++omitted_;
       return;
@@ -154,6 +157,7 @@ class Loader {
     add(ErrorCode::not_found, pointer, std::move(message));
   }
   void flag(FlagKind kind, const std::string& pointer, std::string message) {
+    REHEARSE_ASSERT(!message.empty());
     flags_.push_back(ScenarioFlag{kind, path_ + ":" + pointer, std::move(message)});
   }
 
@@ -177,6 +181,7 @@ class Loader {
   void check_keys(const json& obj, const std::string& pointer,
                   const std::vector<std::string>& allowed,
                   const std::map<std::string, std::string>& elsewhere = {}) {
+    REHEARSE_ASSERT(!allowed.empty());  // every level of the format has keys
     for (const auto& [key, value] : obj.items()) {
       if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
       const std::string at = child(pointer, key);
@@ -198,6 +203,7 @@ class Loader {
 
   bool expect_array(const json& v, const std::string& pointer, std::string_view what,
                     bool non_empty, std::size_t max_items = kMaxListItems) {
+    REHEARSE_ASSERT_GE(max_items, 1u);  // the loader's own bound
     if (!v.is_array()) {
       error(pointer, fmt::format("expected {} (an array), got {}", what, describe(v)));
       return false;
@@ -231,6 +237,8 @@ class Loader {
                   fmt::format("invalid {} \"{}\": expected {}", what, *s, kIdentifierRule));
       return std::nullopt;
     }
+    // kIdentifierRule: 1 to kMaxIdLength characters.
+    REHEARSE_ASSERT(!s->empty() && s->size() <= kMaxIdLength);
     return s;
   }
 
@@ -332,6 +340,7 @@ class Loader {
   std::optional<std::size_t> read_name(const json& v, const std::string& pointer,
                                        const std::vector<std::string>& names,
                                        std::string_view what) {
+    REHEARSE_ASSERT(!names.empty());  // a table of names the loader built
     auto s = read_string(v, pointer, fmt::format("{} (one of: {})", what, join(names)));
     if (!s) return std::nullopt;
     for (std::size_t i = 0; i < names.size(); ++i) {
@@ -500,6 +509,7 @@ class LoaderJobKeys final : public JobKeyReader {
   static LoaderJobKeys& of(JobKeyReader& keys);
   // Calls the built-in reader `load` on this job.
   void load(void (Loader::*reader)(const json&, const std::string&, JobSpec&), JobSpec& job) {
+    REHEARSE_ASSERT(reader != nullptr);
     (loader_.*reader)(value_, job_.pointer, job);
   }
 

@@ -31,6 +31,7 @@ std::optional<std::size_t> index_of(const std::array<const char*, N>& names,
 }  // namespace
 
 const char* to_string(ServiceKind kind) noexcept {
+  REHEARSE_ASSERT_LT(static_cast<std::size_t>(kind), kServiceNames.size());
   return kServiceNames[static_cast<std::size_t>(kind)];
 }
 std::optional<ServiceKind> parse_service_kind(std::string_view name) noexcept {
@@ -39,6 +40,7 @@ std::optional<ServiceKind> parse_service_kind(std::string_view name) noexcept {
   return static_cast<ServiceKind>(*i);
 }
 const char* to_string(TaskOutput output) noexcept {
+  REHEARSE_ASSERT_LT(static_cast<std::size_t>(output), kTaskOutputNames.size());
   return kTaskOutputNames[static_cast<std::size_t>(output)];
 }
 const char* to_string(FaultKind kind) noexcept {
@@ -52,12 +54,15 @@ std::optional<FaultKind> parse_fault_kind(std::string_view name) noexcept {
   return static_cast<FaultKind>(spec - fault_kinds().data());
 }
 const char* to_string(StateFile file) noexcept {
+  REHEARSE_ASSERT_LT(static_cast<std::size_t>(file), kStateFileNames.size());
   return kStateFileNames[static_cast<std::size_t>(file)];
 }
 const char* to_string(CorruptionMode mode) noexcept {
+  REHEARSE_ASSERT_LT(static_cast<std::size_t>(mode), kCorruptionModeNames.size());
   return kCorruptionModeNames[static_cast<std::size_t>(mode)];
 }
 const char* to_string(FlagKind kind) noexcept {
+  REHEARSE_ASSERT_LT(static_cast<std::size_t>(kind), kFlagKindNames.size());
   return kFlagKindNames[static_cast<std::size_t>(kind)];
 }
 
@@ -126,7 +131,9 @@ using scenario_detail::add_job_kind_keys;
 // Every fault kind's keys, from the table: "fault_<kind>" -> its keys.
 void add_fault_kind_keys(std::map<std::string, std::vector<std::string>>& keys) {
   for (const FaultKindSpec& kind : fault_kinds()) {
-    keys["fault_" + std::string(kind.name)] = fault_key_names(kind);
+    const bool fresh =
+        keys.emplace("fault_" + std::string(kind.name), fault_key_names(kind)).second;
+    REHEARSE_ASSERT(fresh);  // kind names are unique, and no other level is named fault_*
   }
 }
 

@@ -12,9 +12,11 @@ const std::vector<std::string>& keys_of(const std::string& level) {
 }
 
 std::string child(const std::string& pointer, std::string_view key) {
+  REHEARSE_ASSERT(pointer.empty() || pointer.front() == '/');  // a JSON pointer: "" is the root
   return pointer + "/" + json_pointer_token(key);
 }
 std::string child(const std::string& pointer, std::size_t index) {
+  REHEARSE_ASSERT(pointer.empty() || pointer.front() == '/');
   return pointer + "/" + std::to_string(index);
 }
 
@@ -97,6 +99,7 @@ void Loader::load(const json& root) {
                           describe(root)));
     return;
   }
+  REHEARSE_ASSERT(scenario_.jobs.empty() && scenario_.faults.empty());  // one document per loader
   check_keys(root, "", keys_of("scenario"));
   load_header(root);
   load_span(root);
@@ -152,6 +155,8 @@ void Loader::load_span(const json& root) {
                             format_instant(scenario_.start_ms)));
     until_ok_ = false;
   }
+  // Faults are checked against the span only when it is one.
+  REHEARSE_ASSERT(!(start_ok_ && until_ok_) || scenario_.start_ms < scenario_.until_ms);
   if (const json* v = field(root, "seed")) {
     if (!v->is_number_unsigned() && !(v->is_number_integer() && v->get<std::int64_t>() >= 0)) {
       error("/seed", fmt::format("expected an unsigned 64-bit integer, got {}", describe(*v)));
@@ -200,6 +205,9 @@ void Loader::load_queue(const json& v) {
       scenario_.queue.max_events = *n;
     }
   }
+  // The defaults and read_int's ranges: the world starts 1 to 4 workers.
+  REHEARSE_ASSERT(scenario_.queue.workers >= 1 && scenario_.queue.workers <= 4);
+  REHEARSE_ASSERT_GE(scenario_.queue.concurrency, 1);
 }
 
 // services, jobs, fleet, faults, expect: each reads what the ones before declared.

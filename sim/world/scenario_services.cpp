@@ -12,10 +12,14 @@ ServiceTiming Loader::load_timing(const json& obj, const std::string& pointer) {
   if (const json* v = field(obj, "timeout")) {
     if (auto d = read_duration(*v, child(pointer, "timeout"), 1)) timing.timeout_ms = *d;
   }
+  // What the services' constructors require: a latency >= 0 and a positive timeout.
+  REHEARSE_ASSERT(timing.latency_ms >= 0 && timing.timeout_ms > 0);
   return timing;
 }
 
 void Loader::load_services(const json& v, const std::string& pointer) {
+  // The first section that declares services: nothing is declared before it.
+  REHEARSE_ASSERT(declared_services_.empty() && user_services_.empty());
   if (!expect_object(v, pointer, "the simulated services")) return;
   for (const auto& [name, body] : v.items()) {
     const auto kind = parse_service_kind(name);
@@ -70,6 +74,7 @@ void Loader::load_services(const json& v, const std::string& pointer) {
 // it is so close to a built-in name that it is more likely a typo of it.
 void Loader::load_user_service(const std::string& name, const json& body,
                                const std::string& pointer) {
+  REHEARSE_ASSERT(!parse_service_kind(name));  // a built-in name is load_services' own
   if (const auto near = closest(name, keys_of("services"))) {
     error(pointer, fmt::format("unknown key '{}' (did you mean '{}'? a service of your own needs "
                                "a name not this close to a built-in one)",
@@ -90,6 +95,7 @@ void Loader::load_user_service(const std::string& name, const json& body,
 // A call job's `calls`: a non-empty list of {service, method?, path?}, each
 // service a user service declared in /services.
 void Loader::load_calls(const json& v, const std::string& pointer, JobSpec& job) {
+  REHEARSE_ASSERT(job.calls.empty());  // a job's one `calls` key
   if (!expect_array(v, pointer, "a list of calls {service, method, path}", true, kMaxCalls)) return;
   for (std::size_t i = 0; i < v.size(); ++i) {
     const std::string at = child(pointer, i);
@@ -130,6 +136,7 @@ void Loader::load_calls(const json& v, const std::string& pointer, JobSpec& job)
     }
     job.calls.push_back(std::move(call));
   }
+  REHEARSE_ASSERT_LE(job.calls.size(), kMaxCalls);  // expect_array's bound
 }
 
 void Loader::load_orchestrator(const json& v, const std::string& pointer) {

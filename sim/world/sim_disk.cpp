@@ -4,6 +4,8 @@
 // sim_disk_inspect.cpp.
 #include "sim/world/sim_disk_detail.hpp"
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 namespace sim_disk_detail {
@@ -31,6 +33,8 @@ std::string normalise(std::string_view path) {
     out.append(part);
   }
   if (out.empty()) return absolute ? "/" : ".";
+  // Only non-empty parts are appended after a '/', so none is left dangling.
+  REHEARSE_ASSERT(out.back() != '/');
   return out;
 }
 
@@ -42,6 +46,9 @@ Error missing_parent(const char* operation, const std::string& path, bool parent
 
 // Parent and name of a normalised path that is not a root.
 std::pair<std::string, std::string> split(const std::string& path) {
+  // Callers split only normalised non-root paths, so the name is never empty.
+  REHEARSE_ASSERT(!is_root(path));
+  REHEARSE_ASSERT(!path.empty() && path.back() != '/');
   const auto slash = path.rfind('/');
   if (slash == std::string::npos) return {".", path};
   if (slash == 0) return {"/", path.substr(1)};
@@ -107,6 +114,12 @@ void SimDisk::record(const char* type, nlohmann::json data) {
 // fail-stop countdown decides whether this operation happens at all.
 Status SimDisk::admit(const char* operation, const std::string& path) {
   const DiskOwner who = owner();
+  // Every successful admission is one counted operation, never more.
+  REHEARSE_ASSERT_LE(counters_.read_files + counters_.read_ranges + counters_.writes +
+                         counters_.appends + counters_.fsyncs + counters_.renames +
+                         counters_.fsync_dirs + counters_.removes + counters_.create_dirs +
+                         counters_.list_dirs + counters_.locks,
+                     operations_);
   if (dead_.count(who) != 0) {
     ++counters_.refused;
     return make_error(ErrorCode::io_error,
@@ -135,6 +148,8 @@ Status SimDisk::admit(const char* operation, const std::string& path) {
 }
 
 void SimDisk::kill(DiskOwner who) {
+  // admit refuses a dead process before anything could kill it again.
+  REHEARSE_ASSERT(dead_.count(who) == 0);
   dead_.insert(who);
   // The kernel drops a dead process's flocks at once, whenever the simulator
   // gets round to destroying its frames.
@@ -153,6 +168,7 @@ Result<SimDisk::Located> SimDisk::locate(const std::string& path) const {
     at.parent = std::move(parent);
     at.name = std::move(name);
   }
+  REHEARSE_ASSERT(!at.path.empty());
   return at;
 }
 
@@ -182,11 +198,14 @@ SimDisk::Inode& SimDisk::inode(std::uint64_t id) {
 
 std::uint64_t SimDisk::new_inode() {
   const std::uint64_t id = next_inode_++;
-  inodes_.emplace(id, Inode{});
+  const bool fresh = inodes_.emplace(id, Inode{}).second;
+  REHEARSE_ASSERT(fresh);  // inodes are never reused
   return id;
 }
 
 void SimDisk::link(const Entry& e) {
+  // A directory entry names no inode; a file's names an allocated one (ids start at 1).
+  REHEARSE_ASSERT(e.dir ? e.inode == 0 : e.inode != 0);
   if (!e.dir) ++inode(e.inode).refs;
 }
 
@@ -239,6 +258,9 @@ void SimDisk::sync_dir(Directory& d) {
     }
   }
   d.dirty.clear();
+  // Every name whose live entry differed from the durable one was dirty, so
+  // the two are now the same.
+  REHEARSE_ASSERT_EQ(d.live.size(), d.durable.size());
 }
 
 Result<SimDisk::Inode*> SimDisk::open_for_write(const Located& at, const char* operation) {
@@ -255,6 +277,7 @@ Result<SimDisk::Inode*> SimDisk::open_for_write(const Located& at, const char* o
   }
   const std::uint64_t id = new_inode();
   set_live(*d, at.name, Entry{false, id});
+  REHEARSE_ASSERT_EQ(inode(id).refs, 1u);  // named by the new live entry alone
   return &inode(id);
 }
 

@@ -2,6 +2,8 @@
 // writes and fail-stops.
 #include "sim/world/sim_disk_detail.hpp"
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 using sim_disk_detail::is_root;
@@ -15,6 +17,9 @@ void SimDisk::crash() {
   std::uint64_t unsynced_files = 0;
   std::uint64_t unsynced_bytes = 0;
   for (const auto& [id, f] : inodes_) {
+    // Every writer that leaves durable a prefix of data says so.
+    REHEARSE_ASSERT(!f.durable_is_prefix || f.durable.size() <= f.data.size());
+    REHEARSE_ASSERT_GT(f.refs, 0u);  // an inode no entry names is dropped at once
     if (f.durable_is_prefix && f.durable.size() == f.data.size()) continue;
     ++unsynced_files;
     unsynced_bytes += f.durable_is_prefix ? f.data.size() - f.durable.size() : f.data.size();
@@ -56,6 +61,8 @@ void SimDisk::crash() {
     f.durable_is_prefix = true;
     ++f.data_version;
   }
+  // The roots survive every crash.
+  REHEARSE_ASSERT(dirs_.count("/") != 0 && dirs_.count(".") != 0);
   locks_->held.clear();
   dead_.clear();
   reads_traced_.clear();  // every process starts a new incarnation
@@ -113,6 +120,7 @@ Status SimDisk::corrupt(const std::string& path, const Corruption& corruption) {
         while (positions.size() < count) positions.insert(rng_.next_below(size));
         offset = *positions.begin();
       }
+      REHEARSE_ASSERT_EQ(positions.size(), count);
       for (const std::uint64_t p : positions) {
         const auto mask = corruption.xor_mask ? *corruption.xor_mask
                                               : static_cast<std::uint8_t>(1 + rng_.next_below(255));
@@ -146,6 +154,9 @@ Status SimDisk::corrupt(const std::string& path, const Corruption& corruption) {
       break;
     }
   }
+  // Every kind but garbage (which may draw the same bytes) changes the file:
+  // a flip XORs with non-zero masks, the others shorten a non-empty file.
+  REHEARSE_ASSERT(corruption.kind == CorruptionKind::garbage || bytes != f.data);
   // The medium holds the damage: a crash does not undo it.
   f.data = bytes;
   ++f.data_version;

@@ -2,6 +2,8 @@
 // content, inodes and listings; and its binding to a Simulator.
 #include "sim/world/sim_disk_detail.hpp"
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 using sim_disk_detail::is_root;
@@ -46,6 +48,7 @@ std::optional<std::uint64_t> SimDisk::durable_inode(const std::string& path) con
   const Directory& d = dirs_.at(at->parent);
   const auto e = d.durable.find(at->name);
   if (e == d.durable.end() || e->second.dir) return std::nullopt;
+  REHEARSE_ASSERT(inodes_.count(e->second.inode) != 0);  // a durable entry holds a reference
   return e->second.inode;
 }
 
@@ -65,6 +68,7 @@ std::optional<FileStamp> SimDisk::stamp(const std::string& path) {
   if (!at.ok() || at->name.empty()) return std::nullopt;
   const Entry* e = find_live(*at);
   if (e == nullptr || e->dir) return std::nullopt;
+  REHEARSE_ASSERT(inodes_.count(e->inode) != 0);  // a live entry holds a reference
   return FileStamp{e->inode, inodes_.at(e->inode).data_version, 0, 0};
 }
 
@@ -93,6 +97,8 @@ void bind_to_simulator(SimDisk& disk, Simulator& simulator, SimDiskBinding bindi
   hooks.current_owner = [&simulator] { return simulator.current_process(); };
   hooks.now = [&simulator] { return simulator.now(); };
   hooks.on_death = [&simulator, reboot = binding.reboot_after_ms](DiskOwner who) {
+    // The disk kills the issuer of the operation under way: the current process.
+    REHEARSE_ASSERT_EQ(who, simulator.current_process());
     // The world cannot be crashed; a test driving the disk from outside any
     // process sees the death through is_dead() and the refused operations.
     if (who == kWorld) return;
@@ -102,6 +108,7 @@ void bind_to_simulator(SimDisk& disk, Simulator& simulator, SimDiskBinding bindi
   simulator.add_process_listener(
       [&disk, effect = binding.crash_effect](ProcessId process, ProcessChange change, TimeMs) {
         if (change != ProcessChange::crashed) return;
+        REHEARSE_ASSERT_NE(process, kWorld);  // the world is never crashed
         if (effect == ProcessCrashEffect::power_loss) {
           disk.crash();
         } else {

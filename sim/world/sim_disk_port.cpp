@@ -3,6 +3,8 @@
 // the world's own setup writes.
 #include "sim/world/sim_disk_detail.hpp"
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 using sim_disk_detail::is_root;
@@ -57,6 +59,8 @@ Result<std::string> SimDisk::read_impl(const std::string& path, const char* oper
   if (e->dir) return os_error(operation, path, kIsDir);
   const std::string& data = inode(e->inode).data;
   const std::uint64_t n = offset >= data.size() ? 0 : std::min(data.size() - offset, length_max);
+  REHEARSE_ASSERT_LE(n, length_max);
+  REHEARSE_ASSERT(n == 0 || offset + n <= data.size());
   note_read(at->path, offset, n);
   if (n == 0) return std::string{};
   counters_.bytes_read += n;
@@ -86,6 +90,7 @@ Result<std::optional<std::string>> SimDisk::read_file(const std::string& path) {
   bool missing = false;
   auto bytes = read_impl(path, "open for reading", 0, kReadToEnd, missing);
   if (!bytes.ok()) return std::move(bytes).error();
+  REHEARSE_ASSERT(!missing || bytes->empty());  // a missing file has no bytes to give
   if (missing) return std::optional<std::string>{};
   return std::optional<std::string>{std::move(*bytes)};
 }
@@ -98,6 +103,7 @@ Result<std::optional<std::string>> SimDisk::read_range(const std::string& path,
   bool missing = false;
   auto bytes = read_impl(path, "open for reading", offset, length_max, missing);
   if (!bytes.ok()) return std::move(bytes).error();
+  REHEARSE_ASSERT_LE(bytes->size(), length_max);
   if (missing) return std::optional<std::string>{};
   return std::optional<std::string>{std::move(*bytes)};
 }
@@ -105,6 +111,7 @@ Result<std::optional<std::string>> SimDisk::read_range(const std::string& path,
 // A torn write: the prefix (and maybe garbage) reaches the file and the
 // medium, the rest never does, and the issuing process is dead.
 Status SimDisk::tear(const Located& at, Inode& file, std::string_view bytes, bool append) {
+  REHEARSE_ASSERT(torn_.has_value());  // callers tear only a write an armed tear matches
   const TornWrite torn = *torn_;
   torn_.reset();
   const std::uint64_t length = bytes.size();
@@ -120,6 +127,9 @@ Status SimDisk::tear(const Located& at, Inode& file, std::string_view bytes, boo
       persisted.push_back(static_cast<char>(rng_.next_below(256)));
     }
   }
+  // A tear keeps a strict prefix; garbage never makes it longer than the write.
+  REHEARSE_ASSERT(length == 0 || keep < length);
+  REHEARSE_ASSERT_LE(persisted.size(), length);
   if (!append) file.data.clear();
   file.data.append(persisted);
   ++file.data_version;
@@ -154,6 +164,8 @@ Status SimDisk::write_file(const std::string& path, std::string_view bytes) {
   auto file = open_for_write(*at, "open for writing");
   if (!file.ok()) return std::move(file).error();
   Inode& f = **file;
+  // A file created by this call is a fresh inode that only its new entry names.
+  REHEARSE_ASSERT(!created || (f.data.empty() && f.refs == 1));
   if (torn_ && at->path.rfind(torn_->path_prefix, 0) == 0) return tear(*at, f, bytes, false);
   f.data.assign(bytes);
   ++f.data_version;
@@ -177,6 +189,7 @@ Status SimDisk::append_file(const std::string& path, std::string_view bytes) {
   auto file = open_for_write(*at, "open for appending");
   if (!file.ok()) return std::move(file).error();
   Inode& f = **file;
+  REHEARSE_ASSERT(!created || (f.data.empty() && f.refs == 1));
   if (torn_ && at->path.rfind(torn_->path_prefix, 0) == 0) return tear(*at, f, bytes, true);
   f.data.append(bytes);
   ++f.data_version;
@@ -200,11 +213,14 @@ Status SimDisk::fsync_file(const std::string& path) {
   if (at->name.empty() || (e != nullptr && e->dir)) {
     // fsync(2) on a directory descriptor syncs its entries, as PosixDisk's
     // open-then-fsync would.
-    Directory& d = *find_dir(at->path);
-    sync_dir(d);
+    // A root always has a record, and a live directory entry's record lives
+    // as long as the entry.
+    Directory* d = find_dir(at->path);
+    REHEARSE_ASSERT(d != nullptr);
+    sync_dir(*d);
     if (trace_ != nullptr) {
       record("disk_fsync_dir",
-             {{"path", at->path}, {"entries", d.durable.size()}, {"process", owner()}});
+             {{"path", at->path}, {"entries", d->durable.size()}, {"process", owner()}});
     }
     return {};
   }
@@ -218,6 +234,7 @@ Status SimDisk::fsync_file(const std::string& path) {
     synced = f.data.size();
     f.durable = f.data;
   }
+  REHEARSE_ASSERT_EQ(f.durable.size(), f.data.size());  // all the live bytes are durable now
   f.durable_is_prefix = true;
   ++f.durable_version;
   counters_.bytes_synced += synced;
@@ -252,8 +269,10 @@ Status SimDisk::rename_file(const std::string& from, const std::string& to) {
   const Entry moved = *e;
   const std::uint64_t bytes = inode(moved.inode).data.size();
   if (src->path != dst->path) {
+    Directory* from_dir = find_dir(src->parent);
+    REHEARSE_ASSERT(from_dir != nullptr);  // it holds the live entry found above
     set_live(*to_dir, dst->name, moved);
-    erase_live(*find_dir(src->parent), src->name);
+    erase_live(*from_dir, src->name);
   }
   if (trace_ != nullptr) {
     record("disk_rename",
@@ -290,7 +309,10 @@ Result<bool> SimDisk::remove_file(const std::string& path) {
   if (e == nullptr) return false;
   if (e->dir) return os_error("unlink", path, kIsDir);
   const std::uint64_t bytes = inode(e->inode).data.size();
-  erase_live(*find_dir(at->parent), at->name);
+  Directory* d = find_dir(at->parent);
+  REHEARSE_ASSERT(d != nullptr);  // it holds the live entry found above
+  erase_live(*d, at->name);
+  REHEARSE_ASSERT(find_live(*at) == nullptr);
   if (trace_ != nullptr) {
     record("disk_remove", {{"path", at->path}, {"bytes", bytes}, {"process", owner()}});
   }
@@ -347,6 +369,8 @@ Result<DiskLockHandle> SimDisk::lock_exclusive(const std::string& path) {
   auto file = open_for_write(*at, "open lock file");
   if (!file.ok()) return std::move(file).error();
   const DiskOwner who = owner();
+  // admit refused a dead process, and a death released every lock it held.
+  REHEARSE_ASSERT(dead_.count(who) == 0);
   if (const auto it = locks_->held.find(at->path); it != locks_->held.end()) {
     ++counters_.locks_busy;
     return make_error(ErrorCode::busy,
@@ -378,6 +402,7 @@ Status SimDisk::make_dirs(const std::string& dir) {
     dirs_.emplace(path, Directory{});
   }
   set_entry(up.durable, name, Entry{true, 0});
+  REHEARSE_ASSERT(dirs_.count(path) != 0);  // a live directory entry has its record
   return {};
 }
 
@@ -398,6 +423,8 @@ Status SimDisk::put_durable(const std::string& path, std::string_view bytes) {
   ++f.durable_version;
   set_live(d, at->name, Entry{false, id});
   set_entry(d.durable, at->name, Entry{false, id});
+  // make_dirs made every parent durable, so a crash now keeps this file.
+  REHEARSE_ASSERT(durable_inode(at->path) == id);
   return {};
 }
 

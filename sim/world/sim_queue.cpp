@@ -5,6 +5,7 @@
 #include <tuple>
 #include <utility>
 
+#include "model/assert.hpp"
 #include "sim/kernel/simulator.hpp"
 #include "sim/world/queue_events.hpp"
 #include "sim/world/sim_disk.hpp"
@@ -74,7 +75,11 @@ std::uint64_t SimQueue::add_locked(const QueueEntrySpec& spec, bool& added) {
   TraceEvent added_event = queue_add_event(0, spec, entry, /*added=*/true);
   const std::uint64_t id = entry.id;
   waiting_.emplace(entry.spec.ready_at, id);
-  entries_.emplace(id, std::move(entry));
+  const bool fresh = entries_.emplace(id, std::move(entry)).second;
+  REHEARSE_ASSERT(fresh);  // ids are never reused
+  // Every entry has its own key, and only entries wait.
+  REHEARSE_ASSERT_EQ(by_key_.size(), entries_.size());
+  REHEARSE_ASSERT_LE(waiting_.size(), entries_.size());
   added = true;
   ++counters_.adds;
   record(std::move(added_event));
@@ -96,6 +101,7 @@ Result<std::optional<QueueEntry>> SimQueue::take_next(TimeMs now,
   QueueEntry* best = nullptr;
   for (auto w = waiting_.begin(); w != waiting_.end() && w->first <= now; ++w) {
     QueueEntry& e = entries_.at(w->second);
+    REHEARSE_ASSERT(e.state == QueueEntryState::waiting);  // waiting_ holds waiting entries only
     if (busy_jobs.count(e.spec.job_id) != 0) continue;
     best = &e;
     waiting_.erase(w);
@@ -149,6 +155,7 @@ std::size_t SimQueue::cancel_locked(const std::string& job_id, TimeMs slot) {
       ++it;
     }
   }
+  REHEARSE_ASSERT_EQ(by_key_.size(), entries_.size());
   return dropped;
 }
 
@@ -161,7 +168,8 @@ std::uint64_t SimQueue::outbox_add_locked(std::string target, std::string payloa
   ++counters_.outbox_adds;
   const std::uint64_t id = m.id;
   record(outbox_add_event(0, m));
-  outbox_.emplace(id, std::move(m));
+  const bool fresh = outbox_.emplace(id, std::move(m)).second;
+  REHEARSE_ASSERT(fresh);  // ids are never reused
   return id;
 }
 
@@ -187,6 +195,8 @@ Result<std::vector<std::uint64_t>> SimQueue::finish(std::uint64_t id, QueueFinis
   for (OutboxMessage& m : finish.outbox) {
     ids.push_back(outbox_add_locked(std::move(m.target), std::move(m.payload)));
   }
+  // New entries take new ids: the finished one stays gone.
+  REHEARSE_ASSERT(entries_.count(id) == 0);
   return ids;
 }
 
@@ -199,6 +209,7 @@ Status SimQueue::requeue(std::uint64_t id) {
   it->second.state = QueueEntryState::waiting;
   waiting_.emplace(it->second.spec.ready_at, id);
   it->second.intent.clear();
+  REHEARSE_ASSERT_LE(waiting_.size(), entries_.size());
   ++counters_.requeues;
   record(queue_requeue_event(0, it->second));
   return {};
@@ -215,6 +226,8 @@ Result<std::vector<QueueEntry>> SimQueue::list_active() {
   for (const auto& [id, e] : entries_) {
     if (e.state == QueueEntryState::active) out.push_back(e);
   }
+  // An active entry is never in waiting_.
+  REHEARSE_ASSERT_LE(out.size() + waiting_.size(), entries_.size());
   return out;
 }
 
@@ -262,6 +275,8 @@ void bind_to_simulator(SimQueue& queue, Simulator& simulator, SimQueueBinding bi
   hooks.current_owner = [&simulator] { return simulator.current_process(); };
   hooks.now = [&simulator] { return simulator.now(); };
   hooks.on_death = [&simulator, reboot = binding.reboot_after_ms](QueueOwner who) {
+    // The queue kills the issuer of the operation under way: the current process.
+    REHEARSE_ASSERT_EQ(who, simulator.current_process());
     if (who == kWorld) return;
     simulator.schedule_crash(who, simulator.now(), reboot);
   };

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 const char* http_reason_phrase(int status) noexcept {
@@ -83,6 +85,7 @@ Task<ServiceResult> SimServices::call(ServiceRequest request) {
 
   TraceEvent received;
   received.t = simulator_.now();
+  REHEARSE_ASSERT_GE(received.t, sent_ms);  // virtual time never goes backwards
   received.type = "service_reply";
   received.service = request.service;
   received.data["operation"] = request.operation;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "model/assert.hpp"
+
 namespace rehearse::sim {
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
@@ -18,6 +20,11 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
       diagonal = above;
     }
   }
+  // At least the length difference, at most the longer length.
+  const std::size_t longer = a.size() > b.size() ? a.size() : b.size();
+  const std::size_t shorter = a.size() > b.size() ? b.size() : a.size();
+  REHEARSE_ASSERT_LE(row[b.size()], longer);
+  REHEARSE_ASSERT_GE(row[b.size()], longer - shorter);
   return row[b.size()];
 }
 
@@ -44,6 +51,8 @@ std::optional<std::string> closest(std::string_view word, const std::vector<std:
       best = option;
     }
   }
+  // A suggestion is only ever one within the promised distance.
+  REHEARSE_ASSERT(!best || best_distance <= std::max<std::size_t>(2, word.size() / 3));
   return best;
 }
 

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "model/assert.hpp"
 #include "model/disk_job_queue.hpp"
 #include "sim/world/queue_events.hpp"
 
@@ -49,6 +50,7 @@ std::uint64_t finished_id(const QueueCall& call) { return call.kind == Kind::fin
 // The entry the call names, as it is after the call (intent, requeue).
 void named_entry_event(const QueueCall& call, const QueueContents& after, TimeMs t,
                        std::vector<TraceEvent>& out) {
+  REHEARSE_ASSERT(call.kind == Kind::intent || call.kind == Kind::requeue);
   const auto it = after.entries.find(call.id);
   if (it == after.entries.end()) return;
   out.push_back(call.kind == Kind::intent ? queue_intent_event(t, it->second)
@@ -100,6 +102,7 @@ void add_events(const QueueCall& call, const QueueContents& before, const QueueC
   for (const auto& [id, e] : before.entries) {
     if (id != finished_id(call) && dropped.count(id) == 0) present.emplace(queue_key(e.spec), &e);
   }
+  const std::size_t events_before = out.size();
   std::vector<const QueueEntry*> fresh;
   for (const auto& [id, e] : after.entries) {
     if (before.entries.count(id) == 0) fresh.push_back(&e);
@@ -122,6 +125,9 @@ void add_events(const QueueCall& call, const QueueContents& before, const QueueC
   for (const QueueEntry* e : fresh) {
     if (claimed.count(e->id) == 0) out.push_back(queue_add_event(t, e->spec, *e, /*added=*/true));
   }
+  // Every entry that came in is named by an add, asked for or not.
+  REHEARSE_ASSERT_LE(claimed.size(), fresh.size());
+  REHEARSE_ASSERT_GE(out.size() - events_before, fresh.size());
 }
 
 void outbox_events(const QueueContents& before, const QueueContents& after, TimeMs t,
@@ -157,11 +163,19 @@ std::vector<TraceEvent> queue_call_events(const QueueCall& call, const QueueCont
 TracedQueue::TracedQueue(Trace* trace, TracedQueueHooks hooks)
     : trace_(trace), hooks_(std::move(hooks)) {}
 
-void TracedQueue::attach(QueueProcess process, JobQueue& queue) { open_[process] = &queue; }
+void TracedQueue::attach(QueueProcess process, JobQueue& queue) {
+  // A process opens its queue once per incarnation; the crash that ended the
+  // previous one destroyed its memory, and with it the attachment.
+  REHEARSE_ASSERT(open_.count(process) == 0);
+  open_[process] = &queue;
+}
 
 void TracedQueue::detach(QueueProcess process) { open_.erase(process); }
 
 void TracedQueue::settle(QueueProcess process, const std::optional<std::string>& surviving) {
+  // The crash destroyed the process's memory (and its attachment) before
+  // the world settles what it cut.
+  REHEARSE_ASSERT(open_.count(process) == 0);
   const auto it = interrupted_.find(process);
   if (it == interrupted_.end()) return;
   const Interrupted cut = std::move(it->second);

@@ -22,6 +22,7 @@ ModelOutput to_model_output(TaskOutput output) {
 }  // namespace
 
 void World::record_world(std::string type, json data, std::string service) {
+  REHEARSE_ASSERT(!type.empty());  // the world names each of its own records
   TraceEvent e;
   e.t = sim_.now();
   e.type = std::move(type);
@@ -31,6 +32,9 @@ void World::record_world(std::string type, json data, std::string service) {
 }
 
 Status World::prepare() {
+  // A world is prepared once, before its run.
+  REHEARSE_ASSERT(expected_violations_.empty());
+  REHEARSE_ASSERT(processes_.empty());
   if (Status s = check_supported(); !s.ok()) return s;
   for (const std::string& name : scenario_.expect.violations) expected_violations_.insert(name);
   add_services();
@@ -70,6 +74,9 @@ Status World::check_supported() const {
 
 // The simulated services the scenario declares, with their scripted outputs.
 void World::add_services() {
+  // Once, from prepare(): every service is registered under its name once.
+  REHEARSE_ASSERT(model_api_ == nullptr && brokerage_ == nullptr && orchestrator_ == nullptr);
+  REHEARSE_ASSERT(user_services_.empty());
   if (scenario_.services.model_api) {
     const ServiceTiming& timing = scenario_.services.model_api->timing;
     model_api_ =
@@ -124,6 +131,8 @@ void World::attach_disk_and_queue() {
       .now = [this] { return sim_.now(); },
       .on_death =
           [this](DiskOwner owner) {
+            // The disk kills the issuer of the operation under way.
+            REHEARSE_ASSERT_EQ(owner, sim_.current_process());
             if (owner == kWorld) return;
             if (planned_disk_death(owner)) return;
             DurationMs down = kWorldSupervisorRestartMs;

@@ -170,9 +170,13 @@ RunMark World::current_mark() const {
 
 void World::record_worker_mark(WorkerMarkKind kind, bool planned) {
   if (!options_.record_marks) return;
+  // The disk's operation count only grows.
+  REHEARSE_ASSERT(worker_marks_.empty() ||
+                  worker_marks_.back().disk_operations <= disk_.operations());
   std::uint64_t events = sim_.events_executed();
   if (kind == WorkerMarkKind::crash && planned && death_events_) {
     events = *death_events_;  // a disk point: the event it fell in, not the crash's
+    REHEARSE_ASSERT_LE(events, sim_.events_executed());
     death_events_.reset();
   }
   worker_marks_.push_back(WorkerMark{kind, events, disk_.operations(), planned});

@@ -3,6 +3,7 @@
 #include <array>
 #include <charconv>
 
+#include "model/assert.hpp"
 #include "sim/world/sim_disk.hpp"
 
 namespace rehearse::sim {
@@ -177,6 +178,7 @@ bool DurableStateReader::parse_snapshot(const SimDisk& disk) {
   pending_.clear();
   snapshot_seq_ = doc.is_null() ? 0 : doc.at("journal_seq").get<std::uint64_t>();
   for (auto& [id, facts] : jobs) note(id, std::move(facts));
+  REHEARSE_ASSERT_LE(pending_.size(), jobs.size());  // at most one pending change per job read
   return true;
 }
 
@@ -234,6 +236,8 @@ void DurableStateReader::read_journal(const SimDisk& disk) {
 // Whole records from `from` on, until the first that is not intact (a torn
 // tail is not durable state). Returns whether any record was read.
 bool DurableStateReader::read_journal_from(const std::string& bytes, std::size_t from) {
+  // Callers resume after a header or a whole record of these very bytes.
+  REHEARSE_ASSERT_LE(from, bytes.size());
   bool any = false;
   std::size_t at = from;
   while (at < bytes.size()) {
@@ -253,6 +257,7 @@ bool DurableStateReader::read_journal_from(const std::string& bytes, std::size_t
     at = nl + 1;
     any = true;
   }
+  REHEARSE_ASSERT(from <= at && at <= bytes.size());
   offset_ = at;
   return any;
 }
@@ -344,6 +349,8 @@ std::optional<JournalTail> journal_tail(std::string_view bytes) {
   }
   std::size_t at = header_end + 1;
   while (at < bytes.size() && intact_record_at(bytes, at)) at = bytes.find('\n', at) + 1;
+  // An intact record ends with a newline, so the scan never wraps back to 0.
+  REHEARSE_ASSERT_GT(at, header_end);
   if (at >= bytes.size()) return std::nullopt;
   return JournalTail{at, bytes.size() - at, is_torn(bytes.substr(at))};
 }
@@ -398,6 +405,9 @@ void JournalTailWatch::look_for_tail(const SimDisk& disk, TimeMs now,
     damaged_.reset();
     return;
   }
+  // The tail runs from its offset to the end of the journal.
+  REHEARSE_ASSERT_EQ(tail->offset + tail->length, bytes->size());
+  REHEARSE_ASSERT_GT(tail->length, 0u);
   if (damaged_ && damaged_->bytes == *bytes) return;
   damaged_ = Damaged{*bytes, *tail, crc_hex(*bytes), {}};
   out.push_back(fact("journal_tail_found", now));
@@ -415,6 +425,7 @@ void JournalTailWatch::look_for_copies(const SimDisk& disk, TimeMs now,
 }
 
 void JournalTailWatch::check_gone(const SimDisk& disk, TimeMs now, std::vector<TraceEvent>& out) {
+  REHEARSE_ASSERT(damaged_.has_value());  // only a damage found can be gone
   const std::optional<std::string> live = disk.live_content(journal_);
   if (live && live->rfind(damaged_->bytes, 0) == 0) return;  // still there (maybe grown)
   TraceEvent e = fact("journal_tail_gone", now);
@@ -424,6 +435,7 @@ void JournalTailWatch::check_gone(const SimDisk& disk, TimeMs now, std::vector<T
 }
 
 std::vector<std::string> JournalTailWatch::durable_copies(const SimDisk& disk) const {
+  REHEARSE_ASSERT(damaged_.has_value());  // copies of a damage found
   std::vector<std::string> copies;
   for (const std::string& name : disk.durable_listing(dir_)) {
     const std::string path = dir_ + "/" + name;
@@ -435,6 +447,7 @@ std::vector<std::string> JournalTailWatch::durable_copies(const SimDisk& disk) c
 }
 
 TraceEvent JournalTailWatch::fact(const char* type, TimeMs now) const {
+  REHEARSE_ASSERT(damaged_.has_value());  // every fact is about the damage found
   TraceEvent e;
   e.t = now;
   e.type = type;

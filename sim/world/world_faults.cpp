@@ -78,6 +78,7 @@ FaultWorld World::fault_world() {
 // common ones and the kind's own (its table entry's trace fields).
 json World::fault_start_data(const FaultSpec& fault, std::size_t index, bool lasting,
                              TimeMs until) const {
+  REHEARSE_ASSERT_LT(index, scenario_.faults.size());
   json start_data{{"fault", index}, {"kind", to_string(fault.kind)}};
   if (lasting) start_data["until"] = format_instant(until);
   if (!fault.note.empty()) start_data["note"] = fault.note;
@@ -90,6 +91,10 @@ json World::fault_start_data(const FaultSpec& fault, std::size_t index, bool las
 // A fault's events (fault_start, fault_end for a lasting one) and its kind's
 // hooks: `schedule` now, `at_instant` at its instant (sim/world/fault_kinds.hpp).
 Status World::add_fault(const FaultSpec& fault, std::size_t index) {
+  // The events below keep a reference to the fault: it must be the
+  // scenario's own, which outlives the run.
+  REHEARSE_ASSERT_LT(index, scenario_.faults.size());
+  REHEARSE_ASSERT(&scenario_.faults[index] == &fault);
   const FaultKindSpec& kind = fault_kind_spec(fault.kind);
   const TimeMs from = fault.at_ms;
   const TimeMs until = fault.end_ms(scenario_.until_ms);
@@ -121,6 +126,7 @@ Status World::add_fault(const FaultSpec& fault, std::size_t index) {
 }
 
 void World::corrupt_state(const FaultSpec& fault) {
+  REHEARSE_ASSERT(fault.kind == FaultKind::state_corrupted);  // its kind's hook alone calls it
   // The live state of retry_state.json is its journal while one exists: the
   // store follows the journal between full loads (docs/state-file.md), so
   // damage must reach the bytes the core actually reads to be a fault at all.
@@ -195,6 +201,7 @@ std::string World::job_file_path(const JobSpec& job) const {
 // reader must refuse (not JSON, empty, or JSON of the wrong shape), whether
 // or not it existed. Who reads them afterwards is a world fact (`disk_read`).
 void World::corrupt_job_file(const FaultSpec& fault) {
+  REHEARSE_ASSERT(fault.kind == FaultKind::job_file_corrupted);  // its kind's hook alone calls it
   const JobSpec* job = find_job(fault.job);
   REHEARSE_ASSERT(job != nullptr);  // the loader checked the reference
   const std::string path = job_file_path(*job);
@@ -220,6 +227,7 @@ void World::corrupt_job_file(const FaultSpec& fault) {
 
 // Each damaged state file at the end: the very bytes the damage left, or not.
 void World::compare_damaged_files(ScenarioRunResult& result) const {
+  REHEARSE_ASSERT(result.damaged_files.empty());  // once, at the read-back
   for (const auto& [file, damage] : damaged_) {
     const std::optional<std::string> now = disk_.live_content(damage.first);
     result.damaged_files.push_back(DamagedFile{file, damage.first, now == damage.second});
@@ -230,6 +238,10 @@ void World::compare_damaged_files(ScenarioRunResult& result) const {
 // fault says where (`cut`, `flips`: each byte XORed with 0x01), drawn from
 // the disk's generator otherwise.
 Status World::apply_corruption(const std::string& path, const FaultSpec& fault) {
+  // Only an existing file is damaged in place (corrupt_state checked), and a
+  // schema break is written whole, never applied.
+  REHEARSE_ASSERT(fault.mode != CorruptionMode::schema);
+  REHEARSE_ASSERT(disk_.live_content(path).has_value());
   if (fault.mode == CorruptionMode::truncated && fault.cut) {
     Corruption c;
     c.kind = CorruptionKind::truncate;

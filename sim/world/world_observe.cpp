@@ -81,9 +81,12 @@ void World::note_store_verdict(const TraceEvent& event) {
   } else if (type == "outbox_add" && event.str("event") == "state_corrupt") {
     store_reported_corrupt_ = store_damaged_;
   }
+  // A damage once done stays done: a report of it never outlives it.
+  REHEARSE_ASSERT(!store_reported_corrupt_ || store_damaged_);
 }
 
 void World::on_trace_event(const TraceEvent& event, std::size_t index) {
+  REHEARSE_ASSERT(observer_ != nullptr);  // installed before this listener
   if (options_.trace_sink) options_.trace_sink(event, index);
   if (event.type == "queue_done") record_worker_mark(WorkerMarkKind::run_done, false);
   note_store_verdict(event);
@@ -114,6 +117,8 @@ void World::on_trace_event(const TraceEvent& event, std::size_t index) {
 // once the ledger directory's fsync made the rename durable, and each slot
 // whose facts changed gets a `durable_delivery`.
 void World::record_durable_facts(const std::string& type, const std::string& path) {
+  // Only the events that can make bytes or entries durable come here.
+  REHEARSE_ASSERT(type == "disk_rename" || type == "disk_fsync" || type == "disk_fsync_dir");
   for (TraceEvent& e : state_reader_.events_after(disk_, type, path, sim_.now())) {
     trace_.record(std::move(e));
   }
@@ -131,6 +136,7 @@ void World::record_durable_facts(const std::string& type, const std::string& pat
 }
 
 void World::record_ledger_facts(const std::string& file) {
+  REHEARSE_ASSERT(file.starts_with(kWorldLedgerDir));  // a file of the ledger directory
   const std::string* bytes = disk_.durable_view(file);
   if (bytes == nullptr) return;
   const bool journal = file.size() > 15 && file.ends_with(".ledger.journal");
@@ -164,6 +170,7 @@ void World::record_ledger_facts(const std::string& file) {
 // state store).
 void World::record_durable_stages() {
   for (const JobSpec* reconcile : reconcile_specs_) {  // not every job: per event
+    REHEARSE_ASSERT(reconcile != nullptr && reconcile->kind == JobKind::reconcile);
     const JobSpec& spec = *reconcile;
     const std::string path =
         fmt::format("{}/{}", reconcile_config_from(spec).store_dir, PipelineStore::kFileName);

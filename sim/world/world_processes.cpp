@@ -6,6 +6,9 @@ namespace rehearse::sim::world_detail {
 
 // A boot: the process's memory, and its root task (worker_main).
 void World::boot(Simulator& sim, ProcessId process) {
+  // The simulator boots a process up, on its own behalf.
+  REHEARSE_ASSERT(sim.is_up(process));
+  REHEARSE_ASSERT_EQ(sim.current_process(), process);
   WorkerMemory& memory = sim.emplace_memory<WorkerMemory>(process);
   if (options_.worker_ports) {
     memory.wrappers = options_.worker_ports(world_queue(), messenger_, disk_);
@@ -88,6 +91,10 @@ Task<void> World::worker_main(Simulator& sim, ProcessId process, WorkerMemory& m
 // TracedQueue forwards the process's calls to it until the process dies, and
 // the world reads what the reopened file durably holds.
 Status World::open_disk_queue(ProcessId process, WorkerMemory& memory, Disk& disk) {
+  // `queue.store: disk` only, once per incarnation, by the process itself.
+  REHEARSE_ASSERT(queue_on_disk());
+  REHEARSE_ASSERT(!memory.disk_queue.has_value());
+  REHEARSE_ASSERT_EQ(sim_.current_process(), process);
   auto opened = DiskJobQueue::open(disk, kWorldQueueDir);
   if (!opened.ok()) return std::move(opened).error();
   memory.disk_queue.emplace(std::move(opened).value());
@@ -102,6 +109,7 @@ Status World::open_disk_queue(ProcessId process, WorkerMemory& memory, Disk& dis
 // world's own minimal reader (world_facts.hpp), not the core's codec, whose
 // bug would otherwise hide itself. No file is an empty queue.
 void World::record_queue_reopened(ProcessId process) {
+  REHEARSE_ASSERT(queue_on_disk());  // no queue file otherwise
   const std::string path = queue_file();
   const std::optional<std::string> bytes = disk_.durable_content(path);
   json data{{"path", path},

@@ -5,6 +5,9 @@
 namespace rehearse::sim::world_detail {
 
 void World::read_final_state(ScenarioRunResult& result) {
+  // The run is over: nothing the read-back does belongs to it.
+  REHEARSE_ASSERT(finished_);
+  REHEARSE_ASSERT(result.final_states.empty() && result.final_items.empty());
   // Read back what the store durably holds, as a fresh process would; the
   // read is not part of the run, so it is not traced.
   disk_.set_trace(nullptr);
@@ -69,6 +72,7 @@ RunResult World::run_loop_guarded(ScenarioRunResult& result) {
 // The run's observer, and the listeners that feed it and the world's own
 // records (log lines, trace events, progress, process crashes and boots).
 void World::install_observer_and_listeners() {
+  REHEARSE_ASSERT(observer_ == nullptr);  // installed once, at the start of the run
   observer_ = make_observer_(scenario_);
   REHEARSE_ASSERT(observer_ != nullptr);
   // The world's own layout: its stores change only under their locks.
@@ -119,6 +123,10 @@ void World::install_observer_and_listeners() {
 // what the crash leaves of the queue file, then the machine goes down with
 // the worker (a planned crash may cut the process alone).
 void World::on_process_crashed(ProcessId process) {
+  // The simulator tells of a crash once the process is down, and only
+  // worker processes exist.
+  REHEARSE_ASSERT(!sim_.is_up(process));
+  REHEARSE_ASSERT(std::find(processes_.begin(), processes_.end(), process) != processes_.end());
   const bool process_only = crash_effect_ == CrashEffect::process_only;
   if (queue_on_disk()) {
     const std::string path = queue_file();
@@ -180,6 +188,7 @@ ScenarioRunResult World::run() {
   result.seed = seed_;
   result.start_ms = scenario_.start_ms;
   result.until_ms = scenario_.until_ms;
+  REHEARSE_ASSERT(processes_.empty());  // a world runs once
 
   install_observer_and_listeners();
   for (int w = 1; w <= scenario_.queue.workers; ++w) {
@@ -262,6 +271,7 @@ ScenarioRunResult World::cut_short_by_out_of_memory() {
   result.start_ms = scenario_.start_ms;
   result.until_ms = scenario_.until_ms;
   result.end_ms = sim_.now();
+  REHEARSE_ASSERT_GE(result.end_ms, scenario_.start_ms);  // virtual time starts there
   result.events_executed = events_seen_;
   result.trace_hash = hex64(trace_hash);
   result.violations = std::move(violations_);

@@ -1,5 +1,6 @@
 #include "sim/world/world_runners.hpp"
 
+#include "model/assert.hpp"
 #include "sim/world/job_kind_table.hpp"
 
 namespace rehearse::sim {
@@ -13,6 +14,8 @@ JobConfig job_config_of(const JobSpec& job) {
   config.retry_policy = job.retry_policy;
   config.targets = job.targets;
   config.params = job_kind_def(job.kind).runner_params(job);
+  // The worker reads a kind's own keys as an object (docs/worker.md).
+  REHEARSE_ASSERT(config.params.is_object());
   return config;
 }
 

@@ -16,9 +16,9 @@
 #include "sim/check/generate.hpp"
 #include "sim/check/reachability.hpp"
 #include "sim/monitors/monitored_run.hpp"
+#include "sim/testing/generators.hpp"
 #include "sim/world/expect.hpp"
 #include "sim/world/job_kind_table.hpp"
-#include "sim/testing/generators.hpp"
 #include "sim/world/scenario.hpp"
 
 namespace rehearse::sim {
