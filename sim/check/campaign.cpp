@@ -44,7 +44,12 @@ Result<Shard> parse_shard(std::string_view text) {
   return shard;
 }
 
-std::string to_string(Shard shard) { return fmt::format("{}/{}", shard.index, shard.count); }
+std::string to_string(Shard shard) {
+  // Every shard written out was parsed or built as one of N (1 <= K <= N).
+  REHEARSE_ASSERT_GE(shard.index, 1u);
+  REHEARSE_ASSERT_LE(shard.index, shard.count);
+  return fmt::format("{}/{}", shard.index, shard.count);
+}
 
 SeedRange shard_seeds(SeedRange whole, Shard shard) {
   // parse_shard is the only way in for a user's K/N, so a shard out of range

@@ -40,6 +40,8 @@ ordered case_json(const TimedRecord& r) {
 }
 
 ordered summary_json(const CampaignSummary& s) {
+  // Counted by count_verdicts: every case is passed, failed or erred.
+  REHEARSE_ASSERT_EQ(s.counts.passed + s.counts.failed + s.counts.errors, s.counts.cases);
   return ordered{{"type", "summary"},         {"cases", s.counts.cases},
                  {"passed", s.counts.passed}, {"failed", s.counts.failed},
                  {"errors", s.counts.errors}, {"exit_code", s.exit_code},

@@ -35,6 +35,7 @@ nlohmann::json to_json(const CaseRecord& record) {
 namespace {
 
 Error record_error(const std::string& key, const std::string& expected) {
+  REHEARSE_ASSERT(!key.empty());  // the error names a key of the record
   return make_error(ErrorCode::schema_error, "expected " + expected, "/" + key);
 }
 

@@ -155,6 +155,8 @@ ReferenceRun reference_run(const Scenario& scenario, const CheckCaseInput& input
 // check counts coverage (after any sink a test hook set).
 RunOptions observed_run_options(const CheckCaseInput& input, const CheckOptions& options,
                                 ReachabilityObserver* observer) {
+  // run_and_judge builds an observer exactly when the check counts coverage.
+  REHEARSE_ASSERT_EQ(observer != nullptr, options.coverage);
   RunOptions o = case_run_options(input, options, 0);
   if (observer == nullptr) return o;
   o.trace_sink = [observer, inner = std::move(o.trace_sink)](const TraceEvent& e, std::size_t i) {
@@ -197,22 +199,31 @@ CaseRecord check_derived(const CheckCaseInput& input, const json& derived,
                        scenario.error().describe());
   }
   try {
-    return run_and_judge(*scenario, input, options);
+    CaseRecord r = run_and_judge(*scenario, input, options);
+    REHEARSE_ASSERT_EQ(r.seed, input.seed);  // the record is the case's
+    return r;
   } catch (const std::bad_alloc&) {
     return errored(record_of(input, options), "out of memory while running this case");
   }
 }
 
 Result<json> derive_for(const CheckCaseInput& input, const SwarmOptions& options) {
-  if (input.scenario.is_null()) return derive_world_case(input.seed, options);
-  return derive_case(input.scenario, input.seed, options, nullptr,
-                     input.path.empty() ? input.name : input.path);
+  Result<json> derived = input.scenario.is_null()
+                             ? derive_world_case(input.seed, options)
+                             : derive_case(input.scenario, input.seed, options, nullptr,
+                                           input.path.empty() ? input.name : input.path);
+  // A derived case is a scenario document (check_derived loads it).
+  if (derived) REHEARSE_ASSERT(derived->is_object());
+  return derived;
 }
 
 CaseRecord check_case(const CheckCaseInput& input, const CheckOptions& options) {
   auto derived = derive_for(input, options.swarm);
   if (!derived) return errored(record_of(input, options), derived.error().describe());
-  return check_derived(input, *derived, options);
+  CaseRecord r = check_derived(input, *derived, options);
+  // Every verdict but an error carries the run's trace hash.
+  REHEARSE_ASSERT(r.verdict == CaseVerdict::error || !r.trace_hash.empty());
+  return r;
 }
 
 std::string check_replay_command(const std::string& path, std::uint64_t seed,
@@ -229,6 +240,7 @@ int case_exit_code(const CaseRecord& record) {
     case CaseVerdict::fail: break;
   }
   const auto& v = record.violations;
+  REHEARSE_ASSERT(!v.empty());  // judged: a case fails by the violations it counts
   return std::find(v.begin(), v.end(), kAssertionViolation) != v.end() ? 3 : 1;
 }
 

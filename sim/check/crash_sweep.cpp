@@ -187,6 +187,7 @@ struct Recovery {
 };
 
 std::optional<Recovery> recovery_after(const ScenarioRunResult& run, std::uint64_t events_max) {
+  REHEARSE_ASSERT_GE(events_max, 1u);  // the bound below keeps first_event + events_max - 1
   const auto& marks = run.worker_marks;
   auto crash = std::find_if(marks.begin(), marks.end(), [](const WorkerMark& m) {
     return m.kind == WorkerMarkKind::crash && m.planned;
@@ -446,6 +447,8 @@ Result<ScenarioCrashReport> Sweep::run() {
 std::string to_string(const ScenarioCrashPoint& point) {
   std::string text = point_text(point.first);
   if (point.second) text += "+" + point_text(*point.second);
+  // parse_crash_point splits at the '+': only a pair has one.
+  REHEARSE_ASSERT_EQ(text.find('+') != std::string::npos, point.second.has_value());
   return text;
 }
 
@@ -467,7 +470,13 @@ Result<ScenarioCrashReport> sweep_scenario_crashes(const Scenario& scenario,
                                                    const ScenarioCrashOptions& options,
                                                    const ScenarioCrashProgress& progress) {
   Sweep sweep(scenario, options, progress);
-  return sweep.run();
+  Result<ScenarioCrashReport> report = sweep.run();
+  // tally keeps the first failures_kept failures; a failing point ran.
+  if (report && !report->baseline_failed) {
+    REHEARSE_ASSERT_LE(report->failures.size(), options.failures_kept);
+    REHEARSE_ASSERT_LE(report->failing_points, report->points_run());
+  }
+  return report;
 }
 
 Result<std::vector<ScenarioCrashFailure>> replay_scenario_crash_point(

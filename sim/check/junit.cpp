@@ -115,6 +115,8 @@ std::vector<Suite> group_records(const CampaignHeader& header,
     const auto [it, fresh] = suite_of.emplace(name, suites.size());
     if (fresh) suites.push_back(Suite{name, {}, 0, 0, 0});
     Suite& suite = suites[it->second];
+    // The run's cases use the run's seeds (the block count starts at first_seed).
+    REHEARSE_ASSERT_GE(r.record.seed, header.first_seed);
     const std::uint64_t block = (r.record.seed - header.first_seed) / kJunitSeedGroup;
     const auto [g, new_group] = suite.groups.try_emplace(block);
     Group& group = g->second;
@@ -183,6 +185,9 @@ std::pair<std::string, std::string> failure_head(const Group& group) {
 }
 
 void render_group(std::string& out, const Group& group) {
+  // group_records made the group for a record and widened it with each one.
+  REHEARSE_ASSERT(!group.records.empty());
+  REHEARSE_ASSERT_LE(group.low, group.high);
   out += fmt::format("    <testcase classname=\"{}\" name=\"seeds {}..{}\" time=\"{:.3f}\"",
                      xml_escape(group.classname), group.low, group.high, group.seconds);
   if (group.failed == 0 && group.errors == 0) {

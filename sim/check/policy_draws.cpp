@@ -92,9 +92,13 @@ json bullmq(Rng& rng) {
 // The core's own forms with a cap on each delay (max_delay).
 json capped(Rng& rng) {
   const std::int64_t delay_s = seconds(rng, 1, 600);
-  json b{{"type", rng.next_bool(0.5) ? "exponential" : "linear"},
+  // The stream's order: the type, then the cap's factor.
+  const char* type = rng.next_bool(0.5) ? "exponential" : "linear";
+  const std::int64_t cap_s = delay_s * rng.next_in(1, 4);
+  REHEARSE_ASSERT_GE(cap_s, delay_s);  // a cap below the first delay would cap every delay
+  json b{{"type", type},
          {"delay", fmt::format("{}s", delay_s)},
-         {"max_delay", fmt::format("{}s", delay_s * rng.next_in(1, 4))}};
+         {"max_delay", fmt::format("{}s", cap_s)}};
   if (rng.next_bool(0.5)) return {{"max", rng.next_in(1, 4)}, {"backoff", b}};
   return {{"attempts", rng.next_in(2, 5)}, {"backoff", b}};
 }
@@ -140,7 +144,10 @@ const std::vector<const char*>& drawn_policy_forms() {
 
 json draw_policy_in_form(const char* form, Rng& rng) {
   for (const FormDraw& f : form_table()) {
-    if (std::string(f.name) == form) return f.draw(rng);
+    if (std::string(f.name) != form) continue;
+    json policy = f.draw(rng);
+    REHEARSE_ASSERT(policy.is_object() && !policy.empty());  // a policy, in its system's keys
+    return policy;
   }
   return json();
 }

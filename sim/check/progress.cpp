@@ -15,6 +15,7 @@ namespace rehearse::sim {
 
 std::string format_duration_s(double seconds) {
   const auto s = static_cast<long long>(std::llround(std::max(0.0, seconds)));
+  REHEARSE_ASSERT_GE(s, 0);  // callers pass finite times (llround of +inf is unspecified)
   if (s < 60) return fmt::format("{}s", s);
   if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
   return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
@@ -48,6 +49,7 @@ ProgressLine::ProgressLine(std::FILE* out, std::string label, ProgressStyle styl
 }
 
 void ProgressLine::set_nouns(std::string noun, std::string rate_noun) {
+  REHEARSE_ASSERT(!noun.empty() && !rate_noun.empty());  // words of the line's text
   noun_ = std::move(noun);
   rate_noun_ = std::move(rate_noun);
 }

@@ -259,6 +259,9 @@ void ReachabilityObserver::on_durable(const TraceEvent& e) {
 }
 
 void ReachabilityObserver::on_reconcile(const TraceEvent& e) {
+  // observe routes only these types here.
+  REHEARSE_ASSERT(e.type == "durable_stage" || e.type == "service_call" ||
+                  e.type == "service_reply" || e.type == "instance_changed");
   if (e.type == "instance_changed") {
     for (const JobSpec& job : scenario_.jobs) {
       if (job.kind == JobKind::reconcile) migrated_.insert(job.id);

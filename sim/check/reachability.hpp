@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "model/assert.hpp"
 #include "model/time.hpp"
 #include "sim/kernel/trace.hpp"
 #include "sim/monitors/job_table.hpp"
@@ -44,7 +45,10 @@ class ReachabilityObserver {
     std::set<std::string> asked;  // items with a get_issue in this run
   };
 
-  void reach(const std::string& name) { reached_.insert(name); }
+  void reach(const std::string& name) {
+    REHEARSE_ASSERT_NE(name.find(':'), std::string::npos);  // every point is "group:detail"
+    reached_.insert(name);
+  }
   void on_queue(const TraceEvent& e);
   void on_retry_added(const TraceEvent& e);
   void on_durable(const TraceEvent& e);

@@ -619,6 +619,7 @@ ViolationProbe world_probe(RunOptions options) {
 
 std::string shrunk_scenario_name(const std::string& scenario, std::uint64_t seed,
                                  const std::string& invariant) {
+  REHEARSE_ASSERT(!invariant.empty());  // the name of an invariant that fired
   std::string kebab = invariant;
   std::replace(kebab.begin(), kebab.end(), '_', '-');
   return fmt::format("{}-seed{}-{}", scenario, seed, kebab);
@@ -650,6 +651,8 @@ std::string one_line(const nlohmann::ordered_json& value) {
     if (value.is_object()) text += json(it.key()).dump() + ": ";
     text += one_line(it.value());
   }
+  // One line: dump() escapes every newline inside strings.
+  REHEARSE_ASSERT_EQ(text.find('\n'), std::string::npos);
   return value.is_object() ? "{" + text + "}" : "[" + text + "]";
 }
 
@@ -664,6 +667,9 @@ std::string one_entry_a_line(const nlohmann::ordered_json& value, const std::str
     text += one_line(it.value());
   }
   text += "\n" + indent;
+  // One line per entry, and the closing line.
+  REHEARSE_ASSERT_EQ(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')),
+                     value.size() + 1);
   return value.is_object() ? "{" + text + "}" : "[" + text + "]";
 }
 
@@ -701,6 +707,7 @@ std::string describe_fault(const json& fault) {
 }
 
 std::string describe_shrink(const ShrinkResult& result) {
+  REHEARSE_ASSERT_LE(result.probes, result.budget);  // shrink_scenario never overdraws
   std::string text = fmt::format("shrunk keeping {} violated: {} runs, {} rounds\n",
                                  result.invariant, result.probes, result.rounds);
   text += fmt::format("  before: {}\n", counts_text(result.before));

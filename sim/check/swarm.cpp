@@ -62,6 +62,8 @@ Declared declared_of(const Scenario& s) {
     d.messenger = true;
     d.targets = m->targets;
   }
+  // A loaded scenario: until after start (draw_fault draws inside the span).
+  REHEARSE_ASSERT_LT(d.start_ms, d.until_ms);
   return d;
 }
 
@@ -279,6 +281,7 @@ void add_swarm_faults(json& faults, Rng& rng, const Declared& d, const SwarmOpti
 }
 
 std::string describe_choice(const std::string& origin, std::uint64_t seed, const SwarmChoice& c) {
+  REHEARSE_ASSERT_LE(c.base_faults_kept, c.base_faults);  // kept_base_faults keeps a subset
   std::string on;
   for (const std::string& k : c.kinds_on) on += (on.empty() ? "" : ", ") + k;
   std::string settle;

@@ -4,10 +4,17 @@
 
 #include <charconv>
 
+#include "model/assert.hpp"
+
 namespace rehearse::cli {
 
 Result<ParsedArgs> parse_args(const std::vector<std::string>& args,
                               const std::vector<OptionSpec>& specs) {
+  // The specs are the program's own tables: long names, and "--help" is built in.
+  for (const auto& s : specs) {
+    REHEARSE_ASSERT(s.name.rfind("--", 0) == 0);
+    REHEARSE_ASSERT_NE(s.name, "--help");
+  }
   ParsedArgs out;
   bool options_done = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -62,12 +69,17 @@ Result<ParsedArgs> parse_args(const std::vector<std::string>& args,
                         fmt::format("option '{}' given more than once", name));
     }
     slot.push_back(std::move(value));
+    REHEARSE_ASSERT(spec->repeatable || slot.size() == 1);
   }
+  // Only options that were given have a slot, and only declared flags are set.
+  for (const auto& entry : out.values) REHEARSE_ASSERT(!entry.second.empty());
+  REHEARSE_ASSERT_LE(out.flags.size(), specs.size() + 1);
   return out;
 }
 
 Result<long long> parse_count(std::string_view option, std::string_view text, long long min,
                               long long max) {
+  REHEARSE_ASSERT_LE(min, max);  // each caller names a non-empty range
   long long v = 0;
   const auto* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, v);
@@ -82,6 +94,8 @@ Result<long long> parse_count(std::string_view option, std::string_view text, lo
 std::string format_options_help(const std::vector<OptionSpec>& specs) {
   std::string out;
   for (const auto& s : specs) {
+    // A value's name is shown exactly when the option takes one.
+    REHEARSE_ASSERT_EQ(s.takes_value, !s.value_name.empty());
     std::string left = s.name;
     if (s.takes_value) left += " " + s.value_name;
     out += fmt::format("  {:<24} {}\n", left, s.help);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "model/assert.hpp"
 #include "sim/check/junit.hpp"
 #include "sim/check/progress.hpp"
 #include "sim/cli/output_file.hpp"
@@ -27,6 +28,10 @@ const std::vector<OptionSpec>& campaign_option_specs() {
 std::vector<OptionSpec> with_campaign_options(std::vector<OptionSpec> own) {
   const auto& mine = campaign_option_specs();
   own.insert(own.end(), mine.begin(), mine.end());
+  // A command's own option named like a campaign option would shadow it.
+  for (std::size_t i = 0; i < own.size(); ++i) {
+    for (std::size_t j = i + 1; j < own.size(); ++j) REHEARSE_ASSERT_NE(own[i].name, own[j].name);
+  }
   return own;
 }
 
@@ -76,18 +81,28 @@ Result<CampaignSettings> read_campaign_settings(const ParsedArgs& parsed,
   s.junit_path = parsed.value("--junit");
   s.show_progress = parsed.has("--progress") || isatty(fileno(stderr)) != 0;
   if (Status st = check_paths(s, inputs, as_json); !st.ok()) return st.error();
+  // parse_count and parse_shard enforced these ranges (the default is one shard).
+  REHEARSE_ASSERT_GE(s.threads, 1);
+  REHEARSE_ASSERT_GE(s.shard.index, 1u);
+  REHEARSE_ASSERT_LE(s.shard.index, s.shard.count);
   return s;
 }
 
 std::vector<sim::TimedRecord> run_check_cases(const std::vector<sim::CheckCase>& cases,
                                               const sim::CaseFunction& run_case,
                                               const CampaignSettings& settings) {
+  REHEARSE_ASSERT_GE(settings.threads, 1);  // read_campaign_settings' range
   sim::CampaignOptions options;
   options.threads = settings.threads;
-  if (!settings.show_progress) return sim::run_campaign(cases, run_case, options);
+  if (!settings.show_progress) {
+    auto records = sim::run_campaign(cases, run_case, options);
+    REHEARSE_ASSERT_EQ(records.size(), cases.size());  // one record per case, none lost
+    return records;
+  }
   sim::ProgressLine line(stderr, "check", sim::stderr_progress_style());
   options.progress = [&line](std::size_t done, std::size_t total) { line.update(done, total); };
   auto records = sim::run_campaign(cases, run_case, options);
+  REHEARSE_ASSERT_EQ(records.size(), cases.size());
   line.finish(cases.size(), cases.size());
   return records;
 }
@@ -95,6 +110,10 @@ std::vector<sim::TimedRecord> run_check_cases(const std::vector<sim::CheckCase>&
 Status write_campaign_outputs(const sim::CampaignHeader& header,
                               const std::vector<sim::TimedRecord>& records, int exit_code,
                               double wall_ms, const CampaignSettings& settings) {
+  // `check` computed the code (docs/cli.md lists them) and timed the run.
+  REHEARSE_ASSERT_GE(exit_code, kExitOk);
+  REHEARSE_ASSERT_LE(exit_code, kExitOutOfMemory);
+  REHEARSE_ASSERT_GE(wall_ms, 0.0);
   if (settings.jsonl_path) {
     const std::string text = sim::campaign_jsonl(header, records, exit_code, wall_ms);
     if (Status s = write_output_file(*settings.jsonl_path, text); !s.ok()) return s;
@@ -109,6 +128,7 @@ std::vector<sim::CaseRecord> plain_records(const std::vector<sim::TimedRecord>& 
   std::vector<sim::CaseRecord> out;
   out.reserve(records.size());
   for (const sim::TimedRecord& r : records) out.push_back(r.record);
+  REHEARSE_ASSERT_EQ(out.size(), records.size());
   return out;
 }
 

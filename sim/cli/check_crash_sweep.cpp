@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/assert.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
 #include "sim/cli/scenario_files.hpp"
@@ -32,6 +33,10 @@ json count_json(const sim::ScenarioCrashCount& c) {
 }
 
 json report_json(const sim::ScenarioCrashReport& r, double seconds) {
+  // The sweep keeps at most one failure per failing point; a failed baseline
+  // counts as a failing point, so it never reads as held.
+  if (!r.baseline_failed) REHEARSE_ASSERT_LE(r.failures.size(), r.failing_points);
+  if (r.baseline_failed) REHEARSE_ASSERT(!r.held());
   json failures = json::array();
   for (const sim::ScenarioCrashFailure& f : r.failures) {
     json one{{"what", f.what}, {"message", f.message}};
@@ -69,6 +74,7 @@ json report_json(const sim::ScenarioCrashReport& r, double seconds) {
 }
 
 std::string count_text(const sim::ScenarioCrashCount& c) {
+  REHEARSE_ASSERT_LE(c.run, c.planned);  // a cut runs fewer points, never more
   return c.run == c.planned ? std::to_string(c.run) : fmt::format("{}/{}", c.run, c.planned);
 }
 
@@ -107,6 +113,8 @@ void print_findings(const sim::ScenarioCrashReport& r) {
 sim::ScenarioCrashProgress progress_line(const std::string& name) {
   if (isatty(fileno(stderr)) == 0) return {};
   return [name](std::uint64_t done, std::uint64_t total) {
+    REHEARSE_ASSERT_GE(done, 1u);  // called after each point ran
+    REHEARSE_ASSERT_LE(done, total);
     if (done % 50 == 0 || done == total) {
       fmt::print(stderr, "\r{}: {}/{} points", name, done, total);
       if (done == total) fmt::print(stderr, "\r\033[K");
@@ -118,6 +126,7 @@ sim::ScenarioCrashProgress progress_line(const std::string& name) {
 // One point alone (--crash-at): its failures, with the replay line.
 int replay_point(const std::string& file, const sim::Scenario& scenario,
                  const CrashSweepCliOptions& options, json& out) {
+  REHEARSE_ASSERT(options.crash_at.has_value());  // run_crash_sweep's choice
   sim::ScenarioCrashOptions sweep;
   auto failures = sim::replay_scenario_crash_point(scenario, *options.crash_at, sweep);
   if (!failures.ok()) return input_error(failures.error());
@@ -141,6 +150,8 @@ int replay_point(const std::string& file, const sim::Scenario& scenario,
 // One scenario's sweep: the row, the findings, the --json entry.
 int sweep_one(const std::string& file, const sim::Scenario& scenario,
               const CrashSweepCliOptions& options, json& out) {
+  REHEARSE_ASSERT(!options.crash_at.has_value());
+  REHEARSE_ASSERT_GE(options.points_max, 1u);  // parse_count's range, or the default
   sim::ScenarioCrashOptions sweep;
   sweep.pairs = options.pairs;
   sweep.points_max = options.points_max;
@@ -220,6 +231,10 @@ Result<CrashSweepCliOptions> read_crash_sweep_options(const ParsedArgs& parsed) 
     o.crash_at = *point;
   }
   o.json = parsed.has("--json");
+  // Without --crash-sweep the loop above refused every option of this mode.
+  if (!sweep) REHEARSE_ASSERT(o.pairs && !o.crash_at.has_value());
+  REHEARSE_ASSERT_GE(o.points_max, 1u);
+  REHEARSE_ASSERT_LE(o.points_max, static_cast<std::uint64_t>(kPointsMaxLimit));
   return o;
 }
 
@@ -244,6 +259,9 @@ int run_crash_sweep(const std::vector<std::string>& paths, const CrashSweepCliOp
                                       : sweep_one(file, *scenario, options, entries);
     exit_code = std::max(exit_code, code);
   }
+  // One entry per file, loaded or not; the codes of `run` only (0, 1, 2).
+  REHEARSE_ASSERT_EQ(entries.size(), files->size());
+  REHEARSE_ASSERT_LE(exit_code, kExitUsage);
   if (options.json) {
     json doc{{"mode", "crash_sweep"},
              {"pairs", options.pairs},

@@ -33,6 +33,7 @@
 #include <system_error>
 #include <vector>
 
+#include "model/assert.hpp"
 #include "sim/check/campaign.hpp"
 #include "sim/check/case_record.hpp"
 #include "sim/check/check.hpp"
@@ -150,6 +151,10 @@ Result<sim::CheckOptions> read_options(const ParsedArgs& parsed) {
   o.swarm.random_jobs = parsed.has("--random-jobs");
   o.require_coverage = parsed.has("--require-coverage");
   o.coverage = o.require_coverage || parsed.has("--coverage");
+  // The seeds parse_count allowed, and the last seed is a seed (no wrap).
+  REHEARSE_ASSERT_GE(o.seeds, 1u);
+  REHEARSE_ASSERT_LE(o.seeds, static_cast<std::uint64_t>(kMaxSeeds));
+  REHEARSE_ASSERT_GE(o.first_seed + (o.seeds - 1), o.first_seed);
   return o;
 }
 
@@ -192,6 +197,7 @@ sim::CheckCaseInput generated_base() {
 }
 
 std::string emitted_path(const sim::CheckOptions& o, const sim::CheckCaseInput& c) {
+  REHEARSE_ASSERT(o.emit_dir.has_value());  // called under --emit only
   return (std::filesystem::path(*o.emit_dir) / fmt::format("{}.seed-{}.json", c.name, c.seed))
       .string();
 }
@@ -201,6 +207,8 @@ sim::CaseRecord run_one_case(const sim::CheckCaseInput& c, const sim::CheckOptio
   if (!o.emit_dir) return sim::check_case(c, o);
   auto derived = sim::derive_for(c, o.swarm);
   if (!derived) return sim::check_case(c, o);  // the record carries the error
+  // The loader admits kebab-case names only: the file lands directly in DIR.
+  REHEARSE_ASSERT_EQ(c.name.find('/'), std::string::npos);
   if (Status s = write_output_file(emitted_path(o, c), derived->dump(2) + "\n"); !s.ok()) {
     sim::CaseRecord r;
     r.scenario = c.name;
@@ -221,9 +229,12 @@ std::vector<sim::TimedRecord> run_cases(const std::vector<sim::CheckCaseInput>& 
                                         const sim::CheckOptions& o,
                                         const CampaignSettings& campaign, sim::SeedRange seeds) {
   const auto one = [&](const sim::CheckCase& k) {
+    REHEARSE_ASSERT_LT(k.scenario, bases.size());  // campaign_cases numbers these bases
     sim::CheckCaseInput c = bases[k.scenario];
     c.seed = k.seed;
-    return run_one_case(c, o);
+    sim::CaseRecord r = run_one_case(c, o);
+    REHEARSE_ASSERT_EQ(r.seed, k.seed);  // its replay command names this seed
+    return r;
   };
   return run_check_cases(sim::campaign_cases(bases.size(), seeds), one, campaign);
 }
@@ -271,6 +282,7 @@ Summary summarize(const std::vector<sim::CaseRecord>& records, double wall_s) {
       case sim::CaseVerdict::error: ++s.errors; break;
     }
   }
+  REHEARSE_ASSERT_EQ(s.passed + s.failed + s.errors, s.cases);
   return s;
 }
 
@@ -283,6 +295,7 @@ std::string joined(const std::vector<std::string>& names) {
 // Step 4: the report.
 void print_human(const std::vector<sim::CaseRecord>& records, const Summary& s,
                  const sim::CheckOptions& o, const std::vector<std::string>& shrink_notes) {
+  REHEARSE_ASSERT_EQ(s.cases, records.size());  // summarize(records)
   for (std::size_t i = 0; i < records.size(); ++i) {
     const sim::CaseRecord& r = records[i];
     if (r.verdict == sim::CaseVerdict::pass) continue;
@@ -306,6 +319,7 @@ void print_human(const std::vector<sim::CaseRecord>& records, const Summary& s,
 
 void print_json(const std::vector<sim::CaseRecord>& records, const Summary& s,
                 const sim::CheckOptions& o, int exit_code) {
+  REHEARSE_ASSERT_EQ(s.cases, records.size());
   nlohmann::json cases = nlohmann::json::array();
   for (const sim::CaseRecord& r : records) cases.push_back(sim::to_json(r));
   nlohmann::json doc{{"ok", exit_code == kExitOk},
@@ -345,6 +359,11 @@ std::vector<std::string> shrink_failures(std::vector<sim::CaseRecord>& records,
         derived ? shrink_failed_case(r, *derived, shrink) : Result<std::string>(derived.error());
     notes[i] = text ? *text : "  shrink: " + text.error().describe() + "\n";
   }
+  // At most one shrink per failing case: a note sits under a failed record.
+  REHEARSE_ASSERT_LE(shrunk.size(), records.size());
+  for (std::size_t i = 0; i < notes.size(); ++i) {
+    if (!notes[i].empty()) REHEARSE_ASSERT(records[i].verdict == sim::CaseVerdict::fail);
+  }
   return notes;
 }
 
@@ -354,6 +373,10 @@ const std::vector<OptionSpec>& all_check_options() {
     std::vector<OptionSpec> v = kCheckOptions;
     const std::vector<OptionSpec>& sweep = crash_sweep_option_specs();
     v.insert(v.end(), sweep.begin(), sweep.end());
+    // An option declared in both tables would leave one of its entries dead.
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      for (std::size_t j = i + 1; j < v.size(); ++j) REHEARSE_ASSERT_NE(v[i].name, v[j].name);
+    }
     return v;
   }();
   return all;
@@ -364,6 +387,8 @@ const std::vector<OptionSpec>& all_check_options() {
 void print_check_report(const std::vector<sim::CaseRecord>& records, double wall_s,
                         const sim::CheckOptions& o, int exit_code,
                         const std::vector<std::string>& shrink_notes) {
+  // No notes, or one per case (shrink_failures).
+  if (!shrink_notes.empty()) REHEARSE_ASSERT_EQ(shrink_notes.size(), records.size());
   const Summary summary = summarize(records, wall_s);
   if (o.json) {
     for (const std::string& note : shrink_notes) fmt::print(stderr, "{}", note);
@@ -426,6 +451,8 @@ int cmd_check(const Args& args) {
   auto timed = run_cases(bases, *options, *campaign, header.shard_range());
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  // Every scenario with every seed of this shard, each once.
+  REHEARSE_ASSERT_EQ(timed.size(), bases.size() * header.shard_range().count);
   std::vector<sim::CaseRecord> records = plain_records(timed);
   const std::vector<std::string> shrink_notes =
       shrink_to ? shrink_failures(records, bases, *options, *shrink_to)

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "model/assert.hpp"
 #include "model/cron.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
@@ -35,6 +36,7 @@ const std::vector<OptionSpec> kExplainOptions{
 
 // Joins positionals so both `cron next '0 17 * * 5'` and `cron next 0 17 '*' '*' 5` work.
 std::string join_expression(const std::vector<std::string>& parts) {
+  REHEARSE_ASSERT(!parts.empty());  // the callers refuse a missing EXPR first
   std::string out;
   for (const auto& p : parts) {
     if (!out.empty()) out += ' ';
@@ -53,6 +55,9 @@ int cron_error(const std::string& expr, const Error& e) {
 // A complete answer for that range, so the exit code stays 0; the note says
 // why the list is short (stderr, and "note" in --json).
 std::string short_list_note(std::size_t got, long long asked) {
+  // Only a list cut short by the range, after at least one instant, gets a note.
+  REHEARSE_ASSERT_GE(got, 1u);
+  REHEARSE_ASSERT_LT(got, asked);
   return fmt::format(
       "only {} of {} instants: the schedule has no further instant before the "
       "end of year 9999 (the supported range)",
@@ -84,6 +89,7 @@ int cron_next(const Args& args) {
     if (!c) return usage_error(c.error().describe());
     count = *c;
   }
+  REHEARSE_ASSERT_GE(count, 1);  // parse_count's range, or the default
   std::vector<TimeMs> next;
   TimeMs t = from;
   for (long long i = 0; i < count; ++i) {
@@ -96,9 +102,11 @@ int cron_next(const Args& args) {
       }
       break;
     }
+    REHEARSE_ASSERT_GT(*n, t);  // strictly after: the list ascends and never repeats
     next.push_back(*n);
     t = *n;
   }
+  REHEARSE_ASSERT_LE(next.size(), count);
   const bool short_list = static_cast<long long>(next.size()) < count;
   if (short_list) fmt::print(stderr, "rehearse: note: {}\n", short_list_note(next.size(), count));
   if (parsed->has("--json")) {

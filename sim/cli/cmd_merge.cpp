@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "model/assert.hpp"
 #include "sim/check/campaign_file.hpp"
 #include "sim/check/check.hpp"
 #include "sim/check/junit.hpp"
@@ -58,6 +59,7 @@ Result<std::vector<sim::CampaignFile>> read_files(const std::vector<std::string>
     if (!file) return file.error();
     files.push_back(std::move(*file));
   }
+  REHEARSE_ASSERT_EQ(files.size(), paths.size());  // one file per path, in order
   return files;
 }
 
@@ -81,6 +83,8 @@ Status check_outputs(const ParsedArgs& parsed) {
 }
 
 Status write_outputs(const ParsedArgs& parsed, const sim::MergedCampaign& merged) {
+  // The merged run is written as the whole run, never as one of its shards.
+  REHEARSE_ASSERT(merged.header.shard == sim::Shard{});
   if (const auto junit = parsed.value("--junit")) {
     if (Status s = write_output_file(*junit, sim::render_junit(merged.header, merged.records));
         !s.ok()) {
@@ -129,6 +133,8 @@ int cmd_merge(const Args& args) {
   const std::vector<sim::CaseRecord> records = plain_records(merged->records);
   const int exit_code =
       coverage_exit_code(tally_coverage(records), report.require_coverage, merged->exit_code);
+  // Judging coverage can only make the shards' worst code worse.
+  REHEARSE_ASSERT_GE(exit_code, merged->exit_code);
   print_check_report(records, merged->wall_ms / 1000, report, exit_code);
   return exit_code;
 }

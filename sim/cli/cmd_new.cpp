@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/assert.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
@@ -91,6 +92,7 @@ std::string pretty(const nlohmann::ordered_json& v, std::size_t indent) {
 }
 
 int unknown_kind(const std::string& kind) {
+  REHEARSE_ASSERT(find_starter(kind) == nullptr);  // cmd_new found no starter first
   std::vector<std::string> kinds;
   for (const Starter& s : starters()) kinds.push_back(s.kind);
   const auto near = sim::closest(kind, kinds);
@@ -125,7 +127,12 @@ int cmd_new(const Args& args) {
     options.service = *service;
   }
   if (auto name = parsed->value("--name")) options.scenario = *name;
-  const std::string text = pretty(starter->build(options), 0) + "\n";
+  const nlohmann::ordered_json built = starter->build(options);
+  // Each starter's one job is of the starter's kind.
+  REHEARSE_ASSERT_EQ(built.at("jobs").at(0).at("kind").get<std::string>(), starter->kind);
+  const std::string text = pretty(built, 0) + "\n";
+  // Laying it out changed no value (a layout bug is not the user's error).
+  REHEARSE_ASSERT(nlohmann::ordered_json::parse(text, nullptr, false) == built);
   // What is written must load: a name the format refuses is the user's error.
   const std::string origin = parsed->value("--out").value_or("<rehearse new>");
   if (auto loaded = sim::load_scenario_json(text, origin); !loaded) {

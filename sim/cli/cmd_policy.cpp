@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "model/assert.hpp"
 #include "model/cron.hpp"
 #include "model/js_literal.hpp"
 #include "model/policy_forms.hpp"
@@ -54,6 +55,7 @@ struct Explained {
 };
 
 Error located(const Error& e, const std::string& origin) {
+  REHEARSE_ASSERT(!origin.empty());  // a file, or "POLICY" for an inline argument
   return make_error(e.code, e.message, origin + (e.where.empty() ? "" : ":" + e.where));
 }
 
@@ -72,6 +74,7 @@ Result<Explained> read_from_system(const std::string& system, const std::string&
   }
   auto converted = convert_system_policy(system, *value);
   if (!converted) return located(converted.error(), input->origin);
+  REHEARSE_ASSERT(converted->system != nullptr);  // print_text names the system
   return Explained{converted->policy, *converted};
 }
 
@@ -86,6 +89,7 @@ Result<Explained> read_policy(const std::string& arg, const std::optional<Schedu
     for (const auto& [key, v] : input->value.items()) {
       if (find_policy_system(key) == nullptr) continue;
       if (auto c = convert_system_policy(key, v)) {
+        REHEARSE_ASSERT(c->system != nullptr);
         out.converted = *c;
         out.converted->policy = *policy;
       }
@@ -105,6 +109,9 @@ nlohmann::json slot_gap(const std::optional<CronSchedule>& schedule, const Retry
   if (!schedule) return nullptr;
   const ScheduleRhythm r = schedule_rhythm(*schedule);
   if (!r.has_gap) return nullptr;
+  // The jitter range brackets the plain window; the longest one is compared.
+  REHEARSE_ASSERT_LE(plan.shortest_window_ms, plan.recovery_window_ms);
+  REHEARSE_ASSERT_LE(plan.recovery_window_ms, plan.longest_window_ms);
   const DurationMs window = plan.longest_window_ms;
   return {{"shortest_slot_gap_ms", r.shortest_gap_ms},
           {"shortest_slot_gap", format_duration(r.shortest_gap_ms)},
@@ -116,6 +123,9 @@ nlohmann::json slot_gap(const std::optional<CronSchedule>& schedule, const Retry
 
 void print_text(const Explained& e, const RetryPlan& plan,
                 const std::vector<std::string>& surprises, const nlohmann::json& gap) {
+  // plan_retries gives one delay and one offset per retry.
+  REHEARSE_ASSERT_EQ(plan.delays_ms.size(), plan.max_retries);
+  REHEARSE_ASSERT_EQ(plan.offsets_ms.size(), plan.delays_ms.size());
   if (e.converted) {
     const PolicySystem& s = *e.converted->system;
     fmt::print("system:            {} ({})\n", s.title, s.attempts_meaning);

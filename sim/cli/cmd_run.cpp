@@ -30,6 +30,7 @@
 #include <system_error>
 #include <vector>
 
+#include "model/assert.hpp"
 #include "sim/check/progress.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
@@ -123,8 +124,10 @@ void print_timeline(const sim::ScenarioRunResult& run, bool verbose) {
 }
 
 double elapsed_ms(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since)
-      .count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+  REHEARSE_ASSERT_GE(ms, 0.0);  // a steady clock never goes back
+  return ms;
 }
 
 struct RunSettings {
@@ -151,7 +154,12 @@ struct RunReport {
   int exit_code = kExitOk;
   std::size_t errors = 0;
 
-  void worsen(int code) { exit_code = std::max(exit_code, code); }
+  void worsen(int code) {
+    // Only the codes docs/cli.md lists for `run`.
+    REHEARSE_ASSERT_GE(code, kExitOk);
+    REHEARSE_ASSERT_LE(code, kExitOutOfMemory);
+    exit_code = std::max(exit_code, code);
+  }
 };
 
 // A file that did not load (or could not run) is a row of its own; the
@@ -180,6 +188,7 @@ std::function<void(const sim::RunProgress&)> progress_printer(const std::string&
   const bool in_place = style == sim::ProgressStyle::in_place;
   const auto interval = in_place ? std::chrono::seconds(1) : std::chrono::seconds(10);
   return [label, shown, in_place, interval](const sim::RunProgress& p) {
+    REHEARSE_ASSERT_GE(p.now_ms, p.start_ms);  // virtual time starts at the scenario's start
     const auto now = std::chrono::steady_clock::now();
     const bool last = p.now_ms >= p.until_ms;
     if (!last && now - shown->last < interval) return;
@@ -222,6 +231,9 @@ sim::RunOptions run_options(const sim::Scenario& scenario, const RunSettings& se
 // differ (only after their hashes differed).
 sim::Violation locate_divergence(const sim::Scenario& scenario, const sim::ScenarioRunResult& first,
                                  const sim::ScenarioRunResult& second) {
+  // Called only once the two runs' traces differed in hash or length.
+  REHEARSE_ASSERT(first.trace_hash != second.trace_hash ||
+                  first.trace.size() != second.trace.size());
   const std::string hashes =
       fmt::format("the trace hashes differ ({} over {} events, then {} over {} events)",
                   first.trace_hash, first.trace.size(), second.trace_hash, second.trace.size());
@@ -244,6 +256,7 @@ sim::Violation locate_divergence(const sim::Scenario& scenario, const sim::Scena
 std::optional<sim::Violation> second_run(const sim::Scenario& scenario,
                                          const sim::ScenarioRunResult& first,
                                          const RunSettings& settings) {
+  REHEARSE_ASSERT(!settings.once);  // --once skips the re-run
   sim::RunOptions again = run_options(scenario, settings, " (determinism re-run)");
   again.seed = first.seed;
   again.keep_trace = false;
@@ -268,6 +281,7 @@ void note_determinism_unchecked(sim::Verdict& verdict) {
 
 void write_outputs(const sim::Scenario& scenario, const sim::ScenarioRunResult& first,
                    const sim::Verdict& verdict, const RunSettings& settings, RunReport& report) {
+  REHEARSE_ASSERT(!first.out_of_memory);  // run_one writes no output of a cut run
   if (settings.trace_path) {
     if (Status s = write_output_file(*settings.trace_path, first.trace.to_jsonl()); !s.ok()) {
       return add_error_row(report, scenario.path, s.error());
@@ -304,6 +318,7 @@ void run_one(const sim::Scenario& scenario, const RunSettings& settings, RunRepo
   row.notes = sim::verdict_notes(verdict);
   report.worsen(verdict.held() ? kExitOk : kExitFailed);
   if (first->out_of_memory) {
+    REHEARSE_ASSERT(!first->errors.empty());  // a run cut by memory says so in its errors
     fmt::print(stderr, "rehearse: {}: {}\n", scenario.path, first->errors.back());
     report.worsen(kExitOutOfMemory);
   }
@@ -332,6 +347,9 @@ void run_one_guarded(const sim::Scenario& scenario, const RunSettings& settings,
 }
 
 void print_report(const RunReport& report, const RunSettings& settings) {
+  // Every error is a row of its own, and any error makes the run exit 2 or worse.
+  REHEARSE_ASSERT_LE(report.errors, report.rows.size());
+  if (report.errors > 0) REHEARSE_ASSERT_GE(report.exit_code, kExitUsage);
   if (!settings.as_json) {
     fmt::print("{}", sim::format_table(report.rows));
     if (!report.findings.empty()) fmt::print("\n{}", report.findings);

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/assert.hpp"
 #include "model/posix_disk.hpp"
 #include "model/retry_machine.hpp"
 #include "model/state_codec.hpp"
@@ -162,6 +163,9 @@ void restore_unknown_policies(StatusReport& report, const std::map<std::string, 
 // One directory: its states as they are; two: merged record by record.
 StatusReport build_report(const std::vector<std::map<std::string, JobState>>& dirs,
                           const std::map<std::string, PolicyOrError>& policies) {
+  // cmd_status takes one or two directories: two sides to fill at most.
+  REHEARSE_ASSERT_GE(dirs.size(), 1u);
+  REHEARSE_ASSERT_LE(dirs.size(), 2u);
   std::map<std::string, JobState> seen;  // the state each job recorded (for unknown policies)
   std::vector<StatusSource> sources;
   std::set<std::string> ids;
@@ -184,6 +188,9 @@ StatusReport build_report(const std::vector<std::map<std::string, JobState>>& di
                         : PolicyOrError(make_error(ErrorCode::invalid_argument, kPolicyUnknown));
     sources.push_back(std::move(source));
   }
+  // One source per job found in any directory, each job recorded by at least one.
+  REHEARSE_ASSERT_EQ(sources.size(), ids.size());
+  REHEARSE_ASSERT_EQ(seen.size(), ids.size());
   StatusReport report = build_status_from_stores(sources);
   restore_unknown_policies(report, seen);
   return report;
@@ -201,6 +208,7 @@ std::string html_escape(const std::string& s) {
     else
       out += c;
   }
+  REHEARSE_ASSERT_EQ(out.find_first_of("<>"), std::string::npos);  // no markup gets through
   return out;
 }
 

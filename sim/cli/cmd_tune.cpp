@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "model/assert.hpp"
 #include "sim/check/progress.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
@@ -72,6 +73,7 @@ Result<sim::OutageDistribution> read_outages(const std::string& spec) {
 }
 
 Result<sim::TuneOptions> read_options(const ParsedArgs& args, const sim::Scenario& scenario) {
+  REHEARSE_ASSERT(args.value("--job").has_value());  // cmd_tune requires --job first
   sim::TuneOptions o;
   o.job_id = *args.value("--job");
   o.seed = scenario.seed;
@@ -109,6 +111,14 @@ Result<sim::TuneOptions> read_options(const ParsedArgs& args, const sim::Scenari
     }
     o.fault = *kind;
   }
+  // The ranges parse_count enforced (or the defaults), and a fault tune can place.
+  REHEARSE_ASSERT_GE(o.runs, 1);
+  REHEARSE_ASSERT_LE(o.runs, 100000);
+  REHEARSE_ASSERT_GE(o.threads, 1);
+  if (o.fault) {
+    REHEARSE_ASSERT(*o.fault == sim::FaultKind::quota_exhausted ||
+                    *o.fault == sim::FaultKind::http_errors);
+  }
   return o;
 }
 
@@ -119,6 +129,7 @@ std::function<void(std::size_t, std::size_t)> progress_line(const ParsedArgs& pa
   auto line = std::make_shared<sim::ProgressLine>(stderr, "tune", sim::stderr_progress_style());
   line->set_nouns("runs", "runs");
   return [line](std::size_t done, std::size_t total) {
+    REHEARSE_ASSERT_LE(done, total);  // run_tune counts finished runs of its total
     if (done == total) {
       line->finish(done, total);
     } else {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "model/assert.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
@@ -49,6 +50,8 @@ constexpr std::size_t kPrintedErrorsMax = 20;
 // The file's errors (at most kPrintedErrorsMax) and flags, on stderr.
 void print_diagnostics(const std::string& file, const sim::ScenarioCheck& check, bool strict) {
   const std::size_t error_total = check.errors.size() + check.errors_omitted;
+  // Errors are omitted only past the ones kept: an omitted one means kept ones.
+  if (check.errors_omitted > 0) REHEARSE_ASSERT(!check.valid());
   for (std::size_t i = 0; i < check.errors.size() && i < kPrintedErrorsMax; ++i) {
     fmt::print(stderr, "{}\n", check.errors[i].describe());
   }
@@ -60,6 +63,9 @@ void print_diagnostics(const std::string& file, const sim::ScenarioCheck& check,
 }
 
 nlohmann::json file_json(const std::string& file, const sim::ScenarioCheck& check, bool ok) {
+  if (ok) REHEARSE_ASSERT(check.valid());  // --strict only adds failures
+  // A valid file is a loaded scenario: its entry names it.
+  REHEARSE_ASSERT_EQ(check.scenario.has_value(), check.valid());
   nlohmann::json entry;
   entry["path"] = file;
   entry["ok"] = ok;
@@ -76,6 +82,7 @@ nlohmann::json file_json(const std::string& file, const sim::ScenarioCheck& chec
 
 // One status line per file on stdout.
 void print_status(const std::string& file, const sim::ScenarioCheck& check, bool ok) {
+  if (ok) REHEARSE_ASSERT(check.valid());  // --strict only adds failures
   const std::size_t error_total = check.errors.size() + check.errors_omitted;
   if (ok && check.flags.empty()) {
     fmt::print("ok  {}\n", file);
@@ -129,6 +136,10 @@ int cmd_validate(const Args& args) {
   // Exit codes as every command's (docs/cli.md): 2 a file that cannot be
   // used, 1 a valid file that --strict holds to its flags and that fails.
   const int exit_code = all_ok ? kExitOk : any_invalid ? kExitUsage : kExitFailed;
+  // The files that failed are counted once each: none exactly when all held.
+  REHEARSE_ASSERT_LE(failed_files, files->size());
+  REHEARSE_ASSERT_EQ(all_ok, failed_files == 0);
+  if (as_json) REHEARSE_ASSERT_EQ(report.size(), files->size());
   if (as_json) {
     nlohmann::json doc;
     doc["ok"] = all_ok;

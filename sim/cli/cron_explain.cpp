@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "model/assert.hpp"
 #include "model/retry_policy.hpp"
 
 namespace rehearse::cli {
@@ -13,6 +14,7 @@ constexpr std::array<const char*, 6> kFieldLabels{"second",       "minute", "hou
                                                   "day-of-month", "month",  "day-of-week"};
 
 std::string low_frequency_reason(const CronSchedule& schedule) {
+  REHEARSE_ASSERT(schedule.is_low_frequency());  // the reason for a "yes" only
   if (!schedule.macro().empty()) return fmt::format("the macro {}", schedule.macro());
   return "the day-of-month or day-of-week field is one fixed value";
 }
@@ -33,6 +35,7 @@ ScheduleRhythm schedule_rhythm(const CronSchedule& schedule) {
     }
     auto next = schedule.next_after(*previous);
     if (!next) break;
+    REHEARSE_ASSERT_GT(*next, *previous);  // strictly after: every gap is positive
     if (!r.has_gap || *next - *previous < r.shortest_gap_ms) {
       r.shortest_gap_ms = *next - *previous;
       r.shortest_gap_from_ms = *previous;
@@ -42,10 +45,16 @@ ScheduleRhythm schedule_rhythm(const CronSchedule& schedule) {
     if (*next >= end && seen >= 2) break;
     previous = next;
   }
+  REHEARSE_ASSERT_LE(r.firings, kRhythmCountMax);
+  if (r.count_capped) REHEARSE_ASSERT_EQ(r.firings, kRhythmCountMax);
+  if (r.has_gap) REHEARSE_ASSERT_GT(r.shortest_gap_ms, 0);
   return r;
 }
 
 std::optional<std::string> rhythm_warning(const CronSchedule& schedule, const ScheduleRhythm& r) {
+  // r comes from schedule_rhythm: a capped count stopped at the cap.
+  REHEARSE_ASSERT_GE(r.firings, 0);
+  REHEARSE_ASSERT_LE(r.firings, kRhythmCountMax);
   const bool low = schedule.is_low_frequency();
   const bool often = r.count_capped || r.firings > kRhythmLowFrequencyMax;
   const std::string count =
@@ -74,6 +83,7 @@ Result<CronExplanation> explain_cron(const CronSchedule& schedule) {
                       schedule.has_seconds_field() ? "sec min hour dom mon dow"
                                                    : "min hour dom mon dow",
                       schedule.has_seconds_field() ? 6 : 5);
+  REHEARSE_ASSERT_LE(schedule.fields().size(), kFieldLabels.size());  // a label per field
   for (std::size_t i = 0; i < schedule.fields().size(); ++i) {
     const CronField& f = schedule.fields()[i];
     const std::string described = describe_field(f);

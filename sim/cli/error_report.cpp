@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "model/assert.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
 
@@ -67,6 +68,11 @@ nlohmann::json error_object(const Error& error) {
   out["message"] = error.message;
   if (!error.where.empty()) out["where"] = error.where;
   put_location(out, error.where);
+  // A known location is always split into at least one of its parts.
+  if (!error.where.empty()) {
+    REHEARSE_ASSERT(out.contains("file") || out.contains("argument") || out.contains("pointer") ||
+                    out.contains("line"));
+  }
   return out;
 }
 
@@ -85,6 +91,7 @@ int input_error(const Error& error, const std::string& hint) {
 }
 
 int usage_error(const std::string& message, const std::string& hint) {
+  REHEARSE_ASSERT(!message.empty());  // the program's own words: never a bare "error:"
   return input_error(make_error(ErrorCode::invalid_argument, message), hint);
 }
 

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+
+#include "model/assert.hpp"
 
 namespace rehearse::cli {
 
@@ -17,6 +20,9 @@ std::string line_column(const std::string& text, std::size_t byte_offset) {
       ++column;
     }
   }
+  // Each byte before the offset moves one of them on by one.
+  const std::size_t read = std::min(byte_offset, text.size());
+  REHEARSE_ASSERT_LE(line - 1 + column - 1, read);
   return fmt::format("{}:{}", line, column);
 }
 
@@ -27,6 +33,8 @@ Result<TextInput> read_argument_text(const std::string& arg) {
   if (!in) {
     return make_error(ErrorCode::not_found, "cannot read the policy file", path);
   }
+  // "@" alone opens nothing: a file read has a name to put in its errors.
+  REHEARSE_ASSERT(!path.empty());
   std::ostringstream ss;
   ss << in.rdbuf();
   return TextInput{ss.str(), path};
@@ -55,6 +63,7 @@ Result<JsonInput> read_json_argument(const std::string& arg,
                       fmt::format("invalid JSON (expected a policy object or \"auto\")"),
                       fmt::format("{}:{}", out.origin, line_column(text, offset)));
   }
+  REHEARSE_ASSERT(!out.origin.empty());  // errors about the value name where it came from
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/assert.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
@@ -53,6 +54,13 @@ const std::vector<std::pair<std::string, Command>>& commands() {
       {"cron", cmd_cron},   {"policy", cmd_policy}, {"validate", cmd_validate},
       {"run", cmd_run},     {"status", cmd_status}, {"tune", cmd_tune},
       {"check", cmd_check}, {"merge", cmd_merge},   {"new", cmd_new}};
+  // find_command takes the first match: a name listed twice would hide one.
+  for (std::size_t i = 0; i < kCommands.size(); ++i) {
+    REHEARSE_ASSERT(kCommands[i].second != nullptr);
+    for (std::size_t j = i + 1; j < kCommands.size(); ++j) {
+      REHEARSE_ASSERT_NE(kCommands[i].first, kCommands[j].first);
+    }
+  }
   return kCommands;
 }
 
@@ -69,6 +77,9 @@ int unknown_command(const std::string& name) {
   for (const auto& entry : commands()) names.push_back(entry.first);
   names.push_back("help");
   const auto near = sim::closest(name, names);
+  // A suggestion is always one of the commands, never the mistyped name itself.
+  if (near) REHEARSE_ASSERT(find_command(*near) != nullptr || *near == "help");
+  REHEARSE_ASSERT(find_command(name) == nullptr);
   return usage_error(fmt::format("unknown command '{}'{}", name,
                                  near ? fmt::format(" (did you mean '{}'?)", *near) : ""),
                      "run 'rehearse --help' for the list of commands");
@@ -80,7 +91,11 @@ int help(const Args& rest) {
     fmt::print("{}", kTopHelp);
     return kExitOk;
   }
-  if (Command command = find_command(rest.front())) return command({"--help"});
+  if (Command command = find_command(rest.front())) {
+    const int code = command({"--help"});
+    REHEARSE_ASSERT_EQ(code, kExitOk);  // every command answers --help with its help
+    return code;
+  }
   return unknown_command(rest.front());
 }
 
@@ -113,7 +128,14 @@ int main(int argc, char** argv) {
     if (command == "--version" || command == "version") return print_version(wants_json(rest));
     if (command == "--help" || command == "-h") return help({});
     if (command == "help") return help(rest);
-    if (Command found = find_command(command)) return found(rest);
+    if (Command found = find_command(command)) {
+      const int code = found(rest);
+      // Only the exit codes docs/cli.md lists (70 is this handler's own);
+      // merge passes on the worst code its shard files record (0..255).
+      REHEARSE_ASSERT_GE(code, kExitOk);
+      REHEARSE_ASSERT_LE(code, command == "merge" ? 255 : kExitOutOfMemory);
+      return code;
+    }
     return unknown_command(command);
   } catch (const std::exception& e) {
     // Errors are values in the core; reaching here is a bug, reported plainly.

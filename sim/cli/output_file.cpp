@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "model/assert.hpp"
+
 namespace rehearse::cli {
 namespace {
 
@@ -76,6 +78,7 @@ Result<Destination> resolve(const std::string& given) {
 }
 
 bool write_all(int fd, std::string_view bytes) {
+  REHEARSE_ASSERT_GE(fd, 0);  // the callers return before writing to a failed open
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd, bytes.data(), bytes.size());
     if (n < 0 && errno == EINTR) continue;
@@ -94,6 +97,8 @@ Status write_to_stdout(std::string_view bytes) {
 }
 
 Status write_through(const std::string& path, std::string_view bytes) {
+  // resolve sends "-" to write_to_stdout.
+  REHEARSE_ASSERT_NE(path, "-");
   std::fflush(stdout);  // what the command printed so far comes first
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) return os_error("cannot open the output file", path, errno);
@@ -117,11 +122,17 @@ mode_t new_file_mode() {
 
 // A temporary file beside the target, renamed over it once complete.
 Status write_atomically(const Destination& d, std::string_view bytes) {
+  REHEARSE_ASSERT(d.sink == Sink::atomic);
+  // resolve keeps the mode of a regular file only: a device is never replaced.
+  if (d.exists) REHEARSE_ASSERT(S_ISREG(d.mode));
   const fs::path target = d.path;
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::string temp = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
   const int fd = ::mkstemp(temp.data());
   if (fd < 0) return os_error("cannot create a temporary file", temp, errno);
+  // The temporary file lies beside the target, so the rename stays in one
+  // directory (and one file system).
+  REHEARSE_ASSERT_EQ(fs::path(temp).parent_path().string(), dir.string());
   const mode_t mode = d.exists ? static_cast<mode_t>(d.mode & 07777) : new_file_mode();
   bool ok = ::fchmod(fd, mode) == 0 && write_all(fd, bytes) && ::fsync(fd) == 0;
   int err = errno;

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include "model/assert.hpp"
 #include "sim/check/junit.hpp"
 
 namespace rehearse::cli {
@@ -34,6 +35,7 @@ std::vector<std::pair<std::string, std::string>> failed_parts(const sim::Verdict
 
 RunJunitCase junit_case(const sim::Scenario& scenario, const sim::ScenarioRunResult& run,
                         const sim::Verdict& verdict, double wall_ms) {
+  REHEARSE_ASSERT_GE(wall_ms, 0.0);  // measured on a steady clock
   RunJunitCase c;
   c.path = scenario.path.empty() ? scenario.name : scenario.path;
   c.scenario = scenario.name;
@@ -64,6 +66,9 @@ std::string render_run_junit(const std::vector<RunJunitCase>& cases) {
   std::size_t failures = 0, errors = 0;
   double seconds = 0;
   for (const RunJunitCase& c : cases) {
+    REHEARSE_ASSERT_GE(c.seconds, 0.0);
+    // A failure or error always says what it was (the message and type attributes).
+    if (c.outcome != RunJunitCase::Outcome::passed) REHEARSE_ASSERT(!c.type.empty());
     failures += c.outcome == RunJunitCase::Outcome::failed ? 1 : 0;
     errors += c.outcome == RunJunitCase::Outcome::error ? 1 : 0;
     seconds += c.seconds;

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "model/assert.hpp"
+
 namespace rehearse::cli {
 
 Result<std::vector<std::string>> expand_scenario_paths(const std::vector<std::string>& arguments) {
@@ -29,11 +31,15 @@ Result<std::vector<std::string>> expand_scenario_paths(const std::vector<std::st
         return make_error(ErrorCode::not_found, "directory contains no *.json scenario file", arg);
       }
       std::sort(found.begin(), found.end());
+      // Name order, and each file once.
+      REHEARSE_ASSERT(std::adjacent_find(found.begin(), found.end()) == found.end());
       files.insert(files.end(), found.begin(), found.end());
     } else {
       files.push_back(arg);
     }
   }
+  // Every argument named at least one file (an empty directory is an error).
+  REHEARSE_ASSERT_GE(files.size(), arguments.size());
   return files;
 }
 

@@ -8,6 +8,7 @@
 #include <system_error>
 #include <vector>
 
+#include "model/assert.hpp"
 #include "sim/cli/output_file.hpp"
 
 namespace rehearse::cli {
@@ -36,6 +37,11 @@ Status prepare_shrink_dir(const std::string& dir) {
 
 Result<std::string> shrink_failed_case(sim::CaseRecord& record, const nlohmann::json& document,
                                        const ShrinkCaseOptions& options) {
+  // check shrinks failed cases only, each at most once, into the DIR it prepared.
+  REHEARSE_ASSERT(record.verdict == sim::CaseVerdict::fail);
+  REHEARSE_ASSERT(record.shrunk.empty());
+  REHEARSE_ASSERT(!options.dir.empty());
+  REHEARSE_ASSERT_GE(options.max_probes, 1u);  // the document itself needs one run
   const std::string invariant = invariant_to_shrink(record);
   if (invariant.empty()) {
     return make_error(
@@ -53,6 +59,8 @@ Result<std::string> shrink_failed_case(sim::CaseRecord& record, const nlohmann::
       sim::shrink_scenario(document, invariant, sim::world_probe(options.run_options), shrink);
   if (!result) return result.error();
   const std::string path = (std::filesystem::path(options.dir) / (shrink.name + ".json")).string();
+  // The name is built from a kebab-case scenario name: the file lands directly in DIR.
+  REHEARSE_ASSERT_EQ(std::filesystem::path(path).filename().string(), shrink.name + ".json");
   std::vector<std::string> inputs;
   if (!record.path.empty()) inputs.push_back(record.path);
   if (Status s = check_output_path(path, inputs); !s.ok()) return s.error();

@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include "model/assert.hpp"
+
 namespace rehearse::cli {
 namespace {
 
@@ -10,6 +12,9 @@ using nlohmann::ordered_json;
 // The part every starter shares: a nine-hour Monday morning, seed 1.
 ordered_json header(const StarterOptions& o, const std::string& name,
                     const std::string& description) {
+  // The starters' own defaults: a name when the user gives none, and words.
+  REHEARSE_ASSERT(!name.empty());
+  REHEARSE_ASSERT(!description.empty());
   ordered_json doc;
   doc["format"] = 1;
   doc["scenario"] = o.scenario.empty() ? name : o.scenario;
@@ -181,6 +186,14 @@ const std::vector<Starter>& starters() {
       {"reconcile", "a reconcile job moving an issue, through an orchestrator outage",
        reconcile_starter},
   };
+  // The call job's first (starters.hpp); a kind listed twice would hide one.
+  REHEARSE_ASSERT_EQ(kStarters.front().kind, "call");
+  for (std::size_t i = 0; i < kStarters.size(); ++i) {
+    REHEARSE_ASSERT(kStarters[i].build != nullptr);
+    for (std::size_t j = i + 1; j < kStarters.size(); ++j) {
+      REHEARSE_ASSERT_NE(kStarters[i].kind, kStarters[j].kind);
+    }
+  }
   return kStarters;
 }
 

@@ -7,6 +7,8 @@
 #include <map>
 #include <tuple>
 
+#include "model/assert.hpp"
+
 namespace rehearse::cli {
 
 using nlohmann::json;
@@ -17,6 +19,7 @@ namespace {
 
 // Whole seconds in the table (the JSON and CSV keep milliseconds).
 std::string optional_duration(const std::optional<DurationMs>& d) {
+  if (d) REHEARSE_ASSERT_GE(*d, 0);  // a time to recovery, after the outage began
   return d ? format_duration(*d / kSecondMs * kSecondMs) : std::string("-");
 }
 
@@ -34,10 +37,12 @@ std::string xml_escape(std::string_view text) {
       default: out += c;
     }
   }
+  REHEARSE_ASSERT_EQ(out.find_first_of("<>\"'"), std::string::npos);  // safe in text and attributes
   return out;
 }
 
 std::string row_summary(const TuneRow& row) {
+  REHEARSE_ASSERT_LE(row.recovered, row.runs);  // a run recovers at most once
   return fmt::format(
       "{}: recovery {:.3f} [{:.3f}, {:.3f}], {:.2f} extra calls, p95 time to "
       "recovery {}",
@@ -48,6 +53,11 @@ std::string row_summary(const TuneRow& row) {
 }  // namespace
 
 std::string tune_verdict(const TuneResult& result) {
+  // run_tune always reports the job's own policy, at `current`.
+  REHEARSE_ASSERT_LT(result.current, result.rows.size());
+  REHEARSE_ASSERT(result.rows[result.current].policy.current);
+  for (const std::size_t i : result.dominating) REHEARSE_ASSERT_LT(i, result.rows.size());
+  for (const std::size_t i : result.front_above) REHEARSE_ASSERT_LT(i, result.rows.size());
   const TuneRow& current = result.rows[result.current];
   const std::string text = fmt::format("the job's own policy, {}", row_summary(current));
   // Among front rows, the one recovering most often; ties: fewer calls first.
@@ -73,6 +83,8 @@ std::string tune_verdict(const TuneResult& result) {
                       result.front_above.size(), result.front_above.size() == 1 ? "y" : "ies",
                       row_summary(result.rows[next]));
   }
+  // Off the front means some front row dominates it (best_of takes the first).
+  REHEARSE_ASSERT(!result.dominating.empty());
   return text + fmt::format("; off the Pareto front: {} front polic{} dominate{} it, e.g. {}",
                             result.dominating.size(), result.dominating.size() == 1 ? "y" : "ies",
                             result.dominating.size() == 1 ? "s" : "",
@@ -112,6 +124,7 @@ std::string tune_table(const TuneResult& r) {
 }
 
 json tune_json(const TuneResult& r) {
+  REHEARSE_ASSERT_LT(r.current, r.rows.size());  // rows[current] is read below
   json rows = json::array();
   for (const auto& row : r.rows) {
     const Backoff& b = row.policy.backoff;
@@ -171,6 +184,8 @@ std::string tune_csv(const TuneResult& r) {
   };
   for (const auto& row : r.rows) {
     const Backoff& b = row.policy.backoff;
+    // The label is quoted, not escaped: tune builds it without a quote.
+    REHEARSE_ASSERT_EQ(row.policy.label.find('"'), std::string::npos);
     out += fmt::format(
         "\"{}\",{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{},{},{:.6f},{:.3f},{},{:.6f},{},{}\n",
         row.policy.label, row.policy.attempts, to_string(b.kind), b.delay_ms, b.max_delay_ms,
@@ -191,6 +206,9 @@ std::string heat_colour(double p) {
   const int green = t < 0.5 ? static_cast<int>(48 + t * 2 * (190 - 48))
                             : static_cast<int>(190 - (t - 0.5) * 2 * (190 - 150));
   const int blue = 39;
+  // Each channel stays in a byte: two hex digits.
+  REHEARSE_ASSERT(red >= 0 && red <= 255);
+  REHEARSE_ASSERT(green >= 0 && green <= 255);
   return fmt::format("#{:02x}{:02x}{:02x}", red, green, blue);
 }
 
@@ -232,6 +250,10 @@ std::vector<std::string> wrap(const std::string& text, std::size_t width) {
     lines.back() += (lines.back().empty() ? "" : " ") + word;
     start = end + 1;
   }
+  // A line is longer than `width` only when it is one word that is.
+  for (const std::string& line : lines) {
+    if (line.size() > width) REHEARSE_ASSERT_EQ(line.find(' '), std::string::npos);
+  }
   return lines;
 }
 
@@ -254,6 +276,7 @@ HeatLayout heat_layout(const TuneResult& r) {
   }
   sort_unique(l.attempts);
   sort_unique(l.delays);
+  REHEARSE_ASSERT_EQ(l.order.size(), l.panels.size());  // each panel listed once
   return l;
 }
 
@@ -292,6 +315,7 @@ std::string svg_panel(const HeatLayout& l, const PanelKey& key, int x0) {
                        x0 + kLeft + static_cast<int>(c) * kW + kW / 2, l.cells_bottom() + 16,
                        xml_escape(format_duration(l.delays[c])));
   }
+  REHEARSE_ASSERT_EQ(l.panels.count(key), 1u);  // keys come from l.order
   const PanelCells& cells = l.panels.at(key);
   for (std::size_t a = 0; a < l.attempts.size(); ++a) {
     const int y = kTop + static_cast<int>(a) * kH;
@@ -376,12 +400,15 @@ std::string tune_svg(const TuneResult& r) {
     svg += svg_panel(l, key, x0);
     x0 += l.panel_width() + kGap;
   }
+  // The panels fit the picture's width.
+  REHEARSE_ASSERT_LE(x0, l.width());
   svg += svg_scale(l);
   int y = l.scale_top() + 40 + HeatLayout::kLine / 2;
   for (const std::string& line : l.notes) {
     svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", kGap, y, xml_escape(line));
     y += HeatLayout::kLine;
   }
+  REHEARSE_ASSERT_LE(y, l.height());  // and the notes its height
   return svg + "</svg>\n";
 }
 

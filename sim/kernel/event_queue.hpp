@@ -90,7 +90,10 @@ class EventKeyHeap {
 
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
-  Key top() const noexcept { return unpack(at(0)); }
+  Key top() const noexcept {
+    REHEARSE_ASSERT_GT(size_, 0u);  // callers check empty() first
+    return unpack(at(0));
+  }
 
   void push(Key key) {
     if (size_ == capacity_) grow();

@@ -17,7 +17,10 @@ std::atomic<bool> g_spent{false};
 // re-enters the handler. Not touched: what runs out is the address space a
 // limit allows (ulimit -v, RLIMIT_AS), which counts the block untouched; a
 // process the kernel's OOM killer ends never reaches the handler at all.
-void* take_block(std::size_t bytes) noexcept { return std::malloc(bytes); }
+void* take_block(std::size_t bytes) noexcept {
+  REHEARSE_ASSERT_GT(bytes, 0u);  // malloc(0) may return a block that reserves nothing
+  return std::malloc(bytes);
+}
 
 // operator new's handler: the first failure spends the reserve and lets the
 // allocation be tried again; with nothing left to give, it fails as usual.

@@ -54,6 +54,8 @@ std::uint64_t Rng::next_u64() noexcept {
   s_[0] ^= s_[3];
   s_[2] ^= t;
   s_[3] = rotl(s_[3], 45);
+  // The step is a bijection on non-zero states: it never reaches the fixed point.
+  REHEARSE_ASSERT((s_[0] | s_[1] | s_[2] | s_[3]) != 0);
   return result;
 }
 

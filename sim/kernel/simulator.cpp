@@ -44,6 +44,7 @@ std::optional<AssertionFailure> take_failed_assertion() {
 
 // The assertion a task ended with, if that is how it ended.
 std::optional<AssertionFailure> assertion_of(const std::exception_ptr& error) {
+  REHEARSE_ASSERT(error != nullptr);  // only a failed task's exception is asked about
   try {
     std::rethrow_exception(error);
   } catch (const AssertionFailedInRun& e) {
@@ -54,6 +55,7 @@ std::optional<AssertionFailure> assertion_of(const std::exception_ptr& error) {
 }
 
 std::string describe_exception(const std::exception_ptr& error) {
+  REHEARSE_ASSERT(error != nullptr);  // rethrowing a null exception_ptr is undefined
   try {
     std::rethrow_exception(error);
   } catch (const AssertionFailedInRun& e) {
@@ -267,14 +269,18 @@ EventId Simulator::schedule_call_for(ProcessId process, TimeMs at_ms, Callback c
 bool Simulator::cancel(EventId id) { return queue_.cancel(id); }
 
 void Simulator::add_event_listener(EventListener listener) {
+  REHEARSE_ASSERT(static_cast<bool>(listener));  // called after every event
   event_listeners_.push_back(std::move(listener));
 }
 
 void Simulator::add_process_listener(ProcessListener listener) {
+  REHEARSE_ASSERT(static_cast<bool>(listener));
   process_listeners_.push_back(std::move(listener));
 }
 
 void Simulator::notify_process(ProcessId process, ProcessChange change) {
+  // Told after the change: a booted process is up, a crashed one down.
+  REHEARSE_ASSERT_EQ(process_ref(process).up, change == ProcessChange::booted);
   for (const auto& listener : process_listeners_) listener(process, change, now_ms_);
 }
 
@@ -403,9 +409,19 @@ RunResult Simulator::run_loop(std::optional<TimeMs> horizon_ms) {
   }
 }
 
-RunResult Simulator::run_until(TimeMs horizon_ms) { return run_loop(horizon_ms); }
+RunResult Simulator::run_until(TimeMs horizon_ms) {
+  RunResult result = run_loop(horizon_ms);
+  // A completed run reached the horizon (now() never moves back).
+  if (result.ok()) REHEARSE_ASSERT_GE(result.now_ms, horizon_ms);
+  return result;
+}
 
-RunResult Simulator::run() { return run_loop(std::nullopt); }
+RunResult Simulator::run() {
+  RunResult result = run_loop(std::nullopt);
+  // Without a horizon a run completes only when no event is left.
+  if (result.ok()) REHEARSE_ASSERT(queue_.empty());
+  return result;
+}
 
 Result<CrashSweepReport> sweep_crash_points(const CrashSweepScenario& scenario,
                                             std::uint64_t points_max) {

@@ -149,6 +149,7 @@ bool is_head_key(const TraceEvent& e, std::string_view key) {
 
 void append_json_line(std::string& out, const TraceEvent& e) {
   const json& d = e.data;
+  const std::size_t start = out.size();
   out += '{';
   append_head_field(out, d, "t", [&] { append_string(out, instant_text(e.t)); });
   append_head_field(out, d, "seq", [&] { append_integer(out, e.seq); });
@@ -169,6 +170,8 @@ void append_json_line(std::string& out, const TraceEvent& e) {
     append_value(out, it.value());
   }
   out += '}';
+  // The fixed key order: every line opens with its time.
+  REHEARSE_ASSERT_EQ(out.compare(start, 5, R"({"t":)"), 0);
 }
 
 std::string to_json_line(const TraceEvent& e) {
@@ -197,6 +200,8 @@ void Trace::hash_event(const TraceEvent& e) {
   line_.clear();
   append_json_line(line_, e);
   line_ += '\n';
+  // The serializer escapes newlines: the hashed bytes are exactly one line.
+  REHEARSE_ASSERT_EQ(line_.find('\n'), line_.size() - 1);
   hash_ = fnv1a64(line_, hash_);
 }
 

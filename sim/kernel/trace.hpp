@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/assert.hpp"
 #include "model/time.hpp"
 
 namespace rehearse::sim {
@@ -82,7 +83,10 @@ class Trace {
   // `attempt` (a request header's value) is stored as the number it is.
   std::size_t record(TraceEvent e);
 
-  void add_listener(Listener listener) { listeners_.push_back(std::move(listener)); }
+  void add_listener(Listener listener) {
+    REHEARSE_ASSERT(static_cast<bool>(listener));  // called with every event
+    listeners_.push_back(std::move(listener));
+  }
 
   // The kept events (empty under TraceKeep::none).
   const std::vector<TraceEvent>& events() const noexcept { return events_; }

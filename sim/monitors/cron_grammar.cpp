@@ -54,6 +54,7 @@ std::optional<std::string> cron_day_refusal(const std::vector<bool>& doms, bool 
   for (int m = 1; m <= 12; ++m) {
     if (!months[static_cast<std::size_t>(m)] || smallest <= kLongest[m]) continue;
     if (month_single) {
+      REHEARSE_ASSERT_GE(smallest, 30);
       return fmt::format("day {} of the month does not exist in month {} (the only month)",
                          smallest, m);
     }
@@ -62,6 +63,8 @@ std::optional<std::string> cron_day_refusal(const std::vector<bool>& doms, bool 
   for (int m = 1; m <= 12; ++m) {
     if (months[static_cast<std::size_t>(m)] && smallest <= kLongest[m]) return std::nullopt;
   }
+  // Every day up to 29 exists in every month: only the 30th or 31st can be missing.
+  REHEARSE_ASSERT_GE(smallest, 30);
   return fmt::format("day {} of the month exists in none of its months: it never fires", smallest);
 }
 

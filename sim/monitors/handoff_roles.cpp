@@ -15,14 +15,19 @@ namespace {
 
 constexpr std::size_t kShortId = 8;  // the orchestrator's records carry this much
 
-std::string short_of(const std::string& id) { return id.substr(0, kShortId); }
+std::string short_of(const std::string& id) {
+  std::string out = id.substr(0, kShortId);
+  REHEARSE_ASSERT_LE(out.size(), kShortId);
+  return out;
+}
 
 // The role a handoff for the item's status goes to (the world's stage_roles:
 // BUILDING dev, REVIEWING lead); "" for a status that calls for none.
 std::string role_for_status(const std::string& status) {
-  if (status == "in_progress") return "dev";
-  if (status == "in_review") return "lead";
-  return "";
+  const std::string role = status == "in_progress" ? "dev" : status == "in_review" ? "lead" : "";
+  // A role of the witnesses' own table, or none.
+  REHEARSE_ASSERT(role.empty() || witness_role_of(role) == role);
+  return role;
 }
 
 }  // namespace
@@ -66,7 +71,10 @@ std::optional<std::string> env_role_of(const Scenario& scenario, const std::stri
        {"AGENT_PLANNING_ID", "planning"}}};
   for (const auto& [var, role] : kEnvRoles) {
     const auto named = env_lookup(scenario.env, var);
-    if (named && *named == agent_id) return std::string(role);
+    if (!named || *named != agent_id) continue;
+    // Each variable names one of the witnesses' four roles.
+    REHEARSE_ASSERT(witness_role_of(role) == std::string(role));
+    return std::string(role);
   }
   return std::nullopt;
 }

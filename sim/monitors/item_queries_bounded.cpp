@@ -98,6 +98,8 @@ void ItemQueriesBounded::on_durable_stage(const TraceEvent& e) {
 // orchestrator's own answers and request times.
 void ItemQueriesBounded::check_config_attempts(const TraceEvent& e, std::size_t i,
                                                Violations& out) {
+  // observe() forgot the answers of a process that went down and returned.
+  REHEARSE_ASSERT(!context_.process.went_down_at(i));
   if (e.type == "agent_removed" || e.type == "agent_restored") {
     if (!lead_prefix_.empty() && e.str("agent") == lead_prefix_) {
       lead_present_ = e.type == "agent_restored";

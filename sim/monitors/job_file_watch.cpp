@@ -28,6 +28,8 @@ bool changes_disk(const std::string& type) {
 }  // namespace
 
 JobFileWatch::Damage* JobFileWatch::damage_at(const std::string& path) {
+  // observe() looks a file up only once some file was damaged.
+  REHEARSE_ASSERT(!damaged_.empty());
   for (auto& [damaged, damage] : damaged_) {
     if (names_file(path, damaged)) return &damage;
   }

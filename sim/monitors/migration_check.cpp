@@ -32,6 +32,8 @@ MigrationCheck::MigrationCheck(const char* invariant, const Scenario& scenario)
       records_[{spec.id, item.issue}].terminal = terminal_stage(item.stage);
     }
   }
+  // Only a job with items has an entry.
+  REHEARSE_ASSERT_LE(items_of_.size(), scenario.jobs.size());
 }
 
 void MigrationCheck::observe(const TraceEvent& e, std::size_t i, bool list_answered, bool went_down,
@@ -40,6 +42,8 @@ void MigrationCheck::observe(const TraceEvent& e, std::size_t i, bool list_answe
     on_crash();
   } else if (e.type == "instance_changed") {
     for (const auto& [job, issues] : items_of_) migrated_.insert(job);
+    // Every job with items awaits the new instance, and only those.
+    REHEARSE_ASSERT_EQ(migrated_.size(), items_of_.size());
   } else if (e.type == "durable_stage") {
     records_[{e.job, e.item}].terminal = terminal_stage(e.str("stage"));
   } else if (e.type == "queue_intent") {

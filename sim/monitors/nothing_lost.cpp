@@ -293,6 +293,8 @@ void NothingLost::check_budget_spent(const TraceEvent& e, std::size_t i, Violati
   const SlotWatch* slot = context_.slots.find(e.job, *e.slot);
   const bool stalled = slot != nullptr && slot->stalled;
   const int spent = context_.retry_count.scheduled(e.job, *e.slot, p.per_slot);
+  // A valid policy's budget is a count of retries (witness_policy).
+  REHEARSE_ASSERT_GE(p.retries_max, 0);
   // The class the world saw fail the slot's last run (run_facts.hpp: the
   // monitors' own reading of the replies), not the one the notification
   // carries: a core that misclassified a 429 as auth would write `auth` there.
@@ -361,6 +363,8 @@ void NothingLost::check_every_task_ran(const std::string& id, const GroupRun& ru
   const auto failed = std::find_if(run.results.begin(), run.results.end(),
                                    [](const auto& r) { return r.second == "failed"; });
   if (job == nullptr || failed == run.results.end()) return;
+  // A group run is opened only for a job with tasks (check_group_verdict).
+  REHEARSE_ASSERT(!job->tasks.empty());
   for (const MonitoredJob::Task& task : job->tasks) {
     if (task.model_calls == 0 || run.results.count(task.id) != 0) continue;
     out.push_back({kName, i, t,

@@ -13,6 +13,8 @@ namespace {
 bool state_store_file(const std::string& path) {
   const std::size_t slash = path.rfind('/');
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  // The file's own name, without its directory.
+  REHEARSE_ASSERT_EQ(name.find('/'), std::string::npos);
   return name == "retry_state.json" || name == "retry_state.journal";
 }
 
@@ -49,6 +51,8 @@ std::int64_t pid_of(const TraceEvent& e) {
 }
 
 bool ProcessTracker::brings_up(const TraceEvent& e) const {
+  // observe() asks only about a boot, a crash or a worker-lock grant.
+  REHEARSE_ASSERT(is_process_event(e));
   if (is_boot_event(e.type)) return !acting_.has_value();
   return is_worker_lock_event(e) && acting_ != pid_of(e);
 }

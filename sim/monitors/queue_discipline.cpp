@@ -19,6 +19,8 @@ Violations QueueDiscipline::observe(const TraceEvent& e, std::size_t i) {
   takeover_.observe(e, i, out);
   if (is_crash_event(e.type)) {
     end_leases_of(e);
+    // A power loss ends every lease.
+    if (e.type == "disk_crash") REHEARSE_ASSERT(leases_.empty());
     return out;
   }
   const std::int64_t id = e.num("id", -1);

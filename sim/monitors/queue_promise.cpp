@@ -22,6 +22,7 @@ std::set<std::uint64_t> listed(const TraceEvent& e, const char* key) {
         id.is_number_unsigned() || (id.is_number_integer() && id.get<std::int64_t>() >= 0);
     if (id_number) ids.insert(id.get<std::uint64_t>());
   }
+  REHEARSE_ASSERT_LE(ids.size(), list->size());
   return ids;
 }
 

@@ -64,7 +64,10 @@ const std::vector<InvariantSpec>& invariant_specs() {
 const std::string& invariant_summary(const std::string& name) {
   static const std::string kNone;
   for (const MonitorFactory& f : monitor_registry()) {
-    if (f.name == name) return f.summary;
+    if (f.name != name) continue;
+    // Every registered monitor says in a line what it watches.
+    REHEARSE_ASSERT(!f.summary.empty());
+    return f.summary;
   }
   return kNone;
 }

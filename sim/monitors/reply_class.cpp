@@ -10,6 +10,7 @@
 namespace rehearse::sim {
 
 ItemAnswer item_answer(const TraceEvent& reply) {
+  REHEARSE_ASSERT_EQ(reply.type, "service_reply");
   const std::int64_t status = reply.num("status", 0);
   if (status == 0) {
     return reply.str("transport_error").empty() ? ItemAnswer::none : ItemAnswer::transient;
@@ -28,8 +29,11 @@ bool has(std::string_view text, std::string_view marker) {
 }
 
 bool any_of_markers(std::string_view text, std::initializer_list<std::string_view> markers) {
-  return std::any_of(markers.begin(), markers.end(),
-                     [&](std::string_view m) { return has(text, m); });
+  return std::any_of(markers.begin(), markers.end(), [&](std::string_view m) {
+    // An empty marker would be found in every text.
+    REHEARSE_ASSERT(!m.empty());
+    return has(text, m);
+  });
 }
 
 // A character that may stand next to a status number in text: a number glued
@@ -53,16 +57,22 @@ std::vector<int> statuses_in(std::string_view text) {
     if (left && right)
       out.push_back((text[i] - '0') * 100 + (text[i + 1] - '0') * 10 + (text[i + 2] - '0'));
   }
+  // Each status takes three characters and a separator from the next one.
+  REHEARSE_ASSERT_LE(out.size() * 4, text.size() + 1);
   return out;
 }
 
 bool status_in(const std::vector<int>& statuses, int lo, int hi) {
+  REHEARSE_ASSERT_LE(lo, hi);
   return std::any_of(statuses.begin(), statuses.end(), [&](int s) { return s >= lo && s <= hi; });
 }
 
 bool status_is(const std::vector<int>& statuses, std::initializer_list<int> wanted) {
-  return std::any_of(wanted.begin(), wanted.end(),
-                     [&](int w) { return status_in(statuses, w, w); });
+  return std::any_of(wanted.begin(), wanted.end(), [&](int w) {
+    // Only HTTP statuses are wanted (statuses_in finds three digits).
+    REHEARSE_ASSERT(w >= 100 && w <= 599);
+    return status_in(statuses, w, w);
+  });
 }
 
 // "host not found" and its kin are DNS talk (network), not a missing resource.
@@ -91,6 +101,8 @@ ReplyFacts reply_facts_of(const TraceEvent& e) {
 }
 
 std::string status_failure_class(int status) {
+  // A 2xx is no failure: reply_failure_class answers it before asking.
+  REHEARSE_ASSERT(status < 200 || status > 299);
   if (status == 408) return "timeout";
   if (status == 429) return "rate_limit";
   if (status >= 500 && status <= 599) return "provider_5xx";
@@ -101,6 +113,7 @@ std::string status_failure_class(int status) {
 }
 
 std::string transport_failure_class(std::string_view kind) {
+  REHEARSE_ASSERT(!kind.empty());
   if (kind == "timeout") return "timeout";
   if (kind == "connection_refused" || kind == "connection_reset" || kind == "dns" ||
       kind == "broken_pipe") {
@@ -156,12 +169,14 @@ std::string text_failure_class(std::string_view message) {
 }
 
 std::optional<std::string> reply_failure_class(const ReplyFacts& reply) {
-  if (reply.status) {
-    if (*reply.status >= 200 && *reply.status <= 299) return std::nullopt;
-    return status_failure_class(*reply.status);
-  }
-  if (!reply.transport_error.empty()) return transport_failure_class(reply.transport_error);
-  return text_failure_class(reply.message);
+  if (reply.status && *reply.status >= 200 && *reply.status <= 299) return std::nullopt;
+  const std::string cls = reply.status ? status_failure_class(*reply.status)
+                          : !reply.transport_error.empty()
+                              ? transport_failure_class(reply.transport_error)
+                              : text_failure_class(reply.message);
+  // Every row answers with a class of the table (`unknown` at worst).
+  REHEARSE_ASSERT_LT(failure_specificity(cls), 9);
+  return cls;
 }
 
 int failure_specificity(std::string_view failure_class) {
@@ -176,8 +191,12 @@ int failure_specificity(std::string_view failure_class) {
 }
 
 bool retried_by_default(std::string_view failure_class) {
-  return failure_class == "timeout" || failure_class == "network" ||
-         failure_class == "provider_5xx" || failure_class == "rate_limit";
+  const bool retried = failure_class == "timeout" || failure_class == "network" ||
+                       failure_class == "provider_5xx" || failure_class == "rate_limit";
+  // The retried classes are the table's transient ones, rate_limit to network.
+  REHEARSE_ASSERT(!retried || (failure_specificity(failure_class) >= 4 &&
+                               failure_specificity(failure_class) <= 7));
+  return retried;
 }
 
 std::string group_failure_class(const std::vector<std::string>& task_failures,
@@ -189,6 +208,8 @@ std::string group_failure_class(const std::vector<std::string>& task_failures,
   for (const std::string& cls : task_failures) {
     if (best.empty() || failure_specificity(cls) < failure_specificity(best)) best = cls;
   }
+  // Some task's class, "" only when there is none.
+  REHEARSE_ASSERT_EQ(best.empty(), task_failures.empty());
   return best;
 }
 
@@ -219,6 +240,8 @@ void RunReplies::observe_refusal(const TraceEvent& e) {
   const auto own = runs_.find({e.job, *e.slot});
   if (own == runs_.end()) return;
   own->second.delivery_refusals.push_back(text_failure_class(e.str("reason")));
+  // text_failure_class answers with a class of the table (`unknown` at worst).
+  REHEARSE_ASSERT_LT(failure_specificity(own->second.delivery_refusals.back()), 9);
 }
 
 std::vector<std::string> RunReplies::failed_classes(const std::string& job, TimeMs slot) const {
@@ -259,6 +282,7 @@ std::optional<std::string> RunReplies::own_request_failure(const std::string& jo
 // answer (no body class: `unknown`), a skip or a deliverable.
 void RunReplies::observe_task(Run& run, const TraceEvent& e,
                               const std::optional<std::string>& failure) {
+  REHEARSE_ASSERT_EQ(e.service, "model-api");
   const std::string body = e.str("body_class");
   const std::string result =
       failure ? *failure : (body.empty() ? "unknown" : (body == "skip" ? "skip" : ""));
@@ -270,6 +294,8 @@ void RunReplies::observe_task(Run& run, const TraceEvent& e,
   } else {
     it->second = result;
   }
+  // One entry per task: its last reply replaces the earlier one.
+  REHEARSE_ASSERT_EQ(std::count_if(run.tasks.begin(), run.tasks.end(), same), 1);
 }
 
 GroupTaskReplies RunReplies::group_tasks(const std::string& job, TimeMs slot) const {

@@ -63,9 +63,12 @@ void RetryCount::rebase(const std::string& job, const TraceEvent* row) {
 int RetryCount::surviving(const std::string& job, TimeMs slot, bool per_slot) const {
   if (per_slot) {
     const auto it = slot_surviving_.find({job, slot});
+    // rebase() keeps what survived at zero or more, whatever the row said.
+    REHEARSE_ASSERT(it == slot_surviving_.end() || it->second >= 0);
     return it == slot_surviving_.end() ? 0 : it->second;
   }
   const auto it = episode_surviving_.find(job);
+  REHEARSE_ASSERT(it == episode_surviving_.end() || it->second >= 0);
   return it == episode_surviving_.end() ? 0 : it->second;
 }
 

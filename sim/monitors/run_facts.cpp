@@ -48,10 +48,15 @@ RunFacts::RunFacts(const ProcessTracker& process, const JobTable& jobs, const Sc
     if (job.kind == JobKind::reconcile) reconcile_jobs_.insert(job.id);
     if (job.kind == JobKind::publish) publish_jobs_.insert(job.id);
   }
+  // A job has one kind: no job is in two of the sets.
+  REHEARSE_ASSERT_LE(reply_classified_.size() + reconcile_jobs_.size() + publish_jobs_.size(),
+                     scenario.jobs.size());
 }
 
 std::optional<Fact> RunFacts::settle_pending(const TraceEvent& e) {
   if (!pending_finish_) return std::nullopt;
+  // Left by on_done for a run whose intent was written but no readable row.
+  REHEARSE_ASSERT(pending_finish_->run.intent && !pending_finish_->run.wrote);
   // The finish's own cancels (a superseded retry) come before its notices:
   // the outcome is still to come.
   if (e.type == "queue_cancel" && e.job == pending_finish_->run.job) return std::nullopt;
@@ -216,6 +221,8 @@ std::string RunFacts::replies_class_of(const OpenRun& r) const {
 // A failed publish run: its model-api request failed, or (its post in hand)
 // the messenger refused the delivery, or its ledger failed it closed.
 std::string RunFacts::publish_class_of(const OpenRun& r) const {
+  // failure_class_of asks only for a publish job's run.
+  REHEARSE_ASSERT_EQ(publish_jobs_.count(r.job), 1u);
   const std::vector<std::string> failed = replies_.failed_classes(r.job, r.slot);
   if (!failed.empty()) return failed.front();
   const std::vector<std::string> refused = replies_.group_tasks(r.job, r.slot).delivery_refusals;
@@ -225,6 +232,7 @@ std::string RunFacts::publish_class_of(const OpenRun& r) const {
 // The agent list a reconcile run's cycle got (its job and slot headers): the
 // last answer decides, a 200 clears an earlier failure.
 void RunFacts::note_agent_list(const TraceEvent& e) {
+  REHEARSE_ASSERT_EQ(e.type, "service_reply");
   if (e.service != "orchestrator" || e.str("operation") != "list_agents" || !e.slot) return;
   for (auto& [id, r] : open_runs_) {
     if (r.job != e.job || r.slot != *e.slot || reconcile_jobs_.count(r.job) == 0) continue;
@@ -255,10 +263,13 @@ std::optional<std::string> RunFacts::group_class_of(const OpenRun& r) const {
   }
   if (scripted_deliverable || tasks.deliverable || tasks.failed.empty()) return std::nullopt;
   const WitnessPolicy& policy = job->policy;
-  return group_failure_class(tasks.failed, [&policy](const std::string& cls) {
+  const std::string chosen = group_failure_class(tasks.failed, [&policy](const std::string& cls) {
     if (!policy.valid) return retried_by_default(cls);
     return policy.all_classes || policy.classes.count(cls) != 0;
   });
+  // Some task failed: the rule picks one of their classes.
+  REHEARSE_ASSERT(!chosen.empty());
+  return chosen;
 }
 
 std::optional<TraceEvent> RunFacts::notification_of(const TraceEvent& e) {

@@ -221,7 +221,12 @@ void ScheduleKept::check_never_runs(const TraceEvent& e, std::size_t i, Violatio
 void ScheduleKept::check_due_at_firing(const TraceEvent& e, std::size_t i, Violations& out) {
   if (e.type != "queue_add" || e.str("kind") != "regular" || !e.flag("added") || !e.slot) return;
   const MonitoredJob* job = context_.jobs.find(e.job);
-  if (job != nullptr && job->cron && job->cron->between(*e.slot - 1, *e.slot, 1).empty()) {
+  const std::vector<TimeMs> firing = job != nullptr && job->cron
+                                         ? job->cron->between(*e.slot - 1, *e.slot, 1)
+                                         : std::vector<TimeMs>{};
+  // The matcher's window (slot - 1 ms, slot] holds the slot or nothing.
+  REHEARSE_ASSERT(firing.empty() || firing.front() == *e.slot);
+  if (job != nullptr && job->cron && firing.empty()) {
     out.push_back({kName, i, e.t,
                    fmt::format("job {}: slot {} was queued, but the schedule does not fire then",
                                e.job, slot_text(e.slot))});

@@ -24,6 +24,7 @@ SequentialRequests::SequentialRequests(const Scenario& scenario) {
     if (spec.kind == JobKind::fetch && !spec.parallel) sequential_[spec.id] = "fetch";
     if (spec.kind == JobKind::call) sequential_[spec.id] = "call";
   }
+  REHEARSE_ASSERT_LE(sequential_.size(), scenario.jobs.size());
 }
 
 // The run is named by its requests' ids, `{job}/{slot}/a{attempt}/r{index}`

@@ -18,6 +18,10 @@ struct SlotCounts {
                exhausted = 0;
 
   void add(SlotState state) {
+    const auto fates = [this] {
+      return delivered + skipped + failed + in_flight + superseded + coalesced;
+    };
+    const std::int64_t before = fates();
     switch (state) {
       case SlotState::delivered: ++delivered; break;
       case SlotState::skipped: ++skipped; break;
@@ -29,6 +33,8 @@ struct SlotCounts {
       case SlotState::coalesced: ++coalesced; break;
       default: ++in_flight; break;
     }
+    // One fate per slot (an exhausted slot is also counted failed).
+    REHEARSE_ASSERT_EQ(fates(), before + 1);
   }
 };
 
@@ -59,7 +65,11 @@ bool finished(SlotState state) {
     case SlotState::retry_dropped:
     case SlotState::superseded:
     case SlotState::coalesced: return true;
-    default: return false;
+    default:
+      // An unfinished slot is in flight in the tallies' words, or failed awaiting a retry.
+      REHEARSE_ASSERT(state == SlotState::failed ||
+                      std::string_view(slot_outcome(state)) == "in_flight");
+      return false;
   }
 }
 
@@ -97,7 +107,11 @@ SlotTracker::SlotTracker(const JobTable& jobs) : jobs_table_(jobs) {
 }
 
 bool SlotTracker::known(const std::string& job, TimeMs slot) const {
-  return slots_.count({job, slot}) != 0 || find_finished(job, slot) != nullptr;
+  const bool watched = slots_.count({job, slot}) != 0;
+  const bool compact = find_finished(job, slot) != nullptr;
+  // A slot is watched or kept compactly, never both.
+  REHEARSE_ASSERT(!(watched && compact));
+  return watched || compact;
 }
 
 const SlotWatch* SlotTracker::find(const std::string& job, TimeMs slot) const {

@@ -18,7 +18,12 @@ namespace {
 
 // The stages the world's reconcile jobs hand to an agent (the default
 // stage_roles: a scenario cannot change them).
-bool needs_agent(const std::string& stage) { return stage == "BUILDING" || stage == "REVIEWING"; }
+bool needs_agent(const std::string& stage) {
+  const bool needs = stage == "BUILDING" || stage == "REVIEWING";
+  // Both are stages of the rank table.
+  REHEARSE_ASSERT(!needs || stage_rank(stage) >= 0);
+  return needs;
+}
 
 bool answered_assign(const TraceEvent& e) {
   const std::int64_t status = e.num("status", 0);

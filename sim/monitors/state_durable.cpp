@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "model/assert.hpp"
@@ -24,6 +25,8 @@ std::string dir_of(const std::string& path) {
 
 // `path` names the damaged file `bad` (the same path, or `bad` relative to it).
 bool same_file(const std::string& path, const std::string& bad) {
+  // Damage is noted only under a named path (note_state_damage).
+  REHEARSE_ASSERT(!bad.empty());
   return path == bad || (path.size() > bad.size() &&
                          path.compare(path.size() - bad.size(), bad.size(), bad) == 0 &&
                          path[path.size() - bad.size() - 1] == '/');
@@ -67,6 +70,8 @@ Violations StateDurable::observe(const TraceEvent& e, std::size_t i) {
     std::erase_if(lock_holders_, [&](const auto& held) { return held.second == e.num("process"); });
   }
   if (e.type == "disk_crash") lock_holders_.clear();  // the machine's power loss: every lock
+  // A power loss forgets every lock and every change not yet durable.
+  if (e.type == "disk_crash") REHEARSE_ASSERT(lock_holders_.empty() && unsynced_.empty());
   if (is_crash_event(e.type)) return out;
   check_damage_behind_report(e, i, out);
   queue_promise_.note(e);
@@ -112,6 +117,7 @@ void StateDurable::check_retry_queued(const TraceEvent& e, std::size_t i, Violat
 // cannot be held back; a retry taken and dropped (no run fact) is no run.
 void StateDurable::check_retry_start(const TraceEvent& e, std::size_t i, bool known_slot,
                                      Violations& out) {
+  REHEARSE_ASSERT(!known_slot || e.slot.has_value());
   if (e.type == "queue_take" && e.str("kind") == "retry" && context_.process.store_refused()) {
     taken_while_refused_.insert(i);
     return;
@@ -128,6 +134,8 @@ void StateDurable::check_retry_start(const TraceEvent& e, std::size_t i, bool kn
 // ever taken is a locked store; any write, append, rename or removal there
 // by a process that holds none of its locks fires.
 void StateDurable::check_locked_writes(const TraceEvent& e, std::size_t i, Violations& out) {
+  // observe() dropped a crash's locks and never hands the crash on.
+  REHEARSE_ASSERT(!is_crash_event(e.type));
   // The worker lock names who acts, not who may change the store's files:
   // held for a process's whole life, it would excuse every unlocked update.
   // It does make its directory a locked store (the state directory), so an
@@ -168,6 +176,8 @@ void StateDurable::check_locked_writes(const TraceEvent& e, std::size_t i, Viola
 // released. From the disk's own records; a crash forgets what was pending.
 void StateDurable::check_durable_before_unlock(const TraceEvent& e, std::size_t i,
                                                Violations& out) {
+  // observe() forgot the pending changes at a crash and never hands it on.
+  REHEARSE_ASSERT(!is_crash_event(e.type));
   if (e.type == "disk_write" || e.type == "disk_append") {
     const std::string path = e.str("path");
     if (lock_dirs_.count(dir_of(path)) != 0) unsynced_[path] = Unsynced{e.type, e.num("process")};
@@ -176,13 +186,13 @@ void StateDurable::check_durable_before_unlock(const TraceEvent& e, std::size_t 
   } else if (e.type == "disk_remove") {
     unsynced_.erase(e.str("path"));
   } else if (e.type == "disk_rename") {
-    const auto it = unsynced_.find(e.str("from"));
+    // The change moves with its file; `to` loses what it had. Read before
+    // erasing: a rename onto itself keeps its entry.
+    std::optional<Unsynced> moved;
+    if (const auto it = unsynced_.find(e.str("from")); it != unsynced_.end()) moved = it->second;
+    unsynced_.erase(e.str("from"));
     unsynced_.erase(e.str("to"));
-    if (it != unsynced_.end()) {
-      Unsynced how = it->second;
-      unsynced_.erase(it);
-      unsynced_[e.str("to")] = std::move(how);
-    }
+    if (moved) unsynced_[e.str("to")] = std::move(*moved);
   } else if (e.type == "disk_fail_stop") {
     // A disk fault killed the process: its unsynced changes are its crash's
     // to lose (another process may take the lock before the crash lands).
@@ -221,6 +231,7 @@ void StateDurable::check_ok_row_count(const TraceEvent& e, std::size_t i, Violat
 // leaves its own record, so a report with none of them before it is a store
 // that took a missing or valid file for a corrupt one and failed closed.
 void StateDurable::check_damage_behind_report(const TraceEvent& e, std::size_t i, Violations& out) {
+  REHEARSE_ASSERT(!is_boot_event(e.type) && !is_crash_event(e.type));
   if (e.type == "disk_corrupted" || e.type == "disk_torn_write") world_damaged_ = true;
   if (e.type == "store_corrupt_injected") {
     const auto* applied = field(e, "applied");
@@ -236,6 +247,8 @@ void StateDurable::check_damage_behind_report(const TraceEvent& e, std::size_t i
 // Damage the world did to a state file, and the copy of it the world saw kept.
 // True when `e` was one of those events.
 bool StateDurable::note_state_damage(const TraceEvent& e) {
+  // observe() judges a durable row (check_ok_row_count) and returns before.
+  REHEARSE_ASSERT_NE(e.type, "durable_job_state");
   if (e.type == "store_corrupt_injected" || e.type == "disk_corrupted") {
     const std::string path = e.str("path", e.str("file"));
     const bool state_file = e.type == "store_corrupt_injected" ||
@@ -384,6 +397,8 @@ Violations StateDurable::finish(TimeMs until_ms) {
   const auto read =
       std::find_if(unreported_.begin(), unreported_.end(), [](const Damage& d) { return d.read; });
   if (read == unreported_.end()) return out;
+  // note_damage_read marks a read only after a boot since the damage.
+  REHEARSE_ASSERT(read->booted);
   out.push_back({kName, context_.events_seen, until_ms,
                  fmt::format("the state store was corrupted ({}) and the process booted after and "
                              "read it, but no state_corrupt was reported",

@@ -33,6 +33,8 @@ void SupersedeWatch::observe(const TraceEvent& e, std::size_t i, Violations& out
     pending_.erase(id);
     superseded_.erase(id);
   }
+  // Only pending retries are superseded; both forget an entry together.
+  REHEARSE_ASSERT_LE(superseded_.size(), pending_.size());
 }
 
 // A later slot came due: every retry of the job still pending is the old

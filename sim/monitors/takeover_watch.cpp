@@ -29,6 +29,8 @@ void TakeoverWatch::observe(const TraceEvent& e, std::size_t i, Violations& out)
   } else if (e.type == "disk_unlock" && is_worker_lock_path(e.str("path")) && holder_ == pid) {
     release(e.t, pid);
   }
+  // The lock is free while a vacancy is watched: a grant ends the vacancy.
+  REHEARSE_ASSERT(!(vacancy_ && holder_));
 }
 
 void TakeoverWatch::release(TimeMs t, std::int64_t holder) {

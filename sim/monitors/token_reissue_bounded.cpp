@@ -63,6 +63,8 @@ void TokenReissueBounded::check_reuse(const TraceEvent& e, std::size_t i, Violat
 // loses it), and per refused token the first 401 received.
 void TokenReissueBounded::check_rejected_token(const TraceEvent& e, std::size_t i,
                                                const std::string& rid, Violations& out) {
+  // observe() asks only about a brokerage record of a named request.
+  REHEARSE_ASSERT(!rid.empty());
   if (e.type == "auth_rejected" && !e.str("fingerprint").empty()) {
     const std::string fp = e.str("fingerprint");
     rejected_fingerprint_[rid] = fp;
@@ -116,6 +118,8 @@ void TokenReissueBounded::note_reply(const TraceEvent& e, const std::string& rid
 // fails with the issuance's class, and no second issuance is tried for it.
 void TokenReissueBounded::check_after_failed_issuance(const TraceEvent& e, std::size_t i,
                                                       const std::string& rid, Violations& out) {
+  // observe() asks only about a brokerage record of a named request.
+  REHEARSE_ASSERT(!rid.empty());
   const bool issuance = e.type == "token_issued" || e.type == "token_issue_failed";
   const bool resent = e.type == "service_call" && e.str("operation") != "issue_token";
   if (!issuance && !resent) return;

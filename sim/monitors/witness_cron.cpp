@@ -31,6 +31,8 @@ std::vector<std::string> split(std::string_view s, char sep) {
     }
   }
   out.push_back(cur);
+  // One piece more than there are separators.
+  REHEARSE_ASSERT_EQ(out.size(), std::count(s.begin(), s.end(), sep) + 1);
   return out;
 }
 
@@ -169,6 +171,8 @@ bool parse_dom(const std::string& text, const FieldSpec& spec, std::vector<bool>
       rest.push_back(item);
     }
   }
+  // Only the plain `L` items were taken out.
+  REHEARSE_ASSERT_EQ(items.size() - rest.size(), std::count(items.begin(), items.end(), "L"));
   return parse_rest(rest, items.size(), spec, bits, single, why);
 }
 
@@ -299,6 +303,8 @@ std::optional<WitnessCron> WitnessCron::parse(std::string_view expr_in, std::str
                                               Refusal* refusal) {
   if (refusal) *refusal = Refusal::unknown_syntax;
   const auto invalid = [&](const std::string& reason) -> std::optional<WitnessCron> {
+    // The grammar's refusals say why.
+    REHEARSE_ASSERT(!reason.empty());
     if (why) *why = fmt::format("not a valid cron: {}", reason);
     if (refusal) *refusal = Refusal::invalid;
     return std::nullopt;

@@ -45,6 +45,8 @@ WitnessPolicy auto_policy(bool low_frequency) {
   p.delays.curve = WitnessDelays::Curve::exponential;
   p.retries_max = low_frequency ? 3 : 1;
   p.delays.delay_ms = low_frequency ? 30 * kMinuteMs : 60 * kSecondMs;
+  // "auto" retries every class, the unclassified included.
+  REHEARSE_ASSERT(p.retries_class("unknown"));
   return p;
 }
 
@@ -119,7 +121,12 @@ std::string read_delays(const json& j, bool bullmq, WitnessPolicy& p) {
   bool has_backoff = false;
   if (!bullmq && j.contains("backoff_sec")) {
     if (j.contains("backoff")) return "backoff_sec and backoff";
-    if (!j.at("backoff_sec").is_number_integer() || j.at("backoff_sec").get<std::int64_t>() < 0) {
+    // Whole seconds, a delay of at most a year and a day as every delay
+    // (docs/retry.md); beyond that the product with 1000 would overflow.
+    const json& sec = j.at("backoff_sec");
+    // (An unsigned beyond int64 reads back negative.)
+    if (!sec.is_number_integer() || sec.get<std::int64_t>() < 0 ||
+        sec.get<std::int64_t>() > 366 * kDayMs / kSecondMs) {
       return "backoff_sec";
     }
     p.delays.delay_ms = j.at("backoff_sec").get<std::int64_t>() * kSecondMs;
@@ -185,6 +192,7 @@ std::optional<WitnessPolicy> read_wrapped_system(const json& j) {
 WitnessPolicy invalid_witness_policy(std::string why) {
   WitnessPolicy p;
   p.why_invalid = std::move(why);
+  REHEARSE_ASSERT(!p.valid);
   return p;
 }
 
@@ -216,6 +224,7 @@ std::string read_classes_and_budget(const json& j, WitnessPolicy& p) {
 
 WitnessPolicy read_policy(const std::optional<json>& written, std::optional<bool> low_frequency,
                           bool* judged) {
+  REHEARSE_ASSERT(judged != nullptr);
   *judged = true;
   if (!written) return invalid_witness_policy("no retry policy");
   const json& j = *written;
@@ -230,6 +239,8 @@ WitnessPolicy read_policy(const std::optional<json>& written, std::optional<bool
 }
 
 bool WitnessPolicy::retries_class(const std::string& failure_class) const {
+  // Only the readers make a policy valid, and they read a count of retries.
+  REHEARSE_ASSERT(!valid || retries_max >= 0);
   if (!valid || retries_max <= 0) return false;
   return all_classes || classes.count(failure_class) != 0;
 }
@@ -270,7 +281,10 @@ DurationMs WitnessPolicy::min_delay_ms(int n) const {
 DurationMs WitnessPolicy::max_delay_ms(int n) const {
   DurationMs high = delays.base_ms(n);
   if (delays.jitter == WitnessDelays::Jitter::sidekiq) high += 9 * n * kSecondMs;
-  return std::min(high, kSaturatedMs) + 1;
+  const DurationMs out = std::min(high, kSaturatedMs) + 1;
+  // The window is never empty (a retry number; a damaged count can make n < 0).
+  if (n >= 0) REHEARSE_ASSERT_GT(out, min_delay_ms(n));
+  return out;
 }
 
 }  // namespace rehearse::sim

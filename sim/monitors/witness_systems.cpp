@@ -25,6 +25,8 @@ using Keys = std::initializer_list<std::string_view>;
 // Every key of `value` is in `read` or `ignored` (keys the system knows that
 // do not bear on retries).
 bool only_keys(const json& value, Keys read, Keys ignored = {}) {
+  // Every system reads some key of its own.
+  REHEARSE_ASSERT_GT(read.size(), 0u);
   for (const auto& [k, v] : value.items()) {
     const auto in = [&key = k](Keys list) {
       return std::find(list.begin(), list.end(), key) != list.end();
@@ -58,7 +60,11 @@ std::optional<double> read_num(const json& v, double lo, double hi) {
 
 std::optional<DurationMs> read_secs(const json& v, std::int64_t lo) {
   const auto s = read_int(v, lo, kSecondsMax);
-  return s ? std::optional<DurationMs>(*s * kSecondMs) : std::nullopt;
+  if (!s) return std::nullopt;
+  const DurationMs ms = *s * kSecondMs;
+  // A count of seconds in range is a delay read_witness_delay would accept.
+  REHEARSE_ASSERT(ms >= 0 && ms <= kDelayMaxMs);
+  return ms;
 }
 
 WitnessPolicy valid(int retries, WitnessDelays delays) {
@@ -78,7 +84,9 @@ WitnessPolicy valid(int retries, WitnessDelays delays) {
 }
 
 WitnessPolicy refused(const char* system, const char* why) {
-  return invalid_witness_policy(std::string(system) + ": " + why);
+  WitnessPolicy p = invalid_witness_policy(std::string(system) + ": " + why);
+  REHEARSE_ASSERT(!p.valid && !p.why_invalid.empty());
+  return p;
 }
 
 // ------------------------------------------------------------ BullMQ
@@ -135,6 +143,8 @@ WitnessPolicy read_bullmq(const json& v) {
       if (*j > 0.0) d.jitter = Jitter::proportional;
     }
   }
+  // A proportion only with proportional jitter, and proportional jitter only with one.
+  REHEARSE_ASSERT_EQ(d.jitter == Jitter::proportional, d.proportion > 0.0);
   return valid(static_cast<int>(*attempts - 1), d);
 }
 
@@ -175,6 +185,8 @@ WitnessPolicy read_temporal(const json& v) {
     d.cap_ms = positive_delay(v.at("maximumInterval"));
     if (!d.cap_ms || *d.cap_ms < d.delay_ms) return refused("temporal", "maximumInterval");
   }
+  // The default cap (100 x the interval, at most the bound) is never below the interval.
+  REHEARSE_ASSERT_GE(*d.cap_ms, d.delay_ms);
   return valid(static_cast<int>(*attempts - 1), d);
 }
 
@@ -215,6 +227,8 @@ WitnessPolicy read_stepfunctions(const json& input) {
     if (j != "FULL" && j != "NONE") return refused("stepfunctions", "JitterStrategy");
     if (j == "FULL") d.jitter = Jitter::full;
   }
+  // IntervalSeconds is at least 1 (the default too).
+  REHEARSE_ASSERT_GE(d.delay_ms, kSecondMs);
   return valid(static_cast<int>(*retries), d);
 }
 
@@ -250,7 +264,10 @@ std::optional<DurationMs> celery_factor(const json& v) {
   const auto x = read_num(v, 0.0, static_cast<double>(kSecondsMax));
   if (!x) return std::nullopt;
   if (*x == 0.0) return 0;
-  return static_cast<DurationMs>(std::max(1.0, *x)) * kSecondMs;
+  const DurationMs ms = static_cast<DurationMs>(std::max(1.0, *x)) * kSecondMs;
+  // int(max(1, f)) s, with f within the seconds' bound.
+  REHEARSE_ASSERT(ms >= kSecondMs && ms <= kDelayMaxMs);
+  return ms;
 }
 
 WitnessPolicy read_celery(const json& v) {
@@ -278,6 +295,8 @@ WitnessPolicy read_celery(const json& v) {
   }
   d.curve = Curve::exponential;
   d.delay_ms = *factor;
+  // celery_factor's non-zero factor is a whole second at least.
+  REHEARSE_ASSERT_GE(d.delay_ms, kSecondMs);
   d.cap_ms = v.contains("retry_backoff_max") ? read_secs(v.at("retry_backoff_max"), 1)
                                              : std::optional<DurationMs>(600 * kSecondMs);
   if (!d.cap_ms) return refused("celery", "retry_backoff_max");
@@ -301,6 +320,8 @@ WitnessPolicy read_k8s(const json& input) {
     return refused("k8s", "manifest");
   }
   const json& v = manifest ? input.at("spec") : input;
+  // A Job spec: the object itself, or a manifest's checked `spec`.
+  REHEARSE_ASSERT(v.is_object());
   if (!only_keys(v, {"backoffLimit"},
                  {"completions", "parallelism", "activeDeadlineSeconds", "ttlSecondsAfterFinished",
                   "template", "selector", "manualSelector", "suspend", "completionMode",
@@ -345,6 +366,7 @@ std::optional<DurationMs> read_witness_delay(const json& v) {
     return *d;
   }
   const auto ms = read_int(v, 0, kDelayMaxMs);
+  if (ms) REHEARSE_ASSERT(*ms >= 0 && *ms <= kDelayMaxMs);
   return ms ? std::optional<DurationMs>(*ms) : std::nullopt;
 }
 

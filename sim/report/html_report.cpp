@@ -345,6 +345,8 @@ const std::vector<ReportSwatch>& report_swatches() {
 }
 
 PolicyOrError scenario_job_policy(const Scenario& scenario, const JobSpec& job) {
+  // One of the scenario's own jobs (its schedule reads the scenario's env).
+  REHEARSE_ASSERT(scenario.find_job(job.id) == &job);
   if (!job.retry_policy) {
     return make_error(ErrorCode::invalid_argument,
                       fmt::format("job '{}' has no retry_policy", job.id));

@@ -75,6 +75,8 @@ class TimeAxis {
     for (const Piece& p : pieces_) {
       if (t <= p.t1) {
         const double f = p.t1 == p.t0 ? 1.0 : double(t - p.t0) / double(p.t1 - p.t0);
+        // The pieces are contiguous: t lies inside the first piece that ends at or after it.
+        REHEARSE_ASSERT(f >= 0.0 && f <= 1.0);
         return p.x0 + f * (p.x1 - p.x0);
       }
     }
@@ -135,7 +137,10 @@ struct Lanes {
   std::map<std::string, std::size_t> index;
   double height = 22;
 
-  double y(std::size_t lane) const { return kAxisHeight + height * double(lane); }
+  double y(std::size_t lane) const {
+    REHEARSE_ASSERT_LE(lane, names.size());  // a lane, or bottom()'s foot of the last
+    return kAxisHeight + height * double(lane);
+  }
   double bottom() const { return y(names.size()); }
 
   void add(const std::string& name) {

@@ -87,6 +87,8 @@ namespace {
 
 // CSS class of a mark: outcome first, then failure class.
 std::string mark_class(const TimelineEntry& e) {
+  // Only drawable entries get a mark (bucket_marks skips the others).
+  REHEARSE_ASSERT(e.mark != Mark::fault_end && e.mark != Mark::run_end);
   std::string cls = std::string("m ") + to_string(e.mark);
   if (!e.failure_class.empty() && (e.mark == Mark::attempt || e.mark == Mark::retry ||
                                    e.mark == Mark::exhausted || e.mark == Mark::item_problem)) {
@@ -357,6 +359,7 @@ std::string violations_svg(const ScenarioRunResult& run, const Verdict& verdict,
 }
 
 std::string lanes_svg(const Lanes& lanes) {
+  REHEARSE_ASSERT(!lanes.names.empty());  // make_lanes always has the world's
   std::string out;
   const double font = std::min(11.0, lanes.height - 1);  // labels never overlap
   for (std::size_t i = 0; i < lanes.names.size(); ++i) {

@@ -163,6 +163,7 @@ TableLine table_cells(const SummaryRow& r, const std::string& label) {
 }
 
 std::string aligned(const std::vector<TableLine>& cells) {
+  REHEARSE_ASSERT(!cells.empty());  // format_table always passes its header line
   std::array<std::size_t, 14> width{};
   for (const auto& row : cells) {
     for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
@@ -218,6 +219,8 @@ json counted(const ScenarioRunResult& run, const Violation& v) {
   json j = to_json(v);
   const auto it = run.violation_counts.find(v.invariant);
   j["count"] = it == run.violation_counts.end() ? std::size_t{1} : it->second;
+  // A reported violation fired at least once.
+  REHEARSE_ASSERT_GE(j["count"].get<std::size_t>(), 1u);
   return j;
 }
 
@@ -278,6 +281,9 @@ json to_json(const Violation& violation) {
 
 json report_json(const Scenario& scenario, const ScenarioRunResult& run, const Verdict& verdict,
                  const SummaryRow& row) {
+  // The row is summarize() of this run under this verdict.
+  REHEARSE_ASSERT_EQ(row.trace_hash, run.trace_hash);
+  REHEARSE_ASSERT_EQ(row.held, verdict.held());
   json doc = to_json(row);
   doc["path"] = run.path;
   doc["seed"] = run.seed;

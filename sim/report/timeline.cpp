@@ -37,6 +37,7 @@ Tone outcome_tone(const std::string& outcome) {
 
 // Runs: slot due, misfire, finished, stalled, and the scheduler's other words.
 bool classify_run(const TraceEvent& e, TimelineEntry& out) {
+  REHEARSE_ASSERT(out.text.empty());  // classify_event's fresh entry
   const std::string& type = e.type;
   if (type == "slot_due") {
     out.mark = Mark::slot_due;
@@ -73,6 +74,9 @@ bool classify_run(const TraceEvent& e, TimelineEntry& out) {
 
 // The status events the core notifies (retry_scheduled, retry_exhausted...).
 bool classify_status(const TraceEvent& e, TimelineEntry& out) {
+  // classify_run declined the event and left the entry as it was.
+  REHEARSE_ASSERT_EQ(out.mark, Mark::detail);
+  REHEARSE_ASSERT(out.text.empty());
   const std::string& type = e.type;
   out.failure_class = e.str("failure_class");
   if (type == "retry_scheduled") {
@@ -120,6 +124,8 @@ std::string worker_lock_text(const TraceEvent& e) {
 
 // Messages, world events, reconcile stages and tokens.
 bool classify_other(const TraceEvent& e, TimelineEntry& out) {
+  // classify_status declined the event and cleared the class it read.
+  REHEARSE_ASSERT(out.text.empty() && out.failure_class.empty());
   const std::string& type = e.type;
   if (type == "message_delivered" || type == "message_refused") {
     const std::string kind = e.str("kind");
@@ -263,6 +269,7 @@ std::string field_text(const nlohmann::json& v) {
 
 // "ledger-api POST /entries": the request a call or reply is about.
 std::string request_text(const TraceEvent& e) {
+  REHEARSE_ASSERT(e.type == "service_call" || e.type == "service_reply");
   std::string out = e.service;
   for (const char* key : {"operation", "target"}) {
     if (const std::string v = e.str(key); !v.empty()) out += " " + v;

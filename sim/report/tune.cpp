@@ -57,6 +57,7 @@ Result<DurationMs> positive_duration(const std::string& text, const std::string&
 }
 
 Result<int> small_int(const std::string& text, const std::string& where, int lo, int hi) {
+  REHEARSE_ASSERT_LE(lo, hi);  // read_attempts' high end starts at the low one read
   int v = 0;
   if (text.empty() || text.size() > 6 ||
       text.find_first_not_of("0123456789") != std::string::npos) {
@@ -139,6 +140,9 @@ Status read_grid_entry(TuneGrid& grid, const std::string& key, const std::string
                                      "or jitter",
                                      key));
   }
+  // A key read replaces its list with one value per item (split gives at least one).
+  REHEARSE_ASSERT(!grid.attempts.empty() && !grid.delays.empty() && !grid.kinds.empty() &&
+                  !grid.caps.empty() && !grid.jitters.empty());
   return {};
 }
 
@@ -174,6 +178,8 @@ Result<OutageDistribution> parse_outages(std::string_view text) {
       if (!d) return std::move(d).error();
       out.values.push_back(*d);
     }
+    // split gives at least one part, and each part read is a duration: draw_length picks one.
+    REHEARSE_ASSERT(!out.values.empty());
     return out;
   }
   const std::string shape(text.substr(0, colon));
@@ -303,6 +309,7 @@ const JobSpec* find_tuned_job(const Scenario& scenario, const std::string& id, E
                 "failures are per item (docs/tune.md)");
     spec = nullptr;
   }
+  REHEARSE_ASSERT(spec == nullptr || spec->id == id);
   return spec;
 }
 
@@ -348,6 +355,7 @@ Result<JobFacts> job_facts(const Scenario& scenario, const TuneOptions& options)
 // ------------------------------------------------------------ the policies
 
 std::string policy_label(int attempts, const Backoff& b) {
+  REHEARSE_ASSERT_GE(attempts, 1);  // the first run counts: a grid's or max_retries + 1
   std::string s =
       fmt::format("{} x {} {}", attempts, format_duration(b.delay_ms), to_string(b.kind));
   if (b.max_delay_ms > 0) s += fmt::format(" cap {}", format_duration(b.max_delay_ms));
@@ -356,6 +364,9 @@ std::string policy_label(int attempts, const Backoff& b) {
 }
 
 json grid_policy_json(int attempts, const Backoff& b) {
+  // The grid's values: attempts from 1, delays above 0 (parse_tune_grid).
+  REHEARSE_ASSERT_GE(attempts, 1);
+  REHEARSE_ASSERT_GT(b.delay_ms, 0);
   json backoff{{"type", to_string(b.kind)}, {"delay", b.delay_ms}};
   if (b.max_delay_ms > 0) backoff["max_delay"] = b.max_delay_ms;
   if (b.jitter > 0.0) backoff["jitter"] = b.jitter;
@@ -596,11 +607,15 @@ TuneRow aggregate(const TunePolicy& policy, const std::vector<RunMetrics>& runs)
 }
 
 // p95 time to recovery; a policy that never recovered waits forever.
-DurationMs ttr_p95_or_never(const TuneRow& r) { return r.ttr_p95_ms.value_or(kMaxInstantMs); }
+DurationMs ttr_p95_or_never(const TuneRow& r) {
+  REHEARSE_ASSERT(!r.ttr_p95_ms || *r.ttr_p95_ms >= 0);  // measured from the slot
+  return r.ttr_p95_ms.value_or(kMaxInstantMs);
+}
 
 // Recovery against cost: a recovers at least as often, with no more extra
 // calls and no later p95 time to recovery, and is better in one of them.
 bool dominates(const TuneRow& a, const TuneRow& b) {
+  REHEARSE_ASSERT_EQ(a.runs, b.runs);  // recovery counts compare over the same runs
   const DurationMs ta = ttr_p95_or_never(a), tb = ttr_p95_or_never(b);
   return a.recovered >= b.recovered && a.extra_calls <= b.extra_calls && ta <= tb &&
          (a.recovered > b.recovered || a.extra_calls < b.extra_calls || ta < tb);

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <utility>
 
+#include "model/assert.hpp"
 #include "sim/check/check.hpp"
 #include "sim/monitors/deterministic.hpp"
 #include "sim/monitors/monitored_run.hpp"
@@ -21,6 +22,7 @@ namespace {
 // located at its first differing event (both runs again, traces kept).
 std::optional<sim::Violation> determinism_violation(const sim::Scenario& scenario,
                                                     const sim::ScenarioRunResult& first) {
+  REHEARSE_ASSERT(!first.out_of_memory);  // a cut run is not compared (check_scenario)
   sim::RunOptions again;
   again.seed = first.seed;
   again.keep_trace = false;
@@ -71,6 +73,7 @@ CheckOutcome load_failure(std::string path, const Error& error, const CheckOptio
   out.path = std::move(path);
   out.seed = options.seed.value_or(0);
   out.problems.push_back("the scenario does not load: " + error.describe());
+  REHEARSE_ASSERT(!out.held());  // a file that does not load never passes
   return out;
 }
 
@@ -100,6 +103,8 @@ CheckOutcome check_scenario(const sim::Scenario& scenario, const CheckOptions& o
   }
   out.problems = problems_of(verdict, *run);
   out.findings = sim::format_findings(*run, verdict);
+  // Whatever fails the verdict is a violation or a problem of the outcome.
+  if (!verdict.held()) REHEARSE_ASSERT(!out.held());
   return out;
 }
 
@@ -160,8 +165,10 @@ std::vector<CheckOutcome> check_seeds(const std::string& path, SeedRange seeds,
     CheckOptions one = options;
     one.seed = seeds.first + i;
     CheckOutcome outcome = check_scenario(*scenario, one);
+    REHEARSE_ASSERT_EQ(outcome.seed, seeds.first + i);  // its replay names this seed
     if (!outcome.held()) failed.push_back(std::move(outcome));
   }
+  REHEARSE_ASSERT_LE(failed.size(), seeds.count);  // each seed fails at most once
   return failed;
 }
 
@@ -191,8 +198,10 @@ std::vector<sim::CaseRecord> check_swarm(const std::string& path, SeedRange seed
     sim::CheckCaseInput input{doc, path, doc.is_object() ? doc.value("scenario", "") : "",
                               seeds.first + i};
     sim::CaseRecord record = sim::check_case(input, options);
+    REHEARSE_ASSERT_EQ(record.seed, seeds.first + i);  // its replay names this seed
     if (record.verdict != sim::CaseVerdict::pass) failed.push_back(std::move(record));
   }
+  REHEARSE_ASSERT_LE(failed.size(), seeds.count);
   return failed;
 }
 

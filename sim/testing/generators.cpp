@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "model/agent_roles.hpp"
+#include "model/assert.hpp"
 #include "sim/world/fault_kinds.hpp"
 #include "sim/world/job_kind_table.hpp"
 #include "sim/world/world.hpp"
@@ -26,27 +27,36 @@ namespace {
 
 // ------------------------------------------------------------ small parts
 
-std::string seconds(std::int64_t s) { return format_duration(s * kSecondMs); }
+std::string seconds(std::int64_t s) {
+  REHEARSE_ASSERT_GE(s, 0);  // offsets from start and durations: never negative
+  return format_duration(s * kSecondMs);
+}
 std::string offset(std::int64_t s) { return "+" + seconds(s); }
 
 // A non-empty subset of `names`, in their order. Shrinks towards one name,
 // the first.
 rc::Gen<json> subset_of(const std::vector<std::string>& names) {
+  REHEARSE_ASSERT(!names.empty());  // the callers check has_choices, or plan one name at least
   const int n = static_cast<int>(names.size());
   return rc::gen::map(rc::gen::tuple(rc::gen::inRange(0, n),
                                      rc::gen::container<std::vector<bool>>(
                                          names.size(), rc::gen::arbitrary<bool>())),
                       [names](const std::tuple<int, std::vector<bool>>& chosen) {
                         const auto& [first, mask] = chosen;
+                        REHEARSE_ASSERT_EQ(mask.size(), names.size());  // a fixed-count container
                         json out = json::array();
                         for (std::size_t i = 0; i < names.size(); ++i) {
                           if (mask[i] || static_cast<int>(i) == first) out.push_back(names[i]);
                         }
+                        // Non-empty: the first chosen name is always in.
+                        REHEARSE_ASSERT_GE(out.size(), 1u);
+                        REHEARSE_ASSERT_LE(out.size(), names.size());
                         return out;
                       });
 }
 
 rc::Gen<json> one_of_names(const std::vector<std::string>& names) {
+  REHEARSE_ASSERT(!names.empty());  // key_value is called for keys with choices only
   return rc::gen::map(rc::gen::elementOf(names), [](const std::string& s) { return json(s); });
 }
 
@@ -81,6 +91,7 @@ std::vector<std::string> name_choices(const FaultKeySpec& key) {
     const auto it = std::find(out.begin(), out.end(), key.default_value.get<std::string>());
     if (it != out.end()) std::rotate(out.begin(), it, it + 1);
   }
+  REHEARSE_ASSERT_EQ(out.size(), key.names.size());  // reordered, none lost
   return out;
 }
 
@@ -89,6 +100,9 @@ std::vector<std::string> other_instances(const FaultTargets& t) {
   for (const char* id : {"orchestrator-2", "orchestrator-3"}) {
     if (t.instance != id) out.emplace_back(id);
   }
+  // A takeover names an instance other than the running one.
+  REHEARSE_ASSERT(!out.empty());
+  REHEARSE_ASSERT(std::find(out.begin(), out.end(), t.instance) == out.end());
   return out;
 }
 
@@ -109,6 +123,7 @@ bool has_choices(const FaultKeySpec& key, const FaultTargets& t) {
 
 // The time the worker is down: ends by `until`, at most the limit.
 rc::Gen<json> down_time(const FaultContext& c) {
+  REHEARSE_ASSERT_LE(c.at_s, c.span_s);  // fault_of_kind draws `at` inside the span
   const std::int64_t most = std::min(c.span_s - c.at_s, c.limits.max_duration_ms / kSecondMs);
   return rc::gen::map(rc::gen::inRange<std::int64_t>(0, most + 1),
                       [](std::int64_t s) { return json(seconds(s)); });
@@ -121,6 +136,7 @@ rc::Gen<json> key_value(const FaultKeySpec& key, const FaultContext& c) {
     case FaultKeyType::service: return one_of_names(service_choices(key, t));
     case FaultKeyType::down_time: return down_time(c);
     case FaultKeyType::integer:
+      REHEARSE_ASSERT_LE(key.min, key.max);  // the table's range is not empty
       return rc::gen::map(rc::gen::inRange<std::int64_t>(key.min, key.max + 1),
                           [](std::int64_t v) { return json(v); });
     case FaultKeyType::rate:  // 1 (every call hit) down to 0.01; shrinks towards 1
@@ -172,6 +188,7 @@ rc::Gen<json> key_entry(const FaultKeySpec& key, const json& fault, const FaultC
 // depend on one read before it).
 rc::Gen<json> keys_from(const FaultKindSpec& kind, std::size_t i, const json& fault,
                         const FaultContext& c) {
+  REHEARSE_ASSERT_LE(i, kind.keys.size());
   if (i == kind.keys.size()) return rc::gen::just(fault);
   const FaultKeySpec& key = kind.keys[i];
   return rc::gen::mapcat(key_entry(key, fault, c), [&kind, i, fault, c, &key](const json& value) {
@@ -183,6 +200,8 @@ rc::Gen<json> keys_from(const FaultKindSpec& kind, std::size_t i, const json& fa
 
 // A lasting fault's `for`: at least 1 s, ends by `until`, at most the limit.
 rc::Gen<json> with_for(const json& fault, const FaultContext& c) {
+  // A lasting fault starts at least a second before `until` (fault_of_kind).
+  REHEARSE_ASSERT_LT(c.at_s, c.span_s);
   const std::int64_t most = std::min(c.span_s - c.at_s, c.limits.max_duration_ms / kSecondMs);
   return rc::gen::map(rc::gen::inRange<std::int64_t>(1, std::max<std::int64_t>(most, 1) + 1),
                       [fault](std::int64_t s) {
@@ -196,6 +215,8 @@ rc::Gen<json> fault_of_kind(const FaultKindSpec& kind, const FaultTargets& t,
                             const FaultLimits& limits) {
   const std::int64_t span_s = (t.until_ms - t.start_ms) / kSecondMs;
   const std::int64_t last_at = kind.lasting ? span_s - 1 : span_s;
+  // applicable_fault_kinds leaves out lasting kinds when the span is under a second.
+  if (kind.lasting) REHEARSE_ASSERT_GE(last_at, 0);
   return rc::gen::mapcat(rc::gen::inRange<std::int64_t>(0, last_at + 1), [&kind, t, limits, span_s](
                                                                              std::int64_t at_s) {
     const FaultContext c{t, limits, at_s, span_s};
@@ -241,6 +262,9 @@ FaultTargets fault_targets(const sim::Scenario& scenario) {
     // A fleet's jobs are drawn again from the case's seed: only listed jobs keep their kind.
     if (sim::job_keeps_file(job.kind) && !job.from_fleet) t.file_jobs.push_back(job.id);
   }
+  // The loader's guarantees for a scenario it accepted.
+  REHEARSE_ASSERT_LE(t.start_ms, t.until_ms);
+  REHEARSE_ASSERT_GE(t.workers, 1);
   return t;
 }
 
@@ -263,6 +287,12 @@ std::vector<std::string> applicable_fault_kinds(const FaultTargets& targets,
     });
     if (keys_ok) out.emplace_back(kind.name);
   }
+  REHEARSE_ASSERT_LE(out.size(), sim::fault_kinds().size());
+  if (!allowed.empty()) {
+    for (const std::string& name : out) {
+      REHEARSE_ASSERT(std::find(allowed.begin(), allowed.end(), name) != allowed.end());
+    }
+  }
   return out;
 }
 
@@ -270,6 +300,7 @@ rc::Gen<json> fault(const FaultTargets& targets, const FaultLimits& limits) {
   const std::vector<std::string> kinds = applicable_fault_kinds(targets, limits.kinds);
   if (kinds.empty()) throw std::invalid_argument("no fault kind applies to this scenario");
   return rc::gen::mapcat(rc::gen::elementOf(kinds), [targets, limits](const std::string& name) {
+    REHEARSE_ASSERT(sim::find_fault_kind(name) != nullptr);  // a name of the table
     return fault_of_kind(*sim::find_fault_kind(name), targets, limits);
   });
 }
@@ -280,7 +311,12 @@ rc::Gen<json> fault_schedule(const FaultTargets& targets, const FaultLimits& lim
   return rc::gen::withSize([one, most](int size) {
     return rc::gen::map(rc::gen::resize(std::min(size, most),
                                         rc::gen::container<std::vector<json>>(one)),
-                        [](const std::vector<json>& faults) { return json(faults); });
+                        [most](const std::vector<json>& faults) {
+                          // 0..max_faults faults (a container is at most its size long).
+                          const int limit = std::max(most, 0);
+                          REHEARSE_ASSERT_LE(faults.size(), limit);
+                          return json(faults);
+                        });
   });
 }
 
@@ -300,6 +336,8 @@ rc::Gen<json> with_faults(const json& scenario_doc, const FaultLimits& limits) {
   return rc::gen::map(fault_schedule(*loaded, limits), [base](const json& faults) {
     json out = base;
     for (const json& f : faults) out["faults"].push_back(f);
+    // The document's own faults stay, the generated ones come after them.
+    REHEARSE_ASSERT_EQ(out["faults"].size(), base["faults"].size() + faults.size());
     return out;
   });
 }
@@ -377,11 +415,13 @@ rc::Gen<json> group_tasks() {
         tasks.insert(tasks.end(), std::get<1>(t).begin(), std::get<1>(t).end());
         for (std::size_t i = 0; i < tasks.size(); ++i)
           tasks[i]["id"] = fmt::format("task-{}", i + 1);
+        REHEARSE_ASSERT_LE(tasks.size(), 3u);  // 1..3 tasks: one, and up to two more
         return json(tasks);
       });
 }
 
 rc::Gen<json> call_list(const WorldPlan& w) {
+  REHEARSE_ASSERT(!w.user_services.empty());  // world_plan plans one at least
   const rc::Gen<json> call =
       rc::gen::map(rc::gen::tuple(rc::gen::elementOf(w.user_services),
                                   rc::gen::elementOf(std::vector<std::string>{
@@ -397,6 +437,7 @@ rc::Gen<json> call_list(const WorldPlan& w) {
       [](const std::tuple<json, std::vector<json>>& t) {
         json out = json::array({std::get<0>(t)});
         for (const json& c : std::get<1>(t)) out.push_back(c);
+        REHEARSE_ASSERT_LE(out.size(), 3u);  // one call, and up to two more
         return out;
       });
 }
@@ -411,6 +452,8 @@ rc::Gen<json> reconcile_keys(const WorldPlan& w) {
                                          issues.size(), rc::gen::elementOf(sim::stage_names())),
                                      rc::gen::inRange(0, 4)),
                       [](const std::tuple<json, std::vector<std::string>, int>& t) {
+                        // A stage for every issue the subset can hold.
+                        REHEARSE_ASSERT_LE(std::get<0>(t).size(), std::get<1>(t).size());
                         json items = json::array();
                         std::size_t i = 0;
                         for (const json& issue : std::get<0>(t)) {
@@ -510,17 +553,21 @@ rc::Gen<json> job(const WorldPlan& w, const std::vector<sim::JobKind>& kinds) {
 // 1..max_jobs jobs; extra jobs shrink away.
 rc::Gen<std::vector<json>> jobs(const WorldPlan& w, const ScenarioLimits& limits) {
   const int extra = static_cast<int>(limits.max_jobs) - 1;
+  const std::size_t most = 1 + static_cast<std::size_t>(std::max(extra, 0));
   const rc::Gen<json> one = job(w, job_kinds(limits.job_kinds));
   return rc::gen::map(
       rc::gen::tuple(one, rc::gen::resize(std::max(extra, 0),
                                           rc::gen::container<std::vector<json>>(one))),
-      [](const std::tuple<json, std::vector<json>>& t) {
+      [most](const std::tuple<json, std::vector<json>>& t) {
         std::vector<json> out{std::get<0>(t)};
         out.insert(out.end(), std::get<1>(t).begin(), std::get<1>(t).end());
+        REHEARSE_ASSERT_LE(out.size(), most);  // 1..max_jobs jobs
         for (std::size_t i = 0; i < out.size(); ++i) {
           out[i]["id"] = fmt::format("job-{}", i + 1);
           if (!out[i].contains("items")) continue;
           for (json& item : out[i]["items"]) {
+            // reconcile_keys names the plan's issues "ISS-k"; renamed here once.
+            REHEARSE_ASSERT_EQ(item.at("issue").get<std::string>().rfind("ISS-", 0), 0u);
             const std::string k = item.at("issue").get<std::string>().substr(4);  // "ISS-k"
             item["issue"] = fmt::format("ISS-{}-{}", i + 1, k);
           }
@@ -552,6 +599,7 @@ json services_for(const WorldPlan& w, const std::vector<json>& jobs) {
       for (const json& item : j.value("items", json::array())) {
         const std::string id = item.at("issue");
         const std::size_t k = std::stoul(id.substr(id.rfind('-') + 1)) - 1;
+        REHEARSE_ASSERT_LT(k, w.issue_statuses.size());  // an issue of the plan
         issues.push_back({{"id", id}, {"status", w.issue_statuses[k]}});
       }
     }
@@ -582,6 +630,8 @@ json environment(const std::vector<json>& jobs) {
 }
 
 json scenario_doc(const WorldPlan& w, const std::vector<json>& jobs) {
+  REHEARSE_ASSERT_GE(w.span_hours, 1);  // until lies after start
+  REHEARSE_ASSERT(!jobs.empty());       // jobs() draws one at least
   const TimeMs start = *parse_instant(kGeneratedStart);
   return json{{"format", sim::kScenarioFormat},
               {"scenario", "generated"},

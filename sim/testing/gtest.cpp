@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
+
+#include "model/assert.hpp"
 
 namespace rehearse::testing {
 
@@ -49,6 +52,9 @@ template <typename Outcome>
 ::testing::AssertionResult seed_failures(const std::string& path, SeedRange seeds,
                                          const std::vector<Outcome>& failed) {
   if (failed.empty()) return ::testing::AssertionSuccess();
+  // One outcome per failed seed, or the one of a file that could not be read.
+  const std::uint64_t outcomes_max = std::max<std::uint64_t>(seeds.count, 1);
+  REHEARSE_ASSERT_LE(failed.size(), outcomes_max);
   std::string message =
       fmt::format("{}: {} of {} seeds failed (seeds {}..{})\n", path, failed.size(), seeds.count,
                   seeds.first, seeds.first + seeds.count - 1);

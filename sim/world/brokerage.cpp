@@ -15,6 +15,7 @@ namespace {
 constexpr std::string_view kBearerPrefix = "Bearer ";
 
 std::string standard_status_text(int status) {
+  REHEARSE_ASSERT(status >= 100 && status <= 599);  // a fault's HTTP status (add_fault)
   const char* phrase = http_reason_phrase(status);
   return phrase != nullptr ? fmt::format("{} {}", status, phrase) : fmt::format("HTTP {}", status);
 }
@@ -38,10 +39,13 @@ SimBrokerage::SimBrokerage(Simulator& simulator, Trace& trace, BrokerageConfig c
 
 std::uint64_t SimBrokerage::calls(const std::string& operation) const {
   const auto it = calls_.find(operation);
-  return it == calls_.end() ? 0 : it->second;
+  if (it == calls_.end()) return 0;
+  REHEARSE_ASSERT_GE(it->second, 1u);  // an entry is made by a call
+  return it->second;
 }
 
 std::uint64_t SimBrokerage::fault_hits(std::size_t fault_index) const {
+  REHEARSE_ASSERT_LT(fault_index, faults_.size());  // the index of a fault add_fault took
   return faults_.at(fault_index).hits;
 }
 

@@ -99,11 +99,13 @@ void check_count(std::vector<ExpectFailure>& out, const std::string& pointer,
 void check_notifications(std::vector<ExpectFailure>& out, const std::string& pointer,
                          const std::map<NotificationEvent, std::int64_t>& expected,
                          const json& tallies, const std::vector<std::string>& path) {
+  const std::size_t failures_before = out.size();
   for (const auto& [event, count] : expected) {
     std::vector<std::string> at = path;
     at.emplace_back(to_string(event));
     check_count(out, pointer + "/" + to_string(event), count, tally_count(tallies, at));
   }
+  REHEARSE_ASSERT_LE(out.size() - failures_before, expected.size());  // one failure per count
 }
 
 const FinalJobState* final_state_of(const ScenarioRunResult& run, const std::string& job) {
@@ -119,6 +121,7 @@ std::string instant_or_null(const std::optional<TimeMs>& t) {
 
 void check_final_status(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
                         const std::string& job, const std::string& p, RetryStatus expected) {
+  REHEARSE_ASSERT(!job.empty());  // expect.jobs is keyed by declared job ids
   // The durable store is the authority; when it cannot be read (a corrupt
   // store fails closed), the monitors' view of the last status event stands
   // in, and the report says so.
@@ -139,6 +142,9 @@ void check_final_status(std::vector<ExpectFailure>& out, const ScenarioRunResult
 // expect.jobs.<id>.state: the durable state as the store holds it at the end.
 void check_state(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
                  const std::string& job, const std::string& p, const StateExpectation& x) {
+  // "unreadable" stands alone: the loader refuses it with any field.
+  REHEARSE_ASSERT(!x.unreadable || (!x.retry_status && !x.next_action && !x.next_run_at &&
+                                    !x.next_retry_at && !x.retry_count && !x.failure_class));
   const FinalJobState* f = final_state_of(run, job);
   if (x.unreadable) {
     if (f != nullptr && f->state) {
@@ -206,6 +212,9 @@ void check_policy(std::vector<ExpectFailure>& out, const Scenario& scenario, con
 // Bounds on the largest start lateness of the job's regular slots.
 void check_lateness(std::vector<ExpectFailure>& out, const json& t, const std::string& job,
                     const std::string& p, const LatenessExpectation& x) {
+  // The loader reads both as durations >= 0 and refuses at_least above at_most.
+  REHEARSE_ASSERT(!x.at_least_ms || *x.at_least_ms >= 0);
+  REHEARSE_ASSERT(!x.at_least_ms || !x.at_most_ms || *x.at_least_ms <= *x.at_most_ms);
   const std::int64_t got = tally_count(t, {"jobs", job, "max_delay_ms"});
   if (x.at_least_ms && got < *x.at_least_ms) {
     out.push_back({p + "/at_least", "at least " + short_duration(*x.at_least_ms),
@@ -221,6 +230,9 @@ void check_lateness(std::vector<ExpectFailure>& out, const json& t, const std::s
 void check_messages(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
                     const std::string& job, const std::string& p,
                     const std::map<std::string, MessageExpectation>& expected) {
+  REHEARSE_ASSERT(!expected.empty());  // check_job calls it for listed messages only
+  // The loader requires the messenger for messages, and a run keeps its trace then.
+  REHEARSE_ASSERT(run.trace.keep() != TraceKeep::none);
   std::map<std::pair<std::string, std::string>, std::int64_t> got;  // (target, kind)
   for (const TraceEvent& e : run.trace.events()) {
     if (e.job != job || e.service != to_string(ServiceKind::messenger)) continue;
@@ -277,6 +289,11 @@ void check_slot(std::vector<ExpectFailure>& out, const SlotExpectation& x, const
 // expect.jobs.<id>.slots: the list names every slot the run had.
 void check_slots(std::vector<ExpectFailure>& out, const json& t, const std::string& job,
                  const std::string& p, const std::vector<SlotExpectation>& expected) {
+  // The loader keeps the listed slots in strict time order, each once.
+  REHEARSE_ASSERT(std::adjacent_find(expected.begin(), expected.end(),
+                                     [](const SlotExpectation& a, const SlotExpectation& b) {
+                                       return a.slot >= b.slot;
+                                     }) == expected.end());
   std::map<TimeMs, const json*> seen;
   if (const json* list = tally_node(t, {"jobs", job, "slots"});
       list != nullptr && list->is_array()) {
@@ -385,6 +402,7 @@ void check_service(std::vector<ExpectFailure>& out, const ScenarioRunResult& run
 
 void check_damaged_files(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
                          const std::map<StateFile, DamagedFileOutcome>& expected) {
+  const std::size_t failures_before = out.size();
   for (const auto& [file, outcome] : expected) {
     const std::string p = fmt::format("/expect/damaged_files/{}", to_string(file));
     const std::string want = outcome == DamagedFileOutcome::kept ? "kept" : "changed";
@@ -396,6 +414,7 @@ void check_damaged_files(std::vector<ExpectFailure>& out, const ScenarioRunResul
     }
     check_text(out, p, want, it->kept ? "kept" : "changed (" + it->path + ")");
   }
+  REHEARSE_ASSERT_LE(out.size() - failures_before, expected.size());  // one failure per file
 }
 
 }  // namespace

@@ -74,6 +74,9 @@ FaultKindSpec job_file_corrupted_kind() {
       .trace = {{"job", [](const FaultSpec& f) -> std::optional<nlohmann::json> { return f.job; }},
                 {"mode",
                  [](const FaultSpec& f) -> std::optional<nlohmann::json> {
+                   // One of job_file_modes(): mode_key stores no other.
+                   REHEARSE_ASSERT(f.mode != CorruptionMode::truncated &&
+                                   f.mode != CorruptionMode::flip);
                    return to_string(f.mode);
                  }}},
       .meaning =

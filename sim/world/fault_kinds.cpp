@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "model/assert.hpp"
@@ -70,6 +71,7 @@ FaultKeySpec service_key(std::vector<std::string> names, bool user_services, std
       f.user_service = v.value.get<std::string>();
     } else {
       f.service = parse_service_kind(v.value.get<std::string>());
+      REHEARSE_ASSERT(f.service.has_value());  // one of the key's built-in names
     }
   };
   return key;
@@ -98,6 +100,8 @@ FaultKeySpec http_status_key() {
                       .doc = "`status` (required, 400..599)",
                       .store = [](FaultSpec& f, const FaultValue& v) {
                         f.http_status = v.value.get<int>();
+                        // read_fault_integer keeps to the key's min and max
+                        REHEARSE_ASSERT(f.http_status >= 400 && f.http_status <= 599);
                       }};
 }
 
@@ -152,6 +156,7 @@ FaultKeySpec agent_key() {
                       .doc = "`agent` (required, a declared agent id)",
                       .store = [](FaultSpec& f, const FaultValue& v) {
                         f.agent = v.value.get<std::string>();
+                        REHEARSE_ASSERT(!f.agent.empty());  // a declared agent id
                       }};
 }
 
@@ -161,7 +166,10 @@ FaultTraceField trace_status() {
   return {"status", [](const FaultSpec& f) -> std::optional<json> { return f.http_status; }};
 }
 FaultTraceField trace_rate() {
-  return {"rate", [](const FaultSpec& f) -> std::optional<json> { return f.rate; }};
+  return {"rate", [](const FaultSpec& f) -> std::optional<json> {
+            REHEARSE_ASSERT(f.rate >= 0.0 && f.rate <= 1.0);  // a share of the calls
+            return f.rate;
+          }};
 }
 FaultTraceField trace_file() {
   return {"file", [](const FaultSpec& f) -> std::optional<json> { return to_string(f.file); }};
@@ -169,11 +177,15 @@ FaultTraceField trace_file() {
 FaultTraceField trace_worker() {
   return {"worker", [](const FaultSpec& f) -> std::optional<json> {
             if (f.worker == 0) return std::nullopt;
+            REHEARSE_ASSERT_GE(f.worker, 1);  // worker numbers are 1-based
             return f.worker;
           }};
 }
 FaultTraceField trace_down_for() {
-  return {"down_for_ms", [](const FaultSpec& f) -> std::optional<json> { return f.down_for_ms; }};
+  return {"down_for_ms", [](const FaultSpec& f) -> std::optional<json> {
+            REHEARSE_ASSERT_GE(f.down_for_ms, 0);  // a down_time value or the default 0
+            return f.down_for_ms;
+          }};
 }
 
 // ------------------------------------------------ applying: service windows
@@ -286,7 +298,9 @@ auto service_window(HitOf hit_of) {
 // A schedule hook for an orchestrator kind: `act` schedules its event.
 template <typename Act>
 auto on_orchestrator(Act act) {
-  return [act](const FaultSpec& fault, std::size_t, TimeMs, TimeMs, FaultWorld& world) -> Status {
+  return [act](const FaultSpec& fault, std::size_t, TimeMs from, TimeMs until,
+               FaultWorld& world) -> Status {
+    REHEARSE_ASSERT_LE(from, until);  // the world's window of the fault
     if (world.orchestrator == nullptr) return needs_orchestrator(fault);
     act(fault, *world.orchestrator);
     return {};
@@ -393,6 +407,7 @@ FaultKindSpec issues_deleted() {
                             .store =
                                 [](FaultSpec& f, const FaultValue& v) {
                                   f.issues = v.value.get<std::vector<std::string>>();
+                                  REHEARSE_ASSERT(!f.issues.empty());  // issue_list: non-empty
                                 }},
                FaultKeySpec{.name = "new_instance",
                             .type = FaultKeyType::new_instance,
@@ -401,6 +416,7 @@ FaultKindSpec issues_deleted() {
                             .store =
                                 [](FaultSpec& f, const FaultValue& v) {
                                   f.new_instance = v.value.get<std::string>();
+                                  REHEARSE_ASSERT(!f.new_instance->empty());  // an identifier
                                 }},
                FaultKeySpec{.name = "status",
                             .type = FaultKeyType::integer,
@@ -413,6 +429,8 @@ FaultKindSpec issues_deleted() {
                             .store =
                                 [](FaultSpec& f, const FaultValue& v) {
                                   f.http_status = v.value.get<int>();
+                                  // one of the key's names (or its default)
+                                  REHEARSE_ASSERT(f.http_status == 404 || f.http_status == 410);
                                 }}},
       .trace = {trace_status()},
       .meaning =
@@ -436,6 +454,7 @@ FaultKindSpec issue_status() {
                             .store =
                                 [](FaultSpec& f, const FaultValue& v) {
                                   f.issue = v.value.get<std::string>();
+                                  REHEARSE_ASSERT(!f.issue.empty());  // a declared issue id
                                 }},
                FaultKeySpec{.name = "status",
                             .type = FaultKeyType::name,
@@ -448,6 +467,7 @@ FaultKindSpec issue_status() {
                             .store =
                                 [](FaultSpec& f, const FaultValue& v) {
                                   f.status = v.value.get<std::string>();
+                                  REHEARSE_ASSERT_LT(v.index, issue_status_names().size());
                                 }}},
       .meaning = "an external status change (possibly out of order)",
       .schedule = on_orchestrator([](const FaultSpec& f, SimOrchestrator& o) {
@@ -524,6 +544,8 @@ FaultKindSpec state_corrupted() {
                             .doc = "`cut` (mode `truncated` only: bytes kept, integer >= 0)",
                             .store =
                                 [](FaultSpec& f, const FaultValue& v) {
+                                  // read_fault_cut: mode truncated only (`mode` is read first)
+                                  REHEARSE_ASSERT(f.mode == CorruptionMode::truncated);
                                   f.cut = v.value.get<std::uint64_t>();
                                 }},
                FaultKeySpec{.name = "flips",
@@ -532,7 +554,10 @@ FaultKindSpec state_corrupted() {
                                    "offsets)",
                             .store =
                                 [](FaultSpec& f, const FaultValue& v) {
+                                  // read_fault_flips: mode flip only (`mode` is read first)
+                                  REHEARSE_ASSERT(f.mode == CorruptionMode::flip);
                                   f.flips = v.value.get<std::vector<std::uint64_t>>();
+                                  REHEARSE_ASSERT(!f.flips.empty());
                                 }}},
       .trace = {trace_file(),
                 {"mode",
@@ -587,6 +612,8 @@ FaultKindSpec messenger_down() {
                             .store =
                                 [](FaultSpec& f, const FaultValue& v) {
                                   f.targets = v.value.get<std::vector<std::string>>();
+                                  // present: non-empty (absent: every target, nothing stored)
+                                  REHEARSE_ASSERT(!f.targets.empty());
                                 }},
                FaultKeySpec{.name = "status",
                             .type = FaultKeyType::integer,
@@ -600,12 +627,14 @@ FaultKindSpec messenger_down() {
                             .store =
                                 [](FaultSpec& f, const FaultValue& v) {
                                   f.http_status = v.value.get<int>();
+                                  REHEARSE_ASSERT(f.http_status >= 400 && f.http_status <= 599);
                                 }}},
       .trace = {{"targets", [](const FaultSpec& f) -> std::optional<json> { return f.targets; }},
                 trace_status()},
       .meaning = "deliveries to these targets are refused with that status",
       .schedule =
           [](const FaultSpec& f, std::size_t, TimeMs from, TimeMs until, FaultWorld& world) {
+            REHEARSE_ASSERT_LE(from, until);  // the world's window of the fault
             if (world.messenger) {
               world.messenger->add_outage(from, until, f.targets,
                                           f.http_status == 0 ? MessengerOutage::kDefaultStatus
@@ -776,6 +805,9 @@ std::string fault_kinds_markdown(const FaultKinds& kinds) {
                        kind.lasting ? "lasting" : "instant", to_string(kind.applies_to), keys,
                        trace.empty() ? "—" : trace, kind.meaning);
   }
+  // One line per kind below the two header lines: no entry's text breaks a row.
+  REHEARSE_ASSERT_EQ(static_cast<std::size_t>(std::count(out.begin(), out.end(), '\n')),
+                     kinds.size() + 2);
   return out;
 }
 

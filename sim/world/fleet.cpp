@@ -76,6 +76,7 @@ std::string describe(const json& v) {
   if (v.is_array()) return "an array";
   std::string s = v.dump();
   if (s.size() > 42) s = s.substr(0, 40) + "...";
+  REHEARSE_ASSERT_LE(s.size(), 43u);  // messages quote a value briefly
   return s;
 }
 
@@ -99,10 +100,12 @@ class FleetParser {
 
  private:
   void error(ErrorCode code, const std::string& pointer, std::string message) {
+    REHEARSE_ASSERT(!message.empty());
     errors_.push_back(make_error(code, std::move(message), pointer));
   }
 
   void check_keys(const json& obj, const std::string& pointer, const std::string& level) {
+    REHEARSE_ASSERT(obj.is_object());  // callers check the value is an object first
     const auto& allowed = fleet_known_keys().at(level);
     for (const auto& [key, value] : obj.items()) {
       if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
@@ -182,6 +185,8 @@ class FleetParser {
 };
 
 void FleetParser::read_block(const json& block, const std::string& pointer) {
+  // A parser reads one block (parse() consumes it).
+  REHEARSE_ASSERT(errors_.empty() && spec_.kinds.empty() && spec_.schedules.empty());
   if (!block.is_object()) {
     error(ErrorCode::schema_error, pointer,
           fmt::format("expected a fleet (an object), got {}", describe(block)));
@@ -246,6 +251,7 @@ std::optional<FleetKind> FleetParser::read_kind(const json& entry, const std::st
                               kMaxFleetCallsPerRun, 1);
   if (!calls) return std::nullopt;
   (group ? kind.model_calls : kind.calls) = static_cast<int>(*calls);
+  REHEARSE_ASSERT(group ? kind.model_calls >= 0 : kind.calls >= 1);  // read_int's ranges
   if (!group) return kind;
   if (kind.model_calls > 0 && !context_.has_model_api) {
     error(ErrorCode::not_found, pointer,
@@ -256,6 +262,7 @@ std::optional<FleetKind> FleetParser::read_kind(const json& entry, const std::st
   auto targets = read_targets(entry, pointer);
   if (!targets) return std::nullopt;
   kind.targets = std::move(*targets);
+  REHEARSE_ASSERT(!kind.targets.empty());  // read_targets refuses an empty list
   return kind;
 }
 
@@ -306,6 +313,7 @@ std::optional<std::string> FleetParser::read_schedule(const json& entry,
     error(ErrorCode::never_fires, at, fmt::format("invalid cron \"{}\": never fires", text));
     return std::nullopt;
   }
+  REHEARSE_ASSERT(!text.empty());  // an empty expression does not parse
   return text;
 }
 
@@ -324,11 +332,14 @@ std::optional<FleetFailure> FleetParser::read_failure(const json& entry,
   const auto status = read_int(entry, pointer, "status", 400, 599, kDefaultFleetFailureStatus);
   if (!status) return std::nullopt;
   failure.status = static_cast<int>(*status);
+  REHEARSE_ASSERT(failure.status >= 400 && failure.status <= 599);
   return failure;
 }
 
 // The generated services must not take a name the scenario already uses.
 void FleetParser::check_service_names(const std::string& pointer) {
+  // read_block adds the default bucket when the list is absent; an empty one is an error.
+  REHEARSE_ASSERT(!spec_.failure_rates.empty() || !errors_.empty());
   for (std::size_t i = 0; i < spec_.failure_rates.size(); ++i) {
     const std::string name = fleet_service_name(spec_.id_prefix, i);
     if (context_.user_services.count(name) != 0) {

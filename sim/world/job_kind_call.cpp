@@ -10,6 +10,8 @@ namespace scenario_detail {
 
 // A call job's own key: the calls of one run.
 void Loader::load_call_job(const json& v, const std::string& pointer, JobSpec& job) {
+  // load_job sets the kind before its reader runs, and reads each job once.
+  REHEARSE_ASSERT(job.kind == JobKind::call && job.calls.empty());
   if (const json* c = require(v, pointer, "calls", "a non-empty list of calls")) {
     load_calls(*c, child(pointer, "calls"), job);
   }
@@ -29,6 +31,7 @@ JobKindDef call_job_kind() {
     LoaderJobKeys::of(keys).load(&Loader::load_call_job, job);
   };
   def.runner_params = [](const JobSpec& job) {
+    REHEARSE_ASSERT(job.kind == JobKind::call);  // callers look the entry up by the job's kind
     json calls = json::array();
     for (const JobSpec::Call& call : job.calls) {
       calls.push_back({{"service", call.service}, {"method", call.method}, {"path", call.path}});
@@ -36,13 +39,16 @@ JobKindDef call_job_kind() {
     return json{{"calls", calls}};
   };
   def.services = [](const JobSpec& job) {
+    REHEARSE_ASSERT(job.kind == JobKind::call);  // callers look the entry up by the job's kind
     std::vector<std::string> out;
     for (const JobSpec::Call& call : job.calls) {
       if (std::find(out.begin(), out.end(), call.service) == out.end()) out.push_back(call.service);
     }
+    REHEARSE_ASSERT_LE(out.size(), job.calls.size());  // each service once, in call order
     return out;
   };
   def.calls_per_run = [](const JobSpec& job) {
+    REHEARSE_ASSERT(job.kind == JobKind::call);  // callers look the entry up by the job's kind
     return static_cast<std::int64_t>(job.calls.size());
   };
   def.schema_properties = json::parse(R"json({

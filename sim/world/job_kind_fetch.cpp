@@ -9,6 +9,7 @@ namespace rehearse::sim {
 namespace scenario_detail {
 
 void Loader::load_fetch(const json& v, const std::string& pointer, JobSpec& job) {
+  REHEARSE_ASSERT(job.kind == JobKind::fetch);  // load_job sets the kind before its reader runs
   const std::string who = fmt::format("job '{}'", job.id.empty() ? pointer : job.id);
   if (const json* s = field(v, "service")) {
     const std::string at = child(pointer, "service");
@@ -42,13 +43,17 @@ JobKindDef fetch_job_kind() {
     LoaderJobKeys::of(keys).load(&Loader::load_fetch, job);
   };
   def.runner_params = [](const JobSpec& job) {
+    REHEARSE_ASSERT(job.kind == JobKind::fetch);  // callers look the entry up by the job's kind
     return json{{"requests", job.requests}, {"parallel", job.parallel}};
   };
   def.services = [](const JobSpec&) {
     return std::vector<std::string>{to_string(ServiceKind::brokerage)};
   };
   // A reissue per request, and the token itself.
-  def.calls_per_run = [](const JobSpec& job) { return 2 * std::int64_t{job.requests} + 1; };
+  def.calls_per_run = [](const JobSpec& job) {
+    REHEARSE_ASSERT_GE(job.requests, 1);  // the loader's range: 1 to 1000
+    return 2 * std::int64_t{job.requests} + 1;
+  };
   def.schema_properties = json::parse(R"json({
   "service": {
     "const": "brokerage",

@@ -9,6 +9,8 @@ namespace rehearse::sim {
 namespace scenario_detail {
 
 void Loader::load_group(const json& v, const std::string& pointer, JobSpec& job) {
+  // load_job sets the kind before its reader runs, and reads each job once.
+  REHEARSE_ASSERT(job.kind == JobKind::group && job.tasks.empty());
   bool calls_model = false;
   if (const json* list = require(v, pointer, "tasks", "a non-empty array of tasks")) {
     const std::string at = child(pointer, "tasks");
@@ -53,6 +55,7 @@ void Loader::load_group(const json& v, const std::string& pointer, JobSpec& job)
         if (task.model_calls > 0) calls_model = true;
         if (ok) job.tasks.push_back(task);
       }
+      REHEARSE_ASSERT_LE(job.tasks.size(), list->size());  // at most one task per entry
     }
   }
   if (calls_model) {
@@ -80,13 +83,16 @@ JobKindDef group_job_kind() {
     LoaderJobKeys::of(keys).load(&Loader::load_group, job);
   };
   def.runner_params = [](const JobSpec& job) {
+    REHEARSE_ASSERT(job.kind == JobKind::group);  // callers look the entry up by the job's kind
     json tasks = json::array();
     for (const GroupTask& task : job.tasks) {
+      REHEARSE_ASSERT_GE(task.model_calls, 0);  // the loader's range: 0 to 100
       tasks.push_back({{"id", task.id}, {"model_calls", task.model_calls}});
     }
     return json{{"tasks", tasks}};
   };
   def.services = [](const JobSpec& job) {
+    REHEARSE_ASSERT(job.kind == JobKind::group);  // callers look the entry up by the job's kind
     const bool asks_model = std::any_of(job.tasks.begin(), job.tasks.end(),
                                         [](const GroupTask& t) { return t.model_calls > 0; });
     return asks_model ? std::vector<std::string>{to_string(ServiceKind::model_api)}
@@ -95,6 +101,7 @@ JobKindDef group_job_kind() {
   def.calls_per_run = [](const JobSpec& job) {
     std::int64_t n = 0;
     for (const GroupTask& t : job.tasks) n += t.model_calls;
+    REHEARSE_ASSERT_GE(n, 0);  // no task calls the model a negative number of times
     return n + static_cast<std::int64_t>(job.targets.size());
   };
   def.schema_properties = json::parse(R"json({

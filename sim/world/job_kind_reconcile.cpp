@@ -10,6 +10,8 @@ namespace rehearse::sim {
 namespace scenario_detail {
 
 void Loader::load_reconcile(const json& v, const std::string& pointer, JobSpec& job) {
+  // load_job sets the kind before its reader runs, and reads each job once.
+  REHEARSE_ASSERT(job.kind == JobKind::reconcile && job.items.empty());
   const bool has_orchestrator = require_service(ServiceKind::orchestrator, pointer,
                                                 fmt::format("reconcile job '{}'", job.id));
   if (const json* list = require(v, pointer, "items", "a non-empty array of items")) {
@@ -69,6 +71,7 @@ void Loader::load_reconcile(const json& v, const std::string& pointer, JobSpec& 
         }
         if (ok) job.items.push_back(item);
       }
+      REHEARSE_ASSERT_LE(job.items.size(), list->size());  // at most one item per entry
     }
   }
   if (const json* b = field(v, "batch_size")) {
@@ -93,7 +96,9 @@ JobKindDef reconcile_job_kind() {
     LoaderJobKeys::of(keys).load(&Loader::load_reconcile, job);
   };
   def.runner_params = [](const JobSpec& job) {
+    REHEARSE_ASSERT(job.kind == JobKind::reconcile);  // callers look the entry up by the job's kind
     const ReconcileConfig reconcile = reconcile_config_from(job);
+    REHEARSE_ASSERT_EQ(reconcile.items.size(), job.items.size());  // one seed per item
     json items = json::array();
     for (const ReconcileSeed& item : reconcile.items) {
       items.push_back({{"issue", item.issue}, {"stage", item.stage}});
@@ -104,8 +109,12 @@ JobKindDef reconcile_job_kind() {
     return params;
   };
   // Its failures are per item: no outage of one service fails a run.
-  def.services = [](const JobSpec&) { return std::vector<std::string>{}; };
+  def.services = [](const JobSpec& job) {
+    REHEARSE_ASSERT(job.kind == JobKind::reconcile);  // callers look the entry up by the job's kind
+    return std::vector<std::string>{};
+  };
   def.calls_per_run = [](const JobSpec& job) {
+    REHEARSE_ASSERT(job.kind == JobKind::reconcile);  // callers look the entry up by the job's kind
     return 3 * static_cast<std::int64_t>(job.items.size()) + 1;
   };
   // An item's own backoff and config deferral reach one hour (docs/reconcile.md).

@@ -63,13 +63,18 @@ Table& table() {
 
 // The `job` definition's branch for one kind: its keys apply when its name does.
 json kind_branch(const std::string& name) {
+  REHEARSE_ASSERT(is_kind_name(name));  // a table entry's name (check_entry)
   return {{"if", {{"properties", {{"kind", {{"const", name}}}}}, {"required", {"kind"}}}},
           {"then", {{"$ref", "#/$defs/job_" + name}}}};
 }
 
 }  // namespace
 
-const std::vector<JobKindDef>& job_kind_table() { return table().defs; }
+const std::vector<JobKindDef>& job_kind_table() {
+  // One JobKind per entry, each its own position.
+  REHEARSE_ASSERT_EQ(table().kinds.size(), table().defs.size());
+  return table().defs;
+}
 
 const JobKindDef& job_kind_def(JobKind kind) {
   const auto i = static_cast<std::size_t>(kind);
@@ -80,7 +85,10 @@ const JobKindDef& job_kind_def(JobKind kind) {
 std::optional<JobKind> find_job_kind_named(std::string_view name) {
   const Table& t = table();
   for (std::size_t i = 0; i < t.defs.size(); ++i) {
-    if (t.defs[i].name == name) return t.kinds[i];
+    if (t.defs[i].name == name) {
+      REHEARSE_ASSERT_EQ(static_cast<std::size_t>(t.kinds[i]), i);  // JobKind values are positions
+      return t.kinds[i];
+    }
   }
   return std::nullopt;
 }
@@ -109,12 +117,17 @@ json job_kinds_schema() {
     }
   }
   defs["job"] = {{"properties", {{"kind", {{"enum", names}}}}}, {"allOf", branches}};
+  // Each kind's "job_<name>" is its own: no helper definition takes that name.
+  REHEARSE_ASSERT_GE(defs.size(), job_kind_table().size() + 1);
   return defs;
 }
 
 // ------------------------------------------------ scenario.hpp's functions
 
-const std::vector<JobKind>& all_job_kinds() { return table().kinds; }
+const std::vector<JobKind>& all_job_kinds() {
+  REHEARSE_ASSERT_EQ(table().kinds.size(), table().defs.size());  // one JobKind per entry
+  return table().kinds;
+}
 
 const char* to_string(JobKind kind) noexcept {
   const auto i = static_cast<std::size_t>(kind);

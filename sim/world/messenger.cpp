@@ -160,6 +160,7 @@ std::int64_t Messenger::count(const std::string& kind, const std::string& job, T
 std::vector<std::tuple<std::string, TimeMs, std::string>> Messenger::duplicate_deliveries() const {
   std::vector<std::tuple<std::string, TimeMs, std::string>> out;
   for (const auto& [k, n] : deliveries_) {
+    REHEARSE_ASSERT_GE(n, 1);  // an entry is made by a delivery
     if (n > 1) out.push_back(k);
   }
   return out;

@@ -9,6 +9,7 @@ namespace rehearse::sim {
 namespace {
 
 const char* reason_phrase(int status) {
+  REHEARSE_ASSERT(status >= 400 && status <= 599);  // only error answers are phrased here
   const char* phrase = http_reason_phrase(status);
   return phrase != nullptr ? phrase : "Error";
 }

@@ -145,6 +145,7 @@ void SimOrchestrator::schedule_delete_issues(TimeMs at_ms, std::vector<std::stri
 }
 
 void SimOrchestrator::schedule_issue_status(TimeMs at_ms, std::string issue, std::string status) {
+  REHEARSE_ASSERT(!issue.empty() && !status.empty());  // both required by issue_status
   simulator_.schedule_call_for(
       kWorld, at_ms,
       [this, issue = std::move(issue), status = std::move(status)] {
@@ -154,11 +155,13 @@ void SimOrchestrator::schedule_issue_status(TimeMs at_ms, std::string issue, std
 }
 
 void SimOrchestrator::schedule_remove_agent(TimeMs at_ms, std::string agent) {
+  REHEARSE_ASSERT(!agent.empty());  // a declared agent id
   simulator_.schedule_call_for(
       kWorld, at_ms, [this, agent = std::move(agent)] { remove_agent(agent); }, "agent_removed");
 }
 
 void SimOrchestrator::schedule_restore_agent(TimeMs at_ms, std::string agent) {
+  REHEARSE_ASSERT(!agent.empty());  // a declared agent id
   simulator_.schedule_call_for(
       kWorld, at_ms, [this, agent = std::move(agent)] { restore_agent(agent); }, "agent_restored");
 }
@@ -297,7 +300,10 @@ bool SimOrchestrator::agent_present(const std::string& agent) const {
 
 std::uint64_t SimOrchestrator::queries(const std::string& issue) const {
   auto it = issues_.find(issue);
-  return it == issues_.end() ? 0 : it->second.queries;
+  if (it == issues_.end()) return 0;
+  // Every 404 and every assignment was counted as a query first.
+  REHEARSE_ASSERT_LE(it->second.not_found, it->second.queries);
+  return it->second.queries;
 }
 
 std::uint64_t SimOrchestrator::queries_after_not_found(const std::string& issue) const {

@@ -84,6 +84,7 @@ void Loader::load_item_expectations(const json& items, const std::string& pointe
         item.not_found = read_count(*n, child(ip, "not_found"));
       }
     }
+    REHEARSE_ASSERT_LE(expect.items.size(), items.size());  // read once: one per issue key
   }
 }
 
@@ -122,6 +123,8 @@ void Loader::load_service_expectations(const json& services, const std::string& 
         }
       }
     }
+    // Read once: one expectation per service key, built-in or the user's own.
+    REHEARSE_ASSERT_LE(expect.services.size() + expect.user_services.size(), services.size());
   }
 }
 
@@ -351,6 +354,7 @@ std::optional<SlotExpectation> Loader::load_slot_expectation(const json& v,
   if (const json* n = field(v, "notifications")) {
     out.notifications = load_event_counts(*n, child(pointer, "notifications"));
   }
+  REHEARSE_ASSERT_GE(out.tolerance_ms, 0);  // read as a duration of at least 0
   return out;
 }
 
@@ -365,6 +369,7 @@ std::optional<TimeMs> Loader::read_attempt_instant(const json& v, const std::str
       value_error(pointer, fmt::format("invalid offset \"{}\": {}", *s, d.error().message));
       return std::nullopt;
     }
+    REHEARSE_ASSERT_GE(*d, 0);  // parse_duration reads digits only: the check below relies on it
     if (*d > kMaxInstantMs - slot) {
       value_error(pointer, fmt::format("offset \"{}\" is too large", *s));
       return std::nullopt;

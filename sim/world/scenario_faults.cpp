@@ -17,6 +17,7 @@ std::optional<TimeMs> Loader::read_fault_at(const json& v, const std::string& po
       return std::nullopt;
     }
     if (!start_ok_) return std::nullopt;  // start's own error is reported
+    REHEARSE_ASSERT_GE(*d, 0);  // parse_duration reads digits only: the check below relies on it
     if (*d > kMaxInstantMs - scenario_.start_ms) {
       value_error(pointer, fmt::format("offset \"{}\" is too large", *s));
       return std::nullopt;
@@ -174,6 +175,7 @@ namespace {
 
 // What a missing required fault key's message says is expected.
 std::string expected_value(const FaultKeySpec& key) {
+  REHEARSE_ASSERT(key.required);  // only a missing required key says what it expects
   if (!key.expected.empty()) return std::string(key.expected);
   switch (key.type) {
     case FaultKeyType::integer: return fmt::format("{} from {} to {}", key.what, key.min, key.max);
@@ -223,6 +225,8 @@ void Loader::read_absent_fault_key(FaultReading& r, const FaultKeySpec& key) {
 // them (an HTTP status a fault may answer with, say).
 std::optional<FaultValue> Loader::read_fault_integer(const FaultKeySpec& key, const json& value,
                                                      const std::string& at) {
+  REHEARSE_ASSERT(key.type == FaultKeyType::integer);
+  REHEARSE_ASSERT_LE(key.min, key.max);  // a table entry's range is never empty
   const auto n = read_int(value, at, key.min, key.max, key.what);
   if (!n) return std::nullopt;
   if (key.names.empty() || std::ranges::count(key.names, std::to_string(*n)) > 0) {
@@ -362,6 +366,8 @@ std::optional<FaultValue> Loader::read_fault_job(const json& value, const std::s
     return std::nullopt;
   }
   if (!check_reference(*s, at, with_file, "job with a file", "/jobs")) return std::nullopt;
+  // A reference found among the jobs with a file of their own.
+  REHEARSE_ASSERT(named != nullptr && job_keeps_file(named->kind));
   return FaultValue{*s};
 }
 
@@ -389,6 +395,7 @@ std::optional<FaultValue> Loader::read_fault_cut(FaultReading& r, const json& va
   }
   auto n = read_int(value, at, 0, kMaxCount, "a byte count");
   if (!n) return std::nullopt;
+  REHEARSE_ASSERT_GE(*n, 0);  // read_int's range, before the unsigned cast
   return FaultValue{static_cast<std::uint64_t>(*n)};
 }
 

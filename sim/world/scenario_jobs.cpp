@@ -174,7 +174,11 @@ void Loader::load_fleet(const json& v, const std::string& pointer) {
 
 // Every job kind's own keys, from the table: "job_<kind>" -> its keys.
 void add_job_kind_keys(std::map<std::string, std::vector<std::string>>& keys) {
-  for (const JobKindDef& kind : job_kind_table()) keys["job_" + kind.name] = kind.keys;
+  for (const JobKindDef& kind : job_kind_table()) {
+    // Kind names are unique, and no other level is named job_<kind>.
+    REHEARSE_ASSERT(keys.count("job_" + kind.name) == 0);
+    keys["job_" + kind.name] = kind.keys;
+  }
 }
 
 // ------------------------------------------------- a job kind's key reader
@@ -193,6 +197,7 @@ const json* LoaderJobKeys::present(std::string_view key, bool required, std::str
 
 std::optional<std::int64_t> LoaderJobKeys::read_int(std::string_view key, std::int64_t min,
                                                     std::int64_t max, bool required) {
+  REHEARSE_ASSERT_LE(min, max);  // a kind's range is never empty
   const json* v = present(key, required, fmt::format("an integer from {} to {}", min, max));
   if (v == nullptr) return std::nullopt;
   return loader_.read_int(*v, child(job_.pointer, key), min, max);
@@ -240,6 +245,7 @@ std::optional<std::vector<std::string>> LoaderJobKeys::read_targets(std::string_
 }
 
 void LoaderJobKeys::error(std::string_view key, std::string message) {
+  REHEARSE_ASSERT(!key.empty() && !message.empty());  // a kind's key, and what is wrong with it
   loader_.value_error(child(job_.pointer, key), std::move(message));
 }
 

@@ -87,6 +87,7 @@ class Loader {
   }
 
   void syntax_error(std::string where_suffix, std::string message) {
+    REHEARSE_ASSERT(!where_suffix.empty());  // "line:column" in the file
     add(ErrorCode::parse_error, std::move(where_suffix), std::move(message), /*is_pointer=*/false);
   }
   void nesting_error(const std::string& pointer) {
@@ -169,6 +170,7 @@ class Loader {
 
   const json* require(const json& obj, const std::string& pointer, std::string_view key,
                       std::string_view expected) {
+    REHEARSE_ASSERT(!key.empty() && !expected.empty());  // the message names both
     const json* v = field(obj, key);
     if (v == nullptr) {
       error(pointer, fmt::format("missing required key '{}' ({})", key, expected));
@@ -387,6 +389,7 @@ class Loader {
       }
       out.push_back(*name);
     }
+    REHEARSE_ASSERT_LE(out.size(), v.size());  // at most one name per entry
     return out;
   }
 

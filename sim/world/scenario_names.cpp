@@ -51,6 +51,9 @@ const char* to_string(FaultKind kind) noexcept {
 std::optional<FaultKind> parse_fault_kind(std::string_view name) noexcept {
   const FaultKindSpec* spec = find_fault_kind(name);
   if (spec == nullptr) return std::nullopt;
+  // An entry of the table itself: its position is the FaultKind.
+  REHEARSE_ASSERT(spec >= fault_kinds().data() &&
+                  spec < fault_kinds().data() + fault_kinds().size());
   return static_cast<FaultKind>(spec - fault_kinds().data());
 }
 const char* to_string(StateFile file) noexcept {
@@ -143,6 +146,8 @@ const std::vector<std::string>& slot_outcome_names() {
   // In SlotOutcome's order (the loader maps an index to the enum).
   static const std::vector<std::string> kNames{"delivered", "skipped",    "failed",   "exhausted",
                                                "in_flight", "superseded", "coalesced"};
+  // One name per SlotOutcome, the last enumerator last.
+  REHEARSE_ASSERT_EQ(kNames.size(), static_cast<std::size_t>(SlotOutcome::coalesced) + 1);
   return kNames;
 }
 
@@ -161,6 +166,7 @@ std::optional<SlotOutcome> parse_slot_outcome(std::string_view name) noexcept {
 
 const std::vector<std::string>& queue_store_names() {
   static const std::vector<std::string> kNames{"memory", "disk"};
+  REHEARSE_ASSERT_EQ(kNames.size(), static_cast<std::size_t>(QueueStore::disk) + 1);
   return kNames;
 }
 

@@ -46,6 +46,7 @@ std::string describe(const json& v) {
     case json::value_t::string: {
       std::string s = v.dump();
       if (s.size() > 42) s = s.substr(0, 40) + "...\"";
+      REHEARSE_ASSERT_LE(s.size(), 44u);  // messages quote a string briefly
       return "string " + s;
     }
     case json::value_t::array: return "an array";
@@ -110,6 +111,7 @@ void Loader::load(const json& root) {
 
 // format, scenario (the name) and description.
 void Loader::load_header(const json& root) {
+  REHEARSE_ASSERT(root.is_object());  // load() refuses anything else first
   if (const json* v = require(root, "", "format", "the integer 1")) {
     if (!is_integer(*v)) {
       error("/format", fmt::format("expected the integer 1, got {}", describe(*v)));
@@ -178,6 +180,7 @@ void Loader::load_env(const json& v) {
     }
     if (auto s = read_string(value, at, "a string value")) scenario_.env[name] = *s;
   }
+  REHEARSE_ASSERT_LE(scenario_.env.size(), v.size());  // read once: one variable per key
 }
 
 void Loader::load_queue(const json& v) {
@@ -212,6 +215,7 @@ void Loader::load_queue(const json& v) {
 
 // services, jobs, fleet, faults, expect: each reads what the ones before declared.
 void Loader::load_world(const json& root) {
+  REHEARSE_ASSERT(root.is_object());  // load() refuses anything else first
   if (const json* v = field(root, "services")) load_services(*v, "/services");
   if (const json* v = field(root, "jobs")) {
     load_jobs(*v, "/jobs");
@@ -226,6 +230,7 @@ void Loader::load_world(const json& root) {
   if (const json* v = field(root, "fleet")) load_fleet(*v, "/fleet");
   if (const json* v = field(root, "faults")) load_faults(*v, "/faults");
   for (FaultSpec& fault : fleet_faults_) scenario_.faults.push_back(std::move(fault));
+  REHEARSE_ASSERT_GE(scenario_.faults.size(), fleet_faults_.size());  // the fleet's come last
   if (const json* v = field(root, "expect")) {
     load_expect(*v, "/expect");
     scenario_.expect_source = *v;

@@ -255,8 +255,11 @@ std::vector<std::string> Loader::load_targets(const json& v, const std::string& 
                     "declared in /services");
     return {};
   }
-  return read_name_list(v, pointer, "target", non_empty, &target_names_,
-                        "/services/messenger/targets");
+  std::vector<std::string> targets = read_name_list(v, pointer, "target", non_empty, &target_names_,
+                                                    "/services/messenger/targets");
+  // Declared targets only, each at most once.
+  REHEARSE_ASSERT_LE(targets.size(), target_names_.size());
+  return targets;
 }
 
 }  // namespace rehearse::sim::scenario_detail

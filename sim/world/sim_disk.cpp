@@ -11,6 +11,7 @@ namespace rehearse::sim {
 namespace sim_disk_detail {
 
 Error os_error(const char* operation, const std::string& path, std::string_view reason) {
+  REHEARSE_ASSERT(operation != nullptr && *operation != '\0' && !reason.empty());
   return make_error(ErrorCode::io_error, fmt::format("{} failed: {}", operation, reason), path);
 }
 
@@ -173,16 +174,21 @@ Result<SimDisk::Located> SimDisk::locate(const std::string& path) const {
 }
 
 SimDisk::Directory* SimDisk::find_dir(const std::string& normalised) {
+  // A normalised path is never empty and ends in '/' only as the root.
+  REHEARSE_ASSERT(!normalised.empty() && (normalised == "/" || normalised.back() != '/'));
   const auto it = dirs_.find(normalised);
   return it == dirs_.end() ? nullptr : &it->second;
 }
 
 const SimDisk::Directory* SimDisk::find_dir(const std::string& normalised) const {
+  // A normalised path is never empty and ends in '/' only as the root.
+  REHEARSE_ASSERT(!normalised.empty() && (normalised == "/" || normalised.back() != '/'));
   const auto it = dirs_.find(normalised);
   return it == dirs_.end() ? nullptr : &it->second;
 }
 
 const SimDisk::Entry* SimDisk::find_live(const Located& at) const {
+  REHEARSE_ASSERT_EQ(at.name.empty(), is_root(at.path));  // locate: only a root has no name
   if (at.name.empty()) return nullptr;
   const Directory* d = find_dir(at.parent);
   if (d == nullptr) return nullptr;
@@ -217,6 +223,8 @@ void SimDisk::unlink(const Entry& e) {
 }
 
 void SimDisk::set_entry(Entries& entries, const std::string& name, Entry e) {
+  // A name of split(): one path component.
+  REHEARSE_ASSERT(!name.empty() && name.find('/') == std::string::npos);
   link(e);  // before the unlink below, so an entry set to itself keeps its inode
   const auto it = entries.find(name);
   if (it == entries.end()) {
@@ -229,6 +237,7 @@ void SimDisk::set_entry(Entries& entries, const std::string& name, Entry e) {
 }
 
 void SimDisk::erase_entry(Entries& entries, const std::string& name) {
+  REHEARSE_ASSERT(!name.empty() && name.find('/') == std::string::npos);
   const auto it = entries.find(name);
   if (it == entries.end()) return;
   const Entry old = it->second;
@@ -238,11 +247,13 @@ void SimDisk::erase_entry(Entries& entries, const std::string& name) {
 
 void SimDisk::set_live(Directory& d, const std::string& name, Entry e) {
   set_entry(d.live, name, e);
+  REHEARSE_ASSERT(d.live.at(name) == e);
   d.dirty.insert(name);
 }
 
 void SimDisk::erase_live(Directory& d, const std::string& name) {
   erase_entry(d.live, name);
+  REHEARSE_ASSERT(d.live.count(name) == 0);
   d.dirty.insert(name);
 }
 

@@ -192,6 +192,8 @@ void SimDisk::fail_stop_after(std::uint64_t n, std::optional<DiskOwner> owner) {
 std::optional<DiskOwner> SimDisk::lock_holder(const std::string& path) const {
   const auto it = locks_->held.find(normalise(path));
   if (it == locks_->held.end()) return std::nullopt;
+  // kill() drops a dead process's locks, and admit() refuses it new ones.
+  REHEARSE_ASSERT(dead_.count(it->second.owner) == 0);
   return it->second.owner;
 }
 

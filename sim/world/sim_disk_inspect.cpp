@@ -17,6 +17,8 @@ template <typename Dirs>
 bool durably_reachable(const Dirs& dirs, const std::string& path) {
   if (is_root(path)) return dirs.count(path) != 0;
   const auto [parent, name] = split(path);
+  // Each step goes up (a root, or a proper prefix of the path): the recursion ends.
+  REHEARSE_ASSERT(is_root(parent) || parent.size() < path.size());
   if (!durably_reachable(dirs, parent)) return false;
   const auto& up = dirs.at(parent);
   const auto e = up.durable.find(name);
@@ -32,6 +34,7 @@ std::optional<std::string> SimDisk::live_content(const std::string& path) const 
   if (!at.ok()) return std::nullopt;
   const Entry* e = find_live(*at);
   if (e == nullptr || e->dir) return std::nullopt;
+  REHEARSE_ASSERT(inodes_.count(e->inode) != 0);  // a live entry holds a reference
   return inodes_.at(e->inode).data;
 }
 
@@ -86,13 +89,17 @@ bool SimDisk::is_locked(const std::string& path) const {
 
 std::uint64_t SimDisk::live_bytes() const {
   std::uint64_t total = 0;
-  for (const auto& [id, f] : inodes_) total += f.data.size();
+  for (const auto& [id, f] : inodes_) {
+    REHEARSE_ASSERT_GT(f.refs, 0u);  // an inode no entry names is dropped at once
+    total += f.data.size();
+  }
   return total;
 }
 
 // --- binding to a Simulator ----------------------------------------------------------------
 
 void bind_to_simulator(SimDisk& disk, Simulator& simulator, SimDiskBinding binding) {
+  REHEARSE_ASSERT(!binding.reboot_after_ms || *binding.reboot_after_ms >= 0);
   SimDiskHooks hooks;
   hooks.current_owner = [&simulator] { return simulator.current_process(); };
   hooks.now = [&simulator] { return simulator.now(); };

@@ -19,7 +19,9 @@ using sim_disk_detail::split;
 class SimDisk::Lock final : public DiskLock {
  public:
   Lock(std::weak_ptr<LockTable> table, std::string path, std::uint64_t token)
-      : table_(std::move(table)), path_(std::move(path)), token_(token) {}
+      : table_(std::move(table)), path_(std::move(path)), token_(token) {
+    REHEARSE_ASSERT(!path_.empty());  // a located, normalised path
+  }
   ~Lock() override {
     const auto table = table_.lock();
     if (!table) return;
@@ -77,6 +79,7 @@ void SimDisk::watch_reads(const std::string& path) {
 // The first read of a watched file by this process since it was last damaged
 // or the process last crashed.
 void SimDisk::note_read(const std::string& normalised, std::uint64_t offset, std::uint64_t bytes) {
+  REHEARSE_ASSERT(!normalised.empty());  // read_impl passes the located path
   if (read_watched_.count(normalised) == 0) return;
   const DiskOwner who = owner();
   if (!reads_traced_.emplace(who, normalised).second) return;
@@ -292,6 +295,7 @@ Status SimDisk::fsync_dir(const std::string& dir) {
     return os_error("open directory for fsync", dir, is_file ? kNotDir : kNoEntry);
   }
   sync_dir(*d);
+  REHEARSE_ASSERT(d->dirty.empty());  // every change is durable now
   if (trace_ != nullptr) {
     record("disk_fsync_dir",
            {{"path", path}, {"entries", d->durable.size()}, {"process", owner()}});

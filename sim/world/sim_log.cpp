@@ -2,13 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "model/assert.hpp"
-
 namespace rehearse::sim {
 
 void SimLog::write(LogLevel level, std::string_view event, const LogFields& fields) {
-  // The core names every line's event (it becomes the trace event's type).
-  REHEARSE_ASSERT(!event.empty());
   TraceEvent e;
   e.source = EventSource::core;  // the core's own words: for people, never a witness
   e.t = simulator_.now();

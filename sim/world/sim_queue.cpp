@@ -90,6 +90,9 @@ Result<QueueAddResult> SimQueue::add(QueueEntrySpec spec) {
   if (auto s = admit("add"); !s.ok()) return std::move(s).error();
   QueueAddResult out;
   out.id = add_locked(spec, out.added);
+  // The id names an entry of the queue, new or the one already there.
+  REHEARSE_ASSERT_LT(out.id, next_id_);
+  REHEARSE_ASSERT(entries_.count(out.id) == 1);
   return out;
 }
 
@@ -118,6 +121,8 @@ Result<std::optional<QueueEntry>> SimQueue::take_next(TimeMs now,
 Result<std::optional<TimeMs>> SimQueue::next_ready_at(const std::set<std::string>& busy_jobs) {
   if (auto s = admit("next_ready_at"); !s.ok()) return std::move(s).error();
   for (const auto& [ready_at, id] : waiting_) {
+    REHEARSE_ASSERT(entries_.at(id).state ==
+                    QueueEntryState::waiting);  // waiting_ holds only those
     if (busy_jobs.count(entries_.at(id).spec.job_id) == 0) return std::optional<TimeMs>{ready_at};
   }
   return std::optional<TimeMs>{};
@@ -133,6 +138,7 @@ Status SimQueue::set_intent(std::uint64_t id, std::string intent) {
     return make_error(ErrorCode::invalid_argument, fmt::format("queue entry {} is not active", id),
                       "queue");
   }
+  REHEARSE_ASSERT_EQ(it->second.id, id);  // entries_ is keyed by the entry's own id
   it->second.intent = std::move(intent);
   ++counters_.intents;
   record(queue_intent_event(0, it->second));
@@ -206,6 +212,7 @@ Status SimQueue::requeue(std::uint64_t id) {
   if (it == entries_.end()) {
     return make_error(ErrorCode::not_found, fmt::format("no queue entry {}", id), "queue");
   }
+  REHEARSE_ASSERT_EQ(it->second.id, id);  // entries_ is keyed by the entry's own id
   it->second.state = QueueEntryState::waiting;
   waiting_.emplace(it->second.spec.ready_at, id);
   it->second.intent.clear();
@@ -233,12 +240,17 @@ Result<std::vector<QueueEntry>> SimQueue::list_active() {
 
 Result<std::size_t> SimQueue::cancel_retries(const std::string& job_id, TimeMs slot) {
   if (auto s = admit("cancel_retries"); !s.ok()) return std::move(s).error();
-  return cancel_locked(job_id, slot);
+  const std::size_t before = entries_.size();
+  const std::size_t dropped = cancel_locked(job_id, slot);
+  REHEARSE_ASSERT_EQ(entries_.size() + dropped, before);  // each entry dropped counted once
+  return dropped;
 }
 
 Result<std::uint64_t> SimQueue::outbox_add(std::string target, std::string payload) {
   if (auto s = admit("outbox_add"); !s.ok()) return std::move(s).error();
-  return outbox_add_locked(std::move(target), std::move(payload));
+  const std::uint64_t id = outbox_add_locked(std::move(target), std::move(payload));
+  REHEARSE_ASSERT_LT(id, next_outbox_id_);  // a fresh id, below the next one
+  return id;
 }
 
 Result<std::vector<OutboxMessage>> SimQueue::outbox_list() {
@@ -250,6 +262,7 @@ Result<bool> SimQueue::outbox_remove(std::uint64_t id) {
   if (auto s = admit("outbox_remove"); !s.ok()) return std::move(s).error();
   auto it = outbox_.find(id);
   if (it == outbox_.end()) return false;
+  REHEARSE_ASSERT_EQ(it->second.id, id);  // outbox_ is keyed by the message's own id
   ++counters_.outbox_removes;
   record(outbox_remove_event(0, it->second));
   outbox_.erase(it);
@@ -260,17 +273,22 @@ std::vector<QueueEntry> SimQueue::entries() const {
   std::vector<QueueEntry> out;
   out.reserve(entries_.size());
   for (const auto& [id, e] : entries_) out.push_back(e);
+  REHEARSE_ASSERT_EQ(by_key_.size(), entries_.size());  // every entry has its own key
   return out;
 }
 
 std::vector<OutboxMessage> SimQueue::outbox() const {
   std::vector<OutboxMessage> out;
   out.reserve(outbox_.size());
-  for (const auto& [id, m] : outbox_) out.push_back(m);
+  for (const auto& [id, m] : outbox_) {
+    REHEARSE_ASSERT_LT(id, next_outbox_id_);  // ids are handed out in order, never reused
+    out.push_back(m);
+  }
   return out;
 }
 
 void bind_to_simulator(SimQueue& queue, Simulator& simulator, SimQueueBinding binding) {
+  REHEARSE_ASSERT(!binding.reboot_after_ms || *binding.reboot_after_ms >= 0);
   SimQueueHooks hooks;
   hooks.current_owner = [&simulator] { return simulator.current_process(); };
   hooks.now = [&simulator] { return simulator.now(); };

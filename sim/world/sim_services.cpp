@@ -26,6 +26,9 @@ const char* http_reason_phrase(int status) noexcept {
 
 std::string transport_error_text(TransportErrorKind kind, const std::string& service,
                                  DurationMs timeout_ms) {
+  // A fault's transport error: each service's add_fault refuses a hit with none.
+  REHEARSE_ASSERT(kind != TransportErrorKind::none);
+  REHEARSE_ASSERT(!service.empty());  // a registered service's name
   switch (kind) {
     case TransportErrorKind::timeout:
       return fmt::format("request to {} timed out after {}", service, format_duration(timeout_ms));

@@ -80,6 +80,7 @@ void World::schedule_reboot(ProcessId process, DurationMs down_for_ms) {
   sim_.schedule_call_for(
       kWorld, at,
       [this, process] {
+        REHEARSE_ASSERT_NE(process, kWorld);  // only worker processes crash and boot
         if (!finished_ && !sim_.is_up(process)) sim_.boot(process);
       },
       "boot");

@@ -17,6 +17,7 @@ constexpr const char* kSnapshotFile = "retry_state.json";
 constexpr const char* kJournalFile = "retry_state.journal";
 
 const json& member(const json& o, const char* key) {
+  REHEARSE_ASSERT(key != nullptr);
   static const json kNull;
   if (!o.is_object()) return kNull;
   const auto it = o.find(key);
@@ -83,6 +84,8 @@ std::uint32_t witness_crc32c(std::string_view bytes) {
       for (int k = 0; k < 8; ++k) c = (c & 1u) != 0 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
       t[i] = c;
     }
+    // The reflected Castagnoli polynomial is the entry of the top bit alone.
+    REHEARSE_ASSERT_EQ(t[128], 0x82F63B78u);
     return t;
   }();
   std::uint32_t crc = 0xFFFFFFFFu;
@@ -94,6 +97,7 @@ std::uint32_t witness_crc32c(std::string_view bytes) {
 namespace {
 
 std::string string_field(const json& o, const char* key) {
+  REHEARSE_ASSERT(o.is_object());  // callers check the item is an object first
   const auto it = o.find(key);
   return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
@@ -113,6 +117,7 @@ std::vector<PipelineItemFacts> pipeline_item_facts(const std::string& bytes) {
                    string_field(item, "reconcile_error"), string_field(item, "next_attempt_at"),
                    string_field(item, "updated_at")});
   }
+  REHEARSE_ASSERT_LE(out.size(), doc.at("items").size());  // at most one fact per item
   return out;
 }
 
@@ -140,7 +145,9 @@ json job_state_facts(const json& record) {
           {"slots", std::move(slots)}};
 }
 
-DurableStateReader::DurableStateReader(std::string dir) : dir_(std::move(dir)) {}
+DurableStateReader::DurableStateReader(std::string dir) : dir_(std::move(dir)) {
+  REHEARSE_ASSERT(!dir_.empty());  // the store's directory: its files are dir_ + "/" + name
+}
 
 std::string DurableStateReader::journal_path() const { return dir_ + "/" + kJournalFile; }
 
@@ -160,6 +167,8 @@ bool DurableStateReader::load_all(const SimDisk& disk) {
     journal_applied_ = false;
   }
   read_journal(disk);
+  // Without a header nothing of the journal was read.
+  REHEARSE_ASSERT(!header_.empty() || offset_ == 0);
   return true;
 }
 
@@ -268,6 +277,8 @@ std::vector<std::pair<std::string, json>> DurableStateReader::changed(const SimD
   const bool incremental = readable_ && journal != nullptr && !header_.empty() &&
                            journal->size() >= offset_ && journal->rfind(header_, 0) == 0;
   if (incremental) {
+    // The offset only moves on from the end of the header it was read after.
+    REHEARSE_ASSERT_GE(offset_, header_.size());
     read_journal_from(*journal, offset_);
   } else {
     readable_ = load_all(disk);
@@ -319,11 +330,13 @@ std::optional<std::uint64_t> announced_record_size(std::string_view bytes) {
 // Whether an intact record starts at `at` (a whole line whose frame and
 // checksum hold).
 bool intact_record_at(std::string_view bytes, std::size_t at) {
+  REHEARSE_ASSERT_LT(at, bytes.size());  // callers look only inside the bytes
   const auto nl = bytes.find('\n', at);
   return nl != std::string_view::npos && read_record(bytes.substr(at, nl - at)).has_value();
 }
 
 bool is_torn(std::string_view tail) {
+  REHEARSE_ASSERT(!tail.empty());  // journal_tail: a tail has at least one byte
   for (auto nl = tail.find('\n'); nl != std::string_view::npos; nl = tail.find('\n', nl + 1)) {
     if (nl + 1 < tail.size() && intact_record_at(tail, nl + 1)) return false;
   }
@@ -336,6 +349,7 @@ std::string crc_hex(std::string_view bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::uint32_t v = witness_crc32c(bytes);
   for (int i = 7; i >= 0; --i, v >>= 4) out[i] = kHex[v & 0xFu];
+  REHEARSE_ASSERT_EQ(v, 0u);  // eight hex digits hold every bit of a crc32c
   out[8] = '\0';
   return out;
 }
@@ -361,7 +375,9 @@ bool journal_records_whole(std::string_view bytes) {
 }
 
 JournalTailWatch::JournalTailWatch(std::string dir)
-    : dir_(std::move(dir)), journal_(dir_ + "/" + kJournalFile) {}
+    : dir_(std::move(dir)), journal_(dir_ + "/" + kJournalFile) {
+  REHEARSE_ASSERT(!dir_.empty());  // the store's directory: its files are dir_ + "/" + name
+}
 
 std::vector<TraceEvent> JournalTailWatch::events_after(const SimDisk& disk, const TraceEvent& e,
                                                        TimeMs now) {
@@ -479,6 +495,7 @@ std::optional<std::pair<std::string, std::map<std::string, json>>> ledger_facts(
   if (!member(doc, "job_id").is_string() || !member(doc, "slots").is_array()) return std::nullopt;
   std::map<std::string, json> slots;
   for (const json& r : doc.at("slots")) add_ledger_slot(r, slots);
+  REHEARSE_ASSERT_LE(slots.size(), doc.at("slots").size());
   return std::make_pair(doc.at("job_id").get<std::string>(), std::move(slots));
 }
 
@@ -505,6 +522,7 @@ std::optional<std::pair<std::string, std::map<std::string, json>>> ledger_journa
     if (record.is_discarded()) break;
     add_ledger_slot(record, slots);
   }
+  REHEARSE_ASSERT_LE(at, bytes.size());  // each record read ends with its newline
   return std::make_pair(header.at("job_id").get<std::string>(), std::move(slots));
 }
 
@@ -513,11 +531,13 @@ namespace {
 // The `id` of each object of `list`; false when one has none.
 bool ids_of(const json& list, std::vector<std::uint64_t>& out) {
   if (!list.is_array()) return false;
+  const std::size_t before = out.size();
   for (const json& item : list) {
     const json& id = member(item, "id");
     if (!id.is_number_unsigned()) return false;
     out.push_back(id.get<std::uint64_t>());
   }
+  REHEARSE_ASSERT_EQ(out.size() - before, list.size());  // one id per object
   return true;
 }
 

@@ -26,6 +26,8 @@ std::string state_file_path(StateFile file) {
 
 // Faults in time order, then file order (a stable sort).
 Status World::schedule_faults() {
+  // Once per run: a second pass would schedule every fault twice.
+  REHEARSE_ASSERT(!fault_world_.crash_worker);
   fault_world_ = fault_world();
   std::vector<std::size_t> order(scenario_.faults.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -58,6 +60,8 @@ FaultWorld World::fault_world() {
     return it == user_services_.end() ? nullptr : it->second.get();
   };
   w.crash_worker = [this](const std::string& cause, DurationMs down_for_ms, int worker) {
+    // restart's values: worker 0 (the machine) or 1-based, down_for >= 0.
+    REHEARSE_ASSERT(worker >= 0 && down_for_ms >= 0);
     crash_worker(cause, down_for_ms, worker);
   };
   w.corrupt_state = [this](const FaultSpec& fault) { corrupt_state(fault); };
@@ -68,6 +72,7 @@ FaultWorld World::fault_world() {
     disk_.arm_torn_write(file == StateFile::retry_state
                              ? fmt::format("{}/retry_state", kWorldStateDir)
                              : state_file_path(file));
+    REHEARSE_ASSERT_GE(down_for_ms, 0);  // the process comes back later, never earlier
     torn_down_for_ = down_for_ms;
   };
   w.until_ms = scenario_.until_ms;
@@ -187,6 +192,8 @@ void World::corrupt_state(const FaultSpec& fault) {
 // The file a job keeps of its own that its reader loads: a ledger's journal
 // while one exists, else its snapshot; a reconcile job's pipeline file.
 std::string World::job_file_path(const JobSpec& job) const {
+  // The loader lets job_file_corrupted name only a job with a file of its own.
+  REHEARSE_ASSERT(job_keeps_file(job.kind));
   if (job.kind == JobKind::reconcile) {
     return fmt::format("{}/{}", reconcile_config_from(job).store_dir, PipelineStore::kFileName);
   }

@@ -48,6 +48,9 @@ JobKinds World::job_kinds_for(Simulator& sim, ProcessId process) {
 // worker model/ assembles, its scheduler loop; once the scheduler halts (an
 // I/O error of the store or the queue) a supervisor restarts the process.
 Task<void> World::worker_main(Simulator& sim, ProcessId process, WorkerMemory& memory) {
+  // A new incarnation runs in its own process, with memory the crash wiped.
+  REHEARSE_ASSERT_EQ(sim.current_process(), process);
+  REHEARSE_ASSERT(memory.worker == nullptr);
   JobQueue& queue = memory.wrappers.queue ? *memory.wrappers.queue : world_queue();
   Notifier& notifier =
       memory.wrappers.notifier ? *memory.wrappers.notifier : static_cast<Notifier&>(messenger_);

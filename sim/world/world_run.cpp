@@ -66,7 +66,9 @@ RunResult World::run_loop_guarded(ScenarioRunResult& result) {
   // simulator is left mid-event. It propagates to run_world, which asks
   // the world for the run so far (cut_short_by_out_of_memory) and stops.
   (void)result;
-  return sim_.run_until(scenario_.until_ms);
+  RunResult run = sim_.run_until(scenario_.until_ms);
+  REHEARSE_ASSERT_LE(sim_.now(), scenario_.until_ms);  // no event runs past the scenario's end
+  return run;
 }
 
 // The run's observer, and the listeners that feed it and the world's own
@@ -88,6 +90,7 @@ void World::install_observer_and_listeners() {
   // Log lines are text the secrets monitor reads too, as they are written
   // (at their own trace event), and then dropped.
   log_.set_line_observer([this](const std::string& line) {
+    REHEARSE_ASSERT_GE(trace_.size(), 1u);  // the line's own event is recorded before it
     observer_->observe_text(line, trace_.size() - 1, sim_.now());
     drain_monitor_violations();
   });

@@ -120,6 +120,20 @@ TEST(Expect, PolicyFailsWhenAutoChoseOtherwise) {
              "expect /expect/jobs/weekly/policy/budget: expected per_episode, got per_slot"}));
 }
 
+// Every backoff curve is an expectation, Sidekiq's polynomial one included
+// (its name is not one a per-job policy may give, so the core's parser of
+// those names must not be what reads it).
+TEST(Expect, PolicyBackoffJudgesThePolynomialCurve) {
+  json doc = weekly();
+  doc["jobs"][0]["retry_policy"] = {{"sidekiq", {{"retry", 3}}}};
+  doc["expect"]["jobs"]["weekly"] = {{"policy", {{"max_retries", 3}, {"backoff", "polynomial"}}}};
+  EXPECT_EQ(failures(doc), Lines{});
+  doc["expect"]["jobs"]["weekly"]["policy"]["backoff"] = "exponential";
+  EXPECT_EQ(failures(doc),
+            Lines{"expect /expect/jobs/weekly/policy/backoff: expected exponential, got "
+                  "polynomial"});
+}
+
 TEST(Expect, SlotOutcomeAttemptsAndNotificationsFail) {
   json doc = weekly();
   json& slot = doc["expect"]["jobs"]["weekly"]["slots"][0];
