@@ -133,9 +133,12 @@ bool parse_field(const std::string& text, const FieldSpec& spec, std::vector<boo
   return true;
 }
 
+// Every item kept, empty ones too: `L,,5` must stay a list with an empty
+// element (which parse_field refuses), not become `L,5`.
 std::string join(const std::vector<std::string>& items) {
   std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ",") + item;
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : ",") + items[i];
+  REHEARSE_ASSERT_GE(out.size() + 1, items.size());  // one comma between each two
   return out;
 }
 

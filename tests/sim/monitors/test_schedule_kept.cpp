@@ -163,6 +163,16 @@ TEST(ScheduleKept, SixFieldAndNamedSchedulesAreUnderstood) {
   EXPECT_TRUE(WitnessCron::parse("@weekly", &why)->low_frequency());
 }
 
+// An empty element beside `L` is no element dropped: the core refuses the
+// list, so the witness must not read it as a schedule that fires.
+TEST(ScheduleKept, AnEmptyListElementBesideLIsNotDropped) {
+  std::string why;
+  EXPECT_FALSE(WitnessCron::parse("0 0 L,,5 * *", &why));
+  EXPECT_FALSE(WitnessCron::parse("0 0 L, * *", &why));
+  EXPECT_FALSE(WitnessCron::parse("0 0 ,L * *", &why));
+  EXPECT_TRUE(WitnessCron::parse("0 0 L,5 * *", &why)) << why;
+}
+
 TEST(ScheduleKept, UnknownSyntaxIsSkippedLoudlyNotPassedSilently) {
   std::string why;
   // cron-parser's odd readings the core reproduces: `LL` is `L`, `55L` the

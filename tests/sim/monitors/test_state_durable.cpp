@@ -352,6 +352,21 @@ TEST(StateDurable, FiresWhenAStoreReleasesItsLockBeforeAnFsync) {
   expect_first(run(renamed, base_scenario()), "state_durable", late);
 }
 
+// A file renamed onto itself keeps its pending change (and the monitor
+// reads no entry it has erased).
+TEST(StateDurable, AFileRenamedOntoItselfKeepsItsPendingChange) {
+  const std::string lock = "/srv/state/retry_state.lock";
+  const std::string temp = "/srv/state/retry_state.json.tmp";
+  auto with = [&](const std::string& path) { return json{{"path", path}, {"process", 1}}; };
+  Script s;
+  s.add("disk_lock", "2026-03-02T10:00:00Z", {}, std::nullopt, with(lock));
+  s.add("disk_write", "2026-03-02T10:00:00Z", {}, std::nullopt, with(temp));
+  s.add("disk_rename", "2026-03-02T10:00:00Z", {}, std::nullopt,
+        {{"from", temp}, {"to", temp}, {"process", 1}});
+  const auto late = s.add("disk_unlock", "2026-03-02T10:00:00Z", {}, std::nullopt, with(lock));
+  expect_first(run(s, base_scenario()), "state_durable", late);
+}
+
 // A success resets the count (docs/semantics.md §4), read from the durable
 // row the world reads: `ok` with retry_count 2 fires; `ok` with 0 and
 // `retrying` with 2 do not.
