@@ -173,6 +173,8 @@ TEST(WitnessPolicy, RefusesWhatTheSystemsRefuse) {
            R"({"bullmq": {"backoff": {"type": "custom", "delay": 1}}})",
            R"({"temporal": {"maximumAttempts": 2}, "celery": {}})",  // two systems
            R"({"celery": {}, "max": 2})",                            // a stray key beside
+           R"({"max": 2, "backoff_sec": 31622401})",                 // a second past 366 days
+           R"({"max": 2, "backoff_sec": 9223372036854775})",         // ms would overflow
        }) {
     bool judged = false;
     const WitnessPolicy p = read_policy(json::parse(bad), {}, &judged);
