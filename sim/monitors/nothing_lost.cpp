@@ -322,8 +322,9 @@ void NothingLost::check_group_verdict(const TraceEvent& e, std::size_t i, Violat
   const MonitoredJob* job = context_.jobs.find(e.job);
   if (job == nullptr || job->tasks.empty() || !e.slot) return;
   // Every job of the table has its watch from the constructor.
-  REHEARSE_ASSERT_EQ(jobs_.count(e.job), 1u);
-  JobWatch& j = jobs_[e.job];
+  const auto found = jobs_.find(e.job);
+  REHEARSE_ASSERT(found != jobs_.end());
+  JobWatch& j = found->second;
   if (e.type == "queue_take") {
     judge_group_run(e.job, i, e.t, out);
     // A run after the world damaged the job's ledger fails closed before any
@@ -420,8 +421,9 @@ void NothingLost::check_failure_noticed(const std::string& id, const GroupRun& r
 
 void NothingLost::judge_group_run(const std::string& id, std::size_t i, TimeMs t, Violations& out) {
   // Asked for a job of the table (a group's take, or every watch at the end).
-  REHEARSE_ASSERT_EQ(jobs_.count(id), 1u);
-  JobWatch& j = jobs_[id];
+  const auto found = jobs_.find(id);
+  REHEARSE_ASSERT(found != jobs_.end());
+  JobWatch& j = found->second;
   if (!j.group_run) return;
   const GroupRun run = *j.group_run;
   j.group_run.reset();

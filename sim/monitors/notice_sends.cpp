@@ -73,8 +73,9 @@ void NoticeSends::on_remove(const TraceEvent& e, std::size_t i, Violations& out)
   const Committed gone = it->second;
   unsent_.erase(it);
   // Its fields were queued when it was committed; order_ never drops a key.
-  REHEARSE_ASSERT_EQ(order_.count(gone.key), 1u);
-  std::deque<std::int64_t>& ids = order_[gone.key];
+  const auto found = order_.find(gone.key);
+  REHEARSE_ASSERT(found != order_.end());
+  std::deque<std::int64_t>& ids = found->second;
   ids.erase(std::remove(ids.begin(), ids.end(), e.num("id", -1)), ids.end());
   out.push_back({invariant_, i, e.t,
                  fmt::format("notification {} (outbox message {}, committed at {}) left the "

@@ -41,8 +41,9 @@ void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& ou
   const MonitoredJob* job = context_.jobs.find(e.job);
   if (job == nullptr) return;
   // Every job of the table has its schedule from the constructor.
-  REHEARSE_ASSERT_EQ(jobs_.count(e.job), 1u);
-  JobSchedule& j = jobs_[e.job];
+  const auto found = jobs_.find(e.job);
+  REHEARSE_ASSERT(found != jobs_.end());
+  JobSchedule& j = found->second;
   const ProcessTracker& process = context_.process;
   const bool refused = process.store_refused();
   const bool damaged = process.store_damaged();
@@ -152,8 +153,9 @@ void ScheduleKept::check_none_skipped(const MonitoredJob& job, JobSchedule& j, T
 // refuses writes (it writes nothing).
 void ScheduleKept::check_durable_row(const TraceEvent& e, std::size_t i, Violations& out) {
   if (context_.jobs.find(e.job) == nullptr) return;
-  REHEARSE_ASSERT_EQ(jobs_.count(e.job), 1u);
-  JobSchedule& j = jobs_[e.job];
+  const auto found = jobs_.find(e.job);
+  REHEARSE_ASSERT(found != jobs_.end());
+  JobSchedule& j = found->second;
   const bool refused = context_.process.store_refused();
   const nlohmann::json* count = field(e, "coalesced_slots");
   if (count == nullptr || !count->is_number_integer()) return;  // not a state row

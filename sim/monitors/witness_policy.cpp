@@ -121,12 +121,12 @@ std::string read_delays(const json& j, bool bullmq, WitnessPolicy& p) {
   bool has_backoff = false;
   if (!bullmq && j.contains("backoff_sec")) {
     if (j.contains("backoff")) return "backoff_sec and backoff";
-    // Whole seconds, a delay of at most a year and a day as every delay
-    // (docs/retry.md); beyond that the product with 1000 would overflow.
+    // Whole seconds, within the bound of every delay (beyond it the
+    // product with 1000 could overflow).
     const json& sec = j.at("backoff_sec");
     // (An unsigned beyond int64 reads back negative.)
     if (!sec.is_number_integer() || sec.get<std::int64_t>() < 0 ||
-        sec.get<std::int64_t>() > 366 * kDayMs / kSecondMs) {
+        sec.get<std::int64_t>() > kWitnessDelayMaxMs / kSecondMs) {
       return "backoff_sec";
     }
     p.delays.delay_ms = j.at("backoff_sec").get<std::int64_t>() * kSecondMs;

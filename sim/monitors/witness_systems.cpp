@@ -16,7 +16,7 @@ using nlohmann::json;
 using Curve = WitnessDelays::Curve;
 using Jitter = WitnessDelays::Jitter;
 
-constexpr DurationMs kDelayMaxMs = 366 * kDayMs;
+constexpr DurationMs kDelayMaxMs = kWitnessDelayMaxMs;
 constexpr std::int64_t kSecondsMax = kDelayMaxMs / kSecondMs;
 constexpr std::int64_t kRetriesMax = 1000;
 

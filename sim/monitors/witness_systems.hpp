@@ -26,8 +26,11 @@ struct WitnessSystem {
 std::span<const WitnessSystem> witness_systems();
 const WitnessSystem* find_witness_system(std::string_view name);
 
+// The longest delay any form may give (docs/retry.md: at most 366 days).
+inline constexpr DurationMs kWitnessDelayMaxMs = 366 * kDayMs;
+
 // A delay as policies write it: integer milliseconds or a duration string,
-// from 0 to 366 days; nullopt otherwise.
+// from 0 to kWitnessDelayMaxMs; nullopt otherwise.
 std::optional<DurationMs> read_witness_delay(const nlohmann::json& value);
 
 }  // namespace rehearse::sim
