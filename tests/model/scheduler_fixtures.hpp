@@ -31,6 +31,7 @@
 #include "sim/world/sim_log.hpp"
 #include "sim/world/sim_queue.hpp"
 #include "sim/world/sim_services.hpp"
+#include "tests/support/api_runner.hpp"
 
 namespace rehearse::sim::scheduler_test {
 
@@ -95,20 +96,8 @@ class ModelApi final : public SimService {
   std::map<std::string, int> calls_;
 };
 
-// The job kind under test: one call to the model API per run, classified by
-// its HTTP status (a structured field, never message text).
-class ApiRunner final : public JobRunner {
- public:
-  explicit ApiRunner(Services& services) : services_(services) {}
-
-  // Coroutines of the fixtures are defined in scheduler_fixtures.cpp, not inline here:
-  // clang 14 under ASan cannot emit a coroutine with vague (inline) linkage
-  // ("Cannot represent a difference across sections").
-  Task<rehearse::RunOutcome> run(RunContext context) override;
-
- private:
-  Services& services_;
-};
+// The job kind under test (tests/support/api_runner.hpp).
+using testsupport::ApiRunner;
 
 // --- the world ---------------------------------------------------------------
 

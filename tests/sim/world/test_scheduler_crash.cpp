@@ -43,6 +43,7 @@
 #include "sim/world/sim_log.hpp"
 #include "sim/world/sim_queue.hpp"
 #include "sim/world/sim_services.hpp"
+#include "tests/support/api_runner.hpp"
 
 namespace rehearse::sim {
 namespace {
@@ -86,26 +87,7 @@ class ModelApi final : public SimService {
   std::map<std::string, std::pair<TimeMs, TimeMs>> outages_;
 };
 
-class ApiRunner final : public JobRunner {
- public:
-  explicit ApiRunner(Services& services) : services_(services) {}
-  Task<rehearse::RunOutcome> run(RunContext context) override {
-    ServiceRequest request;
-    request.service = "model-api";
-    request.operation = "generate";
-    request.target = context.job_id;
-    request.headers = {{kHeaderJob, context.job_id},
-                       {kHeaderSlot, format_instant(context.slot)},
-                       {kHeaderAttempt, std::to_string(context.attempt)}};
-    ServiceResult result = co_await services_.call(std::move(request));
-    if (result.is_success()) co_return rehearse::RunOutcome::success();
-    const FailureInfo info = to_failure_info(result);
-    co_return rehearse::RunOutcome::failure(classify(info), info.message);
-  }
-
- private:
-  Services& services_;
-};
+using testsupport::ApiRunner;
 
 struct JobSpec {
   std::string id;
