@@ -7,6 +7,8 @@ set -euo pipefail
 REHEARSE_PACKAGES=(g++ cmake make pkg-config python3 chromium
   libgtest-dev libgmock-dev librapidcheck-dev
   nlohmann-json3-dev libfmt-dev libbenchmark-dev)
+# Time zones (docs/semantics.md §3): the date/tz library and the system tz database.
+REHEARSE_PACKAGES+=(libhowardhinnant-date-dev tzdata)
 # .ci/check-function-length and .ci/check-format.
 REHEARSE_PACKAGES+=(universal-ctags clang-format-14)
 

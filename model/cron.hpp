@@ -13,6 +13,7 @@
 #include "model/environment.hpp"
 #include "model/result.hpp"
 #include "model/time.hpp"
+#include "model/time_zone.hpp"
 
 namespace rehearse {
 
@@ -62,16 +63,24 @@ class CronSchedule {
   // ErrorCode::invalid_argument for bad syntax, ::unsupported for syntax of
   // other crons (W, H, a 7th field, @reboot), ::never_fires for an expression
   // that matches no instant at all (`0 0 30 2 *`, `0 0 31 4,6 *`).
+  //
+  // A leading `CRON_TZ=Zone ` or `TZ=Zone ` (as cronie and robfig/cron write
+  // it) reads the fields in that IANA zone; without one they are UTC.
   static Result<CronSchedule> parse(std::string_view expression);
+  // As above, in `zone` when one is given (a scenario's "tz", a system's own
+  // zone key). A prefix naming another zone is ErrorCode::invalid_argument.
+  static Result<CronSchedule> parse(std::string_view expression,
+                                    const std::optional<std::string>& zone);
 
-  // First matching instant strictly after `t` (UTC, whole seconds). Jumps
-  // field by field; an expression that can never fire (`0 0 30 2 *`) is an
+  // First firing instant strictly after `t` (whole seconds). Jumps field by
+  // field over wall-clock time; in a zone, the daylight-saving rules of
+  // docs/semantics.md §3 map wall-clock matches onto instants; an expression that can never fire (`0 0 30 2 *`) is an
   // ErrorCode::never_fires error rather than an endless search (parse already
   // refuses those). `t` outside [kMinInstantMs, kMaxInstantMs], or no match
   // before the end of year 9999, is ErrorCode::invalid_argument.
   Result<TimeMs> next_after(TimeMs t) const;
 
-  // Whether instant `t` (whole second, ms ignored) matches the expression.
+  // Whether instant `t` (whole second, ms ignored) is a firing instant.
   bool matches(TimeMs t) const;
 
   // docs/semantics.md §3, literal rule: the day-of-month or the day-of-week
@@ -92,6 +101,12 @@ class CronSchedule {
   // "@weekly" etc. when the expression was written as a macro, else empty.
   const std::string& macro() const noexcept { return macro_; }
   bool has_seconds_field() const noexcept { return has_seconds_; }
+  // The zone the fields are read in; none: UTC.
+  const std::optional<TimeZone>& zone() const noexcept { return zone_; }
+  // In a fall-back fold, whether a wall-clock match fires in both passes: only
+  // when the hour field is `*` (every hour of elapsed time); a named hour
+  // fires once, in the first pass (docs/semantics.md §3).
+  bool fires_twice_in_fold() const noexcept;
   // Always six entries: second, minute, hour, day_of_month, month, day_of_week
   // (a 5-field expression has a second field of "0").
   const std::vector<CronField>& fields() const noexcept { return fields_; }
@@ -99,11 +114,19 @@ class CronSchedule {
  private:
   // next_after's preconditions: parsed, t in range, every field matches a value.
   Status check_searchable(TimeMs t) const;
+  // The search over wall-clock readings, as if they were UTC instants.
+  Result<TimeMs> next_wall_after(TimeMs wall) const;
+  bool matches_wall(TimeMs wall) const;
+  // next_after in zone_, span by span (cron_zone.cpp).
+  Result<TimeMs> next_after_in_zone(TimeMs t) const;
+  Result<std::optional<TimeMs>> next_in_span(const ZoneSpan& span, TimeMs from) const;
+  Result<std::optional<TimeMs>> gap_stand_in(const ZoneSpan& span, TimeMs match) const;
 
   std::string source_;
   std::string macro_;  // "@weekly" etc. when written as a macro
   bool has_seconds_ = false;
   std::vector<CronField> fields_;
+  std::optional<TimeZone> zone_;
 
   friend struct CronParser;
 };
@@ -118,8 +141,10 @@ struct EffectiveSchedule {
   CronSchedule schedule;
 };
 
+// `zone`: the job's own zone key, when it has one (see CronSchedule::parse).
 Result<EffectiveSchedule> effective_schedule(std::string_view default_expression,
                                              const std::optional<std::string>& schedule_env,
-                                             const Environment& env);
+                                             const Environment& env,
+                                             const std::optional<std::string>& zone = std::nullopt);
 
 }  // namespace rehearse

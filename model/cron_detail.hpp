@@ -60,4 +60,7 @@ bool day_matches(const CronField& dom, const CronField& dow, unsigned month, uns
 bool some_day_matches(const CronField& dom, const CronField& dow, std::uint64_t month_bits);
 int next_bit(std::uint64_t bits, unsigned from);
 
+// cron_parse.cpp: the fields of an expression without a zone prefix.
+Result<CronSchedule> parse_fields_of(std::string_view expression);
+
 }  // namespace rehearse::cron_detail

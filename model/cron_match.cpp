@@ -70,6 +70,19 @@ int next_bit(std::uint64_t bits, unsigned from) {
 
 bool CronSchedule::matches(TimeMs t) const {
   if (fields_.size() != 6 || t < kMinInstantMs || t > kMaxInstantMs) return false;
+  if (zone_) {
+    // A firing instant follows the one before it, or stands in for a reading
+    // skipped by the gap that began its span.
+    const TimeMs second = t - t % kSecondMs;
+    const auto next = next_after(second - 1);
+    if (next.ok() && *next == second) return true;
+    const auto after_gap = next_after(zone_->span_at(second).begin - 1);
+    return after_gap.ok() && *after_gap == second;
+  }
+  return matches_wall(t);
+}
+
+bool CronSchedule::matches_wall(TimeMs t) const {
   const CivilTime c = to_civil(t);
   const unsigned dim = days_in_month(c.date.year, c.date.month);
   return ((fields_[kMonth].values >> c.date.month) & 1U) != 0 &&
@@ -198,6 +211,11 @@ Status CronSchedule::check_searchable(TimeMs t) const {
 }
 
 Result<TimeMs> CronSchedule::next_after(TimeMs t) const {
+  if (zone_) return next_after_in_zone(t);
+  return next_wall_after(t);
+}
+
+Result<TimeMs> CronSchedule::next_wall_after(TimeMs t) const {
   if (Status s = check_searchable(t); !s.ok()) return s.error();
   // The first whole second strictly after t.
   const TimeMs start = (t / kSecondMs + 1) * kSecondMs;
@@ -220,7 +238,7 @@ Result<TimeMs> CronSchedule::next_after(TimeMs t) const {
     // Postconditions (docs/cron.md): strictly later, and a firing instant.
     REHEARSE_ASSERT_GT(found, t);
     REHEARSE_ASSERT_EQ(found % kSecondMs, 0);
-    REHEARSE_ASSERT(matches(found));
+    REHEARSE_ASSERT(matches_wall(found));
     return found;
   }
   return make_error(ErrorCode::invalid_argument,

@@ -579,14 +579,15 @@ struct CronParser {
   }
 };
 
-Result<CronSchedule> CronSchedule::parse(std::string_view expression) {
+Result<CronSchedule> cron_detail::parse_fields_of(std::string_view expression) {
   CronParser parser;
   return parser.parse(expression);
 }
 
 Result<EffectiveSchedule> effective_schedule(std::string_view default_expression,
                                              const std::optional<std::string>& schedule_env,
-                                             const Environment& env) {
+                                             const Environment& env,
+                                             const std::optional<std::string>& zone) {
   if (schedule_env) {
     if (schedule_env->empty()) {
       return make_error(ErrorCode::invalid_argument,
@@ -601,7 +602,7 @@ Result<EffectiveSchedule> effective_schedule(std::string_view default_expression
                               in_quotes(default_expression) + ")",
                           "env:" + *schedule_env);
       }
-      auto parsed = CronSchedule::parse(*value);
+      auto parsed = CronSchedule::parse(*value, zone);
       if (!parsed) {
         Error error = std::move(parsed).error();
         error.message = "config error: environment variable " + *schedule_env + "=" +
@@ -612,7 +613,7 @@ Result<EffectiveSchedule> effective_schedule(std::string_view default_expression
       return EffectiveSchedule{std::string(*value), "env:" + *schedule_env, std::move(*parsed)};
     }
   }
-  auto parsed = CronSchedule::parse(default_expression);
+  auto parsed = CronSchedule::parse(default_expression, zone);
   if (!parsed) {
     Error error = std::move(parsed).error();
     error.message = "schedule " + in_quotes(default_expression) + ": " + error.message;
