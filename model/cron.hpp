@@ -74,8 +74,8 @@ class CronSchedule {
 
   // First firing instant strictly after `t` (whole seconds). Jumps field by
   // field over wall-clock time; in a zone, the daylight-saving rules of
-  // docs/semantics.md §3 map wall-clock matches onto instants; an expression that can never fire (`0 0 30 2 *`) is an
-  // ErrorCode::never_fires error rather than an endless search (parse already
+  // docs/semantics.md §3 map wall-clock matches onto instants; an expression that can never fire
+  // (`0 0 30 2 *`) is an ErrorCode::never_fires error rather than an endless search (parse already
   // refuses those). `t` outside [kMinInstantMs, kMaxInstantMs], or no match
   // before the end of year 9999, is ErrorCode::invalid_argument.
   Result<TimeMs> next_after(TimeMs t) const;

@@ -26,7 +26,13 @@ ZonePrefix split_zone_prefix(std::string_view expression) {
     text.remove_prefix(key.size());
     const auto end = text.find_first_of(" \t");
     const std::string_view name = text.substr(0, end);
-    return {std::string(name), end == std::string_view::npos ? std::string_view() : text.substr(end)};
+    std::string_view fields = end == std::string_view::npos ? std::string_view() : text.substr(end);
+    // The blanks that separate the zone from the fields are not part of
+    // them: `CRON_TZ=UTC @daily` is the macro.
+    while (!fields.empty() && (fields.front() == ' ' || fields.front() == '\t')) {
+      fields.remove_prefix(1);
+    }
+    return {std::string(name), fields};
   }
   return {std::nullopt, expression};
 }
@@ -80,6 +86,13 @@ Result<TimeMs> CronSchedule::next_after_in_zone(TimeMs t) const {
     if (!found) return found.error();
     if (*found) {
       REHEARSE_ASSERT_GT(**found, t);
+      if (const auto end = zone_->listed_until(); end && **found >= *end) {
+        return make_error(ErrorCode::unsupported,
+                          "cron expression " + in_quotes(source_) + " in zone " + zone_->name() +
+                              ": the system tz database lists this zone's transitions only "
+                              "until " +
+                              format_instant(*end) + "; later firings are not computed");
+      }
       return **found;
     }
     if (span.end > kMaxInstantMs) break;
@@ -95,8 +108,7 @@ Result<TimeMs> CronSchedule::next_after_in_zone(TimeMs t) const {
 
 // The first firing instant after `from` that lies in `span`, or one that a
 // gap at the span's end shifts past it.
-Result<std::optional<TimeMs>> CronSchedule::next_in_span(const ZoneSpan& span,
-                                                         TimeMs from) const {
+Result<std::optional<TimeMs>> CronSchedule::next_in_span(const ZoneSpan& span, TimeMs from) const {
   TimeMs wall = from + span.offset;
   // A fold's second pass: readings below `read_before` were read in the first.
   const bool second_pass = span.offset_before > span.offset;
@@ -119,8 +131,7 @@ Result<std::optional<TimeMs>> CronSchedule::next_in_span(const ZoneSpan& span,
 
 // A match past `span`: when a gap at the span's end skipped its reading, the
 // instant that stands for it; otherwise none in this span.
-Result<std::optional<TimeMs>> CronSchedule::gap_stand_in(const ZoneSpan& span,
-                                                         TimeMs match) const {
+Result<std::optional<TimeMs>> CronSchedule::gap_stand_in(const ZoneSpan& span, TimeMs match) const {
   if (span.end > kMaxInstantMs) return std::optional<TimeMs>();
   const DurationMs after = zone_->span_at(span.end).offset;
   if (after <= span.offset || match >= span.end + after) return std::optional<TimeMs>();

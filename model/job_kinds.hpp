@@ -35,6 +35,7 @@ struct JobConfig {
   std::string kind;                         // a name in job_kinds()
   std::string schedule;                     // the default cron expression
   std::optional<std::string> schedule_env;  // names the variable that overrides it
+  std::optional<std::string> schedule_tz;   // the IANA zone it is read in (absent: UTC)
   // The policy exactly as written; absent: the job has none (a config error).
   std::optional<nlohmann::json> retry_policy;
   std::vector<std::string> targets;                  // messenger targets (first: notifications)

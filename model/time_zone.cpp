@@ -99,6 +99,13 @@ ZoneSpan TimeZone::span_at(TimeMs t) const {
   return span;
 }
 
+std::optional<TimeMs> TimeZone::listed_until() const {
+  constexpr TimeMs k2036 = 2082758400000;  // 2036-01-01T00:00:00Z
+  constexpr TimeMs k2038 = 2145916800000;  // 2038-01-01T00:00:00Z
+  if (!next_transition(k2036, k2038)) return std::nullopt;
+  return k2038;
+}
+
 std::optional<ZoneTransition> TimeZone::next_transition(TimeMs t, TimeMs until) const {
   const date::time_zone& zone = zone_of(zone_);
   date::sys_info info = zone.get_info(sys_at(t));

@@ -60,6 +60,11 @@ class TimeZone {
   LocalReading read_local(TimeMs local) const;
   // The span of one offset that holds instant `t`.
   ZoneSpan span_at(TimeMs t) const;
+  // Where the database's listed transitions end for a zone whose rules keep
+  // changing its offset: the system's zone files list transitions through
+  // 2037 and leave later years to a rule string the library does not read,
+  // so instants from then on cannot be trusted. None: a fixed offset.
+  std::optional<TimeMs> listed_until() const;
   // The first change of offset strictly after `t` and no later than `until`.
   std::optional<ZoneTransition> next_transition(TimeMs t, TimeMs until) const;
 

@@ -30,7 +30,7 @@ void record_config_error(JobStateStore& store, const std::string& job_id, const 
 }
 
 JobPlan plan_job(const JobConfig& job, const Environment& env) {
-  JobPlan plan{effective_schedule(job.schedule, job.schedule_env, env),
+  JobPlan plan{effective_schedule(job.schedule, job.schedule_env, env, job.schedule_tz),
                make_error(ErrorCode::invalid_argument,
                           fmt::format("job '{}' has no retry_policy", job.id))};
   if (plan.schedule.ok() && job.retry_policy) {

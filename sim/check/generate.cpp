@@ -343,6 +343,7 @@ Result<json> derive_world_case(std::uint64_t seed, const SwarmOptions& options,
   o.drop_base_faults = false;  // the placed faults already vary with the seed
   o.random_jobs = false;       // the jobs are drawn already
   o.damage_job_files = true;
+  o.step_clocks = true;
   return derive_case(generate_world(seed), seed, o, choice,
                      fmt::format("a world generated from seed {}", seed));
 }

@@ -157,6 +157,10 @@ std::optional<json> draw_value(const FaultKeySpec& key, Rng& rng, const Declared
     // the run knows: left to the run's generator (it varies with the seed).
     case FaultKeyType::cut:
     case FaultKeyType::flips: return std::nullopt;
+    case FaultKeyType::step: {  // back or forward, as NTP or a resumed machine steps it
+      const DurationMs by = draw_duration(rng, 3 * kHourMs);
+      return (rng.next_bool(0.5) ? "-" : "+") + format_duration(by);
+    }
   }
   return std::nullopt;
 }
@@ -248,7 +252,7 @@ Status extend_for_settling(json& derived, SwarmChoice& c) {
 // faults for a seed stay what they were: a printed replay line keeps meaning
 // the same case.
 bool draws_own_stream(const FaultKindSpec& kind) {
-  return kind.applies_to == FaultTarget::job_file;
+  return kind.applies_to == FaultTarget::job_file || kind.name == std::string_view("clock_step");
 }
 
 void add_swarm_faults(json& faults, Rng& rng, const Declared& d, const SwarmOptions& options,
@@ -259,7 +263,8 @@ void add_swarm_faults(json& faults, Rng& rng, const Declared& d, const SwarmOpti
   own.reserve(fault_kinds().size());
   for (const FaultKindSpec& kind : fault_kinds()) {
     if (!kind_applicable(kind, d)) continue;
-    if (draws_own_stream(kind) && !options.damage_job_files) continue;
+    if (kind.applies_to == FaultTarget::job_file && !options.damage_job_files) continue;
+    if (kind.name == std::string_view("clock_step") && !options.step_clocks) continue;
     Rng* from = &rng;
     if (draws_own_stream(kind)) {
       from = &own.emplace_back(rng.derive(fmt::format("rehearse/check/swarm/{}", kind.name)));

@@ -49,6 +49,9 @@ struct SwarmOptions {
   // damage that fails a job closed for good would mask, in half its cases,
   // the behaviour the scenario exists to search.
   bool damage_job_files = false;
+  // Draw `clock_step`. Generated worlds only, for the same reason: a bundled
+  // scenario's expectations and published seeds are in true time.
+  bool step_clocks = false;
 };
 
 // What one derivation chose (for the description, reports and tests).

@@ -4,12 +4,14 @@
 
 #include <cstdio>
 #include <exception>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "model/assert.hpp"
+#include "model/time_zone.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
@@ -28,7 +30,7 @@ constexpr std::string_view kTopHelp =
     "\n"
     "commands:\n"
     "  new KIND              a starter scenario for a job kind (call, group, ...)\n"
-    "  cron next EXPR        next firing instants of a cron expression (UTC)\n"
+    "  cron next EXPR        next firing instants of a cron expression (UTC or --tz)\n"
     "  cron explain EXPR     parsed fields, low-frequency verdict, auto policy\n"
     "  policy explain POLICY the retry plan a policy gives after one failure\n"
     "  validate FILE|DIR...  check scenario files (--strict: flags fail too)\n"
@@ -42,7 +44,7 @@ constexpr std::string_view kTopHelp =
     "\n"
     "Every command has --help; --json prints one JSON document on stdout, also\n"
     "for bad input ({\"error\": {...}}); 'rehearse help COMMAND' is COMMAND --help.\n"
-    "'rehearse --version' prints the version.\n"
+    "'rehearse --version' prints the version and the tz database's.\n"
     "Exit codes (docs/cli.md): 0 all held, 1 an invariant or expectation failed,\n"
     "2 bad input or usage, 3 an assertion of the core failed in a run, 4 a run ran\n"
     "out of memory.\n";
@@ -99,11 +101,15 @@ int help(const Args& rest) {
   return unknown_command(rest.front());
 }
 
+// The tz database is the system's, not ours: a zoned schedule's instants
+// depend on its version, so reports can be compared across machines.
 int print_version(bool as_json) {
+  const std::string tz = rehearse::tz_database_version();
   if (as_json) {
-    fmt::print("{{\n  \"version\": \"{}\"\n}}\n", REHEARSE_VERSION);
+    const nlohmann::json doc{{"version", REHEARSE_VERSION}, {"tz_database", tz}};
+    fmt::print("{}\n", doc.dump(2));
   } else {
-    fmt::print("rehearse {}\n", REHEARSE_VERSION);
+    fmt::print("rehearse {}\ntz database {}\n", REHEARSE_VERSION, tz);
   }
   return kExitOk;
 }

@@ -13,6 +13,7 @@
 #include "sim/monitors/process_tracker.hpp"
 #include "sim/monitors/retry_count.hpp"
 #include "sim/monitors/slot_tracker.hpp"
+#include "sim/monitors/wall_clock.hpp"
 #include "sim/world/scenario.hpp"
 
 namespace rehearse::sim {
@@ -28,6 +29,7 @@ struct MonitorContext {
   SlotTracker slots;
   RetryCount retry_count;
   CallCounts calls;
+  WallClockTable wall_clock;  // the worker machine's clock, from the world's clock steps
   // Events observed so far (the index end checks report: the trace size).
   std::size_t events_seen = 0;
 };

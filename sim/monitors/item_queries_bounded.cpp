@@ -49,7 +49,9 @@ int handoff_rank(const std::string& issue_status) {
 }  // namespace
 
 ItemQueriesBounded::ItemQueriesBounded(const Scenario& scenario, MonitorContext& context)
-    : context_(context), migration_(kName, scenario), schedule_(kName, scenario) {
+    : context_(context),
+      migration_(kName, scenario),
+      schedule_(kName, scenario, context.wall_clock) {
   if (const auto lead = env_lookup(scenario.env, "AGENT_LEAD_ID"); lead && !lead->empty()) {
     const std::string id(*lead);
     lead_prefix_ = id.substr(0, kAgentPrefixChars);
@@ -138,7 +140,8 @@ void ItemQueriesBounded::on_item_query(const TraceEvent& e, std::size_t i, ItemW
   w.validating = false;
   w.blocked_handoff_at.reset();  // no deferral recorded since: it was a lookup
   w.may_be_lookup = w.validation_allowed && agent_list_answered_[e.job];
-  if (!w.config_error_at || e.t >= *w.config_error_at + kConfigDeferralMs) return;
+  if (!w.config_error_at || context_.wall_clock.wall(e.t) >= *w.config_error_at + kConfigDeferralMs)
+    return;
   // An item backing off from a transient failure is not validated: it waits
   // for its due attempt (docs/reconcile.md).
   if (w.validation_allowed && w.validated && agent_list_answered_[e.job] &&
@@ -146,11 +149,12 @@ void ItemQueriesBounded::on_item_query(const TraceEvent& e, std::size_t i, ItemW
     w.validating = true;
     return;
   }
-  out.push_back({kName, i, e.t,
-                 fmt::format("issue {} queried {} after a config error the orchestrator "
-                             "showed at {} (config attempts at most hourly)",
-                             e.item, format_duration(e.t - *w.config_error_at),
-                             format_instant(*w.config_error_at))});
+  out.push_back(
+      {kName, i, e.t,
+       fmt::format("issue {} queried {} after a config error the orchestrator "
+                   "showed at {} (config attempts at most hourly)",
+                   e.item, format_duration(context_.wall_clock.wall(e.t) - *w.config_error_at),
+                   format_instant(*w.config_error_at))});
 }
 
 // An item that failed transiently is asked again only after its backoff
@@ -162,12 +166,14 @@ void ItemQueriesBounded::check_transient_backoff(const TraceEvent& e, std::size_
   // A count in a row: it only grows from 0, or goes back to 0.
   REHEARSE_ASSERT_GT(w.transient_in_row, 0);
   const DurationMs wait = transient_backoff_ms(w.transient_in_row);
-  if (e.t + 1 >= w.transient_at + wait) return;  // 1 ms of slack for rounding
-  out.push_back({kName, i, e.t,
-                 fmt::format("issue {} queried {} after its transient failure {} in a row at {} "
-                             "(its backoff is {})",
-                             e.item, format_duration(e.t - w.transient_at), w.transient_in_row,
-                             format_instant(w.transient_at), format_duration(wait))});
+  if (context_.wall_clock.wall(e.t) + 1 >= w.transient_at + wait)
+    return;  // 1 ms of slack for rounding
+  out.push_back(
+      {kName, i, e.t,
+       fmt::format("issue {} queried {} after its transient failure {} in a row at {} "
+                   "(its backoff is {})",
+                   e.item, format_duration(context_.wall_clock.wall(e.t) - w.transient_at),
+                   w.transient_in_row, format_instant(w.transient_at), format_duration(wait))});
 }
 
 // An orchestrator reply about an item: a definitive answer (2xx, or a 4xx
@@ -187,13 +193,13 @@ void ItemQueriesBounded::on_item_reply(const TraceEvent& e, ItemWatch& w) {
   }
   if (item_answer(e) == ItemAnswer::transient) {
     ++w.transient_in_row;
-    w.transient_at = e.t;
+    w.transient_at = context_.wall_clock.wall(e.t);
   } else if (definitive) {
     w.transient_in_row = 0;
   }
   if (std::exchange(w.validating, false)) return;
   if (is_refusal(status)) {
-    w.config_error_at = e.t;
+    w.config_error_at = context_.wall_clock.wall(e.t);
     w.config_error_durable = false;
     return;
   }
@@ -203,10 +209,10 @@ void ItemQueriesBounded::on_item_reply(const TraceEvent& e, ItemWatch& w) {
   const int current = st == stages_.end() ? -1 : stage_rank(st->second);
   if (wanted > current && current >= 0 && !lead_present_ && agent_list_answered_[e.job]) {
     if (w.may_be_lookup) {
-      w.blocked_handoff_at = e.t;
+      w.blocked_handoff_at = context_.wall_clock.wall(e.t);
       return;
     }
-    w.config_error_at = e.t;
+    w.config_error_at = context_.wall_clock.wall(e.t);
     w.config_error_durable = false;
   }
 }

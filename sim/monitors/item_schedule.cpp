@@ -22,8 +22,9 @@ std::optional<TimeMs> instant_field(const TraceEvent& e, const char* key) {
 
 }  // namespace
 
-ItemSchedule::ItemSchedule(const char* invariant, const Scenario& scenario)
-    : invariant_(invariant) {
+ItemSchedule::ItemSchedule(const char* invariant, const Scenario& scenario,
+                           const WallClockTable& clock)
+    : invariant_(invariant), clock_(clock) {
   for (const JobSpec& spec : scenario.jobs) {
     if (spec.kind == JobKind::reconcile) batch_size_[spec.id] = spec.batch_size;
   }
@@ -44,8 +45,9 @@ void ItemSchedule::observe(const TraceEvent& e, std::size_t i, bool went_down, V
   } else if (e.type == "queue_intent") {
     judge_cycle(e, i, out);
   } else if (e.service == "orchestrator" && e.type == "service_reply") {
-    if (e.str("operation") == "list_agents") open_cycle(e.job, e.t);
-    if (!e.item.empty()) last_answer_[e.item] = e.t;
+    // The core's item times are its clock's readings: so are these.
+    if (e.str("operation") == "list_agents") open_cycle(e.job, clock_.wall(e.t));
+    if (!e.item.empty()) last_answer_[e.item] = clock_.wall(e.t);
   } else if (e.service == "orchestrator" && e.type == "service_call") {
     const auto cycle = cycles_.find(e.job);
     if (cycle == cycles_.end()) return;

@@ -24,13 +24,15 @@
 
 #include "model/time.hpp"
 #include "sim/monitors/monitor.hpp"
+#include "sim/monitors/wall_clock.hpp"
 #include "sim/world/scenario.hpp"
 
 namespace rehearse::sim {
 
 class ItemSchedule {
  public:
-  ItemSchedule(const char* invariant, const Scenario& scenario);
+  // `clock`: the machine's clock, on which the core's item times are read.
+  ItemSchedule(const char* invariant, const Scenario& scenario, const WallClockTable& clock);
 
   // `went_down`: the event takes the acting worker down.
   void observe(const TraceEvent& e, std::size_t i, bool went_down, Violations& out);
@@ -54,6 +56,7 @@ class ItemSchedule {
   std::size_t asked_no_later(const Cycle& cycle, const Durable& item) const;
 
   const char* invariant_;
+  const WallClockTable& clock_;
   std::map<std::string, std::optional<int>> batch_size_;  // reconcile job -> its batch_size
   std::set<std::string> damaged_;                         // jobs whose pipeline file was damaged
   std::map<Key, Durable> durable_;

@@ -37,7 +37,7 @@ JobTable::JobTable(const Scenario& scenario) {
     if (schedule_known) {
       std::string why;
       WitnessCron::Refusal refusal = WitnessCron::Refusal::unknown_syntax;
-      w.cron = WitnessCron::parse(expr, &why, &refusal);
+      w.cron = WitnessCron::parse(expr, &why, &refusal, spec.tz);
       if (!w.cron && override_value && refusal == WitnessCron::Refusal::invalid) {
         // A config error of the job, like an empty override (docs/semantics.md §3).
         w.never_runs = true;

@@ -68,6 +68,7 @@ const WitnessPolicy* MonitorSet::policy_of(const std::string& job) const {
 std::optional<Violation> MonitorSet::observe(const TraceEvent& e, std::size_t i) {
   Violations out;
   ++context_->events_seen;
+  if (e.type == "fault_start") context_->wall_clock.observe(e);
   if (std::optional<Fact> pending = facts_->settle_pending(e)) {
     dispatch(pending->event, pending->index, out);
   }

@@ -249,7 +249,8 @@ void NothingLost::check_success_delivered(const TraceEvent& e, std::size_t i, Vi
   if (e.type != "run_finished" || e.str("outcome") != "success" || !e.slot) return;
   const MonitoredJob* job = context_.jobs.find(e.job);
   const SlotWatch* slot = context_.slots.find(e.job, *e.slot);
-  const bool skipped = slot != nullptr && slot->state == SlotState::marked_skipped;
+  const bool skipped = (slot != nullptr && slot->state == SlotState::marked_skipped) ||
+                       ledger_skipped_.count({e.job, *e.slot}) != 0;
   if (job == nullptr || !job->delivers || skipped) return;
   if (delivered_.count({e.job, *e.slot}) == 0) {
     out.push_back({kName, i, e.t,
@@ -277,6 +278,7 @@ void NothingLost::check_success_delivered(const TraceEvent& e, std::size_t i, Vi
 void NothingLost::note_ledger_targets(const TraceEvent& e) {
   // check_success_delivered reads only a ledger record naming a slot.
   REHEARSE_ASSERT(e.slot.has_value());
+  if (e.str("verdict") == "skipped") ledger_skipped_.insert({e.job, *e.slot});
   const auto it = e.data.find("delivered_to");
   if (it == e.data.end() || !it->is_array()) return;
   for (const auto& target : *it) {

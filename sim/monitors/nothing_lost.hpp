@@ -147,6 +147,10 @@ class NothingLost final : public Monitor {
   std::map<std::string, JobWatch> jobs_;
   std::set<std::string> ledger_damaged_;                // jobs whose ledger the world damaged
   std::set<std::pair<std::string, TimeMs>> delivered_;  // slots with a delivery sent
+  // Slots whose durable ledger record says skipped: a later run of the slot
+  // (a boot that lost its state and whose clock a step set back hands old
+  // slots out again) finds them complete.
+  std::set<std::pair<std::string, TimeMs>> ledger_skipped_;
   // (job, slot, target) a delivery reached: sent, or held by the ledger.
   std::set<std::tuple<std::string, TimeMs, std::string>> delivered_to_;
   std::map<std::string, std::vector<std::string>> targets_;  // a delivering job's targets

@@ -1,5 +1,7 @@
 #include "sim/monitors/process_tracker.hpp"
 
+#include <algorithm>
+
 #include "model/assert.hpp"
 #include "sim/monitors/event_text.hpp"
 
@@ -162,6 +164,17 @@ bool ProcessTracker::in_blind_window(TimeMs t) const {
 
   for (const auto& [down, booted] : blind_windows_) {
     if (down <= t && t <= booted) return true;
+  }
+  return false;
+}
+
+bool ProcessTracker::in_blind_window(TimeMs wall, const WallClockTable& clock) const {
+  if (!clock.stepped()) return in_blind_window(wall);
+  for (const auto& [down, booted] : blind_windows_) {
+    // A step back while down can leave the boot reading less than the crash.
+    const TimeMs a = clock.wall(down);
+    const TimeMs b = clock.wall(booted);
+    if (std::min(a, b) <= wall && wall <= std::max(a, b)) return true;
   }
   return false;
 }

@@ -33,6 +33,7 @@
 
 #include "model/time.hpp"
 #include "sim/kernel/trace.hpp"
+#include "sim/monitors/wall_clock.hpp"
 
 namespace rehearse::sim {
 
@@ -81,6 +82,9 @@ class ProcessTracker {
   // before it to the boot, both inclusive: a firing at the crash's instant
   // that the trace shows no hand-out of before the crash fell while down).
   bool in_blind_window(TimeMs t) const;
+  // The same for `wall`, a reading of the machine's clock (a schedule's
+  // slot): each window as the clock read it at its two ends.
+  bool in_blind_window(TimeMs wall, const WallClockTable& clock) const;
 
  private:
   void observe_damage(const TraceEvent& event);

@@ -12,7 +12,7 @@ namespace rehearse::sim {
 QueueDiscipline::QueueDiscipline(const Scenario& scenario, MonitorContext& context)
     : context_(context),
       concurrency_(std::max(1, scenario.queue.concurrency)),
-      takeover_(kName, scenario.queue.standby_poll_ms) {}
+      takeover_(kName, scenario.queue.standby_poll_ms, context.wall_clock) {}
 
 Violations QueueDiscipline::observe(const TraceEvent& e, std::size_t i) {
   Violations out;

@@ -113,7 +113,8 @@ void RetriesBounded::on_retry_started(const TraceEvent& e, std::size_t i, const 
                    fmt::format("job {} slot {}: retried after a {} failure, a class its policy "
                                "does not retry",
                                e.job, slot_text(e.slot), *cls)});
-  } else if (failed_t && e.t < *failed_t + p.min_delay_ms(n)) {
+  } else if (failed_t && context_.wall_clock.wall(e.t) <
+                             context_.wall_clock.wall(*failed_t) + p.min_delay_ms(n)) {
     out.push_back({kName, i, e.t,
                    fmt::format("job {} slot {}: retry {} ran {} after the failure, before its "
                                "backoff of {}",
@@ -197,7 +198,8 @@ void RetriesBounded::check_window(const TraceEvent& e, std::size_t i, Violations
                                p.per_slot ? "per_slot" : "per_episode")});
     return;
   }
-  const DurationMs delay = *ready - *failed_t;
+  // The core adds the backoff to its own clock's reading of the failure.
+  const DurationMs delay = *ready - context_.wall_clock.wall(*failed_t);
   const DurationMs lo = p.min_delay_ms(n);
   const DurationMs hi = p.max_delay_ms(n);
   if (delay < lo || delay > hi) {

@@ -91,7 +91,9 @@ void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& ou
   // The firings due since this slot (a re-handout after a crash: since the
   // last slot already folded) are folded into this late run.
   const TimeMs folded_from = again ? std::max(s, *j.last_slot) : s;
-  const auto due_after = cron.between(folded_from, e.t, 1'000'000);
+  // Due by the machine's clock, which a clock step may have moved.
+  const TimeMs wall_now = context_.wall_clock.wall(e.t);
+  const auto due_after = cron.between(folded_from, wall_now, 1'000'000);
   j.pending_misfire = owed;
   if (!again || !due_after.empty()) {
     const std::int64_t before = owed ? owed->coalesced : 0;
@@ -114,7 +116,7 @@ void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& ou
     return;
   }
   j.pending_next =
-      JobSchedule::PendingNext{s, cron.next_after(std::max(s, e.t), kScheduleHorizonMs)};
+      JobSchedule::PendingNext{s, cron.next_after(std::max(s, wall_now), kScheduleHorizonMs)};
   j.pending_boot = process.boots();
 }
 
@@ -122,7 +124,10 @@ void ScheduleKept::check_none_skipped(const MonitoredJob& job, JobSchedule& j, T
                                       const TraceEvent& e, std::size_t i, Violations& out) {
   // on_handout returns before this for a job without a readable schedule.
   REHEARSE_ASSERT(job.cron.has_value());
-  const TimeMs prev = j.last_slot.value_or(start_ms_ - 1);
+  TimeMs prev = j.last_slot.value_or(start_ms_ - 1);
+  // A boot that cannot read its store starts the schedule from its clock,
+  // which a step back may have set before the run's start.
+  if (!j.last_slot && s < start_ms_ && context_.wall_clock.stepped()) prev = s - 1;
   if (s <= prev) {
     out.push_back({kName, i, e.t,
                    fmt::format("job {}: slot {} handed out after the later slot {}", e.job,
@@ -136,7 +141,7 @@ void ScheduleKept::check_none_skipped(const MonitoredJob& job, JobSchedule& j, T
     if (skipped.empty()) return;
     // between() answers strictly after `from`: the search moves forward.
     REHEARSE_ASSERT_GT(skipped.front(), from);
-    if (!context_.process.in_blind_window(skipped.front())) {
+    if (!context_.process.in_blind_window(skipped.front(), context_.wall_clock)) {
       out.push_back({kName, i, e.t,
                      fmt::format("job {}: regular slot {} was skipped (never handed out nor "
                                  "coalesced; next handed out: {})",
@@ -262,7 +267,9 @@ Violations ScheduleKept::finish(TimeMs until_ms) {
     REHEARSE_ASSERT(job != nullptr);
     if (job->cron && process.up() && process.boot_t() && *process.boot_t() < until_ms) {
       const TimeMs prev = j.last_slot.value_or(start_ms_ - 1);
-      const auto missed = job->cron->between(std::max(prev, *process.boot_t()), until_ms - 1, 1);
+      const WallClockTable& clock = context_.wall_clock;
+      const auto missed = job->cron->between(std::max(prev, clock.wall(*process.boot_t())),
+                                             clock.wall(until_ms) - 1, 1);
       if (!missed.empty()) {
         out.push_back({kName, end, until_ms,
                        fmt::format("job {}: regular slot {} was never handed out", id,

@@ -7,8 +7,8 @@
 
 namespace rehearse::sim {
 
-TakeoverWatch::TakeoverWatch(const char* invariant, DurationMs poll_ms)
-    : invariant_(invariant), poll_ms_(poll_ms) {}
+TakeoverWatch::TakeoverWatch(const char* invariant, DurationMs poll_ms, const WallClockTable& clock)
+    : invariant_(invariant), poll_ms_(poll_ms), clock_(clock) {}
 
 void TakeoverWatch::observe(const TraceEvent& e, std::size_t i, Violations& out) {
   check_deadline(e.t, i, out);
@@ -46,7 +46,13 @@ void TakeoverWatch::release(TimeMs t, std::int64_t holder) {
 // A standby up since the release, the lock still free a poll interval later:
 // the takeover is late (one poll: the standby asks again at most that late).
 void TakeoverWatch::check_deadline(TimeMs t, std::size_t i, Violations& out) {
-  if (!vacancy_ || t <= vacancy_->since + poll_ms_) return;
+  // One poll on the machine's clock, which a clock step may shorten or
+  // stretch: a standby asleep across a step back sleeps until the clock reads
+  // again what it read before the step.
+  if (!vacancy_ ||
+      t <= clock_.reached(clock_.high_water(vacancy_->since) + poll_ms_, vacancy_->since)) {
+    return;
+  }
   if (!vacancy_->standbys.empty()) {
     out.push_back({invariant_, i, t,
                    fmt::format("the worker lock was free from {} and still no process held it "

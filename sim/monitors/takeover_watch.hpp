@@ -13,12 +13,14 @@
 
 #include "model/time.hpp"
 #include "sim/monitors/monitor.hpp"
+#include "sim/monitors/wall_clock.hpp"
 
 namespace rehearse::sim {
 
 class TakeoverWatch {
  public:
-  TakeoverWatch(const char* invariant, DurationMs poll_ms);
+  // `clock`: the machine's clock, on which a standby's poll sleeps.
+  TakeoverWatch(const char* invariant, DurationMs poll_ms, const WallClockTable& clock);
 
   void observe(const TraceEvent& e, std::size_t i, Violations& out);
   void finish(TimeMs until, std::size_t index, Violations& out);
@@ -35,6 +37,7 @@ class TakeoverWatch {
 
   const char* invariant_;
   DurationMs poll_ms_;
+  const WallClockTable& clock_;
   std::set<std::int64_t> up_;           // processes alive, by pid
   std::optional<std::int64_t> holder_;  // the worker lock's holder
   std::optional<Vacancy> vacancy_;

@@ -6,6 +6,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <exception>
+
+#include <date/tz.h>
 
 #include "model/assert.hpp"
 
@@ -300,11 +304,102 @@ std::optional<std::string> field_refusal(std::string_view expr,
   return std::nullopt;
 }
 
+struct ZonePrefix {
+  std::optional<std::string> zone;  // the name after CRON_TZ= or TZ=
+  std::string_view fields;          // the expression after the prefix and its blank
+};
+
+bool is_blank(char c) { return c == ' ' || c == '\t'; }
+
+// `CRON_TZ=Europe/Berlin 30 2 * * *` (or `TZ=`): the name runs to the first
+// blank, and the prefix (docs/semantics.md §3) ends with that one blank, so
+// what follows is read as an expression of its own (`@daily` included).
+ZonePrefix read_zone_prefix(std::string_view expr) {
+  std::string_view text = expr;
+  while (!text.empty() && is_blank(text.front())) text.remove_prefix(1);
+  for (const std::string_view key : {std::string_view("CRON_TZ="), std::string_view("TZ=")}) {
+    if (text.substr(0, key.size()) != key) continue;
+    text.remove_prefix(key.size());
+    std::size_t end = 0;
+    while (end < text.size() && !is_blank(text[end])) ++end;
+    const std::string_view rest = end < text.size() ? text.substr(end + 1) : std::string_view();
+    // The name and the rest are disjoint pieces of the expression.
+    REHEARSE_ASSERT_LE(end + rest.size(), text.size());
+    return {std::string(text.substr(0, end)), rest};
+  }
+  return {std::nullopt, expr};
+}
+
+// The database's zone, or null when it has none of that name (a
+// misspelling, a POSIX TZ string, an empty name) or cannot be read at all.
+const date::time_zone* locate(const std::string& name) {
+  if (name.empty()) return nullptr;
+  try {
+    return date::locate_zone(name);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+// A transition instant of the database in ms, clamped to the supported range
+// (its first and last spans reach far beyond it either way).
+TimeMs instant_of(date::sys_seconds at) {
+  const std::int64_t s = at.time_since_epoch().count();
+  const std::int64_t lo = kMinInstantMs / kSecondMs;
+  const std::int64_t hi = kMaxInstantMs / kSecondMs + 1;
+  const TimeMs out = std::clamp(s, lo, hi) * kSecondMs;
+  REHEARSE_ASSERT_GE(out, kMinInstantMs);
+  REHEARSE_ASSERT_LE(out, kMaxInstantMs + 1);
+  return out;
+}
+
+DurationMs offset_ms(std::chrono::seconds offset) { return offset.count() * kSecondMs; }
+
 }  // namespace
 
-std::optional<WitnessCron> WitnessCron::parse(std::string_view expr_in, std::string* why,
+std::optional<WitnessCron> WitnessCron::parse(std::string_view expr, std::string* why,
                                               Refusal* refusal) {
+  return parse(expr, why, refusal, std::nullopt);
+}
+
+std::optional<WitnessCron> WitnessCron::parse(std::string_view expr, std::string* why,
+                                              Refusal* refusal,
+                                              const std::optional<std::string>& zone) {
   if (refusal) *refusal = Refusal::unknown_syntax;
+  const ZonePrefix prefix = read_zone_prefix(expr);
+  const auto refuse = [&](std::string reason) -> std::optional<WitnessCron> {
+    if (why) *why = std::move(reason);
+    if (refusal) *refusal = Refusal::invalid;
+    return std::nullopt;
+  };
+  if (prefix.zone && zone && *prefix.zone != *zone) {
+    return refuse(
+        fmt::format("not a valid schedule: the expression names the zone '{}' but the "
+                    "job's zone is '{}'",
+                    *prefix.zone, *zone));
+  }
+  const std::optional<std::string>& name = prefix.zone ? prefix.zone : zone;
+  const date::time_zone* located = nullptr;
+  if (name) {
+    // Checked before the fields: a zone the database lacks is a certain
+    // config error, whatever the fields hold.
+    located = locate(*name);
+    if (located == nullptr) {
+      return refuse(
+          fmt::format("not a valid schedule: unknown time zone '{}' (the tz database "
+                      "has no such zone)",
+                      *name));
+    }
+  }
+  auto c = parse_fields(prefix.zone ? prefix.fields : expr, why, refusal);
+  if (!c || located == nullptr) return c;
+  c->zone_ = located;
+  c->zone_name_ = *name;
+  return c;
+}
+
+std::optional<WitnessCron> WitnessCron::parse_fields(std::string_view expr_in, std::string* why,
+                                                     Refusal* refusal) {
   const auto invalid = [&](const std::string& reason) -> std::optional<WitnessCron> {
     // The grammar's refusals say why.
     REHEARSE_ASSERT(!reason.empty());
@@ -345,6 +440,7 @@ std::optional<WitnessCron> WitnessCron::parse(std::string_view expr_in, std::str
   c.dom_restricted_ = !std::all_of(c.doms_.begin() + 1, c.doms_.end(), [](bool b) { return b; });
   c.dow_restricted_ = !std::all_of(c.dows_.begin(), c.dows_.end(), [](bool b) { return b; });
   c.low_frequency_ = dom_single || dow_single;
+  c.hour_star_ = fields[2] == "*";
   return c;
 }
 
@@ -380,7 +476,7 @@ bool WitnessCron::matches_day(const CivilTime& ct) const {
   return ok && (nth_ == 0 || static_cast<int>((day + 6) / 7) == nth_);
 }
 
-std::vector<TimeMs> WitnessCron::between(TimeMs after, TimeMs until, std::size_t limit) const {
+std::vector<TimeMs> WitnessCron::wall_matches(TimeMs after, TimeMs until, std::size_t limit) const {
   std::vector<TimeMs> out;
   if (until <= after) return out;
   // Brute force, minute by minute, skipping whole days and hours that cannot match.
@@ -408,6 +504,92 @@ std::vector<TimeMs> WitnessCron::between(TimeMs after, TimeMs until, std::size_t
     minute += kMinuteMs;
   }
   return out;
+}
+
+std::vector<TimeMs> WitnessCron::between(TimeMs after, TimeMs until, std::size_t limit) const {
+  // UTC: the wall reading is the instant.
+  if (zone_ == nullptr) return wall_matches(after, until, limit);
+  std::vector<TimeMs> out;
+  // Forward through the spans of one offset, each judged on its own.
+  for (TimeMs from = after; from < until && out.size() < limit;) {
+    const Span span = span_at(from + 1);
+    const TimeMs to = std::min(until, span.end - 1);
+    collect_in_span(span, from, to, limit, out);
+    if (to >= until || span.end > kMaxInstantMs) break;
+    // The next span starts after this one: the walk moves forward.
+    REHEARSE_ASSERT_GT(to, from);
+    from = to;
+  }
+  return out;
+}
+
+WitnessCron::Span WitnessCron::span_at(TimeMs t) const {
+  REHEARSE_ASSERT(zone_ != nullptr);
+  const TimeMs whole = t < 0 ? 0 : t / kSecondMs;
+  const date::sys_info info = zone_->get_info(date::sys_seconds{std::chrono::seconds{whole}});
+  Span span;
+  span.begin = instant_of(info.begin);
+  span.end = instant_of(info.end);
+  span.offset = offset_ms(info.offset);
+  span.offset_before = span.begin > kMinInstantMs
+                           ? offset_ms(zone_->get_info(info.begin - std::chrono::seconds{1}).offset)
+                           : span.offset;
+  return span;
+}
+
+// The firing instants in (after, until], all inside `span`: each instant u
+// fires when its wall reading u + offset matches, except in a fold's second
+// pass (readings already read before the span began) unless the hour field is
+// `*`; a gap at the span's start adds its stand-in (gap_stand_in).
+void WitnessCron::collect_in_span(const Span& span, TimeMs after, TimeMs until, std::size_t limit,
+                                  std::vector<TimeMs>& out) const {
+  REHEARSE_ASSERT_GE(after + 1, span.begin);
+  REHEARSE_ASSERT_LT(until, span.end);
+  REHEARSE_ASSERT_LT(out.size(), limit);
+  const DurationMs offset = span.offset;
+  TimeMs from = after;
+  if (span.offset_before > offset && !hour_star_) {
+    // Readings below begin + offset_before were read in the first pass.
+    from = std::max(from, span.begin + (span.offset_before - offset) - 1);
+  }
+  std::vector<TimeMs> found;
+  for (const TimeMs wall : wall_matches(from + offset, until + offset, limit - out.size())) {
+    found.push_back(wall - offset);
+  }
+  if (span.offset_before < offset) {
+    const auto stand_in = gap_stand_in(span);
+    if (stand_in && *stand_in > after && *stand_in <= until) {
+      // A real match at the same instant is the same firing.
+      const auto at = std::lower_bound(found.begin(), found.end(), *stand_in);
+      if (at == found.end() || *at != *stand_in) found.insert(at, *stand_in);
+    }
+  }
+  for (const TimeMs t : found) {
+    if (out.size() >= limit) break;
+    // Spans are walked in order, and each span's firings come sorted.
+    if (!out.empty()) REHEARSE_ASSERT_LT(out.back(), t);
+    out.push_back(t);
+  }
+}
+
+// A gap at `span`'s start skipped the readings [begin + offset_before, begin
+// + offset). The first of them that matches (and only the first) runs at the
+// instant it has under the offset before the gap, unless a real firing after
+// the gap comes earlier than that instant and so stands for it.
+std::optional<TimeMs> WitnessCron::gap_stand_in(const Span& span) const {
+  REHEARSE_ASSERT_LT(span.offset_before, span.offset);
+  const TimeMs skipped_from = span.begin + span.offset_before;
+  const TimeMs skipped_to = span.begin + span.offset;  // exclusive
+  const auto first = wall_matches(skipped_from - 1, skipped_to - 1, 1);
+  if (first.empty()) return std::nullopt;
+  const TimeMs shifted = first.front() - span.offset_before;
+  // A skipped reading, shifted by the gap's length: inside the gap's hour of
+  // instants after the transition.
+  REHEARSE_ASSERT_GE(shifted, span.begin);
+  REHEARSE_ASSERT_LT(shifted, span.begin + (span.offset - span.offset_before));
+  const auto real = wall_matches(span.begin - 1 + span.offset, shifted - 1 + span.offset, 1);
+  if (!real.empty()) return std::nullopt;
+  return shifted;
 }
 
 std::optional<TimeMs> WitnessCron::next_after(TimeMs t, DurationMs horizon_ms) const {

@@ -352,7 +352,7 @@ PolicyOrError scenario_job_policy(const Scenario& scenario, const JobSpec& job) 
                       fmt::format("job '{}' has no retry_policy", job.id));
   }
   std::optional<ScheduleFacts> facts;
-  auto schedule = effective_schedule(job.schedule, job.schedule_env, scenario.env);
+  auto schedule = effective_schedule(job.schedule, job.schedule_env, scenario.env, job.tz);
   if (schedule.ok()) facts = schedule_facts(schedule->schedule);
   return parse_retry_policy(*job.retry_policy, facts);
 }

@@ -317,7 +317,7 @@ Result<JobFacts> job_facts(const Scenario& scenario, const TuneOptions& options)
   Error error;
   const JobSpec* spec = find_tuned_job(scenario, options.job_id, error);
   if (spec == nullptr) return error;
-  auto effective = effective_schedule(spec->schedule, spec->schedule_env, scenario.env);
+  auto effective = effective_schedule(spec->schedule, spec->schedule_env, scenario.env, spec->tz);
   if (!effective) return bad(spec->pointer + "/schedule", effective.error().describe());
   JobFacts f;
   f.spec = spec;

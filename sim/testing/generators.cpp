@@ -151,6 +151,11 @@ rc::Gen<json> key_value(const FaultKeySpec& key, const FaultContext& c) {
     case FaultKeyType::job: return one_of_names(t.file_jobs);
     case FaultKeyType::worker:
       return rc::gen::map(rc::gen::inRange(1, t.workers + 1), [](int v) { return json(v); });
+    case FaultKeyType::step:  // -3h .. +3h in whole seconds, never 0; shrinks towards -1s
+      return rc::gen::map(rc::gen::inRange(1, 2 * 3 * 3600 + 1), [](int k) {
+        const int s = k <= 3 * 3600 ? -k : k - 3 * 3600;
+        return json((s < 0 ? "-" : "+") + format_duration(std::int64_t{s < 0 ? -s : s} * 1000));
+      });
     case FaultKeyType::cut:
       return rc::gen::map(rc::gen::inRange(0, 4097), [](int v) { return json(v); });
     case FaultKeyType::flips:

@@ -72,6 +72,7 @@ enum class FaultKeyType : unsigned char {
   flips,         // state_corrupted, mode flip only: unique byte offsets
   worker,        // a worker process number from 1 to queue.workers (absent: the machine)
   job,           // the id of a declared job that keeps a durable file of its own
+  step,          // a signed DURATION ("-1h", "+90s"), not zero, at most 7 days either way
 };
 
 // The loader's reading of one key, handed to FaultKeySpec::store.
@@ -125,6 +126,8 @@ struct FaultWorld {
   std::function<void(StateFile file, DurationMs down_for_ms)> tear_next_write;
   // The job's own durable file is damaged now (sim/world/world_faults.cpp: corrupt_job_file).
   std::function<void(const FaultSpec& fault)> corrupt_job_file;
+  // From instant `at` on, the machine's wall clock reads `by` more than it did.
+  std::function<void(TimeMs at, DurationMs by)> step_clock;
   TimeMs until_ms = 0;  // the scenario's end
 };
 
@@ -151,6 +154,7 @@ using FaultKinds = std::vector<FaultKindSpec>;
 const FaultKinds& fault_kinds();
 // The kinds whose entries live in files of their own (sim/fault_<kind>.cpp).
 FaultKindSpec job_file_corrupted_kind();
+FaultKindSpec clock_step_kind();
 // The entry of `kind`; REHEARSE_ASSERTs that it exists.
 const FaultKindSpec& fault_kind_spec(FaultKind kind);
 // The entry named `name` in `kinds`, or nullptr.

@@ -154,6 +154,9 @@ struct JobSpec {
   JobKind kind = JobKind::group;
   std::string schedule;                     // default cron expression, as written (validated)
   std::optional<std::string> schedule_env;  // env variable that overrides `schedule`
+  // IANA zone the schedule is read in ("tz"); absent: UTC, unless the
+  // expression carries a CRON_TZ= prefix (docs/semantics.md §3).
+  std::optional<std::string> tz;
   // The policy exactly as written (object, "auto", or anything else): the
   // core's policy parser decides what it means, so an invalid policy reaches
   // the core unchanged and fails closed there. Absent: no policy at all.
@@ -213,6 +216,7 @@ enum class FaultKind : unsigned char {
   torn_write,
   messenger_down,
   job_file_corrupted,
+  clock_step,
 };
 // The kind's name in the table / the kind named `name` there.
 const char* to_string(FaultKind kind) noexcept;
@@ -249,7 +253,8 @@ struct FaultSpec {
   std::string status;                                       // issue_status
   std::string agent;                                        // agent_removed, agent_restored
   DurationMs down_for_ms = 0;                               // restart, torn_write
-  int worker = 0;  // restart: the worker process (1-based); 0: the machine, every worker
+  DurationMs step_ms = 0;  // clock_step: how far the machine's wall clock jumps (< 0: back)
+  int worker = 0;          // restart: the worker process (1-based); 0: the machine, every worker
   StateFile file = StateFile::retry_state;        // state_corrupted, torn_write
   CorruptionMode mode = CorruptionMode::garbage;  // state_corrupted
   // state_corrupted, exact damage (seed-independent): `cut` keeps that many

@@ -180,6 +180,7 @@ std::string expected_value(const FaultKeySpec& key) {
   switch (key.type) {
     case FaultKeyType::integer: return fmt::format("{} from {} to {}", key.what, key.min, key.max);
     case FaultKeyType::down_time: return kDurationRule;
+    case FaultKeyType::step: return "a signed duration such as \"-1h\" or \"+30m\"";
     case FaultKeyType::issue_list: return "a non-empty array of issue ids";
     case FaultKeyType::issue: return "an issue id from /services/orchestrator/issues";
     case FaultKeyType::agent: return "an agent id from /services/orchestrator/agents";
@@ -264,6 +265,7 @@ std::optional<FaultValue> Loader::read_fault_value(FaultReading& r, const FaultK
     case FaultKeyType::job: return read_fault_job(value, at);
     case FaultKeyType::cut: return read_fault_cut(r, value, at);
     case FaultKeyType::flips: return read_fault_flips(r, value, at);
+    case FaultKeyType::step: return read_fault_step(value, at);
     case FaultKeyType::issue_list:
     case FaultKeyType::targets: {
       const std::size_t before = errors_.size() + omitted_;
@@ -323,6 +325,27 @@ void Loader::unknown_fault_service(const FaultReading& r, const FaultKeySpec& ke
 }
 
 // How long the process stays down: it must come back by `until`.
+// A clock step: "-1h" back, "+90s" or "90s" forward; never zero, never more
+// than a week (an NTP correction or a resumed virtual machine, not a new era).
+std::optional<FaultValue> Loader::read_fault_step(const json& value, const std::string& at) {
+  constexpr const char* kStepRule =
+      "a signed duration such as \"-1h\" (back) or \"+30m\" (forward), not zero, at most 7d";
+  if (!value.is_string()) {
+    value_error(at, fmt::format("expected {}", kStepRule));
+    return std::nullopt;
+  }
+  std::string_view text = value.get_ref<const std::string&>();
+  const bool back = !text.empty() && text.front() == '-';
+  if (!text.empty() && (text.front() == '-' || text.front() == '+')) text.remove_prefix(1);
+  auto magnitude = parse_duration(text);
+  if (!magnitude.ok() || *magnitude == 0 || *magnitude > 7 * kDayMs) {
+    value_error(at, fmt::format("invalid clock step \"{}\": expected {}",
+                                value.get_ref<const std::string&>(), kStepRule));
+    return std::nullopt;
+  }
+  return FaultValue{back ? -*magnitude : *magnitude};
+}
+
 std::optional<FaultValue> Loader::read_fault_down_for(FaultReading& r, const json& value,
                                                       const std::string& at) {
   // A fault still being read has its instant inside the span (load_fault_when).

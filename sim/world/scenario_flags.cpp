@@ -19,7 +19,7 @@ void Loader::compute_flags() {
     // The schedule the job actually runs on (an env override may replace it).
     std::optional<CronSchedule> schedule;
     if (job.schedule_env) {
-      auto eff = effective_schedule(job.schedule, job.schedule_env, scenario_.env);
+      auto eff = effective_schedule(job.schedule, job.schedule_env, scenario_.env, job.tz);
       if (eff) {
         schedule = eff->schedule;
       } else {
@@ -30,7 +30,7 @@ void Loader::compute_flags() {
                          *job.schedule_env, value ? std::string(*value) : std::string(), job.id,
                          eff.error().message));
       }
-    } else if (auto parsed = CronSchedule::parse(job.schedule)) {
+    } else if (auto parsed = CronSchedule::parse(job.schedule, job.tz)) {
       schedule = *parsed;
     }
     if (schedule) {

@@ -75,12 +75,26 @@ void Loader::load_job_id(const json& v, const std::string& pointer, JobSpec& job
   REHEARSE_ASSERT_EQ(job_ids_.size(), job_id_set_.size());
 }
 
+void Loader::load_job_zone(const json& v, const std::string& pointer, JobSpec& job) {
+  const json* z = field(v, "tz");
+  if (z == nullptr) return;
+  const std::string at = child(pointer, "tz");
+  if (auto name = read_string(*z, at, "an IANA time zone name such as \"Europe/Berlin\"")) {
+    if (auto zone = TimeZone::locate(*name)) {
+      job.tz = *name;
+    } else {
+      value_error(at, zone.error().message);
+    }
+  }
+}
+
 void Loader::load_job_schedule(const json& v, const std::string& pointer, JobSpec& job) {
+  load_job_zone(v, pointer, job);
   if (const json* s = require(v, pointer, "schedule", "a cron expression")) {
     const std::string at = child(pointer, "schedule");
     if (auto text = read_string(*s, at, "a cron expression")) {
       job.schedule = *text;
-      auto parsed = CronSchedule::parse(*text);
+      auto parsed = CronSchedule::parse(*text, job.tz);
       if (!parsed) {
         add(parsed.error().code, at,
             fmt::format("invalid cron \"{}\": {}", *text, parsed.error().message));

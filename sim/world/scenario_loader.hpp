@@ -408,6 +408,7 @@ class Loader {
   void load_job(const json& v, const std::string& pointer);
   std::optional<JobKind> load_job_kind(const json& v, const std::string& pointer);
   void load_job_id(const json& v, const std::string& pointer, JobSpec& job);
+  void load_job_zone(const json& v, const std::string& pointer, JobSpec& job);
   void load_job_schedule(const json& v, const std::string& pointer, JobSpec& job);
   void load_job_common(const json& v, const std::string& pointer, std::optional<JobKind> kind,
                        JobSpec& job);
@@ -451,6 +452,7 @@ class Loader {
                                            const std::string& at);
   std::optional<FaultValue> read_fault_flips(FaultReading& r, const json& value,
                                              const std::string& at);
+  std::optional<FaultValue> read_fault_step(const json& value, const std::string& at);
   void load_expect(const json& v, const std::string& pointer);
   void load_item_expectations(const json& items, const std::string& pointer);
   void load_service_expectations(const json& services, const std::string& pointer);

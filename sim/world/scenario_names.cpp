@@ -191,7 +191,7 @@ const std::map<std::string, std::vector<std::string>>& scenario_known_keys() {
         {"messenger", {"targets", "latency", "timeout"}},
         {"user_service", {"latency", "timeout"}},
         {"job",
-         {"id", "kind", "schedule", "schedule_env", "retry_policy", "side_effects",
+         {"id", "kind", "schedule", "schedule_env", "tz", "retry_policy", "side_effects",
           "idempotency_key", "note"}},
         {"task", {"id", "produces", "model_calls"}},
         {"item", {"issue", "stage", "lost"}},

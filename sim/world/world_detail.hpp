@@ -34,6 +34,7 @@
 #include "sim/world/sim_queue.hpp"
 #include "sim/world/sim_services.hpp"
 #include "sim/world/traced_queue.hpp"
+#include "sim/world/worker_clock.hpp"
 #include "sim/world/world_facts.hpp"
 #include "sim/world/world_runners.hpp"
 
@@ -87,6 +88,7 @@ class World {
                               .events_max = static_cast<std::uint64_t>(
                                   std::max<std::int64_t>(1, scenario.queue.max_events)),
                               .pending_max = std::size_t{1} << 20}),
+        worker_clock_(sim_),
         disk_(&trace_, sim_.rng().derive("disk")),
         queue_(&trace_),
         traced_queue_(&trace_, traced_queue_hooks()),
@@ -207,6 +209,7 @@ class World {
 
   Trace trace_;
   Simulator sim_;
+  WorkerClock worker_clock_;  // the worker machine's wall clock (clock_step faults)
   SimDisk disk_;
   SimQueue queue_;
   TracedQueue traced_queue_;  // queue.store disk

@@ -66,6 +66,7 @@ FaultWorld World::fault_world() {
   };
   w.corrupt_state = [this](const FaultSpec& fault) { corrupt_state(fault); };
   w.corrupt_job_file = [this](const FaultSpec& fault) { corrupt_job_file(fault); };
+  w.step_clock = [this](TimeMs at, DurationMs by) { worker_clock_.add_step(at, by); };
   w.tear_next_write = [this](StateFile file, DurationMs down_for_ms) {
     // Every write of the state store's files starts with this prefix (the
     // journal, the snapshot and its temp file).

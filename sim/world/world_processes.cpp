@@ -55,7 +55,7 @@ Task<void> World::worker_main(Simulator& sim, ProcessId process, WorkerMemory& m
   Notifier& notifier =
       memory.wrappers.notifier ? *memory.wrappers.notifier : static_cast<Notifier&>(messenger_);
   Disk& disk = memory.wrappers.disk ? *memory.wrappers.disk : static_cast<Disk&>(disk_);
-  auto lock = co_await take_worker_lock(disk, sim.clock(), log_, kWorldStateDir,
+  auto lock = co_await take_worker_lock(disk, worker_clock_, log_, kWorldStateDir,
                                         scenario_.queue.standby_poll_ms);
   if (!lock.ok()) {
     log_.error("worker_boot_failed", {{"error", lock.error().describe()}});
@@ -76,7 +76,7 @@ Task<void> World::worker_main(Simulator& sim, ProcessId process, WorkerMemory& m
   options.start_ms = scenario_.start_ms;
   options.store_decorator = options_.store_decorator;
   auto worker = Worker::open(
-      WorkerPorts{sim.clock(), queue, disk, services_, notifier, log_, sim.rng(), scenario_.env},
+      WorkerPorts{worker_clock_, queue, disk, services_, notifier, log_, sim.rng(), scenario_.env},
       job_configs_of(scenario_.jobs), std::move(options), job_kinds_for(sim, process));
   if (!worker.ok()) {
     log_.error("worker_boot_failed", {{"error", worker.error().describe()}});

@@ -11,6 +11,7 @@ JobConfig job_config_of(const JobSpec& job) {
   config.kind = to_string(job.kind);
   config.schedule = job.schedule;
   config.schedule_env = job.schedule_env;
+  config.schedule_tz = job.tz;
   config.retry_policy = job.retry_policy;
   config.targets = job.targets;
   config.params = job_kind_def(job.kind).runner_params(job);

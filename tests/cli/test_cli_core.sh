@@ -152,9 +152,12 @@ check next-short-list 0 "9997-01-01T00:00:00Z
 json_check next-short-list-json 'rc == 0 and len(d["next"]) == 3 and d["count"] == 5 and "year 9999" in d["note"]' cron next '0 0 1 1 *' --from 9996-06-01T00:00:00Z --json
 json_check next-full-list-json 'rc == 0 and len(d["next"]) == 5 and "note" not in d' cron next '0 0 1 1 *' --from 2026-01-01T00:00:00Z --json
 
-# --version: the CMake project version.
+# --version: the CMake project version, then the tz database's
+# (test_cli_cron_zone.sh checks that line).
 version=$(sed -n 's/^project(rehearse VERSION \([0-9.]*\).*/\1/p' "$(dirname "$0")/../../CMakeLists.txt")
-check version 0 "rehearse $version" - -- --version
+tz_version=$("$R" --version --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["tz_database"])')
+check version 0 "rehearse $version
+tz database $tz_version" - -- --version
 json_check version-json "rc == 0 and d['version'] == '$version'" --version --json
 
 # The auto policy follows the schedule: low-frequency -> 4 attempts.

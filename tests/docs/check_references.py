@@ -33,7 +33,9 @@ def files():
     yield root / "CMakeLists.txt"
     for d in SOURCE_DIRS:
         for p in sorted((root / d).rglob("*")):
-            if p.is_file() and p.suffix in TEXT_SUFFIXES and "corpus" not in p.parts:
+            # node_modules: a vector generator's installed packages (git-ignored).
+            skipped = "corpus" in p.parts or "node_modules" in p.parts
+            if p.is_file() and p.suffix in TEXT_SUFFIXES and not skipped:
                 yield p
 
 

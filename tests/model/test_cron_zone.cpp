@@ -132,6 +132,29 @@ TEST(CronZone, BadZonesAreRefusedByName) {
   EXPECT_FALSE(CronSchedule::parse("CRON_TZ= 0 9 * * *").ok());
 }
 
+TEST(CronZone, TheMacroAfterAPrefixIsStillAMacro) {
+  auto daily = CronSchedule::parse("CRON_TZ=Europe/Berlin @daily");
+  ASSERT_TRUE(daily.ok()) << daily.error().message;
+  EXPECT_EQ(format_instant(*daily->next_after(*parse_instant("2026-07-01T00:00:00Z"))),
+            "2026-07-01T22:00:00Z");
+}
+
+TEST(CronZone, FiringsPastTheDatabasesListedYearsAreRefusedNotGuessed) {
+  // The zone files list Berlin's transitions through 2037 only.
+  auto berlin = CronSchedule::parse("0 12 1 7 *", std::string("Europe/Berlin"));
+  ASSERT_TRUE(berlin.ok());
+  EXPECT_EQ(format_instant(*berlin->next_after(*parse_instant("2037-01-01T00:00:00Z"))),
+            "2037-07-01T10:00:00Z");
+  auto later = berlin->next_after(*parse_instant("2037-08-01T00:00:00Z"));
+  ASSERT_FALSE(later.ok());
+  EXPECT_EQ(later.error().code, ErrorCode::unsupported);
+  // A zone with one fixed offset has nothing to list.
+  auto kolkata = CronSchedule::parse("0 12 1 7 *", std::string("Asia/Kolkata"));
+  ASSERT_TRUE(kolkata.ok());
+  EXPECT_EQ(format_instant(*kolkata->next_after(*parse_instant("2040-01-01T00:00:00Z"))),
+            "2040-07-01T06:30:00Z");
+}
+
 TEST(TimeZone, ReadsGapsAndFoldsFromTheDatabase) {
   auto berlin = TimeZone::locate("Europe/Berlin");
   ASSERT_TRUE(berlin.ok());

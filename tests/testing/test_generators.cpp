@@ -155,13 +155,14 @@ TEST(TestingGenerators, KindsFollowWhatTheScenarioDeclares) {
   bare.start_ms = 0;
   bare.until_ms = kHourMs;
   const std::vector<std::string> kinds = gen::applicable_fault_kinds(bare);
-  EXPECT_EQ(kinds, (std::vector<std::string>{"restart", "state_corrupted", "torn_write"}));
+  EXPECT_EQ(kinds,
+            (std::vector<std::string>{"restart", "state_corrupted", "torn_write", "clock_step"}));
   FaultTargets user = bare;  // a service of the user's own takes the service kinds
   user.user_services = {"billing"};
   EXPECT_EQ(gen::applicable_fault_kinds(user),
             (std::vector<std::string>{"quota_exhausted", "http_errors", "timeouts",
-                                      "network_errors", "restart", "state_corrupted",
-                                      "torn_write"}));
+                                      "network_errors", "restart", "state_corrupted", "torn_write",
+                                      "clock_step"}));
 }
 
 // Shrinking: a schedule that must hold a restart of at least 10 minutes

@@ -351,6 +351,167 @@ TEST(ScheduleKept, FiresWhenTheQueueReceivesARegularEntryOffItsFiring) {
   EXPECT_EQ(fired_at, (std::vector<std::size_t>{late, off})) << describe(o.seen);
 }
 
+// The firing instants of `expr` read in `zone`, in (from, to], as text.
+std::vector<std::string> zoned(const char* expr, const char* zone, const char* from,
+                               const char* to) {
+  std::string why;
+  const auto c = WitnessCron::parse(expr, &why, nullptr, std::string(zone));
+  EXPECT_TRUE(c) << expr << " in " << zone << ": " << why;
+  std::vector<std::string> out;
+  if (!c) return out;
+  for (const TimeMs t : c->between(at(from), at(to), 100)) out.push_back(format_instant(t));
+  return out;
+}
+
+using Instants = std::vector<std::string>;
+
+// Europe/Berlin, 2026-03-29: at 01:00Z the clocks jump from 02:00 CET to
+// 03:00 CEST, so 02:xx does not exist. By hand: 02:30 runs at the instant it
+// has under CET (01:30Z), once; of 02:00, 02:20, 02:40 only the first runs
+// (at 01:00Z); the next day's 02:30 CEST is 00:30Z.
+TEST(ScheduleKeptZones, BerlinSpringGapShiftsTheMissingReadingOnce) {
+  EXPECT_EQ(zoned("30 2 * * *", "Europe/Berlin", "2026-03-28T12:00:00Z", "2026-03-30T12:00:00Z"),
+            (Instants{"2026-03-29T01:30:00Z", "2026-03-30T00:30:00Z"}));
+  EXPECT_EQ(zoned("*/20 2 * * *", "Europe/Berlin", "2026-03-28T12:00:00Z", "2026-03-29T12:00:00Z"),
+            (Instants{"2026-03-29T01:00:00Z"}));
+  // `*` hours: the missing hour's shifted 02:30 is the real 03:30 (01:30Z).
+  EXPECT_EQ(zoned("30 * * * *", "Europe/Berlin", "2026-03-29T00:00:00Z", "2026-03-29T02:45:00Z"),
+            (Instants{"2026-03-29T00:30:00Z", "2026-03-29T01:30:00Z", "2026-03-29T02:30:00Z"}));
+}
+
+// Europe/Berlin, 2026-10-25: at 01:00Z the clocks fall back from 03:00 CEST
+// to 02:00 CET, so 02:xx is read twice (00:xxZ, then 01:xxZ). A fixed or
+// stepped hour fires in the first pass only; a `*` hour in both.
+TEST(ScheduleKeptZones, BerlinAutumnFoldFiresOnceUnlessTheHourIsStar) {
+  EXPECT_EQ(zoned("30 2 * * *", "Europe/Berlin", "2026-10-24T12:00:00Z", "2026-10-25T12:00:00Z"),
+            (Instants{"2026-10-25T00:30:00Z"}));
+  EXPECT_EQ(zoned("30 * * * *", "Europe/Berlin", "2026-10-24T23:45:00Z", "2026-10-25T02:45:00Z"),
+            (Instants{"2026-10-25T00:30:00Z", "2026-10-25T01:30:00Z", "2026-10-25T02:30:00Z"}));
+  // 00:00 CEST (22:00Z), 02:00 CEST (00:00Z), not 02:00 CET, 04:00 CET (03:00Z).
+  EXPECT_EQ(zoned("0 */2 * * *", "Europe/Berlin", "2026-10-24T21:00:00Z", "2026-10-25T03:00:00Z"),
+            (Instants{"2026-10-24T22:00:00Z", "2026-10-25T00:00:00Z", "2026-10-25T03:00:00Z"}));
+  std::string why;
+  const auto c = WitnessCron::parse("0 */2 * * *", &why, nullptr, std::string("Europe/Berlin"));
+  ASSERT_TRUE(c) << why;
+  const auto first = c->next_after(at("2026-10-24T23:00:00Z"), kDayMs);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(format_instant(*first), "2026-10-25T00:00:00Z");
+  const auto second = c->next_after(*first, kDayMs);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(format_instant(*second), "2026-10-25T03:00:00Z");
+}
+
+// America/Santiago, 2026-09-06: midnight (-04) jumps to 01:00 (-03), so the
+// day's 00:00 does not exist: it runs at 00:00 -04 (04:00Z), never skipped;
+// the next midnight is 00:00 -03 (03:00Z).
+TEST(ScheduleKeptZones, SantiagoMidnightGapKeepsTheDay) {
+  EXPECT_EQ(zoned("0 0 * * *", "America/Santiago", "2026-09-05T12:00:00Z", "2026-09-07T12:00:00Z"),
+            (Instants{"2026-09-06T04:00:00Z", "2026-09-07T03:00:00Z"}));
+}
+
+// Australia/Lord_Howe, 2026-10-04: 02:00 (+10:30, 15:30Z) jumps to 02:30
+// (+11). 02:20 is skipped (its shift would be 15:50Z) but the real 02:40
+// (15:40Z) comes earlier and stands for it: one run that night. The night
+// before, 02:20 and 02:40 +10:30 both exist.
+TEST(ScheduleKeptZones, LordHoweHalfHourGapTakesTheEarlierRealMatch) {
+  EXPECT_EQ(zoned("20,40 2 * * *", "Australia/Lord_Howe", "2026-10-02T12:00:00Z",
+                  "2026-10-04T06:00:00Z"),
+            (Instants{"2026-10-02T15:50:00Z", "2026-10-02T16:10:00Z", "2026-10-03T15:40:00Z"}));
+}
+
+// The zone may come from the expression (`CRON_TZ=`, `TZ=`); both it and the
+// job's zone must name the same one; a zone the database lacks is a config
+// error naming it.
+TEST(ScheduleKeptZones, ZonePrefixesAndUnknownZones) {
+  using R = WitnessCron::Refusal;
+  std::string why;
+  for (const char* expr : {"CRON_TZ=Europe/Berlin 30 2 * * *", "TZ=Europe/Berlin 30 2 * * *"}) {
+    const auto c = WitnessCron::parse(expr, &why);
+    ASSERT_TRUE(c) << expr << ": " << why;
+    EXPECT_EQ(c->zone_name(), "Europe/Berlin");
+    const auto next = c->next_after(at("2026-03-28T12:00:00Z"), kDayMs);
+    ASSERT_TRUE(next);
+    EXPECT_EQ(format_instant(*next), "2026-03-29T01:30:00Z") << expr;
+  }
+  EXPECT_TRUE(WitnessCron::parse("CRON_TZ=Europe/Berlin 30 2 * * *", &why, nullptr,
+                                 std::string("Europe/Berlin")))
+      << why;
+  R r = R::unknown_syntax;
+  EXPECT_FALSE(WitnessCron::parse("CRON_TZ=Europe/Berlin 30 2 * * *", &why, &r,
+                                  std::string("Europe/Paris")));
+  EXPECT_EQ(r, R::invalid);
+  for (const char* zone : {"Mars/Olympus_Mons", "CET-1CEST,M3.5.0", ""}) {
+    r = R::unknown_syntax;
+    EXPECT_FALSE(WitnessCron::parse("30 2 * * *", &why, &r, std::string(zone))) << zone;
+    EXPECT_EQ(r, R::invalid) << zone;
+    EXPECT_NE(why.find(std::string("'") + zone + "'"), std::string::npos) << why;
+  }
+  r = R::unknown_syntax;
+  EXPECT_FALSE(WitnessCron::parse("TZ=Nowhere/Atlantis 30 2 * * *", &why, &r));
+  EXPECT_EQ(r, R::invalid);
+  EXPECT_NE(why.find("Nowhere/Atlantis"), std::string::npos) << why;
+  // No zone: UTC, as before.
+  const auto utc = WitnessCron::parse("30 2 * * *", &why);
+  ASSERT_TRUE(utc);
+  EXPECT_TRUE(utc->zone_name().empty());
+  EXPECT_EQ(utc->between(at("2026-10-24T12:00:00Z"), at("2026-10-25T12:00:00Z"), 10),
+            (std::vector<TimeMs>{at("2026-10-25T02:30:00Z")}));
+}
+
+// A Berlin job at 02:30 (slotty), judged on its wall-clock slots.
+Scenario berlin_night(const char* start) {
+  Scenario sc = only({"slotty"});
+  sc.jobs[0].schedule = "30 2 * * *";
+  sc.jobs[0].tz = "Europe/Berlin";
+  sc.start_ms = at(start);
+  return sc;
+}
+
+// The fold's second 02:30 (01:30Z) is no slot of a fixed hour: a world that
+// hands it out as well fires schedule_kept; the first pass alone is kept.
+TEST(ScheduleKeptZones, FiresWhenTheFoldsRepeatedSlotIsHandedOutAgain) {
+  const Scenario sc = berlin_night("2026-10-24T00:00:00Z");
+  const auto night = [](Script& s) {
+    handout(s, "2026-10-24T00:30:00Z", "slotty", "2026-10-24T00:30:00Z",
+            {{"next_run_at", "2026-10-25T00:30:00Z"}});
+    handout(s, "2026-10-25T00:30:00Z", "slotty", "2026-10-25T00:30:00Z",
+            {{"next_run_at", "2026-10-26T01:30:00Z"}});
+  };
+  Script kept;
+  night(kept);
+  handout(kept, "2026-10-26T01:30:00Z", "slotty", "2026-10-26T01:30:00Z",
+          {{"next_run_at", "2026-10-27T01:30:00Z"}});
+  const Outcome clean = run(kept, sc, at("2026-10-26T02:00:00Z"));
+  EXPECT_TRUE(clean.seen.empty()) << describe(clean.seen);
+  EXPECT_TRUE(clean.tallies["unchecked"].empty()) << clean.tallies["unchecked"].dump();
+  Script twice;
+  night(twice);
+  const auto bad = handout(twice, "2026-10-25T01:30:00Z", "slotty", "2026-10-25T01:30:00Z",
+                           {{"next_run_at", "2026-10-26T01:30:00Z"}});
+  expect_first(run(twice, sc, at("2026-10-25T02:00:00Z")), "schedule_kept", bad);
+}
+
+// The gap day's 02:30 runs at 01:30Z: a world that hands out no slot that
+// night fires schedule_kept at the next night's hand-out.
+TEST(ScheduleKeptZones, FiresWhenTheGapDaysSlotIsNeverHandedOut) {
+  const Scenario sc = berlin_night("2026-03-28T00:00:00Z");
+  Script kept;
+  handout(kept, "2026-03-28T01:30:00Z", "slotty", "2026-03-28T01:30:00Z",
+          {{"next_run_at", "2026-03-29T01:30:00Z"}});
+  handout(kept, "2026-03-29T01:30:00Z", "slotty", "2026-03-29T01:30:00Z",
+          {{"next_run_at", "2026-03-30T00:30:00Z"}});
+  handout(kept, "2026-03-30T00:30:00Z", "slotty", "2026-03-30T00:30:00Z",
+          {{"next_run_at", "2026-03-31T00:30:00Z"}});
+  const Outcome clean = run(kept, sc, at("2026-03-30T01:00:00Z"));
+  EXPECT_TRUE(clean.seen.empty()) << describe(clean.seen);
+  Script skipped;
+  handout(skipped, "2026-03-28T01:30:00Z", "slotty", "2026-03-28T01:30:00Z",
+          {{"next_run_at", "2026-03-29T01:30:00Z"}});
+  const auto late = handout(skipped, "2026-03-30T00:30:00Z", "slotty", "2026-03-30T00:30:00Z",
+                            {{"next_run_at", "2026-03-31T00:30:00Z"}});
+  expect_first(run(skipped, sc, at("2026-03-30T01:00:00Z")), "schedule_kept", late);
+}
+
 // Up until 10:30 (10:00 handed out), damaged at `damage_at`, down from
 // `down_at` to a boot at 13:10 that reports the corruption, then 14:00
 // handed out: nothing of 11:00-13:00 was handed out nor coalesced.

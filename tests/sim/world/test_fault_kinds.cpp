@@ -98,7 +98,9 @@ TEST(FaultKinds, NamedEnumeratorsAreTheirTablePositions) {
       {FaultKind::restart, "restart"},
       {FaultKind::state_corrupted, "state_corrupted"},
       {FaultKind::torn_write, "torn_write"},
-      {FaultKind::messenger_down, "messenger_down"}};
+      {FaultKind::messenger_down, "messenger_down"},
+      {FaultKind::job_file_corrupted, "job_file_corrupted"},
+      {FaultKind::clock_step, "clock_step"}};
   for (const auto& [kind, name] : named) {
     EXPECT_EQ(fault_kinds().at(static_cast<std::size_t>(kind)).name, name);
     EXPECT_EQ(parse_fault_kind(name), kind);
@@ -172,6 +174,7 @@ json valid_value(const FaultKindSpec& kind, const FaultKeySpec& key) {
     case FaultKeyType::new_instance: return "orchestrator-2";
     case FaultKeyType::targets: return json::array({"team"});
     case FaultKeyType::job: return "j";  // the scenario's publish job
+    case FaultKeyType::step: return "-1h";
     case FaultKeyType::cut:
     case FaultKeyType::flips: break;  // each needs its own mode
   }

@@ -205,7 +205,7 @@ TEST(ScenarioSchema, KindBranchesCoverEveryKind) {
     return sorted(kinds);
   };
   std::vector<std::string> fault_kinds;
-  for (int i = 0; i <= static_cast<int>(FaultKind::job_file_corrupted); ++i) {
+  for (int i = 0; i <= static_cast<int>(FaultKind::clock_step); ++i) {
     fault_kinds.push_back(to_string(static_cast<FaultKind>(i)));
   }
   EXPECT_EQ(branch_kinds("fault"), sorted(fault_kinds));
