@@ -17,6 +17,60 @@ TEST(ScheduleKept, FiresWhenARegularSlotIsSkipped) {
   expect_first(run(s, base_scenario()), "schedule_kept", bad);
 }
 
+// The machine's clock as the world stepped it: a clock_step's fault_start.
+void clock_step(Script& s, const char* t, DurationMs by_ms) {
+  s.add("fault_start", t, {}, std::nullopt,
+        {{"fault", 0}, {"kind", "clock_step"}, {"by_ms", by_ms}});
+}
+
+TEST(ScheduleKept, FiresWhenASlotRunsAgainAfterTheClockStepsBack) {
+  Script s;
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "success");
+  // At 10:30 the clock steps back an hour: at 11:00 true it reads 10:00 again.
+  clock_step(s, "2026-03-02T10:30:00Z", -kHourMs);
+  const auto again = handout(s, "2026-03-02T11:00:00Z", "hourly", "2026-03-02T10:00:00Z",
+                             {{"next_run_at", "2026-03-02T11:00:00Z"}});
+  expect_first(run(s, base_scenario()), "schedule_kept", again);
+}
+
+TEST(ScheduleKept, NearMissAfterAStepBackTheNextSlotWaitsForTheClock) {
+  Script s;
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "success");
+  clock_step(s, "2026-03-02T10:30:00Z", -kHourMs);
+  // 11:00 on the clock is 12:00 true; the end (12:30 true) reads 11:30.
+  regular(s, "hourly", "2026-03-02T11:00:00Z", "2026-03-02T12:00:00Z", "2026-03-02T12:00:00Z",
+          "success");
+  expect_clean(run(s, only({"hourly"}), at("2026-03-02T12:30:00Z")));
+}
+
+TEST(ScheduleKept, NearMissAStepForwardFoldsTheSkippedSlotsIntoOneLateRun) {
+  Script s;
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "success");
+  // At 10:30 true the clock jumps 2 h to 12:30: 11:00 runs late, 12:00 folds in.
+  clock_step(s, "2026-03-02T10:30:00Z", 2 * kHourMs);
+  handout(s, "2026-03-02T10:30:00Z", "hourly", "2026-03-02T11:00:00Z",
+          {{"next_run_at", "2026-03-02T13:00:00Z"}, {"coalesced_count", 1}});
+  run_start(s, "2026-03-02T10:30:00Z", "hourly", "2026-03-02T11:00:00Z",
+            {{"kind", "regular"}, {"attempt", 1}});
+  run_end(s, "2026-03-02T10:30:30Z", "hourly", "2026-03-02T11:00:00Z",
+          {{"kind", "regular"}, {"attempt", 1}, {"outcome", "success"}});
+  expect_clean(run(s, only({"hourly"}), at("2026-03-02T10:45:00Z")));
+}
+
+TEST(ScheduleKept, FiresWhenAStepForwardSkipsASlotWithoutRecordingIt) {
+  Script s;
+  regular(s, "hourly", "2026-03-02T10:00:00Z", "2026-03-02T10:00:00Z", "2026-03-02T11:00:00Z",
+          "success");
+  clock_step(s, "2026-03-02T10:30:00Z", 2 * kHourMs);
+  // 12:00 handed out with 11:00 never run nor counted.
+  const auto bad = handout(s, "2026-03-02T10:30:00Z", "hourly", "2026-03-02T12:00:00Z",
+                           {{"next_run_at", "2026-03-02T13:00:00Z"}});
+  expect_first(run(s, only({"hourly"}), at("2026-03-02T10:45:00Z")), "schedule_kept", bad);
+}
+
 TEST(ScheduleKept, FiresWhenNextRunAtIsMovedByAFailure) {
   Script s;
   const auto added = handout(s, "2026-03-02T10:00:00Z", "hourly", "2026-03-02T10:00:00Z",
