@@ -75,9 +75,9 @@ void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& ou
   // was cut before its durable row (a crash, a boot since) or the queue
   // already held it; after its row, with the same process up, it is a second
   // run of the slot (a clock stepped back reads the slot's time again).
-  const bool repeat_excused = j.last_handed == s && (j.pending_next.has_value() ||
-                                                     j.pending_boot != process.boots() ||
-                                                     !e.flag("added"));
+  const bool repeat_excused =
+      j.last_handed == s &&
+      (j.pending_next.has_value() || j.pending_boot != process.boots() || !e.flag("added"));
   if (again && !refused && !rolled_back && !repeat_excused) {
     // The same slot twice in a row is a crash between the queue add and the
     // state write (harmless: the add is idempotent); an older one means a
