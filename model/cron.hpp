@@ -104,8 +104,9 @@ class CronSchedule {
   // The zone the fields are read in; none: UTC.
   const std::optional<TimeZone>& zone() const noexcept { return zone_; }
   // In a fall-back fold, whether a wall-clock match fires in both passes: only
-  // when the hour field is `*` (every hour of elapsed time); a named hour
-  // fires once, in the first pass (docs/semantics.md §3).
+  // when the hour field covers every hour (`*`, `0-23`, `*/1`: every hour of
+  // elapsed time); named hours fire once, in the first pass
+  // (docs/semantics.md §3).
   bool fires_twice_in_fold() const noexcept;
   // Always six entries: second, minute, hour, day_of_month, month, day_of_week
   // (a 5-field expression has a second field of "0").
@@ -119,6 +120,8 @@ class CronSchedule {
   bool matches_wall(TimeMs wall) const;
   // next_after in zone_, span by span (cron_zone.cpp).
   Result<TimeMs> next_after_in_zone(TimeMs t) const;
+  Result<TimeMs> next_after_from_spans(TimeMs t) const;
+  Result<std::optional<TimeMs>> pending_stand_in(const ZoneSpan& span, TimeMs t) const;
   Result<std::optional<TimeMs>> next_in_span(const ZoneSpan& span, TimeMs from) const;
   Result<std::optional<TimeMs>> gap_stand_in(const ZoneSpan& span, TimeMs match) const;
 

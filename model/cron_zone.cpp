@@ -65,7 +65,8 @@ Result<CronSchedule> CronSchedule::parse(std::string_view expression,
 }
 
 bool CronSchedule::fires_twice_in_fold() const noexcept {
-  return fields_.size() == 6 && fields_[cron_detail::kHour].text == "*";
+  constexpr std::uint64_t kEveryHour = (std::uint64_t{1} << 24) - 1;
+  return fields_.size() == 6 && (fields_[cron_detail::kHour].values & kEveryHour) == kEveryHour;
 }
 
 // Each wall-clock match maps to an instant: a unique reading to its instant;
@@ -77,6 +78,16 @@ bool CronSchedule::fires_twice_in_fold() const noexcept {
 Result<TimeMs> CronSchedule::next_after_in_zone(TimeMs t) const {
   if (Status s = check_searchable(t); !s.ok()) return s.error();
   REHEARSE_ASSERT(zone_.has_value());
+  auto pending = pending_stand_in(zone_->span_at(t), t);
+  if (!pending) return pending.error();
+  auto found = next_after_from_spans(t);
+  // A stand-in still ahead of `t`, inside the shift after a gap, comes first
+  // unless a real match does.
+  if (*pending && (!found || **pending < *found)) return **pending;
+  return found;
+}
+
+Result<TimeMs> CronSchedule::next_after_from_spans(TimeMs t) const {
   TimeMs from = t;
   ZoneSpan span = zone_->span_at(t);
   // A match exists in every 400-year cycle (parse checks); two spans a year.
@@ -126,6 +137,24 @@ Result<std::optional<TimeMs>> CronSchedule::next_in_span(const ZoneSpan& span, T
     }
     return gap_stand_in(span, *match);
   }
+  return std::optional<TimeMs>();
+}
+
+// From `t` inside [gap's end, gap's end + its length) the stand-in of the
+// gap's first skipped reading may still lie ahead: the span walk from `t`
+// reads on from after the gap and would never see it.
+Result<std::optional<TimeMs>> CronSchedule::pending_stand_in(const ZoneSpan& span, TimeMs t) const {
+  const DurationMs gap = span.offset - span.offset_before;
+  if (gap <= 0 || t >= span.begin + gap) return std::optional<TimeMs>();
+  auto match = next_wall_after(span.begin + span.offset_before - kSecondMs);
+  if (!match) return match.error();
+  if (*match >= span.begin + span.offset) return std::optional<TimeMs>();  // nothing skipped
+  ZoneSpan before;
+  before.end = span.begin;
+  before.offset = span.offset_before;
+  auto stand = gap_stand_in(before, *match);
+  if (!stand) return stand.error();
+  if (*stand && **stand > t) return *stand;
   return std::optional<TimeMs>();
 }
 

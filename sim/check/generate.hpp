@@ -12,7 +12,9 @@
 //   span, plus a few faults placed where the bundled scenarios never reach
 //   (an outage that recovers and comes back, a token whose lifetime ends near
 //   a request, a revocation right after that reissue, the messenger refusing
-//   a delivery). The swarm then adds its faults on top (derive_world_case).
+//   a delivery). One world in four reads its jobs' schedules in time zones,
+//   half of those starting just before a daylight-saving gap or fold. The
+//   swarm then adds its faults on top (derive_world_case).
 //
 // Job kinds and their keys come from the scenario loader's table
 // (scenario_known_keys(): "job" and "job_<kind>"); each key of a kind is

@@ -20,6 +20,7 @@
 #include "model/failure.hpp"
 #include "model/retry_policy.hpp"
 #include "model/time.hpp"
+#include "model/time_zone.hpp"
 #include "sim/check/draw.hpp"
 #include "sim/check/policy_draws.hpp"
 #include "sim/kernel/rng.hpp"

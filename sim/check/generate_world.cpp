@@ -121,7 +121,8 @@ json draw_environment(const json& services) {
 // The first firings of a job's schedule after start (at most n, inside the span).
 std::vector<TimeMs> firings(const Scenario& s, const JobSpec& job, int n) {
   std::vector<TimeMs> out;
-  auto cron = CronSchedule::parse(job.schedule);
+  // In the job's zone: a zoned job's slots are not its UTC readings.
+  auto cron = CronSchedule::parse(job.schedule, job.tz);
   if (!cron) return out;
   TimeMs t = s.start_ms;
   while (static_cast<int>(out.size()) < n) {
@@ -333,11 +334,82 @@ void draw_role_names(std::uint64_t seed, json& services) {
   }
 }
 
+// ------------------------------------------------------------ time zones
+
+// The zones a zoned world reads schedules in: both hemispheres (Santiago and
+// Lord Howe change in the southern autumn and spring, Santiago at local
+// midnight), a 30-minute shift (Lord Howe), a half-hour offset that never
+// changes (Kolkata), and UTC named as a zone.
+const std::vector<std::string>& world_zones() {
+  static const std::vector<std::string> kZones{"Europe/Berlin",    "America/New_York",
+                                               "America/Santiago", "Australia/Lord_Howe",
+                                               "Asia/Kolkata",     "UTC"};
+  return kZones;
+}
+
+struct WorldZone {
+  std::string name;
+  // The change of offset the start was moved before: the gap or fold the
+  // world is built to meet.
+  std::optional<ZoneTransition> turn;
+};
+
+// One world in four is zoned (from a stream of its own, so that the other
+// draws of a seed stay what they were); half of those start 1..3 hours
+// before their zone's next change of offset, since a gap or a fold months
+// after the span is never met.
+std::optional<WorldZone> draw_world_zone(Rng& zones, TimeMs& start) {
+  if (!zones.next_bool(0.25)) return std::nullopt;
+  WorldZone z{pick(zones, world_zones()), std::nullopt};
+  if (!zones.next_bool(0.5)) return z;
+  const auto tz = TimeZone::locate(z.name);
+  if (!tz) return std::nullopt;  // a system without the zone: the world stays in UTC
+  z.turn = tz->next_transition(start, start + 366 * kDayMs);
+  if (z.turn) start = z.turn->at - zones.next_in(1, 3) * kHourMs;
+  return z;
+}
+
+// A schedule with a wall-clock match inside the readings the transition
+// skips or repeats: a fixed hour (shifted in a gap, once in a fold), a `*`
+// hour (no run for a missing hour, two in a repeated one) or steps within
+// the hour (several matches in one gap run once), docs/semantics.md §3.
+std::string transition_schedule(Rng& rng, const ZoneTransition& turn) {
+  static const std::vector<int> kSteps{10, 15, 20, 30};
+  const TimeMs from = turn.at + std::min(turn.offset_before, turn.offset_after);
+  const TimeMs to = turn.at + std::max(turn.offset_before, turn.offset_after);
+  REHEARSE_ASSERT_GE(to - from, kMinuteMs);  // a change of offset of a minute or more
+  const TimeMs local = from + rng.next_in(0, (to - from) / kMinuteMs - 1) * kMinuteMs;
+  REHEARSE_ASSERT_GE(local, 0);  // generated worlds start after the epoch
+  const auto hour = (local / kHourMs) % 24;
+  const auto minute = (local / kMinuteMs) % 60;
+  switch (rng.next_below(3)) {
+    case 0: return fmt::format("{} {} * * *", minute, hour);
+    case 1: return fmt::format("{} * * * *", minute);
+    default: return fmt::format("*/{} {} * * *", pick(rng, kSteps), hour);
+  }
+}
+
+// Every job of a zoned world reads its schedule in the world's zone, or one
+// job in four in another zone of the list (two zones in one world); with the
+// start moved before a transition, half the jobs in that zone fire in the
+// readings it skips or repeats.
+void draw_job_zones(Rng& zones, const WorldZone& z, json& jobs) {
+  for (json& job : jobs) {
+    const std::string name = zones.next_bool(0.75) ? z.name : pick(zones, world_zones());
+    job["tz"] = name;
+    if (z.turn && name == z.name && zones.next_bool(0.5)) {
+      job["schedule"] = transition_schedule(zones, *z.turn);
+    }
+  }
+}
+
 }  // namespace
 
 json base_world(std::uint64_t seed, Rng& rng) {
-  const TimeMs start =
+  TimeMs start =
       *parse_instant(kWorldWeek) + rng.next_in(0, 6) * kDayMs + rng.next_in(0, 23) * kHourMs;
+  Rng zones = Rng(seed).derive("rehearse/check/zones");
+  const std::optional<WorldZone> zone = draw_world_zone(zones, start);
   json services = draw_services(rng);
   draw_issuer_latency(seed, services);
   draw_role_names(seed, services);
@@ -363,6 +435,7 @@ json base_world(std::uint64_t seed, Rng& rng) {
     if (!parse_service_kind(name)) w.user_services.push_back(name);
   }
   doc["jobs"] = draw_jobs(rng, w);
+  if (zone) draw_job_zones(zones, *zone, doc["jobs"]);
   vary_policy_forms(doc["jobs"], seed);
   narrow_batches(seed, doc["services"], doc["jobs"]);
   draw_schedule_override(seed, start, doc);

@@ -222,7 +222,13 @@ DurationMs settle_bound_ms(const Scenario& s, TimeMs after) {
     if (chain_judged(spec, *job, call_ms)) chains += chain_ms(spec, *job, call_ms);
     period = std::max(period, period_ms(*job, after));
   }
-  return std::min(kMaxSettleMs, chains + std::min(period, kSettlePeriodCapMs));
+  // Every wait in progress when the machine's clock stepped back ends that
+  // much later (docs/semantics.md §4 "Clock steps").
+  DurationMs stepped_back = 0;
+  for (const FaultSpec& f : s.faults) {
+    if (f.kind == FaultKind::clock_step && f.step_ms < 0) stepped_back -= f.step_ms;
+  }
+  return std::min(kMaxSettleMs, chains + std::min(period, kSettlePeriodCapMs) + stepped_back);
 }
 
 std::optional<Violation> judge_liveness(const Scenario& s, const ScenarioRunResult& run,

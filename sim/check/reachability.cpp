@@ -8,6 +8,7 @@
 
 #include "model/assert.hpp"
 #include "model/failure.hpp"
+#include "model/time_zone.hpp"
 #include "model/worker_lock.hpp"
 #include "sim/monitors/handoff_roles.hpp"
 #include "sim/monitors/reply_class.hpp"
@@ -30,6 +31,13 @@ const std::vector<ReachabilityPoint>& situations() {
       {"retry:superseded", "a pending retry cancelled by the next regular slot (queue_cancel)"},
       {"slot:coalesced", "a late run folded missed firings (the durable row's coalesced slots)"},
       {"slot:stalled", "a run cut by a crash ran again (a durable slot record's stalled_count)"},
+      {"schedule:zoned", "a job whose schedule is read in a time zone ran to its end (queue_done)"},
+      {"dst:gap",
+       "a zoned job handed out a slot on the local day of a spring-forward transition of its "
+       "zone inside the span"},
+      {"dst:fold",
+       "a zoned job handed out a slot on the local day of a fall-back transition of its zone "
+       "inside the span"},
       {"reconcile:batch_left_items",
        "a reconcile run with batch_size left a non-terminal item unasked for the next cycle"},
       {"reconcile:item_waiting",
@@ -107,6 +115,13 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// The local midnight at or before local reading `local` (ms since 1970 as
+// if it were UTC).
+TimeMs local_midnight(TimeMs local) {
+  const TimeMs into_day = ((local % kDayMs) + kDayMs) % kDayMs;
+  return local - into_day;
+}
+
 }  // namespace
 
 const std::vector<ReachabilityPoint>& reachability_points() {
@@ -120,6 +135,43 @@ ReachabilityObserver::ReachabilityObserver(const Scenario& scenario)
     for (const ReconcileItem& item : job.items) stages_[item.issue] = item.stage;
   }
   note_listed_roles();
+  note_transition_days();
+}
+
+// For each job whose effective schedule is read in a zone (its `tz` or a
+// CRON_TZ= prefix, as the monitors read it), the local days of its zone's
+// changes of offset in (start, until]: from the local midnight before the
+// readings the change skips or repeats (under the old offset) to the next
+// one (under the new).
+void ReachabilityObserver::note_transition_days() {
+  for (const auto& [id, job] : jobs_.all()) {
+    if (!job.cron || job.cron->zone_name().empty()) continue;
+    const auto zone = TimeZone::locate(job.cron->zone_name());
+    if (!zone) continue;  // the monitors' matcher read it; the model's database lacks it
+    std::vector<TransitionDay>& days = transition_days_[id];
+    TimeMs t = scenario_.start_ms;
+    while (const auto turn = zone->next_transition(t, scenario_.until_ms)) {
+      // The day of the first reading the change skips (a gap) or repeats (a fold).
+      const TimeMs midnight =
+          local_midnight(turn->at + std::min(turn->offset_before, turn->offset_after));
+      days.push_back({midnight - turn->offset_before, midnight + kDayMs - turn->offset_after,
+                      turn->offset_after > turn->offset_before});
+      // The day holds its transition (at its end for a gap that ends at midnight).
+      REHEARSE_ASSERT(days.back().begin <= turn->at && turn->at <= days.back().end);
+      t = turn->at;
+    }
+  }
+}
+
+// A regular slot handed out by a zoned job on the day of one of its zone's
+// transitions.
+void ReachabilityObserver::on_regular_slot(const TraceEvent& e) {
+  REHEARSE_ASSERT(e.type == "queue_add" && e.slot.has_value());
+  const auto days = transition_days_.find(e.job);
+  if (days == transition_days_.end()) return;
+  for (const TransitionDay& day : days->second) {
+    if (*e.slot >= day.begin && *e.slot < day.end) reach(day.gap ? "dst:gap" : "dst:fold");
+  }
 }
 
 // The agents listed under a legacy role name, and whether an agent the
@@ -194,9 +246,14 @@ void ReachabilityObserver::on_queue(const TraceEvent& e) {
     waiting_retries_.erase(id);
   }
   if (e.type == "queue_cancel") reach("retry:superseded");
+  if (e.type == "queue_add" && e.str("kind") == "regular" && e.slot) on_regular_slot(e);
   const JobSpec* job = scenario_.find_job(e.job);
   if (job == nullptr) return;
   if (e.type == "queue_done") reach(fmt::format("job:{}", to_string(job->kind)));
+  const MonitoredJob* read = jobs_.find(e.job);
+  if (e.type == "queue_done" && read != nullptr && read->cron && !read->cron->zone_name().empty()) {
+    reach("schedule:zoned");
+  }
   if (job->kind != JobKind::reconcile || !job->batch_size) return;
   if (e.type == "queue_take") reconcile_runs_[e.job] = ReconcileRun{};
   if (e.type != "queue_done") return;

@@ -3,7 +3,8 @@
 // a run when the world's own records show the situation (a retry a cap
 // shortened, a reconcile batch that left items for the next cycle, a standby
 // taking over with a retry pending, a job kind, policy form, fault kind or
-// failure class in action); `rehearse check --coverage` counts the cases
+// failure class in action, a zoned job's slot on the day of a daylight-saving
+// gap or fold); `rehearse check --coverage` counts the cases
 // that reached each point, and `--require-coverage` fails when a point of the
 // table was reached by no case. The observer reads the trace as the monitors
 // do, from world facts, and judges nothing.
@@ -44,6 +45,13 @@ class ReachabilityObserver {
   struct ReconcileRun {
     std::set<std::string> asked;  // items with a get_issue in this run
   };
+  // The local calendar day, as instants [begin, end), of a change of its
+  // zone's offset inside the span: a spring-forward gap or a fall-back fold.
+  struct TransitionDay {
+    TimeMs begin = 0;
+    TimeMs end = 0;
+    bool gap = false;
+  };
 
   void reach(const std::string& name) {
     REHEARSE_ASSERT_NE(name.find(':'), std::string::npos);  // every point is "group:detail"
@@ -56,6 +64,8 @@ class ReachabilityObserver {
   void on_item_reply(const TraceEvent& e);
   void on_worker_lock(const TraceEvent& e);
   void note_listed_roles();
+  void note_transition_days();
+  void on_regular_slot(const TraceEvent& e);
   int retry_number(const TraceEvent& e, const WitnessPolicy& policy);
 
   const Scenario& scenario_;
@@ -76,6 +86,8 @@ class ReachabilityObserver {
   bool roles_mixed_ = false;                     // a named agent listed under a role not theirs
   bool lead_legacy_ = false;                     // the lead listed under a legacy role name
   std::map<std::string, int> transient_in_row_;  // item -> transient answers about it in a row
+  // Zoned job -> the days of its zone's transitions inside the span.
+  std::map<std::string, std::vector<TransitionDay>> transition_days_;
 };
 
 }  // namespace rehearse::sim

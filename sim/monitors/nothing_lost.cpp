@@ -567,7 +567,15 @@ Violations NothingLost::finish(TimeMs until_ms) {
   for (const auto& [key, s] : context_.slots.watched()) {
     // The tracker keys each slot by its own (job, slot).
     REHEARSE_ASSERT_EQ(s.slot, key.second);
-    if (s.state == SlotState::failed && up) {
+    // A slot whose end was announced already (a boot that lost its store,
+    // under a clock set back, may run it again; the outbox keeps one notice
+    // per slot and event) owes no second notice.
+    const auto announced = [&s](const char* event) {
+      const auto it = s.notifications.find(event);
+      return it != s.notifications.end() && it->second > 0;
+    };
+    if (s.state == SlotState::failed && up && !announced("failed_permanent") &&
+        !announced("retry_exhausted")) {
       out.push_back({kName, s.state_index, s.state_t,
                      fmt::format("job {} slot {}: the run failed and nothing followed: no retry, "
                                  "no retry_exhausted or failed_permanent notice (swallowed)",

@@ -71,13 +71,16 @@ void ScheduleKept::on_handout(const TraceEvent& e, std::size_t i, Violations& ou
   // records: older slots may come again until the job hands out a new one.
   const bool rolled_back = process.boot_blind() && j.caught_up_boot != process.boots();
   if (!again) j.caught_up_boot = process.boots();
-  // The same slot twice in a row is harmless only when the first hand-out
-  // was cut before its durable row (a crash, a boot since) or the queue
-  // already held it; after its row, with the same process up, it is a second
-  // run of the slot (a clock stepped back reads the slot's time again).
+  // The same slot twice in a row is harmless when the first hand-out was cut
+  // before its durable row, or before its run after a boot (a crash between
+  // the queue add and the state write; the add is idempotent), or the queue
+  // already held it. A slot that ran, handed out again by the same boot or
+  // after its row, is a second run (a boot whose clock a step set back).
+  const SlotWatch* watch = context_.slots.find(e.job, s);
+  const bool ran = watch != nullptr && watch->runs > 0;
   const bool repeat_excused =
-      j.last_handed == s &&
-      (j.pending_next.has_value() || j.pending_boot != process.boots() || !e.flag("added"));
+      j.last_handed == s && (j.pending_next.has_value() || !e.flag("added") ||
+                             (j.pending_boot != process.boots() && !ran));
   if (again && !refused && !rolled_back && !repeat_excused) {
     // The same slot twice in a row is a crash between the queue add and the
     // state write (harmless: the add is idempotent); an older one means a

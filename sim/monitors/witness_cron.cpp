@@ -440,7 +440,7 @@ std::optional<WitnessCron> WitnessCron::parse_fields(std::string_view expr_in, s
   c.dom_restricted_ = !std::all_of(c.doms_.begin() + 1, c.doms_.end(), [](bool b) { return b; });
   c.dow_restricted_ = !std::all_of(c.dows_.begin(), c.dows_.end(), [](bool b) { return b; });
   c.low_frequency_ = dom_single || dow_single;
-  c.hour_star_ = fields[2] == "*";
+  c.hour_star_ = std::all_of(c.hours_.begin(), c.hours_.end(), [](bool b) { return b; });
   return c;
 }
 

@@ -74,7 +74,8 @@ class WitnessCron {
   bool dom_restricted_ = false;
   bool dow_restricted_ = false;
   bool low_frequency_ = false;
-  // The hour field written exactly `*`: a fold's repeated hour fires again.
+  // The hour field covers every hour (`*`, `0-23`, `*/1`): a fold's repeated
+  // hour fires again.
   bool hour_star_ = false;
   const date::time_zone* zone_ = nullptr;  // owned by the tz database; null: UTC
   std::string zone_name_;

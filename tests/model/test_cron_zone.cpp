@@ -52,6 +52,23 @@ TEST(CronZone, AnHourlyJobHasNoRunForTheMissingHour) {
 }
 
 // Europe/Berlin falls back on 2026-10-25 at 01:00Z: 03:00 CEST is 02:00 CET.
+TEST(CronZone, AStartInsideTheGapsShiftStillSeesTheShiftedRun) {
+  // From 03:15 CEST (01:15Z), after the jump, 02:30's stand-in (03:30 CEST)
+  // is still ahead: a job created or restarted there keeps the day's run.
+  EXPECT_EQ(next_n("30 2 * * *", "Europe/Berlin", "2026-03-29T01:15:00Z", 2),
+            (V{"2026-03-29T01:30:00Z", "2026-03-30T00:30:00Z"}));
+  EXPECT_EQ(next_n("30 0 * * *", "America/Santiago", "2026-09-06T04:00:00Z", 1),
+            (V{"2026-09-06T04:30:00Z"}));
+}
+
+TEST(CronZone, AnHourFieldCoveringEveryHourRunsInBothPasses) {
+  for (const std::string expr : {"30 0-23 * * *", "30 */1 * * *", "30 * * * *"}) {
+    EXPECT_EQ(next_n(expr, "Europe/Berlin", "2026-10-25T00:00:00Z", 2),
+              (V{"2026-10-25T00:30:00Z", "2026-10-25T01:30:00Z"}))
+        << expr;
+  }
+}
+
 TEST(CronZone, AFixedTimeInTheFoldRunsOnceInTheFirstPass) {
   EXPECT_EQ(next_n("30 2 * * *", "Europe/Berlin", "2026-10-24T00:00:00Z", 3),
             (V{"2026-10-24T00:30:00Z", "2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"}));

@@ -5,7 +5,9 @@
 // publish without a key); the jobs'
 // schedules reach the low-frequency class and the policies every form and
 // budget; the job keys of the loader's table all have a drawer; the random
-// jobs use a stream of their own (the swarm's faults are unchanged).
+// jobs use a stream of their own (the swarm's faults are unchanged); one
+// world in four reads its schedules in time zones, some starting just before
+// a transition.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 
 #include "model/cron.hpp"
 #include "model/retry_policy.hpp"
+#include "model/time_zone.hpp"
 #include "sim/check/check.hpp"
 #include "sim/check/generate.hpp"
 #include "sim/check/swarm.hpp"
@@ -223,6 +226,55 @@ TEST(GeneratedWorlds, ReachGroupAndReconcileJobsAndThePlacedFaults) {
   EXPECT_GE(seen["token lifetime"], 10);
   EXPECT_GE(seen["generated: revoked between the reissue and the retry"], 3);
   EXPECT_GE(seen["generated: the messenger refuses a delivery"], 50);
+}
+
+// Whether a change of `zone`'s offset falls inside the world's span.
+bool span_holds_transition(const json& doc, const std::string& zone) {
+  const auto tz = TimeZone::locate(zone);
+  EXPECT_TRUE(tz.ok()) << zone;
+  if (!tz.ok()) return false;
+  const TimeMs start = *parse_instant(doc["start"].get<std::string>());
+  const TimeMs until = *parse_instant(doc["until"].get<std::string>());
+  return tz->next_transition(start, until).has_value();
+}
+
+// One world in four reads its jobs' schedules in zones of a fixed list (both
+// hemispheres, a 30-minute shift, a half-hour offset, UTC); some zoned worlds
+// start shortly before a spring-forward or a fall-back of a job's zone; the
+// zone draw has a stream of its own, so an unzoned world keeps its week.
+TEST(GeneratedWorlds, DrawZonesAndStartSomeWorldsBeforeATransition) {
+  std::map<std::string, int> zones;
+  int zoned = 0;
+  int gaps = 0;
+  int folds = 0;
+  for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+    const json doc = generate_world(seed);
+    const std::string start = doc["start"].get<std::string>();
+    std::set<std::string> here;
+    for (const json& job : doc["jobs"]) {
+      if (job.contains("tz")) here.insert(job["tz"].get<std::string>());
+    }
+    if (here.empty()) {
+      EXPECT_EQ(start.rfind("2026-12-", 0), 0u) << "seed " << seed << ": " << start;
+      continue;
+    }
+    ++zoned;
+    for (const std::string& zone : here) ++zones[zone];
+    for (const std::string& zone : here) {
+      if (!span_holds_transition(doc, zone)) continue;
+      // Worlds start in December: the north springs forward next, the south falls back.
+      const bool north = zone == "Europe/Berlin" || zone == "America/New_York";
+      ++(north ? gaps : folds);
+    }
+  }
+  EXPECT_GE(zoned, 40);
+  EXPECT_LE(zoned, 120);
+  for (const char* zone : {"Europe/Berlin", "America/New_York", "America/Santiago",
+                           "Australia/Lord_Howe", "Asia/Kolkata", "UTC"}) {
+    EXPECT_GE(zones[zone], 3) << zone;
+  }
+  EXPECT_GE(gaps, 5);
+  EXPECT_GE(folds, 5);
 }
 
 TEST(GeneratedWorlds, OneCaseRunsAndNamesItsReplay) {

@@ -2,11 +2,10 @@
 // (sim/check/reachability.hpp) are one table that follows the tables of job
 // kinds, policy forms, fault kinds and failure classes; each situation is
 // read from the world's records (a hand-made trace reaches it, a near one
-// does not); and every policy form the generators draw is one the core and
-// the monitors both accept.
-// Method: the table against the other tables; hand-made traces through the
-// observer; 200 draws of each form through the core's parser and the
-// monitors' reading; a bundled scenario's run.
+// does not: a zoned slot off its transition's day, a UTC job's); and every policy form the
+// generators draw is one the core and the monitors both accept. Method: the table against the other
+// tables; hand-made traces through the observer; 200 draws of each form through the core's parser
+// and the monitors' reading; a bundled scenario's run.
 #include "sim/check/reachability.hpp"
 
 #include <gtest/gtest.h>
@@ -53,6 +52,10 @@ TEST(Reachability, TheTableFollowsTheKindsFormsFaultsAndClasses) {
   }
   for (std::size_t i = 0; i < kFailureClassCount; ++i) {
     EXPECT_TRUE(has_point(std::string("class:") + to_string(static_cast<FailureClass>(i))));
+  }
+  // Zoned schedules and the machine's clock (docs/semantics.md §3, §4).
+  for (const char* point : {"schedule:zoned", "dst:gap", "dst:fold", "fault:clock_step"}) {
+    EXPECT_TRUE(has_point(point)) << point;
   }
 }
 
@@ -146,6 +149,93 @@ TEST(Reachability, TheCoresLogLinesReachNothing) {
   e.source = EventSource::core;
   o.observe(e);
   EXPECT_TRUE(o.reached().empty());
+}
+
+// A zoned job's regular slot on the local day of a transition of its zone
+// inside the span reaches dst:gap (spring forward) or dst:fold (fall back);
+// the same slot of a job in UTC, or a day without a transition, does not.
+Scenario zoned_world(const char* zone, const char* start, const char* until) {
+  json doc = {{"format", 1},
+              {"scenario", "zoned"},
+              {"start", start},
+              {"until", until},
+              {"services", {{"billing-api", json::object()}}},
+              {"jobs",
+               {{{"id", "zoned"},
+                 {"kind", "call"},
+                 {"schedule", "30 * * * *"},
+                 {"tz", zone},
+                 {"calls", {{{"service", "billing-api"}}}}},
+                {{"id", "utc"},
+                 {"kind", "call"},
+                 {"schedule", "30 * * * *"},
+                 {"calls", {{{"service", "billing-api"}}}}}}}};
+  auto s = load_scenario_json(doc.dump(), "zoned");
+  EXPECT_TRUE(s.ok()) << s.error().describe();
+  return *s;
+}
+
+TraceEvent regular_slot(const char* job, const char* slot) {
+  TraceEvent e;
+  e.t = *parse_instant(slot);
+  e.type = "queue_add";
+  e.job = job;
+  e.slot = e.t;
+  e.data = {{"id", 1}, {"kind", "regular"}, {"added", true}};
+  return e;
+}
+
+TEST(Reachability, AZonedSlotOnTheDayOfAGapOrAFold) {
+  const auto count = [](const ReachabilityObserver& o, const char* point) {
+    const auto r = o.reached();
+    return std::count(r.begin(), r.end(), point);
+  };
+  // Berlin springs forward on 2027-03-28 at 01:00Z (02:00 -> 03:00 local).
+  const Scenario spring =
+      zoned_world("Europe/Berlin", "2027-03-27T23:00:00Z", "2027-03-28T06:00:00Z");
+  ReachabilityObserver gap(spring);
+  gap.observe(regular_slot("utc", "2027-03-28T00:30:00Z"));
+  EXPECT_EQ(count(gap, "dst:gap"), 0);
+  gap.observe(regular_slot("zoned", "2027-03-28T01:30:00Z"));
+  EXPECT_EQ(count(gap, "dst:gap"), 1);
+  EXPECT_EQ(count(gap, "dst:fold"), 0);
+  // New York falls back on 2026-11-01 at 06:00Z (02:00 -> 01:00 local); the
+  // slot after the local midnight that ends that day is not on it.
+  const Scenario autumn =
+      zoned_world("America/New_York", "2026-11-01T04:00:00Z", "2026-11-02T07:00:00Z");
+  ReachabilityObserver late(autumn);
+  late.observe(regular_slot("zoned", "2026-11-02T05:30:00Z"));
+  EXPECT_EQ(count(late, "dst:fold"), 0);
+  ReachabilityObserver fold(autumn);
+  fold.observe(regular_slot("zoned", "2026-11-01T06:30:00Z"));
+  EXPECT_EQ(count(fold, "dst:fold"), 1);
+  // A span without the transition: the same slot reaches nothing.
+  ReachabilityObserver before(
+      zoned_world("America/New_York", "2026-10-31T00:00:00Z", "2026-10-31T12:00:00Z"));
+  before.observe(regular_slot("zoned", "2026-10-31T06:30:00Z"));
+  EXPECT_TRUE(before.reached().empty());
+}
+
+// A run of a zoned job to its end is schedule:zoned; a UTC job's is not.
+TEST(Reachability, ARunOfAZonedJob) {
+  const Scenario s = zoned_world("Asia/Kolkata", "2027-01-04T00:00:00Z", "2027-01-04T06:00:00Z");
+  const auto done = [](const char* job) {
+    TraceEvent e;
+    e.t = *parse_instant("2027-01-04T01:00:05Z");
+    e.type = "queue_done";
+    e.job = job;
+    e.data = {{"id", 1}, {"kind", "regular"}};
+    return e;
+  };
+  ReachabilityObserver utc(s);
+  utc.observe(done("utc"));
+  auto r = utc.reached();
+  EXPECT_EQ(std::count(r.begin(), r.end(), "schedule:zoned"), 0);
+  EXPECT_EQ(std::count(r.begin(), r.end(), "job:call"), 1);
+  ReachabilityObserver zoned(s);
+  zoned.observe(done("zoned"));
+  r = zoned.reached();
+  EXPECT_EQ(std::count(r.begin(), r.end(), "schedule:zoned"), 1);
 }
 
 TEST(Reachability, EveryDrawnPolicyFormIsAcceptedByTheCoreAndTheMonitors) {

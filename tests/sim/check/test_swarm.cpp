@@ -110,6 +110,7 @@ TEST(Swarm, EveryKindIsOnAndOffOverTwoHundredSeeds) {
   std::map<std::string, int> on, off;
   SwarmOptions worlds;  // as generated worlds draw: job files damaged too
   worlds.damage_job_files = true;
+  worlds.step_clocks = true;
   for (std::uint64_t seed = 1; seed <= 200; ++seed) {
     SwarmChoice c;
     ASSERT_TRUE(derive_case(full_world(), seed, worlds, &c, "base.json").ok());
@@ -119,6 +120,7 @@ TEST(Swarm, EveryKindIsOnAndOffOverTwoHundredSeeds) {
     SwarmChoice plain;
     derive(full_world(), seed, &plain);
     EXPECT_EQ(std::count(plain.kinds_on.begin(), plain.kinds_on.end(), "job_file_corrupted"), 0);
+    EXPECT_EQ(std::count(plain.kinds_on.begin(), plain.kinds_on.end(), "clock_step"), 0);
   }
   // The full world can take every kind of the table.
   for (const FaultKindSpec& kind : fault_kinds()) {
