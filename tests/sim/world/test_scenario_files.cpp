@@ -102,6 +102,12 @@ TEST(ScenarioFiles, BadFilesFailWithTheExpectedError) {
         "/services/messenger/targets); did you mean 'team-weekly'?"}},
       {"wrong-type.json",
        {":/queue/concurrency", "expected an integer from 1 to 64, got string \"1\""}},
+      {"zone-unknown.json", {":/jobs/0/tz", "unknown time zone \"Mars/Olympus\""}},
+      {"zone-posix-string.json",
+       {":/jobs/0/tz", "unknown time zone \"CET-1CEST,M3.5.0,M10.5.0/3\""}},
+      {"zone-empty.json", {":/jobs/0/tz", "empty time zone name"}},
+      {"zone-two-zones.json", {":/jobs/0/schedule", "(name one zone, in one place)"}},
+      {"clock-step-zero.json", {":/faults/0/by", "invalid clock step \"0s\""}},
   };
   const auto files = json_files_in(dir);
   std::vector<std::string> table_names;
