@@ -71,13 +71,11 @@ int next_bit(std::uint64_t bits, unsigned from) {
 bool CronSchedule::matches(TimeMs t) const {
   if (fields_.size() != 6 || t < kMinInstantMs || t > kMaxInstantMs) return false;
   if (zone_) {
-    // A firing instant follows the one before it, or stands in for a reading
-    // skipped by the gap that began its span.
+    // In a zone the firing instants are what next_after answers (a gap's
+    // stand-ins included), whatever instant it is asked from.
     const TimeMs second = t - t % kSecondMs;
     const auto next = next_after(second - 1);
-    if (next.ok() && *next == second) return true;
-    const auto after_gap = next_after(zone_->span_at(second).begin - 1);
-    return after_gap.ok() && *after_gap == second;
+    return next.ok() && *next == second;
   }
   return matches_wall(t);
 }
