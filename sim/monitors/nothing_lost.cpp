@@ -561,6 +561,16 @@ void NothingLost::judge_invalid_policies_shown(Violations& out) const {
   }
 }
 
+namespace {
+
+// Whether the slot's `event` notification was committed.
+bool announced(const SlotWatch& slot, const char* event) {
+  const auto it = slot.notifications.find(event);
+  return it != slot.notifications.end() && it->second > 0;
+}
+
+}  // namespace
+
 Violations NothingLost::finish(TimeMs until_ms) {
   Violations out;
   const bool up = context_.process.up();
@@ -570,12 +580,8 @@ Violations NothingLost::finish(TimeMs until_ms) {
     // A slot whose end was announced already (a boot that lost its store,
     // under a clock set back, may run it again; the outbox keeps one notice
     // per slot and event) owes no second notice.
-    const auto announced = [&s](const char* event) {
-      const auto it = s.notifications.find(event);
-      return it != s.notifications.end() && it->second > 0;
-    };
-    if (s.state == SlotState::failed && up && !announced("failed_permanent") &&
-        !announced("retry_exhausted")) {
+    if (s.state == SlotState::failed && up && !announced(s, "failed_permanent") &&
+        !announced(s, "retry_exhausted")) {
       out.push_back({kName, s.state_index, s.state_t,
                      fmt::format("job {} slot {}: the run failed and nothing followed: no retry, "
                                  "no retry_exhausted or failed_permanent notice (swallowed)",
