@@ -144,7 +144,8 @@ TEST(Reachability, ATakeoverWithARetryPending) {
 
 // The core's own log lines reach nothing: the observer reads world records.
 TEST(Reachability, TheCoresLogLinesReachNothing) {
-  ReachabilityObserver o(capped_world());
+  const Scenario s = capped_world();  // the observer keeps a reference
+  ReachabilityObserver o(s);
   TraceEvent e = retry_added("2026-12-07T01:00:00Z", "2026-12-07T01:10:00Z", 2);
   e.source = EventSource::core;
   o.observe(e);
@@ -210,8 +211,10 @@ TEST(Reachability, AZonedSlotOnTheDayOfAGapOrAFold) {
   fold.observe(regular_slot("zoned", "2026-11-01T06:30:00Z"));
   EXPECT_EQ(count(fold, "dst:fold"), 1);
   // A span without the transition: the same slot reaches nothing.
-  ReachabilityObserver before(
-      zoned_world("America/New_York", "2026-10-31T00:00:00Z", "2026-10-31T12:00:00Z"));
+  // The observer keeps a reference: the scenario outlives it.
+  const Scenario quiet =
+      zoned_world("America/New_York", "2026-10-31T00:00:00Z", "2026-10-31T12:00:00Z");
+  ReachabilityObserver before(quiet);
   before.observe(regular_slot("zoned", "2026-10-31T06:30:00Z"));
   EXPECT_TRUE(before.reached().empty());
 }
