@@ -46,6 +46,7 @@ Result<TimeZone> TimeZone::locate(std::string_view name) {
     TimeZone zone;
     zone.zone_ = date::locate_zone(name);
     zone.name_ = std::string(name);
+    zone.listed_until_ = zone.find_listed_until();
     return zone;
   } catch (const std::exception&) {
     return make_error(ErrorCode::invalid_argument,
@@ -99,7 +100,7 @@ ZoneSpan TimeZone::span_at(TimeMs t) const {
   return span;
 }
 
-std::optional<TimeMs> TimeZone::listed_until() const {
+std::optional<TimeMs> TimeZone::find_listed_until() const {
   constexpr TimeMs k2036 = 2082758400000;  // 2036-01-01T00:00:00Z
   constexpr TimeMs k2038 = 2145916800000;  // 2038-01-01T00:00:00Z
   if (!next_transition(k2036, k2038)) return std::nullopt;

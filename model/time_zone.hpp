@@ -64,7 +64,7 @@ class TimeZone {
   // changing its offset: the system's zone files list transitions through
   // 2037 and leave later years to a rule string the library does not read,
   // so instants from then on cannot be trusted. None: a fixed offset.
-  std::optional<TimeMs> listed_until() const;
+  const std::optional<TimeMs>& listed_until() const noexcept { return listed_until_; }
   // The first change of offset strictly after `t` and no later than `until`.
   std::optional<ZoneTransition> next_transition(TimeMs t, TimeMs until) const;
 
@@ -75,6 +75,9 @@ class TimeZone {
  private:
   const void* zone_ = nullptr;  // a date::time_zone owned by the database
   std::string name_;
+  // Read once at locate(): every zoned next_after asks it.
+  std::optional<TimeMs> listed_until_;
+  std::optional<TimeMs> find_listed_until() const;
 };
 
 // The tz database's version ("2025b"), as the library read it from the system.
