@@ -24,6 +24,9 @@ REHEARSE_PACKAGES+=(patch)
 # python3-simpy3 (SimPy 3): the independent peer model whose run and retry
 # counts must equal ours (bench_simpy_* tests, docs/performance.md).
 REHEARSE_PACKAGES+=(python3-simpy3)
+# python3-celery and ruby-sidekiq: the policy oracle generators call Celery's and
+# Sidekiq's own retry code (.ci/oracles, tests/data/policy-oracles/README.md).
+REHEARSE_PACKAGES+=(python3-celery ruby-sidekiq)
 
 rehearse_missing_packages() {
   local missing=()
