@@ -9,6 +9,8 @@ REHEARSE_PACKAGES=(g++ cmake make pkg-config python3 chromium
   nlohmann-json3-dev libfmt-dev libbenchmark-dev)
 # Time zones (docs/semantics.md §3): the date/tz library and the system tz database.
 REHEARSE_PACKAGES+=(libhowardhinnant-date-dev tzdata)
+# yaml-cpp: reads retry settings pasted as YAML, e.g. a Kubernetes Job (model/yaml_document.*).
+REHEARSE_PACKAGES+=(libyaml-cpp-dev)
 # .ci/check-function-length and .ci/check-format.
 REHEARSE_PACKAGES+=(universal-ctags clang-format-14)
 

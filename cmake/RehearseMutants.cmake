@@ -52,7 +52,7 @@ if(REHEARSE_MUTANTS_BASE)
     IMPORTED_LOCATION ${_rm_base_model}
     INTERFACE_INCLUDE_DIRECTORIES ${PROJECT_SOURCE_DIR}
     INTERFACE_COMPILE_FEATURES cxx_std_20
-    INTERFACE_LINK_LIBRARIES "fmt::fmt;nlohmann_json::nlohmann_json;date::date-tz")
+    INTERFACE_LINK_LIBRARIES "fmt::fmt;nlohmann_json::nlohmann_json;date::date-tz;yaml-cpp")
   add_library(rehearse_mutant_base_sim STATIC IMPORTED)
   set_target_properties(rehearse_mutant_base_sim PROPERTIES
     IMPORTED_LOCATION ${_rm_base_sim}

@@ -46,6 +46,7 @@ void check_state_codec(std::string_view input);
 void check_state_store(std::string_view input);
 void check_ledger(std::string_view input);
 void check_pipeline(std::string_view input);
+void check_policy_syntax(std::string_view input);
 
 struct Target {
   const char* name;  // also the corpus and regression directory name

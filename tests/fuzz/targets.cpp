@@ -7,7 +7,7 @@
 namespace rehearse::fuzz {
 namespace {
 
-constexpr std::array<Target, 8> kTargets{{
+constexpr std::array<Target, 9> kTargets{{
     {"cron", check_cron},
     {"time", check_time},
     {"policy", check_policy},
@@ -16,6 +16,7 @@ constexpr std::array<Target, 8> kTargets{{
     {"state_store", check_state_store},
     {"ledger", check_ledger},
     {"pipeline", check_pipeline},
+    {"policy_syntax", check_policy_syntax},
 }};
 
 }  // namespace
