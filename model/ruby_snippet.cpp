@@ -19,6 +19,7 @@ namespace {
 using nlohmann::json;
 
 constexpr int kMaxDepth = 64;
+constexpr int kMaxOperations = 128;
 constexpr std::string_view kOptions = "sidekiq_options";
 constexpr std::string_view kRetryIn = "sidekiq_retry_in";
 
@@ -239,9 +240,14 @@ class Reader {
       ++pos_;
       return k;
     }
-    auto v = value(kMaxDepth);
+    // Only strings and symbols: a key is never a nested value.
+    const bool symbol =
+        peek() == ':' && (is_ident_start(peek(1)) || peek(1) == '"' || peek(1) == '\'');
+    if (peek() != '"' && peek() != '\'' && !symbol) {
+      return expected(kOptions, "a key (`retry:`, `:retry =>`, `'retry' =>`)");
+    }
+    auto v = value(0);
     if (!v.ok()) return std::move(v).error();
-    if (!v->is_string()) return expected(kOptions, "a key (`retry:`, `:retry =>`, `'retry' =>`)");
     k = v->get<std::string>();
     if (peek() == ':' && (text_[pos_ - 1] == '"' || text_[pos_ - 1] == '\'')) {
       ++pos_;
@@ -445,6 +451,15 @@ class Reader {
   // ---- the block's arithmetic, lowest precedence first
 
   int parens_ = 0;  // inside parentheses a line break is space
+  int operations_ = 0;
+
+  // Bounds the AST's depth (and so eval_count_expression's recursion):
+  // 1+1+1+... nests to the left once per operation.
+  Status count_operation() {
+    if (++operations_ <= kMaxOperations) return {};
+    return fail(
+        fmt::format("{}: the expression has more than {} operations", kRetryIn, kMaxOperations));
+  }
 
   Result<json> sum(int depth) {
     auto lhs = product(depth);
@@ -453,6 +468,7 @@ class Reader {
       skip_space(parens_ > 0);
       const char op = peek();
       if ((op != '+' && op != '-') || peek(1) == '=') return lhs;
+      if (auto s = count_operation(); !s.ok()) return std::move(s).error();
       ++pos_;
       skip_space(true);
       auto rhs = product(depth);
@@ -468,6 +484,7 @@ class Reader {
       skip_space(parens_ > 0);
       const char op = peek();
       if ((op != '*' && op != '/' && op != '%') || peek(1) == '*' || peek(1) == '=') return lhs;
+      if (auto s = count_operation(); !s.ok()) return std::move(s).error();
       ++pos_;
       skip_space(true);
       auto rhs = unary(depth);
@@ -515,6 +532,7 @@ class Reader {
         if (d.name == method) unit = &d;
       }
       if (unit == nullptr) return cannot_plan(fmt::format("calls `.{}`", method), at);
+      if (auto s = count_operation(); !s.ok()) return std::move(s).error();
       if (unit->seconds != 1) value = json::array({"*", std::move(*value), unit->seconds});
     }
     return value;

@@ -25,7 +25,7 @@
 // minus), parentheses, and ActiveSupport durations N.seconds, .minutes,
 // .hours, .days, .weeks (singular too) and (expr).minutes. Anything else
 // (if, case, :kill, :discard, rand, the exception, floats, several statements)
-// is refused: Sidekiq would run it, a plan cannot.
+// is refused: Sidekiq would run it, a plan cannot. At most 128 operations.
 //
 // Result: {"retry": 5, "queue": "critical", "dead": false, "retry_in": AST}.
 // The AST: integers, "count" for the parameter, ["+", a, b] (also - * / % **)

@@ -274,6 +274,15 @@ TEST(SidekiqSnippet, CallErrors) {
                "sidekiq_retry_in: expected ')'");
 }
 
+TEST(SidekiqSnippet, BoundsWhatItReads) {
+  expect_error(read_sidekiq_snippet("sidekiq_options {{a: 1}: 2}"), "1:18",
+               "sidekiq_options: expected a key");
+  std::string long_sum = "sidekiq_retry_in { |count| 1";
+  for (int i = 0; i < 200; ++i) long_sum += " + 1";
+  expect_error(read_sidekiq_snippet(long_sum + " }"), "1:542",
+               "the expression has more than 128 operations");
+}
+
 TEST(CountExpression, RubyIntegerSemantics) {
   const auto at = [](const char* ast, std::int64_t count) {
     return eval_count_expression(json::parse(ast), count);
