@@ -73,7 +73,7 @@ void bench_decide_failure(benchmark::State& state) {
       R"({"attempts": 4, "backoff": {"type": "exponential", "delay": 30000}})"));
   int count = 0;
   for (auto _ : state) {
-    auto decision = decide_failure(policy, count, FailureClass::rate_limit, nullptr);
+    auto decision = decide_failure(policy, count, FailureClass::rate_limit, nullptr, FailureAt{});
     benchmark::DoNotOptimize(decision);
     count = (count + 1) & 3;
   }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/failure.hpp"
 #include "model/time.hpp"
@@ -24,6 +25,10 @@ std::optional<NextAction> parse_next_action(std::string_view name) noexcept;
 
 // Retry bookkeeping of one regular slot (per_slot budgets keep one per slot
 // still in flight; per_episode keeps the episode in the job row).
+// The most retriers a policy may have (Step Functions allows no more either
+// in practice; a state file beyond it is damaged).
+inline constexpr std::size_t kRuleCountMax = 32;
+
 struct SlotRecord {
   TimeMs slot = 0;  // the regular slot's scheduled instant
   RetryStatus retry_status = RetryStatus::ok;
@@ -33,6 +38,9 @@ struct SlotRecord {
   NextAction next_action = NextAction::none;
   int stalled_count = 0;  // crashes while this slot's run was active
   std::string last_error;
+  // A policy of several retriers: each one's retries so far, by the rule's
+  // index (retry_count is their sum). Empty otherwise.
+  std::vector<int> rule_counts;
 
   bool operator==(const SlotRecord&) const = default;
 };

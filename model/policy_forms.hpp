@@ -38,6 +38,9 @@ struct SystemPolicy {
   RetryPolicy policy;
   std::vector<std::string> ignored;   // keys present that do not bear on retries here
   std::vector<std::string> defaults;  // retry keys absent: the system's default, as used
+  // How a value was read where the reading is not plain: an error type name
+  // no table knows, read as class unknown.
+  std::vector<std::string> notes;
 };
 
 std::span<const PolicySystem> policy_systems();
@@ -51,6 +54,12 @@ std::string policy_system_names();
 // itself refuses are errors; keys the system knows but that do not bear on
 // retries (BullMQ's removeOnFail, a Job's template) are listed in `ignored`.
 Result<SystemPolicy> convert_system_policy(std::string_view system, const nlohmann::json& value);
+
+// The state named `state` of a Step Functions state machine definition (for
+// a machine whose several states retry: `--state NAME`, or "state" beside
+// "stepfunctions" in a scenario). Errors name the states there are.
+Result<nlohmann::json> select_stepfunctions_state(const nlohmann::json& definition,
+                                                  std::string_view state);
 
 // The usual surprises of a converted policy, one sentence each: a count that
 // includes (or excludes) the first run, a cap that flattens the curve, jitter

@@ -26,9 +26,58 @@ const char* to_string(StallDecision decision) noexcept {
   return decision == StallDecision::rerun ? "rerun" : "fail";
 }
 
+namespace {
+// The deadline check: the retry's due instant against slot + deadline
+// (saturating: a far deadline never wraps).
+bool past_deadline(const RetryPolicy& policy, const FailureAt& at, DurationMs delay_ms) {
+  if (policy.deadline_ms <= 0) return false;
+  TimeMs due = 0, latest = 0;
+  if (__builtin_add_overflow(at.now, delay_ms, &due)) return true;
+  if (__builtin_add_overflow(at.slot, policy.deadline_ms, &latest)) return false;
+  return due > latest;
+}
+}  // namespace
+
+namespace {
+// Several retriers: the first whose classes hold the failure's decides, by
+// its own count and curve (Step Functions: a retrier that spent its
+// MaxAttempts fails the state even when another would still retry).
+FailureDecision decide_by_rule(const RetryPolicy& policy, int retry_count,
+                               FailureClass failure_class, RandomSource* random,
+                               const FailureAt& at) {
+  FailureDecision out;
+  out.retry_count = retry_count;
+  out.rule = rule_for(policy, failure_class);
+  if (!out.rule) return out;  // permanent: no retrier takes this class
+  const RetryRule& rule = policy.rules[*out.rule];
+  const std::vector<int>* counts = at.rule_counts;
+  const int before = counts != nullptr && *out.rule < counts->size() ? (*counts)[*out.rule] : 0;
+  out.rule_count = before;
+  if (before >= rule.max_retries) {
+    out.kind = FailureDecisionKind::exhausted;
+    return out;
+  }
+  const DurationMs delay = backoff_delay_ms(rule.backoff, before + 1, random);
+  if (past_deadline(policy, at, delay)) {
+    out.kind = FailureDecisionKind::exhausted;
+    return out;
+  }
+  out.kind = FailureDecisionKind::retry;
+  out.retry_count = retry_count + 1;
+  out.rule_count = before + 1;
+  out.delay_ms = delay;
+  REHEARSE_ASSERT_LE(out.rule_count, rule.max_retries);
+  return out;
+}
+}  // namespace
+
 FailureDecision decide_failure(const PolicyOrError& policy, int retry_count,
-                               FailureClass failure_class, RandomSource* random) {
+                               FailureClass failure_class, RandomSource* random,
+                               const FailureAt& at) {
   REHEARSE_ASSERT(retry_count >= 0);
+  if (policy.ok() && !policy->rules.empty()) {
+    return decide_by_rule(*policy, retry_count, failure_class, random, at);
+  }
   FailureDecision out;
   out.retry_count = retry_count;
   if (!policy.ok() || !contains(policy->retryable_classes, failure_class)) {
@@ -42,9 +91,14 @@ FailureDecision decide_failure(const PolicyOrError& policy, int retry_count,
     out.kind = FailureDecisionKind::exhausted;
     return out;
   }
+  const DurationMs delay = backoff_delay_ms(policy->backoff, retry_count + 1, random);
+  if (past_deadline(*policy, at, delay)) {
+    out.kind = FailureDecisionKind::exhausted;
+    return out;
+  }
   out.kind = FailureDecisionKind::retry;
   out.retry_count = retry_count + 1;
-  out.delay_ms = backoff_delay_ms(policy->backoff, out.retry_count, random);
+  out.delay_ms = delay;
   // Budget arithmetic: a retry spends exactly one unit and never the last+1.
   REHEARSE_ASSERT_GE(out.retry_count, 1);
   REHEARSE_ASSERT_LE(out.retry_count, policy->max_retries);
@@ -254,6 +308,10 @@ Transition record_failure(const PolicyOrError& policy, const JobState& state, co
   record.last_error = std::string(error);
   record.stalled_count = 0;
   record.retry_count = decision.retry_count;
+  if (decision.rule && decision.kind == FailureDecisionKind::retry) {
+    if (record.rule_counts.size() <= *decision.rule) record.rule_counts.resize(*decision.rule + 1);
+    record.rule_counts[*decision.rule] = decision.rule_count;
+  }
   Notification n;
   switch (decision.kind) {
     case FailureDecisionKind::retry: {
@@ -310,8 +368,10 @@ int count_before(const PolicyOrError& policy, const JobState& state, const RunRe
 Transition on_run_failed(const PolicyOrError& policy, const JobState& state, const RunRef& run,
                          FailureClass failure_class, std::string_view error, TimeMs now,
                          RandomSource* random) {
+  const SlotRecord before = record_for(state, run.slot);
   const FailureDecision decision =
-      decide_failure(policy, count_before(policy, state, run), failure_class, random);
+      decide_failure(policy, count_before(policy, state, run), failure_class, random,
+                     FailureAt{run.slot, now, &before.rule_counts});
   std::string detail;
   if (!policy.ok()) detail = "retry policy invalid: " + policy.error().describe();
   return record_failure(policy, state, run, failure_class, error, decision, now, std::move(detail));
@@ -409,7 +469,8 @@ std::string badge(const JobState& state) {
   } else {
     text = fmt::format("{} {}/{} {}",
                        state.failure_class ? to_string(*state.failure_class) : "unknown",
-                       state.retry_count, state.retry_limit, to_string(state.retry_status));
+                       state.retry_count, format_retry_limit(state.retry_limit),
+                       to_string(state.retry_status));
   }
   if (!state.policy_error.empty()) text += " policy_invalid";
   return text;

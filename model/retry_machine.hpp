@@ -90,12 +90,29 @@ struct FailureDecision {
   FailureDecisionKind kind = FailureDecisionKind::permanent;
   int retry_count = 0;      // the budget's count after this failure (n for a retry)
   DurationMs delay_ms = 0;  // retry only
+  // A policy of several retriers: the one that took the failure and its own
+  // count after it (its n for a retry).
+  std::optional<std::size_t> rule;
+  int rule_count = 0;
+};
+
+// When the failure happened and the regular slot its run belongs to: a
+// policy's deadline counts from the slot.
+struct FailureAt {
+  TimeMs slot = 0;
+  TimeMs now = 0;
+  // Each retrier's retries so far in this slot (SlotRecord::rule_counts), for
+  // a policy of several; null or short reads as 0.
+  const std::vector<int>* rule_counts = nullptr;
 };
 
 // `retry_count` is the budget's count before this failure. Draws one number
-// from `random` only for a retry whose backoff has jitter.
+// from `random` only for a retry whose backoff has jitter. A retry that would
+// come due after the policy's deadline (slot + deadline_ms) is not made: the
+// chain is exhausted, as by its count.
 FailureDecision decide_failure(const PolicyOrError& policy, int retry_count,
-                               FailureClass failure_class, RandomSource* random);
+                               FailureClass failure_class, RandomSource* random,
+                               const FailureAt& at);
 
 // BullMQ's maxStalledCount is 1: the first stall of a run re-runs the same
 // attempt without consuming a retry; the next stall of that run fails it.

@@ -26,6 +26,7 @@
 #include "model/assert.hpp"
 #include "model/policy_forms.hpp"
 #include "model/policy_json.hpp"
+#include "model/ruby_snippet.hpp"
 #include "model/state_codec.hpp"
 
 #include <fmt/format.h>
@@ -59,6 +60,7 @@ const char* to_string(BackoffKind kind) noexcept {
     case BackoffKind::exponential: return "exponential";
     case BackoffKind::linear: return "linear";
     case BackoffKind::polynomial: return "polynomial";
+    case BackoffKind::expression: return "expression";
   }
   return "fixed";
 }
@@ -98,7 +100,7 @@ std::optional<SideEffectKind> parse_side_effect_kind(std::string_view name) noex
 
 namespace {
 constexpr std::string_view kFormsHint =
-    "expected \"auto\", a per-job policy {\"max\", \"backoff_sec\" | \"backoff\", "
+    "expected \"auto\", a per-job policy {\"max\" | \"until\", \"backoff_sec\" | \"backoff\", "
     "\"retryable_classes\", \"reason\"}, a BullMQ policy {\"attempts\", \"backoff\"} or "
     "another system's policy {\"bullmq\" | \"temporal\" | \"stepfunctions\" | \"sidekiq\" | "
     "\"celery\" | \"k8s\": {...}} (docs/policies.md)";
@@ -331,26 +333,46 @@ Result<Backoff> read_backoff_object(const json& value, const std::string& where,
   return backoff;
 }
 
+// `max` and `until`: a count, a deadline, or both (whichever ends the chain
+// first); `until` alone retries without a count limit.
+Status read_per_job_limits(const json& policy, RetryPolicy& out) {
+  if (policy.contains("until")) {
+    auto until = read_duration(policy.at("until"), "/until");
+    if (!until.ok()) return std::move(until).error();
+    if (*until <= 0) return invalid("/until", "expected a deadline above 0, got 0");
+    out.deadline_ms = *until;
+  }
+  if (!policy.contains("max")) {
+    if (out.deadline_ms > 0) {
+      out.max_retries = kRetriesUnlimited;
+      return {};
+    }
+    return schema("/max",
+                  "missing max: expected the number of accelerated retries after a "
+                  "failure (an integer, 0 disables retries), or \"until\": a deadline to "
+                  "retry without a count limit");
+  }
+  auto max = read_integer(policy.at("max"), "/max", "the number of accelerated retries", 0,
+                          kRetryCountMax);
+  if (!max.ok()) return std::move(max).error();
+  out.max_retries = static_cast<int>(*max);
+  return {};
+}
+
 Result<RetryPolicy> parse_per_job(const json& policy) {
   constexpr std::string_view kForm = "a per-job retry policy";
-  if (auto s = check_keys(
-          policy, "", {"max", "backoff_sec", "backoff", "retryable_classes", "reason", "budget"},
-          kForm);
+  if (auto s = check_keys(policy, "",
+                          {"max", "backoff_sec", "backoff", "until", "retryable_classes", "reason",
+                           "budget"},
+                          kForm);
       !s.ok()) {
     return std::move(s).error();
   }
   RetryPolicy out;
   out.form = PolicyForm::per_job;
   out.budget = BudgetScope::per_episode;
-  if (!policy.contains("max")) {
-    return schema("/max",
-                  "missing max: expected the number of accelerated retries after a "
-                  "failure (an integer, 0 disables retries)");
-  }
-  auto max = read_integer(policy.at("max"), "/max", "the number of accelerated retries", 0,
-                          kRetryCountMax);
-  if (!max.ok()) return std::move(max).error();
-  out.max_retries = static_cast<int>(*max);
+  auto limits = read_per_job_limits(policy, out);
+  if (!limits.ok()) return std::move(limits).error();
 
   const bool has_sec = policy.contains("backoff_sec");
   const bool has_backoff = policy.contains("backoff");
@@ -401,6 +423,9 @@ Result<RetryPolicy> parse_per_job(const json& policy) {
     return schema("/reason",
                   "missing reason: a per-job policy that never retries (max: 0 or no "
                   "retryable_classes) must say why in \"reason\"");
+  }
+  if (auto problem = unlimited_policy_problem(out); !problem.empty()) {
+    return invalid("/until", problem);
   }
   return out;
 }
@@ -464,6 +489,21 @@ Result<RetryPolicy> parse_bullmq(const json& policy) {
 
 // {"<system>": {...}} with rehearse's own keys beside it (retryable_classes,
 // budget, reason); nullopt when no key names a system.
+// The system's object; for "state" beside "stepfunctions", that state of
+// the machine.
+Result<json> choose_state(const json& policy, const std::string& name) {
+  if (!policy.contains("state")) return policy.at(name);
+  const json& state = policy.at("state");
+  if (!state.is_string()) return schema("/state", "expected the name of a state (a string)");
+  auto chosen = select_stepfunctions_state(policy.at(name), state.get<std::string>());
+  if (!chosen.ok()) {
+    Error e = std::move(chosen).error();
+    e.where = child("", name) + e.where;
+    return e;
+  }
+  return chosen;
+}
+
 std::optional<Result<RetryPolicy>> parse_wrapped_system(const json& policy) {
   std::string name;
   for (const auto& [key, unused] : policy.items()) {
@@ -479,15 +519,18 @@ std::optional<Result<RetryPolicy>> parse_wrapped_system(const json& policy) {
   if (name.empty()) return std::nullopt;
   for (const auto& [key, unused] : policy.items()) {
     (void)unused;
-    if (key != name && key != "retryable_classes" && key != "budget" && key != "reason") {
+    const bool state = key == "state" && name == "stepfunctions";
+    if (key != name && key != "retryable_classes" && key != "budget" && key != "reason" && !state) {
       return Result<RetryPolicy>(schema(
           child("", key),
-          fmt::format(
-              "unknown key \"{}\" beside \"{}\": expected retryable_classes, budget or reason", key,
-              name)));
+          fmt::format("unknown key \"{}\" beside \"{}\": expected retryable_classes, budget or "
+                      "reason{}",
+                      key, name, name == "stepfunctions" ? " (or state)" : "")));
     }
   }
-  auto converted = convert_system_policy(name, policy.at(name));
+  auto chosen = choose_state(policy, name);
+  if (!chosen.ok()) return Result<RetryPolicy>(std::move(chosen).error());
+  auto converted = convert_system_policy(name, *chosen);
   if (!converted.ok()) {
     Error e = std::move(converted).error();
     e.where = child("", name) + e.where;
@@ -498,6 +541,8 @@ std::optional<Result<RetryPolicy>> parse_wrapped_system(const json& policy) {
     auto classes = read_classes(policy.at("retryable_classes"), "/retryable_classes");
     if (!classes.ok()) return Result<RetryPolicy>(std::move(classes).error());
     out.retryable_classes = *classes;
+    // Beside several retriers, the classes narrow each one.
+    for (RetryRule& r : out.rules) r.classes &= *classes;
   }
   if (policy.contains("reason")) {
     auto reason = read_non_empty_string(policy.at("reason"), "/reason", "a reason");
@@ -508,6 +553,12 @@ std::optional<Result<RetryPolicy>> parse_wrapped_system(const json& policy) {
     auto budget = read_budget(policy.at("budget"), "/budget");
     if (!budget.ok()) return Result<RetryPolicy>(std::move(budget).error());
     out.budget = *budget;
+    if (!out.rules.empty() && out.budget != BudgetScope::per_slot) {
+      return Result<RetryPolicy>(
+          invalid("/budget",
+                  "several retriers count per execution (per_slot): a per_episode budget "
+                  "cannot be kept for each of them"));
+    }
   }
   return Result<RetryPolicy>(std::move(out));
 }
@@ -560,7 +611,8 @@ Result<RetryPolicy> parse_retry_policy(const json& policy,
     return schema("", fmt::format("empty retry policy: {}; there is no default", kFormsHint));
   }
   if (auto wrapped = parse_wrapped_system(policy)) return std::move(*wrapped);
-  const bool per_job = policy.contains("max") || policy.contains("backoff_sec");
+  const bool per_job =
+      policy.contains("max") || policy.contains("backoff_sec") || policy.contains("until");
   const bool bullmq = policy.contains("attempts");
   if (per_job && bullmq) {
     return schema("/attempts",
@@ -595,6 +647,21 @@ DurationMs saturate(double ms) {
 }
 }  // namespace
 
+namespace {
+// A sidekiq_retry_in block's delay before retry n: its value at count n - 1
+// in seconds when that is an integer above 0; nullopt when Sidekiq falls
+// back to its own formula (0 or less, or the block raised: division by
+// zero, a negative exponent, a number beyond 64 bits).
+std::optional<DurationMs> block_delay_ms(const Backoff& backoff, int n) {
+  const json ast = json::parse(backoff.expression, nullptr, false);
+  if (ast.is_discarded()) return std::nullopt;
+  const auto seconds = eval_count_expression(ast, n - 1);
+  if (!seconds.ok() || *seconds <= 0) return std::nullopt;
+  if (*seconds > kBackoffSaturationMs / kSecondMs) return kBackoffSaturationMs;
+  return *seconds * kSecondMs;
+}
+}  // namespace
+
 DurationMs formula_delay_ms(const Backoff& backoff, int n) {
   REHEARSE_ASSERT(n >= 1);
   REHEARSE_ASSERT(backoff.delay_ms >= 0);
@@ -602,6 +669,9 @@ DurationMs formula_delay_ms(const Backoff& backoff, int n) {
   switch (backoff.kind) {
     case BackoffKind::fixed: return std::min(backoff.delay_ms, kBackoffSaturationMs);
     case BackoffKind::linear: return saturate(delay * n);
+    case BackoffKind::expression:
+      if (const auto block = block_delay_ms(backoff, n)) return *block;
+      [[fallthrough]];
     case BackoffKind::polynomial:
       return saturate(delay + static_cast<double>(backoff.unit_ms) *
                                   std::pow(static_cast<double>(n - 1), backoff.exponent));
@@ -675,36 +745,108 @@ DurationMs min_backoff_delay_ms(const Backoff& backoff, int n) {
 
 DurationMs max_backoff_delay_ms(const Backoff& backoff, int n) {
   const DurationMs d = backoff_delay_ms(backoff, n);
+  if (backoff.jitter > 0.0) {
+    // BullMQ's draw at the greatest unit below 1 a RandomSource gives:
+    // usually d - 1, d only where the double rounds up (as in JS).
+    const double top = 1.0 - 0x1p-53;
+    const double max_d = static_cast<double>(d);
+    const double high = std::floor(top * max_d * backoff.jitter + max_d * (1.0 - backoff.jitter));
+    return std::clamp(static_cast<DurationMs>(high), DurationMs{0}, d);
+  }
   if (backoff.additive_steps <= 0) return d;
   return std::min(d + (backoff.additive_steps - 1) * additive_step_ms(backoff, n),
                   kBackoffSaturationMs);
 }
 
+std::string format_retry_limit(int limit) {
+  return limit == kRetriesUnlimited ? std::string("unlimited") : std::to_string(limit);
+}
+
+std::string unlimited_policy_problem(const RetryPolicy& policy) {
+  if (!unlimited_retries(policy)) return "";
+  if (policy.deadline_ms <= 0) {
+    return "retries without a count limit need a deadline: without one they never stop";
+  }
+  if (formula_delay_ms(policy.backoff, 1) <= 0) {
+    return "retries without a count limit need a delay above 0: at once, they would spin "
+           "until the deadline";
+  }
+  return "";
+}
+
+namespace {
+// Whether retry n, `offset` after a failure taken at the slot, still comes
+// due within the deadline.
+bool within_deadline(const RetryPolicy& policy, DurationMs offset) {
+  return policy.deadline_ms <= 0 || offset <= policy.deadline_ms;
+}
+
+RetryPlan::Stop plan_stop(const RetryPolicy& policy, int n, DurationMs next_offset) {
+  if (n > policy.max_retries) return RetryPlan::Stop::count;
+  if (!within_deadline(policy, next_offset)) return RetryPlan::Stop::deadline;
+  return RetryPlan::Stop::listed;
+}
+}  // namespace
+
 RetryPlan plan_retries(const RetryPolicy& policy) {
   RetryPlan plan;
   plan.form = policy.form;
   plan.max_retries = policy.max_retries;
+  plan.deadline_ms = policy.deadline_ms;
   plan.retryable_classes = policy.retryable_classes;
   plan.budget = policy.budget;
   plan.backoff = policy.backoff;
   DurationMs offset = 0, shortest = 0, longest = 0;
   // All three stay <= kBackoffSaturationMs (2.5e14): sums cannot overflow.
-  for (int n = 1; n <= policy.max_retries; ++n) {
+  int n = 1;
+  for (; n <= policy.max_retries && n <= kPlanRetriesMax; ++n) {
     const DurationMs delay = backoff_delay_ms(policy.backoff, n);
+    const DurationMs next = std::min(offset + delay, kBackoffSaturationMs);
+    if (!within_deadline(policy, next)) break;
     if (plan.capped_from == 0 && delay < formula_delay_ms(policy.backoff, n)) plan.capped_from = n;
-    offset = std::min(offset + delay, kBackoffSaturationMs);
+    offset = next;
     shortest = std::min(shortest + min_backoff_delay_ms(policy.backoff, n), kBackoffSaturationMs);
     longest = std::min(longest + max_backoff_delay_ms(policy.backoff, n), kBackoffSaturationMs);
     plan.delays_ms.push_back(delay);
     plan.offsets_ms.push_back(offset);
   }
+  plan.planned = n - 1;
+  plan.stop =
+      plan_stop(policy, n,
+                std::min(offset + backoff_delay_ms(policy.backoff, n), kBackoffSaturationMs));
   plan.recovery_window_ms = offset;
   plan.shortest_window_ms = shortest;
-  plan.longest_window_ms = longest;
+  // Jitter may also bring a retry past the deadline forward: the window
+  // never reaches beyond it.
+  plan.longest_window_ms = policy.deadline_ms > 0 ? std::min(longest, policy.deadline_ms) : longest;
+  plan.longest_window_ms = std::max(plan.longest_window_ms, offset);
+  REHEARSE_ASSERT_EQ(plan.delays_ms.size(), static_cast<std::size_t>(plan.planned));
   return plan;
 }
 
+RetryPlan plan_rule(const RetryPolicy& policy, std::size_t rule) {
+  REHEARSE_ASSERT_LT(rule, policy.rules.size());
+  RetryPolicy one = policy;
+  one.rules.clear();
+  one.max_retries = policy.rules[rule].max_retries;
+  one.backoff = policy.rules[rule].backoff;
+  one.retryable_classes = policy.rules[rule].classes;
+  return plan_retries(one);
+}
+
+std::optional<std::size_t> rule_for(const RetryPolicy& policy, FailureClass c) {
+  for (std::size_t i = 0; i < policy.rules.size(); ++i) {
+    if (contains(policy.rules[i].classes, c)) return i;
+  }
+  return std::nullopt;
+}
+
 namespace {
+// A count, or "unlimited" (JSON has no infinity).
+json format_limit_json(int limit) {
+  return limit == kRetriesUnlimited ? json("unlimited") : json(limit);
+}
+
 json backoff_json(const Backoff& backoff) {
   json out = json::object();
   out["type"] = to_string(backoff.kind);
@@ -712,10 +854,11 @@ json backoff_json(const Backoff& backoff) {
   out["delay"] = format_duration(backoff.delay_ms);
   out["jitter"] = backoff.jitter;
   if (backoff.kind == BackoffKind::exponential) out["factor"] = backoff.factor;
-  if (backoff.kind == BackoffKind::polynomial) {
+  if (backoff.kind == BackoffKind::polynomial || backoff.kind == BackoffKind::expression) {
     out["exponent"] = backoff.exponent;
     out["unit_ms"] = backoff.unit_ms;
   }
+  if (backoff.kind == BackoffKind::expression) out["expression"] = json::parse(backoff.expression);
   if (backoff.max_delay_ms > 0) {
     out["max_delay_ms"] = backoff.max_delay_ms;
     out["max_delay"] = format_duration(backoff.max_delay_ms);
@@ -729,8 +872,18 @@ json backoff_json(const Backoff& backoff) {
 json to_json(const RetryPolicy& policy) {
   json out = json::object();
   out["form"] = to_string(policy.form);
-  out["max_retries"] = policy.max_retries;
+  out["max_retries"] = format_limit_json(policy.max_retries);
+  if (policy.deadline_ms > 0) {
+    out["deadline_ms"] = policy.deadline_ms;
+    out["deadline"] = format_duration(policy.deadline_ms);
+  }
   out["backoff"] = backoff_json(policy.backoff);
+  for (const RetryRule& r : policy.rules) {
+    out["rules"].push_back({{"error_names", r.error_names},
+                            {"classes", class_names(r.classes)},
+                            {"max_retries", r.max_retries},
+                            {"backoff", backoff_json(r.backoff)}});
+  }
   out["retryable_classes"] = class_names(policy.retryable_classes);
   out["budget"] = to_string(policy.budget);
   if (!policy.reason.empty()) out["reason"] = policy.reason;
@@ -744,7 +897,12 @@ json to_json(const RetryPolicy& policy) {
 json to_json(const RetryPlan& plan) {
   json out = json::object();
   out["form"] = to_string(plan.form);
-  out["max_retries"] = plan.max_retries;
+  out["max_retries"] = format_limit_json(plan.max_retries);
+  if (plan.deadline_ms > 0) out["deadline_ms"] = plan.deadline_ms;
+  out["planned"] = plan.planned;
+  out["stopped_by"] = plan.stop == RetryPlan::Stop::count      ? "count"
+                      : plan.stop == RetryPlan::Stop::deadline ? "deadline"
+                                                               : "listed";
   out["delays_ms"] = plan.delays_ms;
   out["offsets_ms"] = plan.offsets_ms;
   out["recovery_window_ms"] = plan.recovery_window_ms;
@@ -769,19 +927,23 @@ std::string describe(const RetryPolicy& policy) {
   }
   if (classes.empty()) classes = "none";
   std::string text =
-      fmt::format("{} max={} backoff={} {}", to_string(policy.form), policy.max_retries,
-                  to_string(policy.backoff.kind), format_duration(policy.backoff.delay_ms));
+      fmt::format("{} max={} backoff={} {}", to_string(policy.form),
+                  format_retry_limit(policy.max_retries), to_string(policy.backoff.kind),
+                  format_duration(policy.backoff.delay_ms));
   const Backoff& b = policy.backoff;
   if (b.kind == BackoffKind::exponential && b.factor != 2.0)
     text += fmt::format(" factor={}", b.factor);
   if (b.kind == BackoffKind::polynomial) {
     text += fmt::format(" +{}*(n-1)^{}", format_duration(b.unit_ms), b.exponent);
   }
+  if (b.kind == BackoffKind::expression) text += fmt::format(" block={}", b.expression);
   if (b.max_delay_ms > 0) text += fmt::format(" cap={}", format_duration(b.max_delay_ms));
   if (b.jitter > 0.0) text += fmt::format(" jitter={}", b.jitter);
   if (b.full_jitter) text += " jitter=full";
   if (b.additive_steps > 0)
     text += fmt::format(" jitter=+rand({})*n*{}", b.additive_steps, format_duration(b.unit_ms));
+  if (policy.deadline_ms > 0) text += fmt::format(" until={}", format_duration(policy.deadline_ms));
+  if (!policy.rules.empty()) text += fmt::format(" retriers={}", policy.rules.size());
   text += fmt::format(" classes={} budget={}", classes, to_string(policy.budget));
   return text;
 }

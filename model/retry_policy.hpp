@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,8 +42,10 @@ enum class PolicyForm : unsigned char {
   k8s
 };
 // fixed: d; exponential: d * factor^(n-1); linear: d * n;
-// polynomial: d + unit * (n-1)^exponent (Sidekiq's count ** 4 + 15).
-enum class BackoffKind : unsigned char { fixed, exponential, linear, polynomial };
+// polynomial: d + unit * (n-1)^exponent (Sidekiq's count ** 4 + 15);
+// expression: a sidekiq_retry_in block's value at count = n - 1, in seconds,
+// or d + unit * (n-1)^exponent when it is not above 0 (Sidekiq's fallback).
+enum class BackoffKind : unsigned char { fixed, exponential, linear, polynomial, expression };
 enum class BudgetScope : unsigned char { per_slot, per_episode };
 
 // "per_job", "bullmq", "auto", "temporal", "stepfunctions", "sidekiq", "celery", "k8s".
@@ -59,6 +62,12 @@ inline constexpr DurationMs kBackoffDelayMaxMs = 366 * kDayMs;
 // Computed backoffs saturate here (2^(n-1) * delay grows without bound);
 // adding it to any supported instant cannot overflow int64.
 inline constexpr DurationMs kBackoffSaturationMs = kMaxInstantMs;
+// A count limit of "none": the policy retries until its deadline (Temporal's
+// maximumAttempts 0, Celery's max_retries None). Counts compare below it, so
+// the budget arithmetic needs no special case; printing says "unlimited".
+inline constexpr int kRetriesUnlimited = std::numeric_limits<int>::max();
+// What `policy explain` lists of an unlimited plan at most.
+inline constexpr int kPlanRetriesMax = 1000;
 
 // A delay of 0 (any kind) retries at once (BullMQ without a backoff).
 // Jitter is one of three shapes (at most one is set):
@@ -76,18 +85,44 @@ struct Backoff {
   DurationMs unit_ms = kSecondMs;  // polynomial and additive jitter
   bool full_jitter = false;
   int additive_steps = 0;
+  // expression: the block's arithmetic in `count`, as model/ruby_snippet's
+  // AST in compact JSON text.
+  std::string expression = {};
 
   bool operator==(const Backoff&) const = default;
 };
 
+// One of several retriers (Step Functions' Retry array): the classes it
+// takes (those of its error names that no earlier retrier took), its own
+// count of retries and its own curve. Each counts only the retries it made.
+struct RetryRule {
+  FailureClassSet classes;
+  int max_retries = 0;
+  Backoff backoff;
+  std::vector<std::string> error_names = {};  // as written, for explain and the docs
+
+  bool operator==(const RetryRule&) const = default;
+};
+
 struct RetryPolicy {
   PolicyForm form = PolicyForm::per_job;
-  // Accelerated retries after a failure: per-job `max`, BullMQ `attempts - 1`.
+  // Accelerated retries after a failure: per-job `max`, BullMQ `attempts - 1`;
+  // kRetriesUnlimited with a deadline.
   int max_retries = 0;
+  // A retry runs only when it comes due at or before slot + deadline_ms (the
+  // regular slot its chain belongs to): Temporal's scheduleToCloseTimeout,
+  // Celery's expires, a Job's activeDeadlineSeconds, the per-job `until`.
+  // 0: no deadline. Required when max_retries is kRetriesUnlimited.
+  DurationMs deadline_ms = 0;
   Backoff backoff;
   FailureClassSet retryable_classes;
   BudgetScope budget = BudgetScope::per_episode;
   std::string reason;
+  // Several retriers (at least two; per_slot only): a failure takes the
+  // first rule whose classes hold its class, and that rule's count and curve
+  // decide. max_retries, backoff and retryable_classes then mirror the whole:
+  // the first rule's curve, the sum of the counts, the union of the classes.
+  std::vector<RetryRule> rules;
   // "auto" only: the effective schedule it was chosen from.
   std::string schedule_expression;
   bool low_frequency = false;
@@ -97,7 +132,7 @@ struct RetryPolicy {
 
 // What "auto" needs to know about the job's effective schedule (docs/semantics.md §3).
 struct ScheduleFacts {
-  std::string expression;
+  std::string expression = {};
   bool low_frequency = false;
 };
 // Inline so that code which never meets "auto" does not need model/cron_*.cpp linked.
@@ -119,6 +154,14 @@ RetryPolicy auto_retry_policy(const ScheduleFacts& schedule);
 
 // True when some failure can be retried at all.
 bool policy_retries(const RetryPolicy& policy) noexcept;
+inline bool unlimited_retries(const RetryPolicy& policy) noexcept {
+  return policy.max_retries == kRetriesUnlimited;
+}
+// "3", or "unlimited".
+std::string format_retry_limit(int limit);
+// An unlimited count needs a deadline and a first delay above 0 (retrying at
+// once without a count would spin until the deadline); "" when it holds.
+std::string unlimited_policy_problem(const RetryPolicy& policy);
 
 // JavaScript's Math.round: halves round towards +infinity (-2.5 -> -2).
 double js_math_round(double x) noexcept;
@@ -148,7 +191,13 @@ bool has_jitter(const Backoff& backoff) noexcept;
 struct RetryPlan {
   PolicyForm form = PolicyForm::per_job;
   int max_retries = 0;
-  std::vector<DurationMs> delays_ms;   // delay before retry 1..max
+  DurationMs deadline_ms = 0;  // the policy's; 0: none
+  // The count of retries the plan holds, and why it stops there: the count
+  // limit, the deadline (the next retry would come due after it, the failure
+  // taken at the slot), or kPlanRetriesMax (an unlimited plan listed in part).
+  int planned = 0;
+  enum class Stop : unsigned char { count, deadline, listed } stop = Stop::count;
+  std::vector<DurationMs> delays_ms;   // delay before retry 1..planned
   std::vector<DurationMs> offsets_ms;  // cumulative: retry k runs offsets_ms[k-1] after the failure
   DurationMs recovery_window_ms = 0;   // the last offset (0 without retries)
   // With jitter, the window's range (both equal recovery_window_ms without).
@@ -160,6 +209,11 @@ struct RetryPlan {
   Backoff backoff;
 };
 RetryPlan plan_retries(const RetryPolicy& policy);
+// The plan of one rule of a policy with several (its count, its curve, the
+// policy's deadline).
+RetryPlan plan_rule(const RetryPolicy& policy, std::size_t rule);
+// The rule a failure of class `c` takes; nullopt when none does.
+std::optional<std::size_t> rule_for(const RetryPolicy& policy, FailureClass c);
 
 nlohmann::json to_json(const RetryPolicy& policy);
 nlohmann::json to_json(const RetryPlan& plan);

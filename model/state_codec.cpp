@@ -225,6 +225,9 @@ Status validate_slot(const SlotRecord& slot, TimeMs key, const std::string& wher
   if (auto s = check_count(slot.retry_count, where + "/retry_count"); !s.ok()) return s;
   if (auto s = check_instant(slot.next_retry_at, where + "/next_retry_at"); !s.ok()) return s;
   if (auto s = check_count(slot.stalled_count, where + "/stalled_count"); !s.ok()) return s;
+  for (const int n : slot.rule_counts) {
+    if (auto s = check_count(n, where + "/rule_counts"); !s.ok()) return s;
+  }
   return {};
 }
 
@@ -238,11 +241,14 @@ json encode_slot(const SlotRecord& slot) {
   j["next_action"] = to_string(slot.next_action);
   j["stalled_count"] = slot.stalled_count;
   j["last_error"] = slot.last_error;
+  if (!slot.rule_counts.empty()) j["rule_counts"] = slot.rule_counts;
   return j;
 }
 
 Result<SlotRecord> decode_slot(const json& v, const std::string& where) {
-  if (auto s = check_keys(v, where, slot_field_names(), "a slot record"); !s.ok()) {
+  // rule_counts: only for a policy of several retriers (older files lack it).
+  if (auto s = check_keys(v, where, slot_field_names(), "a slot record", {"rule_counts"});
+      !s.ok()) {
     return s.error();
   }
   SlotRecord slot;
@@ -260,6 +266,19 @@ Result<SlotRecord> decode_slot(const json& v, const std::string& where) {
                 read_count(v.at("stalled_count"), where + "/stalled_count", "a stall count"));
   REHEARSE_READ(slot.last_error,
                 read_string(v.at("last_error"), where + "/last_error", "the last error text"));
+  if (v.contains("rule_counts")) {
+    const json& counts = v.at("rule_counts");
+    if (!counts.is_array() || counts.size() > kRuleCountMax) {
+      return schema(where + "/rule_counts",
+                    fmt::format("expected a list of at most {} retry counts", kRuleCountMax));
+    }
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      int n = 0;
+      REHEARSE_READ(n, read_count(counts.at(i), fmt::format("{}/rule_counts/{}", where, i),
+                                  "a retrier's retry count"));
+      slot.rule_counts.push_back(n);
+    }
+  }
   return slot;
 }
 
@@ -281,8 +300,9 @@ const std::vector<std::string>& job_field_names() {
 
 const std::vector<std::string>& slot_field_names() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> n = {"slot",          "retry_status", "failure_class", "retry_count",
-                                  "next_retry_at", "next_action",  "stalled_count", "last_error"};
+    std::vector<std::string> n = {"slot",          "retry_status",  "failure_class",
+                                  "retry_count",   "next_retry_at", "next_action",
+                                  "stalled_count", "last_error",    "rule_counts"};
     std::sort(n.begin(), n.end());
     return n;
   }();

@@ -64,7 +64,7 @@ json job_json(const StatusJobView& v) {
   j["retry_status"] = to_string(s.retry_status);
   j["failure_class"] = s.failure_class ? json(to_string(*s.failure_class)) : json(nullptr);
   j["retry_count"] = s.retry_count;
-  j["retry_limit"] = s.retry_limit;
+  j["retry_limit"] = s.retry_limit == kRetriesUnlimited ? json("unlimited") : json(s.retry_limit);
   j["next_retry_at"] = instant_or_null(s.next_retry_at);
   j["next_action"] = to_string(s.next_action);
   j["next_run_at"] = instant_or_null(s.next_run_at);

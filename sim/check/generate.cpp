@@ -65,7 +65,7 @@ namespace {
 // whose backoff type is the placeholder "?" (the parser is the table).
 std::vector<std::string> accepted_backoff_types(json form) {
   std::vector<std::string> out;
-  for (int i = 0; i <= static_cast<int>(BackoffKind::polynomial); ++i) {
+  for (int i = 0; i <= static_cast<int>(BackoffKind::expression); ++i) {
     const std::string name = to_string(static_cast<BackoffKind>(i));
     form["backoff"]["type"] = name;
     if (parse_retry_policy(form)) out.push_back(name);

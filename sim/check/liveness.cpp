@@ -34,12 +34,21 @@ DurationMs slowest_call_ms(const Scenario& s) {
 // One job's longest full retry chain: every attempt's run allowance plus
 // every retry's largest delay.
 DurationMs chain_ms(const JobSpec& spec, const MonitoredJob& job, DurationMs call_ms) {
-  const int retries = job.policy.valid ? job.policy.retries_max : 0;
-  DurationMs total = (retries + 1) * (job_kind_def(spec.kind).calls_per_run(spec) + 1) * call_ms;
-  // Past the settle cap the exact length no longer matters (and a thousand
-  // saturated delays would overflow).
-  for (int n = 1; n <= retries && total <= kMaxSettleMs; ++n) {
-    total += std::min(job.policy.max_delay_ms(n), kMaxSettleMs + 1);
+  const WitnessPolicy& p = job.policy;
+  const DurationMs run_ms = (job_kind_def(spec.kind).calls_per_run(spec) + 1) * call_ms;
+  // A deadline ends the chain: no retry comes due after it, then one run.
+  const DurationMs by_deadline =
+      p.valid && p.deadline_ms > 0 ? p.deadline_ms + run_ms : kMaxSettleMs + 1;
+  DurationMs total = by_deadline;
+  if (!p.valid || p.retries_max != kWitnessUnlimited) {
+    const int retries = p.valid ? p.retries_max : 0;
+    total = (static_cast<DurationMs>(retries) + 1) * run_ms;
+    // Past the settle cap the exact length no longer matters (and a thousand
+    // saturated delays would overflow).
+    for (int n = 1; n <= retries && total <= kMaxSettleMs; ++n) {
+      total += std::min(p.max_delay_ms(n), kMaxSettleMs + 1);
+    }
+    if (p.valid && p.deadline_ms > 0) total = std::min(total, by_deadline);
   }
   // Work the kind defers itself (a reconcile item's own backoff) waits on.
   total += job_kind_def(spec.kind).settle_ms;

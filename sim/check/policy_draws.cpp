@@ -103,6 +103,94 @@ json capped(Rng& rng) {
   return {{"attempts", rng.next_in(2, 5)}, {"backoff", b}};
 }
 
+// ------------------------------------------------ deadlines without a count
+
+json temporal_deadline(Rng& rng) {
+  // The TypeScript SDK's activity options, with the `ms` package's words.
+  const std::int64_t initial_s = seconds(rng, 1, 120);
+  json retry{{"initialInterval", fmt::format("{} second{}", initial_s, initial_s == 1 ? "" : "s")},
+             {"backoffCoefficient", pick(rng, std::vector<double>{1.5, 2.0})}};
+  if (rng.next_bool(0.5)) retry["maximumAttempts"] = 0;  // absent is 0 too
+  return {{"temporal",
+           {{"scheduleToCloseTimeout", fmt::format("{}m", rng.next_in(5, 120))},
+            {"startToCloseTimeout", "1m"},
+            {"retry", retry}}}};
+}
+
+json celery_deadline(Rng& rng) {
+  json p{{"max_retries", nullptr}, {"expires", rng.next_in(300, 7200)}};
+  if (rng.next_bool(0.5)) {
+    p["retry_backoff"] = true;
+    p["retry_backoff_max"] = seconds(rng, 60, 600);
+  } else {
+    p["default_retry_delay"] = seconds(rng, 30, 600);
+  }
+  return {{"celery", p}};
+}
+
+json k8s_deadline(Rng& rng) {
+  json spec{{"backoffLimit", rng.next_in(2, 8)}, {"activeDeadlineSeconds", rng.next_in(30, 900)}};
+  return {{"k8s", {{"apiVersion", "batch/v1"}, {"kind", "Job"}, {"spec", spec}}}};
+}
+
+json until(Rng& rng) {
+  json b{{"type", rng.next_bool(0.5) ? "exponential" : "fixed"},
+         {"delay", fmt::format("{}s", seconds(rng, 10, 600))}};
+  json p{{"until", fmt::format("{}m", rng.next_in(10, 240))}, {"backoff", b}};
+  if (rng.next_bool(0.3)) p["max"] = rng.next_in(1, 6);  // both: whichever ends first
+  return p;
+}
+
+// ------------------------------------------------ several retriers, blocks, text
+
+json retriers(Rng& rng) {
+  static const std::vector<std::string> kNames{
+      "States.Timeout",    "Lambda.TooManyRequestsException", "Lambda.ServiceException",
+      "States.TaskFailed", "MyApp.PaymentDeclined",           "Lambda.SdkClientException"};
+  json array = json::array();
+  const std::int64_t count = rng.next_in(2, 3);
+  for (std::int64_t i = 0; i < count; ++i) {
+    array.push_back({{"ErrorEquals", {pick(rng, kNames)}},
+                     {"IntervalSeconds", seconds(rng, 1, 120)},
+                     {"MaxAttempts", rng.next_in(0, 3)},
+                     {"BackoffRate", pick(rng, std::vector<double>{1.0, 2.0})}});
+  }
+  if (rng.next_bool(0.5)) {
+    array.push_back({{"ErrorEquals", {"States.ALL"}}, {"MaxAttempts", rng.next_in(1, 2)}});
+  }
+  return {{"stepfunctions", {{"Type", "Task"}, {"Retry", array}, {"End", true}}}};
+}
+
+json sidekiq_block(Rng& rng) {
+  static const std::vector<std::string> kBlocks{"10 * (count + 1)",    "(count ** 2) + 30",
+                                                "(count + 1).minutes", "30",
+                                                "60 - count * 40",     "count * 17 % 50"};
+  return {{"sidekiq", {{"retry", rng.next_in(1, 5)}, {"retry_in", pick(rng, kBlocks)}}}};
+}
+
+// Settings as their users keep them: the scenario loader reads the text.
+json native_text(Rng& rng) {
+  switch (rng.next_below(4)) {
+    case 0:
+      return {{"celery", fmt::format("@app.task(bind=True, autoretry_for=(ConnectionError, "
+                                     "TimeoutError), retry_kwargs={{'max_retries': {}}}, "
+                                     "retry_backoff={})",
+                                     rng.next_in(1, 4), seconds(rng, 1, 60))}};
+    case 1:
+      return {{"k8s", fmt::format("apiVersion: batch/v1\nkind: Job\nspec:\n  backoffLimit: {}\n"
+                                  "  template:\n    spec:\n      restartPolicy: Never\n",
+                                  rng.next_in(1, 5))}};
+    case 2:
+      return {{"temporal", fmt::format("RetryPolicy(initial_interval=timedelta(seconds={}), "
+                                       "maximum_attempts={})",
+                                       seconds(rng, 1, 300), rng.next_in(2, 5))}};
+    default:
+      return {{"sidekiq", fmt::format("class Drawn\n  include Sidekiq::Job\n  sidekiq_options "
+                                      "retry: {}, queue: 'default'\nend\n",
+                                      rng.next_in(1, 4))}};
+  }
+}
+
 struct FormDraw {
   const char* name;
   json (*draw)(Rng&);
@@ -110,10 +198,20 @@ struct FormDraw {
 
 const std::vector<FormDraw>& form_table() {
   static const std::vector<FormDraw> kForms{
-      {"temporal", &temporal}, {"stepfunctions", &stepfunctions},
-      {"sidekiq", &sidekiq},   {"celery", &celery},
-      {"k8s", &k8s},           {"bullmq", &bullmq},
+      {"temporal", &temporal},
+      {"stepfunctions", &stepfunctions},
+      {"sidekiq", &sidekiq},
+      {"celery", &celery},
+      {"k8s", &k8s},
+      {"bullmq", &bullmq},
       {"capped", &capped},
+      {"temporal_deadline", &temporal_deadline},
+      {"celery_deadline", &celery_deadline},
+      {"k8s_deadline", &k8s_deadline},
+      {"until", &until},
+      {"retriers", &retriers},
+      {"sidekiq_block", &sidekiq_block},
+      {"native_text", &native_text},
   };
   return kForms;
 }

@@ -32,6 +32,14 @@ const std::vector<ReachabilityPoint>& situations() {
       {"slot:coalesced", "a late run folded missed firings (the durable row's coalesced slots)"},
       {"slot:stalled", "a run cut by a crash ran again (a durable slot record's stalled_count)"},
       {"schedule:zoned", "a job whose schedule is read in a time zone ran to its end (queue_done)"},
+      {"policy:deadline", "a retry queued for a job whose policy has a deadline"},
+      {"retry:deadline_ended",
+       "a chain without a count limit ended by its deadline (the outbox received "
+       "retry_exhausted)"},
+      {"policy:retriers", "a retry queued for a job whose policy has several retriers"},
+      {"policy:retry_in", "a retry queued for a job whose Sidekiq policy has a retry_in block"},
+      {"policy:native_text",
+       "a retry queued for a job whose policy the scenario gave as its system's own text"},
       {"dst:gap",
        "a zoned job handed out a slot on the local day of a spring-forward transition of its "
        "zone inside the span"},
@@ -198,6 +206,7 @@ void ReachabilityObserver::observe(const TraceEvent& e) {
   if (t == "outbox_add") {
     const std::string event = e.str("event");
     if (event == "retry_exhausted") reach("retry:exhausted");
+    if (event == "retry_exhausted") on_exhausted(e);
     if (event == "failed_permanent") reach("retry:failed_permanent");
     if (event == "recovered") reach("retry:recovered");
     if (event == "state_corrupt") reach("store:corrupt_reported");
@@ -275,12 +284,30 @@ int ReachabilityObserver::retry_number(const TraceEvent& e, const WitnessPolicy&
   return n;
 }
 
+// Deadlines, several retriers, Sidekiq blocks and text read by the loader.
+void ReachabilityObserver::note_policy_shape(const TraceEvent& e, const WitnessPolicy& p) {
+  if (p.deadline_ms > 0) reach("policy:deadline");
+  if (!p.rules.empty()) reach("policy:retriers");
+  if (p.delays.curve == WitnessDelays::Curve::block) reach("policy:retry_in");
+  const JobSpec* spec = scenario_.find_job(e.job);
+  if (spec != nullptr && spec->policy_from_text) reach("policy:native_text");
+}
+
+void ReachabilityObserver::on_exhausted(const TraceEvent& e) {
+  const MonitoredJob* job = jobs_.find(e.job);
+  if (job == nullptr || !job->policy.valid) return;
+  if (job->policy.deadline_ms > 0 && job->policy.retries_max == kWitnessUnlimited) {
+    reach("retry:deadline_ended");
+  }
+}
+
 void ReachabilityObserver::on_retry_added(const TraceEvent& e) {
   REHEARSE_ASSERT_EQ(e.type, "queue_add");
   const MonitoredJob* job = jobs_.find(e.job);
   if (job == nullptr || !job->policy.valid) return;
   const WitnessPolicy& p = job->policy;
   reach("policy:" + p.form);
+  note_policy_shape(e, p);
   const int n = retry_number(e, p);
   const auto ready = parse_instant(e.str("ready_at"));
   if (!ready) return;

@@ -59,6 +59,8 @@ class ReachabilityObserver {
   }
   void on_queue(const TraceEvent& e);
   void on_retry_added(const TraceEvent& e);
+  void note_policy_shape(const TraceEvent& e, const WitnessPolicy& p);
+  void on_exhausted(const TraceEvent& e);
   void on_durable(const TraceEvent& e);
   void on_reconcile(const TraceEvent& e);
   void on_item_reply(const TraceEvent& e);

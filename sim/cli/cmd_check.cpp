@@ -48,6 +48,7 @@
 #include "sim/cli/output_file.hpp"
 #include "sim/cli/scenario_files.hpp"
 #include "sim/cli/shrink_case.hpp"
+#include "sim/world/policy_files.hpp"
 #include "sim/world/scenario.hpp"
 
 namespace rehearse::cli {
@@ -184,6 +185,8 @@ Result<sim::CheckCaseInput> read_base(const std::string& file) {
   if (base.scenario.is_discarded()) {
     return make_error(ErrorCode::io_error, "the file changed while it was read", file);
   }
+  // Derived cases travel without the file's directory: policy files inline.
+  base.scenario = sim::inline_policy_files(std::move(base.scenario), file);
   base.path = file;
   base.name = scenario->name;
   return base;

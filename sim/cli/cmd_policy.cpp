@@ -8,6 +8,7 @@
 #include "model/cron.hpp"
 #include "model/js_literal.hpp"
 #include "model/policy_forms.hpp"
+#include "model/policy_text.hpp"
 #include "model/retry_policy.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
@@ -32,10 +33,16 @@ constexpr const char* kPolicyHelp =
     "  auto     '\"auto\"' (or auto) with --schedule EXPR, the job's effective schedule\n"
     "  system   '{\"temporal\": {...}}' (bullmq, temporal, stepfunctions, sidekiq, celery, k8s)\n"
     "\n"
-    "With --from SYSTEM, POLICY is that system's own policy, as JSON or as a\n"
-    "JavaScript object literal ({attempts: 4, backoff: {type: 'exponential', delay: 1_800_000}}),\n"
-    "converted with the system's meaning of attempts and its delay formula; keys\n"
-    "that do not bear on retries (BullMQ's removeOnFail) are listed as ignored.\n"
+    "With --from SYSTEM, POLICY is that system's own settings as its users keep\n"
+    "them, inline or @FILE: JSON or a JavaScript object literal for every system\n"
+    "({attempts: 4, backoff: {type: 'exponential', delay: 1_800_000}}), a Job or\n"
+    "CronJob manifest in YAML (k8s), the task decorator as Python writes it\n"
+    "(celery: @app.task(autoretry_for=(RequestException,), retry_backoff=True)),\n"
+    "RetryPolicy(...) or the activity options (temporal: TypeScript or Python),\n"
+    "sidekiq_options retry: 5 (sidekiq, Ruby). It is converted with the system's\n"
+    "meaning of attempts, its delay formula and its deadline (Temporal's\n"
+    "scheduleToCloseTimeout, Celery's expires, a Job's activeDeadlineSeconds);\n"
+    "keys that do not bear on retries (BullMQ's removeOnFail) are listed as ignored.\n"
     "With --schedule, the plan is set against the schedule's shortest gap between\n"
     "slots: how long the recovery window leaves before the next regular slot.\n"
     "See docs/retry.md and docs/policies.md.\n";
@@ -45,6 +52,8 @@ const std::vector<OptionSpec> kExplainOptions{
      "read POLICY as that system writes it: bullmq, temporal, stepfunctions, sidekiq, celery, k8s"},
     {"--schedule", true, "EXPR",
      "the job's effective cron schedule (required for \"auto\"; shows the gap to the next slot)"},
+    {"--state", true, "NAME",
+     "with --from stepfunctions: the state of a state machine whose retries to explain"},
     {"--json", false, "", "print one JSON document"},
 };
 
@@ -59,18 +68,29 @@ Error located(const Error& e, const std::string& origin) {
   return make_error(e.code, e.message, origin + (e.where.empty() ? "" : ":" + e.where));
 }
 
-Result<Explained> read_from_system(const std::string& system, const std::string& arg) {
+Result<Explained> read_from_system(const std::string& system, const std::string& arg,
+                                   const std::optional<std::string>& state) {
   if (find_policy_system(system) == nullptr) {
     return make_error(ErrorCode::invalid_argument, fmt::format("--from \"{}\": expected one of {}",
                                                                system, policy_system_names()));
   }
   auto input = read_argument_text(arg);
   if (!input) return std::move(input).error();
-  auto value = parse_js_literal(input->text);
+  auto value = read_native_policy(system, input->text);
   if (!value) {
     const Error& e = value.error();
     return make_error(e.code, fmt::format("invalid {} policy: {}", system, e.message),
                       input->origin + ":" + e.where);
+  }
+  if (state) {
+    if (system != "stepfunctions") {
+      return make_error(ErrorCode::invalid_argument,
+                        "--state chooses a state of a Step Functions state machine: use it with "
+                        "--from stepfunctions");
+    }
+    auto chosen = select_stepfunctions_state(*value, *state);
+    if (!chosen) return located(chosen.error(), input->origin);
+    value = std::move(chosen);
   }
   auto converted = convert_system_policy(system, *value);
   if (!converted) return located(converted.error(), input->origin);
@@ -81,6 +101,9 @@ Result<Explained> read_from_system(const std::string& system, const std::string&
 Result<Explained> read_policy(const std::string& arg, const std::optional<ScheduleFacts>& facts) {
   auto input = read_json_argument(arg, /*bare_words=*/{"auto"});
   if (!input) return std::move(input).error();
+  auto texts = read_policy_texts(input->value);
+  if (!texts) return located(texts.error(), input->origin);
+  input->value = std::move(*texts);
   auto policy = parse_retry_policy(input->value, facts);
   if (!policy) return located(policy.error(), input->origin);
   Explained out{*policy, std::nullopt};
@@ -121,10 +144,60 @@ nlohmann::json slot_gap(const std::optional<CronSchedule>& schedule, const Retry
           {"gap_ms", r.shortest_gap_ms - window}};
 }
 
+// The count, and what ends the chain when it is not the count alone.
+void print_count(const RetryPlan& plan) {
+  if (plan.deadline_ms > 0) {
+    fmt::print("deadline:          {} after the slot (no retry comes due later)\n",
+               format_duration(plan.deadline_ms));
+  }
+  const char* why = plan.stop == RetryPlan::Stop::deadline ? "; the next would pass the deadline"
+                    : plan.stop == RetryPlan::Stop::listed
+                        ? "; listed in part, the chain goes on until the deadline"
+                        : "";
+  fmt::print("retries:           {} after one failure (limit {}{})\n", plan.planned,
+             format_retry_limit(plan.max_retries), why);
+}
+
+void print_window(const RetryPlan& plan) {
+  fmt::print("recovery window:   {}\n", format_duration(plan.recovery_window_ms));
+  if (plan.shortest_window_ms != plan.recovery_window_ms ||
+      plan.longest_window_ms != plan.recovery_window_ms) {
+    fmt::print("  with jitter:     {} to {}\n", format_duration(plan.shortest_window_ms),
+               format_duration(plan.longest_window_ms));
+  }
+}
+
+void print_delays(const RetryPlan& plan) {
+  for (std::size_t i = 0; i < plan.delays_ms.size(); ++i) {
+    fmt::print("  retry {:<3} after {:<10} at +{} from the failure\n", i + 1,
+               format_duration(plan.delays_ms[i]), format_duration(plan.offsets_ms[i]));
+  }
+}
+
+// Several retriers: each one's error names, the classes it takes and its
+// own plan (a failure of its classes after the others' retries still
+// starts at its retry 1).
+void print_rules(const RetryPolicy& policy) {
+  fmt::print(
+      "retriers:          {} (a failure goes to the first that names its class; each "
+      "counts its own retries)\n",
+      policy.rules.size());
+  for (std::size_t r = 0; r < policy.rules.size(); ++r) {
+    const RetryRule& rule = policy.rules[r];
+    const std::string classes = join(class_names(rule.classes));
+    fmt::print("retrier {}:         [{}] -> {}\n", r, join(rule.error_names),
+               classes.empty() ? "no class (earlier retriers took them)" : classes);
+    const RetryPlan plan = plan_rule(policy, r);
+    print_count(plan);
+    print_delays(plan);
+    print_window(plan);
+  }
+}
+
 void print_text(const Explained& e, const RetryPlan& plan,
                 const std::vector<std::string>& surprises, const nlohmann::json& gap) {
   // plan_retries gives one delay and one offset per retry.
-  REHEARSE_ASSERT_EQ(plan.delays_ms.size(), plan.max_retries);
+  REHEARSE_ASSERT_EQ(plan.delays_ms.size(), static_cast<std::size_t>(plan.planned));
   REHEARSE_ASSERT_EQ(plan.offsets_ms.size(), plan.delays_ms.size());
   if (e.converted) {
     const PolicySystem& s = *e.converted->system;
@@ -136,20 +209,17 @@ void print_text(const Explained& e, const RetryPlan& plan,
     if (!e.converted->ignored.empty()) {
       fmt::print("ignored keys:      {}\n", join(e.converted->ignored));
     }
+    for (const std::string& note : e.converted->notes) fmt::print("read as:           {}\n", note);
   }
   fmt::print("policy:            {}\n", describe(e.policy));
   if (!e.policy.reason.empty()) fmt::print("reason:            {}\n", e.policy.reason);
-  fmt::print("retries:           {} after one failure\n", plan.max_retries);
-  for (std::size_t i = 0; i < plan.delays_ms.size(); ++i) {
-    fmt::print("  retry {:<3} after {:<10} at +{} from the failure\n", i + 1,
-               format_duration(plan.delays_ms[i]), format_duration(plan.offsets_ms[i]));
+  if (e.policy.rules.empty()) {
+    print_count(plan);
+    print_delays(plan);
+  } else {
+    print_rules(e.policy);
   }
-  fmt::print("recovery window:   {}\n", format_duration(plan.recovery_window_ms));
-  if (plan.shortest_window_ms != plan.recovery_window_ms ||
-      plan.longest_window_ms != plan.recovery_window_ms) {
-    fmt::print("  with jitter:     {} to {}\n", format_duration(plan.shortest_window_ms),
-               format_duration(plan.longest_window_ms));
-  }
+  if (e.policy.rules.empty()) print_window(plan);
   const std::string classes = join(class_names(plan.retryable_classes));
   fmt::print("retryable classes: {}\n", classes.empty() ? "none" : classes);
   fmt::print("budget:            {}\n", to_string(plan.budget));
@@ -194,7 +264,8 @@ int policy_explain(const Args& args) {
     return usage_error(
         fmt::format("--from \"{}\": expected one of {}", *from, policy_system_names()));
   }
-  auto explained = from ? read_from_system(*from, arg) : read_policy(arg, facts);
+  const auto state = parsed->value("--state");
+  auto explained = from ? read_from_system(*from, arg, state) : read_policy(arg, facts);
   if (!explained) return input_error(explained.error());
   const RetryPlan plan = plan_retries(explained->policy);
   SystemPolicy for_notes = explained->converted.value_or(SystemPolicy{});
@@ -208,6 +279,10 @@ int policy_explain(const Args& args) {
       doc["system"] = std::string(explained->converted->system->name);
       doc["defaults"] = explained->converted->defaults;
       doc["ignored"] = explained->converted->ignored;
+      doc["read_as"] = explained->converted->notes;
+    }
+    for (std::size_t r = 0; r < explained->policy.rules.size(); ++r) {
+      doc["retriers"].push_back(to_json(plan_rule(explained->policy, r)));
     }
     if (!surprises.empty()) doc["notes"] = surprises;
     if (!gap.is_null()) doc["next_slot"] = gap;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "model/assert.hpp"
+#include "model/policy_text.hpp"
 
 namespace rehearse::cli {
 
@@ -27,8 +28,10 @@ std::string line_column(const std::string& text, std::size_t byte_offset) {
 }
 
 Result<TextInput> read_argument_text(const std::string& arg) {
-  if (arg.empty() || arg.front() != '@') return TextInput{arg, "POLICY"};
-  const std::string path = arg.substr(1);
+  // "@FILE"; a decorator such as "@app.task(...)" is the text itself.
+  const auto reference = policy_file_reference(arg);
+  if (!reference) return TextInput{arg, "POLICY"};
+  const std::string& path = *reference;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return make_error(ErrorCode::not_found, "cannot read the policy file", path);

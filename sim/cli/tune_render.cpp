@@ -128,28 +128,30 @@ json tune_json(const TuneResult& r) {
   json rows = json::array();
   for (const auto& row : r.rows) {
     const Backoff& b = row.policy.backoff;
-    rows.push_back({{"label", row.policy.label},
-                    {"attempts", row.policy.attempts},
-                    {"backoff",
-                     {{"type", to_string(b.kind)},
-                      {"delay_ms", b.delay_ms},
-                      {"max_delay_ms", b.max_delay_ms},
-                      {"jitter", b.jitter}}},
-                    {"retry_policy", row.policy.written},
-                    {"in_grid", row.policy.in_grid},
-                    {"current", row.policy.current},
-                    {"runs", row.runs},
-                    {"recovered", row.recovered},
-                    {"recovery", row.recovery},
-                    {"recovery_low", row.recovery_low},
-                    {"recovery_high", row.recovery_high},
-                    {"ttr_p50_ms", row.ttr_p50_ms ? json(*row.ttr_p50_ms) : json(nullptr)},
-                    {"ttr_p95_ms", row.ttr_p95_ms ? json(*row.ttr_p95_ms) : json(nullptr)},
-                    {"extra_calls", row.extra_calls},
-                    {"queue_delay_ms", row.queue_delay_ms},
-                    {"queue_delay_max_ms", row.queue_delay_max_ms},
-                    {"next_slot_overrun", row.next_slot_overrun},
-                    {"pareto", row.pareto}});
+    rows.push_back(
+        {{"label", row.policy.label},
+         {"attempts",
+          row.policy.attempts == kRetriesUnlimited ? json("unlimited") : json(row.policy.attempts)},
+         {"backoff",
+          {{"type", to_string(b.kind)},
+           {"delay_ms", b.delay_ms},
+           {"max_delay_ms", b.max_delay_ms},
+           {"jitter", b.jitter}}},
+         {"retry_policy", row.policy.written},
+         {"in_grid", row.policy.in_grid},
+         {"current", row.policy.current},
+         {"runs", row.runs},
+         {"recovered", row.recovered},
+         {"recovery", row.recovery},
+         {"recovery_low", row.recovery_low},
+         {"recovery_high", row.recovery_high},
+         {"ttr_p50_ms", row.ttr_p50_ms ? json(*row.ttr_p50_ms) : json(nullptr)},
+         {"ttr_p95_ms", row.ttr_p95_ms ? json(*row.ttr_p95_ms) : json(nullptr)},
+         {"extra_calls", row.extra_calls},
+         {"queue_delay_ms", row.queue_delay_ms},
+         {"queue_delay_max_ms", row.queue_delay_max_ms},
+         {"next_slot_overrun", row.next_slot_overrun},
+         {"pareto", row.pareto}});
   }
   json dominated_by = json::array();
   for (const std::size_t i : r.dominating) dominated_by.push_back(r.rows[i].policy.label);

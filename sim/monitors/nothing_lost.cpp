@@ -287,6 +287,34 @@ void NothingLost::note_ledger_targets(const TraceEvent& e) {
 }
 
 // retry_exhausted and failed_permanent only once the budget allows them.
+namespace {
+std::string retry_limit_text(int limit) {
+  return limit == kWitnessUnlimited ? std::string("unlimited") : std::to_string(limit);
+}
+}  // namespace
+
+// Several retriers: the failure's retrier must have spent its own count
+// (or the deadline be near) before the chain ends; a class no retrier takes
+// fails at once.
+void NothingLost::check_rule_spent(const TraceEvent& e, std::size_t i, const WitnessPolicy& p,
+                                   const std::string& cls, bool stalled, Violations& out) {
+  const WitnessRule* rule = p.rule_of(cls);
+  if (rule == nullptr || stalled) return;
+  const auto index = static_cast<std::size_t>(rule - p.rules.data());
+  const int spent = context_.retry_count.scheduled_by_rule(e.job, *e.slot, index);
+  WitnessPolicy one = p;
+  one.delays = rule->delays;
+  if (spent >= rule->retries_max ||
+      p.past_deadline(*e.slot, context_.wall_clock.wall(e.t) + one.max_delay_ms(spent + 1))) {
+    return;
+  }
+  out.push_back(
+      {kName, i, e.t,
+       fmt::format("job {} slot {}: {} on {} after {} of the {} retries its retrier {} "
+                   "allows",
+                   e.job, slot_text(e.slot), e.type, cls, spent, rule->retries_max, index)});
+}
+
 void NothingLost::check_budget_spent(const TraceEvent& e, std::size_t i, Violations& out) {
   if ((e.type != "retry_exhausted" && e.type != "failed_permanent") || !e.slot) return;
   const MonitoredJob* job = context_.jobs.find(e.job);
@@ -302,17 +330,33 @@ void NothingLost::check_budget_spent(const TraceEvent& e, std::size_t i, Violati
   // carries: a core that misclassified a 429 as auth would write `auth` there.
   const std::string cls = slot != nullptr && slot->last_failure_class ? *slot->last_failure_class
                                                                       : e.str("failure_class");
-  if (e.type == "retry_exhausted" && spent < p.retries_max) {
+  // A deadline may end the chain before its count: legitimately only when
+  // some draw of the next delay would come due after it.
+  const bool deadline_may_end =
+      p.past_deadline(*e.slot, context_.wall_clock.wall(e.t) + p.max_delay_ms(spent + 1));
+  if (!p.rules.empty()) {
+    check_rule_spent(e, i, p, cls, stalled, out);
+    return;
+  }
+  if (e.type == "retry_exhausted" && spent < p.retries_max && !deadline_may_end) {
     out.push_back({kName, i, e.t,
-                   fmt::format("job {} slot {}: declared retry_exhausted after {} of {} retries",
-                               e.job, slot_text(e.slot), spent, p.retries_max)});
+                   fmt::format("job {} slot {}: declared retry_exhausted after {} of {} retries{}",
+                               e.job, slot_text(e.slot), spent, retry_limit_text(p.retries_max),
+                               p.deadline_ms > 0 ? fmt::format(", with the next retry due "
+                                                               "before the deadline {} after the "
+                                                               "slot",
+                                                               format_duration(p.deadline_ms))
+                                                 : std::string())});
   } else if (e.type == "failed_permanent" && !stalled && p.retries_class(cls) &&
-             spent < p.retries_max) {
+             spent < p.retries_max && !deadline_may_end) {
     out.push_back(
         {kName, i, e.t,
          fmt::format("job {} slot {}: failed permanently on {}, a class its policy "
                      "retries, with {} of {} retries left",
-                     e.job, slot_text(e.slot), cls, p.retries_max - spent, p.retries_max)});
+                     e.job, slot_text(e.slot), cls,
+                     p.retries_max == kWitnessUnlimited ? std::string("unlimited")
+                                                        : std::to_string(p.retries_max - spent),
+                     retry_limit_text(p.retries_max))});
   }
 }
 

@@ -127,6 +127,8 @@ class NothingLost final : public Monitor {
   void check_success_delivered(const TraceEvent& e, std::size_t i, Violations& out);
   void note_ledger_targets(const TraceEvent& e);
   void check_budget_spent(const TraceEvent& e, std::size_t i, Violations& out);
+  void check_rule_spent(const TraceEvent& e, std::size_t i, const WitnessPolicy& p,
+                        const std::string& cls, bool stalled, Violations& out);
   void check_group_verdict(const TraceEvent& e, std::size_t i, Violations& out);
   void judge_group_run(const std::string& job, std::size_t i, TimeMs t, Violations& out);
   void track_recovery(const TraceEvent& e, std::size_t i);

@@ -113,8 +113,9 @@ void RetriesBounded::on_retry_started(const TraceEvent& e, std::size_t i, const 
                    fmt::format("job {} slot {}: retried after a {} failure, a class its policy "
                                "does not retry",
                                e.job, slot_text(e.slot), *cls)});
-  } else if (failed_t && context_.wall_clock.wall(e.t) <
-                             context_.wall_clock.wall(*failed_t) + p.min_delay_ms(n)) {
+  } else if (failed_t && p.rules.empty() &&
+             context_.wall_clock.wall(e.t) <
+                 context_.wall_clock.wall(*failed_t) + p.min_delay_ms(n)) {
     out.push_back({kName, i, e.t,
                    fmt::format("job {} slot {}: retry {} ran {} after the failure, before its "
                                "backoff of {}",
@@ -190,12 +191,24 @@ void RetriesBounded::check_window(const TraceEvent& e, std::size_t i, Violations
   if (!fresh || !failed_t) return;
   const auto ready = parse_instant(e.str("ready_at"));
   if (!ready.ok()) return;
+  if (!p.rules.empty()) {
+    check_rule_window(e, i, *job, *ready, *failed_t, out);
+    return;
+  }
   const int n = context_.retry_count.scheduled(e.job, *e.slot, p.per_slot) + 1;
   if (n > p.retries_max) {
     out.push_back({kName, i, e.t,
                    fmt::format("job {} slot {}: retry {} queued, beyond the policy's {} ({})",
                                e.job, slot_text(e.slot), n, p.retries_max,
                                p.per_slot ? "per_slot" : "per_episode")});
+    return;
+  }
+  if (p.past_deadline(*e.slot, *ready)) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: retry {} queued due {}, after the policy's "
+                               "deadline {} after the slot",
+                               e.job, slot_text(e.slot), n, format_instant(*ready),
+                               format_duration(p.deadline_ms))});
     return;
   }
   // The core adds the backoff to its own clock's reading of the failure.
@@ -207,6 +220,39 @@ void RetriesBounded::check_window(const TraceEvent& e, std::size_t i, Violations
                    fmt::format("job {} slot {}: retry {} queued {} after the failure, outside its "
                                "policy's window [{}, {}]",
                                e.job, slot_text(e.slot), n, format_duration(delay),
+                               format_duration(lo + 1), format_duration(hi - 1))});
+  }
+}
+
+// Several retriers: the retry belongs to the retrier of the class the world
+// saw fail the run, and is judged by that retrier's own count and curve.
+void RetriesBounded::check_rule_window(const TraceEvent& e, std::size_t i, const MonitoredJob& job,
+                                       TimeMs ready, TimeMs failed_t, Violations& out) {
+  const WitnessPolicy& p = job.policy;
+  const SlotWatch& s = context_.slots.at(e.job, *e.slot);
+  if (!s.last_failure_class) return;
+  const WitnessRule* rule = p.rule_of(*s.last_failure_class);
+  if (rule == nullptr) return;  // retries_class judges a class no retrier takes
+  const auto index = static_cast<std::size_t>(rule - p.rules.data());
+  const int n = context_.retry_count.scheduled_by_rule(e.job, *e.slot, index) + 1;
+  if (n > rule->retries_max) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: retry {} of retrier {} ({}) queued, beyond its "
+                               "MaxAttempts {}",
+                               e.job, slot_text(e.slot), n, index, *s.last_failure_class,
+                               rule->retries_max)});
+    return;
+  }
+  WitnessPolicy one = p;
+  one.rules.clear();
+  one.delays = rule->delays;
+  const DurationMs delay = ready - context_.wall_clock.wall(failed_t);
+  const DurationMs lo = one.min_delay_ms(n), hi = one.max_delay_ms(n);
+  if (delay < lo || delay > hi) {
+    out.push_back({kName, i, e.t,
+                   fmt::format("job {} slot {}: retry {} of retrier {} queued {} after the "
+                               "failure, outside its window [{}, {}]",
+                               e.job, slot_text(e.slot), n, index, format_duration(delay),
                                format_duration(lo + 1), format_duration(hi - 1))});
   }
 }

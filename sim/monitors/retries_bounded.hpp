@@ -52,6 +52,8 @@ class RetriesBounded final : public Monitor {
   void on_retry_scheduled(const TraceEvent& e, std::size_t i, const MonitoredJob& job,
                           Violations& out);
   void check_window(const TraceEvent& e, std::size_t i, Violations& out);
+  void check_rule_window(const TraceEvent& e, std::size_t i, const MonitoredJob& job, TimeMs ready,
+                         TimeMs failed_t, Violations& out);
 
   MonitorContext& context_;
   SupersedeWatch supersede_;  // per_episode: a later slot supersedes pending retries

@@ -47,6 +47,7 @@ void RetryCount::rebase(const std::string& job, const TraceEvent* row) {
             record["retry_count"].is_number_integer()) {
           n = record["retry_count"].get<int>();
           pending = pending_retry(record);
+          rebase_rules(job, key.second, record);
         }
       }
     }
@@ -60,6 +61,18 @@ void RetryCount::rebase(const std::string& job, const TraceEvent* row) {
   REHEARSE_ASSERT_LE(episode_surviving_[job], held);
 }
 
+// Each retrier's count as the surviving record holds it (`rule_counts`).
+void RetryCount::rebase_rules(const std::string& job, TimeMs slot, const nlohmann::json& record) {
+  const auto it = record.find("rule_counts");
+  for (auto& [key, n] : rule_scheduled_) {
+    if (std::get<0>(key) != job || std::get<1>(key) != slot) continue;
+    const std::size_t i = std::get<2>(key);
+    const bool held =
+        it != record.end() && it->is_array() && i < it->size() && (*it)[i].is_number_integer();
+    n = held ? std::max(0, (*it)[i].get<int>()) : 0;
+  }
+}
+
 int RetryCount::surviving(const std::string& job, TimeMs slot, bool per_slot) const {
   if (per_slot) {
     const auto it = slot_surviving_.find({job, slot});
@@ -70,6 +83,20 @@ int RetryCount::surviving(const std::string& job, TimeMs slot, bool per_slot) co
   const auto it = episode_surviving_.find(job);
   REHEARSE_ASSERT(it == episode_surviving_.end() || it->second >= 0);
   return it == episode_surviving_.end() ? 0 : it->second;
+}
+
+void RetryCount::count_by_rule(const MonitoredJob& job, const TraceEvent& e) {
+  const std::vector<WitnessRule>& rules = job.policy.rules;
+  const WitnessRule* rule = job.policy.rule_of(e.str("failure_class"));
+  if (rule == nullptr) return;
+  const auto index = static_cast<std::size_t>(rule - rules.data());
+  REHEARSE_ASSERT_LT(index, rules.size());
+  ++rule_scheduled_[{e.job, *e.slot, index}];
+}
+
+int RetryCount::scheduled_by_rule(const std::string& job, TimeMs slot, std::size_t rule) const {
+  const auto it = rule_scheduled_.find({job, slot, rule});
+  return it == rule_scheduled_.end() ? 0 : it->second;
 }
 
 void RetryCount::observe(const TraceEvent& e) {
@@ -98,6 +125,7 @@ void RetryCount::observe(const TraceEvent& e) {
     if (!was_fresh) return;  // a replayed intent announces the same retry again
     const int before = scheduled(e.job, *e.slot, per_slot);
     ++(per_slot ? slot_scheduled_[key] : episode_scheduled_[e.job]);
+    count_by_rule(*job, e);
     // The count the monitors read is the one this retry added to.
     REHEARSE_ASSERT_EQ(scheduled(e.job, *e.slot, per_slot), before + 1);
 

@@ -20,6 +20,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "model/time.hpp"
@@ -45,6 +46,9 @@ class RetryCount {
   // made): the row's count, less the retry it still has pending
   // (next_action retry), which the boot runs again as that same retry.
   int surviving(const std::string& job, TimeMs slot, bool per_slot) const;
+  // A policy of several retriers: the retries retrier `rule` has scheduled
+  // for the slot (each counts its own; by the class each retry answered).
+  int scheduled_by_rule(const std::string& job, TimeMs slot, std::size_t rule) const;
 
  private:
   const JobTable& jobs_;
@@ -55,8 +59,11 @@ class RetryCount {
   std::set<std::string> rebase_;  // jobs whose count awaits the surviving durable row
   std::map<std::pair<std::string, TimeMs>, int> slot_surviving_;
   std::map<std::string, int> episode_surviving_;
+  std::map<std::tuple<std::string, TimeMs, std::size_t>, int> rule_scheduled_;
 
   void rebase(const std::string& job, const TraceEvent* row);
+  void rebase_rules(const std::string& job, TimeMs slot, const nlohmann::json& record);
+  void count_by_rule(const MonitoredJob& job, const TraceEvent& e);
 };
 
 }  // namespace rehearse::sim

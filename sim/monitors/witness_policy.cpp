@@ -97,11 +97,21 @@ std::string read_count(const json& j, bool bullmq, WitnessPolicy& p) {
       bullmq
           ? std::vector<std::string>{"attempts", "backoff", "retryable_classes", "budget", "reason"}
           : std::vector<std::string>{"max",    "backoff_sec", "backoff", "retryable_classes",
-                                     "reason", "budget"};
+                                     "reason", "budget",      "until"};
   for (const auto& [k, v] : j.items()) {
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) return "key " + k;
   }
   const char* count_key = bullmq ? "attempts" : "max";
+  if (!bullmq && j.contains("until")) {
+    const auto until = read_witness_delay(j.at("until"));
+    if (!until || *until <= 0) return "until";
+    p.deadline_ms = *until;
+    if (!j.contains("max")) p.retries_max = kWitnessUnlimited;
+  }
+  if (p.retries_max == kWitnessUnlimited) {
+    p.classes = {"timeout", "network", "provider_5xx", "rate_limit"};
+    return {};
+  }
   if (!j.contains(count_key) || !j.at(count_key).is_number_integer()) {
     return std::string(count_key) + " missing or not an integer";
   }
@@ -137,6 +147,8 @@ std::string read_delays(const json& j, bool bullmq, WitnessPolicy& p) {
   }
   // BullMQ without a backoff retries at once; the per-job form needs one.
   if (p.retries_max > 0 && !has_backoff && !bullmq) return "no backoff";
+  // Without a count, a delay of 0 would retry until the deadline at once.
+  if (p.retries_max == kWitnessUnlimited && p.delays.delay_ms <= 0) return "until with no delay";
   REHEARSE_ASSERT_GE(p.delays.delay_ms, 0);
   return {};
 }
@@ -169,18 +181,35 @@ std::optional<WitnessPolicy> read_wrapped_system(const json& j) {
     system = s;
   }
   if (system == nullptr) return std::nullopt;
+  const bool machine_state = system->name == "stepfunctions" && j.contains("state");
   for (const auto& [k, v] : j.items()) {
-    if (k != system->name && k != "retryable_classes" && k != "budget" && k != "reason") {
+    if (k != system->name && k != "retryable_classes" && k != "budget" && k != "reason" &&
+        !(k == "state" && machine_state)) {
       return invalid_witness_policy("key " + k + " beside " + std::string(system->name));
     }
   }
-  WitnessPolicy p = system->read(j.at(std::string(system->name)));
+  const json* value = &j.at(std::string(system->name));
+  if (machine_state) {
+    // "state": the named state of a state machine definition.
+    const json& name = j.at("state");
+    if (!name.is_string() || !value->is_object() || !value->contains("States") ||
+        !value->at("States").contains(name.get<std::string>())) {
+      return invalid_witness_policy("state");
+    }
+    value = &value->at("States").at(name.get<std::string>());
+  }
+  WitnessPolicy p = system->read(*value);
   if (!p.valid) return p;
   p.form = std::string(system->name);
   p.per_slot = true;
-  p.all_classes = true;
   if (std::string error = read_classes_and_budget(j, p); !error.empty()) {
     return invalid_witness_policy(std::move(error));
+  }
+  if (!p.rules.empty() && !p.per_slot) return invalid_witness_policy("budget with retriers");
+  // retryable_classes beside several retriers narrows each of them.
+  for (WitnessRule& r : p.rules) {
+    if (p.all_classes) break;
+    std::erase_if(r.classes, [&p](const std::string& c) { return p.classes.count(c) == 0; });
   }
   REHEARSE_ASSERT(p.valid);
   REHEARSE_ASSERT_GE(p.retries_max, 0);
@@ -238,11 +267,66 @@ WitnessPolicy read_policy(const std::optional<json>& written, std::optional<bool
   return read_own_form(j);
 }
 
+const WitnessRule* WitnessPolicy::rule_of(const std::string& failure_class) const {
+  for (const WitnessRule& r : rules) {
+    if (r.classes.count(failure_class) != 0) return &r;
+  }
+  return nullptr;
+}
+
 bool WitnessPolicy::retries_class(const std::string& failure_class) const {
   // Only the readers make a policy valid, and they read a count of retries.
   REHEARSE_ASSERT(!valid || retries_max >= 0);
   if (!valid || retries_max <= 0) return false;
   return all_classes || classes.count(failure_class) != 0;
+}
+
+namespace {
+
+std::optional<std::int64_t> ruby_floor_div(std::int64_t a, std::int64_t b, bool modulo) {
+  if (b == 0 || (a == INT64_MIN && b == -1)) return std::nullopt;
+  std::int64_t q = a / b, r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) {
+    q -= 1;
+    r += b;
+  }
+  return modulo ? r : q;
+}
+
+std::optional<std::int64_t> ruby_power(std::int64_t a, std::int64_t b) {
+  if (b < 0) return std::nullopt;
+  std::int64_t out = 1;
+  for (std::int64_t i = 0; i < b; ++i) {
+    if (__builtin_mul_overflow(out, a, &out)) return std::nullopt;
+    if (out == 0 || out == 1) break;
+  }
+  return out;
+}
+
+}  // namespace
+
+// A sidekiq_retry_in block at `count`, with Ruby's integer arithmetic
+// (division and modulo round toward negative infinity); nullopt where Ruby
+// would raise or leave 64 bits, which Sidekiq answers with its own formula.
+std::optional<std::int64_t> eval_block(const json& e, std::int64_t count) {
+  if (e.is_number_integer()) return e.get<std::int64_t>();
+  if (e.is_string()) return e == "count" ? std::optional<std::int64_t>(count) : std::nullopt;
+  if (!e.is_array() || e.empty() || !e[0].is_string()) return std::nullopt;
+  const std::string op = e[0].get<std::string>();
+  if (op == "neg" && e.size() == 2) {
+    const auto a = eval_block(e[1], count);
+    return a && *a != INT64_MIN ? std::optional<std::int64_t>(-*a) : std::nullopt;
+  }
+  if (e.size() != 3) return std::nullopt;
+  const auto a = eval_block(e[1], count), b = eval_block(e[2], count);
+  if (!a || !b) return std::nullopt;
+  std::int64_t out = 0;
+  if (op == "+") return __builtin_add_overflow(*a, *b, &out) ? std::nullopt : std::optional(out);
+  if (op == "-") return __builtin_sub_overflow(*a, *b, &out) ? std::nullopt : std::optional(out);
+  if (op == "*") return __builtin_mul_overflow(*a, *b, &out) ? std::nullopt : std::optional(out);
+  if (op == "/" || op == "%") return ruby_floor_div(*a, *b, op == "%");
+  if (op == "**") return ruby_power(*a, *b);
+  return std::nullopt;
 }
 
 DurationMs WitnessDelays::base_ms(int n) const {
@@ -252,6 +336,12 @@ DurationMs WitnessDelays::base_ms(int n) const {
     case Curve::fixed: break;
     case Curve::exponential: base = d * std::pow(factor, std::min(n - 1, 4000)); break;
     case Curve::linear: base = d * static_cast<double>(n); break;
+    case Curve::block:
+      if (const auto seconds = eval_block(block, n - 1); seconds && *seconds > 0) {
+        base = static_cast<double>(*seconds) * kSecondMs;
+        break;
+      }
+      [[fallthrough]];
     case Curve::sidekiq:
       base = d + static_cast<double>(kSecondMs) * std::pow(static_cast<double>(n - 1), 4.0);
       break;

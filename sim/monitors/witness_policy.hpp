@@ -4,10 +4,12 @@
 // conversions. The six systems' forms are read by witness_systems.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "model/time.hpp"
 
@@ -21,6 +23,7 @@ struct WitnessDelays {
     exponential,  // round(delay * factor^(n-1))
     linear,       // delay * n
     sidekiq,      // 15 s + (n-1)^4 s (Sidekiq's count ** 4 + 15, count = n - 1)
+    block,        // a sidekiq_retry_in block at count = n - 1 (s), or `sidekiq` when <= 0
   };
   enum class Jitter : unsigned char {
     none,
@@ -34,10 +37,23 @@ struct WitnessDelays {
   std::optional<DurationMs> cap_ms;  // applies to the curve, before jitter
   Jitter jitter = Jitter::none;
   double proportion = 0.0;  // Jitter::proportional only
+  nlohmann::json block;     // Curve::block: the block's arithmetic (["+", a, b], "count", 5)
 
   // The curve's delay for retry n, capped, before jitter (saturating).
   DurationMs base_ms(int n) const;
 };
+
+// One of several retriers (Step Functions): the classes it takes (those no
+// earlier retrier took), its own count of retries and its own curve.
+struct WitnessRule {
+  std::set<std::string> classes;
+  int retries_max = 0;
+  WitnessDelays delays;
+};
+
+// A count limit of none (Temporal's maximumAttempts 0, Celery's None, the
+// per-job form's `until` alone): above every count, so comparisons hold.
+inline constexpr int kWitnessUnlimited = 2147483647;
 
 struct WitnessPolicy {
   bool valid = false;
@@ -45,13 +61,21 @@ struct WitnessPolicy {
   // Which form the policy was written in: "per_job", "bullmq", "auto", or a
   // system's name ("temporal", "stepfunctions", "sidekiq", "celery", "k8s").
   std::string form;
+  // kWitnessUnlimited: no count, the deadline ends the chain.
   int retries_max = 0;
+  // A retry may come due no later than slot + deadline_ms (0: no deadline).
+  DurationMs deadline_ms = 0;
   bool per_slot = false;
   bool all_classes = false;
   std::set<std::string> classes;
   WitnessDelays delays;
+  // Several retriers: a failure goes to the first whose classes hold its
+  // class, counted apart; `classes` is then their union.
+  std::vector<WitnessRule> rules;
 
   bool retries_class(const std::string& failure_class) const;
+  // The retrier a class goes to, or nullptr (none, or no rules).
+  const WitnessRule* rule_of(const std::string& failure_class) const;
   // The delay the policy gives retry n (>= 1) before jitter.
   DurationMs base_delay_ms(int n) const { return delays.base_ms(n); }
   // The least delay before retry n (>= 1) the policy allows (jitter's floor
@@ -60,9 +84,18 @@ struct WitnessPolicy {
   // The largest delay before retry n (>= 1): the base delay, or above it by
   // Sidekiq's additive jitter; 1 ms slack.
   DurationMs max_delay_ms(int n) const;
+  // Whether a retry due at `due` (the core's clock) is past the deadline of
+  // the chain of `slot`.
+  bool past_deadline(TimeMs slot, TimeMs due) const {
+    return deadline_ms > 0 && due > slot + deadline_ms;
+  }
 };
 
 WitnessPolicy invalid_witness_policy(std::string why);
+
+// The monitors' own evaluation of a sidekiq_retry_in block's arithmetic at
+// `count` (Ruby's integer semantics); nullopt where Ruby would raise.
+std::optional<std::int64_t> eval_block(const nlohmann::json& ast, std::int64_t count);
 
 // The classes, budget and reason a policy of any form may carry beside its
 // retry keys; fills `p`. An error, or "".

@@ -374,8 +374,9 @@ json grid_policy_json(int attempts, const Backoff& b) {
 }
 
 bool same_behaviour(const RetryPolicy& a, const RetryPolicy& b) {
-  return a.max_retries == b.max_retries && a.backoff == b.backoff &&
-         a.retryable_classes == b.retryable_classes && a.budget == b.budget;
+  return a.max_retries == b.max_retries && a.deadline_ms == b.deadline_ms &&
+         a.backoff == b.backoff && a.retryable_classes == b.retryable_classes &&
+         a.budget == b.budget;
 }
 
 Result<std::vector<TunePolicy>> tune_policies(const TuneGrid& grid, const JobFacts& job) {
@@ -413,9 +414,15 @@ Result<std::vector<TunePolicy>> tune_policies(const TuneGrid& grid, const JobFac
     p.current = true;
     p.written = current_written;
     if (current) {
-      p.attempts = current->max_retries + 1;
       p.backoff = current->backoff;
-      p.label = policy_label(p.attempts, p.backoff) + " (own)";
+      if (unlimited_retries(*current)) {
+        // Unlimited until a deadline: no count of attempts to show.
+        p.attempts = kRetriesUnlimited;
+        p.label = describe(*current) + " (own)";
+      } else {
+        p.attempts = current->max_retries + 1;
+        p.label = policy_label(p.attempts, p.backoff) + " (own)";
+      }
     } else {
       p.label = "the job's own (invalid: never retried)";
     }

@@ -183,6 +183,36 @@ void check_state(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
   }
 }
 
+// "none", "proportional" (BullMQ), "full" (Step Functions FULL, Celery),
+// "additive" (Sidekiq): a backoff's jitter, as expect.policy names it.
+std::string jitter_kind(const Backoff& b) {
+  if (b.jitter > 0.0) return "proportional";
+  if (b.full_jitter) return "full";
+  if (b.additive_steps > 0) return "additive";
+  return "none";
+}
+
+// The shape of the conversion: factor, cap, jitter kind, deadline, retriers.
+void check_policy_shape(std::vector<ExpectFailure>& out, const std::string& p,
+                        const PolicyExpectation& x, const RetryPolicy& policy) {
+  const Backoff& b = policy.backoff;
+  if (x.factor && *x.factor != b.factor) {
+    out.push_back({p + "/factor", fmt::format("{}", *x.factor), fmt::format("{}", b.factor),
+                   *x.factor, b.factor});
+  }
+  const auto duration = [&](const char* key, const std::optional<DurationMs>& want,
+                            DurationMs got) {
+    if (!want || *want == got) return;
+    const auto text = [](DurationMs d) { return d == 0 ? std::string("none") : short_duration(d); };
+    out.push_back({p + "/" + key, text(*want), text(got), *want, got});
+  };
+  duration("cap", x.cap_ms, b.max_delay_ms);
+  duration("deadline", x.deadline_ms, policy.deadline_ms);
+  if (x.jitter) check_text(out, p + "/jitter", *x.jitter, jitter_kind(b));
+  const auto retriers = static_cast<std::int64_t>(std::max<std::size_t>(1, policy.rules.size()));
+  check_count(out, p + "/retriers", x.retriers, retriers);
+}
+
 // expect.jobs.<id>.policy: what the worker derives from the job's
 // configuration and the environment (what "auto" chose).
 void check_policy(std::vector<ExpectFailure>& out, const Scenario& scenario, const std::string& job,
@@ -207,6 +237,7 @@ void check_policy(std::vector<ExpectFailure>& out, const Scenario& scenario, con
                    short_duration(policy.backoff.delay_ms), *x.delay_ms, policy.backoff.delay_ms});
   }
   if (x.budget) check_text(out, p + "/budget", to_string(*x.budget), to_string(policy.budget));
+  check_policy_shape(out, p, x, policy);
 }
 
 // Bounds on the largest start lateness of the job's regular slots.

@@ -161,6 +161,9 @@ struct JobSpec {
   // core's policy parser decides what it means, so an invalid policy reaches
   // the core unchanged and fails closed there. Absent: no policy at all.
   std::optional<nlohmann::json> retry_policy;
+  // The policy held its system's own text (or a file of it), read by the
+  // loader into the system's keys (docs/policies.md "Native files").
+  bool policy_from_text = false;
   SideEffectKind side_effects = SideEffectKind::draft;
   std::optional<std::string> idempotency_key;
   std::string note;
@@ -294,10 +297,18 @@ struct StateExpectation {
 // The policy the worker runs the job with (what "auto" chose, or the parse of
 // any other form); each field is optional.
 struct PolicyExpectation {
-  std::optional<std::int64_t> max_retries;
+  std::optional<std::int64_t> max_retries;  // kRetriesUnlimited: "unlimited"
   std::optional<BackoffKind> backoff;
   std::optional<DurationMs> delay_ms;
   std::optional<BudgetScope> budget;
+  // The shape a conversion must give: the growth per retry, the cap on each
+  // delay (0: none), the jitter's kind, the deadline (0: none), the number
+  // of retriers (1 for a policy of one).
+  std::optional<double> factor;
+  std::optional<DurationMs> cap_ms;
+  std::optional<std::string> jitter;  // none, proportional, full, additive
+  std::optional<DurationMs> deadline_ms;
+  std::optional<std::int64_t> retriers;
 };
 
 // How a slot ended, as the monitors' slot tracker saw it at `until`.

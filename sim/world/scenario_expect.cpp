@@ -254,19 +254,52 @@ std::optional<StateExpectation> Loader::load_state_expectation(const json& v,
   return out;
 }
 
+// factor, cap ("none" or a duration), jitter, deadline ("none" or a
+// duration), retriers.
+void Loader::load_policy_shape(const json& v, const std::string& pointer, PolicyExpectation& out) {
+  if (const json* f = field(v, "factor")) {
+    if (f->is_number() && f->get<double>() >= 1.0 && f->get<double>() <= 1000.0) {
+      out.factor = f->get<double>();
+    } else {
+      value_error(child(pointer, "factor"), "expected the growth per retry: a number from 1");
+    }
+  }
+  const auto none_or_duration = [&](const char* key) -> std::optional<DurationMs> {
+    const json* d = field(v, key);
+    if (d == nullptr) return std::nullopt;
+    if (d->is_string() && *d == "none") return DurationMs{0};
+    return read_duration(*d, child(pointer, key), 1);
+  };
+  out.cap_ms = none_or_duration("cap");
+  out.deadline_ms = none_or_duration("deadline");
+  if (const json* j = field(v, "jitter")) {
+    const std::vector<std::string> names{"none", "proportional", "full", "additive"};
+    if (auto i = read_name(*j, child(pointer, "jitter"), names, "jitter kind")) {
+      out.jitter = names[*i];
+    }
+  }
+  if (const json* r = field(v, "retriers")) {
+    out.retriers = read_int(*r, child(pointer, "retriers"), 1, 32, "a count of retriers");
+  }
+}
+
 std::optional<PolicyExpectation> Loader::load_policy_expectation(const json& v,
                                                                  const std::string& pointer) {
   if (!expect_object(v, pointer, "the policy the job runs with")) return std::nullopt;
   check_keys(v, pointer, keys_of("policy_expectation"));
   PolicyExpectation out;
   if (const json* m = field(v, "max_retries")) {
-    out.max_retries =
-        read_int(*m, child(pointer, "max_retries"), 0, kRetryCountMax, "a retry count");
+    out.max_retries = m->is_string() && *m == "unlimited"
+                          ? std::optional<std::int64_t>(kRetriesUnlimited)
+                          : read_int(*m, child(pointer, "max_retries"), 0, kRetryCountMax,
+                                     "a retry count (or \"unlimited\")");
   }
+  load_policy_shape(v, pointer, out);
   if (const json* b = field(v, "backoff")) {
     // Every curve a policy can have, polynomial (Sidekiq's) included: the
     // core's parse_backoff_kind reads only what a per-job policy may name.
-    const std::vector<std::string> names{"fixed", "exponential", "linear", "polynomial"};
+    const std::vector<std::string> names{"fixed", "exponential", "linear", "polynomial",
+                                         "expression"};
     if (auto i = read_name(*b, child(pointer, "backoff"), names, "backoff")) {
       out.backoff = static_cast<BackoffKind>(*i);
       REHEARSE_ASSERT(names[*i] == to_string(*out.backoff));  // names in BackoffKind order

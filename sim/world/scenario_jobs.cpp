@@ -2,6 +2,14 @@
 // every job shares, and the fleet block that generates jobs.
 #include "sim/world/scenario_loader.hpp"
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+
+#include "model/policy_forms.hpp"
+#include "model/policy_text.hpp"
+
 namespace rehearse::sim::scenario_detail {
 
 void Loader::load_jobs(const json& v, const std::string& pointer) {
@@ -122,10 +130,51 @@ void Loader::load_job_schedule(const json& v, const std::string& pointer, JobSpe
   }
 }
 
+// {"k8s": "@job.yaml"} or {"celery": "@app.task(...)"}: a system's settings
+// as its users keep them, in a file beside the scenario or inline, read into
+// the system's keys (model/policy_text.hpp). Anything else is kept as written.
+json Loader::native_policy(const json& policy, const std::string& pointer) {
+  if (!policy.is_object()) return policy;
+  json texts = policy;
+  std::map<std::string, std::string> files;  // system -> the file its text came from
+  for (auto& [system, value] : texts.items()) {
+    if (!value.is_string() || find_policy_system(system) == nullptr) continue;
+    const auto reference = policy_file_reference(value.get<std::string>());
+    if (!reference) continue;
+    const std::string file = (std::filesystem::path(path_).parent_path() / *reference).string();
+    std::ifstream in(file, std::ios::binary);
+    if (!in) {
+      reference_error(child(pointer, system),
+                      fmt::format("cannot read the {} policy file {}", system, file));
+      return policy;
+    }
+    value = std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    files[system] = file;
+  }
+  auto read = read_policy_texts(texts);
+  if (!read.ok()) {
+    // where: the text's pointer, then its line:column.
+    const std::string& w = read.error().where;
+    const std::size_t space = w.find(' ');
+    const std::string inner = w.substr(0, space);
+    const std::string system = inner.substr(1, inner.find('/', 1) - 1);
+    const std::string text_at =
+        space == std::string::npos ? "" : fmt::format(" (at {} of ", w.substr(space + 1));
+    const auto file = files.find(system);
+    const std::string origin = file == files.end() ? "the text)" : file->second + ")";
+    value_error(pointer + inner, read.error().message + (text_at.empty() ? "" : text_at + origin));
+    return policy;
+  }
+  return *read;
+}
+
 // The keys every kind shares: policy, side effects, idempotency key, note.
 void Loader::load_job_common(const json& v, const std::string& pointer, std::optional<JobKind> kind,
                              JobSpec& job) {
-  if (const json* p = field(v, "retry_policy")) job.retry_policy = *p;
+  if (const json* p = field(v, "retry_policy")) {
+    job.retry_policy = native_policy(*p, child(pointer, "retry_policy"));
+    job.policy_from_text = *job.retry_policy != *p;
+  }
   if (kind) job.side_effects = default_side_effects(*kind);
   if (const json* s = field(v, "side_effects")) {
     const std::vector<std::string> names{"none", "draft", "publish"};

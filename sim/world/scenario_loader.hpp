@@ -464,6 +464,7 @@ class Loader {
   std::optional<StateExpectation> load_state_expectation(const json& v, const std::string& pointer);
   std::optional<std::optional<TimeMs>> read_instant_or_null(const json& v,
                                                             const std::string& pointer);
+  void load_policy_shape(const json& v, const std::string& pointer, PolicyExpectation& out);
   std::optional<PolicyExpectation> load_policy_expectation(const json& v,
                                                            const std::string& pointer);
   std::optional<std::vector<SlotExpectation>> load_slot_expectations(const json& v,
@@ -476,6 +477,7 @@ class Loader {
                                                                       const std::string& job);
   std::optional<LatenessExpectation> load_lateness(const json& v, const std::string& pointer);
   void load_damaged_files(const json& v, const std::string& pointer);
+  json native_policy(const json& policy, const std::string& pointer);
   std::map<NotificationEvent, std::int64_t> load_event_counts(const json& v,
                                                               const std::string& pointer);
 

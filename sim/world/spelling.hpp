@@ -8,10 +8,12 @@
 #include <string_view>
 #include <vector>
 
+#include "model/edit_distance.hpp"
+
 namespace rehearse::sim {
 
 // Levenshtein distance (insertions, deletions, substitutions).
-std::size_t edit_distance(std::string_view a, std::string_view b);
+using rehearse::edit_distance;
 
 // The candidate nearest `word` when it is within max(2, |word| / 3) edits.
 std::optional<std::string> closest(std::string_view word, const std::vector<std::string>& options);

@@ -92,6 +92,7 @@ check policy-per-job-json 0 '{
     300000,
     600000
   ],
+  "planned": 2,
   "policy": {
     "backoff": {
       "delay": "5m",
@@ -116,7 +117,8 @@ check policy-per-job-json 0 '{
     "network",
     "provider_5xx",
     "rate_limit"
-  ]
+  ],
+  "stopped_by": "count"
 }' - -- policy explain '{"max": 2, "backoff_sec": 300, "retryable_classes": ["timeout","network","provider_5xx","rate_limit"], "reason": "Review-only draft generation; no automatic live publish."}' --json
 check policy-bullmq-text 0 - - -- policy explain '{"attempts": 4, "backoff": {"type": "exponential", "delay": 1800000}}'
 check policy-unknown-key 2 "" "POLICY:/backoff/bogus" -- policy explain '{"attempts": 4, "backoff": {"type": "exponential", "delay": 1, "bogus": 1}}'

@@ -95,6 +95,8 @@ inline rc::Gen<SlotRecord> gen_slot(TimeMs slot, bool full) {
     r.next_action = *gen_action();
     r.stalled_count = *gen_count(full);
     r.last_error = *gen_text(full);
+    if (full) r.rule_counts = *rc::gen::container<std::vector<int>>(gen_count(false));
+    if (r.rule_counts.size() > kRuleCountMax) r.rule_counts.resize(kRuleCountMax);
     return r;
   });
 }

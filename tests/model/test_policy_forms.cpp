@@ -170,7 +170,10 @@ TEST(PolicyForms, CeleryDefaultsCapAndFixedCountdown) {
                               "{max_retries: 2, default_retry_delay: 30, "
                               "autoretry_for: ['IOError']}");
   EXPECT_EQ(delays(own), seconds({30, 30}));
-  EXPECT_EQ(own.ignored.size(), 1u);
+  // IOError (OSError) stands for the network's failures and timeouts.
+  EXPECT_TRUE(own.ignored.empty());
+  EXPECT_TRUE(contains(own.policy.retryable_classes, FailureClass::network));
+  EXPECT_FALSE(contains(own.policy.retryable_classes, FailureClass::auth));
 }
 
 // ---- Kubernetes: backoffLimit retries, 10 s doubling capped at 6 min ----
@@ -220,13 +223,13 @@ TEST(PolicyForms, BadPoliciesNameThePointer) {
       {"bullmq", "{attempts: 3, backoff: {type: 'linear', delay: 1}}", "/backoff/type", "custom"},
       {"bullmq", "{attempts: 3, retries: 2}", "/retries", "unknown key \"retries\""},
       {"bullmq", "{attempts: 0}", "/attempts", "integer from 1"},
-      {"temporal", "{initialInterval: '1s'}", "/maximumAttempts", "retries without limit"},
-      {"temporal", "{maximumAttempts: 0}", "/maximumAttempts", "unlimited"},
+      {"temporal", "{initialInterval: '1s'}", "/maximumAttempts", "scheduleToCloseTimeout"},
+      {"temporal", "{maximumAttempts: 0}", "/maximumAttempts", "scheduleToCloseTimeout"},
       {"temporal", "{maximumAttempts: 3, backoffCoefficient: 0.5}", "/backoffCoefficient",
        "from 1"},
       {"temporal", "{maximumAttempts: 3, initialInterval: '1m', maximumInterval: '30s'}",
        "/maximumInterval", "no shorter"},
-      {"stepfunctions", "[{}, {}]", "", "2 retriers"},
+      {"stepfunctions", "[{}, {}]", "/0/ErrorEquals", "States.ALL must be in the last retrier"},
       {"stepfunctions", "[{JitterStrategy: 'HALF'}]", "/0/JitterStrategy", "\"FULL\" or \"NONE\""},
       {"stepfunctions", "{IntervalSeconds: 0}", "/IntervalSeconds", "from 1"},
       {"sidekiq", "{retry: 'yes'}", "/retry", "true, false or the number"},

@@ -218,9 +218,8 @@ TEST(RetryMachine, InvalidPolicyRunsButNeverRetries) {
   s.failure_class = FailureClass::timeout;
   s.next_retry_at = 5000;
   s.next_action = NextAction::retry;
-  s.slots[0] =
-      SlotRecord{0,    RetryStatus::retrying, FailureClass::timeout, 1, 5000, NextAction::retry, 0,
-                 "t/o"};
+  s.slots[0] = SlotRecord{
+      0, RetryStatus::retrying, FailureClass::timeout, 1, 5000, NextAction::retry, 0, "t/o", {}};
   auto t = apply_policy(bad, s, 1000);
   EXPECT_EQ(t.state.retry_limit, 0);
   EXPECT_NE(t.state.policy_error.find("/retryable_clases"), std::string::npos);
@@ -280,21 +279,21 @@ TEST(RetryMachine, RetryTimeSaturatesAtTheEndOfTime) {
 
 TEST(RetryMachine, DecideFailureTable) {
   const auto p = policy(R"({"max": 2, "backoff": {"type": "exponential", "delay": "1m"}})");
-  auto d = decide_failure(p, 0, FailureClass::timeout, nullptr);
+  auto d = decide_failure(p, 0, FailureClass::timeout, nullptr, FailureAt{});
   EXPECT_EQ(d.kind, FailureDecisionKind::retry);
   EXPECT_EQ(d.retry_count, 1);
   EXPECT_EQ(d.delay_ms, kMinuteMs);
-  d = decide_failure(p, 1, FailureClass::timeout, nullptr);
+  d = decide_failure(p, 1, FailureClass::timeout, nullptr, FailureAt{});
   EXPECT_EQ(d.kind, FailureDecisionKind::retry);
   EXPECT_EQ(d.retry_count, 2);
   EXPECT_EQ(d.delay_ms, 2 * kMinuteMs);
-  d = decide_failure(p, 2, FailureClass::timeout, nullptr);
+  d = decide_failure(p, 2, FailureClass::timeout, nullptr, FailureAt{});
   EXPECT_EQ(d.kind, FailureDecisionKind::exhausted);
   EXPECT_EQ(d.retry_count, 2);
-  d = decide_failure(p, 0, FailureClass::auth, nullptr);
+  d = decide_failure(p, 0, FailureClass::auth, nullptr, FailureAt{});
   EXPECT_EQ(d.kind, FailureDecisionKind::permanent);
   EXPECT_EQ(d.retry_count, 0);
-  d = decide_failure(policy("{}"), 0, FailureClass::timeout, nullptr);
+  d = decide_failure(policy("{}"), 0, FailureClass::timeout, nullptr, FailureAt{});
   EXPECT_EQ(d.kind, FailureDecisionKind::permanent);
 }
 

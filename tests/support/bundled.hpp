@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/world/policy_files.hpp"
+
 namespace rehearse::testsupport {
 
 inline std::string source_dir() {
@@ -19,11 +21,13 @@ inline std::string source_dir() {
   return dir != nullptr ? dir : ".";
 }
 
+// A scenario file's document, its policy files inline (as `check` reads a
+// base: derived cases travel without the file's directory).
 inline nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
-  return nlohmann::json::parse(text.str());
+  return sim::inline_policy_files(nlohmann::json::parse(text.str()), path);
 }
 
 // Every scenarios/*.json, in name order.

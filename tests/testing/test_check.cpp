@@ -12,6 +12,7 @@
 #include "sim/check/check.hpp"
 #include "sim/testing/generators.hpp"
 #include "sim/testing/gtest.hpp"
+#include "sim/world/policy_files.hpp"
 #include "tests/support/property.hpp"
 
 namespace rehearse::testing {
@@ -23,11 +24,13 @@ std::string scenario_path(const std::string& name) {
   return std::string(REHEARSE_SOURCE_DIR) + "/scenarios/" + name + ".json";
 }
 
+// A scenario file's document, its policy files inline (the document is
+// loaded under another name, away from the file's directory).
 json read_json(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
-  return json::parse(ss.str());
+  return sim::inline_policy_files(json::parse(ss.str()), path);
 }
 
 // my-api-outage with an event bound far below what its nine hours need: the

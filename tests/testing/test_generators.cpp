@@ -13,6 +13,7 @@
 
 #include "sim/testing/generators.hpp"
 #include "sim/world/fault_kinds.hpp"
+#include "sim/world/policy_files.hpp"
 #include "tests/support/property.hpp"
 
 // (after rapidcheck.h, which it needs)
@@ -34,11 +35,13 @@ std::vector<std::string> bundled_scenarios() {
   return out;
 }
 
+// A scenario file's document, its policy files inline (the document is
+// loaded under another name, away from the file's directory).
 json read_json(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
-  return json::parse(ss.str());
+  return sim::inline_policy_files(json::parse(ss.str()), path);
 }
 
 std::string load_error(const json& doc) {

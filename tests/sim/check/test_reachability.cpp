@@ -16,6 +16,7 @@
 
 #include "model/failure.hpp"
 #include "model/policy_forms.hpp"
+#include "model/policy_text.hpp"
 #include "model/retry_policy.hpp"
 #include "sim/check/policy_draws.hpp"
 #include "sim/monitors/monitored_run.hpp"
@@ -245,7 +246,11 @@ TEST(Reachability, EveryDrawnPolicyFormIsAcceptedByTheCoreAndTheMonitors) {
   for (const char* form : drawn_policy_forms()) {
     Rng rng = Rng(17).derive(form);
     for (int i = 0; i < 200; ++i) {
-      const json policy = draw_policy_in_form(form, rng);
+      const json drawn = draw_policy_in_form(form, rng);
+      // Text forms are read once, as the scenario loader reads them.
+      auto texts = read_policy_texts(drawn);
+      ASSERT_TRUE(texts.ok()) << form << ": " << drawn.dump() << ": " << texts.error().describe();
+      const json policy = *texts;
       auto core = parse_retry_policy(policy);
       EXPECT_TRUE(core.ok()) << form << ": " << policy.dump() << ": "
                              << (core.ok() ? "" : core.error().describe());
