@@ -33,13 +33,6 @@ Result<DurationMs> read_celery_backoff(const json& v) {
 
 namespace {
 
-const json& unwrap_call(const json& value) {
-  if (value.is_object() && value.contains("$call") && value.contains("kwargs")) {
-    return value.at("kwargs");
-  }
-  return value;
-}
-
 // An exception class as Python names it ({"$name": "requests.RequestException"}
 // from the Python reader) or as a JSON string.
 Result<std::string> exception_name(const json& v, const std::string& where) {

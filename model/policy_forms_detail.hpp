@@ -31,6 +31,9 @@ Result<bool> read_bool(const nlohmann::json& value, const std::string& where,
                        std::string_view what);
 // Every system retries any error by default and counts per job execution.
 RetryPolicy system_policy(PolicyForm form, int retries, Backoff backoff);
+// A Python call (model/python_literal: {"$call", "args", "kwargs"}) stands
+// for its keyword arguments; anything else is itself.
+const nlohmann::json& unwrap_call(const nlohmann::json& value);
 // `e` with `base` put before its pointer (a reader run on a nested object).
 Error rebased(Error e, std::string_view base);
 

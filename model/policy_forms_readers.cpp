@@ -130,6 +130,13 @@ RetryPolicy system_policy(PolicyForm form, int retries, Backoff backoff) {
   return out;
 }
 
+const json& unwrap_call(const json& value) {
+  if (value.is_object() && value.contains("$call") && value.contains("kwargs")) {
+    return value.at("kwargs");
+  }
+  return value;
+}
+
 Error rebased(Error e, std::string_view base) {
   e.where = std::string(base) + e.where;
   return e;

@@ -49,14 +49,6 @@ const std::array<std::pair<std::string_view, std::string_view>, 16> kAliases{{
     {"StartToCloseTimeout", "startToCloseTimeout"},
 }};
 
-// A Python call's keyword arguments stand for its object.
-const json& unwrap_call(const json& value) {
-  if (value.is_object() && value.contains("$call") && value.contains("kwargs")) {
-    return value.at("kwargs");
-  }
-  return value;
-}
-
 // Keys renamed to the TypeScript spelling; a key spelled two ways is an error.
 Result<json> canonical_keys(const json& value, const std::string& where) {
   json out = json::object();
