@@ -40,7 +40,9 @@ RunOutcome CallJob::judge(const RunContext& context, std::size_t index,
   append_failure_fields(fields, info);
   log_.warning("call_failed", fields);
   // The class comes from the structured status, never from the text.
-  return RunOutcome::failure(failure_class, info.message);
+  RunOutcome outcome = RunOutcome::failure(failure_class, info.message);
+  outcome.retry_after_ms = info.retry_after_ms;
+  return outcome;
 }
 
 Task<RunOutcome> CallJob::run(RunContext context) {

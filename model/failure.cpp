@@ -2,6 +2,7 @@
 // classify.cpp.
 #include "model/failure.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "model/assert.hpp"
@@ -81,6 +82,20 @@ const char* to_string(TransportErrorKind k) noexcept {
     case TransportErrorKind::broken_pipe: return "broken_pipe";
   }
   return "none";
+}
+
+std::int64_t parse_retry_after_ms(std::string_view value) noexcept {
+  constexpr std::int64_t kMaxSeconds = 366LL * 24 * 60 * 60;
+  // Optional whitespace around the digits (header values are often padded).
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  if (value.empty() || value.size() > 12) return 0;
+  std::int64_t seconds = 0;
+  for (const char c : value) {
+    if (c < '0' || c > '9') return 0;
+    seconds = seconds * 10 + (c - '0');
+  }
+  return std::min(seconds, kMaxSeconds) * 1000;
 }
 
 }  // namespace rehearse

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <bitset>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,7 +65,15 @@ struct FailureInfo {
   TransportErrorKind transport = TransportErrorKind::none;
   std::optional<FailureClass> local_class;
   std::string message;
+  // A refusal's Retry-After header in milliseconds (0: none or unreadable).
+  std::int64_t retry_after_ms = 0;
 };
+
+// Retry-After as delta-seconds (RFC 9110 §10.2.3: a non-negative integer),
+// in milliseconds, at most 366 days; 0 for anything else. The HTTP-date form
+// is not read: it needs the caller's clock, and the services that refuse for
+// capacity send seconds.
+std::int64_t parse_retry_after_ms(std::string_view value) noexcept;
 
 // Structured fields first (local class, then HTTP status, then transport
 // kind); the message text only when none is present.

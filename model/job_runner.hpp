@@ -39,14 +39,15 @@ struct RunOutcome {
   RunOutcomeKind kind = RunOutcomeKind::success;
   FailureClass failure_class = FailureClass::unknown;  // failure only
   std::string error;                                   // failure only: the original text
+  DurationMs retry_after_ms = 0;  // failure only: the refusal's Retry-After (0: none)
 
-  static RunOutcome success() { return {RunOutcomeKind::success, FailureClass::unknown, {}}; }
-  static RunOutcome skipped() { return {RunOutcomeKind::skipped, FailureClass::unknown, {}}; }
+  static RunOutcome success() { return {RunOutcomeKind::success, FailureClass::unknown, {}, 0}; }
+  static RunOutcome skipped() { return {RunOutcomeKind::skipped, FailureClass::unknown, {}, 0}; }
   static RunOutcome already_complete() {
-    return {RunOutcomeKind::already_complete, FailureClass::unknown, {}};
+    return {RunOutcomeKind::already_complete, FailureClass::unknown, {}, 0};
   }
   static RunOutcome failure(FailureClass c, std::string message) {
-    return {RunOutcomeKind::failure, c, std::move(message)};
+    return {RunOutcomeKind::failure, c, std::move(message), 0};
   }
   bool failed() const noexcept { return kind == RunOutcomeKind::failure; }
 };
@@ -76,6 +77,7 @@ inline void append_failure_fields(LogFields& fields, const FailureInfo& info) {
     fields.push_back({"transport_error", to_string(info.transport)});
   }
   fields.push_back({"message", info.message});
+  if (info.retry_after_ms > 0) fields.push_back({"retry_after_ms", info.retry_after_ms});
 }
 
 // Attributes a request to its run: the job, slot and attempt headers, and

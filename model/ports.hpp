@@ -84,6 +84,8 @@ struct ServiceRequest {
 struct ServiceResponse {
   int status = 0;
   nlohmann::json body;
+  // Response headers the caller reads, names in lower case ("retry-after").
+  std::map<std::string, std::string> headers = {};
 
   bool is_success() const noexcept { return status >= 200 && status <= 299; }
 };
@@ -129,6 +131,9 @@ inline FailureInfo to_failure_info(const ServiceResult& result) {
       info.message = response.body.at("message").get<std::string>();
     } else {
       info.message = "HTTP " + std::to_string(response.status);
+    }
+    if (auto it = response.headers.find("retry-after"); it != response.headers.end()) {
+      info.retry_after_ms = parse_retry_after_ms(it->second);
     }
   } else {
     info.transport = result.transport_error().kind;

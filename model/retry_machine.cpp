@@ -36,6 +36,13 @@ bool past_deadline(const RetryPolicy& policy, const FailureAt& at, DurationMs de
   if (__builtin_add_overflow(at.slot, policy.deadline_ms, &latest)) return false;
   return due > latest;
 }
+
+// The delay the curve gave, lengthened to the refusal's Retry-After when the
+// policy honours it (a server's hint is a floor, never a way to retry sooner).
+DurationMs honoured_delay(const RetryPolicy& policy, const FailureAt& at, DurationMs delay_ms) {
+  if (!policy.honor_retry_after || at.retry_after_ms <= delay_ms) return delay_ms;
+  return std::min(at.retry_after_ms, kBackoffDelayMaxMs);
+}
 }  // namespace
 
 namespace {
@@ -57,9 +64,11 @@ FailureDecision decide_by_rule(const RetryPolicy& policy, int retry_count,
     out.kind = FailureDecisionKind::exhausted;
     return out;
   }
-  const DurationMs delay = backoff_delay_ms(rule.backoff, before + 1, random);
-  if (past_deadline(policy, at, delay)) {
+  const DurationMs delay =
+      honoured_delay(policy, at, backoff_delay_ms(rule.backoff, before + 1, random));
+  if (past_deadline(policy, at, delay) || at.budget_spent) {
     out.kind = FailureDecisionKind::exhausted;
+    out.budget_spent = at.budget_spent && !past_deadline(policy, at, delay);
     return out;
   }
   out.kind = FailureDecisionKind::retry;
@@ -91,9 +100,17 @@ FailureDecision decide_failure(const PolicyOrError& policy, int retry_count,
     out.kind = FailureDecisionKind::exhausted;
     return out;
   }
-  const DurationMs delay = backoff_delay_ms(policy->backoff, retry_count + 1, random);
+  const DurationMs delay =
+      honoured_delay(*policy, at, backoff_delay_ms(policy->backoff, retry_count + 1, random));
   if (past_deadline(*policy, at, delay)) {
     out.kind = FailureDecisionKind::exhausted;
+    return out;
+  }
+  // The shared budget is asked last: a retry the count or the deadline would
+  // refuse anyway never counts as one the budget cut.
+  if (at.budget_spent) {
+    out.kind = FailureDecisionKind::exhausted;
+    out.budget_spent = true;
     return out;
   }
   out.kind = FailureDecisionKind::retry;
@@ -367,13 +384,18 @@ int count_before(const PolicyOrError& policy, const JobState& state, const RunRe
 
 Transition on_run_failed(const PolicyOrError& policy, const JobState& state, const RunRef& run,
                          FailureClass failure_class, std::string_view error, TimeMs now,
-                         RandomSource* random) {
+                         RandomSource* random, const FailureContext& context) {
   const SlotRecord before = record_for(state, run.slot);
-  const FailureDecision decision =
-      decide_failure(policy, count_before(policy, state, run), failure_class, random,
-                     FailureAt{run.slot, now, &before.rule_counts});
+  const FailureDecision decision = decide_failure(
+      policy, count_before(policy, state, run), failure_class, random,
+      FailureAt{run.slot, now, &before.rule_counts, context.retry_after_ms, context.budget_spent});
   std::string detail;
   if (!policy.ok()) detail = "retry policy invalid: " + policy.error().describe();
+  if (decision.budget_spent) {
+    const RetryBudget& b = policy->retry_budget;
+    detail = fmt::format("retry budget {} spent: at most {}% of the attempts over {} (at least {})",
+                         b.name, b.percent, format_duration(b.window_ms), b.min_retries);
+  }
   return record_failure(policy, state, run, failure_class, error, decision, now, std::move(detail));
 }
 

@@ -94,6 +94,8 @@ struct FailureDecision {
   // count after it (its n for a retry).
   std::optional<std::size_t> rule;
   int rule_count = 0;
+  // exhausted because the shared retry budget had no room (the count had).
+  bool budget_spent = false;
 };
 
 // When the failure happened and the regular slot its run belongs to: a
@@ -104,12 +106,21 @@ struct FailureAt {
   // Each retrier's retries so far in this slot (SlotRecord::rule_counts), for
   // a policy of several; null or short reads as 0.
   const std::vector<int>* rule_counts = nullptr;
+  // The refusal's Retry-After (FailureInfo::retry_after_ms); 0: none. Read
+  // only by a policy that honours it.
+  DurationMs retry_after_ms = 0;
+  // The policy's retry budget has no room for one more retry now
+  // (model/retry_budget.hpp, judged by the driver that keeps the counts).
+  bool budget_spent = false;
 };
 
 // `retry_count` is the budget's count before this failure. Draws one number
 // from `random` only for a retry whose backoff has jitter. A retry that would
 // come due after the policy's deadline (slot + deadline_ms) is not made: the
-// chain is exhausted, as by its count.
+// chain is exhausted, as by its count. A policy that honours Retry-After
+// waits at least at.retry_after_ms (at most kBackoffDelayMaxMs), jitter drawn first.
+// A retry the count and the deadline allow is not made when at.budget_spent:
+// exhausted, with budget_spent set.
 FailureDecision decide_failure(const PolicyOrError& policy, int retry_count,
                                FailureClass failure_class, RandomSource* random,
                                const FailureAt& at);
@@ -149,9 +160,15 @@ Transition on_run_succeeded(const PolicyOrError& policy, const JobState& state, 
 
 // Failure of class `failure_class` with the original error text (kept
 // verbatim as last_error).
+// What the driver knows of a failure beyond its class: the refusal's
+// Retry-After (0: none) and whether the policy's retry budget is spent.
+struct FailureContext {
+  DurationMs retry_after_ms = 0;
+  bool budget_spent = false;
+};
 Transition on_run_failed(const PolicyOrError& policy, const JobState& state, const RunRef& run,
                          FailureClass failure_class, std::string_view error, TimeMs now,
-                         RandomSource* random);
+                         RandomSource* random, const FailureContext& context = {});
 
 // The run was active when the process died. `decision` says whether the
 // driver re-runs it (same attempt, no retry consumed) or it has failed

@@ -245,6 +245,87 @@ Result<BudgetScope> read_budget(const json& value, const std::string& where) {
   return *parsed;
 }
 
+Result<bool> read_retry_after(const json& value, const std::string& where) {
+  const std::string expected = "expected \"honor\" or \"ignore\"";
+  if (!value.is_string()) {
+    return schema(where, fmt::format("{}, got {}", expected, describe_value(value)));
+  }
+  const std::string& text = value.get_ref<const std::string&>();
+  if (text != "honor" && text != "ignore") {
+    return invalid(where, fmt::format("{}, got {}", expected, describe_value(value)));
+  }
+  return text == "honor";
+}
+
+// `retry_budget`: {"name", "percent"?, "window"?, "min_retries"?}.
+Result<RetryBudget> read_retry_budget(const json& value, const std::string& where) {
+  if (!value.is_object()) {
+    return schema(where, fmt::format("expected {{\"name\", \"percent\"?, \"window\"?, "
+                                     "\"min_retries\"?}}, got {}",
+                                     describe_value(value)));
+  }
+  if (auto s =
+          check_keys(value, where, {"name", "percent", "window", "min_retries"}, "a retry budget");
+      !s.ok()) {
+    return std::move(s).error();
+  }
+  RetryBudget out;
+  if (!value.contains("name")) {
+    return schema(where, "missing name: jobs whose policies name the same budget share it");
+  }
+  auto name = read_non_empty_string(value.at("name"), where + "/name", "the budget's name");
+  if (!name.ok()) return std::move(name).error();
+  out.name = *name;
+  if (value.contains("percent")) {
+    auto p = read_integer(value.at("percent"), where + "/percent",
+                          "the retries allowed per 100 attempts", 0, 100);
+    if (!p.ok()) return std::move(p).error();
+    out.percent = static_cast<int>(*p);
+  }
+  if (value.contains("window")) {
+    auto w = read_duration(value.at("window"), where + "/window");
+    if (!w.ok()) return std::move(w).error();
+    if (*w < kSecondMs || *w > kRetryBudgetWindowMaxMs) {
+      return invalid(where + "/window", fmt::format("expected a window from 1s to 1h, got {}",
+                                                    describe_value(value.at("window"))));
+    }
+    out.window_ms = *w;
+  }
+  if (value.contains("min_retries")) {
+    auto m = read_integer(value.at("min_retries"), where + "/min_retries",
+                          "the retries allowed in any window", 0, kRetryBudgetMinRetriesMax);
+    if (!m.ok()) return std::move(m).error();
+    out.min_retries = static_cast<int>(*m);
+  }
+  return out;
+}
+
+// The keys every form takes beside its own: reason, budget, retry_after and
+// retry_budget.
+Status read_rehearse_keys(const json& policy, RetryPolicy& out) {
+  if (policy.contains("reason")) {
+    auto reason = read_non_empty_string(policy.at("reason"), "/reason", "a reason");
+    if (!reason.ok()) return std::move(reason).error();
+    out.reason = *reason;
+  }
+  if (policy.contains("budget")) {
+    auto budget = read_budget(policy.at("budget"), "/budget");
+    if (!budget.ok()) return std::move(budget).error();
+    out.budget = *budget;
+  }
+  if (policy.contains("retry_after")) {
+    auto honor = read_retry_after(policy.at("retry_after"), "/retry_after");
+    if (!honor.ok()) return std::move(honor).error();
+    out.honor_retry_after = *honor;
+  }
+  if (policy.contains("retry_budget")) {
+    auto budget = read_retry_budget(policy.at("retry_budget"), "/retry_budget");
+    if (!budget.ok()) return std::move(budget).error();
+    out.retry_budget = *budget;
+  }
+  return {};
+}
+
 Status check_keys(const json& object, const std::string& where,
                   std::initializer_list<std::string_view> allowed, std::string_view form) {
   for (const auto& [key, unused] : object.items()) {
@@ -363,7 +444,7 @@ Result<RetryPolicy> parse_per_job(const json& policy) {
   constexpr std::string_view kForm = "a per-job retry policy";
   if (auto s = check_keys(policy, "",
                           {"max", "backoff_sec", "backoff", "until", "retryable_classes", "reason",
-                           "budget"},
+                           "budget", "retry_after", "retry_budget"},
                           kForm);
       !s.ok()) {
     return std::move(s).error();
@@ -409,16 +490,7 @@ Result<RetryPolicy> parse_per_job(const json& policy) {
     // The table of docs/semantics.md §1: the per-job form's defaults.
     out.retryable_classes = default_retryable_classes();
   }
-  if (policy.contains("reason")) {
-    auto reason = read_non_empty_string(policy.at("reason"), "/reason", "a reason");
-    if (!reason.ok()) return std::move(reason).error();
-    out.reason = *reason;
-  }
-  if (policy.contains("budget")) {
-    auto budget = read_budget(policy.at("budget"), "/budget");
-    if (!budget.ok()) return std::move(budget).error();
-    out.budget = *budget;
-  }
+  if (auto keys = read_rehearse_keys(policy, out); !keys.ok()) return std::move(keys).error();
   if (!policy_retries(out) && out.reason.empty()) {
     return schema("/reason",
                   "missing reason: a per-job policy that never retries (max: 0 or no "
@@ -433,7 +505,9 @@ Result<RetryPolicy> parse_per_job(const json& policy) {
 Result<RetryPolicy> parse_bullmq(const json& policy) {
   constexpr std::string_view kForm = "a BullMQ retry policy";
   if (auto s = check_keys(policy, "",
-                          {"attempts", "backoff", "retryable_classes", "budget", "reason"}, kForm);
+                          {"attempts", "backoff", "retryable_classes", "budget", "reason",
+                           "retry_after", "retry_budget"},
+                          kForm);
       !s.ok()) {
     return std::move(s).error();
   }
@@ -474,16 +548,7 @@ Result<RetryPolicy> parse_bullmq(const json& policy) {
   } else {
     out.retryable_classes = all_classes_set();  // BullMQ retries every failure
   }
-  if (policy.contains("reason")) {
-    auto reason = read_non_empty_string(policy.at("reason"), "/reason", "a reason");
-    if (!reason.ok()) return std::move(reason).error();
-    out.reason = *reason;
-  }
-  if (policy.contains("budget")) {
-    auto budget = read_budget(policy.at("budget"), "/budget");
-    if (!budget.ok()) return std::move(budget).error();
-    out.budget = *budget;
-  }
+  if (auto keys = read_rehearse_keys(policy, out); !keys.ok()) return std::move(keys).error();
   return out;
 }
 
@@ -520,11 +585,12 @@ std::optional<Result<RetryPolicy>> parse_wrapped_system(const json& policy) {
   for (const auto& [key, unused] : policy.items()) {
     (void)unused;
     const bool state = key == "state" && name == "stepfunctions";
-    if (key != name && key != "retryable_classes" && key != "budget" && key != "reason" && !state) {
+    if (key != name && key != "retryable_classes" && key != "budget" && key != "reason" &&
+        key != "retry_after" && key != "retry_budget" && !state) {
       return Result<RetryPolicy>(schema(
           child("", key),
-          fmt::format("unknown key \"{}\" beside \"{}\": expected retryable_classes, budget or "
-                      "reason{}",
+          fmt::format("unknown key \"{}\" beside \"{}\": expected retryable_classes, budget, "
+                      "reason, retry_after or retry_budget{}",
                       key, name, name == "stepfunctions" ? " (or state)" : "")));
     }
   }
@@ -544,15 +610,10 @@ std::optional<Result<RetryPolicy>> parse_wrapped_system(const json& policy) {
     // Beside several retriers, the classes narrow each one.
     for (RetryRule& r : out.rules) r.classes &= *classes;
   }
-  if (policy.contains("reason")) {
-    auto reason = read_non_empty_string(policy.at("reason"), "/reason", "a reason");
-    if (!reason.ok()) return Result<RetryPolicy>(std::move(reason).error());
-    out.reason = *reason;
+  if (auto keys = read_rehearse_keys(policy, out); !keys.ok()) {
+    return Result<RetryPolicy>(std::move(keys).error());
   }
   if (policy.contains("budget")) {
-    auto budget = read_budget(policy.at("budget"), "/budget");
-    if (!budget.ok()) return Result<RetryPolicy>(std::move(budget).error());
-    out.budget = *budget;
     if (!out.rules.empty() && out.budget != BudgetScope::per_slot) {
       return Result<RetryPolicy>(
           invalid("/budget",
@@ -625,7 +686,8 @@ Result<RetryPolicy> parse_retry_policy(const json& policy,
   // Report an unknown key first if there is one: it is the likelier mistake.
   for (const auto& [key, unused] : policy.items()) {
     (void)unused;
-    if (key != "backoff" && key != "retryable_classes" && key != "reason" && key != "budget") {
+    if (key != "backoff" && key != "retryable_classes" && key != "reason" && key != "budget" &&
+        key != "retry_after" && key != "retry_budget") {
       return schema(child("", key), fmt::format("unknown key \"{}\": {}", key, kFormsHint));
     }
   }
@@ -795,6 +857,8 @@ RetryPlan plan_retries(const RetryPolicy& policy) {
   plan.deadline_ms = policy.deadline_ms;
   plan.retryable_classes = policy.retryable_classes;
   plan.budget = policy.budget;
+  plan.honor_retry_after = policy.honor_retry_after;
+  plan.retry_budget = policy.retry_budget;
   plan.backoff = policy.backoff;
   DurationMs offset = 0, shortest = 0, longest = 0;
   // All three stay <= kBackoffSaturationMs (2.5e14): sums cannot overflow.
@@ -867,6 +931,13 @@ json backoff_json(const Backoff& backoff) {
   if (backoff.additive_steps > 0) out["additive_steps"] = backoff.additive_steps;
   return out;
 }
+
+json budget_json(const RetryBudget& b) {
+  return json{{"name", b.name},
+              {"percent", b.percent},
+              {"window_ms", b.window_ms},
+              {"min_retries", b.min_retries}};
+}
 }  // namespace
 
 json to_json(const RetryPolicy& policy) {
@@ -887,6 +958,8 @@ json to_json(const RetryPolicy& policy) {
   out["retryable_classes"] = class_names(policy.retryable_classes);
   out["budget"] = to_string(policy.budget);
   if (!policy.reason.empty()) out["reason"] = policy.reason;
+  if (policy.honor_retry_after) out["retry_after"] = "honor";
+  if (!policy.retry_budget.name.empty()) out["retry_budget"] = budget_json(policy.retry_budget);
   if (policy.form == PolicyForm::auto_schedule) {
     out["schedule"] = policy.schedule_expression;
     out["low_frequency"] = policy.low_frequency;
@@ -916,6 +989,8 @@ json to_json(const RetryPlan& plan) {
   out["retryable_classes"] = class_names(plan.retryable_classes);
   out["budget"] = to_string(plan.budget);
   out["backoff"] = backoff_json(plan.backoff);
+  if (plan.honor_retry_after) out["retry_after"] = "honor";
+  if (!plan.retry_budget.name.empty()) out["retry_budget"] = budget_json(plan.retry_budget);
   return out;
 }
 
@@ -945,6 +1020,11 @@ std::string describe(const RetryPolicy& policy) {
   if (policy.deadline_ms > 0) text += fmt::format(" until={}", format_duration(policy.deadline_ms));
   if (!policy.rules.empty()) text += fmt::format(" retriers={}", policy.rules.size());
   text += fmt::format(" classes={} budget={}", classes, to_string(policy.budget));
+  if (policy.honor_retry_after) text += " retry_after=honor";
+  if (const RetryBudget& rb = policy.retry_budget; !rb.name.empty()) {
+    text += fmt::format(" retry_budget={}:{}%/{}+{}", rb.name, rb.percent,
+                        format_duration(rb.window_ms), rb.min_retries);
+  }
   return text;
 }
 

@@ -4,9 +4,11 @@
 //
 // A policy is one of:
 //   per-job  {"max", "backoff_sec" | "backoff": {"type", "delay"},
-//             "retryable_classes"?, "reason"?, "budget"?}            (004)
+//             "retryable_classes"?, "reason"?, "budget"?, "retry_after"?,
+//             "retry_budget"?}                                        (004)
 //   BullMQ   {"attempts", "backoff": number | {"type", "delay", "jitter"?},
-//             "retryable_classes"?, "budget"?, "reason"?}            (001)
+//             "retryable_classes"?, "budget"?, "reason"?, "retry_after"?,
+//             "retry_budget"?}                                        (001)
 //   "auto"   chosen from the job's effective schedule                 (001)
 // There is no global fallback: anything else is an Error naming the JSON
 // pointer inside the policy and what was expected. See docs/retry.md.
@@ -25,6 +27,7 @@
 #include "model/failure.hpp"
 #include "model/random.hpp"
 #include "model/result.hpp"
+#include "model/retry_budget.hpp"
 #include "model/time.hpp"
 
 namespace rehearse {
@@ -118,6 +121,14 @@ struct RetryPolicy {
   FailureClassSet retryable_classes;
   BudgetScope budget = BudgetScope::per_episode;
   std::string reason;
+  // "retry_after": "honor": a refusal's Retry-After (in seconds) lengthens the
+  // delay before the retry it causes to at least that long; the count, the
+  // deadline and the classes decide as before. Off by default: BullMQ,
+  // Temporal, Sidekiq, Celery, Step Functions and Kubernetes ignore it.
+  bool honor_retry_after = false;
+  // "retry_budget": retries as a share of the attempts of every job naming
+  // the same budget (model/retry_budget.hpp); an empty name: none.
+  RetryBudget retry_budget = {};
   // Several retriers (at least two; per_slot only): a failure takes the
   // first rule whose classes hold its class, and that rule's count and curve
   // decide. max_retries, backoff and retryable_classes then mirror the whole:
@@ -207,6 +218,9 @@ struct RetryPlan {
   FailureClassSet retryable_classes;
   BudgetScope budget = BudgetScope::per_episode;
   Backoff backoff;
+  // The delays are the curve's; a refusal's Retry-After may lengthen each.
+  bool honor_retry_after = false;
+  RetryBudget retry_budget = {};  // a shared budget may cut the plan short
 };
 RetryPlan plan_retries(const RetryPolicy& policy);
 // The plan of one rule of a policy with several (its count, its curve, the

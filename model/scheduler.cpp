@@ -160,6 +160,11 @@ const PolicyOrError& Scheduler::effective_policy(const ScheduledJob& job) const 
   return corrupt_ ? corrupt_policy_ : job.policy;
 }
 
+std::string Scheduler::budget_name(const ScheduledJob& job) const {
+  const PolicyOrError& policy = effective_policy(job);
+  return policy.ok() ? policy->retry_budget.name : std::string();
+}
+
 JobState& Scheduler::state_of(const std::string& id) {
   auto it = states_.find(id);
   if (it == states_.end()) {

@@ -59,6 +59,7 @@
 #include "model/ports.hpp"
 #include "model/random.hpp"
 #include "model/result.hpp"
+#include "model/retry_budget.hpp"
 #include "model/retry_machine.hpp"
 #include "model/state_store.hpp"
 #include "model/status_view.hpp"
@@ -176,6 +177,8 @@ class Scheduler {
 
   const ScheduledJob* find_job(const std::string& id) const;
   const PolicyOrError& effective_policy(const ScheduledJob& job) const;
+  // The retry budget the job's effective policy names ("" for none).
+  std::string budget_name(const ScheduledJob& job) const;
   JobState& state_of(const std::string& id);
 
   // Boot steps.
@@ -249,6 +252,8 @@ class Scheduler {
   std::optional<Error> halt_error_;
   std::vector<OutboxMessage> deferred_outbox_;
   std::uint64_t runs_started_ = 0;
+  // Retry budgets' counts, in this process's memory (model/retry_budget.hpp).
+  RetryBudgets budgets_;
   DeliveryLedger* ledger_ = nullptr;
   StatusNotices notices_;
   std::uint64_t torn_tails_reported_ = 0;

@@ -49,6 +49,8 @@ Task<void> Scheduler::execute(QueueEntry entry) {
   const TimeMs started_at = clock_.now();
   if (!begin_run(job, entry, started_at)) co_return;
   ++runs_started_;
+  const std::string budget = budget_name(job);
+  if (!budget.empty()) budgets_.note_attempt(budget, started_at);
   // The start delay against the entry's ready time (for a regular run, its
   // slot): how long it queued behind other runs (concurrency) or downtime.
   log_.info("run_started", {{"job_id", job.id},
@@ -79,13 +81,18 @@ Task<void> Scheduler::execute(QueueEntry entry) {
   }
   log_.write(outcome.failed() ? LogLevel::warning : LogLevel::info, "run_finished", finished);
 
+  std::optional<TimeMs> retried_at;
   auto compute = [&]() {
     const TimeMs now = clock_.now();
     const JobState& before = state_of(job.id);
     const PolicyOrError& policy = effective_policy(job);
+    const FailureContext failure{outcome.retry_after_ms,
+                                 policy.ok() && !budget.empty() &&
+                                     !budgets_.allows(policy->retry_budget, now)};
     Transition t = outcome.failed() ? on_run_failed(policy, before, ref, outcome.failure_class,
-                                                    outcome.error, now, &random_)
+                                                    outcome.error, now, &random_, failure)
                                     : on_run_succeeded(policy, before, ref, now);
+    retried_at = t.scheduled_retry ? std::optional<TimeMs>(now) : std::nullopt;
     Effects fx;
     fx.op = kOpFinish;
     fx.state = t.state;
@@ -113,6 +120,8 @@ Task<void> Scheduler::execute(QueueEntry entry) {
   };
   std::vector<OutboxMessage> messages = commit_entry(entry, compute);
   if (halted()) co_return;
+  // The budget counts a retry the queue now holds (none in fail-closed mode).
+  if (retried_at && !corrupt_ && !budget.empty()) budgets_.note_retry(budget, *retried_at);
   // The job is free again once the queue has the outcome; its notifications
   // are sent after, so their latency does not hold the worker.
   busy_.erase(job.id);

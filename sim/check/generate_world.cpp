@@ -271,6 +271,32 @@ void draw_issuer_latency(std::uint64_t seed, json& services) {
   services["brokerage"]["issue_latency"] = format_duration(rng.next_in(1, 30) * kSecondMs);
 }
 
+// Three services of the user's own in four get a capacity (from a stream of their
+// own): a rate limit, a line for the servers, or both; refusals with 429 or
+// 503, with or without a Retry-After, sometimes counted against the bucket. Call jobs then meet
+// refusals that no fault scripted, and the swarm may lower the rate (fault kind `capacity`).
+void draw_capacities(std::uint64_t seed, json& services) {
+  Rng rng = Rng(seed).derive("rehearse/check/capacity");
+  for (auto& [name, body] : services.items()) {
+    if (parse_service_kind(name) || !rng.next_bool(0.75)) continue;
+    json capacity = json::object();
+    const auto limits = rng.next_below(3);  // 0: rate, 1: concurrency, 2: both
+    if (limits != 1) {
+      // Tight enough for a job's own calls or a neighbour's to meet it.
+      capacity["rate"] = rng.next_in(1, 3);
+      capacity["per"] = pick(rng, std::vector<std::string>{"1m", "10m", "1h"});
+      if (rng.next_bool(0.5)) capacity["burst"] = rng.next_in(1, 2);
+      if (rng.next_bool(0.5)) capacity["status"] = 503;
+      const auto hint = rng.next_below(4);  // 0: none, 1: fixed, 2 and 3: auto
+      if (hint == 1) capacity["retry_after"] = format_duration(rng.next_in(1, 120) * kSecondMs);
+      if (hint >= 2) capacity["retry_after"] = "auto";
+      if (rng.next_bool(0.25)) capacity["refusals_count"] = true;
+    }
+    if (limits != 0) capacity["concurrency"] = rng.next_in(1, 3);
+    body["capacity"] = std::move(capacity);
+  }
+}
+
 // One world in six names an environment override for one of its jobs: an
 // empty value or one that is no cron (a config error for that job, never a
 // fallback to its default: docs/semantics.md §3), or another schedule.
@@ -412,6 +438,7 @@ json base_world(std::uint64_t seed, Rng& rng) {
   const std::optional<WorldZone> zone = draw_world_zone(zones, start);
   json services = draw_services(rng);
   draw_issuer_latency(seed, services);
+  draw_capacities(seed, services);
   draw_role_names(seed, services);
   json doc{{"format", kScenarioFormat},
            {"scenario", kGeneratedWorldName},

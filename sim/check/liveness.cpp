@@ -31,9 +31,28 @@ DurationMs slowest_call_ms(const Scenario& s) {
   return worst;
 }
 
+// The longest Retry-After a service of the world may send: a fixed one, or
+// "auto"'s wait for one token, at most the rate's window (a lowered rate is
+// still at least one request per window).
+DurationMs longest_retry_after_ms(const Scenario& s) {
+  DurationMs longest = 0;
+  for (const auto& [name, u] : s.services.user) {
+    if (!u.capacity) continue;
+    const ServiceCapacity& c = *u.capacity;
+    if (c.retry_after == ServiceCapacity::RetryAfter::fixed) {
+      longest = std::max(longest, c.retry_after_ms);
+    }
+    if (c.retry_after == ServiceCapacity::RetryAfter::next_token) {
+      longest = std::max(longest, (c.per_ms + kSecondMs - 1) / kSecondMs * kSecondMs);
+    }
+  }
+  return longest;
+}
+
 // One job's longest full retry chain: every attempt's run allowance plus
-// every retry's largest delay.
-DurationMs chain_ms(const JobSpec& spec, const MonitoredJob& job, DurationMs call_ms) {
+// every retry's largest delay (a Retry-After it honours may lengthen each).
+DurationMs chain_ms(const JobSpec& spec, const MonitoredJob& job, DurationMs call_ms,
+                    DurationMs retry_after_ms) {
   const WitnessPolicy& p = job.policy;
   const DurationMs run_ms = (job_kind_def(spec.kind).calls_per_run(spec) + 1) * call_ms;
   // A deadline ends the chain: no retry comes due after it, then one run.
@@ -46,7 +65,8 @@ DurationMs chain_ms(const JobSpec& spec, const MonitoredJob& job, DurationMs cal
     // Past the settle cap the exact length no longer matters (and a thousand
     // saturated delays would overflow).
     for (int n = 1; n <= retries && total <= kMaxSettleMs; ++n) {
-      total += std::min(p.max_delay_ms(n), kMaxSettleMs + 1);
+      const DurationMs hinted = p.honors_retry_after ? retry_after_ms : 0;
+      total += std::min(std::max(p.max_delay_ms(n), hinted), kMaxSettleMs + 1);
     }
     if (p.valid && p.deadline_ms > 0) total = std::min(total, by_deadline);
   }
@@ -110,7 +130,7 @@ bool world_stands_against(const Scenario& s, const std::string& issue) {
 // with 100 x initialInterval as its maximum, days apart) cannot be waited
 // out by a bounded run; retries_bounded still bounds every retry of it.
 bool chain_judged(const JobSpec& spec, const MonitoredJob& job, DurationMs call_ms) {
-  return job.policy_judged && chain_ms(spec, job, call_ms) <= kMaxSettleMs;
+  return job.policy_judged && chain_ms(spec, job, call_ms, 0) <= kMaxSettleMs;
 }
 
 // Whether the world damaged the job's own file (job_file_corrupted): the job
@@ -120,6 +140,17 @@ bool job_file_damaged(const Scenario& s, const std::string& job_id) {
   return std::any_of(s.faults.begin(), s.faults.end(), [&](const FaultSpec& f) {
     return f.kind == FaultKind::job_file_corrupted && f.job == job_id;
   });
+}
+
+// Whether the job calls a service with a capacity: a standing condition, not
+// a fault that ends, so a refusal (and the retry it leaves pending) may come
+// at any instant of the span, the last one included.
+bool calls_limited_service(const Scenario& s, const JobSpec& spec) {
+  for (const JobSpec::Call& call : spec.calls) {
+    const auto it = s.services.user.find(call.service);
+    if (it != s.services.user.end() && it->second.capacity) return true;
+  }
+  return false;
 }
 
 std::optional<Violation> unsettled_job(const Scenario& s, const ScenarioRunResult& run,
@@ -136,7 +167,7 @@ std::optional<Violation> unsettled_job(const Scenario& s, const ScenarioRunResul
     const JobSpec* spec = s.find_job(f.job_id);
     const MonitoredJob* job = table.find(f.job_id);
     if (spec == nullptr || job == nullptr || !chain_judged(*spec, *job, call_ms)) continue;
-    if (job_file_damaged(s, f.job_id)) continue;
+    if (job_file_damaged(s, f.job_id) || calls_limited_service(s, *spec)) continue;
     return Violation{
         kLivenessInvariant, run.trace.size(), run.end_ms,
         fmt::format(
@@ -223,12 +254,13 @@ TimeMs last_fault_end_ms(const Scenario& s) {
 DurationMs settle_bound_ms(const Scenario& s, TimeMs after) {
   const JobTable table(s);
   const DurationMs call_ms = slowest_call_ms(s);
+  const DurationMs retry_after_ms = longest_retry_after_ms(s);
   DurationMs chains = 0;
   DurationMs period = 0;
   for (const JobSpec& spec : s.jobs) {
     const MonitoredJob* job = table.find(spec.id);
     if (job == nullptr) continue;
-    if (chain_judged(spec, *job, call_ms)) chains += chain_ms(spec, *job, call_ms);
+    if (chain_judged(spec, *job, call_ms)) chains += chain_ms(spec, *job, call_ms, retry_after_ms);
     period = std::max(period, period_ms(*job, after));
   }
   // Every wait in progress when the machine's clock stepped back ends that

@@ -7,6 +7,7 @@
 
 #include "model/assert.hpp"
 #include "model/failure.hpp"
+#include "model/time.hpp"
 #include "sim/check/draw.hpp"
 
 namespace rehearse::sim {
@@ -229,6 +230,29 @@ void draw_siblings(Rng& rng, json& policy) {
   if (rng.next_bool(0.25)) policy["budget"] = rng.next_bool(0.5) ? "per_slot" : "per_episode";
 }
 
+// One policy in four, whatever its form (three in four of a call job's),
+// honours Retry-After, and one in
+// four names the world's retry budget (from a stream of their own, so the
+// forms' draws stay what they were).
+void honour_retry_after(json& jobs, std::uint64_t seed) {
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (!jobs[i].is_object() || !jobs[i].contains("retry_policy")) continue;
+    json& policy = jobs[i]["retry_policy"];
+    if (!policy.is_object()) continue;
+    Rng rng = Rng(seed).derive(kRetryAfterStream).derive(static_cast<std::uint64_t>(i));
+    // Call jobs are the ones a service's Retry-After reaches.
+    const bool call = jobs[i].value("kind", "") == "call";
+    if (rng.next_bool(call ? 0.75 : 0.25)) policy["retry_after"] = "honor";
+    // A budget shared by the world's jobs that draw one, small enough to bind.
+    if (rng.next_bool(0.25)) {
+      policy["retry_budget"] = {{"name", "world-budget"},
+                                {"percent", rng.next_in(0, 50)},
+                                {"window", format_duration(rng.next_in(1, 30) * kMinuteMs)},
+                                {"min_retries", rng.next_in(0, 3)}};
+    }
+  }
+}
+
 }  // namespace
 
 const std::vector<const char*>& drawn_policy_forms() {
@@ -281,6 +305,7 @@ void vary_policy_forms(json& jobs, std::uint64_t seed) {
     draw_siblings(rng, policy);
     jobs[i]["retry_policy"] = std::move(policy);
   }
+  honour_retry_after(jobs, seed);
   REHEARSE_ASSERT_EQ(jobs.size(), jobs_before);  // policies vary, jobs do not
 }
 

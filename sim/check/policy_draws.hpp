@@ -18,6 +18,7 @@ namespace rehearse::sim {
 
 inline constexpr const char* kPolicyFormsStream = "rehearse/check/policy-forms";
 inline constexpr const char* kPolicyOmissionStream = "rehearse/check/policy-omission";
+inline constexpr const char* kRetryAfterStream = "rehearse/check/retry-after";
 
 // Each job of `jobs` (a scenario's "jobs" array) keeps its drawn policy half
 // the time; otherwise it gets a policy in a form drawn from the table, with

@@ -38,6 +38,11 @@ const std::vector<ReachabilityPoint>& situations() {
        "retry_exhausted)"},
       {"policy:retriers", "a retry queued for a job whose policy has several retriers"},
       {"policy:retry_in", "a retry queued for a job whose Sidekiq policy has a retry_in block"},
+      {"policy:retry_after",
+       "a retry queued for a job whose policy honours Retry-After, after a refusal that "
+       "carried one (service_reply)"},
+      {"policy:retry_budget", "a retry queued for a job whose policy names a retry budget"},
+      {"service:capacity_refused", "a service refused a request beyond its rate limit"},
       {"policy:native_text",
        "a retry queued for a job whose policy the scenario gave as its system's own text"},
       {"dst:gap",
@@ -217,6 +222,7 @@ void ReachabilityObserver::observe(const TraceEvent& e) {
     on_durable(e);
   } else if (t == "durable_stage" || t == "service_call" || t == "service_reply" ||
              t == "instance_changed") {
+    if (t == "service_reply") on_reply(e);
     on_reconcile(e);
   } else if (t == "issue_assigned" && (lead_legacy_ || legacy_agents_.count(e.str("agent")) != 0)) {
     reach("reconcile:legacy_role_handoff");
@@ -288,6 +294,8 @@ int ReachabilityObserver::retry_number(const TraceEvent& e, const WitnessPolicy&
 void ReachabilityObserver::note_policy_shape(const TraceEvent& e, const WitnessPolicy& p) {
   if (p.deadline_ms > 0) reach("policy:deadline");
   if (!p.rules.empty()) reach("policy:retriers");
+  if (p.honors_retry_after && last_retry_after_[e.job]) reach("policy:retry_after");
+  if (!p.budget.name.empty()) reach("policy:retry_budget");
   if (p.delays.curve == WitnessDelays::Curve::block) reach("policy:retry_in");
   const JobSpec* spec = scenario_.find_job(e.job);
   if (spec != nullptr && spec->policy_from_text) reach("policy:native_text");
@@ -299,6 +307,15 @@ void ReachabilityObserver::on_exhausted(const TraceEvent& e) {
   if (job->policy.deadline_ms > 0 && job->policy.retries_max == kWitnessUnlimited) {
     reach("retry:deadline_ended");
   }
+}
+
+// Capacity's refusals, and the Retry-After each job's last reply carried. (A
+// request timed out in line needs runs that overlap, which a generated
+// world's one acting worker does not make: the unit and CLI tests show it.)
+void ReachabilityObserver::on_reply(const TraceEvent& e) {
+  const std::string capacity = e.str("capacity");
+  if (capacity == "refused") reach("service:capacity_refused");
+  if (!e.job.empty()) last_retry_after_[e.job] = !e.str("retry_after").empty();
 }
 
 void ReachabilityObserver::on_retry_added(const TraceEvent& e) {

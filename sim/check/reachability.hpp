@@ -59,6 +59,7 @@ class ReachabilityObserver {
   }
   void on_queue(const TraceEvent& e);
   void on_retry_added(const TraceEvent& e);
+  void on_reply(const TraceEvent& e);
   void note_policy_shape(const TraceEvent& e, const WitnessPolicy& p);
   void on_exhausted(const TraceEvent& e);
   void on_durable(const TraceEvent& e);
@@ -73,6 +74,7 @@ class ReachabilityObserver {
   const Scenario& scenario_;
   JobTable jobs_;
   std::set<std::string> reached_;
+  std::map<std::string, bool> last_retry_after_;  // by job: its last reply carried one
   // Retries queued per (job, slot) and per job since its last `ok` row: the
   // number of the retry a queue_add announces (the monitors' own count).
   std::map<std::pair<std::string, TimeMs>, int> per_slot_;

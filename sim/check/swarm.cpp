@@ -28,6 +28,7 @@ struct Declared {
   TimeMs until_ms = 0;
   std::vector<std::string> services;  // built-in and the user's own, by name
   std::vector<std::string> user_services;
+  std::vector<std::string> rate_limited;  // user services whose capacity has a rate
   bool orchestrator = false;
   bool messenger = false;
   std::string instance;
@@ -47,7 +48,10 @@ Declared declared_of(const Scenario& s) {
                            ServiceKind::brokerage, ServiceKind::messenger}) {
     if (s.services.has(kind)) d.services.emplace_back(to_string(kind));
   }
-  for (const auto& [name, service] : s.services.user) d.user_services.push_back(name);
+  for (const auto& [name, service] : s.services.user) {
+    d.user_services.push_back(name);
+    if (service.capacity && service.capacity->limits_rate()) d.rate_limited.push_back(name);
+  }
   if (const auto& o = s.services.orchestrator) {
     d.orchestrator = true;
     d.instance = o->instance;
@@ -91,6 +95,7 @@ bool key_drawable(const FaultKeySpec& key, const Declared& d) {
     case FaultKeyType::new_instance: return d.orchestrator;
     case FaultKeyType::targets: return !d.targets.empty();
     case FaultKeyType::job: return !d.file_jobs.empty();
+    case FaultKeyType::rate_limited: return !d.rate_limited.empty();
     case FaultKeyType::name: return !key.names.empty();
     default: return true;
   }
@@ -153,6 +158,7 @@ std::optional<json> draw_value(const FaultKeySpec& key, Rng& rng, const Declared
       return fmt::format("{}-swarm-{}", d.instance, ++instances_made);
     case FaultKeyType::targets: return pick_subset(rng, d.targets);
     case FaultKeyType::job: return pick(rng, d.file_jobs);
+    case FaultKeyType::rate_limited: return pick(rng, d.rate_limited);
     // Exact damage needs the file's size when the fault fires, which only
     // the run knows: left to the run's generator (it varies with the seed).
     case FaultKeyType::cut:
@@ -252,7 +258,8 @@ Status extend_for_settling(json& derived, SwarmChoice& c) {
 // faults for a seed stay what they were: a printed replay line keeps meaning
 // the same case.
 bool draws_own_stream(const FaultKindSpec& kind) {
-  return kind.applies_to == FaultTarget::job_file || kind.name == std::string_view("clock_step");
+  return kind.applies_to == FaultTarget::job_file || kind.name == std::string_view("clock_step") ||
+         kind.name == std::string_view("capacity");
 }
 
 void add_swarm_faults(json& faults, Rng& rng, const Declared& d, const SwarmOptions& options,

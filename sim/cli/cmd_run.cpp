@@ -114,13 +114,17 @@ Result<std::uint64_t> parse_seed(const std::string& text) {
 
 // The timeline on stdout; colour only on a terminal and without NO_COLOR
 // (no-color.org: set and not empty).
-void print_timeline(const sim::ScenarioRunResult& run, bool verbose) {
+// The fleet load's lines close it (docs/run.md "Fleet load").
+void print_timeline(const sim::Scenario& scenario, const sim::ScenarioRunResult& run,
+                    bool verbose) {
   sim::TimelineOptions options;
   options.verbose = verbose;
   const char* no_color = std::getenv("NO_COLOR");
   options.color = isatty(fileno(stdout)) != 0 && (no_color == nullptr || *no_color == '\0');
-  fmt::print("{} (seed {})\n{}\n", run.path.empty() ? run.scenario : run.path, run.seed,
-             sim::render_timeline(run.trace.events(), options));
+  const auto load = sim::run_service_load(scenario, run);
+  fmt::print("{} (seed {})\n{}{}\n", run.path.empty() ? run.scenario : run.path, run.seed,
+             sim::render_timeline(run.trace.events(), options),
+             load ? sim::render_load_summary(*load, options) : std::string());
 }
 
 double elapsed_ms(std::chrono::steady_clock::time_point since) {
@@ -218,8 +222,11 @@ sim::RunOptions run_options(const sim::Scenario& scenario, const RunSettings& se
                             const std::string& label) {
   sim::RunOptions options;
   options.seed = settings.seed;
-  // The outputs that need every event keep them; otherwise they stream.
-  options.keep_trace = settings.trace_path || settings.report_path || settings.timeline;
+  // The outputs that need every event keep them; otherwise they stream. The
+  // --json document's fleet load is read from the trace, for the scenarios
+  // that have one.
+  options.keep_trace = settings.trace_path || settings.report_path || settings.timeline ||
+                       (settings.as_json && sim::wants_service_load(scenario));
   if (settings.show_progress) {
     options.progress = progress_printer(scenario.name + label, settings.progress_style);
     options.progress_every_events = 4096;  // the printer itself keeps to once a second
@@ -287,7 +294,7 @@ void write_outputs(const sim::Scenario& scenario, const sim::ScenarioRunResult& 
       return add_error_row(report, scenario.path, s.error());
     }
   }
-  if (settings.timeline && !settings.as_json) print_timeline(first, settings.verbose);
+  if (settings.timeline && !settings.as_json) print_timeline(scenario, first, settings.verbose);
   if (settings.report_path) {
     const std::string html = sim::render_html_report(scenario, first, verdict);
     if (Status s = write_output_file(*settings.report_path, html); !s.ok()) {

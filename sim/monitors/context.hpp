@@ -11,6 +11,8 @@
 #include "sim/monitors/call_counts.hpp"
 #include "sim/monitors/job_table.hpp"
 #include "sim/monitors/process_tracker.hpp"
+#include "sim/monitors/retry_after_table.hpp"
+#include "sim/monitors/retry_budget_table.hpp"
 #include "sim/monitors/retry_count.hpp"
 #include "sim/monitors/slot_tracker.hpp"
 #include "sim/monitors/wall_clock.hpp"
@@ -20,7 +22,11 @@ namespace rehearse::sim {
 
 struct MonitorContext {
   explicit MonitorContext(const Scenario& scenario)
-      : jobs(scenario), slots(jobs), retry_count(jobs), calls(jobs) {}
+      : jobs(scenario),
+        slots(jobs),
+        retry_count(jobs),
+        calls(jobs),
+        budgets(jobs, process, wall_clock) {}
   MonitorContext(const MonitorContext&) = delete;
   MonitorContext& operator=(const MonitorContext&) = delete;
 
@@ -29,7 +35,9 @@ struct MonitorContext {
   SlotTracker slots;
   RetryCount retry_count;
   CallCounts calls;
-  WallClockTable wall_clock;  // the worker machine's clock, from the world's clock steps
+  WallClockTable wall_clock;    // the worker machine's clock, from the world's clock steps
+  RetryAfterTable retry_after;  // each job's last reply's Retry-After
+  RetryBudgetTable budgets;     // each retry budget's window, per worker process
   // Events observed so far (the index end checks report: the trace size).
   std::size_t events_seen = 0;
 };

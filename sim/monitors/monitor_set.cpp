@@ -100,8 +100,14 @@ void MonitorSet::dispatch(const TraceEvent& e, std::size_t i, Violations& out) {
   if (const auto route = routes_.find(fact_source(e.type)); route != routes_.end()) {
     for (Monitor* m : route->second) append(out, m->observe(e, i));
   }
+  // Whether a retry add answers a new failure, read before the count takes it.
+  const WitnessPolicy* policy = e.type == "queue_add" ? policy_of(e.job) : nullptr;
+  const bool fresh =
+      policy != nullptr && e.slot && context_->retry_count.fresh(e.job, *e.slot, policy->per_slot);
   context_->retry_count.observe(e);
   context_->slots.observe(e, i);
+  context_->retry_after.observe(e);
+  context_->budgets.observe(e, fresh);
 }
 
 // Keeps what one event showed; returns the first in the order of

@@ -332,13 +332,20 @@ void NothingLost::check_budget_spent(const TraceEvent& e, std::size_t i, Violati
                                                                       : e.str("failure_class");
   // A deadline may end the chain before its count: legitimately only when
   // some draw of the next delay would come due after it.
+  const DurationMs hint = p.honors_retry_after ? context_.retry_after.last(e.job) : 0;
   const bool deadline_may_end =
-      p.past_deadline(*e.slot, context_.wall_clock.wall(e.t) + p.max_delay_ms(spent + 1));
+      p.past_deadline(*e.slot,
+                      context_.wall_clock.wall(e.t) + std::max(p.max_delay_ms(spent + 1), hint));
+  // A retry budget may end the chain before its count, only when its window
+  // (the process deciding, as the queue shows it) had no room for one more.
+  const std::optional<BudgetRoom> room = context_.budgets.room(e.job, e.t);
+  const bool budget_may_end = !p.budget.name.empty() && (!room || !room->has_room());
   if (!p.rules.empty()) {
     check_rule_spent(e, i, p, cls, stalled, out);
     return;
   }
-  if (e.type == "retry_exhausted" && spent < p.retries_max && !deadline_may_end) {
+  if (e.type == "retry_exhausted" && spent < p.retries_max && !deadline_may_end &&
+      !budget_may_end) {
     out.push_back({kName, i, e.t,
                    fmt::format("job {} slot {}: declared retry_exhausted after {} of {} retries{}",
                                e.job, slot_text(e.slot), spent, retry_limit_text(p.retries_max),

@@ -1,6 +1,7 @@
 #include "sim/monitors/retries_bounded.hpp"
 
 #include <fmt/format.h>
+#include <algorithm>
 
 #include "model/assert.hpp"
 #include "sim/monitors/event_text.hpp"
@@ -27,6 +28,7 @@ Violations RetriesBounded::observe(const TraceEvent& e, std::size_t i) {
     }
   }
   note_queued_retry(e);
+  check_budget(e, i, out);
   check_window(e, i, out);
   supersede_.observe(e, i, out);
   return out;
@@ -213,8 +215,7 @@ void RetriesBounded::check_window(const TraceEvent& e, std::size_t i, Violations
   }
   // The core adds the backoff to its own clock's reading of the failure.
   const DurationMs delay = *ready - context_.wall_clock.wall(*failed_t);
-  const DurationMs lo = p.min_delay_ms(n);
-  const DurationMs hi = p.max_delay_ms(n);
+  const auto [lo, hi] = honoured(p, e.job, p.min_delay_ms(n), p.max_delay_ms(n));
   if (delay < lo || delay > hi) {
     out.push_back({kName, i, e.t,
                    fmt::format("job {} slot {}: retry {} queued {} after the failure, outside its "
@@ -247,7 +248,7 @@ void RetriesBounded::check_rule_window(const TraceEvent& e, std::size_t i, const
   one.rules.clear();
   one.delays = rule->delays;
   const DurationMs delay = ready - context_.wall_clock.wall(failed_t);
-  const DurationMs lo = one.min_delay_ms(n), hi = one.max_delay_ms(n);
+  const auto [lo, hi] = honoured(p, e.job, one.min_delay_ms(n), one.max_delay_ms(n));
   if (delay < lo || delay > hi) {
     out.push_back({kName, i, e.t,
                    fmt::format("job {} slot {}: retry {} of retrier {} queued {} after the "
@@ -255,6 +256,33 @@ void RetriesBounded::check_rule_window(const TraceEvent& e, std::size_t i, const
                                e.job, slot_text(e.slot), n, index, format_duration(delay),
                                format_duration(lo + 1), format_duration(hi - 1))});
   }
+}
+
+std::pair<DurationMs, DurationMs> RetriesBounded::honoured(const WitnessPolicy& p,
+                                                           const std::string& job, DurationMs lo,
+                                                           DurationMs hi) const {
+  const DurationMs hint = context_.retry_after.last(job);
+  if (!p.honors_retry_after || hint == 0) return {lo, hi};
+  // The monitors' slack of 1 ms on either side, as min/max_delay_ms keep it.
+  return {std::max(lo, hint - 1), std::max(hi, hint + 1)};
+}
+
+// The retry budget: a fresh retry the queue receives must fit the window of
+// the process deciding for the job (the shared table holds it before this event).
+void RetriesBounded::check_budget(const TraceEvent& e, std::size_t i, Violations& out) {
+  if (e.type != "queue_add" || e.str("kind") != "retry" || !e.flag("added") || !e.slot) return;
+  const MonitoredJob* job = context_.jobs.find(e.job);
+  if (job == nullptr || !job->policy.valid || job->policy.budget.name.empty()) return;
+  if (!context_.retry_count.fresh(e.job, *e.slot, job->policy.per_slot)) return;
+  const std::optional<BudgetRoom> room = context_.budgets.room(e.job, e.t);
+  if (!room || room->has_room()) return;
+  const WitnessPolicy::Budget& b = job->policy.budget;
+  out.push_back(
+      {kName, i, e.t,
+       fmt::format("job {} slot {}: a retry queued beyond retry budget {}: {} retries "
+                   "and {} attempts in the last {} allow {} ({}%, at least {})",
+                   e.job, slot_text(e.slot), b.name, room->retries + 1, room->attempts,
+                   format_duration(b.window_ms), room->allowed, b.percent, b.min_retries)});
 }
 
 void RetriesBounded::tally(nlohmann::json& tallies) const {

@@ -14,6 +14,11 @@
 // - the exact window: a retry queued at a fresh failure is due within
 //   [floor(d * (1 - jitter)), d] of it, d the delay of the n-th retry of the
 //   budget, n from the shared count (retry_count.hpp); beyond the budget fires.
+//   A policy that honours Retry-After: the window's both ends are at least
+//   the Retry-After of the job's last reply (retry_after_table.hpp).
+// - a retry added beyond the policy's retry budget (retry_budget_table.hpp:
+//   the window's retries plus this one above max(min_retries, attempts *
+//   percent / 100) in the process deciding).
 #pragma once
 
 #include <map>
@@ -36,9 +41,9 @@ class RetriesBounded final : public Monitor {
   static constexpr const char* kSummary =
       "retries stay within the policy's budget and delays, and only for retryable failures";
   static std::vector<std::string> reads() {
-    return {"queue_take",   "queue_intent", "queue_done",          "durable_job_state",
-            "outbox_add",   "queue_add",    "queue_cancel",        "process_crash",
-            "process_boot", "disk_crash",   "disk_process_crashed"};
+    return {"queue_take",   "queue_intent", "queue_done",           "durable_job_state",
+            "outbox_add",   "queue_add",    "queue_cancel",         "process_crash",
+            "process_boot", "disk_crash",   "disk_process_crashed", "service_reply"};
   }
 
   RetriesBounded(const Scenario& scenario, MonitorContext& context);
@@ -52,8 +57,14 @@ class RetriesBounded final : public Monitor {
   void on_retry_scheduled(const TraceEvent& e, std::size_t i, const MonitoredJob& job,
                           Violations& out);
   void check_window(const TraceEvent& e, std::size_t i, Violations& out);
+  void check_budget(const TraceEvent& e, std::size_t i, Violations& out);
   void check_rule_window(const TraceEvent& e, std::size_t i, const MonitoredJob& job, TimeMs ready,
                          TimeMs failed_t, Violations& out);
+
+  // The window [lo, hi] of a retry, raised to the Retry-After of the job's
+  // last reply when its policy honours it.
+  std::pair<DurationMs, DurationMs> honoured(const WitnessPolicy& p, const std::string& job,
+                                             DurationMs lo, DurationMs hi) const;
 
   MonitorContext& context_;
   SupersedeWatch supersede_;  // per_episode: a later slot supersedes pending retries

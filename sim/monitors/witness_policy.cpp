@@ -94,10 +94,11 @@ bool read_backoff(const json& b, WitnessPolicy& p, bool bullmq) {
 // The form's keys and its count (attempts or max). An error, or "".
 std::string read_count(const json& j, bool bullmq, WitnessPolicy& p) {
   const std::vector<std::string> keys =
-      bullmq
-          ? std::vector<std::string>{"attempts", "backoff", "retryable_classes", "budget", "reason"}
-          : std::vector<std::string>{"max",    "backoff_sec", "backoff", "retryable_classes",
-                                     "reason", "budget",      "until"};
+      bullmq ? std::vector<std::string>{"attempts", "backoff",     "retryable_classes", "budget",
+                                        "reason",   "retry_after", "retry_budget"}
+             : std::vector<std::string>{"max",    "backoff_sec", "backoff",     "retryable_classes",
+                                        "reason", "budget",      "retry_after", "retry_budget",
+                                        "until"};
   for (const auto& [k, v] : j.items()) {
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) return "key " + k;
   }
@@ -184,7 +185,7 @@ std::optional<WitnessPolicy> read_wrapped_system(const json& j) {
   const bool machine_state = system->name == "stepfunctions" && j.contains("state");
   for (const auto& [k, v] : j.items()) {
     if (k != system->name && k != "retryable_classes" && k != "budget" && k != "reason" &&
-        !(k == "state" && machine_state)) {
+        k != "retry_after" && k != "retry_budget" && !(k == "state" && machine_state)) {
       return invalid_witness_policy("key " + k + " beside " + std::string(system->name));
     }
   }
@@ -218,6 +219,38 @@ std::optional<WitnessPolicy> read_wrapped_system(const json& j) {
 
 }  // namespace
 
+namespace {
+// `retry_budget`: {name, percent 0..100 (20), window 1s..1h (10s),
+// min_retries 0..1000 (3)}. An error, or "".
+std::string read_witness_budget(const json& b, WitnessPolicy::Budget& out) {
+  if (!b.is_object() || !b.contains("name") || !b.at("name").is_string() ||
+      b.at("name").get<std::string>().empty()) {
+    return "retry_budget";
+  }
+  for (const auto& [k, v] : b.items()) {
+    if (k != "name" && k != "percent" && k != "window" && k != "min_retries") return "key " + k;
+  }
+  out.name = b.at("name").get<std::string>();
+  const auto integer = [&b](const char* key, int lo, int hi, int& into) {
+    if (!b.contains(key)) return true;
+    const json& v = b.at(key);
+    if (!v.is_number_integer() || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi) {
+      return false;
+    }
+    into = v.get<int>();
+    return true;
+  };
+  if (!integer("percent", 0, 100, out.percent)) return "retry_budget percent";
+  if (!integer("min_retries", 0, 1000, out.min_retries)) return "retry_budget min_retries";
+  if (b.contains("window")) {
+    const auto w = read_witness_delay(b.at("window"));
+    if (!w || *w < 1000 || *w > 3'600'000) return "retry_budget window";
+    out.window_ms = *w;
+  }
+  return {};
+}
+}  // namespace
+
 WitnessPolicy invalid_witness_policy(std::string why) {
   WitnessPolicy p;
   p.why_invalid = std::move(why);
@@ -245,6 +278,16 @@ std::string read_classes_and_budget(const json& j, WitnessPolicy& p) {
     const std::string b = j.at("budget").get<std::string>();
     if (b != "per_slot" && b != "per_episode") return "budget " + b;
     p.per_slot = b == "per_slot";
+  }
+  if (j.contains("retry_after")) {
+    const json& r = j.at("retry_after");
+    if (!r.is_string() || (r != "honor" && r != "ignore")) return "retry_after";
+    p.honors_retry_after = r == "honor";
+  }
+  if (j.contains("retry_budget")) {
+    if (std::string error = read_witness_budget(j.at("retry_budget"), p.budget); !error.empty()) {
+      return error;
+    }
   }
   // Only names of the vocabulary are ever listed (the per-job defaults too).
   REHEARSE_ASSERT_LE(p.classes.size(), class_vocabulary().size());

@@ -66,6 +66,17 @@ struct WitnessPolicy {
   // A retry may come due no later than slot + deadline_ms (0: no deadline).
   DurationMs deadline_ms = 0;
   bool per_slot = false;
+  // "retry_after": "honor": a refusal's Retry-After, as the world sent it,
+  // is a floor under the delay of the retry it causes.
+  bool honors_retry_after = false;
+  // "retry_budget": retries as a share of the attempts of every job naming
+  // it, per worker process (the monitors' reading; empty name: none).
+  struct Budget {
+    std::string name;
+    int percent = 20;
+    DurationMs window_ms = 10'000;
+    int min_retries = 3;
+  } budget;
   bool all_classes = false;
   std::set<std::string> classes;
   WitnessDelays delays;
@@ -97,7 +108,7 @@ WitnessPolicy invalid_witness_policy(std::string why);
 // `count` (Ruby's integer semantics); nullopt where Ruby would raise.
 std::optional<std::int64_t> eval_block(const nlohmann::json& ast, std::int64_t count);
 
-// The classes, budget and reason a policy of any form may carry beside its
+// The classes, budget, reason and retry_after a policy of any form may carry beside its
 // retry keys; fills `p`. An error, or "".
 std::string read_classes_and_budget(const nlohmann::json& j, WitnessPolicy& p);
 

@@ -215,6 +215,10 @@ svg{display:block;border:1px solid #e5e7eb;background:#fff;cursor:crosshair}
 .m.exhausted rect{stroke:#111;stroke-width:1.2}.m.merged{stroke:#111;stroke-width:.6}
 .violation line{stroke:#dc2626;stroke-width:1.5;stroke-dasharray:2 2}.violation circle{fill:none;stroke:#dc2626;stroke-width:2.5}
 #cursor{stroke:#0f172a;stroke-width:1.5}
+svg.load{cursor:default;margin-bottom:8px}.load text{font-size:11px;fill:#374151}.load .ltitle{font-size:13px;font-weight:600;fill:#1f2937}
+.load .grid{stroke:#e5e7eb}.load .ylabel{text-anchor:end}.load .xlabel{text-anchor:middle;fill:#6b7280;font-size:10px}.load .axis{text-anchor:middle;fill:#4b5563}
+.load .lc{fill:none;stroke:#2563eb;stroke-width:1.5}.load .lu{fill:none;stroke:#16a34a;stroke-width:1.5}.load .cap{stroke:#111827;stroke-width:1.2;stroke-dasharray:6 3}
+.load .caplabel{text-anchor:end;fill:#111827;paint-order:stroke;stroke:#fff;stroke-width:3px}.load .kc{fill:#2563eb}.load .ku{fill:#16a34a}.load .kcap{fill:#111827}.load .kf{fill:#ef4444}.loadline{margin:10px 0 4px}
 .legend span{display:inline-block;margin-right:14px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:4px;vertical-align:-1px}
 .legend .shapes{display:block;color:#4b5563;margin-top:2px}.inv small{display:block;color:#6b7280;font-size:11px}
 table{border-collapse:collapse;font-size:13px}td,th{border-bottom:1px solid #e5e7eb;padding:3px 10px 3px 0;text-align:left;vertical-align:top}
@@ -413,6 +417,7 @@ std::string render_html_report(const Scenario& scenario, const ScenarioRunResult
   page += "<p>Replay: <code>" + esc(replay_command(where, run.seed)) + "</code></p>\n";
   page += "<h2>Timeline</h2>" + legend_html() + svg + "\n";
   page += "<p>Click the timeline to see the status at that instant.</p>\n";
+  if (auto load = run_service_load(scenario, run)) page += load_section_html(*load);
   page +=
       "<h2>Status at <span id=\"at-time\"></span> (from the trace)</h2>"
       "<table id=\"at-table\"><tr><td></td></tr></table>\n";

@@ -169,5 +169,8 @@ std::string spans_svg(const std::vector<TimelineEntry>& entries,
 std::string violations_svg(const ScenarioRunResult& run, const Verdict& verdict,
                            const TimeAxis& axis, const Lanes& lanes);
 std::string lanes_svg(const Lanes& lanes);
+// The fleet load's section (docs/report.md): a summary line and an SVG load
+// curve per service worth showing (load_worth_showing); empty when none is.
+std::string load_section_html(const std::vector<ServiceLoad>& loads);
 
 }  // namespace rehearse::sim::html_report_detail

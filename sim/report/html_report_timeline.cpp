@@ -375,4 +375,162 @@ std::string lanes_svg(const Lanes& lanes) {
   return out;
 }
 
+// ------------------------------------------------------------- fleet load
+
+namespace {
+
+constexpr double kLoadWidth = kLabelWidth + kPlotWidth + 10;  // as wide as the timeline
+constexpr double kLoadLeft = 78;
+constexpr double kLoadRight = 16;
+constexpr double kLoadTop = 44;
+constexpr double kLoadPlotHeight = 170;
+constexpr double kLoadHeight = kLoadTop + kLoadPlotHeight + 42;
+
+// A linear chart of one service's minutes: time across, requests up.
+struct LoadChart {
+  TimeMs start = 0;
+  TimeMs end = 1;
+  std::int64_t top = 1;  // requests per minute at the top of the plot
+
+  double plot_width() const { return kLoadWidth - kLoadLeft - kLoadRight; }
+  double x(TimeMs t) const {
+    const TimeMs clamped = std::clamp(t, start, end);
+    return kLoadLeft + plot_width() * double(clamped - start) / double(end - start);
+  }
+  double y(double per_minute) const {
+    return kLoadTop + kLoadPlotHeight * (1.0 - std::min(per_minute, double(top)) / double(top));
+  }
+};
+
+// The gridline step for a plot whose top must hold `max`: 1, 2 or 5 times a
+// power of ten, at most four steps up.
+std::int64_t nice_step(std::int64_t max) {
+  const std::int64_t raw = std::max<std::int64_t>(1, (max + 3) / 4);
+  for (std::int64_t scale = 1;; scale *= 10) {
+    for (const std::int64_t m : {1, 2, 5}) {
+      if (m * scale >= raw) return m * scale;
+    }
+  }
+}
+
+// Gridlines with their counts, time ticks, and both axes' labels.
+std::string load_axes_svg(const LoadChart& c, std::int64_t step) {
+  REHEARSE_ASSERT_GT(step, 0);
+  std::string out;
+  for (std::int64_t v = 0; v <= c.top; v += step) {
+    out += fmt::format(
+        "<line class=\"grid\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\"/>"
+        "<text class=\"ylabel\" x=\"{3}\" y=\"{4}\">{5}</text>",
+        num(kLoadLeft), num(kLoadLeft + c.plot_width()), num(c.y(double(v))), num(kLoadLeft - 6),
+        num(c.y(double(v)) + 4), grouped_count(v));
+  }
+  static constexpr DurationMs kSteps[] = {60'000,     300'000,     900'000,    1'800'000,
+                                          3'600'000,  10'800'000,  21'600'000, 43'200'000,
+                                          86'400'000, 172'800'000, 604'800'000};
+  const double px_per_ms = c.plot_width() / double(c.end - c.start);
+  DurationMs tick = kSteps[std::size(kSteps) - 1];
+  for (const DurationMs s : kSteps) {
+    if (double(s) * px_per_ms >= 110) {
+      tick = s;
+      break;
+    }
+  }
+  const double foot = kLoadTop + kLoadPlotHeight;
+  for (TimeMs t = (c.start + tick - 1) / tick * tick; t <= c.end; t += tick) {
+    if (c.x(t) > kLoadLeft + c.plot_width() - 36) break;  // no label past the edge
+    out += fmt::format(
+        "<line class=\"grid\" x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\"/>"
+        "<text class=\"xlabel\" x=\"{0}\" y=\"{3}\">{4}</text>",
+        num(c.x(t)), num(kLoadTop), num(foot + 4), num(foot + 16), esc(tick_label(t)));
+  }
+  out += fmt::format(
+      "<text class=\"axis\" x=\"{}\" y=\"{}\">time (UTC)</text>"
+      "<text class=\"axis\" transform=\"translate(14 {}) rotate(-90)\">requests per minute</text>",
+      num(kLoadLeft + c.plot_width() / 2), num(foot + 36), num(kLoadTop + kLoadPlotHeight / 2));
+  return out;
+}
+
+// A series as a polyline through each minute's middle. More minutes than
+// pixels: each point is the busiest minute of its stretch, so that no peak is
+// lost to the width.
+std::string series_svg(const LoadChart& c, const ServiceLoad& load,
+                       const std::vector<std::int64_t>& series, const char* cls) {
+  REHEARSE_ASSERT(!series.empty());  // a load has one minute at least
+  const auto columns = std::max<std::size_t>(1, static_cast<std::size_t>(c.plot_width()));
+  const std::size_t per_point = (series.size() + columns - 1) / columns;
+  std::string points;
+  for (std::size_t i = 0; i < series.size(); i += per_point) {
+    const std::size_t last = std::min(series.size(), i + per_point);
+    const std::int64_t busiest = *std::max_element(series.begin() + std::ptrdiff_t(i),
+                                                   series.begin() + std::ptrdiff_t(last));
+    const TimeMs middle =
+        (load.minute_start(i) + std::min(load.end_ms, load.minute_start(last))) / 2;
+    points += fmt::format("{}{},{}", points.empty() ? "" : " ", num(c.x(middle)),
+                          num(c.y(double(busiest))));
+  }
+  return fmt::format("<polyline class=\"{}\" points=\"{}\"/>", cls, points);
+}
+
+// The fault windows as shaded bands, the capacity as a dashed line.
+std::string load_marks_svg(const LoadChart& c, const ServiceLoad& load) {
+  std::string out;
+  for (const LoadFaultWindow& w : load.faults) {
+    const double x0 = c.x(w.from_ms);
+    const double x1 = std::max(x0 + 2, c.x(w.until_ms));
+    out += fmt::format(
+        "<rect class=\"span fault\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"><title>fault "
+        "{} ({}): {} .. {}</title></rect>",
+        num(x0), num(kLoadTop), num(x1 - x0), num(kLoadPlotHeight), w.fault, esc(w.kind),
+        timeline_time(w.from_ms), timeline_time(w.until_ms));
+  }
+  if (!load.capacity_per_minute_milli) return out;
+  const double cap = double(*load.capacity_per_minute_milli) / 1000.0;
+  out += fmt::format(
+      "<line class=\"cap\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\"/>"
+      "<text class=\"caplabel\" x=\"{1}\" y=\"{3}\">capacity {4}/min</text>",
+      num(kLoadLeft), num(kLoadLeft + c.plot_width()), num(c.y(cap)), num(c.y(cap) - 4),
+      esc(milli_count_text(*load.capacity_per_minute_milli)));
+  return out;
+}
+
+// One service's chart: title and key, axes, bands, capacity, both series.
+std::string load_chart_svg(const ServiceLoad& load) {
+  REHEARSE_ASSERT_GT(load.end_ms, load.start_ms);  // load_section_html's guard
+  const std::int64_t peak_useful =
+      *std::max_element(load.useful_per_minute.begin(), load.useful_per_minute.end());
+  const std::int64_t cap =
+      load.capacity_per_minute_milli ? (*load.capacity_per_minute_milli + 999) / 1000 : 0;
+  const std::int64_t max = std::max({load.peak_per_minute, peak_useful, cap, std::int64_t{1}});
+  const std::int64_t step = nice_step(max);
+  const LoadChart chart{load.start_ms, load.end_ms, (max + step - 1) / step * step};
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"load\" data-service=\"{0}\" "
+      "width=\"{1}\" height=\"{2}\" viewBox=\"0 0 {1} {2}\">"
+      "<text class=\"ltitle\" x=\"{3}\" y=\"16\">{0}: requests per minute</text>"
+      "<text class=\"key\" x=\"{3}\" y=\"34\"><tspan class=\"kc\">\xe2\x80\x94 calls sent"
+      "</tspan><tspan class=\"ku\" dx=\"16\">\xe2\x80\x94 useful replies (2xx)</tspan>"
+      "<tspan class=\"kcap\" dx=\"16\">- - capacity</tspan><tspan class=\"kf\" "
+      "dx=\"16\">\xe2\x96\xae fault</tspan></text>",
+      esc(load.service), num(kLoadWidth), num(kLoadHeight), num(kLoadLeft));
+  svg += load_axes_svg(chart, step) + load_marks_svg(chart, load) +
+         series_svg(chart, load, load.calls_per_minute, "lc") +
+         series_svg(chart, load, load.useful_per_minute, "lu");
+  return svg + "</svg>";
+}
+
+}  // namespace
+
+std::string load_section_html(const std::vector<ServiceLoad>& loads) {
+  std::string out;
+  for (const ServiceLoad& load : loads) {
+    if (!load_worth_showing(load) || load.end_ms <= load.start_ms) continue;
+    out += "<p class=\"loadline\">" + esc(load_summary_line(load)) + "</p>\n" +
+           load_chart_svg(load) + "\n";
+  }
+  if (out.empty()) return out;
+  return "<h2>Fleet load</h2><p>Requests each service received per minute (docs/run.md, "
+         "\"Fleet load\").</p>\n" +
+         out;
+}
+
 }  // namespace rehearse::sim::html_report_detail

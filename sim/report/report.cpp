@@ -279,6 +279,14 @@ json to_json(const Violation& violation) {
               {"message", violation.message}};
 }
 
+std::optional<std::vector<ServiceLoad>> run_service_load(const Scenario& scenario,
+                                                         const ScenarioRunResult& run) {
+  if (!wants_service_load(scenario) || run.out_of_memory || run.trace.keep() != TraceKeep::all) {
+    return std::nullopt;
+  }
+  return service_load(scenario, run.trace.events(), run.start_ms, run.end_ms);
+}
+
 json report_json(const Scenario& scenario, const ScenarioRunResult& run, const Verdict& verdict,
                  const SummaryRow& row) {
   // The row is summarize() of this run under this verdict.
@@ -329,6 +337,7 @@ json report_json(const Scenario& scenario, const ScenarioRunResult& run, const V
   if (scenario.services.messenger) {
     doc["tallies"]["services"][to_string(ServiceKind::messenger)]["calls"] = messenger_calls(run);
   }
+  if (auto load = run_service_load(scenario, run)) doc["load"] = to_json(*load);
   doc["replay"] =
       replay_command(run.path.empty() ? run.scenario : run.path, run.seed, verdict.strict);
   return doc;

@@ -18,6 +18,7 @@
 #include "sim/monitors/monitor_set.hpp"
 #include "sim/world/expect.hpp"
 #include "sim/world/scenario.hpp"
+#include "sim/world/service_load.hpp"
 #include "sim/world/world.hpp"
 
 namespace rehearse::sim {
@@ -106,6 +107,15 @@ std::string format_findings(const ScenarioRunResult& run, const Verdict& verdict
 
 nlohmann::json to_json(const SummaryRow& row);
 nlohmann::json to_json(const Violation& violation);
+
+// The run's fleet load (sim/world/service_load.hpp, docs/run.md "Fleet
+// load") when the scenario wants one (wants_service_load) and the run kept
+// its trace to read it from; nullopt otherwise, and for a run cut short by
+// running out of memory (its trace was let go).
+std::optional<std::vector<ServiceLoad>> run_service_load(const Scenario& scenario,
+                                                         const ScenarioRunResult& run);
+
+// The --json document of one run; with `load` (run_service_load) when there is one.
 nlohmann::json report_json(const Scenario& scenario, const ScenarioRunResult& run,
                            const Verdict& verdict, const SummaryRow& row);
 

@@ -452,4 +452,84 @@ std::string render_timeline(const std::vector<TraceEvent>& events, const Timelin
   return out;
 }
 
+std::string grouped_count(std::int64_t n) {
+  const std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+std::string milli_count_text(std::int64_t milli) {
+  REHEARSE_ASSERT_GE(milli, 0);  // counts and ratios of counts
+  if (milli % 1000 == 0) return grouped_count(milli / 1000);
+  const std::int64_t tenths = (milli + 50) / 100;
+  return fmt::format("{}.{}", grouped_count(tenths / 10), tenths % 10);
+}
+
+namespace {
+
+// After the trigger: how long failures went on, then an hour later.
+std::string after_trigger_text(const ServiceLoad& load) {
+  REHEARSE_ASSERT(load.peak_after_trigger_per_minute.has_value());  // a minute after it
+  std::string out;
+  if (!load.drain_ms) {
+    out = ", still failing at the run's end";
+  } else if (*load.drain_ms == 0) {
+    out = ", no failure after it";
+  } else {
+    out = ", drained in " + format_duration(*load.drain_ms);
+  }
+  if (load.metastable_judged()) {
+    out += load.metastable ? "; still above capacity 1h after the outage ended: metastable"
+                           : "; under capacity 1h after the outage ended";
+  } else if (load.capacity_per_minute_milli) {
+    out += "; metastability not judged (the run ends within 1h1m of the outage's end)";
+  }
+  return out;
+}
+
+}  // namespace
+
+bool load_worth_showing(const ServiceLoad& load) noexcept {
+  return load.capacity_per_minute_milli.has_value() || load.trigger_end.has_value();
+}
+
+std::string load_summary_line(const ServiceLoad& load) {
+  std::string out = fmt::format("{}: {} calls", load.service, grouped_count(load.calls));
+  out += load.work_amplification_milli
+             ? fmt::format(", {}x work amplification",
+                           milli_count_text(*load.work_amplification_milli))
+             : std::string(load.calls > 0 ? ", none useful" : "");
+  if (load.peak_after_trigger_per_minute) {
+    out += fmt::format(", peak {}/min after the outage ended",
+                       grouped_count(*load.peak_after_trigger_per_minute));
+  } else {
+    out += fmt::format(", peak {}/min", grouped_count(load.peak_per_minute));
+    if (load.trigger_end) out += " (the outage lasts to the run's end)";
+  }
+  if (load.capacity_per_minute_milli) {
+    out += fmt::format(" (capacity {}/min)", milli_count_text(*load.capacity_per_minute_milli));
+  }
+  if (load.peak_after_trigger_per_minute) out += after_trigger_text(load);
+  return out;
+}
+
+std::string render_load_summary(const std::vector<ServiceLoad>& loads,
+                                const TimelineOptions& options) {
+  std::string lines;
+  for (const ServiceLoad& load : loads) {
+    if (!load_worth_showing(load)) continue;
+    const bool bad = load.metastable || (load.trigger_end && !load.drain_ms);
+    const std::string colour = options.color ? ansi(bad ? Tone::bad : Tone::plain) : "";
+    lines +=
+        fmt::format("  {}{}{}\n", colour, load_summary_line(load), colour.empty() ? "" : "\x1b[0m");
+  }
+  if (lines.empty()) return lines;
+  return fmt::format("{}load{}\n", options.color ? "\x1b[1m" : "", options.color ? "\x1b[0m" : "") +
+         lines;
+}
+
 }  // namespace rehearse::sim

@@ -18,12 +18,14 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "model/time.hpp"
 #include "sim/kernel/trace.hpp"
+#include "sim/world/service_load.hpp"
 
 namespace rehearse::sim {
 
@@ -91,6 +93,24 @@ struct TimelineOptions {
 // and items in order of first appearance) with one line per entry:
 //   "  2026-12-04 17:00:00.200  attempt 1 (regular) failure rate_limit"
 std::string render_timeline(const std::vector<TraceEvent>& events, const TimelineOptions& options);
+
+// The fleet load (sim/world/service_load.hpp) of the services it says
+// something about: those with a declared capacity or a fault on them.
+bool load_worth_showing(const ServiceLoad& load) noexcept;
+// One line: "provider: 41,200 calls, 6.1x work amplification, peak 2,400/min
+// after the outage ended (capacity 1,200/min), drained in 14m", then the
+// metastability judgment when there is one ("; still above capacity 1h
+// after the outage ended: metastable").
+std::string load_summary_line(const ServiceLoad& load);
+// The timeline's closing block: "load", then one indented line per service
+// worth showing; empty when there is none.
+std::string render_load_summary(const std::vector<ServiceLoad>& loads,
+                                const TimelineOptions& options);
+// 41200 -> "41,200".
+std::string grouped_count(std::int64_t n);
+// A count kept in thousandths (>= 0): whole when it is ("1,200"), else to one
+// decimal ("6.1"), rounded half up.
+std::string milli_count_text(std::int64_t milli);
 
 // "2026-12-04 17:00:00.200": the ISO instant without 'T' and 'Z'.
 std::string timeline_time(TimeMs t);

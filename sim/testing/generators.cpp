@@ -117,6 +117,7 @@ bool has_choices(const FaultKeySpec& key, const FaultTargets& t) {
     case FaultKeyType::targets: return t.messenger && !t.targets.empty();
     case FaultKeyType::worker: return t.workers > 1;  // one worker: left out (the machine)
     case FaultKeyType::job: return !t.file_jobs.empty();
+    case FaultKeyType::rate_limited: return !t.rate_limited.empty();
     default: return true;
   }
 }
@@ -149,6 +150,7 @@ rc::Gen<json> key_value(const FaultKeySpec& key, const FaultContext& c) {
     case FaultKeyType::new_instance: return one_of_names(other_instances(t));
     case FaultKeyType::targets: return subset_of(t.targets);
     case FaultKeyType::job: return one_of_names(t.file_jobs);
+    case FaultKeyType::rate_limited: return one_of_names(t.rate_limited);
     case FaultKeyType::worker:
       return rc::gen::map(rc::gen::inRange(1, t.workers + 1), [](int v) { return json(v); });
     case FaultKeyType::step:  // -3h .. +3h in whole seconds, never 0; shrinks towards -1s
@@ -252,7 +254,10 @@ FaultTargets fault_targets(const sim::Scenario& scenario) {
                                       sim::ServiceKind::brokerage, sim::ServiceKind::messenger}) {
     if (s.has(kind)) t.services.emplace_back(sim::to_string(kind));
   }
-  for (const auto& [name, service] : s.user) t.user_services.push_back(name);
+  for (const auto& [name, service] : s.user) {
+    t.user_services.push_back(name);
+    if (service.capacity && service.capacity->limits_rate()) t.rate_limited.push_back(name);
+  }
   if (s.orchestrator) {
     t.orchestrator = true;
     t.instance = s.orchestrator->instance;
@@ -617,6 +622,9 @@ json services_for(const WorldPlan& w, const std::vector<json>& jobs) {
   const bool added = std::any_of(jobs.begin(), jobs.end(), added_kind);
   if (uses(jobs, sim::JobKind::call) || added) {
     for (const std::string& name : w.user_services) s[name] = json::object();
+    // The first one limits its rate (loosely: its calls are rarely refused),
+    // so that a lowered rate (fault kind `capacity`) has a service to act on.
+    s[w.user_services.front()]["capacity"] = {{"rate", 600}, {"per", "1m"}};
   }
   if (added) {  // what draw_world offers such a kind
     if (!s.contains("model-api")) s["model-api"] = json::object();

@@ -50,6 +50,7 @@ struct FaultTargets {
   TimeMs until_ms = 0;
   std::vector<std::string> services;       // declared built-in services ("model-api", ...)
   std::vector<std::string> user_services;  // declared services of the user's own
+  std::vector<std::string> rate_limited;   // those whose capacity declares a rate
   bool orchestrator = false;
   std::string instance;             // the orchestrator's instance id (when declared)
   std::vector<std::string> issues;  // orchestrator issue ids

@@ -13,6 +13,7 @@
 #include "model/retry_policy.hpp"
 #include "model/state_codec.hpp"
 #include "model/worker.hpp"
+#include "sim/world/service_load.hpp"
 #include "sim/world/world_runners.hpp"
 
 namespace rehearse::sim {
@@ -47,7 +48,11 @@ bool expectations_need_trace(const Expectations& expect) {
   const bool not_found =
       std::any_of(expect.items.begin(), expect.items.end(),
                   [](const auto& item) { return item.second.not_found.has_value(); });
-  return messages || not_found;
+  const bool load =
+      std::any_of(expect.user_services.begin(), expect.user_services.end(), [](const auto& s) {
+        return s.second.metastable.has_value() || s.second.drained_within.has_value();
+      });
+  return messages || not_found || load;
 }
 
 std::int64_t messenger_calls(const ScenarioRunResult& run) {
@@ -431,6 +436,35 @@ void check_service(std::vector<ExpectFailure>& out, const ScenarioRunResult& run
               tally_count(t, {"services", name, "token_issues"}));
 }
 
+// A user service's fleet load, computed from the world's events
+// (sim/world/service_load.hpp): whether it stayed above capacity an hour
+// after its last fault ended, and how soon its failures stopped.
+void check_service_load(std::vector<ExpectFailure>& out, const Scenario& scenario,
+                        const ScenarioRunResult& run, const std::string& name,
+                        const ServiceExpectation& x) {
+  if (!x.metastable && !x.drained_within) return;
+  const std::string p = "/expect/services/" + json_pointer_token(name);
+  if (run.trace.keep() != TraceKeep::all) return;  // expectations_need_trace kept it
+  const auto loads = service_load(scenario, run.trace.events(), run.start_ms, run.end_ms);
+  const auto it = std::find_if(loads.begin(), loads.end(),
+                               [&name](const ServiceLoad& l) { return l.service == name; });
+  REHEARSE_ASSERT(it != loads.end());  // every user service has its load
+  if (x.metastable) {
+    const std::string got = !it->metastable_judged() ? "not judged (no capacity, no fault, or the "
+                                                       "run ends within an hour of it)"
+                            : it->metastable         ? "true"
+                                                     : "false";
+    check_text(out, p + "/metastable", *x.metastable ? "true" : "false", got);
+  }
+  if (x.drained_within) {
+    const bool drained = it->drain_ms && *it->drain_ms <= *x.drained_within;
+    check_text(out, p + "/drained_within", "within " + format_duration(*x.drained_within),
+               drained        ? "within " + format_duration(*x.drained_within)
+               : it->drain_ms ? "after " + format_duration(*it->drain_ms)
+                              : "never (failing at the run's end)");
+  }
+}
+
 void check_damaged_files(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
                          const std::map<StateFile, DamagedFileOutcome>& expected) {
   const std::size_t failures_before = out.size();
@@ -457,7 +491,10 @@ std::vector<ExpectFailure> check_expectations(const Scenario& scenario,
   for (const auto& [job, x] : e.jobs) check_job(out, scenario, run, job, x);
   for (const auto& [item, x] : e.items) check_item(out, run, item, x);
   for (const auto& [kind, x] : e.services) check_service(out, run, to_string(kind), x);
-  for (const auto& [name, x] : e.user_services) check_service(out, run, name, x);
+  for (const auto& [name, x] : e.user_services) {
+    check_service(out, run, name, x);
+    check_service_load(out, scenario, run, name, x);
+  }
   check_notifications(out, "/expect/notifications", e.notifications, run.tallies,
                       {"notifications"});
   check_damaged_files(out, run, e.damaged_files);

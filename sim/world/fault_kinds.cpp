@@ -677,6 +677,7 @@ json key_schema(const FaultKeySpec& key) {
       break;
     case FaultKeyType::cut: out = json{{"type", "integer"}, {"minimum", 0}}; break;
     case FaultKeyType::step: out = ref("clock_step"); break;
+    case FaultKeyType::rate_limited: out = ref("identifier"); break;
     case FaultKeyType::flips:
       out = json{{"type", "array"},
                  {"minItems", 1},
@@ -735,10 +736,10 @@ const FaultKinds& fault_kinds() {
       agent_restored(),  restart(),
       state_corrupted(), torn_write(),
       messenger_down(),  job_file_corrupted_kind(),
-      clock_step_kind(),
+      clock_step_kind(), capacity_kind(),
   };
   // FaultKind values are positions in the table: the last enumerator is its last entry.
-  REHEARSE_ASSERT_EQ(kinds.size(), static_cast<std::size_t>(FaultKind::clock_step) + 1);
+  REHEARSE_ASSERT_EQ(kinds.size(), static_cast<std::size_t>(FaultKind::capacity) + 1);
   return kinds;
 }
 

@@ -73,6 +73,7 @@ enum class FaultKeyType : unsigned char {
   worker,        // a worker process number from 1 to queue.workers (absent: the machine)
   job,           // the id of a declared job that keeps a durable file of its own
   step,          // a signed DURATION ("-1h", "+90s"), not zero, at most 7 days either way
+  rate_limited,  // a service of the user's own whose capacity declares a rate limit
 };
 
 // The loader's reading of one key, handed to FaultKeySpec::store.
@@ -155,6 +156,7 @@ const FaultKinds& fault_kinds();
 // The kinds whose entries live in files of their own (sim/fault_<kind>.cpp).
 FaultKindSpec job_file_corrupted_kind();
 FaultKindSpec clock_step_kind();
+FaultKindSpec capacity_kind();
 // The entry of `kind`; REHEARSE_ASSERTs that it exists.
 const FaultKindSpec& fault_kind_spec(FaultKind kind);
 // The entry named `name` in `kinds`, or nullptr.

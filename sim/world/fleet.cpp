@@ -18,7 +18,7 @@ using nlohmann::json;
 const std::map<std::string, std::vector<std::string>>& fleet_known_keys() {
   static const std::map<std::string, std::vector<std::string>> kKeys{
       {"fleet", {"jobs", "id_prefix", "kinds", "schedules", "policies", "failure_rates"}},
-      {"fleet_kind", {"weight", "kind", "calls", "model_calls", "targets"}},
+      {"fleet_kind", {"weight", "kind", "calls", "model_calls", "targets", "service"}},
       {"fleet_schedule", {"weight", "cron"}},
       {"fleet_policy", {"weight", "retry_policy"}},
       {"fleet_failure", {"weight", "rate", "status"}},
@@ -173,6 +173,8 @@ class FleetParser {
 
   void read_block(const json& block, const std::string& pointer);
   std::optional<FleetKind> read_kind(const json& entry, const std::string& pointer);
+  std::optional<FleetKind> read_kind_service(const json& entry, const std::string& pointer,
+                                             FleetKind kind);
   std::optional<std::vector<std::string>> read_targets(const json& entry,
                                                        const std::string& pointer);
   std::optional<std::string> read_schedule(const json& entry, const std::string& pointer);
@@ -240,8 +242,9 @@ std::optional<FleetKind> FleetParser::read_kind(const json& entry, const std::st
   }
   kind.kind = *it == "call" ? JobKind::call : JobKind::group;
   const bool group = kind.kind == JobKind::group;
-  for (const char* key : {"calls", "model_calls", "targets"}) {
-    const bool mine = group ? std::string_view(key) != "calls" : std::string_view(key) == "calls";
+  for (const char* key : {"calls", "model_calls", "targets", "service"}) {
+    const std::string_view k(key);
+    const bool mine = group ? k == "model_calls" || k == "targets" : k == "calls" || k == "service";
     if (!mine && entry.contains(key)) {
       error(ErrorCode::schema_error, pointer + "/" + key,
             fmt::format("key '{}' does not apply to a '{}' fleet kind", key, *it));
@@ -252,7 +255,7 @@ std::optional<FleetKind> FleetParser::read_kind(const json& entry, const std::st
   if (!calls) return std::nullopt;
   (group ? kind.model_calls : kind.calls) = static_cast<int>(*calls);
   REHEARSE_ASSERT(group ? kind.model_calls >= 0 : kind.calls >= 1);  // read_int's ranges
-  if (!group) return kind;
+  if (!group) return read_kind_service(entry, pointer, std::move(kind));
   if (kind.model_calls > 0 && !context_.has_model_api) {
     error(ErrorCode::not_found, pointer,
           "a 'group' fleet kind calls model-api, but no 'model-api' service is declared in "
@@ -263,6 +266,22 @@ std::optional<FleetKind> FleetParser::read_kind(const json& entry, const std::st
   if (!targets) return std::nullopt;
   kind.targets = std::move(*targets);
   REHEARSE_ASSERT(!kind.targets.empty());  // read_targets refuses an empty list
+  return kind;
+}
+
+// A call kind's `service`: one of the user's own services declared in /services.
+std::optional<FleetKind> FleetParser::read_kind_service(const json& entry,
+                                                        const std::string& pointer,
+                                                        FleetKind kind) {
+  const auto it = entry.find("service");
+  if (it == entry.end()) return kind;
+  if (!it->is_string() || context_.user_services.count(it->get<std::string>()) == 0) {
+    error(ErrorCode::not_found, pointer + "/service",
+          fmt::format("expected a service of your own declared in /services, got {}",
+                      describe(*it)));
+    return std::nullopt;
+  }
+  kind.service = it->get<std::string>();
   return kind;
 }
 
@@ -412,8 +431,10 @@ FleetExpansion expand_fleet(const FleetSpec& spec, std::uint64_t seed, TimeMs st
   std::vector<bool> service_used(spec.failure_rates.size(), false);
   for (std::size_t i = 0; i < static_cast<std::size_t>(spec.jobs); ++i) {
     const FleetKind& kind = spec.kinds[kinds[i]].value;
-    if (kind.kind == JobKind::call) service_used[failures[i]] = true;
-    JobSpec job = make_job(spec, i, width, kind, fleet_service_name(spec.id_prefix, failures[i]));
+    const bool own = kind.kind == JobKind::call && kind.service.empty();
+    if (own) service_used[failures[i]] = true;
+    JobSpec job = make_job(spec, i, width, kind,
+                           own ? fleet_service_name(spec.id_prefix, failures[i]) : kind.service);
     job.schedule = spec.schedules[schedules[i]].value;
     job.retry_policy = spec.policies[policies[i]].value;
     job.pointer = pointer;

@@ -18,8 +18,10 @@
 //   - a failure-rate bucket is a simulated user service
 //     "<id_prefix>-fail-<i>" whose calls fail at that rate with the bucket's
 //     HTTP status (default 429, a rate_limit failure) over the whole span: a
-//     generated `http_errors` fault. `call` jobs call their bucket's service;
-//     `group` jobs call model-api, whose faults are the timeline's own.
+//     generated `http_errors` fault. `call` jobs call their bucket's service,
+//     or the declared service their kind names (`service`: one provider the
+//     fleet shares, with its capacity and the timeline's faults); `group` jobs
+//     call model-api, whose faults are the timeline's own.
 //
 // The loader (sim/world/scenario_jobs.cpp) only calls parse_fleet() and expand_fleet();
 // errors carry the JSON pointer inside the block.
@@ -53,6 +55,9 @@ struct FleetKind {
   int calls = 1;                     // call: calls per run to the job's failure service
   int model_calls = 1;               // group: model-api calls of its one task
   std::vector<std::string> targets;  // group: messenger targets
+  // call: a declared service of the user's own every job of the kind calls
+  // (a provider the whole fleet shares); empty: its failure bucket's service.
+  std::string service = {};
 };
 
 struct FleetFailure {

@@ -1,5 +1,7 @@
 #include "sim/world/generic_service.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include <fmt/format.h>
@@ -23,6 +25,7 @@ GenericService::GenericService(std::string name, const Rng& run_rng, GenericServ
   REHEARSE_ASSERT(!name_.empty());  // routed to by name
   REHEARSE_ASSERT_GE(options_.latency_ms, 0);
   REHEARSE_ASSERT_GE(options_.timeout_ms, 0);
+  if (options_.capacity) gate_.emplace(*options_.capacity);
 }
 
 std::optional<SimReply> GenericService::inject_fault(TimeMs now_ms) {
@@ -57,14 +60,46 @@ std::optional<SimReply> GenericService::inject_fault(TimeMs now_ms) {
   return std::nullopt;
 }
 
+void GenericService::add_capacity_drop(TimeMs from, TimeMs until, double share) {
+  REHEARSE_ASSERT(gate_.has_value() && gate_->capacity().limits_rate());  // the loader's check
+  REHEARSE_ASSERT(share >= 0.0 && share <= 1.0);
+  const auto declared = static_cast<double>(gate_->capacity().rate);
+  const auto rate = static_cast<std::int64_t>(std::floor(declared * share));
+  gate_->add_drop(CapacityDrop{from, until, std::max<std::int64_t>(1, rate)});
+}
+
 SimReply GenericService::handle(const ServiceRequest& request, TimeMs now_ms) {
   REHEARSE_ASSERT(request.service == name_);  // SimServices routes by name
   ++total_calls_;
   if (auto faulted = inject_fault(now_ms)) return std::move(*faulted);
+  return serve(request, now_ms);
+}
+
+// Past the faults: the capacity gate, then the answer.
+SimReply GenericService::serve(const ServiceRequest& request, TimeMs now_ms) {
+  const Admission admission = gate_ ? gate_->admit(now_ms, options_.latency_ms) : Admission{};
+  if (admission.refused) {
+    const int status = gate_->capacity().status;
+    ServiceResponse refused = error_response(
+        status, fmt::format("rate limit exceeded: {} requests per {}", gate_->rate_at(now_ms),
+                            format_duration(gate_->capacity().per_ms)));
+    if (admission.retry_after_ms > 0) {
+      refused.headers["retry-after"] = std::to_string(admission.retry_after_ms / kSecondMs);
+    }
+    return {std::move(refused), options_.latency_ms, "refused"};
+  }
+  const DurationMs total_ms = admission.wait_ms + options_.latency_ms;
+  if (total_ms > options_.timeout_ms) {
+    // The caller gives up; the service still serves the request later.
+    return {TransportError{TransportErrorKind::timeout,
+                           transport_error_text(TransportErrorKind::timeout, name_,
+                                                options_.timeout_ms)},
+            options_.timeout_ms, "timed_out_in_line"};
+  }
   ServiceResponse ok;
   ok.status = 200;
   ok.body = nlohmann::json{{"ok", true}, {"method", request.operation}, {"path", request.target}};
-  return {std::move(ok), options_.latency_ms};
+  return {std::move(ok), total_ms};
 }
 
 }  // namespace rehearse::sim

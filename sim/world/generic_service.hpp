@@ -13,18 +13,25 @@
 //   timeout    a transport timeout at a rate, after the service's timeout;
 //   network    a transport error (refused, reset, dns, broken pipe) at a rate,
 //              after the latency.
+// Capacity (sim/world/service_capacity.hpp), when declared, is judged after
+// the faults: a request a fault answers never reaches the gate. Beyond the
+// rate limit it is refused with the declared status ("rate limit exceeded")
+// and a `retry-after` header in seconds when one is declared; in line for a
+// server longer than the timeout it ends as a transport timeout.
 // An active fault draws one number from the service's own stream (the run's
 // generator derived with the name "service/<name>") on every call in its
 // window, hit or not, so a run replays exactly from its seed.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "model/assert.hpp"
 #include "sim/kernel/rng.hpp"
 #include "sim/world/model_api.hpp"  // ModelFault: the fault window shape the services share
+#include "sim/world/service_capacity.hpp"
 #include "sim/world/sim_services.hpp"
 
 namespace rehearse::sim {
@@ -32,6 +39,7 @@ namespace rehearse::sim {
 struct GenericServiceOptions {
   DurationMs latency_ms = 100;
   DurationMs timeout_ms = 30 * kSecondMs;
+  std::optional<ServiceCapacity> capacity = std::nullopt;
 };
 
 class GenericService final : public SimService {
@@ -48,16 +56,21 @@ class GenericService final : public SimService {
     faults_.push_back(fault);
   }
   const std::vector<ModelFault>& faults() const noexcept { return faults_; }
+  // A capacity fault: the rate limit lowered to `share` of the declared
+  // one (at least 1) over [from, until).
+  void add_capacity_drop(TimeMs from, TimeMs until, double share);
 
   std::int64_t total_calls() const noexcept { return total_calls_; }
 
  private:
   std::optional<SimReply> inject_fault(TimeMs now_ms);
+  SimReply serve(const ServiceRequest& request, TimeMs now_ms);
 
   std::string name_;
   GenericServiceOptions options_;
   Rng rng_;
   std::vector<ModelFault> faults_;
+  std::optional<CapacityGate> gate_;
   std::int64_t total_calls_ = 0;
 };
 

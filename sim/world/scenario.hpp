@@ -33,6 +33,7 @@
 #include "model/result.hpp"
 #include "model/retry_policy.hpp"
 #include "model/time.hpp"
+#include "sim/world/service_capacity.hpp"
 
 namespace rehearse::sim {
 
@@ -98,6 +99,7 @@ struct MessengerService {
 // network_errors) like the built-in ones.
 struct UserService {
   ServiceTiming timing;
+  std::optional<ServiceCapacity> capacity = std::nullopt;  // sim/world/service_capacity.hpp
 };
 
 // A service is declared when its key is present; jobs and faults may only use
@@ -220,6 +222,7 @@ enum class FaultKind : unsigned char {
   messenger_down,
   job_file_corrupted,
   clock_step,
+  capacity,
 };
 // The kind's name in the table / the kind named `name` there.
 const char* to_string(FaultKind kind) noexcept;
@@ -248,7 +251,8 @@ struct FaultSpec {
                                        // network_errors, token_revoked
   std::string user_service;            // instead of `service`: a user service's name
   int http_status = 0;                 // http_errors, messenger_down
-  double rate = 1.0;                   // http_errors, timeouts, network_errors: share of calls hit
+  double rate =
+      1.0;  // http_errors, timeouts, network_errors: share of calls hit; capacity: share left
   TransportErrorKind transport = TransportErrorKind::none;  // network_errors
   std::vector<std::string> issues;                          // issues_deleted
   std::optional<std::string> new_instance;                  // issues_deleted
@@ -386,6 +390,9 @@ enum class DamagedFileOutcome : unsigned char { kept, changed };
 struct ServiceExpectation {
   std::optional<std::int64_t> calls;
   std::optional<std::int64_t> token_issues;  // brokerage only
+  // A service of the user's own: its fleet load (sim/world/service_load.hpp).
+  std::optional<bool> metastable;            // judged an hour after the trigger
+  std::optional<DurationMs> drained_within;  // failures end this soon after it
 };
 
 struct Expectations {

@@ -89,6 +89,20 @@ void Loader::load_item_expectations(const json& items, const std::string& pointe
 }
 
 // expect.services: calls per service (token issues for the brokerage).
+// A service of the user's own: its calls and its fleet load.
+void Loader::load_user_service_expectation(const json& body, const std::string& pointer,
+                                           ServiceExpectation& service) {
+  check_keys(body, pointer, keys_of("user_service_expectation"),
+             {{"token_issues", "applies to the 'brokerage' service only"}});
+  if (const json* c = field(body, "calls")) service.calls = read_count(*c, child(pointer, "calls"));
+  if (const json* m = field(body, "metastable")) {
+    service.metastable = read_bool(*m, child(pointer, "metastable"));
+  }
+  if (const json* d = field(body, "drained_within")) {
+    service.drained_within = read_duration(*d, child(pointer, "drained_within"), 0);
+  }
+}
+
 void Loader::load_service_expectations(const json& services, const std::string& pointer) {
   Expectations& expect = scenario_.expect;
   const std::string at = child(pointer, "services");
@@ -101,11 +115,7 @@ void Loader::load_service_expectations(const json& services, const std::string& 
       const std::string sp = child(at, name);
       if (!kind && user_services_.count(name) != 0 &&
           expect_object(body, sp, "a service expectation")) {
-        check_keys(body, sp, keys_of("service_expectation"),
-                   {{"token_issues", "applies to the 'brokerage' service only"}});
-        ServiceExpectation& service = expect.user_services[name];
-        if (const json* c = field(body, "calls"))
-          service.calls = read_count(*c, child(sp, "calls"));
+        load_user_service_expectation(body, sp, expect.user_services[name]);
       }
       if (!kind) continue;
       if (!require_service(*kind, sp, "this expectation")) continue;

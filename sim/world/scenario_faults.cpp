@@ -184,6 +184,8 @@ std::string expected_value(const FaultKeySpec& key) {
     case FaultKeyType::issue_list: return "a non-empty array of issue ids";
     case FaultKeyType::issue: return "an issue id from /services/orchestrator/issues";
     case FaultKeyType::agent: return "an agent id from /services/orchestrator/agents";
+    case FaultKeyType::rate_limited:
+      return "a service of your own in /services whose capacity has a \"rate\"";
     default: return fmt::format("{} (one of: {})", key.what, join(key.names));
   }
 }
@@ -266,6 +268,7 @@ std::optional<FaultValue> Loader::read_fault_value(FaultReading& r, const FaultK
     case FaultKeyType::cut: return read_fault_cut(r, value, at);
     case FaultKeyType::flips: return read_fault_flips(r, value, at);
     case FaultKeyType::step: return read_fault_step(value, at);
+    case FaultKeyType::rate_limited: return read_fault_rate_limited(value, at);
     case FaultKeyType::issue_list:
     case FaultKeyType::targets: {
       const std::size_t before = errors_.size() + omitted_;
@@ -372,6 +375,28 @@ std::optional<FaultValue> Loader::read_fault_reference(const json& value, const 
 
 // `job`: a declared job that keeps a durable file of its own (a group or
 // publish job's delivery ledger, a reconcile job's pipeline file).
+// A service of the user's own that declares a rate limit: the one thing a
+// lowered rate can lower.
+std::optional<FaultValue> Loader::read_fault_rate_limited(const json& value,
+                                                          const std::string& at) {
+  auto name = read_identifier(value, at, "service name");
+  if (!name) return std::nullopt;
+  const auto it = scenario_.services.user.find(*name);
+  if (it == scenario_.services.user.end()) {
+    reference_error(at, fmt::format("the '{}' service is not declared in /services (a capacity "
+                                    "fault lowers the rate limit of a service of your own)",
+                                    *name));
+    return std::nullopt;
+  }
+  if (!it->second.capacity || !it->second.capacity->limits_rate()) {
+    value_error(at, fmt::format("the '{}' service declares no rate limit to lower (give it "
+                                "\"capacity\": {{\"rate\": N, \"per\": DURATION}} in /services)",
+                                *name));
+    return std::nullopt;
+  }
+  return FaultValue{*name};
+}
+
 std::optional<FaultValue> Loader::read_fault_job(const json& value, const std::string& at) {
   auto s = read_identifier(value, at, "job id");
   if (!s) return std::nullopt;

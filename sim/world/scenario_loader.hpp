@@ -120,6 +120,7 @@ class Loader {
   }
 
   bool has_errors() const { return !errors_.empty(); }
+  std::size_t error_count() const { return errors_.size() + omitted_; }
 
   // The built-in job kinds' readers, one in each kind's file
   // (sim/world/job_kind_<name>.cpp), called through LoaderJobKeys.
@@ -403,6 +404,11 @@ class Loader {
   void load_user_service(const std::string& name, const json& body, const std::string& pointer);
   void load_calls(const json& v, const std::string& pointer, JobSpec& job);
   ServiceTiming load_timing(const json& obj, const std::string& pointer);
+  std::optional<ServiceCapacity> load_capacity(const json& v, const std::string& pointer);
+  void load_capacity_retry_after(const json& v, const std::string& pointer,
+                                 ServiceCapacity& capacity);
+  std::optional<ServiceCapacity> checked_capacity(const ServiceCapacity& capacity, const json& v,
+                                                  const std::string& pointer);
   void load_orchestrator(const json& v, const std::string& pointer);
   void load_jobs(const json& v, const std::string& pointer);
   void load_job(const json& v, const std::string& pointer);
@@ -448,6 +454,7 @@ class Loader {
                                                  std::string_view what, std::string_view where);
   std::optional<FaultValue> read_fault_new_instance(const json& value, const std::string& at);
   std::optional<FaultValue> read_fault_job(const json& value, const std::string& at);
+  std::optional<FaultValue> read_fault_rate_limited(const json& value, const std::string& at);
   std::optional<FaultValue> read_fault_cut(FaultReading& r, const json& value,
                                            const std::string& at);
   std::optional<FaultValue> read_fault_flips(FaultReading& r, const json& value,
@@ -456,6 +463,8 @@ class Loader {
   void load_expect(const json& v, const std::string& pointer);
   void load_item_expectations(const json& items, const std::string& pointer);
   void load_service_expectations(const json& services, const std::string& pointer);
+  void load_user_service_expectation(const json& body, const std::string& pointer,
+                                     ServiceExpectation& service);
   void load_expected_violations(const json& list, const std::string& pointer);
   void load_job_expectation(const json& v, const std::string& pointer, const std::string& job,
                             JobExpectation& out);

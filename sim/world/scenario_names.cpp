@@ -189,7 +189,9 @@ const std::map<std::string, std::vector<std::string>>& scenario_known_keys() {
         {"agent", {"id", "role", "present"}},
         {"brokerage", {"token_lifetime", "issue_latency", "latency", "timeout"}},
         {"messenger", {"targets", "latency", "timeout"}},
-        {"user_service", {"latency", "timeout"}},
+        {"user_service", {"latency", "timeout", "capacity"}},
+        {"capacity",
+         {"rate", "per", "burst", "concurrency", "status", "retry_after", "refusals_count"}},
         {"job",
          {"id", "kind", "schedule", "schedule_env", "tz", "retry_policy", "side_effects",
           "idempotency_key", "note"}},
@@ -215,6 +217,7 @@ const std::map<std::string, std::vector<std::string>>& scenario_known_keys() {
         {"item_expectation", {"stage", "reason_contains", "queries", "not_found"}},
         {"expect_services", {"model-api", "orchestrator", "brokerage", "messenger"}},
         {"service_expectation", {"calls"}},
+        {"user_service_expectation", {"calls", "metastable", "drained_within"}},
         {"brokerage_expectation", {"calls", "token_issues"}},
     };
     add_job_kind_keys(keys);

@@ -89,7 +89,11 @@ void Loader::load_user_service(const std::string& name, const json& body,
   user_services_.insert(name);
   if (!expect_object(body, pointer, fmt::format("the '{}' service settings", name))) return;
   check_keys(body, pointer, keys_of("user_service"));
-  scenario_.services.user[name] = UserService{load_timing(body, pointer)};
+  UserService service{load_timing(body, pointer)};
+  if (const json* c = field(body, "capacity")) {
+    service.capacity = load_capacity(*c, child(pointer, "capacity"));
+  }
+  scenario_.services.user[name] = service;
 }
 
 // A call job's `calls`: a non-empty list of {service, method?, path?}, each

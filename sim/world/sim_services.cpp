@@ -113,10 +113,15 @@ Task<ServiceResult> SimServices::call(ServiceRequest request) {
         response.body.at("message").is_string()) {
       received.data["message"] = response.body.at("message");
     }
+    // A refusal's Retry-After as the service sent it (the header's text).
+    if (auto header = response.headers.find("retry-after"); header != response.headers.end()) {
+      received.data["retry_after"] = header->second;
+    }
   } else {
     received.data["transport_error"] = to_string(reply.result.transport_error().kind);
     received.data["message"] = reply.result.transport_error().message;
   }
+  if (reply.capacity != nullptr) received.data["capacity"] = reply.capacity;
   trace_.record(std::move(received));
   co_return reply.result;
 }

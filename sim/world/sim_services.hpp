@@ -37,6 +37,10 @@ std::string transport_error_text(TransportErrorKind kind, const std::string& ser
 struct SimReply {
   ServiceResult result;
   DurationMs latency_ms = 0;
+  // Set when the service's capacity decided the answer ("refused" by its rate
+  // limit, "timed_out_in_line" behind its servers): the reply's trace event
+  // says so, a fact the witnesses read.
+  const char* capacity = nullptr;
 };
 
 class SimService {

@@ -113,10 +113,11 @@ void World::add_services() {
     services_.add(*orchestrator_);
   }
   for (const auto& [name, user] : scenario_.services.user) {
-    auto service = std::make_unique<GenericService>(
-        name, sim_.rng(),
-        GenericServiceOptions{.latency_ms = user.timing.latency_ms,
-                              .timeout_ms = user.timing.timeout_ms});
+    auto service =
+        std::make_unique<GenericService>(name, sim_.rng(),
+                                         GenericServiceOptions{.latency_ms = user.timing.latency_ms,
+                                                               .timeout_ms = user.timing.timeout_ms,
+                                                               .capacity = user.capacity});
     services_.add(*service);
     user_services_.emplace(name, std::move(service));
   }

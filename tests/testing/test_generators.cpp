@@ -56,6 +56,7 @@ FaultTargets everything() {
   t.until_ms = t.start_ms + 12 * kHourMs;
   t.services = {"model-api", "orchestrator", "brokerage", "messenger"};
   t.user_services = {"api-1"};
+  t.rate_limited = {"api-1"};
   t.orchestrator = true;
   t.instance = "orchestrator-1";
   t.issues = {"ISS-1", "ISS-2"};
@@ -77,7 +78,7 @@ json everything_doc(const json& faults) {
               {"services",
                {{"model-api", json::object()},
                 {"brokerage", json::object()},
-                {"api-1", json::object()},
+                {"api-1", {{"capacity", {{"rate", 600}, {"per", "1m"}}}}},
                 {"messenger", {{"targets", {"team-1", "team-2"}}}},
                 {"orchestrator",
                  {{"issues",
@@ -166,6 +167,12 @@ TEST(TestingGenerators, KindsFollowWhatTheScenarioDeclares) {
             (std::vector<std::string>{"quota_exhausted", "http_errors", "timeouts",
                                       "network_errors", "restart", "state_corrupted", "torn_write",
                                       "clock_step"}));
+  FaultTargets limited = user;  // one with a rate limit also takes a lowered rate
+  limited.rate_limited = {"billing"};
+  EXPECT_EQ(gen::applicable_fault_kinds(limited),
+            (std::vector<std::string>{"quota_exhausted", "http_errors", "timeouts",
+                                      "network_errors", "restart", "state_corrupted", "torn_write",
+                                      "clock_step", "capacity"}));
 }
 
 // Shrinking: a schedule that must hold a restart of at least 10 minutes

@@ -42,7 +42,8 @@ json full_world() {
     "format": 1, "scenario": "full-world", "start": "2026-12-07T00:00:00Z",
     "until": "2026-12-07T12:00:00Z",
     "services": {
-      "model-api": {}, "brokerage": {}, "billing-api": {},
+      "model-api": {}, "brokerage": {},
+      "billing-api": {"capacity": {"rate": 600, "per": "1m"}},
       "messenger": {"targets": ["team", "ops"]},
       "orchestrator": {"issues": [{"id": "ISS-1", "status": "in_progress"},
                                   {"id": "ISS-2", "status": "todo"}],

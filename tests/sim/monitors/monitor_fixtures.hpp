@@ -103,6 +103,13 @@ inline Scenario only(std::vector<std::string> ids) {
   return s;
 }
 
+// The base scenario's weekly job alone, with `policy` as its retry policy.
+inline Scenario weekly_with(json policy) {
+  Scenario s = only({"weekly"});
+  s.jobs[0].retry_policy = std::move(policy);
+  return s;
+}
+
 // A hand-made trace: events with their index.
 class Script {
  public:

@@ -13,12 +13,6 @@ namespace {
 constexpr const char* kSlot = "2026-03-02T17:00:00Z";
 constexpr const char* kNext = "2026-03-09T17:00:00Z";
 
-Scenario weekly_with(json policy) {
-  Scenario s = only({"weekly"});
-  s.jobs[0].retry_policy = std::move(policy);
-  return s;
-}
-
 json until(const char* deadline) { return json{{"until", deadline}, {"backoff_sec", 600}}; }
 
 std::size_t queue_retry(Script& s, const char* t, const char* ready) {

@@ -100,7 +100,8 @@ TEST(FaultKinds, NamedEnumeratorsAreTheirTablePositions) {
       {FaultKind::torn_write, "torn_write"},
       {FaultKind::messenger_down, "messenger_down"},
       {FaultKind::job_file_corrupted, "job_file_corrupted"},
-      {FaultKind::clock_step, "clock_step"}};
+      {FaultKind::clock_step, "clock_step"},
+      {FaultKind::capacity, "capacity"}};
   for (const auto& [kind, name] : named) {
     EXPECT_EQ(fault_kinds().at(static_cast<std::size_t>(kind)).name, name);
     EXPECT_EQ(parse_fault_kind(name), kind);
@@ -148,7 +149,8 @@ json scenario_with(const std::string& kind, const json& keys) {
       "model-api": {}, "brokerage": {},
       "orchestrator": { "issues": [ { "id": "ISS-1", "status": "todo" } ],
                         "agents": [ { "id": "agent-1", "role": "dev" } ] },
-      "messenger": { "targets": ["team"] }
+      "messenger": { "targets": ["team"] },
+      "partner-api": { "capacity": { "rate": 10 } }
     },
     "jobs": [ { "id": "j", "kind": "publish", "schedule": "0 * * * *", "targets": ["team"] } ]
   })");
@@ -175,6 +177,7 @@ json valid_value(const FaultKindSpec& kind, const FaultKeySpec& key) {
     case FaultKeyType::targets: return json::array({"team"});
     case FaultKeyType::job: return "j";  // the scenario's publish job
     case FaultKeyType::step: return "-1h";
+    case FaultKeyType::rate_limited: return "partner-api";
     case FaultKeyType::cut:
     case FaultKeyType::flips: break;  // each needs its own mode
   }

@@ -191,7 +191,7 @@ TEST(ScenarioSchema, ObjectsAreClosedEverywhere) {
     } else if (name == "services" || name == "expect_services") {
       // Any other key names a service of the user's own, described exactly.
       EXPECT_EQ(node.at("additionalProperties").at("$ref"),
-                name == "services" ? "#/$defs/user_service" : "#/$defs/service_expectation");
+                name == "services" ? "#/$defs/user_service" : "#/$defs/user_service_expectation");
     } else {
       EXPECT_EQ(node.at("additionalProperties"), false);
     }
@@ -211,7 +211,7 @@ TEST(ScenarioSchema, KindBranchesCoverEveryKind) {
     return sorted(kinds);
   };
   std::vector<std::string> fault_kinds;
-  for (int i = 0; i <= static_cast<int>(FaultKind::clock_step); ++i) {
+  for (int i = 0; i <= static_cast<int>(FaultKind::capacity); ++i) {
     fault_kinds.push_back(to_string(static_cast<FaultKind>(i)));
   }
   EXPECT_EQ(branch_kinds("fault"), sorted(fault_kinds));
