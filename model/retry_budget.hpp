@@ -9,10 +9,10 @@
 // is made iff
 //   retries made in (now - window, now] + 1
 //       <= max(min_retries, attempts started in (now - window, now] * percent / 100)
-// (integer division). An attempt is a run started (regular or retry) of any
-// job naming the budget; each policy judges by its own numbers, the counts
-// are shared by name. The counts live in the worker process's memory, as
-// Envoy's and Finagle's do: a restart starts them empty.
+// (integer division). An attempt is a run the worker took from its queue
+// (regular or retry) of any job naming the budget; each policy judges by its own numbers, the
+// counts are shared by name. The counts live in the worker process's memory, as Envoy's and
+// Finagle's do: a restart starts them empty.
 #pragma once
 
 #include <map>

@@ -179,6 +179,7 @@ class Scheduler {
   const PolicyOrError& effective_policy(const ScheduledJob& job) const;
   // The retry budget the job's effective policy names ("" for none).
   std::string budget_name(const ScheduledJob& job) const;
+  void note_budget_attempt(const std::string& job_id);
   JobState& state_of(const std::string& id);
 
   // Boot steps.

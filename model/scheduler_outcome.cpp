@@ -50,7 +50,6 @@ Task<void> Scheduler::execute(QueueEntry entry) {
   if (!begin_run(job, entry, started_at)) co_return;
   ++runs_started_;
   const std::string budget = budget_name(job);
-  if (!budget.empty()) budgets_.note_attempt(budget, started_at);
   // The start delay against the entry's ready time (for a regular run, its
   // slot): how long it queued behind other runs (concurrency) or downtime.
   log_.info("run_started", {{"job_id", job.id},

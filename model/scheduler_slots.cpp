@@ -124,6 +124,7 @@ void Scheduler::dispatch() {
     if (!taken.ok()) return halt(std::move(taken).error());
     if (!*taken) return;
     QueueEntry entry = std::move(**taken);
+    note_budget_attempt(entry.spec.job_id);
     std::string why;
     if (!entry_is_current(entry, why)) {
       if (!drop_entry(entry, why)) return;
@@ -133,6 +134,15 @@ void Scheduler::dispatch() {
     std::string job_id = entry.spec.job_id;
     spawn_task(std::move(job_id), execute(std::move(entry)));
   }
+}
+
+// A retry budget counts every run the worker takes from the queue, as the
+// queue itself records it (model/retry_budget.hpp).
+void Scheduler::note_budget_attempt(const std::string& job_id) {
+  const ScheduledJob* job = find_job(job_id);
+  if (job == nullptr) return;
+  const std::string budget = budget_name(*job);
+  if (!budget.empty()) budgets_.note_attempt(budget, clock_.now());
 }
 
 bool Scheduler::drop_entry(const QueueEntry& entry, const std::string& why) {

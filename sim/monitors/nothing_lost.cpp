@@ -294,8 +294,8 @@ std::string retry_limit_text(int limit) {
 }  // namespace
 
 // Several retriers: the failure's retrier must have spent its own count
-// (or the deadline be near) before the chain ends; a class no retrier takes
-// fails at once.
+// (or the deadline be near, the hint counted) before the chain ends; a class
+// no retrier takes fails at once. A full retry budget is judged by the caller.
 void NothingLost::check_rule_spent(const TraceEvent& e, std::size_t i, const WitnessPolicy& p,
                                    const std::string& cls, bool stalled, Violations& out) {
   const WitnessRule* rule = p.rule_of(cls);
@@ -304,8 +304,10 @@ void NothingLost::check_rule_spent(const TraceEvent& e, std::size_t i, const Wit
   const int spent = context_.retry_count.scheduled_by_rule(e.job, *e.slot, index);
   WitnessPolicy one = p;
   one.delays = rule->delays;
+  const DurationMs hint = p.honors_retry_after ? context_.retry_after.last(e.job) : 0;
   if (spent >= rule->retries_max ||
-      p.past_deadline(*e.slot, context_.wall_clock.wall(e.t) + one.max_delay_ms(spent + 1))) {
+      p.past_deadline(*e.slot, context_.wall_clock.wall(e.t) +
+                                   std::max(one.max_delay_ms(spent + 1), hint))) {
     return;
   }
   out.push_back(
@@ -341,7 +343,7 @@ void NothingLost::check_budget_spent(const TraceEvent& e, std::size_t i, Violati
   const std::optional<BudgetRoom> room = context_.budgets.room(e.job, e.t);
   const bool budget_may_end = !p.budget.name.empty() && (!room || !room->has_room());
   if (!p.rules.empty()) {
-    check_rule_spent(e, i, p, cls, stalled, out);
+    if (!budget_may_end) check_rule_spent(e, i, p, cls, stalled, out);
     return;
   }
   if (e.type == "retry_exhausted" && spent < p.retries_max && !deadline_may_end &&
