@@ -17,6 +17,9 @@ REHEARSE_PACKAGES+=(universal-ctags clang-format-14)
 # clang-14 and libclang-rt-14-dev (the libFuzzer, ASan and UBSan runtimes):
 # the fuzz targets (.ci/fuzz, docs/fuzzing.md).
 REHEARSE_PACKAGES+=(clang-14 libclang-rt-14-dev)
+# lld-14: links the sanitized trees (every test binary, each mutant's rehearse)
+# several times faster than GNU ld.
+REHEARSE_PACKAGES+=(lld-14)
 
 # GNU parallel: four `check --shard K/4` runs merged (tests/cli/test_check_shards.sh,
 # docs/check-ci.md); the test fails, not skips, without it.

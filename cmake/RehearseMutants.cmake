@@ -177,6 +177,12 @@ if(TARGET rehearse OR REHEARSE_MUTANTS_BASE)
       "Seeds per scenario of the kill matrix's swarm (0: scenarios only)")
   set(REHEARSE_MUTANTS_ONLY "" CACHE STRING
       "Comma-separated mutant names the kill matrix runs (empty: all)")
+  option(REHEARSE_MUTANTS_FIRST_KILL
+         "Judge each mutant first on the scenarios that killed it last time (its killed_on)" OFF)
+  set(_rm_first_kill "")
+  if(REHEARSE_MUTANTS_FIRST_KILL)
+    set(_rm_first_kill --first-kill)
+  endif()
   add_test(NAME mutants_kill_matrix
            COMMAND python3 ${REHEARSE_MUTANTS_DIR}/kill_matrix.py
                    --table ${REHEARSE_MUTANTS_TABLE}
@@ -186,6 +192,7 @@ if(TARGET rehearse OR REHEARSE_MUTANTS_BASE)
                    --scenarios ${PROJECT_SOURCE_DIR}/scenarios
                    --seeds ${REHEARSE_MUTANTS_SWARM_SEEDS}
                    --only "${REHEARSE_MUTANTS_ONLY}"
+                   ${_rm_first_kill}
                    --jobs 2)
   set_tests_properties(mutants_kill_matrix PROPERTIES LABELS mutants TIMEOUT 3600)
 endif()

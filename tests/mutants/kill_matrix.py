@@ -29,6 +29,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 
 MARKER = b"REHEARSE_MUTANT="
 RUN_TIMEOUT_S = 900
@@ -50,6 +51,14 @@ def parse_args():
                         "bundled scenarios do not kill, up to the first seeds that kill, which "
                         "is all a verdict needs)")
     p.add_argument("--first-seed", type=int, default=1)
+    p.add_argument("--first-kill", action="store_true",
+                   help="judge each mutant first on the bundled scenarios its table entry lists "
+                        "as `killed_on` and stop there when one of them kills it; a mutant they "
+                        "do not kill (or without the key) gets the whole matrix (CI's slice)")
+    p.add_argument("--write-killed-on", action="store_true",
+                   help="rewrite the table's `killed_on` of every mutant run with the bundled "
+                        "scenarios that killed it (the first two by name), or else the swarm case "
+                        "that did first (FILE#seed=N)")
     p.add_argument("--only", default="", help="comma-separated mutant names (default: all)")
     p.add_argument("--jobs", type=int, default=2, help="mutants run side by side")
     p.add_argument("--json-out", help="also write the matrix as JSON here")
@@ -83,8 +92,10 @@ def run(cmd):
 
 
 def scenario_rows(binary, scenarios):
-    """{scenario: {violations, expect_failures, outcome}} of `run --json --once`."""
-    p, err = run([binary, "run", scenarios, "--json", "--once"])
+    """{scenario: {violations, expect_failures, outcome}} of `run --json --once`
+    over a directory or a list of files."""
+    paths = scenarios if isinstance(scenarios, list) else [scenarios]
+    p, err = run([binary, "run", *paths, "--json", "--once"])
     if p is None:
         return None, err
     try:
@@ -96,6 +107,7 @@ def scenario_rows(binary, scenarios):
     for row in doc.get("scenarios", []):
         name = row.get("scenario") or row.get("path")
         rows[name] = {
+            "file": os.path.basename(row.get("path", "")),
             "violations": sorted({v["invariant"] for v in row.get("violations", [])}),
             "expect_failures": len(row.get("expect_failures", [])),
             "outcome": row.get("outcome", row.get("result")),
@@ -175,6 +187,7 @@ def swarm(binary, scenarios, seeds, first_seed, baseline, stop_at_kill):
     chunk = SWARM_CHUNK if stop_at_kill else seeds
     fired = {}
     first_fail = None
+    first_case = None
     cases = errors = 0
     for start, count in swarm_chunks(seeds, first_seed, chunk):
         records, err = swarm_records(binary, scenarios, count, start)
@@ -191,10 +204,47 @@ def swarm(binary, scenarios, seeds, first_seed, baseline, stop_at_kill):
             position = seed - first_seed + 1
             if first_fail is None or position < first_fail:
                 first_fail = position
+                first_case = (scenario, seed)
         if fired and stop_at_kill:
             break
-    return {"cases": cases, "errors": errors, "first_fail": first_fail,
+    return {"cases": cases, "errors": errors, "first_fail": first_fail, "first_case": first_case,
             "fired": {k: sorted(v) for k, v in fired.items()}}, ""
+
+
+def swarm_case(binary, scenarios, case, baseline_binary):
+    """The invariants the mutant's swarm case `FILE#seed=N` shows beyond the
+    production core's on the same case, or None with the error."""
+    file, seed = case.split("#seed=")
+    path = os.path.join(scenarios, file)
+    found = []
+    for b in (baseline_binary, binary):
+        records, err = swarm_records(b, path, 1, int(seed))
+        if records is None:
+            return None, err
+        found.append(set().union(*swarm_failures(records).values()) if records else set())
+    return sorted(found[1] - found[0]), ""
+
+
+def first_kill(m, binary, scenarios, baseline, args, result):
+    """Judges the mutant on its `killed_on` slice: bundled scenario files, and
+    swarm cases `FILE#seed=N`. True when one of them killed it."""
+    files = [os.path.join(scenarios, f) for f in m["killed_on"] if "#seed=" not in f]
+    if files:
+        rows, _ = scenario_rows(binary, files)
+        if rows is not None:
+            judge_rows(result, rows, baseline)
+            if result["fired"]:
+                return True
+    for case in (c for c in m["killed_on"] if "#seed=" in c):
+        new, _ = swarm_case(binary, scenarios, case, args.rehearse)
+        if new:
+            file, seed = case.split("#seed=")
+            result["swarm"] = {"cases": 1, "errors": 0, "first_fail": None,
+                               "first_case": None, "fired": {inv: [file] for inv in new},
+                               "killed_on": case}
+            return True
+    result.update(fired={}, expect_only=[], asserts=[], killing_files=[])
+    return False
 
 
 def markers_in(path):
@@ -223,10 +273,33 @@ def judge_mutant(m, bin_dir, scenarios, baseline, args, swarm_baseline):
         return result
     if markers_in(binary) != {name}:
         result["problems"].append(f"{binary} does not carry exactly its own marker")
+    if args.first_kill and m.get("killed_on") and first_kill(m, binary, scenarios, baseline, args,
+                                                             result):
+        return result
     rows, err = scenario_rows(binary, scenarios)
     if rows is None:
         result["problems"].append(f"scenarios: {err}")
         return result
+    judge_rows(result, rows, baseline)
+    # A mutant the bundled scenarios killed needs no swarm for its verdict;
+    # --swarm-all measures it anyway (the matrix's swarm cells, seeds to the
+    # first failing seed).
+    if swarm_baseline is not None and (args.swarm_all or not result["fired"]):
+        failed, err = swarm_baseline.get()
+        if failed is None:
+            result["problems"].append(err)
+            return result
+        s, err = swarm(binary, scenarios, args.seeds, args.first_seed, failed,
+                       stop_at_kill=not args.swarm_all)
+        if s is None:
+            result["problems"].append(f"swarm: {err}")
+        result["swarm"] = s
+    return result
+
+
+def judge_rows(result, rows, baseline):
+    """Adds to `result` the invariants the mutant's rows show beyond the
+    production core's on the same scenario."""
     for scenario, row in sorted(rows["rows"].items()):
         base = baseline["rows"].get(scenario, {"violations": []})
         new = [v for v in row["violations"] if v not in base["violations"]]
@@ -236,16 +309,8 @@ def judge_mutant(m, bin_dir, scenarios, baseline, args, swarm_baseline):
             result["expect_only"].append(scenario)
         if row["outcome"] == "assertion_failed":
             result["asserts"].append(scenario)
-    # A mutant the bundled scenarios killed needs no swarm for its verdict;
-    # --swarm-all measures it anyway (the matrix's swarm cells, seeds to the
-    # first failing seed).
-    if swarm_baseline is not None and (args.swarm_all or not result["fired"]):
-        s, err = swarm(binary, scenarios, args.seeds, args.first_seed, swarm_baseline,
-                       stop_at_kill=not args.swarm_all)
-        if s is None:
-            result["problems"].append(f"swarm: {err}")
-        result["swarm"] = s
-    return result
+        if new:
+            result.setdefault("killing_files", []).append(row["file"])
 
 
 def killers(r):
@@ -346,23 +411,45 @@ def summary(mutants, results, use_swarm):
     return failures
 
 
+class SwarmBaseline:
+    """The production core's failed swarm cases, every kill is judged against.
+    Run once, when the first mutant needs its swarm: a matrix the bundled
+    scenarios settle never pays for it."""
+
+    def __init__(self, args):
+        self.args = args
+        self.lock = threading.Lock()
+        self.done = False
+        self.failed = None
+        self.error = ""
+
+    def get(self):
+        """(failed cases, "") or (None, the error)."""
+        with self.lock:
+            if not self.done:
+                self.done = True
+                a = self.args
+                records, err = swarm_records(a.rehearse, a.scenarios, a.seeds, a.first_seed)
+                if records is None:
+                    self.error = f"production rehearse check: {err}"
+                else:
+                    self.failed = swarm_failures(records)
+                    if self.failed:
+                        print(f"note: the production core fails {len(self.failed)} swarm "
+                              f"case(s) itself (first: {sorted(self.failed)[0]}); those cases' "
+                              f"invariants are not counted as kills")
+            return self.failed, self.error
+
+
 def production_swarm(args, mutants):
-    """(use the swarm?, the production core's failed swarm cases, or None on an error)."""
+    """(use the swarm?, the production core's swarm baseline)."""
     probe = os.path.join(args.bin_dir, mutants[0]["name"], "rehearse") if mutants else ""
     if args.seeds <= 0:
-        return False, {}
+        return False, None
     if not probe or not has_check(probe):
         print("note: `rehearse check` is not in this build: scenarios only")
-        return False, {}
-    records, err = swarm_records(args.rehearse, args.scenarios, args.seeds, args.first_seed)
-    if records is None:
-        print(f"production rehearse check: {err}", file=sys.stderr)
-        return True, None
-    failed = swarm_failures(records)
-    if failed:
-        print(f"note: the production core fails {len(failed)} swarm case(s) itself (first: "
-              f"{sorted(failed)[0]}); those cases' invariants are not counted as kills")
-    return True, failed
+        return False, None
+    return True, SwarmBaseline(args)
 
 
 def judge_all(mutants, args, baseline, swarm_baseline):
@@ -370,6 +457,53 @@ def judge_all(mutants, args, baseline, swarm_baseline):
         futures = {m["name"]: pool.submit(judge_mutant, m, args.bin_dir, args.scenarios, baseline,
                                           args, swarm_baseline) for m in mutants}
         return {name: f.result() for name, f in futures.items()}
+
+
+def scenario_files(scenarios):
+    """{scenario name: its file name} of the bundled scenarios."""
+    out = {}
+    for f in sorted(os.listdir(scenarios)):
+        if f.endswith(".json"):
+            try:
+                with open(os.path.join(scenarios, f), encoding="utf-8") as h:
+                    out[json.load(h).get("scenario", f[:-5])] = f
+            except (OSError, json.JSONDecodeError):
+                pass
+    return out
+
+
+def killing_slice(r, files_by_name):
+    """The first two bundled files that killed the mutant, or else the swarm
+    case that did first (`FILE#seed=N`)."""
+    files = sorted(set(r.get("killing_files", [])))[:2]
+    if files:
+        return files
+    s = r.get("swarm") or {}
+    if s.get("killed_on"):
+        return [s["killed_on"]]
+    if s.get("first_case"):
+        scenario, seed = s["first_case"]
+        return [f"{files_by_name.get(scenario, scenario + '.json')}#seed={seed}"]
+    return []
+
+
+def write_killed_on(path, results, scenarios):
+    """Records, per killed mutant, the slice --first-kill tries first."""
+    with open(path, encoding="utf-8") as f:
+        table = json.load(f)
+    files_by_name = scenario_files(scenarios)
+    for m in table["mutants"]:
+        r = results.get(m["name"])
+        if r is None:
+            continue
+        found = killing_slice(r, files_by_name)
+        if found:
+            m["killed_on"] = found
+        else:
+            m.pop("killed_on", None)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(table, f, indent=2, ensure_ascii=False)
+        f.write("\n")
 
 
 def main():
@@ -380,8 +514,6 @@ def main():
         print("\n".join(problems), file=sys.stderr)
         return 1
     use_swarm, swarm_baseline = production_swarm(args, mutants)
-    if swarm_baseline is None:
-        return 1
     print(f"kill matrix: {len(mutants)} mutant(s) x {len(baseline['rows'])} bundled scenario(s)"
           + (f" + swarm of {args.seeds} seed(s) per scenario" if use_swarm else ""))
     results = judge_all(mutants, args, baseline, swarm_baseline if use_swarm else None)
@@ -394,6 +526,8 @@ def main():
         with open(args.json_out, "w", encoding="utf-8") as f:
             json.dump({"seeds": args.seeds if use_swarm else 0, "results": results}, f, indent=1,
                       default=sorted)
+    if args.write_killed_on:
+        write_killed_on(args.table, results, args.scenarios)
     for line in failures:
         print(f"FAIL {line}")
     print(f"kill matrix: {sum(verdict(m, results[m['name']]) == 'killed' for m in mutants)} of "

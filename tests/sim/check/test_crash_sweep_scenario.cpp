@@ -108,11 +108,11 @@ TEST(CrashSweepScenario, PointsAreTheBaselinesEventsAndDiskOperations) {
   EXPECT_EQ(r.points_run(), r.events.run + 2 * r.baseline_disk_operations);
 }
 
-// Pairs over recoveries of at most 4 events (the boot's disk operations
+// Pairs over recoveries of at most 2 events (the boot's disk operations
 // included), to keep the debug suite quick; the CLI's default is 100.
 ScenarioCrashOptions short_recoveries() {
   ScenarioCrashOptions options;
-  options.recovery_events_max = 4;
+  options.recovery_events_max = 2;
   return options;
 }
 
