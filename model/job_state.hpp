@@ -41,6 +41,9 @@ struct SlotRecord {
   // A policy of several retriers: each one's retries so far, by the rule's
   // index (retry_count is their sum). Empty otherwise.
   std::vector<int> rule_counts;
+  // Decorrelated jitter only: the curve's delay before the pending retry,
+  // which the next one is drawn from (0 otherwise).
+  DurationMs last_delay_ms = 0;
 
   bool operator==(const SlotRecord&) const = default;
 };

@@ -64,8 +64,8 @@ FailureDecision decide_by_rule(const RetryPolicy& policy, int retry_count,
     out.kind = FailureDecisionKind::exhausted;
     return out;
   }
-  const DurationMs delay =
-      honoured_delay(policy, at, backoff_delay_ms(rule.backoff, before + 1, random));
+  const DurationMs drawn = backoff_delay_ms(rule.backoff, before + 1, random, at.previous_delay_ms);
+  const DurationMs delay = honoured_delay(policy, at, drawn);
   if (past_deadline(policy, at, delay) || at.budget_spent) {
     out.kind = FailureDecisionKind::exhausted;
     out.budget_spent = at.budget_spent && !past_deadline(policy, at, delay);
@@ -75,6 +75,7 @@ FailureDecision decide_by_rule(const RetryPolicy& policy, int retry_count,
   out.retry_count = retry_count + 1;
   out.rule_count = before + 1;
   out.delay_ms = delay;
+  out.drawn_delay_ms = drawn;
   REHEARSE_ASSERT_LE(out.rule_count, rule.max_retries);
   return out;
 }
@@ -100,8 +101,9 @@ FailureDecision decide_failure(const PolicyOrError& policy, int retry_count,
     out.kind = FailureDecisionKind::exhausted;
     return out;
   }
-  const DurationMs delay =
-      honoured_delay(*policy, at, backoff_delay_ms(policy->backoff, retry_count + 1, random));
+  const DurationMs drawn =
+      backoff_delay_ms(policy->backoff, retry_count + 1, random, at.previous_delay_ms);
+  const DurationMs delay = honoured_delay(*policy, at, drawn);
   if (past_deadline(*policy, at, delay)) {
     out.kind = FailureDecisionKind::exhausted;
     return out;
@@ -116,6 +118,7 @@ FailureDecision decide_failure(const PolicyOrError& policy, int retry_count,
   out.kind = FailureDecisionKind::retry;
   out.retry_count = retry_count + 1;
   out.delay_ms = delay;
+  out.drawn_delay_ms = drawn;
   // Budget arithmetic: a retry spends exactly one unit and never the last+1.
   REHEARSE_ASSERT_GE(out.retry_count, 1);
   REHEARSE_ASSERT_LE(out.retry_count, policy->max_retries);
@@ -310,6 +313,14 @@ Transition on_run_succeeded(const PolicyOrError& policy, const JobState& state, 
 
 namespace {
 
+// Only decorrelated jitter remembers the chain's last delay: other curves
+// leave the record (and the state file) as they were.
+bool decorrelated(const PolicyOrError& policy, const FailureDecision& decision) {
+  if (!policy.ok()) return false;
+  if (decision.rule) return policy->rules[*decision.rule].backoff.decorrelated;
+  return policy->backoff.decorrelated;
+}
+
 // The failure path shared by a failed run and a run failed by stalling.
 Transition record_failure(const PolicyOrError& policy, const JobState& state, const RunRef& run,
                           FailureClass failure_class, std::string_view error,
@@ -336,6 +347,7 @@ Transition record_failure(const PolicyOrError& policy, const JobState& state, co
       REHEARSE_ASSERT_GE(at, now);
       record.retry_status = RetryStatus::retrying;
       record.next_retry_at = at;
+      record.last_delay_ms = decorrelated(policy, decision) ? decision.drawn_delay_ms : 0;
       record.next_action = NextAction::retry;
       s.slots[run.slot] = record;
       t.scheduled_retry = RetryRef{run.slot, at};
@@ -386,9 +398,10 @@ Transition on_run_failed(const PolicyOrError& policy, const JobState& state, con
                          FailureClass failure_class, std::string_view error, TimeMs now,
                          RandomSource* random, const FailureContext& context) {
   const SlotRecord before = record_for(state, run.slot);
-  const FailureDecision decision = decide_failure(
-      policy, count_before(policy, state, run), failure_class, random,
-      FailureAt{run.slot, now, &before.rule_counts, context.retry_after_ms, context.budget_spent});
+  const FailureDecision decision =
+      decide_failure(policy, count_before(policy, state, run), failure_class, random,
+                     FailureAt{run.slot, now, &before.rule_counts, context.retry_after_ms,
+                               context.budget_spent, before.last_delay_ms});
   std::string detail;
   if (!policy.ok()) detail = "retry policy invalid: " + policy.error().describe();
   if (decision.budget_spent) {

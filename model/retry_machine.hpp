@@ -96,6 +96,9 @@ struct FailureDecision {
   int rule_count = 0;
   // exhausted because the shared retry budget had no room (the count had).
   bool budget_spent = false;
+  // retry only: the curve's own delay before a Retry-After lengthened it
+  // (what decorrelated jitter draws its next delay from).
+  DurationMs drawn_delay_ms = 0;
 };
 
 // When the failure happened and the regular slot its run belongs to: a
@@ -112,6 +115,9 @@ struct FailureAt {
   // The policy's retry budget has no room for one more retry now
   // (model/retry_budget.hpp, judged by the driver that keeps the counts).
   bool budget_spent = false;
+  // The curve's delay before the previous retry of this slot's chain
+  // (SlotRecord::last_delay_ms; 0: none). Read only by decorrelated jitter.
+  DurationMs previous_delay_ms = 0;
 };
 
 // `retry_count` is the budget's count before this failure. Draws one number

@@ -351,8 +351,48 @@ namespace {
 
 constexpr std::string_view kTypesHint = "expected \"exponential\", \"fixed\" or \"linear\"";
 
-// {"type", "delay"[, "max_delay"][, "jitter"]}. "linear" and "max_delay" are
-// rehearse's own (BullMQ has neither built in; see docs/retry.md).
+constexpr std::string_view kJitterHint =
+    "expected a jitter between 0 and 1, or \"none\", \"equal\", \"full\" or \"decorrelated\"";
+
+// A number in [0, 1] (BullMQ's), or a shape by name: "none" 0, "equal" 0.5
+// (a draw from [d/2, d]), "full" 1 (from [0, d]), "decorrelated" (rehearse's
+// own: Brooker's decorrelated jitter, on an exponential curve only).
+Status read_jitter(const json& jitter, const std::string& where, Backoff& backoff) {
+  if (jitter.is_string()) {
+    const auto& name = jitter.get_ref<const std::string&>();
+    if (name == "decorrelated") {
+      if (backoff.kind != BackoffKind::exponential) {
+        return invalid(where,
+                       "decorrelated jitter grows on its own (each delay at most 3 times "
+                       "the one before): it needs \"type\": \"exponential\"");
+      }
+      backoff.decorrelated = true;
+      return Status{};
+    }
+    static constexpr std::pair<std::string_view, double> kNamed[] = {
+        {"none", 0.0}, {"equal", 0.5}, {"full", 1.0}};
+    for (const auto& [n, j] : kNamed) {
+      if (name == n) {
+        backoff.jitter = j;
+        return Status{};
+      }
+    }
+    return invalid(where, fmt::format("{}, got {}", kJitterHint, safe_dump(jitter)));
+  }
+  if (!jitter.is_number()) {
+    return schema(where, fmt::format("{}, got {}", kJitterHint, describe_value(jitter)));
+  }
+  const double j = jitter.get<double>();
+  if (!(j >= 0.0 && j <= 1.0)) {
+    return invalid(where, fmt::format("{}, got {}", kJitterHint, describe_value(jitter)));
+  }
+  backoff.jitter = j;
+  return Status{};
+}
+
+// {"type", "delay"[, "max_delay"][, "jitter"]}. "linear", "max_delay" and the
+// named jitter shapes are rehearse's own (BullMQ has none built in; see
+// docs/retry.md).
 Result<Backoff> read_backoff_object(const json& value, const std::string& where,
                                     bool jitter_allowed, std::string_view form) {
   if (jitter_allowed) {
@@ -398,18 +438,9 @@ Result<Backoff> read_backoff_object(const json& value, const std::string& where,
     backoff.max_delay_ms = *cap;
   }
   if (value.contains("jitter")) {
-    const json& jitter = value.at("jitter");
-    const std::string jitter_where = child(where, "jitter");
-    if (!jitter.is_number()) {
-      return schema(jitter_where, fmt::format("expected a jitter between 0 and 1, got {}",
-                                              describe_value(jitter)));
+    if (auto s = read_jitter(value.at("jitter"), child(where, "jitter"), backoff); !s.ok()) {
+      return std::move(s).error();
     }
-    const double j = jitter.get<double>();
-    if (!(j >= 0.0 && j <= 1.0)) {
-      return invalid(jitter_where, fmt::format("expected a jitter between 0 and 1, got {}",
-                                               describe_value(jitter)));
-    }
-    backoff.jitter = j;
   }
   return backoff;
 }
@@ -749,13 +780,35 @@ DurationMs formula_delay_ms(const Backoff& backoff, int n) {
   return saturate(delay * std::pow(backoff.factor, n - 1));
 }
 
-DurationMs backoff_delay_ms(const Backoff& backoff, int n) {
-  const DurationMs d = formula_delay_ms(backoff, n);
+namespace {
+DurationMs capped(const Backoff& backoff, DurationMs d) {
   return backoff.max_delay_ms > 0 ? std::min(d, backoff.max_delay_ms) : d;
 }
 
+// Decorrelated jitter: each delay at most this many times the one before.
+constexpr double kDecorrelatedGrowth = 3.0;
+
+// Decorrelated jitter's ceiling before retry n over every history of draws:
+// each draw is at most 3 times the one before, the first 3 times the base.
+DurationMs decorrelated_bound_ms(const Backoff& backoff, int n) {
+  return capped(backoff, saturate(static_cast<double>(backoff.delay_ms) *
+                                  std::pow(kDecorrelatedGrowth, std::min(n, 4000))));
+}
+}  // namespace
+
+DurationMs backoff_delay_ms(const Backoff& backoff, int n) {
+  if (backoff.decorrelated) return decorrelated_bound_ms(backoff, n);
+  return capped(backoff, formula_delay_ms(backoff, n));
+}
+
 bool has_jitter(const Backoff& backoff) noexcept {
-  return backoff.jitter > 0.0 || backoff.full_jitter || backoff.additive_steps > 0;
+  return backoff.jitter > 0.0 || backoff.full_jitter || backoff.additive_steps > 0 ||
+         backoff.decorrelated;
+}
+
+DurationMs decorrelated_ceiling_ms(const Backoff& backoff, DurationMs previous_ms) {
+  const DurationMs previous = std::max(previous_ms, backoff.delay_ms);
+  return capped(backoff, saturate(kDecorrelatedGrowth * static_cast<double>(previous)));
 }
 
 namespace {
@@ -765,11 +818,27 @@ DurationMs additive_step_ms(const Backoff& backoff, int n) {
 }  // namespace
 
 namespace {
-DurationMs jittered_delay_ms(const Backoff& backoff, int n, RandomSource* random) {
+// min(cap, a draw from [base, 3 * previous]); a previous delay above what
+// any history allows (a state file edited by hand) counts as that bound.
+DurationMs decorrelated_delay_ms(const Backoff& backoff, int n, double rand,
+                                 DurationMs previous_ms) {
+  const DurationMs previous =
+      n > 1 ? std::clamp<DurationMs>(previous_ms, 0, decorrelated_bound_ms(backoff, n - 1)) : 0;
+  const DurationMs low = backoff.delay_ms;
+  const DurationMs high =
+      saturate(kDecorrelatedGrowth * static_cast<double>(std::max(previous, low)));
+  const auto span = static_cast<double>(high - low) + 1.0;
+  const DurationMs drawn = std::min(high, low + static_cast<DurationMs>(std::floor(rand * span)));
+  return capped(backoff, drawn);
+}
+
+DurationMs jittered_delay_ms(const Backoff& backoff, int n, RandomSource* random,
+                             DurationMs previous_ms) {
   const DurationMs max_delay = backoff_delay_ms(backoff, n);
   if (!has_jitter(backoff)) return max_delay;
   REHEARSE_ASSERT(random != nullptr);
   const double rand = random->next_unit();
+  if (backoff.decorrelated) return decorrelated_delay_ms(backoff, n, rand, previous_ms);
   const double max_d = static_cast<double>(max_delay);
   if (backoff.full_jitter) {
     return std::clamp(static_cast<DurationMs>(std::floor(rand * (max_d + 1.0))), DurationMs{0},
@@ -788,7 +857,12 @@ DurationMs jittered_delay_ms(const Backoff& backoff, int n, RandomSource* random
 }  // namespace
 
 DurationMs backoff_delay_ms(const Backoff& backoff, int n, RandomSource* random) {
-  const DurationMs delay = jittered_delay_ms(backoff, n, random);
+  return backoff_delay_ms(backoff, n, random, 0);
+}
+
+DurationMs backoff_delay_ms(const Backoff& backoff, int n, RandomSource* random,
+                            DurationMs previous_ms) {
+  const DurationMs delay = jittered_delay_ms(backoff, n, random, previous_ms);
   // The policy's delay bounds (docs/policies.md), the ones the monitors hold
   // every retry to.
   REHEARSE_ASSERT_GE(delay, min_backoff_delay_ms(backoff, n));
@@ -798,6 +872,7 @@ DurationMs backoff_delay_ms(const Backoff& backoff, int n, RandomSource* random)
 
 DurationMs min_backoff_delay_ms(const Backoff& backoff, int n) {
   const DurationMs d = backoff_delay_ms(backoff, n);
+  if (backoff.decorrelated) return capped(backoff, backoff.delay_ms);
   if (backoff.full_jitter) return 0;
   if (backoff.jitter > 0.0) {
     return static_cast<DurationMs>(std::floor(static_cast<double>(d) * (1.0 - backoff.jitter)));
@@ -929,6 +1004,7 @@ json backoff_json(const Backoff& backoff) {
   }
   if (backoff.full_jitter) out["full_jitter"] = true;
   if (backoff.additive_steps > 0) out["additive_steps"] = backoff.additive_steps;
+  if (backoff.decorrelated) out["decorrelated_jitter"] = true;
   return out;
 }
 
@@ -1015,6 +1091,7 @@ std::string describe(const RetryPolicy& policy) {
   if (b.max_delay_ms > 0) text += fmt::format(" cap={}", format_duration(b.max_delay_ms));
   if (b.jitter > 0.0) text += fmt::format(" jitter={}", b.jitter);
   if (b.full_jitter) text += " jitter=full";
+  if (b.decorrelated) text += " jitter=decorrelated";
   if (b.additive_steps > 0)
     text += fmt::format(" jitter=+rand({})*n*{}", b.additive_steps, format_duration(b.unit_ms));
   if (policy.deadline_ms > 0) text += fmt::format(" until={}", format_duration(policy.deadline_ms));

@@ -73,10 +73,14 @@ inline constexpr int kRetriesUnlimited = std::numeric_limits<int>::max();
 inline constexpr int kPlanRetriesMax = 1000;
 
 // A delay of 0 (any kind) retries at once (BullMQ without a backoff).
-// Jitter is one of three shapes (at most one is set):
+// Jitter is one of four shapes (at most one is set):
 //   jitter in (0, 1]    BullMQ: a draw from [d * (1 - jitter), d]
 //   full_jitter         Step Functions FULL, Celery retry_jitter: a draw from [0, d]
 //   additive_steps > 0  Sidekiq: d + rand(additive_steps) * n * unit
+//   decorrelated        Brooker's "decorrelated jitter" (AWS Architecture Blog,
+//                       "Exponential Backoff and Jitter"): min(cap, a draw from
+//                       [delay, 3 * the previous delay]), the first from
+//                       [delay, 3 * delay]; the curve's formula is not used
 // where d is the capped delay before retry n.
 struct Backoff {
   BackoffKind kind = BackoffKind::fixed;
@@ -88,6 +92,7 @@ struct Backoff {
   DurationMs unit_ms = kSecondMs;  // polynomial and additive jitter
   bool full_jitter = false;
   int additive_steps = 0;
+  bool decorrelated = false;
   // expression: the block's arithmetic in `count`, as model/ruby_snippet's
   // AST in compact JSON text.
   std::string expression = {};
@@ -193,6 +198,14 @@ DurationMs backoff_delay_ms(const Backoff& backoff, int n);
 //   additive  d + Math.floor(rand * steps) * n * unit
 // `random` may be null only when the backoff has no jitter.
 DurationMs backoff_delay_ms(const Backoff& backoff, int n, RandomSource* random);
+// Decorrelated jitter draws from the delay before the previous retry of the
+// chain (`previous_ms`; 0: none yet, the base delay stands in). The other
+// shapes ignore it.
+DurationMs backoff_delay_ms(const Backoff& backoff, int n, RandomSource* random,
+                            DurationMs previous_ms);
+// Decorrelated jitter's greatest delay after a previous delay of previous_ms
+// (0: none): min(cap, 3 * max(previous, delay)).
+DurationMs decorrelated_ceiling_ms(const Backoff& backoff, DurationMs previous_ms);
 // The least and the greatest delay jitter can give before retry n.
 DurationMs min_backoff_delay_ms(const Backoff& backoff, int n);
 DurationMs max_backoff_delay_ms(const Backoff& backoff, int n);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "model/assert.hpp"
+#include "model/retry_policy.hpp"
 #include "model/state_codec.hpp"
 #include "model/state_codec_detail.hpp"
 #include "model/time.hpp"
@@ -228,6 +229,10 @@ Status validate_slot(const SlotRecord& slot, TimeMs key, const std::string& wher
   for (const int n : slot.rule_counts) {
     if (auto s = check_count(n, where + "/rule_counts"); !s.ok()) return s;
   }
+  if (slot.last_delay_ms < 0 || slot.last_delay_ms > kBackoffDelayMaxMs) {
+    return invalid(where + "/last_delay_ms", fmt::format("last delay {} ms is outside [0, {}]",
+                                                         slot.last_delay_ms, kBackoffDelayMaxMs));
+  }
   return {};
 }
 
@@ -242,12 +247,15 @@ json encode_slot(const SlotRecord& slot) {
   j["stalled_count"] = slot.stalled_count;
   j["last_error"] = slot.last_error;
   if (!slot.rule_counts.empty()) j["rule_counts"] = slot.rule_counts;
+  if (slot.last_delay_ms > 0) j["last_delay_ms"] = slot.last_delay_ms;
   return j;
 }
 
 Result<SlotRecord> decode_slot(const json& v, const std::string& where) {
-  // rule_counts: only for a policy of several retriers (older files lack it).
-  if (auto s = check_keys(v, where, slot_field_names(), "a slot record", {"rule_counts"});
+  // rule_counts: only for a policy of several retriers; last_delay_ms: only
+  // under decorrelated jitter (older files lack both).
+  if (auto s = check_keys(v, where, slot_field_names(), "a slot record",
+                          {"rule_counts", "last_delay_ms"});
       !s.ok()) {
     return s.error();
   }
@@ -279,6 +287,11 @@ Result<SlotRecord> decode_slot(const json& v, const std::string& where) {
       slot.rule_counts.push_back(n);
     }
   }
+  if (v.contains("last_delay_ms")) {
+    REHEARSE_READ(slot.last_delay_ms,
+                  read_integer(v.at("last_delay_ms"), where + "/last_delay_ms", 1,
+                               kBackoffDelayMaxMs, "a delay in milliseconds"));
+  }
   return slot;
 }
 
@@ -300,9 +313,9 @@ const std::vector<std::string>& job_field_names() {
 
 const std::vector<std::string>& slot_field_names() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> n = {"slot",          "retry_status",  "failure_class",
-                                  "retry_count",   "next_retry_at", "next_action",
-                                  "stalled_count", "last_error",    "rule_counts"};
+    std::vector<std::string> n = {"slot",          "retry_status", "failure_class", "retry_count",
+                                  "next_retry_at", "next_action",  "stalled_count", "last_error",
+                                  "rule_counts",   "last_delay_ms"};
     std::sort(n.begin(), n.end());
     return n;
   }();

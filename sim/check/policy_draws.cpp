@@ -253,6 +253,30 @@ void honour_retry_after(json& jobs, std::uint64_t seed) {
   }
 }
 
+// The core's BullMQ form on an exponential curve: two in five draw
+// decorrelated jitter (half of those under a cap), one in five a named shape;
+// from a stream of their own, so the forms' draws stay what they were.
+void draw_jitter_shapes(json& jobs, std::uint64_t seed) {
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (!jobs[i].is_object() || !jobs[i].contains("retry_policy")) continue;
+    json& policy = jobs[i]["retry_policy"];
+    if (!policy.is_object() || !policy.contains("attempts")) continue;
+    json& backoff = policy["backoff"];
+    if (!backoff.is_object() || backoff.value("type", "") != "exponential") continue;
+    Rng rng = Rng(seed).derive(kJitterShapeStream).derive(static_cast<std::uint64_t>(i));
+    const std::uint64_t shape = rng.next_below(5);
+    if (shape < 2) {
+      backoff["jitter"] = "decorrelated";
+      const json& delay = backoff["delay"];
+      if (rng.next_bool(0.5) && delay.is_number_integer()) {
+        backoff["max_delay"] = delay.get<std::int64_t>() * rng.next_in(2, 6);
+      }
+    } else if (shape == 2) {
+      backoff["jitter"] = rng.next_bool(0.5) ? "equal" : "full";
+    }
+  }
+}
+
 }  // namespace
 
 const std::vector<const char*>& drawn_policy_forms() {
@@ -306,6 +330,7 @@ void vary_policy_forms(json& jobs, std::uint64_t seed) {
     jobs[i]["retry_policy"] = std::move(policy);
   }
   honour_retry_after(jobs, seed);
+  draw_jitter_shapes(jobs, seed);
   REHEARSE_ASSERT_EQ(jobs.size(), jobs_before);  // policies vary, jobs do not
 }
 

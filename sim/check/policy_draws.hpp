@@ -19,12 +19,16 @@ namespace rehearse::sim {
 inline constexpr const char* kPolicyFormsStream = "rehearse/check/policy-forms";
 inline constexpr const char* kPolicyOmissionStream = "rehearse/check/policy-omission";
 inline constexpr const char* kRetryAfterStream = "rehearse/check/retry-after";
+// Jitter shapes by name on the core's BullMQ form (decorrelated, equal, full).
+inline constexpr const char* kJitterShapeStream = "rehearse/check/jitter-shape";
 
 // Each job of `jobs` (a scenario's "jobs" array) keeps its drawn policy half
 // the time; otherwise it gets a policy in a form drawn from the table, with
 // `retryable_classes` or `budget` beside it some of the time. One job in 25
 // gets a policy the core refuses instead (a realistic omission, which must
-// fail closed and be announced).
+// fail closed and be announced). The core's BullMQ form on an exponential
+// curve draws a named jitter shape some of the time (decorrelated, equal,
+// full).
 void vary_policy_forms(nlohmann::json& jobs, std::uint64_t seed);
 
 // One policy of the form named `form` ("temporal", ..., "capped"), drawn

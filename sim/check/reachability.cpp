@@ -42,6 +42,9 @@ const std::vector<ReachabilityPoint>& situations() {
        "a retry queued for a job whose policy honours Retry-After, after a refusal that "
        "carried one (service_reply)"},
       {"policy:retry_budget", "a retry queued for a job whose policy names a retry budget"},
+      {"policy:decorrelated_jitter",
+       "a later retry (the second or after) queued for a job whose policy draws decorrelated "
+       "jitter"},
       {"service:capacity_refused", "a service refused a request beyond its rate limit"},
       {"policy:native_text",
        "a retry queued for a job whose policy the scenario gave as its system's own text"},
@@ -296,6 +299,9 @@ void ReachabilityObserver::note_policy_shape(const TraceEvent& e, const WitnessP
   if (!p.rules.empty()) reach("policy:retriers");
   if (p.honors_retry_after && last_retry_after_[e.job]) reach("policy:retry_after");
   if (!p.budget.name.empty()) reach("policy:retry_budget");
+  if (p.delays.jitter == WitnessDelays::Jitter::decorrelated && retry_number(e, p) > 1) {
+    reach("policy:decorrelated_jitter");
+  }
   if (p.delays.curve == WitnessDelays::Curve::block) reach("policy:retry_in");
   const JobSpec* spec = scenario_.find_job(e.job);
   if (spec != nullptr && spec->policy_from_text) reach("policy:native_text");

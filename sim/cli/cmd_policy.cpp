@@ -227,6 +227,13 @@ void print_text(const Explained& e, const RetryPlan& plan,
     fmt::print("jitter:            {} (each delay drawn from [{}*d, d])\n", e.policy.backoff.jitter,
                1.0 - e.policy.backoff.jitter);
   }
+  if (e.policy.backoff.decorrelated) {
+    fmt::print(
+        "jitter:            decorrelated (each delay drawn from [{}, 3 x the previous], "
+        "the first from [{}, {}]; the delays above are each retry's longest)\n",
+        format_duration(e.policy.backoff.delay_ms), format_duration(e.policy.backoff.delay_ms),
+        format_duration(decorrelated_ceiling_ms(e.policy.backoff, 0)));
+  }
   if (!gap.is_null()) {
     const DurationMs g = gap["gap_ms"].get<DurationMs>();
     fmt::print(

@@ -215,7 +215,8 @@ void RetriesBounded::check_window(const TraceEvent& e, std::size_t i, Violations
   }
   // The core adds the backoff to its own clock's reading of the failure.
   const DurationMs delay = *ready - context_.wall_clock.wall(*failed_t);
-  const auto [lo, hi] = honoured(p, e.job, p.min_delay_ms(n), p.max_delay_ms(n));
+  const DurationMs high = decorrelated_high(p, e.job, *e.slot, n, delay, p.max_delay_ms(n));
+  const auto [lo, hi] = honoured(p, e.job, p.min_delay_ms(n), high);
   if (delay < lo || delay > hi) {
     out.push_back({kName, i, e.t,
                    fmt::format("job {} slot {}: retry {} queued {} after the failure, outside its "
@@ -256,6 +257,22 @@ void RetriesBounded::check_rule_window(const TraceEvent& e, std::size_t i, const
                                e.job, slot_text(e.slot), n, index, format_duration(delay),
                                format_duration(lo + 1), format_duration(hi - 1))});
   }
+}
+
+// Decorrelated jitter: retry n > 1 is at most 3 times the previous retry's
+// wait in the slot's chain, as the queue recorded it (capped), when that wait
+// was the curve's own (no Retry-After the policy honours could have
+// lengthened it); otherwise the bound over any history stands. Remembers
+// this retry's wait for the next.
+DurationMs RetriesBounded::decorrelated_high(const WitnessPolicy& p, const std::string& job,
+                                             TimeMs slot, int n, DurationMs delay,
+                                             DurationMs high) {
+  if (p.delays.jitter != WitnessDelays::Jitter::decorrelated) return high;
+  std::optional<DurationMs>& previous = decorrelated_previous_[{job, slot}];
+  if (n > 1 && previous) high = std::min(high, p.delays.decorrelated_after_ms(*previous) + 1);
+  const bool hinted = p.honors_retry_after && context_.retry_after.last(job) > 0;
+  previous = hinted ? std::nullopt : std::optional<DurationMs>(delay);
+  return high;
 }
 
 std::pair<DurationMs, DurationMs> RetriesBounded::honoured(const WitnessPolicy& p,

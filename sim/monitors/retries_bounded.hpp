@@ -16,6 +16,7 @@
 //   budget, n from the shared count (retry_count.hpp); beyond the budget fires.
 //   A policy that honours Retry-After: the window's both ends are at least
 //   the Retry-After of the job's last reply (retry_after_table.hpp).
+//   Decorrelated jitter: at most 3 times the chain's previous wait (capped).
 // - a retry added beyond the policy's retry budget (retry_budget_table.hpp:
 //   the window's retries plus this one above max(min_retries, attempts *
 //   percent / 100) in the process deciding).
@@ -65,6 +66,8 @@ class RetriesBounded final : public Monitor {
   // last reply when its policy honours it.
   std::pair<DurationMs, DurationMs> honoured(const WitnessPolicy& p, const std::string& job,
                                              DurationMs lo, DurationMs hi) const;
+  DurationMs decorrelated_high(const WitnessPolicy& p, const std::string& job, TimeMs slot, int n,
+                               DurationMs delay, DurationMs high);
 
   MonitorContext& context_;
   SupersedeWatch supersede_;  // per_episode: a later slot supersedes pending retries
@@ -78,6 +81,9 @@ class RetriesBounded final : public Monitor {
   std::map<std::pair<std::string, TimeMs>, int> slot_base_;
   std::map<std::string, int> episode_base_;
   std::map<std::string, std::int64_t> rebased_boot_;
+  // Decorrelated jitter: the last retry's wait per (job, slot), when it was
+  // the curve's own.
+  std::map<std::pair<std::string, TimeMs>, std::optional<DurationMs>> decorrelated_previous_;
   void rebase_after_blind_boot(const std::string& job);
   // Each retry the queue received (job, slot, attempt), first time: the
   // failure it answered and the boot it was added in (a cancel forgets it).

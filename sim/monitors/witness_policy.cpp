@@ -50,6 +50,27 @@ WitnessPolicy auto_policy(bool low_frequency) {
   return p;
 }
 
+// A proportion in [0, 1], or a shape's name: "none", "equal" (0.5), "full"
+// (1), "decorrelated" (exponential only).
+bool read_jitter(const json& j, const std::string& type, WitnessDelays& d) {
+  if (j.is_string()) {
+    const std::string name = j.get<std::string>();
+    if (name == "decorrelated") {
+      d.jitter = WitnessDelays::Jitter::decorrelated;
+      return type == "exponential";
+    }
+    if (name == "none") return true;
+    if (name != "equal" && name != "full") return false;
+    d.proportion = name == "equal" ? 0.5 : 1.0;
+  } else {
+    if (!j.is_number()) return false;
+    d.proportion = j.get<double>();
+    if (!(d.proportion >= 0.0 && d.proportion <= 1.0)) return false;
+  }
+  if (d.proportion > 0.0) d.jitter = WitnessDelays::Jitter::proportional;
+  return true;
+}
+
 // {type, delay, max_delay?, jitter?} (jitter in BullMQ's form only), or a
 // bare delay (BullMQ only: fixed).
 bool read_backoff(const json& b, WitnessPolicy& p, bool bullmq) {
@@ -79,12 +100,7 @@ bool read_backoff(const json& b, WitnessPolicy& p, bool bullmq) {
     p.delays.cap_ms = read_witness_delay(b.at("max_delay"));
     if (!p.delays.cap_ms) return false;
   }
-  if (b.contains("jitter")) {
-    if (!b.at("jitter").is_number()) return false;
-    p.delays.proportion = b.at("jitter").get<double>();
-    if (!(p.delays.proportion >= 0.0 && p.delays.proportion <= 1.0)) return false;
-    if (p.delays.proportion > 0.0) p.delays.jitter = WitnessDelays::Jitter::proportional;
-  }
+  if (b.contains("jitter") && !read_jitter(b.at("jitter"), type, p.delays)) return false;
   // read_witness_delay reads durations only.
   REHEARSE_ASSERT_GE(p.delays.delay_ms, 0);
   if (p.delays.cap_ms) REHEARSE_ASSERT_GE(*p.delays.cap_ms, 0);
@@ -396,9 +412,24 @@ DurationMs WitnessDelays::base_ms(int n) const {
   return out;
 }
 
+DurationMs WitnessDelays::decorrelated_bound_ms(int n) const {
+  const double d = static_cast<double>(delay_ms) * std::pow(3.0, std::min(n, 4000));
+  const DurationMs ms = saturate(d);
+  return cap_ms ? std::min(ms, *cap_ms) : ms;
+}
+
+DurationMs WitnessDelays::decorrelated_after_ms(DurationMs previous_ms) const {
+  const DurationMs ms = saturate(3.0 * static_cast<double>(std::max(previous_ms, delay_ms)));
+  return cap_ms ? std::min(ms, *cap_ms) : ms;
+}
+
 DurationMs WitnessPolicy::min_delay_ms(int n) const {
   const DurationMs base = delays.base_ms(n);
   DurationMs low = base;
+  if (delays.jitter == WitnessDelays::Jitter::decorrelated) {
+    low = delays.cap_ms ? std::min(delays.delay_ms, *delays.cap_ms) : delays.delay_ms;
+    return std::max<DurationMs>(0, low - 1);
+  }
   if (delays.jitter == WitnessDelays::Jitter::full) low = 0;
   if (delays.jitter == WitnessDelays::Jitter::proportional) {
     low =
@@ -413,6 +444,7 @@ DurationMs WitnessPolicy::min_delay_ms(int n) const {
 
 DurationMs WitnessPolicy::max_delay_ms(int n) const {
   DurationMs high = delays.base_ms(n);
+  if (delays.jitter == WitnessDelays::Jitter::decorrelated) high = delays.decorrelated_bound_ms(n);
   if (delays.jitter == WitnessDelays::Jitter::sidekiq) high += 9 * n * kSecondMs;
   const DurationMs out = std::min(high, kSaturatedMs) + 1;
   // The window is never empty (a retry number; a damaged count can make n < 0).

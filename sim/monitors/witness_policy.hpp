@@ -30,6 +30,10 @@ struct WitnessDelays {
     proportional,  // BullMQ's j: [floor(d * (1 - j)), d]
     full,          // Step Functions FULL, Celery retry_jitter: [0, d]
     sidekiq,       // + rand(10) * n s: [d, d + 9 n s]
+    // Brooker's decorrelated: [delay, min(cap, 3 * previous)], the first from
+    // [delay, 3 * delay]; over any history retry n is within
+    // [min(delay, cap), min(cap, delay * 3^n)] (the curve is not used).
+    decorrelated,
   };
   Curve curve = Curve::fixed;
   double factor = 2.0;
@@ -41,6 +45,10 @@ struct WitnessDelays {
 
   // The curve's delay for retry n, capped, before jitter (saturating).
   DurationMs base_ms(int n) const;
+  // Decorrelated jitter: the greatest delay of retry n over any history, and
+  // the greatest after a previous delay of previous_ms.
+  DurationMs decorrelated_bound_ms(int n) const;
+  DurationMs decorrelated_after_ms(DurationMs previous_ms) const;
 };
 
 // One of several retriers (Step Functions): the classes it takes (those no

@@ -189,8 +189,10 @@ void check_state(std::vector<ExpectFailure>& out, const ScenarioRunResult& run,
 }
 
 // "none", "proportional" (BullMQ), "full" (Step Functions FULL, Celery),
-// "additive" (Sidekiq): a backoff's jitter, as expect.policy names it.
+// "additive" (Sidekiq), "decorrelated" (rehearse's own): a backoff's jitter,
+// as expect.policy names it.
 std::string jitter_kind(const Backoff& b) {
+  if (b.decorrelated) return "decorrelated";
   if (b.jitter > 0.0) return "proportional";
   if (b.full_jitter) return "full";
   if (b.additive_steps > 0) return "additive";

@@ -283,7 +283,8 @@ void Loader::load_policy_shape(const json& v, const std::string& pointer, Policy
   out.cap_ms = none_or_duration("cap");
   out.deadline_ms = none_or_duration("deadline");
   if (const json* j = field(v, "jitter")) {
-    const std::vector<std::string> names{"none", "proportional", "full", "additive"};
+    const std::vector<std::string> names{"none", "proportional", "full", "additive",
+                                         "decorrelated"};
     if (auto i = read_name(*j, child(pointer, "jitter"), names, "jitter kind")) {
       out.jitter = names[*i];
     }

@@ -20,7 +20,7 @@ exe=${1:?usage: test_scenarios.sh REHEARSE_EXE REPO_DIR}
 repo=${2:?usage: test_scenarios.sh REHEARSE_EXE REPO_DIR}
 dir="$repo/scenarios"
 # How many scenarios docs/scenarios.md derives. Raise it when adding one.
-expected_min=57
+expected_min=58
 
 count=0
 for f in "$dir"/*.json; do
@@ -57,12 +57,12 @@ for f in "$dir"/*.json; do
   # scenarios still run under both seeds (they must pass); only their hashes
   # may differ.
   random=no
-  # So are retry delays with jitter: a "jitter" above 0, Step Functions'
-  # FULL strategy, Celery's retry_jitter (on unless false with a backoff)
-  # and every Sidekiq delay.
+  # So are retry delays with jitter: a "jitter" above 0 or a shape by name
+  # (equal, full, decorrelated), Step Functions' FULL strategy, Celery's
+  # retry_jitter (on unless false with a backoff) and every Sidekiq delay.
   if grep -Eq '"rate"[[:space:]]*:[[:space:]]*(0([.][0-9]*)?|[.][0-9]+|[0-9.]+[eE]-[0-9]+)[[:space:]]*[,}]' "$f" ||
     grep -Eq '"kind"[[:space:]]*:[[:space:]]*"(torn_write|state_corrupted)"' "$f" ||
-    grep -Eq '"?jitter"?[[:space:]]*:[[:space:]]*(0?[.][0-9]*[1-9]|1)|"JitterStrategy"[[:space:]]*:[[:space:]]*"FULL"|"sidekiq"[[:space:]]*:|"retry_backoff"' "$f"; then
+    grep -Eq '"?jitter"?[[:space:]]*:[[:space:]]*(0?[.][0-9]*[1-9]|1|"(equal|full|decorrelated)")|"JitterStrategy"[[:space:]]*:[[:space:]]*"FULL"|"sidekiq"[[:space:]]*:|"retry_backoff"' "$f"; then
     random=yes
   fi
   h1=$(trace_hash "$f" 7) || { failures=$((failures + 1)); continue; }

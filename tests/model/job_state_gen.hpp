@@ -13,6 +13,7 @@
 
 #include "model/failure.hpp"
 #include "model/job_state.hpp"
+#include "model/retry_policy.hpp"
 #include "model/time.hpp"
 
 namespace rehearse::testing {
@@ -97,6 +98,9 @@ inline rc::Gen<SlotRecord> gen_slot(TimeMs slot, bool full) {
     r.last_error = *gen_text(full);
     if (full) r.rule_counts = *rc::gen::container<std::vector<int>>(gen_count(false));
     if (r.rule_counts.size() > kRuleCountMax) r.rule_counts.resize(kRuleCountMax);
+    if (full && *rc::gen::arbitrary<bool>()) {
+      r.last_delay_ms = *rc::gen::inRange<DurationMs>(1, kBackoffDelayMaxMs + 1);
+    }
     return r;
   });
 }

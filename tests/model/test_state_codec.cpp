@@ -44,7 +44,7 @@ constexpr std::size_t field_count() {
 }
 
 constexpr std::size_t kJobStateFields = 16;
-constexpr std::size_t kSlotRecordFields = 9;
+constexpr std::size_t kSlotRecordFields = 10;
 static_assert(field_count<JobState>() == kJobStateFields,
               "JobState gained or lost a field: cover it in model/state_codec.cpp (encode, decode, "
               "validate, job_field_names), docs/schema/state-file.schema.json, "
@@ -60,6 +60,7 @@ TEST(StateCodecFields, CodecNamesEveryFieldOnce) {
   s.job_id = "x";
   s.slots[0] = SlotRecord{};
   s.slots[0].rule_counts = {1, 0};  // written only when a policy has several retriers
+  s.slots[0].last_delay_ms = 1500;  // written only under decorrelated jitter
   const json j = encode_job(s);
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
@@ -104,7 +105,8 @@ TEST(StateCodecFields, SchemaFileMatchesCodec) {
   EXPECT_EQ(defs["job"]["additionalProperties"], false);
   EXPECT_EQ(sorted_keys(defs["slot"]["properties"]), slot_field_names());
   std::vector<std::string> slot_required = slot_field_names();
-  std::erase(slot_required, "rule_counts");  // optional: several retriers only
+  std::erase(slot_required, "rule_counts");    // optional: several retriers only
+  std::erase(slot_required, "last_delay_ms");  // optional: decorrelated jitter only
   EXPECT_EQ(sorted_strings(defs["slot"]["required"]), slot_required);
   EXPECT_EQ(defs["slot"]["additionalProperties"], false);
   EXPECT_EQ(sorted_strings((*schema)["required"]),
