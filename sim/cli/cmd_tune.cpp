@@ -1,6 +1,7 @@
 // rehearse tune SCENARIO --job ID [--grid SPEC] [--outages SPEC|@FILE] [--seeds N]
 //               [--seed N] [--threads T] [--service NAME] [--fault KIND] [--json|--csv]
 //               [--svg FILE] [--progress]
+// rehearse tune SCENARIO --fleet [--service NAME] [--grid SPEC] [--outages SPEC|@FILE] ...
 #include <fmt/core.h>
 #include <unistd.h>
 
@@ -17,8 +18,10 @@
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
 #include "sim/cli/output_file.hpp"
+#include "sim/cli/tune_fleet_render.hpp"
 #include "sim/cli/tune_render.hpp"
 #include "sim/report/tune.hpp"
+#include "sim/report/tune_fleet.hpp"
 #include "sim/world/scenario.hpp"
 
 namespace rehearse::cli {
@@ -28,6 +31,9 @@ constexpr const char* kTuneHelp =
     "usage: rehearse tune SCENARIO --job ID [--grid SPEC] [--outages SPEC|@FILE] [--seeds N]\n"
     "                     [--seed N] [--threads T] [--service NAME] [--fault KIND]\n"
     "                     [--json|--csv] [--svg FILE] [--progress]\n"
+    "       rehearse tune SCENARIO --fleet [--service NAME] [--grid SPEC] [--outages SPEC|@FILE]\n"
+    "                     [--seeds N] [--seed N] [--threads T] [--json|--csv] [--svg FILE]\n"
+    "                     [--progress]\n"
     "\n"
     "Sweeps a grid of retry policies for one job of SCENARIO against an outage of\n"
     "a service the job calls (model-api for group and publish jobs, brokerage for\n"
@@ -44,21 +50,35 @@ constexpr const char* kTuneHelp =
     "         (the default; keys left out keep theirs)\n"
     "  --outages 30m,2h,6h | uniform:30m-12h (default) | lognormal:30m-12h | @FILE\n"
     "         (FILE: one duration per line, drawn at random)\n"
+    "\n"
+    "--fleet sweeps a policy applied to every job that calls a service of the\n"
+    "scenario's own with a capacity (--service chooses which), against outages of\n"
+    "that service: per policy the recovery of the slots the outage hit, work\n"
+    "amplification, the peak load after the outage, drain time, goodput and the\n"
+    "share of runs that went metastable, the Pareto front, and an SVG of the load\n"
+    "curves. Its grid adds jitter shapes and a fleet-wide retry budget:\n"
+    "  --grid 'attempts=4,6;delay=5s,30s;backoff=exponential;cap=none;"
+    "jitter=none,equal,full,decorrelated;budget=none'\n"
+    "         (the default; budget=none,20 adds a budget of 20% of the attempts)\n"
+    "  --outages uniform:5m-30m (the default with --fleet); --seeds defaults to 10\n"
     "See docs/tune.md.\n";
 
 const std::vector<OptionSpec> kTuneOptions{
-    {"--job", true, "ID", "the job whose policy is tuned (required)"},
+    {"--job", true, "ID", "the job whose policy is tuned (required without --fleet)"},
+    {"--fleet", false, "", "tune one policy for every job calling a capacity-limited service"},
     {"--grid", true, "SPEC", "the policies swept (see above)"},
     {"--outages", true, "SPEC", "outage lengths: a list, uniform:LO-HI, lognormal:LO-HI or @FILE"},
     {"--seeds", true, "N", "runs per policy (1-100000, default 100)"},
     {"--seed", true, "N", "base seed of the outage sample (default: the scenario's seed)"},
     {"--threads", true, "T", "worker threads (1-256, default: every core)"},
-    {"--service", true, "NAME", "the service the outage breaks (one the job calls)"},
+    {"--service", true, "NAME",
+     "the service the outage breaks (one the job calls; with --fleet, one with a capacity)"},
     {"--fault", true, "KIND",
      "quota_exhausted (default for model-api) or http_errors (503, default elsewhere)"},
     {"--json", false, "", "print one JSON document"},
     {"--csv", false, "", "print one CSV row per policy"},
-    {"--svg", true, "FILE", "write the heat map (attempts x base delay) as SVG"},
+    {"--svg", true, "FILE",
+     "write the heat map (attempts x base delay) as SVG; with --fleet, the load curves"},
     {"--progress", false, "", "progress on stderr even when it is not a terminal"},
 };
 
@@ -72,12 +92,33 @@ Result<sim::OutageDistribution> read_outages(const std::string& spec) {
   return sim::empirical_outages(ss.str(), path);
 }
 
+// --seeds, --seed and --threads, which both sweeps take; `runs` and `seed`
+// come in with their defaults.
+Status read_run_counts(const ParsedArgs& args, int& runs, std::uint64_t& seed, int& threads) {
+  threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (auto n = args.value("--seeds")) {
+    auto c = parse_count("--seeds", *n, 1, 100000);
+    if (!c) return std::move(c).error();
+    runs = static_cast<int>(*c);
+  }
+  if (auto n = args.value("--seed")) {
+    auto c = parse_count("--seed", *n, 0, (1LL << 53));
+    if (!c) return std::move(c).error();
+    seed = static_cast<std::uint64_t>(*c);
+  }
+  if (auto n = args.value("--threads")) {
+    auto c = parse_count("--threads", *n, 1, 256);
+    if (!c) return std::move(c).error();
+    threads = static_cast<int>(*c);
+  }
+  return {};
+}
+
 Result<sim::TuneOptions> read_options(const ParsedArgs& args, const sim::Scenario& scenario) {
   REHEARSE_ASSERT(args.value("--job").has_value());  // cmd_tune requires --job first
   sim::TuneOptions o;
   o.job_id = *args.value("--job");
   o.seed = scenario.seed;
-  o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (auto g = args.value("--grid")) {
     auto grid = sim::parse_tune_grid(*g);
     if (!grid) return std::move(grid).error();
@@ -86,21 +127,7 @@ Result<sim::TuneOptions> read_options(const ParsedArgs& args, const sim::Scenari
   auto outages = read_outages(args.value("--outages").value_or("uniform:30m-12h"));
   if (!outages) return std::move(outages).error();
   o.outages = *outages;
-  if (auto n = args.value("--seeds")) {
-    auto c = parse_count("--seeds", *n, 1, 100000);
-    if (!c) return std::move(c).error();
-    o.runs = static_cast<int>(*c);
-  }
-  if (auto n = args.value("--seed")) {
-    auto c = parse_count("--seed", *n, 0, (1LL << 53));
-    if (!c) return std::move(c).error();
-    o.seed = static_cast<std::uint64_t>(*c);
-  }
-  if (auto n = args.value("--threads")) {
-    auto c = parse_count("--threads", *n, 1, 256);
-    if (!c) return std::move(c).error();
-    o.threads = static_cast<int>(*c);
-  }
+  if (Status s = read_run_counts(args, o.runs, o.seed, o.threads); !s.ok()) return s.error();
   o.service = args.value("--service").value_or("");
   if (auto f = args.value("--fault")) {
     auto kind = sim::parse_fault_kind(*f);
@@ -122,6 +149,25 @@ Result<sim::TuneOptions> read_options(const ParsedArgs& args, const sim::Scenari
   return o;
 }
 
+Result<sim::FleetTuneOptions> read_fleet_options(const ParsedArgs& args,
+                                                 const sim::Scenario& scenario) {
+  sim::FleetTuneOptions o;
+  o.seed = scenario.seed;
+  if (auto g = args.value("--grid")) {
+    auto grid = sim::parse_fleet_grid(*g);
+    if (!grid) return std::move(grid).error();
+    o.grid = *grid;
+  }
+  auto outages = read_outages(args.value("--outages").value_or("uniform:5m-30m"));
+  if (!outages) return std::move(outages).error();
+  o.outages = *outages;
+  if (Status s = read_run_counts(args, o.runs, o.seed, o.threads); !s.ok()) return s.error();
+  o.service = args.value("--service").value_or("");
+  REHEARSE_ASSERT_GE(o.runs, 1);
+  REHEARSE_ASSERT_GE(o.threads, 1);
+  return o;
+}
+
 // The progress line on stderr (sim/check/progress.hpp), on a terminal or
 // with --progress; `run_tune` reports its last call with done == total.
 std::function<void(std::size_t, std::size_t)> progress_line(const ParsedArgs& parsed) {
@@ -138,6 +184,66 @@ std::function<void(std::size_t, std::size_t)> progress_line(const ParsedArgs& pa
   };
 }
 
+// The sweep of one job's policy, its outputs as asked.
+int tune_job(const ParsedArgs& args, const sim::Scenario& scenario,
+             const std::optional<std::string>& svg) {
+  auto options = read_options(args, scenario);
+  if (!options) return input_error(options.error());
+  options->progress = progress_line(args);
+  auto result = sim::run_tune(scenario, *options);
+  if (!result) return input_error(result.error());
+  if (svg) {
+    if (Status s = write_output_file(*svg, tune_svg(*result)); !s.ok())
+      return input_error(s.error());
+  }
+  if (args.has("--json")) {
+    fmt::print("{}\n", tune_json(*result).dump(2));
+  } else if (args.has("--csv")) {
+    fmt::print("{}", tune_csv(*result));
+  } else if (svg != std::optional<std::string>("-")) {
+    fmt::print("{}", tune_table(*result));
+  }
+  return kExitOk;
+}
+
+// The fleet sweep, its outputs as asked.
+int tune_fleet(const ParsedArgs& args, const sim::Scenario& scenario,
+               const std::optional<std::string>& svg) {
+  auto options = read_fleet_options(args, scenario);
+  if (!options) return input_error(options.error());
+  options->progress = progress_line(args);
+  auto result = sim::run_fleet_tune(scenario, *options);
+  if (!result) return input_error(result.error());
+  if (svg) {
+    if (Status s = write_output_file(*svg, tune_fleet_svg(*result)); !s.ok())
+      return input_error(s.error());
+  }
+  if (args.has("--json")) {
+    fmt::print("{}\n", tune_fleet_json(*result).dump(2));
+  } else if (args.has("--csv")) {
+    fmt::print("{}", tune_fleet_csv(*result));
+  } else if (svg != std::optional<std::string>("-")) {
+    fmt::print("{}", tune_fleet_table(*result));
+  }
+  return kExitOk;
+}
+
+// What the command line asks that no sweep can do; empty when nothing.
+std::string usage_problem(const ParsedArgs& args) {
+  if (args.positionals.size() != 1) return "tune: expected exactly one SCENARIO";
+  const bool fleet = args.has("--fleet");
+  if (fleet && args.value("--job")) return "tune: --fleet tunes every calling job; drop --job";
+  if (fleet && args.value("--fault"))
+    return "tune: --fleet breaks the service with http_errors (503)";
+  if (!fleet && !args.value("--job")) return "tune: --job ID is required (or --fleet)";
+  if (args.has("--json") && args.has("--csv")) return "tune: --json and --csv are exclusive";
+  if (args.value("--svg") == std::optional<std::string>("-") &&
+      (args.has("--json") || args.has("--csv"))) {
+    return "tune: --svg - and --json/--csv would share standard output";
+  }
+  return "";
+}
+
 }  // namespace
 
 int cmd_tune(const Args& args) {
@@ -147,16 +253,11 @@ int cmd_tune(const Args& args) {
     fmt::print("{}\noptions:\n{}", kTuneHelp, format_options_help(kTuneOptions));
     return kExitOk;
   }
-  if (parsed->positionals.size() != 1) return usage_error("tune: expected exactly one SCENARIO");
-  if (!parsed->value("--job")) return usage_error("tune: --job ID is required");
-  if (parsed->has("--json") && parsed->has("--csv")) {
-    return usage_error("tune: --json and --csv are exclusive");
+  if (const std::string problem = usage_problem(*parsed); !problem.empty()) {
+    return usage_error(problem);
   }
   const std::string& path = parsed->positionals.front();
   const auto svg = parsed->value("--svg");
-  if (svg == std::optional<std::string>("-") && (parsed->has("--json") || parsed->has("--csv"))) {
-    return usage_error("tune: --svg - and --json/--csv would share standard output");
-  }
   if (svg) {
     std::vector<std::string> inputs{path};
     if (auto o = parsed->value("--outages"); o && !o->empty() && o->front() == '@') {
@@ -166,23 +267,8 @@ int cmd_tune(const Args& args) {
   }
   auto scenario = sim::load_scenario_file(path);
   if (!scenario) return input_error(scenario.error());
-  auto options = read_options(*parsed, *scenario);
-  if (!options) return input_error(options.error());
-  options->progress = progress_line(*parsed);
-  auto result = sim::run_tune(*scenario, *options);
-  if (!result) return input_error(result.error());
-  if (svg) {
-    if (Status s = write_output_file(*svg, tune_svg(*result)); !s.ok())
-      return input_error(s.error());
-  }
-  if (parsed->has("--json")) {
-    fmt::print("{}\n", tune_json(*result).dump(2));
-  } else if (parsed->has("--csv")) {
-    fmt::print("{}", tune_csv(*result));
-  } else if (svg != std::optional<std::string>("-")) {
-    fmt::print("{}", tune_table(*result));
-  }
-  return kExitOk;
+  if (parsed->has("--fleet")) return tune_fleet(*parsed, *scenario, svg);
+  return tune_job(*parsed, *scenario, svg);
 }
 
 }  // namespace rehearse::cli

@@ -178,7 +178,8 @@ Result<OutageDistribution> parse_outages(std::string_view text) {
       if (!d) return std::move(d).error();
       out.values.push_back(*d);
     }
-    // split gives at least one part, and each part read is a duration: draw_length picks one.
+    // split gives at least one part, and each part read is a duration: draw_outage_length picks
+    // one.
     REHEARSE_ASSERT(!out.values.empty());
     return out;
   }
@@ -456,7 +457,9 @@ double standard_normal(Rng& rng) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * 3.14159265358979323846 * u2);
 }
 
-DurationMs draw_length(const OutageDistribution& d, std::size_t run, Rng& rng) {
+}  // namespace
+
+DurationMs draw_outage_length(const OutageDistribution& d, std::size_t run, Rng& rng) {
   // The parsers refuse a list or a file without a duration.
   const bool listed = d.shape == OutageShape::list || d.shape == OutageShape::empirical;
   REHEARSE_ASSERT(!listed || !d.values.empty());
@@ -476,6 +479,8 @@ DurationMs draw_length(const OutageDistribution& d, std::size_t run, Rng& rng) {
                     d.high_ms * 4);
 }
 
+namespace {
+
 // Run i's outage: a length, one of the job's slots, and a phase: the outage
 // is already in progress when the slot fires, begun a uniform share of its
 // length earlier (at least 1 s, so the slot's first run fails).
@@ -483,7 +488,7 @@ OutageSample draw_sample(const TuneOptions& options, const JobFacts& job, std::s
   REHEARSE_ASSERT(!job.slots.empty());  // job_facts refuses a job without a slot
   Rng rng = Rng(options.seed).derive(static_cast<std::uint64_t>(run));
   OutageSample s;
-  s.length_ms = draw_length(options.outages, run, rng);
+  s.length_ms = draw_outage_length(options.outages, run, rng);
   s.slot_ms = job.slots[rng.next_below(job.slots.size())];
   const auto elapsed = static_cast<DurationMs>(rng.next_unit() * static_cast<double>(s.length_ms));
   s.start_ms = s.slot_ms - std::clamp<DurationMs>(elapsed, kSecondMs,
@@ -649,9 +654,10 @@ void mark_front(TuneResult& result) {
                               [](const TuneRow& row) { return row.pareto; }));
 }
 
-// Runs `total` jobs on `threads` threads; each index is run exactly once.
-void run_parallel(std::size_t total, int threads, const std::function<void(std::size_t)>& one,
-                  const std::function<void(std::size_t, std::size_t)>& progress) {
+}  // namespace
+
+void run_sweep_parallel(std::size_t total, int threads, const std::function<void(std::size_t)>& one,
+                        const std::function<void(std::size_t, std::size_t)>& progress) {
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> done{0};
   auto worker = [&] {
@@ -682,8 +688,6 @@ void run_parallel(std::size_t total, int threads, const std::function<void(std::
   REHEARSE_ASSERT_EQ(done.load(), total);
   if (progress) progress(total, total);
 }
-
-}  // namespace
 
 Result<TuneResult> run_tune(const Scenario& scenario, const TuneOptions& options) {
   auto job = job_facts(scenario, options);
@@ -723,7 +727,7 @@ Result<TuneResult> run_tune(const Scenario& scenario, const TuneOptions& options
     }
     metrics[index] = measure(*r, *job, s);
   };
-  run_parallel(metrics.size(), std::max(1, options.threads), one, options.progress);
+  run_sweep_parallel(metrics.size(), std::max(1, options.threads), one, options.progress);
   if (first_error) return *first_error;
 
   TuneResult result;

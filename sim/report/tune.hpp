@@ -27,6 +27,7 @@
 #include "model/result.hpp"
 #include "model/retry_policy.hpp"
 #include "model/time.hpp"
+#include "sim/kernel/rng.hpp"
 #include "sim/world/scenario.hpp"
 
 namespace rehearse::sim {
@@ -125,5 +126,15 @@ Result<TuneResult> run_tune(const Scenario& scenario, const TuneOptions& options
 
 // Wilson score interval for k successes in n trials at z = 1.96.
 void wilson_interval(int k, int n, double& low, double& high);
+
+// Run `run`'s outage length from its own generator (the list's entry `run`
+// mod n; otherwise drawn from `rng`).
+DurationMs draw_outage_length(const OutageDistribution& d, std::size_t run, Rng& rng);
+
+// Runs `one(i)` for every i < total on `threads` threads, each index exactly
+// once; `progress` (if set) is called from the calling thread between its
+// runs, at most once per percent, and once at the end with done == total.
+void run_sweep_parallel(std::size_t total, int threads, const std::function<void(std::size_t)>& one,
+                        const std::function<void(std::size_t, std::size_t)>& progress);
 
 }  // namespace rehearse::sim
