@@ -16,6 +16,8 @@
 #include "model/assert.hpp"
 #include "model/retry_policy.hpp"
 #include "model/time.hpp"
+#include "sim/check/junit.hpp"
+#include "sim/cli/text_wrap.hpp"
 
 namespace rehearse::cli {
 
@@ -87,26 +89,6 @@ std::string jobs_text(const std::vector<std::string>& jobs) {
   }
   if (jobs.size() > kNamed) text += fmt::format(" and {} more", jobs.size() - kNamed);
   return text;
-}
-
-// Text and attribute values alike. Control characters other than tab and
-// newline are not allowed in XML 1.0 at all, escaped or not: they become '?'.
-std::string xml_escape(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      case '\t':
-      case '\n': out += c; break;
-      default: out += (static_cast<unsigned char>(c) < 0x20 ? '?' : c);
-    }
-  }
-  REHEARSE_ASSERT_EQ(out.find_first_of("<>\"'"), std::string::npos);  // safe in text and attributes
-  return out;
 }
 
 // RFC 4180: always quoted, an inner quote doubled (labels hold commas).
@@ -320,25 +302,6 @@ struct FleetLayout {
   }
 };
 
-// `text` broken at spaces into lines of at most `width` characters.
-std::vector<std::string> wrap(const std::string& text, std::size_t width) {
-  std::vector<std::string> lines{""};
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find(' ', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string word = text.substr(start, end - start);
-    if (!lines.back().empty() && lines.back().size() + 1 + word.size() > width) lines.push_back("");
-    lines.back() += (lines.back().empty() ? "" : " ") + word;
-    start = end + 1;
-  }
-  // A line is longer than `width` only when it is one word that is.
-  for (const std::string& line : lines) {
-    if (line.size() > width) REHEARSE_ASSERT_EQ(line.find(' '), std::string::npos);
-  }
-  return lines;
-}
-
 // The least of 1, 2, 5 x 10^k (k >= 0) at or above `value`: the y axis's top.
 double nice_ceiling(double value) {
   REHEARSE_ASSERT(std::isfinite(value));  // else the loop never ends
@@ -476,9 +439,9 @@ std::string svg_panel(const FleetLayout& l, const FleetRow& row, int x0, int y0)
       "stroke-width=\"{}\"/>\n"
       "<text x=\"{}\" y=\"{}\" font-size=\"11\" font-weight=\"bold\">{}</text>\n"
       "<text x=\"{}\" y=\"{}\" font-size=\"10\">{}</text>\n",
-      xml_escape(panel_hover(row)), x0, y0, l.panel_w, FleetLayout::kPanelH,
+      sim::xml_escape(panel_hover(row)), x0, y0, l.panel_w, FleetLayout::kPanelH,
       front ? "black" : "#aaaaaa", front ? "2.5" : "1", x0 + 8, y0 + 16,
-      xml_escape(panel_title(row)), x0 + 8, y0 + 30, xml_escape(panel_stats(row)));
+      sim::xml_escape(panel_title(row)), x0 + 8, y0 + 30, sim::xml_escape(panel_stats(row)));
   svg += svg_plot(l, row, plot_at(l, x0, y0));
   return svg + "</g>\n";
 }
@@ -508,18 +471,19 @@ std::string key_text(const FleetTuneResult& r, const FleetLayout& l) {
 std::string tune_fleet_svg(const FleetTuneResult& r) {
   constexpr int kMargin = FleetLayout::kMargin, kLine = FleetLayout::kLine;
   FleetLayout l = fleet_layout(r);
-  l.heading = wrap(heading_text(r), l.line_chars(7.2));  // 13 px
-  l.notes = wrap(key_text(r, l), l.line_chars(FleetLayout::kCharPx));
+  l.heading = wrap_words(heading_text(r), l.line_chars(7.2));  // 13 px
+  l.notes = wrap_words(key_text(r, l), l.line_chars(FleetLayout::kCharPx));
   std::string svg = fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n"
       "<title>{}</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
       l.width(), l.height(), l.width(), l.height(),
-      xml_escape(fmt::format("rehearse tune --fleet: load on {} in {}", r.service, r.scenario)));
+      sim::xml_escape(
+          fmt::format("rehearse tune --fleet: load on {} in {}", r.service, r.scenario)));
   for (std::size_t i = 0; i < l.heading.size(); ++i) {
     svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"13\">{}</text>\n", kMargin,
-                       20 + kLine * static_cast<int>(i), xml_escape(l.heading[i]));
+                       20 + kLine * static_cast<int>(i), sim::xml_escape(l.heading[i]));
   }
   for (std::size_t c = 0; c < l.columns.size(); ++c) {
     svg += fmt::format("<text x=\"{}\" y=\"{}\" font-weight=\"bold\">{} jitter</text>\n",
@@ -529,7 +493,7 @@ std::string tune_fleet_svg(const FleetTuneResult& r) {
     svg += svg_panel(l, *row, l.panel_x(at.second), l.panel_y(at.first));
   int y = l.panels_bottom() + 12;
   for (const std::string& line : l.notes) {
-    svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", kMargin, y, xml_escape(line));
+    svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", kMargin, y, sim::xml_escape(line));
     y += kLine;
   }
   // The panels fit the picture's width, and the key its height.

@@ -8,6 +8,8 @@
 #include <tuple>
 
 #include "model/assert.hpp"
+#include "sim/check/junit.hpp"
+#include "sim/cli/text_wrap.hpp"
 
 namespace rehearse::cli {
 
@@ -24,22 +26,6 @@ std::string optional_duration(const std::optional<DurationMs>& d) {
 }
 
 std::string percent(double share) { return fmt::format("{:.0f}%", share * 100.0); }
-
-std::string xml_escape(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
-    }
-  }
-  REHEARSE_ASSERT_EQ(out.find_first_of("<>\"'"), std::string::npos);  // safe in text and attributes
-  return out;
-}
 
 std::string row_summary(const TuneRow& row) {
   REHEARSE_ASSERT_LE(row.recovered, row.runs);  // a run recovers at most once
@@ -240,25 +226,6 @@ struct HeatLayout {
   }
 };
 
-// `text` broken at spaces into lines of at most `width` characters.
-std::vector<std::string> wrap(const std::string& text, std::size_t width) {
-  std::vector<std::string> lines{""};
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find(' ', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string word = text.substr(start, end - start);
-    if (!lines.back().empty() && lines.back().size() + 1 + word.size() > width) lines.push_back("");
-    lines.back() += (lines.back().empty() ? "" : " ") + word;
-    start = end + 1;
-  }
-  // A line is longer than `width` only when it is one word that is.
-  for (const std::string& line : lines) {
-    if (line.size() > width) REHEARSE_ASSERT_EQ(line.find(' '), std::string::npos);
-  }
-  return lines;
-}
-
 template <typename T>
 void sort_unique(std::vector<T>& v) {
   std::sort(v.begin(), v.end());
@@ -294,7 +261,7 @@ std::string svg_cell(const TuneRow& row, int x, int y) {
       "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\">{:.0f}-{:.0f}%</text>\n"
       "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\">+{:.1f} calls</text>\n",
       x, y, kW, kH, heat_colour(row.recovery), current ? "black" : "white", current ? 4 : 1,
-      xml_escape(row_summary(row)), x + kW / 2, y + 19, percent(row.recovery),
+      sim::xml_escape(row_summary(row)), x + kW / 2, y + 19, percent(row.recovery),
       row.pareto ? "*" : "", x + kW / 2, y + 34, row.recovery_low * 100, row.recovery_high * 100,
       x + kW / 2, y + 48, row.extra_calls);
 }
@@ -310,12 +277,12 @@ std::string svg_panel(const HeatLayout& l, const PanelKey& key, int x0) {
       "<g class=\"panel\">\n<text x=\"{}\" y=\"{}\" font-weight=\"bold\">{}</text>\n"
       "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">base delay \xe2\x86\x92</text>\n"
       "<text x=\"{}\" y=\"{}\">attempts \xe2\x86\x93</text>\n",
-      x0 + kLeft, kTop - 28, xml_escape(title), x0 + kLeft + (l.panel_width() - kLeft) / 2,
+      x0 + kLeft, kTop - 28, sim::xml_escape(title), x0 + kLeft + (l.panel_width() - kLeft) / 2,
       l.cells_bottom() + 34, x0, kTop - 8);
   for (std::size_t c = 0; c < l.delays.size(); ++c) {
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
                        x0 + kLeft + static_cast<int>(c) * kW + kW / 2, l.cells_bottom() + 16,
-                       xml_escape(format_duration(l.delays[c])));
+                       sim::xml_escape(format_duration(l.delays[c])));
   }
   REHEARSE_ASSERT_EQ(l.panels.count(key), 1u);  // keys come from l.order
   const PanelCells& cells = l.panels.at(key);
@@ -362,7 +329,7 @@ std::string header_svg(const TuneResult& r, const HeatLayout& l) {
       fmt::format("recovery probability, job {} ({}), outages {}, {} runs per policy", r.job,
                   r.schedule, r.outages, r.runs_per_policy);
   const auto width = static_cast<std::size_t>((l.width() - 2 * kGap) / 7.2);
-  std::vector<std::string> lines = wrap(text, width);
+  std::vector<std::string> lines = wrap_words(text, width);
   if (lines.size() > 2) {
     lines.resize(2);
     lines[1] = lines[1].substr(0, width > 3 ? width - 3 : 0) + "...";
@@ -370,7 +337,7 @@ std::string header_svg(const TuneResult& r, const HeatLayout& l) {
   std::string svg;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"13\">{}</text>\n", kGap,
-                       18 + 14 * static_cast<int>(i), xml_escape(lines[i]));
+                       18 + 14 * static_cast<int>(i), sim::xml_escape(lines[i]));
   }
   return svg;
 }
@@ -386,7 +353,7 @@ std::string tune_svg(const TuneResult& r) {
                     "black border: the job's own policy. Attempts count the first run: 3 "
                     "attempts are 2 retries."),
         tune_verdict(r)}) {
-    for (std::string& line : wrap(text, l.line_chars())) l.notes.push_back(std::move(line));
+    for (std::string& line : wrap_words(text, l.line_chars())) l.notes.push_back(std::move(line));
   }
   std::string svg = fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -394,7 +361,7 @@ std::string tune_svg(const TuneResult& r) {
       "font-family=\"sans-serif\" font-size=\"12\">\n"
       "<title>{}</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
       l.width(), l.height(), l.width(), l.height(),
-      xml_escape(
+      sim::xml_escape(
           fmt::format("rehearse tune: recovery probability of {} in {}", r.job, r.scenario)));
   svg += header_svg(r, l);
   int x0 = kGap;
@@ -407,7 +374,7 @@ std::string tune_svg(const TuneResult& r) {
   svg += svg_scale(l);
   int y = l.scale_top() + 40 + HeatLayout::kLine / 2;
   for (const std::string& line : l.notes) {
-    svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", kGap, y, xml_escape(line));
+    svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", kGap, y, sim::xml_escape(line));
     y += HeatLayout::kLine;
   }
   REHEARSE_ASSERT_LE(y, l.height());  // and the notes its height
