@@ -204,18 +204,24 @@ void Trace::hash_event(const TraceEvent& e) {
 }
 
 std::size_t Trace::record(TraceEvent e) {
-  e.seq = next_seq_++;
+  e.seq = next_seq_;
   attempt_as_number(e.data);
-  hash_event(e);
   const auto index = static_cast<std::size_t>(e.seq);
   if (keep_ == TraceKeep::all) {
     // A kept trace is dense: event i sits at index i (dispatch_kept and the
     // monitors look events up by it).
     REHEARSE_ASSERT_EQ(events_.size(), index);
+    // Kept before the sequence moves on: when growing the trace runs out of
+    // memory, the trace is as it was, and the records made while the run
+    // unwinds (a lock released) still find it dense.
     events_.push_back(std::move(e));
+    ++next_seq_;
+    hash_event(events_.back());
     dispatch_kept(index);
   } else {
     REHEARSE_ASSERT(events_.empty());  // TraceKeep::none keeps nothing
+    ++next_seq_;
+    hash_event(e);
     dispatch_streamed(std::move(e));
   }
   return index;

@@ -3,6 +3,8 @@
 // the world's own setup writes.
 #include "sim/world/sim_disk_detail.hpp"
 
+#include <new>
+
 #include "model/assert.hpp"
 
 namespace rehearse::sim {
@@ -29,7 +31,14 @@ class SimDisk::Lock final : public DiskLock {
     if (it == table->held.end() || it->second.token != token_) return;
     const DiskOwner owner = it->second.owner;
     table->held.erase(it);
-    if (table->on_release) table->on_release(path_, owner);
+    if (!table->on_release) return;
+    // Released while a run unwinds from running out of memory: the lock is
+    // gone either way; only its trace event is lost, never the process
+    // (a destructor that throws while unwinding ends it).
+    try {
+      table->on_release(path_, owner);
+    } catch (const std::bad_alloc&) {
+    }
   }
 
  private:
