@@ -96,6 +96,19 @@ void Worker::refuse_job(const JobConfig& job, const char* event, const Error& er
   config_errors_.emplace_back(job.id, error.describe());
 }
 
+void Worker::log_job_configured(const JobConfig& job, const std::string& effective) {
+  // What a reader of the log needs to rebuild the job (docs/log-format.md):
+  // the configuration as written, and the schedule the worker actually uses.
+  LogFields fields{{"job_id", job.id}, {"kind", job.kind}, {"schedule", job.schedule}};
+  if (job.schedule_env) fields.push_back({"schedule_env", *job.schedule_env});
+  if (job.schedule_tz) fields.push_back({"schedule_tz", *job.schedule_tz});
+  fields.push_back({"effective_schedule", effective});
+  fields.push_back({"retry_policy", job.retry_policy.value_or(nlohmann::json())});
+  fields.push_back({"targets", job.targets});
+  fields.push_back({"params", job.params});
+  ports_.log.info("job_configured", fields);
+}
+
 void Worker::add_job(const JobConfig& job, const JobKinds& kinds,
                      std::vector<ScheduledJob>& scheduled) {
   JobPlan plan = plan_job(job, ports_.env);
@@ -108,6 +121,7 @@ void Worker::add_job(const JobConfig& job, const JobKinds& kinds,
     refuse_job(job, "job_config_error", made.error());
     return;
   }
+  log_job_configured(job, plan.schedule->expression);
   std::unique_ptr<JobRunner> runner = std::move(made).value();
   ScheduledJob entry;
   entry.id = job.id;

@@ -110,6 +110,7 @@ class Worker {
   Worker(WorkerPorts ports, std::vector<JobConfig> jobs, WorkerOptions options);
   void add_job(const JobConfig& job, const JobKinds& kinds, std::vector<ScheduledJob>& scheduled);
   void refuse_job(const JobConfig& job, const char* event, const Error& error);
+  void log_job_configured(const JobConfig& job, const std::string& effective);
 
   WorkerPorts ports_;
   std::vector<JobConfig> jobs_;

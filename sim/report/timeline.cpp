@@ -208,8 +208,11 @@ bool classify_other(const TraceEvent& e, TimelineEntry& out) {
   return true;
 }
 
-// Events a reader never needs: the run_finished / status events say it all.
-bool silent(const std::string& type) { return type == "run_started" || type == "scheduler_boot"; }
+// Events a reader never needs: the run_finished / status events say it all,
+// and the scenario's own jobs say what job_configured repeats at each boot.
+bool silent(const std::string& type) {
+  return type == "run_started" || type == "scheduler_boot" || type == "job_configured";
+}
 
 }  // namespace
 

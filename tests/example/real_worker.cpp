@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/disk_job_queue.hpp"
+#include "model/json_log.hpp"
 #include "model/posix_disk.hpp"
 #include "model/real_driver.hpp"
 #include "model/state_store.hpp"
@@ -70,7 +71,9 @@ Incarnation run_worker(const std::string& root, const Environment& env, Duration
   RealDriver driver;
   InProcessModelApi model(driver.clock());
   InProcessMessenger messenger(driver.clock());
-  MemoryLog log;
+  // The production log adapter (docs/log-format.md): one JSON object per line.
+  std::vector<std::string> lines;
+  JsonLineLog log(driver.clock(), [&lines](std::string_view l) { lines.emplace_back(l); });
   SplitMix random;
   auto queue = DiskJobQueue::open(disk, root + "/queue");
   EXPECT_TRUE(queue.ok()) << queue.error().describe();
@@ -103,17 +106,20 @@ Incarnation run_worker(const std::string& root, const Environment& env, Duration
         << "the scheduler halted: " << (*worker)->scheduler().halt_error()->describe();
   }  // the loop and its runs die here, then the worker
   worker = make_error(ErrorCode::internal, "process ended");
-  return {messenger.sent(), log.lines};
+  return {messenger.sent(), lines};
 }
 
+// Every line is a format-1 object; `event` was written for `job`.
 bool logged(const Incarnation& run, const std::string& event, const std::string& job) {
+  bool found = false;
   for (const std::string& line : run.log) {
-    if (line.find(" " + event + " ") != std::string::npos &&
-        line.find("\"" + job + "\"") != std::string::npos) {
-      return true;
-    }
+    const json doc = json::parse(line);
+    EXPECT_EQ(doc.at("log"), kLogFormat) << line;
+    EXPECT_TRUE(parse_instant(doc.at("t").get<std::string>()).ok()) << line;
+    const json& fields = doc.at("fields");
+    if (doc.at("event") == event && fields.value("job_id", "") == job) found = true;
   }
-  return false;
+  return found;
 }
 
 TEST(RealWorker, RunsConfiguredJobsOnRealTimeAndSurvivesARestart) {
@@ -146,6 +152,9 @@ TEST(RealWorker, RunsConfiguredJobsOnRealTimeAndSurvivesARestart) {
   for (const Incarnation* run : {&first, &second}) {
     EXPECT_TRUE(logged(*run, "schedule_config_error", "digest"));
     EXPECT_TRUE(logged(*run, "job_config_error", "legacy"));
+    // The job that runs says how it is configured, at every boot.
+    EXPECT_TRUE(logged(*run, "job_configured", "heartbeat"));
+    EXPECT_FALSE(logged(*run, "job_configured", "legacy"));
   }
   PosixDisk disk;
   auto store = StateStore::open(disk, dir.path() + "/state");
