@@ -20,6 +20,8 @@ int cmd_check(const Args& args);  // docs/check.md
 int cmd_merge(const Args& args);
 // A starter scenario for one job kind.
 int cmd_new(const Args& args);
+// Fault windows inferred from an incident's records, written into a scenario.
+int cmd_import(const Args& args);
 
 // Prints "rehearse: error: <message>" to stderr and returns kExitUsage.
 int usage_error(const std::string& message, const std::string& hint = {});

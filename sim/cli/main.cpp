@@ -41,6 +41,8 @@ constexpr std::string_view kTopHelp =
     "  check SCENARIO|DIR... swarm search: random faults per seed, every invariant\n"
     "                        (no scenario: a generated world per seed; --random-jobs)\n"
     "  merge FILE...         combine check shard files (JSON Lines) into one report\n"
+    "  import --otlp FILE --into SCENARIO  an incident's fault windows, inferred from\n"
+    "                        OpenTelemetry client spans, written into a scenario\n"
     "\n"
     "Every command has --help; --json prints one JSON document on stdout, also\n"
     "for bad input ({\"error\": {...}}); 'rehearse help COMMAND' is COMMAND --help.\n"
@@ -53,9 +55,10 @@ using Command = int (*)(const Args&);
 
 const std::vector<std::pair<std::string, Command>>& commands() {
   static const std::vector<std::pair<std::string, Command>> kCommands{
-      {"cron", cmd_cron},   {"policy", cmd_policy}, {"validate", cmd_validate},
-      {"run", cmd_run},     {"status", cmd_status}, {"tune", cmd_tune},
-      {"check", cmd_check}, {"merge", cmd_merge},   {"new", cmd_new}};
+      {"cron", cmd_cron},    {"policy", cmd_policy}, {"validate", cmd_validate},
+      {"run", cmd_run},      {"status", cmd_status}, {"tune", cmd_tune},
+      {"check", cmd_check},  {"merge", cmd_merge},   {"new", cmd_new},
+      {"import", cmd_import}};
   // find_command takes the first match: a name listed twice would hide one.
   for (std::size_t i = 0; i < kCommands.size(); ++i) {
     REHEARSE_ASSERT(kCommands[i].second != nullptr);

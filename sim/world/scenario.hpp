@@ -448,6 +448,7 @@ struct Scenario {
   int format = kScenarioFormat;
   std::string name;
   std::string description;
+  std::vector<std::string> notes;  // free text: observed and inferred facts of an import
   TimeMs start_ms = 0;
   TimeMs until_ms = 0;
   std::uint64_t seed = 1;

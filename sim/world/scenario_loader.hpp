@@ -396,6 +396,7 @@ class Loader {
 
   // ---- sections
   void load_header(const json& root);
+  void load_notes(const json& v);
   void load_span(const json& root);
   void load_env(const json& v);
   void load_queue(const json& v);

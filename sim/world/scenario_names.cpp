@@ -179,8 +179,8 @@ const std::map<std::string, std::vector<std::string>>& scenario_known_keys() {
   static const std::map<std::string, std::vector<std::string>> kKeys = [] {
     std::map<std::string, std::vector<std::string>> keys{
         {"scenario",
-         {"format", "scenario", "description", "start", "until", "seed", "env", "queue", "services",
-          "jobs", "fleet", "faults", "expect"}},
+         {"format", "scenario", "description", "notes", "start", "until", "seed", "env", "queue",
+          "services", "jobs", "fleet", "faults", "expect"}},
         {"queue", {"store", "concurrency", "workers", "standby_poll", "max_events"}},
         {"services", {"model-api", "orchestrator", "brokerage", "messenger"}},
         {"model_api", {"latency", "timeout"}},

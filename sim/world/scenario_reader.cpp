@@ -135,6 +135,19 @@ void Loader::load_header(const json& root) {
   if (const json* v = field(root, "description")) {
     if (auto s = read_string(*v, "/description")) scenario_.description = *s;
   }
+  if (const json* v = field(root, "notes")) load_notes(*v);
+}
+
+// What a person or `rehearse import` wants a reader of the file to know:
+// free text, kept, never interpreted.
+void Loader::load_notes(const json& v) {
+  if (!v.is_array()) {
+    error("/notes", fmt::format("expected an array of strings, got {}", describe(v)));
+    return;
+  }
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (auto s = read_string(v[i], fmt::format("/notes/{}", i))) scenario_.notes.push_back(*s);
+  }
 }
 
 // start, until (after start) and seed.
