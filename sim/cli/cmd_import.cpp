@@ -7,17 +7,17 @@
 // labelled inferred with the calls that bound its edges. docs/import.md.
 #include <fmt/core.h>
 
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "model/assert.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
+#include "sim/cli/json_input.hpp"
 #include "sim/cli/output_file.hpp"
 #include "sim/import/imported_scenario.hpp"
 #include "sim/import/otlp_reader.hpp"
@@ -57,14 +57,6 @@ const std::vector<OptionSpec> kImportOptions{
     {"--json", false, "", "print a JSON summary (the scenario then needs --out)"},
 };
 
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::not_found, "cannot read the file", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 Result<std::map<std::string, std::string>> service_names(const std::vector<std::string>& specs) {
   std::map<std::string, std::string> out;
   for (const std::string& spec : specs) {
@@ -84,7 +76,7 @@ Result<sim::InferredWindows> read_exports(const std::vector<std::string>& files,
                                           std::vector<sim::Ambiguity>& read_guesses) {
   std::vector<sim::CallObservation> calls;
   for (const std::string& file : files) {
-    auto text = read_file(file);
+    auto text = read_text_file(file, "trace export");
     if (!text) return std::move(text).error();
     auto read = sim::read_otlp_calls(*text, file, names);
     if (!read) return std::move(read).error();
@@ -94,16 +86,16 @@ Result<sim::InferredWindows> read_exports(const std::vector<std::string>& files,
   return sim::infer_fault_windows(std::move(calls));
 }
 
+// Read once: the loader judges the very bytes the import then extends.
 Result<sim::ImportInput> read_base(const std::string& path, std::vector<std::string> sources,
                                    std::string name) {
-  const sim::ScenarioCheck check = sim::check_scenario_file(path);
-  if (!check.valid()) {
-    Error e = check.errors.empty() ? make_error(ErrorCode::schema_error, "invalid scenario", path)
-                                   : check.errors.front();
-    return e;
-  }
-  auto text = read_file(path);
+  auto text = read_text_file(path, "scenario");
   if (!text) return std::move(text).error();
+  const sim::ScenarioCheck check = sim::check_scenario_json(*text, path);
+  if (!check.valid()) {
+    REHEARSE_ASSERT(!check.errors.empty());  // invalid means at least one error
+    return check.errors.front();
+  }
   sim::ImportInput input;
   input.base = nlohmann::ordered_json::parse(*text);  // the loader just read it
   input.base_path = path;

@@ -5,10 +5,8 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <functional>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -17,6 +15,7 @@
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
+#include "sim/cli/json_input.hpp"
 #include "sim/cli/output_file.hpp"
 #include "sim/cli/tune_fleet_render.hpp"
 #include "sim/cli/tune_render.hpp"
@@ -85,11 +84,9 @@ const std::vector<OptionSpec> kTuneOptions{
 Result<sim::OutageDistribution> read_outages(const std::string& spec) {
   if (spec.empty() || spec.front() != '@') return sim::parse_outages(spec);
   const std::string path = spec.substr(1);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::not_found, "cannot read the outage file", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return sim::empirical_outages(ss.str(), path);
+  auto text = read_text_file(path, "outage file");
+  if (!text) return std::move(text).error();
+  return sim::empirical_outages(*text, path);
 }
 
 // --seeds, --seed and --threads, which both sweeps take; `runs` and `seed`

@@ -27,20 +27,24 @@ std::string line_column(const std::string& text, std::size_t byte_offset) {
   return fmt::format("{}:{}", line, column);
 }
 
+Result<std::string> read_text_file(const std::string& path, std::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCode::not_found, fmt::format("cannot read the {}", what), path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 Result<TextInput> read_argument_text(const std::string& arg) {
   // "@FILE"; a decorator such as "@app.task(...)" is the text itself.
   const auto reference = policy_file_reference(arg);
   if (!reference) return TextInput{arg, "POLICY"};
   const std::string& path = *reference;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return make_error(ErrorCode::not_found, "cannot read the policy file", path);
-  }
+  auto text = read_text_file(path, "policy file");
+  if (!text) return std::move(text).error();
   // "@" alone opens nothing: a file read has a name to put in its errors.
   REHEARSE_ASSERT(!path.empty());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return TextInput{ss.str(), path};
+  return TextInput{std::move(text).value(), path};
 }
 
 Result<JsonInput> read_json_argument(const std::string& arg,

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/result.hpp"
@@ -19,6 +20,10 @@ struct TextInput {
   std::string text;
   std::string origin;  // "FILE" or "POLICY" (inline)
 };
+// A whole file's bytes; a file that cannot be opened is not_found,
+// "cannot read the WHAT", where the path.
+Result<std::string> read_text_file(const std::string& path, std::string_view what);
+
 // The text of an argument given inline or as @FILE.
 Result<TextInput> read_argument_text(const std::string& arg);
 

@@ -17,6 +17,7 @@
 #include "model/retry_policy.hpp"
 #include "model/time.hpp"
 #include "sim/check/junit.hpp"
+#include "sim/cli/svg_document.hpp"
 #include "sim/cli/text_wrap.hpp"
 
 namespace rehearse::cli {
@@ -473,14 +474,9 @@ std::string tune_fleet_svg(const FleetTuneResult& r) {
   FleetLayout l = fleet_layout(r);
   l.heading = wrap_words(heading_text(r), l.line_chars(7.2));  // 13 px
   l.notes = wrap_words(key_text(r, l), l.line_chars(FleetLayout::kCharPx));
-  std::string svg = fmt::format(
-      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n"
-      "<title>{}</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
-      l.width(), l.height(), l.width(), l.height(),
-      sim::xml_escape(
-          fmt::format("rehearse tune --fleet: load on {} in {}", r.service, r.scenario)));
+  std::string svg = svg_document_start(l.width(), l.height(),
+                                       fmt::format("rehearse tune --fleet: load on {} in {}",
+                                                   r.service, r.scenario));
   for (std::size_t i = 0; i < l.heading.size(); ++i) {
     svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"13\">{}</text>\n", kMargin,
                        20 + kLine * static_cast<int>(i), sim::xml_escape(l.heading[i]));

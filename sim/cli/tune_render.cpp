@@ -9,6 +9,7 @@
 
 #include "model/assert.hpp"
 #include "sim/check/junit.hpp"
+#include "sim/cli/svg_document.hpp"
 #include "sim/cli/text_wrap.hpp"
 
 namespace rehearse::cli {
@@ -355,14 +356,9 @@ std::string tune_svg(const TuneResult& r) {
         tune_verdict(r)}) {
     for (std::string& line : wrap_words(text, l.line_chars())) l.notes.push_back(std::move(line));
   }
-  std::string svg = fmt::format(
-      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n"
-      "<title>{}</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
-      l.width(), l.height(), l.width(), l.height(),
-      sim::xml_escape(
-          fmt::format("rehearse tune: recovery probability of {} in {}", r.job, r.scenario)));
+  std::string svg = svg_document_start(
+      l.width(), l.height(),
+      fmt::format("rehearse tune: recovery probability of {} in {}", r.job, r.scenario));
   svg += header_svg(r, l);
   int x0 = kGap;
   for (const PanelKey& key : l.order) {
