@@ -76,6 +76,9 @@ constexpr const char* kRunHelp =
     "--timeline prints each run as a timeline before the table (docs/report.md);\n"
     "--report FILE.html writes one self-contained HTML report (one scenario only;\n"
     "the same output-file rule as --trace).\n"
+    "--worker-log FILE writes the worker's log as a production worker's log adapter\n"
+    "would, one JSON object per line stamped by the worker's clock (docs/log-format.md;\n"
+    "one scenario only; the same output-file rule).\n"
     "--junit FILE writes JUnit XML for CI: a testcase per scenario file, its\n"
     "findings and replay command in the failure text.\n"
     "\n"
@@ -95,6 +98,9 @@ const std::vector<OptionSpec> kRunOptions{
     {"--verbose", false, "", "with --timeline: show disk, queue and outbox detail too"},
     {"--junit", true, "FILE", "write JUnit XML (a testcase per scenario file)"},
     {"--report", true, "FILE", "write a self-contained HTML report (one scenario only)"},
+    {"--worker-log", true, "FILE",
+     "write the worker's log as a production worker would (docs/log-format.md; one scenario "
+     "only)"},
     {"--once", false, "", "run each scenario once (no determinism re-run; reported unchecked)"},
 };
 
@@ -139,6 +145,7 @@ struct RunSettings {
   std::optional<std::string> trace_path;
   std::optional<std::string> report_path;
   std::optional<std::string> junit_path;
+  std::optional<std::string> worker_log_path;
   bool timeline = false;
   bool verbose = false;
   bool as_json = false;
@@ -227,6 +234,7 @@ sim::RunOptions run_options(const sim::Scenario& scenario, const RunSettings& se
   // that have one.
   options.keep_trace = settings.trace_path || settings.report_path || settings.timeline ||
                        (settings.as_json && sim::wants_service_load(scenario));
+  options.keep_worker_log = settings.worker_log_path.has_value();
   if (settings.show_progress) {
     options.progress = progress_printer(scenario.name + label, settings.progress_style);
     options.progress_every_events = 4096;  // the printer itself keeps to once a second
@@ -267,6 +275,7 @@ std::optional<sim::Violation> second_run(const sim::Scenario& scenario,
   sim::RunOptions again = run_options(scenario, settings, " (determinism re-run)");
   again.seed = first.seed;
   again.keep_trace = false;
+  again.keep_worker_log = false;
   auto second = sim::run_scenario(scenario, again);
   end_progress(settings);
   if (!second) {
@@ -291,6 +300,13 @@ void write_outputs(const sim::Scenario& scenario, const sim::ScenarioRunResult& 
   REHEARSE_ASSERT(!first.out_of_memory);  // run_one writes no output of a cut run
   if (settings.trace_path) {
     if (Status s = write_output_file(*settings.trace_path, first.trace.to_jsonl()); !s.ok()) {
+      return add_error_row(report, scenario.path, s.error());
+    }
+  }
+  if (settings.worker_log_path) {
+    std::string text;
+    for (const std::string& line : first.worker_log) text += line + "\n";
+    if (Status s = write_output_file(*settings.worker_log_path, text); !s.ok()) {
       return add_error_row(report, scenario.path, s.error());
     }
   }
@@ -378,13 +394,14 @@ void print_report(const RunReport& report, const RunSettings& settings) {
   fmt::print("{}\n", doc.dump(2));
 }
 
-// No two of --trace, --report and --junit may name the same file or both be
+// No two of --trace, --report, --junit and --worker-log may name the same file or both be
 // standard output.
 Status distinct_outputs(const RunSettings& settings) {
   const std::pair<const char*, const std::optional<std::string>*> outputs[] = {
       {"--trace", &settings.trace_path},
       {"--report", &settings.report_path},
-      {"--junit", &settings.junit_path}};
+      {"--junit", &settings.junit_path},
+      {"--worker-log", &settings.worker_log_path}};
   for (std::size_t i = 0; i < std::size(outputs); ++i) {
     for (std::size_t j = i + 1; j < std::size(outputs); ++j) {
       const auto& a = *outputs[i].second;
@@ -411,6 +428,7 @@ Result<RunSettings> read_settings(const ParsedArgs& parsed) {
   settings.trace_path = parsed.value("--trace");
   settings.report_path = parsed.value("--report");
   settings.junit_path = parsed.value("--junit");
+  settings.worker_log_path = parsed.value("--worker-log");
   settings.timeline = parsed.has("--timeline");
   settings.verbose = parsed.has("--verbose");
   if (settings.verbose && !settings.timeline) {
@@ -424,7 +442,8 @@ Result<RunSettings> read_settings(const ParsedArgs& parsed) {
   settings.progress_style = sim::stderr_progress_style();
   for (const auto& [flag, path] :
        {std::pair{"--trace", settings.trace_path}, std::pair{"--report", settings.report_path},
-        std::pair{"--junit", settings.junit_path}}) {
+        std::pair{"--junit", settings.junit_path},
+        std::pair{"--worker-log", settings.worker_log_path}}) {
     if (settings.as_json && path == "-") {
       return make_error(ErrorCode::invalid_argument,
                         fmt::format("{} - and --json both want standard output: give {} a file",
@@ -452,7 +471,8 @@ int cmd_run(const Args& args) {
   auto files = expand_scenario_paths(parsed->positionals);
   if (!files) return input_error(files.error());
   for (const auto& [flag, path] :
-       {std::pair{"--trace", settings->trace_path}, std::pair{"--report", settings->report_path}}) {
+       {std::pair{"--trace", settings->trace_path}, std::pair{"--report", settings->report_path},
+        std::pair{"--worker-log", settings->worker_log_path}}) {
     if (!path) continue;
     if (files->size() != 1) {
       return usage_error(fmt::format(

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "model/json_log.hpp"
+
 namespace rehearse::sim {
 
 void SimLog::write(LogLevel level, std::string_view event, const LogFields& fields) {
@@ -34,6 +36,7 @@ void SimLog::write(LogLevel level, std::string_view event, const LogFields& fiel
   } else {
     lines_.push_back(std::move(line));
   }
+  if (json_sink_) json_sink_(format_log_line(json_clock_->now(), level, event, fields));
 }
 
 }  // namespace rehearse::sim

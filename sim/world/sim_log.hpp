@@ -32,11 +32,21 @@ class SimLog final : public Log {
     observer_ = std::move(observer);
   }
 
+  // Each line also as the production adapter writes it (model/json_log.hpp),
+  // stamped by `clock` (the worker machine's, as a production log is), after
+  // the text line's observer has seen it.
+  void set_json_lines(const Clock& clock, std::function<void(std::string)> sink) {
+    json_clock_ = &clock;
+    json_sink_ = std::move(sink);
+  }
+
  private:
   Simulator& simulator_;
   Trace& trace_;
   std::vector<std::string> lines_;
   std::function<void(const std::string&)> observer_;
+  const Clock* json_clock_ = nullptr;
+  std::function<void(std::string)> json_sink_;
 };
 
 }  // namespace rehearse::sim

@@ -209,6 +209,10 @@ struct RunOptions {
   // Record ScenarioRunResult::run_marks (one per executed event) and
   // worker_marks. Off by default (memory grows with the run).
   bool record_marks = false;
+  // Keep ScenarioRunResult::worker_log: the worker's log as the production
+  // adapter writes it (docs/log-format.md). Off by default (memory grows
+  // with the run).
+  bool keep_worker_log = false;
 };
 
 // The end state of one job, read back from the durable store after the run.
@@ -248,7 +252,9 @@ struct ScenarioRunResult {
   // Every event, in order (RunOptions::keep_trace); otherwise its count and
   // hash only.
   Trace trace;
-  std::string trace_hash;            // hex64 of the FNV-1a 64 over the JSON Lines bytes
+  std::string trace_hash;  // hex64 of the FNV-1a 64 over the JSON Lines bytes
+  // The worker's log lines in log format 1 (RunOptions::keep_worker_log).
+  std::vector<std::string> worker_log;
   std::int64_t messenger_calls = 0;  // messenger sends (delivered or refused)
 
   // Every distinct invariant that fired, first occurrence each, in firing order.

@@ -220,6 +220,7 @@ class World {
   std::map<std::string, std::unique_ptr<GenericService>> user_services_;  // by name
   Messenger messenger_;
   SimLog log_;
+  std::vector<std::string> worker_log_;  // RunOptions::keep_worker_log
   RunObserverFactory make_observer_;
   std::unique_ptr<RunObserver> observer_;
   FaultWorld fault_world_;  // what the fault kinds' hooks act on (sim/world/fault_kinds.hpp)

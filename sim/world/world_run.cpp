@@ -94,6 +94,15 @@ void World::install_observer_and_listeners() {
     observer_->observe_text(line, trace_.size() - 1, sim_.now());
     drain_monitor_violations();
   });
+  // The log as a production worker writes it: bytes the secrets monitor
+  // judges too, since they are what a log file would hold.
+  if (options_.keep_worker_log) {
+    log_.set_json_lines(worker_clock_, [this](std::string line) {
+      observer_->observe_text(line, trace_.size() - 1, sim_.now());
+      drain_monitor_violations();
+      worker_log_.push_back(std::move(line));
+    });
+  }
   // Full agent ids are secrets the monitors take from the scenario itself.
   trace_.add_listener(
       [this](const TraceEvent& event, std::size_t index) { on_trace_event(event, index); });
@@ -246,6 +255,7 @@ ScenarioRunResult World::run() {
   if (options_.record_marks) REHEARSE_ASSERT_EQ(run_marks_.size(), events_seen_ + 1);
   result.run_marks = std::move(run_marks_);
   result.worker_marks = std::move(worker_marks_);
+  result.worker_log = std::move(worker_log_);
   // Hand the events over in a Trace of their own, without the world's listeners.
   result.trace_hash = hex64(trace_.hash());
   result.trace = trace_.take();

@@ -7,7 +7,9 @@
 # an OTLP/JSON export (tests/cli/trace_to_otlp.py, the stable HTTP
 # conventions); the export is imported into the same scenario with its fault
 # removed, and the imported scenario must meet the original's whole `expect`
-# block (slot outcomes, attempt instants, notifications, call counts).
+# block (slot outcomes, attempt instants, notifications, call counts). The
+# same run's worker log (run --worker-log, docs/log-format.md) holds the
+# configuration and the same failed calls, stamped by the worker's clock.
 set -u
 R="$1"
 SRC="$2"
@@ -77,6 +79,41 @@ json_check open-window 'rc == 0 and d["refused"] is False and len(d["faults"]) =
   import --otlp "$work/cut.json" --into "$work/base.json" --service ledger-api.internal=ledger-api --json --out "$work/open.json"
 json_check open-window-strict 'rc == 1 and d["refused"] is True and d["output"] is None' \
   import --otlp "$work/cut.json" --into "$work/base.json" --service ledger-api.internal=ledger-api --json --strict --out "$work/never.json"
+
+# ---- the worker's log as a production worker writes it (run --worker-log) ----
+expect_rc worker-log 0 run "$S" --worker-log "$work/worker.log"
+if python3 - "$work/worker.log" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert lines, "empty log"
+for d in lines:
+    assert list(d)[:5] == ["log", "t", "level", "event", "fields"], d
+    assert d["log"] == 1 and d["level"] in ("debug", "info", "warning", "error"), d
+def ms(t):  # milliseconds appear only when not zero
+    from datetime import datetime
+    return datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
+times = [ms(d["t"]) for d in lines]
+assert times == sorted(times), "stamps go backwards without a clock step"
+configured = {d["fields"]["job_id"]: d["fields"] for d in lines if d["event"] == "job_configured"}
+assert set(configured) == {"invoice-sync", "daily-report"}, configured
+assert configured["invoice-sync"]["params"]["calls"][1]["service"] == "ledger-api"
+assert configured["daily-report"]["retry_policy"] == {"max": 2, "backoff_sec": 300}
+failed = [d for d in lines if d["event"] == "call_failed"]
+# The import above saw 5 failed spans: the same 5 calls, as the core logged them.
+assert len(failed) == 5 and all(f["fields"]["status"] == 503 for f in failed), failed
+assert failed[0]["t"] == "2026-11-30T06:00:00.200Z", failed[0]
+PY
+then ok; else bad "worker log"; fi
+# The stamps are the worker machine's clock: a clock step moves them back.
+expect_rc worker-log-clock 0 run "$SRC/scenarios/clock-step-back-mid-retry-chain.json" --once \
+  --worker-log "$work/stepped.log"
+if python3 -c '
+import json, sys
+from datetime import datetime
+t = [datetime.fromisoformat(json.loads(l)["t"].replace("Z", "+00:00")) for l in open(sys.argv[1])]
+assert t != sorted(t), "no stamp went back"' "$work/stepped.log"; then ok; else bad "clock-step stamps"; fi
+expect_rc worker-log-two 2 run "$S" "$SRC/scenarios/restart-mid-run.json" --worker-log "$work/two.log"
+contains worker-log-two "$work/err" "--worker-log takes exactly one scenario"
 
 # ---- bad input: exit 2, the record named ----
 printf '{"resourceSpans":[{"scopeSpans":[{"spans":[{"kind":3,"startTimeUnixNano":"x","attributes":[{"key":"url.full","value":{"stringValue":"http://a/"}}]}]}]}]}' > "$work/bad.json"
