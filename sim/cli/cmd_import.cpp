@@ -1,13 +1,17 @@
 // rehearse import --otlp FILE... --into SCENARIO [--service ADDRESS=NAME]...
 //                 [--name NAME] [--out FILE] [--strict] [--json]
+// rehearse import --log FILE... [--into SCENARIO] [--clock-steps] [...]
 //
-// Reads OpenTelemetry trace exports, infers each service's fault windows from
-// its HTTP client spans (sim/import/fault_windows.hpp), and writes the
-// scenario given with --into with those windows added as faults, each
-// labelled inferred with the calls that bound its edges. docs/import.md.
+// Reads OpenTelemetry trace exports or the worker's own JSON log, infers each
+// service's fault windows from the calls they show
+// (sim/import/fault_windows.hpp), and writes a scenario with those windows
+// as faults, each labelled inferred with the calls that bound its edges; from
+// a log, also the jobs as configured and the expectations of what was
+// observed. docs/import.md.
 #include <fmt/core.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +24,7 @@
 #include "sim/cli/json_input.hpp"
 #include "sim/cli/output_file.hpp"
 #include "sim/import/imported_scenario.hpp"
+#include "sim/import/log_scenario.hpp"
 #include "sim/import/otlp_reader.hpp"
 #include "sim/world/scenario.hpp"
 
@@ -28,8 +33,15 @@ namespace {
 
 constexpr const char* kImportHelp =
     "usage: rehearse import --otlp FILE... --into SCENARIO [options]\n"
+    "       rehearse import --log FILE... [--into SCENARIO] [options]\n"
     "\n"
     "Turns an incident's records into a scenario to replay (docs/import.md).\n"
+    "--log reads the worker's own JSON log (docs/log-format.md, format 1): the jobs\n"
+    "as the first boot configured them, the boots, a call job's calls with what came\n"
+    "back, and every slot's runs and notifications, which become the scenario's\n"
+    "expect block: replaying it says whether the core reproduces what was observed.\n"
+    "A log holds no world: --into supplies the services and the faults no log line\n"
+    "shows (damaged files, clock steps); without it only call jobs can be rebuilt.\n"
     "--otlp reads OpenTelemetry trace exports (OTLP/JSON, one document or JSON\n"
     "Lines of them): every HTTP client span is a call to the service it names\n"
     "(peer.service, server.address or the host of url.full). Each service's fault\n"
@@ -49,7 +61,9 @@ constexpr const char* kImportHelp =
 
 const std::vector<OptionSpec> kImportOptions{
     {"--otlp", true, "FILE", "an OpenTelemetry trace export (OTLP/JSON or JSON Lines)", true},
+    {"--log", true, "FILE", "the worker's JSON log (docs/log-format.md), files in order", true},
     {"--into", true, "SCENARIO", "the scenario the windows are added to (jobs, services, span)"},
+    {"--clock-steps", false, "", "--log: accept stamps that go back (a stepped clock)"},
     {"--service", true, "ADDRESS=NAME", "the scenario's name for a server address", true},
     {"--name", true, "NAME", "the imported scenario's name (default: the --into one's)"},
     {"--out", true, "FILE", "where the scenario goes (default -: standard output)"},
@@ -113,23 +127,21 @@ nlohmann::ordered_json ambiguity_json(const sim::Ambiguity& a) {
 }
 
 // `refused`: --strict found ambiguities and wrote nothing (`output` null).
-nlohmann::ordered_json summary_json(const sim::ImportResult& result,
-                                    const sim::InferredWindows& inferred, const std::string& output,
-                                    bool refused) {
+nlohmann::ordered_json summary_json(const sim::ImportResult& result, int calls,
+                                    const std::string& output, bool refused) {
   nlohmann::ordered_json doc;
   doc["output"] = refused ? nlohmann::ordered_json() : nlohmann::ordered_json(output);
   doc["refused"] = refused;
-  doc["calls"] = inferred.calls;
+  doc["calls"] = calls;
   doc["faults"] = result.faults;
   doc["ambiguities"] = nlohmann::ordered_json::array();
   for (const auto& a : result.ambiguities) doc["ambiguities"].push_back(ambiguity_json(a));
   return doc;
 }
 
-void print_summary(const sim::ImportResult& result, const sim::InferredWindows& inferred,
-                   std::FILE* to) {
-  fmt::print(to, "observed {} calls; {} fault window{} imported\n", inferred.calls,
-             result.faults.size(), result.faults.size() == 1 ? "" : "s");
+void print_summary(const sim::ImportResult& result, int calls, std::FILE* to) {
+  fmt::print(to, "observed {} calls; {} fault window{} imported\n", calls, result.faults.size(),
+             result.faults.size() == 1 ? "" : "s");
   for (const auto& f : result.faults) {
     fmt::print(to, "  {:<16} {:<15} {:<5} at {} for {}\n", f["service"].get<std::string>(),
                f["kind"].get<std::string>(),
@@ -143,17 +155,112 @@ void print_summary(const sim::ImportResult& result, const sim::InferredWindows& 
   }
 }
 
-int write_result(const sim::ImportResult& result, const sim::InferredWindows& inferred,
-                 const std::string& output, bool as_json) {
+// Every log file's lines, in order; a clock step is refused unless accepted.
+Result<sim::WorkerLogRead> read_logs(const std::vector<std::string>& files, bool clock_steps) {
+  sim::WorkerLogRead all;
+  for (const std::string& file : files) {
+    auto text = read_text_file(file, "worker log");
+    if (!text) return std::move(text).error();
+    auto read = sim::read_worker_log(*text, file, {clock_steps});
+    if (!read) return std::move(read).error();
+    all.records.insert(all.records.end(), read->records.begin(), read->records.end());
+    all.steps_back.insert(all.steps_back.end(), read->steps_back.begin(), read->steps_back.end());
+  }
+  return all;
+}
+
+std::map<std::string, DurationMs> declared_latencies(const nlohmann::ordered_json& base) {
+  std::map<std::string, DurationMs> out;
+  const nlohmann::ordered_json services = base.value("services", nlohmann::ordered_json::object());
+  for (const auto& [name, decl] : services.items()) {
+    const auto latency = decl.is_object() ? decl.find("latency") : decl.end();
+    if (!decl.is_object() || latency == decl.end()) {
+      out[name] = 100;  // docs/scenario-format.md, `services`
+    } else if (latency->is_string()) {
+      if (auto ms = parse_duration(latency->get<std::string>())) out[name] = *ms;
+    }
+  }
+  return out;
+}
+
+Result<sim::ImportResult> import_from_logs(const ParsedArgs& parsed, int& calls) {
+  const std::vector<std::string>& files = parsed.all("--log");
+  auto log = read_logs(files, parsed.has("--clock-steps"));
+  if (!log) return std::move(log).error();
+  sim::LogImportInput input;
+  input.logs = files;
+  input.name = parsed.value("--name").value_or("");
+  input.clock_stepped = !log->steps_back.empty();
+  if (const auto into = parsed.value("--into")) {
+    auto base = read_base(*into, files, input.name);
+    if (!base) return std::move(base).error();
+    input.base = std::move(base->base);
+    input.base_path = *into;
+  }
+  sim::LogEvidence evidence =
+      sim::read_log_evidence(*log, input.base ? declared_latencies(*input.base)
+                                              : std::map<std::string, DurationMs>{});
+  for (const sim::ClockStep& step : log->steps_back) {
+    evidence.ambiguities.push_back(
+        {"", step.to_ms,
+         fmt::format("the worker's clock went back from {} to {}", format_instant(step.from_ms),
+                     format_instant(step.to_ms)),
+         "stamps read as they are; runs' start instants are not expected", step.where});
+  }
+  calls = static_cast<int>(evidence.calls.size());
+  return sim::import_worker_log(input, evidence);
+}
+
+int write_result(const sim::ImportResult& result, int calls, const std::string& output,
+                 bool as_json) {
   if (auto st = write_output_file(output, result.scenario.dump(2) + "\n"); !st) {
     return input_error(st.error());
   }
   if (as_json) {
-    fmt::print("{}\n", summary_json(result, inferred, output, false).dump(2));
+    fmt::print("{}\n", summary_json(result, calls, output, false).dump(2));
   } else {
-    print_summary(result, inferred, output == "-" ? stderr : stdout);
+    print_summary(result, calls, output == "-" ? stderr : stdout);
   }
   return kExitOk;
+}
+
+// The OTLP path: every export's calls, inferred against the --into scenario.
+Result<sim::ImportResult> import_from_exports(const ParsedArgs& parsed, int& calls) {
+  const std::vector<std::string>& files = parsed.all("--otlp");
+  auto names = service_names(parsed.all("--service"));
+  if (!names) return std::move(names).error();
+  std::vector<sim::Ambiguity> read_guesses;
+  auto inferred = read_exports(files, *names, read_guesses);
+  if (!inferred) return std::move(inferred).error();
+  inferred->ambiguities.insert(inferred->ambiguities.begin(), read_guesses.begin(),
+                               read_guesses.end());
+  calls = inferred->calls;
+  auto base = read_base(*parsed.value("--into"), files, parsed.value("--name").value_or(""));
+  if (!base) return std::move(base).error();
+  return sim::import_windows(*base, *inferred);
+}
+
+// What the command line names: exactly one kind of record, and where it goes.
+std::optional<int> usage_problem(const ParsedArgs& parsed) {
+  const char* see = "see 'rehearse import --help'";
+  if (!parsed.positionals.empty()) {
+    return usage_error(fmt::format("import: unexpected argument '{}'", parsed.positionals.front()),
+                       see);
+  }
+  const bool otlp = !parsed.all("--otlp").empty(), log = !parsed.all("--log").empty();
+  if (otlp == log) return usage_error("import: give --otlp FILE... or --log FILE...", see);
+  if (otlp && !parsed.value("--into")) {
+    return usage_error("import: --otlp needs --into SCENARIO (an export holds no jobs to replay)",
+                       see);
+  }
+  if (log && !parsed.all("--service").empty())
+    return usage_error("import: --service renames span addresses; a log names its services", see);
+  if (otlp && parsed.has("--clock-steps"))
+    return usage_error("import: --clock-steps is for --log", see);
+  if (parsed.has("--json") && parsed.value("--out").value_or("-") == "-") {
+    return usage_error("import: --json prints the summary; give the scenario --out FILE");
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -165,46 +272,30 @@ int cmd_import(const Args& args) {
     fmt::print("{}\noptions:\n{}", kImportHelp, format_options_help(kImportOptions));
     return kExitOk;
   }
-  if (!parsed->positionals.empty()) {
-    return usage_error(fmt::format("import: unexpected argument '{}'", parsed->positionals.front()),
-                       "see 'rehearse import --help'");
-  }
-  const std::vector<std::string>& files = parsed->all("--otlp");
-  if (files.empty())
-    return usage_error("import: give at least one --otlp FILE", "see 'rehearse import --help'");
-  const auto into = parsed->value("--into");
-  if (!into) {
-    return usage_error("import: --into SCENARIO is required (an export holds no jobs to replay)",
-                       "see 'rehearse import --help'");
-  }
+  if (const auto problem = usage_problem(*parsed)) return *problem;
   const std::string output = parsed->value("--out").value_or("-");
   const bool as_json = parsed->has("--json");
-  if (as_json && output == "-") {
-    return usage_error("import: --json prints the summary; give the scenario --out FILE");
-  }
-  std::vector<std::string> inputs = files;
-  inputs.push_back(*into);
+  std::vector<std::string> inputs = parsed->all("--otlp");
+  for (const std::string& f : parsed->all("--log")) inputs.push_back(f);
+  if (const auto into = parsed->value("--into")) inputs.push_back(*into);
   if (auto st = check_output_path(output, inputs); !st) return input_error(st.error());
-  auto names = service_names(parsed->all("--service"));
-  if (!names) return usage_error(names.error().describe(), "see 'rehearse import --help'");
-  std::vector<sim::Ambiguity> read_guesses;
-  auto inferred = read_exports(files, *names, read_guesses);
-  if (!inferred) return input_error(inferred.error());
-  inferred->ambiguities.insert(inferred->ambiguities.begin(), read_guesses.begin(),
-                               read_guesses.end());
-  auto base = read_base(*into, files, parsed->value("--name").value_or(""));
-  if (!base) return input_error(base.error());
-  auto result = sim::import_windows(*base, *inferred);
-  if (!result) return input_error(result.error());
+  int calls = 0;
+  auto result = parsed->all("--otlp").empty() ? import_from_logs(*parsed, calls)
+                                              : import_from_exports(*parsed, calls);
+  if (!result) {
+    if (result.error().code == ErrorCode::invalid_argument)
+      return usage_error(result.error().describe(), "see 'rehearse import --help'");
+    return input_error(result.error());
+  }
   if (parsed->has("--strict") && !result->ambiguities.empty()) {
-    print_summary(*result, *inferred, stderr);
-    if (as_json) fmt::print("{}\n", summary_json(*result, *inferred, "", true).dump(2));
+    print_summary(*result, calls, stderr);
+    if (as_json) fmt::print("{}\n", summary_json(*result, calls, "", true).dump(2));
     fmt::print(stderr,
                "rehearse: import --strict: {} ambiguit{} in the evidence; nothing written\n",
                result->ambiguities.size(), result->ambiguities.size() == 1 ? "y" : "ies");
     return kExitFailed;
   }
-  return write_result(*result, *inferred, output, as_json);
+  return write_result(*result, calls, output, as_json);
 }
 
 }  // namespace rehearse::cli

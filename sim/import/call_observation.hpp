@@ -25,6 +25,7 @@ struct CallObservation {
   int status = 0;     // the HTTP status when there was one
   std::string error;  // network_error: connection_refused, connection_reset, dns, broken_pipe
   std::string where;  // the record: "FILE:/json/pointer" or "FILE:LINE"
+  bool retry_after = false;  // the refusal said when to come back (a rate limit's answer)
 };
 
 // "503", "timeout", "network connection_reset", "ok": a failure's signature,

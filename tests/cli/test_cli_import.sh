@@ -123,7 +123,7 @@ head -c 300 "$work/traces.json" > "$work/truncated.json"
 expect_rc truncated 2 import --otlp "$work/truncated.json" --into "$work/base.json"
 contains truncated "$work/err" "truncated.json:"
 expect_rc no-into 2 import --otlp "$work/traces.json"
-contains no-into "$work/err" "--into SCENARIO is required"
+contains no-into "$work/err" "--otlp needs --into SCENARIO"
 expect_rc no-otlp 2 import --into "$work/base.json"
 expect_rc bad-map 2 import --otlp "$work/traces.json" --into "$work/base.json" --service ledger
 contains bad-map "$work/err" "ADDRESS=NAME"
@@ -132,5 +132,59 @@ expect_rc over-input 2 import --otlp "$work/traces.json" --into "$work/base.json
 expect_rc json-stdout 2 import --otlp "$work/traces.json" --into "$work/base.json" --json
 expect_rc help 0 import --help
 contains help "$work/out" "--strict"
+contains help-log "$work/out" "--log FILE"
+
+# ---- import --log: the worker's own log, with and without the scenario ----
+# From the log alone: the jobs, services and latencies are the log's, the
+# window is the spans' one, and the original's slot outcomes come again.
+expect_rc log-alone 0 import --log "$work/worker.log" --name my-api-from-log --out "$work/from-log.json"
+contains log-alone-window "$work/out" "at 2026-11-30T06:00:00.100Z for 20m400ms"
+if python3 - "$work/from-log.json" "$S" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+original = json.load(open(sys.argv[2]))
+assert d["scenario"] == "my-api-from-log"
+assert [j["id"] for j in d["jobs"]] == ["invoice-sync", "daily-report"], d["jobs"]
+assert d["services"]["ledger-api"]["latency"] == "100ms", d["services"]
+assert d["jobs"][0]["retry_policy"] == {"backoff_sec": 600, "max": 3}
+for job in ("invoice-sync", "daily-report"):
+    got = [(s["slot"], s["outcome"], s["attempts"]) for s in d["expect"]["jobs"][job]["slots"]]
+    want = [(s["slot"], s["outcome"], s["attempts"]) for s in original["expect"]["jobs"][job]["slots"]]
+    assert got == want, (job, got, want)
+assert d["expect"]["notifications"]["retry_scheduled"] == 4, d["expect"]["notifications"]
+PY
+then ok; else bad "scenario from the log alone"; fi
+expect_rc log-alone-replay 0 run "$work/from-log.json"
+# Into the scenario: its world kept, its expect block replaced by the log's.
+expect_rc log-into 0 import --log "$work/worker.log" --into "$work/base.json" --strict \
+  --out "$work/log-into.json"
+json_check log-into-json 'd["refused"] is False and len(d["faults"]) == 1 and d["calls"] == 25' \
+  import --log "$work/worker.log" --into "$work/base.json" --out "$work/log-into2.json" --json
+expect_rc log-into-replay 0 run "$work/log-into.json"
+# A clock that steps back: refused, or read with --clock-steps and reported.
+STEP="$SRC/scenarios/clock-step-back-mid-retry-chain.json"
+expect_rc log-clock 2 import --log "$work/stepped.log" --into "$STEP" --out "$work/x.json"
+contains log-clock "$work/err" "the clock goes back from"
+contains log-clock-hint "$work/err" "--clock-steps"
+expect_rc log-clock-ok 0 import --log "$work/stepped.log" --into "$STEP" --clock-steps \
+  --out "$work/stepped.json"
+contains log-clock-ok "$work/out" "the worker's clock went back"
+expect_rc log-clock-strict 1 import --log "$work/stepped.log" --into "$STEP" --clock-steps \
+  --strict --out "$work/never2.json"
+# Bad logs: the file, the line and what was expected; nothing written.
+head -c 700 "$work/worker.log" > "$work/cut.log"
+expect_rc log-cut 2 import --log "$work/cut.log" --out "$work/never3.json"
+contains log-cut "$work/err" "cut.log:3: the line ends inside its JSON object"
+sed '5s/"log":1/"log":7/' "$work/worker.log" > "$work/v7.log"
+expect_rc log-format 2 import --log "$work/v7.log" --out "$work/never3.json"
+contains log-format "$work/err" "v7.log:5:/log: unknown log format 7; this reader knows format 1"
+if [ ! -e "$work/never3.json" ]; then ok; else bad "a bad log wrote a file"; fi
+# A log holds no world for a job of another kind: --into is needed.
+"$R" run "$SRC/scenarios/restart-mid-run.json" --once --worker-log "$work/group.log" > /dev/null 2>&1
+expect_rc log-group 2 import --log "$work/group.log" --out "$work/never4.json"
+contains log-group "$work/err" "expected --into SCENARIO to supply them"
+expect_rc log-and-otlp 2 import --log "$work/worker.log" --otlp "$work/traces.json" --into "$work/base.json"
+contains log-and-otlp "$work/err" "give --otlp FILE... or --log FILE..."
+expect_rc log-service 2 import --log "$work/worker.log" --service a=b --out "$work/x.json"
 
 finish "cli import"
