@@ -37,6 +37,7 @@
 #include "sim/cli/error_report.hpp"
 #include "sim/cli/output_file.hpp"
 #include "sim/cli/run_junit.hpp"
+#include "sim/cli/run_what_if.hpp"
 #include "sim/cli/scenario_files.hpp"
 #include "sim/monitors/monitor_set.hpp"
 #include "sim/monitors/monitored_run.hpp"
@@ -52,6 +53,7 @@ constexpr const char* kRunHelp =
     "usage: rehearse run SCENARIO... [--seed N] [--trace FILE] [--json] [--strict]\n"
     "                                [--progress] [--timeline [--verbose]]\n"
     "                                [--report FILE.html] [--junit FILE] [--once]\n"
+    "                                [--worker-log FILE] [--policy JOB=POLICY]...\n"
     "\n"
     "Runs scenario files (docs/scenario-format.md) in the simulated world: the real\n"
     "core against the scenario's services and faults, watched by the invariant\n"
@@ -79,6 +81,11 @@ constexpr const char* kRunHelp =
     "--worker-log FILE writes the worker's log as a production worker's log adapter\n"
     "would, one JSON object per line stamped by the worker's clock (docs/log-format.md;\n"
     "one scenario only; the same output-file rule).\n"
+    "--policy JOB=POLICY replaces the job's retry_policy (JSON as a scenario holds\n"
+    "it, auto, or @FILE; other systems' forms wrapped in their key, {\"k8s\": ...}):\n"
+    "what if it had run with that policy? The scenario's expectations (an imported\n"
+    "incident's observed outcomes, docs/import.md) that no longer hold are listed as\n"
+    "changed, not failed; invariants still fail the run (docs/run.md \"What if\").\n"
     "--junit FILE writes JUnit XML for CI: a testcase per scenario file, its\n"
     "findings and replay command in the failure text.\n"
     "\n"
@@ -102,6 +109,10 @@ const std::vector<OptionSpec> kRunOptions{
      "write the worker's log as a production worker would (docs/log-format.md; one scenario "
      "only)"},
     {"--once", false, "", "run each scenario once (no determinism re-run; reported unchecked)"},
+    {"--policy", true, "JOB=POLICY",
+     "what if JOB had this policy (JSON, auto or @FILE): the expected outcomes that change are "
+     "reported, not failed (one scenario only)",
+     true},
 };
 
 // A run cut short by running out of memory (docs/run.md).
@@ -153,6 +164,7 @@ struct RunSettings {
   bool show_progress = false;
   sim::ProgressStyle progress_style = sim::ProgressStyle::in_place;
   bool once = false;  // no determinism re-run
+  WhatIf what_if;     // --policy JOB=POLICY
 };
 
 // What the runs come to so far: the table rows, the lines after the table,
@@ -332,6 +344,8 @@ void run_one(const sim::Scenario& scenario, const RunSettings& settings, RunRepo
   if (!settings.once && !first->out_of_memory) determinism = second_run(scenario, *first, settings);
   sim::Verdict verdict = sim::judge_run(scenario, *first, determinism, settings.strict);
   if (settings.once || first->out_of_memory) note_determinism_unchecked(verdict);
+  std::vector<sim::ExpectFailure> changed;
+  if (!settings.what_if.empty()) changed = take_changed(verdict);
   if (!first->out_of_memory) {
     const std::size_t errors = report.errors;
     write_outputs(scenario, *first, verdict, settings, report);
@@ -347,9 +361,13 @@ void run_one(const sim::Scenario& scenario, const RunSettings& settings, RunRepo
   }
   if (first->outcome == sim::RunOutcome::assertion_failed) report.worsen(kExitAssertion);
   report.findings += sim::format_findings(*first, verdict);
+  if (!settings.what_if.empty())
+    report.findings += format_changed(scenario.path, settings.what_if, changed);
   report.junit.push_back(junit_case(scenario, *first, verdict, wall_ms));
   if (settings.as_json) {
     report.documents.push_back(sim::report_json(scenario, *first, verdict, row));
+    if (!settings.what_if.empty())
+      report.documents.back()["what_if"] = changed_json(settings.what_if, changed);
   }
   report.rows.push_back(std::move(row));
 }
@@ -451,6 +469,9 @@ Result<RunSettings> read_settings(const ParsedArgs& parsed) {
     }
   }
   if (Status s = distinct_outputs(settings); !s.ok()) return s.error();
+  auto what_if = read_what_if(parsed.all("--policy"));
+  if (!what_if) return std::move(what_if).error();
+  settings.what_if = std::move(*what_if);
   return settings;
 }
 
@@ -470,6 +491,10 @@ int cmd_run(const Args& args) {
   if (!settings) return input_error(settings.error());
   auto files = expand_scenario_paths(parsed->positionals);
   if (!files) return input_error(files.error());
+  if (!settings->what_if.empty() && files->size() != 1) {
+    return usage_error(
+        fmt::format("--policy takes exactly one scenario ({} given)", files->size()));
+  }
   for (const auto& [flag, path] :
        {std::pair{"--trace", settings->trace_path}, std::pair{"--report", settings->report_path},
         std::pair{"--worker-log", settings->worker_log_path}}) {
@@ -488,7 +513,8 @@ int cmd_run(const Args& args) {
 
   RunReport report;
   for (const std::string& file : *files) {
-    auto scenario = sim::load_scenario_file(file);
+    auto scenario = settings->what_if.empty() ? sim::load_scenario_file(file)
+                                              : load_what_if(file, settings->what_if);
     if (!scenario) {
       add_error_row(report, file, scenario.error());
       continue;

@@ -161,6 +161,26 @@ expect_rc log-into 0 import --log "$work/worker.log" --into "$work/base.json" --
 json_check log-into-json 'd["refused"] is False and len(d["faults"]) == 1 and d["calls"] == 25' \
   import --log "$work/worker.log" --into "$work/base.json" --out "$work/log-into2.json" --json
 expect_rc log-into-replay 0 run "$work/log-into.json"
+# ---- what if: the imported incident under another policy (run --policy) ----
+# The report's 2 retries 5 minutes apart ran out inside the 20-minute window;
+# 5 retries recover it on the fifth run: the changed outcomes are listed, the
+# run passes, and the unchanged job is not mentioned.
+expect_rc what-if 0 run "$work/log-into.json" --policy 'daily-report={"max":5,"backoff_sec":300}'
+contains what-if "$work/out" "of the expected (observed) outcomes changed"
+contains what-if-slot "$work/out" "/expect/jobs/daily-report/slots/0/outcome: was exhausted, now delivered"
+lacks what-if-other "$work/out" "/expect/jobs/invoice-sync"
+json_check what-if-json 'rc == 0 and any(c["pointer"] == "/expect/jobs/daily-report/final_status" and c["was"] == "retry_exhausted" and c["now"] == "ok" for c in d["scenarios"][0]["what_if"]["changed"])' \
+  run "$work/log-into.json" --once --json --policy 'daily-report={"max":5,"backoff_sec":300}'
+# The same policy as observed changes nothing.
+json_check what-if-same 'rc == 0 and d["scenarios"][0]["what_if"]["changed"] == []' \
+  run "$work/log-into.json" --once --json --policy 'daily-report={"max":2,"backoff_sec":300}'
+expect_rc what-if-nojob 2 run "$work/log-into.json" --policy 'nightly=auto'
+contains what-if-nojob "$work/err" "lists no job 'nightly'"
+expect_rc what-if-bad 2 run "$work/log-into.json" --policy 'daily-report={max'
+expect_rc what-if-two 2 run "$work/log-into.json" "$S" --policy 'daily-report=auto'
+# tune works on an imported scenario too.
+expect_rc tune-imported 0 tune "$work/log-into.json" --job daily-report --seeds 3 --threads 1
+
 # A clock that steps back: refused, or read with --clock-steps and reported.
 STEP="$SRC/scenarios/clock-step-back-mid-retry-chain.json"
 expect_rc log-clock 2 import --log "$work/stepped.log" --into "$STEP" --out "$work/x.json"
