@@ -23,6 +23,7 @@
 #include "sim/cli/error_report.hpp"
 #include "sim/cli/json_input.hpp"
 #include "sim/cli/output_file.hpp"
+#include "sim/import/bullmq_scenario.hpp"
 #include "sim/import/imported_scenario.hpp"
 #include "sim/import/log_scenario.hpp"
 #include "sim/import/otlp_reader.hpp"
@@ -34,6 +35,7 @@ namespace {
 constexpr const char* kImportHelp =
     "usage: rehearse import --otlp FILE... --into SCENARIO [options]\n"
     "       rehearse import --log FILE... [--into SCENARIO] [options]\n"
+    "       rehearse import --bullmq EXPORT [options]\n"
     "\n"
     "Turns an incident's records into a scenario to replay (docs/import.md).\n"
     "--log reads the worker's own JSON log (docs/log-format.md, format 1): the jobs\n"
@@ -42,6 +44,9 @@ constexpr const char* kImportHelp =
     "expect block: replaying it says whether the core reproduces what was observed.\n"
     "A log holds no world: --into supplies the services and the faults no log line\n"
     "shows (damaged files, clock steps); without it only call jobs can be rebuilt.\n"
+    "--bullmq reads a BullMQ job export (tools/bullmq-export, docs/bullmq-export.md):\n"
+    "each job that ran is a call job with its own attempts and backoff, each attempt a\n"
+    "call, and the slot's attempts and their instants are expected.\n"
     "--otlp reads OpenTelemetry trace exports (OTLP/JSON, one document or JSON\n"
     "Lines of them): every HTTP client span is a call to the service it names\n"
     "(peer.service, server.address or the host of url.full). Each service's fault\n"
@@ -62,6 +67,7 @@ constexpr const char* kImportHelp =
 const std::vector<OptionSpec> kImportOptions{
     {"--otlp", true, "FILE", "an OpenTelemetry trace export (OTLP/JSON or JSON Lines)", true},
     {"--log", true, "FILE", "the worker's JSON log (docs/log-format.md), files in order", true},
+    {"--bullmq", true, "EXPORT", "a BullMQ job export (tools/bullmq-export/export.mjs)"},
     {"--into", true, "SCENARIO", "the scenario the windows are added to (jobs, services, span)"},
     {"--clock-steps", false, "", "--log: accept stamps that go back (a stepped clock)"},
     {"--service", true, "ADDRESS=NAME", "the scenario's name for a server address", true},
@@ -240,6 +246,17 @@ Result<sim::ImportResult> import_from_exports(const ParsedArgs& parsed, int& cal
   return sim::import_windows(*base, *inferred);
 }
 
+Result<sim::ImportResult> import_from_bullmq(const ParsedArgs& parsed, int& calls) {
+  const std::string path = *parsed.value("--bullmq");
+  auto text = read_text_file(path, "BullMQ export");
+  if (!text) return std::move(text).error();
+  auto jobs = sim::read_bullmq_export(*text, path);
+  if (!jobs) return std::move(jobs).error();
+  calls = 0;
+  for (const sim::BullmqJob& job : jobs->jobs) calls += static_cast<int>(job.attempts.size());
+  return sim::import_bullmq({path, parsed.value("--name").value_or("")}, *jobs);
+}
+
 // What the command line names: exactly one kind of record, and where it goes.
 std::optional<int> usage_problem(const ParsedArgs& parsed) {
   const char* see = "see 'rehearse import --help'";
@@ -248,7 +265,13 @@ std::optional<int> usage_problem(const ParsedArgs& parsed) {
                        see);
   }
   const bool otlp = !parsed.all("--otlp").empty(), log = !parsed.all("--log").empty();
-  if (otlp == log) return usage_error("import: give --otlp FILE... or --log FILE...", see);
+  const bool bullmq = parsed.value("--bullmq").has_value();
+  if (int(otlp) + int(log) + int(bullmq) != 1)
+    return usage_error("import: give one of --otlp FILE..., --log FILE... or --bullmq EXPORT", see);
+  if (bullmq && parsed.value("--into"))
+    return usage_error("import: --bullmq builds the whole scenario; --into is not used", see);
+  if (bullmq && (!parsed.all("--service").empty() || parsed.has("--clock-steps")))
+    return usage_error("import: --service and --clock-steps are not used with --bullmq", see);
   if (otlp && !parsed.value("--into")) {
     return usage_error("import: --otlp needs --into SCENARIO (an export holds no jobs to replay)",
                        see);
@@ -277,11 +300,13 @@ int cmd_import(const Args& args) {
   const bool as_json = parsed->has("--json");
   std::vector<std::string> inputs = parsed->all("--otlp");
   for (const std::string& f : parsed->all("--log")) inputs.push_back(f);
+  if (const auto bullmq = parsed->value("--bullmq")) inputs.push_back(*bullmq);
   if (const auto into = parsed->value("--into")) inputs.push_back(*into);
   if (auto st = check_output_path(output, inputs); !st) return input_error(st.error());
   int calls = 0;
-  auto result = parsed->all("--otlp").empty() ? import_from_logs(*parsed, calls)
-                                              : import_from_exports(*parsed, calls);
+  auto result = !parsed->all("--otlp").empty()  ? import_from_exports(*parsed, calls)
+                : !parsed->all("--log").empty() ? import_from_logs(*parsed, calls)
+                                                : import_from_bullmq(*parsed, calls);
   if (!result) {
     if (result.error().code == ErrorCode::invalid_argument)
       return usage_error(result.error().describe(), "see 'rehearse import --help'");

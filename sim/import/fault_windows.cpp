@@ -22,6 +22,16 @@ std::string signature_of(const CallObservation& call) {
 
 namespace {
 
+// An edge between the last call that answered one way, at `before`, and the
+// first that answered the other, at `after`: the middle of its bounds, which
+// leaves a replay's calls the most room to drift either way and still be
+// answered as they were. Never `before` itself (that call must stay out).
+TimeMs midpoint(TimeMs before, TimeMs after) {
+  REHEARSE_ASSERT_LE(before, after);  // calls are folded in order of their start
+  if (before == after) return after;  // calls in flight together: reported as ambiguous
+  return before + (after - before + 1) / 2;
+}
+
 // One service's calls, folded into windows in start order.
 class ServiceFold {
  public:
@@ -67,7 +77,10 @@ class ServiceFold {
     w.evidence.last_failure_ms = call.start_ms;
     w.evidence.first_where = call.where;
     w.evidence.last_where = call.where;
-    if (previous_) w.evidence.start_after_ms = previous_->start_ms;
+    if (previous_) {
+      w.evidence.start_after_ms = previous_->start_ms;
+      w.from_ms = midpoint(previous_->start_ms, call.start_ms);
+    }
     open_ = std::move(w);
   }
 
@@ -80,7 +93,7 @@ class ServiceFold {
 
   void close(const CallObservation& by) {
     REHEARSE_ASSERT(open_.has_value());
-    open_->until_ms = by.start_ms;
+    open_->until_ms = midpoint(open_->evidence.last_failure_ms, by.start_ms);
     open_->evidence.end_by_ms = by.start_ms;
     open_->evidence.end_by = signature_of(by);
     open_->evidence.end_by_where = by.where;

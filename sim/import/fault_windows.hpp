@@ -4,11 +4,12 @@
 // failed call after a success (or at the first call), holds while calls fail
 // with the same signature (HTTP status, timeout, network error), and closes
 // at the next call that does not: a success, or a failure of another
-// signature, which opens the next window. The window is [first failure,
-// closing call): the narrowest one that replays every observed call as it
-// went. The true edges are only bounded: the start lies in (last success
-// before, first failure], the end in (last failure, closing call]; both
-// bounds travel with the window as its evidence.
+// signature, which opens the next window. The true edges are only bounded:
+// the start lies in (the last call before, first failure], the end in (last
+// failure, closing call]; both bounds travel with the window as its
+// evidence. The window written puts each edge in the middle of its bounds
+// (the first failure itself when no call came before): every observed call
+// is answered as it was, with the most room for a replay's calls to drift.
 //
 // What the calls cannot settle is reported, never silently resolved:
 // calls that overlapped in time and disagree, a window no call closed

@@ -32,7 +32,7 @@ PY
 expect_rc import 0 import --otlp "$work/traces.json" --into "$work/base.json" \
   --service ledger-api.internal=ledger-api --name my-api-imported --out "$work/imported.json"
 contains summary "$work/out" "ledger-api"
-contains summary-window "$work/out" "at 2026-11-30T06:00:00.100Z for 20m400ms"
+contains summary-window "$work/out" "at 2026-11-30T05:30:00.100Z for 45m350ms"
 if python3 - "$work/imported.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -41,9 +41,12 @@ f = d["faults"]
 assert len(f) == 1, f
 f = f[0]
 assert (f["kind"], f["service"], f["status"]) == ("http_errors", "ledger-api", 503), f
-# The first 503 (the sync's ledger call after its 100 ms billing call) to the
-# sync's third attempt's ledger call, which answered 200.
-assert f["at"] == "2026-11-30T06:00:00.100Z" and f["for"] == "20m400ms", f
+# Each edge in the middle of its bounds: between the 05:00 ledger call (ok)
+# and the first 503 at 06:00:00.100 (the sync's ledger call after its 100 ms
+# billing call), and between the last 503 at 06:10:00.400 and the sync's
+# third attempt's ledger call at 06:20:00.500, which answered 200. The
+# scenario's own fault, 05:30 for 45m, lies inside those bounds too.
+assert f["at"] == "2026-11-30T05:30:00.100Z" and f["for"] == "45m350ms", f
 assert f["note"].startswith("inferred from 5 failed calls (503)"), f["note"]
 assert "began after 2026-11-30T05:00:00.100Z and at or before 2026-11-30T06:00:00.100Z" in f["note"], f["note"]
 assert "ended after 2026-11-30T06:10:00.400Z and at or before 2026-11-30T06:20:00.500Z, when a call answered ok" in f["note"], f["note"]
@@ -138,7 +141,7 @@ contains help-log "$work/out" "--log FILE"
 # From the log alone: the jobs, services and latencies are the log's, the
 # window is the spans' one, and the original's slot outcomes come again.
 expect_rc log-alone 0 import --log "$work/worker.log" --name my-api-from-log --out "$work/from-log.json"
-contains log-alone-window "$work/out" "at 2026-11-30T06:00:00.100Z for 20m400ms"
+contains log-alone-window "$work/out" "at 2026-11-30T05:30:00.100Z for 45m350ms"
 if python3 - "$work/from-log.json" "$S" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -204,7 +207,7 @@ if [ ! -e "$work/never3.json" ]; then ok; else bad "a bad log wrote a file"; fi
 expect_rc log-group 2 import --log "$work/group.log" --out "$work/never4.json"
 contains log-group "$work/err" "expected --into SCENARIO to supply them"
 expect_rc log-and-otlp 2 import --log "$work/worker.log" --otlp "$work/traces.json" --into "$work/base.json"
-contains log-and-otlp "$work/err" "give --otlp FILE... or --log FILE..."
+contains log-and-otlp "$work/err" "give one of --otlp FILE..., --log FILE... or --bullmq EXPORT"
 expect_rc log-service 2 import --log "$work/worker.log" --service a=b --out "$work/x.json"
 
 finish "cli import"

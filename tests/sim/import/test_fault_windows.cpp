@@ -42,9 +42,10 @@ TEST(FaultWindows, OneOutageClosedByASuccess) {
   const InferredWindow& w = got.windows[0];
   EXPECT_EQ(w.service, "ledger");
   EXPECT_EQ(w.failure.status, 503);
-  EXPECT_EQ(w.from_ms, 10 * kMin);
+  // Each edge in the middle of its bounds: (0, 10 min] and (15 min, 20 min].
+  EXPECT_EQ(w.from_ms, 5 * kMin);
   ASSERT_TRUE(w.until_ms.has_value());
-  EXPECT_EQ(*w.until_ms, 20 * kMin);
+  EXPECT_EQ(*w.until_ms, 17 * kMin + 30'000);
   EXPECT_EQ(w.evidence.failures, 2);
   EXPECT_EQ(w.evidence.start_after_ms, std::optional<TimeMs>(0));
   EXPECT_EQ(w.evidence.last_failure_ms, 15 * kMin);
@@ -60,20 +61,22 @@ TEST(FaultWindows, ServicesAreJudgedApartAndCallsSortedByStart) {
                                         call("b", 1 * kMin, 500), call("a", 4 * kMin, 200)});
   ASSERT_EQ(got.windows.size(), 2u);
   EXPECT_EQ(got.windows[0].service, "a");
-  EXPECT_EQ(got.windows[0].from_ms, 3 * kMin);
-  EXPECT_EQ(*got.windows[0].until_ms, 4 * kMin);
+  EXPECT_EQ(got.windows[0].from_ms, 3 * kMin);  // no call before: the first failure
+  EXPECT_EQ(*got.windows[0].until_ms, 3 * kMin + 30'000);
   EXPECT_FALSE(got.windows[0].evidence.start_after_ms.has_value());  // no call before it
   EXPECT_EQ(got.windows[1].service, "b");
   EXPECT_EQ(got.windows[1].failure.status, 500);
-  EXPECT_EQ(*got.windows[1].until_ms, 5 * kMin);
+  EXPECT_EQ(got.windows[1].from_ms, 1 * kMin);
+  EXPECT_EQ(*got.windows[1].until_ms, 3 * kMin);
 }
 
 TEST(FaultWindows, ASignatureChangeClosesOneWindowAndOpensTheNext) {
   const auto got =
       infer_fault_windows({call("m", 0, 503), timeout("m", kMin), call("m", 2 * kMin, 200)});
   ASSERT_EQ(got.windows.size(), 2u);
-  EXPECT_EQ(*got.windows[0].until_ms, kMin);
+  EXPECT_EQ(*got.windows[0].until_ms, 30'000);
   EXPECT_EQ(got.windows[0].evidence.end_by, "timeout");
+  EXPECT_EQ(got.windows[1].from_ms, 30'000);  // the same edge: one window ends, the next begins
   EXPECT_EQ(got.windows[1].failure.outcome, CallOutcome::timeout);
   EXPECT_EQ(got.windows[1].evidence.start_after_ms, std::optional<TimeMs>(0));
   EXPECT_TRUE(got.ambiguities.empty());
@@ -113,7 +116,7 @@ TEST(FaultWindows, OverlappingCallsThatDisagreeAreAmbiguous) {
   EXPECT_NE(got.ambiguities[0].what.find("in flight together disagree"), std::string::npos);
   EXPECT_EQ(got.ambiguities[0].guess, "ordered by their start");
   ASSERT_EQ(got.windows.size(), 1u);  // still inferred: the guess is stated
-  EXPECT_EQ(got.windows[0].from_ms, 10'000);
+  EXPECT_EQ(got.windows[0].from_ms, 5'000);
 }
 
 TEST(FaultWindows, NoCallsNoWindows) {
