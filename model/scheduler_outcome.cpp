@@ -194,6 +194,13 @@ std::vector<OutboxMessage> Scheduler::apply_effects(const QueueEntry& entry,
   }
   REHEARSE_ASSERT_EQ(ids->size(), messages.size());  // the port's contract
   for (std::size_t i = 0; i < messages.size(); ++i) messages[i].id = (*ids)[i];
+  // The retries this finish dropped are said as the other paths that drop
+  // them say it: a reader of the log must see a pending retry end.
+  for (const RetryCancel& c : effects.cancels) {
+    log_.info("retry_superseded", {{"job_id", c.job_id},
+                                   {"slot", format_instant(c.slot)},
+                                   {"superseded_by", format_instant(entry.spec.slot)}});
+  }
   for (const Notification& n : effects.notifications) log_notification(n);
   return messages;
 }
