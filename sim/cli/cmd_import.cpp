@@ -175,20 +175,6 @@ Result<sim::WorkerLogRead> read_logs(const std::vector<std::string>& files, bool
   return all;
 }
 
-std::map<std::string, DurationMs> declared_latencies(const nlohmann::ordered_json& base) {
-  std::map<std::string, DurationMs> out;
-  const nlohmann::ordered_json services = base.value("services", nlohmann::ordered_json::object());
-  for (const auto& [name, decl] : services.items()) {
-    const auto latency = decl.is_object() ? decl.find("latency") : decl.end();
-    if (!decl.is_object() || latency == decl.end()) {
-      out[name] = 100;  // docs/scenario-format.md, `services`
-    } else if (latency->is_string()) {
-      if (auto ms = parse_duration(latency->get<std::string>())) out[name] = *ms;
-    }
-  }
-  return out;
-}
-
 Result<sim::ImportResult> import_from_logs(const ParsedArgs& parsed, int& calls) {
   const std::vector<std::string>& files = parsed.all("--log");
   auto log = read_logs(files, parsed.has("--clock-steps"));
@@ -204,7 +190,7 @@ Result<sim::ImportResult> import_from_logs(const ParsedArgs& parsed, int& calls)
     input.base_path = *into;
   }
   sim::LogEvidence evidence =
-      sim::read_log_evidence(*log, input.base ? declared_latencies(*input.base)
+      sim::read_log_evidence(*log, input.base ? sim::declared_latencies(*input.base)
                                               : std::map<std::string, DurationMs>{});
   for (const sim::ClockStep& step : log->steps_back) {
     evidence.ambiguities.push_back(

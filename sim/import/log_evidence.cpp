@@ -100,11 +100,14 @@ class EvidenceReader {
   void on_boot(const LogRecord& r);
   void on_configured(const LogRecord& r);
   void on_slot_event(const LogRecord& r);
+  void count_run(const LogRecord& r, ObservedJob& job, TimeMs slot, TimeMs at);
   void on_run_started(const LogRecord& r, ObservedJob& job, TimeMs slot);
+  void on_run_stalled(const LogRecord& r, ObservedJob& job, TimeMs slot);
   void on_run_finished(const LogRecord& r, ObservedJob& job, ObservedSlot& s);
   void on_call_failed(const LogRecord& r);
   void close_call_run(const LogRecord& r);
   void infer_latencies();
+  void drop_runs_in_flight();
   void observe_calls(const CallRun& run);
   DurationMs latency(const std::string& service) const;
 
@@ -198,6 +201,7 @@ void EvidenceReader::on_slot_event(const LogRecord& r) {
     if (known) ++job.slots[*slot].notifications[r.event];
   }
   if (r.event == "run_started") return on_run_started(r, job, *slot);
+  if (r.event == "run_stalled") return on_run_stalled(r, job, *slot);
   if (r.event == "slot_due") {
     job.slots[*slot];
     return;
@@ -220,13 +224,39 @@ void EvidenceReader::on_slot_event(const LogRecord& r) {
   }
 }
 
-void EvidenceReader::on_run_started(const LogRecord& r, ObservedJob& job, TimeMs slot) {
+// A run of the record: counted at its start, open until its end settles it.
+void EvidenceReader::count_run(const LogRecord& r, ObservedJob& job, TimeMs slot, TimeMs at) {
   ObservedSlot& s = job.slots[slot];
   ++job.runs;
-  s.attempt_at.push_back(r.t);
-  s.state = "running";
+  s.attempt_at.push_back(at);
   const int attempt = static_cast<int>(int_field(r.fields, "attempt", 1));
-  if (str_field(r.fields, "kind") == "retry") job.retry_attempts[{slot, attempt}] = true;
+  const bool retry = str_field(r.fields, "kind") == "retry";
+  job.open.push_back({slot, attempt, retry && job.retry_attempts.count({slot, attempt}) == 0,
+                      s.state, out_.boots.size()});
+  s.state = "running";
+  if (retry) job.retry_attempts[{slot, attempt}] = true;
+}
+
+// A boot found a run cut by a crash. One whose start the log shows is
+// settled by it; one it does not show was taken from the queue and cut
+// before its first line: a run all the same, taken after the last line
+// before this boot, which is when it is placed.
+void EvidenceReader::on_run_stalled(const LogRecord& r, ObservedJob& job, TimeMs slot) {
+  const int attempt = static_cast<int>(int_field(r.fields, "attempt", 1));
+  const auto open = std::find_if(job.open.begin(), job.open.end(), [&](const OpenRun& o) {
+    return o.slot == slot && o.attempt == attempt;
+  });
+  if (open != job.open.end()) {
+    job.open.erase(open);
+    return;
+  }
+  const TimeMs taken = out_.last_before_boot.empty() ? r.t : out_.last_before_boot.back();
+  count_run(r, job, slot, taken);
+  job.open.pop_back();  // settled at once: the stall is its end
+}
+
+void EvidenceReader::on_run_started(const LogRecord& r, ObservedJob& job, TimeMs slot) {
+  count_run(r, job, slot, r.t);
   const std::string id = str_field(r.fields, "job_id");
   const auto calls = call_services_.find(id);
   if (calls == call_services_.end()) return;
@@ -240,6 +270,12 @@ void EvidenceReader::on_run_started(const LogRecord& r, ObservedJob& job, TimeMs
 }
 
 void EvidenceReader::on_run_finished(const LogRecord& r, ObservedJob& job, ObservedSlot& s) {
+  const auto slot = instant_field(r.fields, "slot");
+  const int attempt = static_cast<int>(int_field(r.fields, "attempt", 1));
+  const auto open = std::find_if(job.open.begin(), job.open.end(), [&](const OpenRun& o) {
+    return slot && o.slot == *slot && o.attempt == attempt;
+  });
+  if (open != job.open.end()) job.open.erase(open);
   const std::string outcome = str_field(r.fields, "outcome");
   if (outcome == "failure") {
     s.state = "failed";
@@ -318,7 +354,25 @@ void EvidenceReader::observe_calls(const CallRun& run) {
   }
 }
 
+// A run still in flight when the log ends is no run of the record yet: the
+// simulator's monitors count a run when the queue settles it (a finish, or a
+// crash's replay), and so do these expectations.
+void EvidenceReader::drop_runs_in_flight() {
+  for (auto& [id, job] : out_.observed) {
+    for (const OpenRun& o : job.open) {
+      if (o.boots != out_.boots.size()) continue;  // cut by a stop: settled at a later boot
+      ObservedSlot& s = job.slots[o.slot];
+      --job.runs;
+      if (!s.attempt_at.empty()) s.attempt_at.pop_back();
+      if (o.retry) job.retry_attempts.erase({o.slot, o.attempt});
+      if (s.state == "running") s.state = o.state_before;
+    }
+    job.open.clear();
+  }
+}
+
 void EvidenceReader::finish() {
+  drop_runs_in_flight();
   out_.cut_runs += static_cast<int>(open_runs_.size());
   infer_latencies();
   std::set<std::string> services;
@@ -334,6 +388,21 @@ void EvidenceReader::finish() {
 }
 
 }  // namespace
+
+std::map<std::string, DurationMs> declared_latencies(const nlohmann::ordered_json& scenario) {
+  std::map<std::string, DurationMs> out;
+  const nlohmann::ordered_json services =
+      scenario.value("services", nlohmann::ordered_json::object());
+  for (const auto& [name, decl] : services.items()) {
+    const auto latency = decl.is_object() ? decl.find("latency") : decl.end();
+    if (!decl.is_object() || latency == decl.end()) {
+      out[name] = kDefaultLatencyMs;
+    } else if (latency->is_string()) {
+      if (auto ms = parse_duration(latency->get<std::string>())) out[name] = *ms;
+    }
+  }
+  return out;
+}
 
 LogEvidence read_log_evidence(const WorkerLogRead& log,
                               const std::map<std::string, DurationMs>& declared_latency) {

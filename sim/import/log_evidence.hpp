@@ -41,8 +41,18 @@ struct ObservedSlot {
   std::map<std::string, int> notifications;
 };
 
+// A run that started and has not finished yet in the log.
+struct OpenRun {
+  TimeMs slot = 0;
+  int attempt = 1;
+  bool retry = false;
+  std::string state_before;  // the slot's state before it started
+  std::size_t boots = 0;     // boots seen when it started
+};
+
 struct ObservedJob {
   std::map<TimeMs, ObservedSlot> slots;  // regular slots, by instant
+  std::vector<OpenRun> open;             // runs started, not finished
   int runs = 0;
   std::map<std::pair<TimeMs, int>, bool> retry_attempts;  // distinct (slot, attempt) retried
   std::map<std::string, int> notifications;
@@ -66,6 +76,10 @@ struct LogEvidence {
   int lines = 0;
   int cut_runs = 0;  // call runs with no end in the log (a crash)
 };
+
+// A scenario's declared service latencies (absent: the default 100 ms; a
+// latency that is not a duration string is left to inference).
+std::map<std::string, DurationMs> declared_latencies(const nlohmann::ordered_json& scenario);
 
 // `declared_latency`: the scenario's latencies, which win over inference.
 LogEvidence read_log_evidence(const WorkerLogRead& log,

@@ -191,7 +191,8 @@ void add_restarts(ojson& base, const LogEvidence& evidence, std::vector<std::str
 // in line when it limits concurrency) are the world's, not an outage's: they
 // are not made faults, which would answer them twice.
 std::vector<CallObservation> outside_capacity(const std::vector<CallObservation>& calls,
-                                              const ojson& base, std::vector<std::string>& notes) {
+                                              const ojson& base,
+                                              std::vector<Ambiguity>& ambiguities) {
   std::map<std::string, ojson> capacity;
   const ojson services = base.value("services", ojson::object());
   for (const auto& [name, decl] : services.items()) {
@@ -212,10 +213,12 @@ std::vector<CallObservation> outside_capacity(const std::vector<CallObservation>
     }
   }
   for (const auto& [service, n] : dropped) {
-    notes.push_back(
-        fmt::format("{} failed call{} to {} left to the scenario's capacity for it, "
-                    "which gives such answers: not made faults",
-                    n, n == 1 ? "" : "s", service));
+    ambiguities.push_back(
+        {service, 0,
+         fmt::format("{} failed call{} to {} answered as the scenario's capacity for it refuses: "
+                     "its refusals, or an outage answering the same; the calls cannot tell",
+                     n, n == 1 ? "" : "s", service),
+         "left to the capacity: not made faults", ""});
   }
   return out;
 }
@@ -289,10 +292,19 @@ Result<ImportResult> import_worker_log(const LogImportInput& input, const LogEvi
     base = std::move(*world);
     add_restarts(base, evidence, notes);
   }
-  base["expect"] = observed_expectations(evidence, base, !input.clock_stepped);
+  // A stepped clock (seen going back, or a step the scenario makes) stamps
+  // the log in the worker's time, not true time: no run instants expected.
+  bool stepped = input.clock_stepped;
+  for (const ojson& f : base.value("faults", ojson::array()))
+    stepped = stepped || (f.is_object() && f.value("kind", "") == "clock_step");
+  if (stepped && !input.clock_stepped)
+    notes.push_back(
+        "the scenario steps the worker's clock: the log's stamps are not true time, "
+        "so the runs' start instants are not expected");
+  base["expect"] = observed_expectations(evidence, base, !stepped);
   std::vector<CallObservation> calls = evidence.calls;
   if (input.base) {
-    calls = outside_capacity(calls, base, notes);
+    calls = outside_capacity(calls, base, ambiguities);
   } else {
     note_rate_limits(calls, ambiguities);
   }
