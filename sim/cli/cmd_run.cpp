@@ -35,6 +35,7 @@
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/error_report.hpp"
+#include "sim/cli/output_dir.hpp"
 #include "sim/cli/output_file.hpp"
 #include "sim/cli/run_junit.hpp"
 #include "sim/cli/run_what_if.hpp"
@@ -53,7 +54,8 @@ constexpr const char* kRunHelp =
     "usage: rehearse run SCENARIO... [--seed N] [--trace FILE] [--json] [--strict]\n"
     "                                [--progress] [--timeline [--verbose]]\n"
     "                                [--report FILE.html] [--junit FILE] [--once]\n"
-    "                                [--worker-log FILE] [--policy JOB=POLICY]...\n"
+    "                                [--worker-log FILE] [--worker-state DIR]\n"
+    "                                [--policy JOB=POLICY]...\n"
     "\n"
     "Runs scenario files (docs/scenario-format.md) in the simulated world: the real\n"
     "core against the scenario's services and faults, watched by the invariant\n"
@@ -81,6 +83,9 @@ constexpr const char* kRunHelp =
     "--worker-log FILE writes the worker's log as a production worker's log adapter\n"
     "would, one JSON object per line stamped by the worker's clock (docs/log-format.md;\n"
     "one scenario only; the same output-file rule).\n"
+    "--worker-state DIR writes the worker's state directory as its disk holds it when\n"
+    "the run ends (docs/state-file.md; one scenario only): DIR must not exist or be\n"
+    "empty, and appears whole or not at all.\n"
     "--policy JOB=POLICY replaces the job's retry_policy (JSON as a scenario holds\n"
     "it, auto, or @FILE; other systems' forms wrapped in their key, {\"k8s\": ...}):\n"
     "what if it had run with that policy? The scenario's expectations (an imported\n"
@@ -108,6 +113,8 @@ const std::vector<OptionSpec> kRunOptions{
     {"--worker-log", true, "FILE",
      "write the worker's log as a production worker would (docs/log-format.md; one scenario "
      "only)"},
+    {"--worker-state", true, "DIR",
+     "write the worker's state directory at the end (docs/state-file.md; one scenario only)"},
     {"--once", false, "", "run each scenario once (no determinism re-run; reported unchecked)"},
     {"--policy", true, "JOB=POLICY",
      "what if JOB had this policy (JSON, auto or @FILE): the expected outcomes that change are "
@@ -157,6 +164,7 @@ struct RunSettings {
   std::optional<std::string> report_path;
   std::optional<std::string> junit_path;
   std::optional<std::string> worker_log_path;
+  std::optional<std::string> worker_state_path;  // a directory
   bool timeline = false;
   bool verbose = false;
   bool as_json = false;
@@ -247,6 +255,7 @@ sim::RunOptions run_options(const sim::Scenario& scenario, const RunSettings& se
   options.keep_trace = settings.trace_path || settings.report_path || settings.timeline ||
                        (settings.as_json && sim::wants_service_load(scenario));
   options.keep_worker_log = settings.worker_log_path.has_value();
+  options.keep_state_files = settings.worker_state_path.has_value();
   if (settings.show_progress) {
     options.progress = progress_printer(scenario.name + label, settings.progress_style);
     options.progress_every_events = 4096;  // the printer itself keeps to once a second
@@ -288,6 +297,7 @@ std::optional<sim::Violation> second_run(const sim::Scenario& scenario,
   again.seed = first.seed;
   again.keep_trace = false;
   again.keep_worker_log = false;
+  again.keep_state_files = false;
   auto second = sim::run_scenario(scenario, again);
   end_progress(settings);
   if (!second) {
@@ -319,6 +329,11 @@ void write_outputs(const sim::Scenario& scenario, const sim::ScenarioRunResult& 
     std::string text;
     for (const std::string& line : first.worker_log) text += line + "\n";
     if (Status s = write_output_file(*settings.worker_log_path, text); !s.ok()) {
+      return add_error_row(report, scenario.path, s.error());
+    }
+  }
+  if (settings.worker_state_path) {
+    if (Status s = write_output_dir(*settings.worker_state_path, first.state_files); !s.ok()) {
       return add_error_row(report, scenario.path, s.error());
     }
   }
@@ -447,6 +462,7 @@ Result<RunSettings> read_settings(const ParsedArgs& parsed) {
   settings.report_path = parsed.value("--report");
   settings.junit_path = parsed.value("--junit");
   settings.worker_log_path = parsed.value("--worker-log");
+  settings.worker_state_path = parsed.value("--worker-state");
   settings.timeline = parsed.has("--timeline");
   settings.verbose = parsed.has("--verbose");
   if (settings.verbose && !settings.timeline) {
@@ -504,6 +520,15 @@ int cmd_run(const Args& args) {
           "{} takes exactly one scenario ({} given): run them one at a time", flag, files->size()));
     }
     if (Status s = check_output_path(*path, *files); !s.ok()) return input_error(s.error());
+  }
+  if (settings->worker_state_path) {
+    if (files->size() != 1) {
+      return usage_error(
+          fmt::format("--worker-state takes exactly one scenario ({} given)", files->size()));
+    }
+    if (Status s = check_output_dir(*settings->worker_state_path); !s.ok()) {
+      return input_error(s.error());
+    }
   }
   if (settings->junit_path) {
     if (Status s = check_output_path(*settings->junit_path, *files); !s.ok()) {

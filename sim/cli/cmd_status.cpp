@@ -1,13 +1,12 @@
 // rehearse status STATE_DIR [STATE_DIR] [--json] [--html FILE] [--scenario FILE]
 //
-// The core's status view (model/status_view.hpp) of a real state directory,
-// read through the production POSIX disk adapter, read-only: every write the
-// store might attempt is refused, and the lock file is used only when it
-// already exists. With two directories, each job's records are merged field
-// by field (model/view_merge.hpp): the first directory plays `jobs.json`,
-// the second `jobs_state.json` (it wins ties). docs/report.md has the details.
+// The core's status view (model/status_view.hpp) of a real state directory
+// (sim/cli/state_dir.hpp), read through the production POSIX disk adapter,
+// read-only: every write the store might attempt is refused, and the lock
+// file is used only when it already exists. With two directories, each job's records are merged
+// field by field (model/view_merge.hpp): the first directory plays `jobs.json`, the second
+// `jobs_state.json` (it wins ties). docs/report.md has the details.
 #include <fmt/core.h>
-#include <sys/stat.h>
 
 #include <filesystem>
 #include <map>
@@ -19,14 +18,13 @@
 #include <nlohmann/json.hpp>
 
 #include "model/assert.hpp"
-#include "model/posix_disk.hpp"
 #include "model/retry_machine.hpp"
 #include "model/state_codec.hpp"
-#include "model/state_store.hpp"
 #include "model/status_view.hpp"
 #include "sim/cli/args.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cli/output_file.hpp"
+#include "sim/cli/state_dir.hpp"
 #include "sim/report/html_report.hpp"
 #include "sim/world/scenario.hpp"
 
@@ -54,71 +52,6 @@ const std::vector<OptionSpec> kStatusOptions{
 };
 
 constexpr const char* kPolicyUnknown = "not known (not stored in a state directory; --scenario)";
-
-// PosixDisk with every write refused. The lock is taken only when its file
-// already exists (creating it would write); reads work as usual.
-class ReadOnlyDisk final : public Disk {
- public:
-  Result<std::optional<std::string>> read_file(const std::string& path) override {
-    return disk_.read_file(path);
-  }
-  Result<std::optional<std::string>> read_range(const std::string& path, std::uint64_t offset,
-                                                std::uint64_t length_max) override {
-    return disk_.read_range(path, offset, length_max);
-  }
-  Status write_file(const std::string& path, std::string_view) override { return refuse(path); }
-  Status append_file(const std::string& path, std::string_view) override { return refuse(path); }
-  Status fsync_file(const std::string&) override { return {}; }
-  Status rename_file(const std::string& from, const std::string&) override { return refuse(from); }
-  Status fsync_dir(const std::string&) override { return {}; }
-  Result<bool> remove_file(const std::string& path) override { return refuse(path).error(); }
-  Status create_dir(const std::string& dir) override {
-    struct stat st {};
-    if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return {};
-    return make_error(ErrorCode::io_error, "no such directory", dir);
-  }
-  Result<std::vector<std::string>> list_dir(const std::string& dir) override {
-    return disk_.list_dir(dir);
-  }
-  Result<DiskLockHandle> lock_exclusive(const std::string& path) override {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0) return disk_.lock_exclusive(path);
-    return DiskLockHandle(std::make_unique<NoLock>());
-  }
-
- private:
-  struct NoLock final : DiskLock {};
-  static Status refuse(const std::string& path) {
-    return make_error(ErrorCode::io_error, "read-only: status never writes", path);
-  }
-  PosixDisk disk_;
-};
-
-// One directory's jobs, or why they cannot be read.
-Result<std::map<std::string, JobState>> read_state_dir(Disk& disk, const std::string& dir) {
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0) {
-    return make_error(ErrorCode::not_found, "no such directory", dir);
-  }
-  if (!S_ISDIR(st.st_mode)) return make_error(ErrorCode::invalid_argument, "not a directory", dir);
-  // A worker that never ran leaves no state file; a directory without one is
-  // far more often the wrong path than a fresh start worth a view of 0 jobs.
-  const auto present = [&dir](const char* name) {
-    struct stat file {};
-    return ::stat((dir + "/" + name).c_str(), &file) == 0;
-  };
-  if (!present("retry_state.json") && !present("retry_state.journal")) {
-    return make_error(ErrorCode::not_found,
-                      "no state file here (retry_state.json or retry_state.journal): not a "
-                      "worker's state directory, or a worker that never ran",
-                      dir);
-  }
-  auto store = StateStore::open(disk, dir);
-  if (!store) return std::move(store).error();
-  const StoreHealth health = store->health();
-  if (!health.ok() && health.error) return *health.error;
-  return store->read_all();
-}
 
 // Each job's policy from the scenario file, when one is given.
 Result<std::map<std::string, PolicyOrError>> scenario_policies(const std::string& path) {

@@ -213,6 +213,9 @@ struct RunOptions {
   // adapter writes it (docs/log-format.md). Off by default (memory grows
   // with the run).
   bool keep_worker_log = false;
+  // Keep ScenarioRunResult::state_files: the worker's state directory
+  // (kWorldStateDir) as its files are at the end. Off by default.
+  bool keep_state_files = false;
 };
 
 // The end state of one job, read back from the durable store after the run.
@@ -255,6 +258,9 @@ struct ScenarioRunResult {
   std::string trace_hash;  // hex64 of the FNV-1a 64 over the JSON Lines bytes
   // The worker's log lines in log format 1 (RunOptions::keep_worker_log).
   std::vector<std::string> worker_log;
+  // The state directory's files at the end, by name, in name order
+  // (RunOptions::keep_state_files).
+  std::vector<std::pair<std::string, std::string>> state_files;
   std::int64_t messenger_calls = 0;  // messenger sends (delivered or refused)
 
   // Every distinct invariant that fired, first occurrence each, in firing order.

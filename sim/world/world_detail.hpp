@@ -202,6 +202,7 @@ class World {
   void record_outcome(const RunResult& run, ScenarioRunResult& result);
   void sync_secrets();
   void read_final_state(ScenarioRunResult& result);
+  void keep_state_files(ScenarioRunResult& result);
 
   const Scenario& scenario_;
   const RunOptions& options_;

@@ -4,6 +4,17 @@
 
 namespace rehearse::sim::world_detail {
 
+// The directory as a worker's disk holds it when the run ends: every file,
+// the damaged ones kept beside the store included.
+void World::keep_state_files(ScenarioRunResult& result) {
+  auto names = disk_.list_dir(kWorldStateDir);
+  if (!names.ok()) return;                  // a world whose worker never wrote a state file
+  for (const std::string& name : *names) {  // in name order, as the disk lists them
+    auto bytes = disk_.read_file(std::string(kWorldStateDir) + "/" + name);
+    if (bytes.ok() && *bytes) result.state_files.emplace_back(name, std::move(**bytes));
+  }
+}
+
 void World::read_final_state(ScenarioRunResult& result) {
   // The run is over: nothing the read-back does belongs to it.
   REHEARSE_ASSERT(finished_);
@@ -17,6 +28,7 @@ void World::read_final_state(ScenarioRunResult& result) {
   disk_.disarm_torn_write();
   disk_.cancel_fail_stop();
   compare_damaged_files(result);
+  if (options_.keep_state_files) keep_state_files(result);
   result.unreported_torn_tail = tail_watch_.unreported_tail();
   result.store_failing_closed = store_reported_corrupt_;
   auto store = StateStore::open(disk_, kWorldStateDir);
