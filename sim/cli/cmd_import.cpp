@@ -1,6 +1,6 @@
 // rehearse import --otlp FILE... --into SCENARIO [--service ADDRESS=NAME]...
 //                 [--name NAME] [--out FILE] [--strict] [--json]
-// rehearse import --log FILE... [--into SCENARIO] [--clock-steps] [...]
+// rehearse import --log FILE... [--into SCENARIO] [--state DIR] [--clock-steps] [...]
 //
 // Reads OpenTelemetry trace exports or the worker's own JSON log, infers each
 // service's fault windows from the calls they show
@@ -23,6 +23,7 @@
 #include "sim/cli/error_report.hpp"
 #include "sim/cli/json_input.hpp"
 #include "sim/cli/output_file.hpp"
+#include "sim/cli/state_dir.hpp"
 #include "sim/import/bullmq_scenario.hpp"
 #include "sim/import/imported_scenario.hpp"
 #include "sim/import/log_scenario.hpp"
@@ -34,7 +35,7 @@ namespace {
 
 constexpr const char* kImportHelp =
     "usage: rehearse import --otlp FILE... --into SCENARIO [options]\n"
-    "       rehearse import --log FILE... [--into SCENARIO] [options]\n"
+    "       rehearse import --log FILE... [--into SCENARIO] [--state DIR] [options]\n"
     "       rehearse import --bullmq EXPORT [options]\n"
     "\n"
     "Turns an incident's records into a scenario to replay (docs/import.md).\n"
@@ -44,6 +45,9 @@ constexpr const char* kImportHelp =
     "expect block: replaying it says whether the core reproduces what was observed.\n"
     "A log holds no world: --into supplies the services and the faults no log line\n"
     "shows (damaged files, clock steps); without it only call jobs can be rebuilt.\n"
+    "--state DIR adds the worker's state directory, as it was when the log ends: each\n"
+    "job's durable record is expected at the replay's end (read only; a corrupt store\n"
+    "is kept as it is, reported, and expected unreadable).\n"
     "--bullmq reads a BullMQ job export (tools/bullmq-export, docs/bullmq-export.md):\n"
     "each job that ran is a call job with its own attempts and backoff, each attempt a\n"
     "call, and the slot's attempts and their instants are expected.\n"
@@ -70,6 +74,7 @@ const std::vector<OptionSpec> kImportOptions{
     {"--bullmq", true, "EXPORT", "a BullMQ job export (tools/bullmq-export/export.mjs)"},
     {"--into", true, "SCENARIO", "the scenario the windows are added to (jobs, services, span)"},
     {"--clock-steps", false, "", "--log: accept stamps that go back (a stepped clock)"},
+    {"--state", true, "DIR", "--log: the worker's state directory when the log ends"},
     {"--service", true, "ADDRESS=NAME", "the scenario's name for a server address", true},
     {"--name", true, "NAME", "the imported scenario's name (default: the --into one's)"},
     {"--out", true, "FILE", "where the scenario goes (default -: standard output)"},
@@ -189,6 +194,13 @@ Result<sim::ImportResult> import_from_logs(const ParsedArgs& parsed, int& calls)
     input.base = std::move(base->base);
     input.base_path = *into;
   }
+  if (const auto dir = parsed.value("--state")) {
+    auto read = read_state_dir_kept(*dir);
+    if (!read) return std::move(read).error();
+    input.state =
+        sim::StateEvidence{*dir, std::move(read->jobs),
+                           read->corrupt ? std::optional(read->corrupt->describe()) : std::nullopt};
+  }
   sim::LogEvidence evidence =
       sim::read_log_evidence(*log, input.base ? sim::declared_latencies(*input.base)
                                               : std::map<std::string, DurationMs>{});
@@ -264,8 +276,8 @@ std::optional<int> usage_problem(const ParsedArgs& parsed) {
   }
   if (log && !parsed.all("--service").empty())
     return usage_error("import: --service renames span addresses; a log names its services", see);
-  if (otlp && parsed.has("--clock-steps"))
-    return usage_error("import: --clock-steps is for --log", see);
+  if (!log && (parsed.has("--clock-steps") || parsed.value("--state")))
+    return usage_error("import: --clock-steps and --state are for --log", see);
   if (parsed.has("--json") && parsed.value("--out").value_or("-") == "-") {
     return usage_error("import: --json prints the summary; give the scenario --out FILE");
   }

@@ -97,7 +97,8 @@ void apply_configuration(ojson& job, const ConfiguredJob& c, std::vector<std::st
   for (const auto& [key, value] : logged.items()) {
     static const std::set<std::string> kKeys{"schedule", "schedule_env", "tz", "retry_policy"};
     if (kKeys.count(key) == 0 && !(c.kind() == "call" && key == "calls")) continue;
-    if (job.contains(key) && job[key] == value) continue;
+    // Compared as values: the log writes an object's keys in its own order.
+    if (job.contains(key) && nlohmann::json(job[key]) == nlohmann::json(value)) continue;
     notes.push_back(fmt::format(
         "job '{}': {} {} in the scenario, {} in the log [{}]: the log's "
         "imported",
@@ -302,6 +303,7 @@ Result<ImportResult> import_worker_log(const LogImportInput& input, const LogEvi
         "the scenario steps the worker's clock: the log's stamps are not true time, "
         "so the runs' start instants are not expected");
   base["expect"] = observed_expectations(evidence, base, !stepped);
+  if (input.state) expect_end_states(base, *input.state, notes);
   std::vector<CallObservation> calls = evidence.calls;
   if (input.base) {
     calls = outside_capacity(calls, base, ambiguities);

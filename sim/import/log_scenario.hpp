@@ -25,6 +25,7 @@
 #include "model/result.hpp"
 #include "sim/import/imported_scenario.hpp"
 #include "sim/import/log_evidence.hpp"
+#include "sim/import/state_expectations.hpp"
 
 namespace rehearse::sim {
 
@@ -34,6 +35,7 @@ struct LogImportInput {
   std::vector<std::string> logs;               // the log files read, in order
   std::string name;                            // the scenario's name (empty: the base's)
   bool clock_stepped = false;                  // stamps went back: runs' instants are not true time
+  std::optional<StateEvidence> state;          // the worker's state directory, when given
 };
 
 Result<ImportResult> import_worker_log(const LogImportInput& input, const LogEvidence& evidence);

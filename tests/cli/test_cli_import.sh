@@ -210,4 +210,45 @@ expect_rc log-and-otlp 2 import --log "$work/worker.log" --otlp "$work/traces.js
 contains log-and-otlp "$work/err" "give one of --otlp FILE..., --log FILE... or --bullmq EXPORT"
 expect_rc log-service 2 import --log "$work/worker.log" --service a=b --out "$work/x.json"
 
+# ---- the worker's state directory (run --worker-state, import --state) ----
+expect_rc state-run 0 run "$S" --once --worker-log "$work/st.log" --worker-state "$work/st"
+if [ -e "$work/st/retry_state.journal" ] || [ -e "$work/st/retry_state.json" ]; then ok; else bad "run --worker-state wrote no state file"; fi
+expect_rc state-run-again 2 run "$S" --once --worker-state "$work/st"
+contains state-run-again "$work/err" "exists and is not empty"
+expect_rc state-import 0 import --log "$work/st.log" --into "$work/base.json" --state "$work/st" --out "$work/st.json"
+python3 -c '
+import json, sys
+jobs = json.load(open(sys.argv[1]))["expect"]["jobs"]
+s = jobs["daily-report"]["state"]
+assert s["retry_status"] == "retry_exhausted" and s["retry_count"] == 2, s
+assert s["failure_class"] == "provider_5xx" and s["next_retry_at"] is None, s
+assert jobs["invoice-sync"]["state"]["retry_status"] == "ok", jobs
+' "$work/st.json" && ok || bad "state-import: the records are not the expectations"
+expect_rc state-replay 0 run "$work/st.json" --once
+# The replay ends elsewhere than the record: the state expectation fails.
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1])); d["expect"]["jobs"]["daily-report"]["state"]["retry_count"] = 1
+json.dump(d, open(sys.argv[2], "w"))' "$work/st.json" "$work/st-wrong.json"
+expect_rc state-wrong 1 run "$work/st-wrong.json" --once
+contains state-wrong "$work/out" "/expect/jobs/daily-report/state/retry_count"
+# A corrupt store is kept byte for byte, reported, and expected unreadable.
+"$R" run "$SRC/scenarios/corrupt-live-state.json" --once --worker-log "$work/c.log" \
+  --worker-state "$work/cs" > /dev/null 2>&1
+python3 "$SRC/tests/cli/strip_inferable_faults.py" "$SRC/scenarios/corrupt-live-state.json" \
+  "$work/cbase.json" > /dev/null
+sum_before=$(cat "$work"/cs/* | md5sum)
+expect_rc state-corrupt 0 import --log "$work/c.log" --into "$work/cbase.json" --state "$work/cs" --out "$work/cimp.json"
+contains state-corrupt "$work/cimp.json" '"state": "unreadable"'
+contains state-corrupt "$work/cimp.json" "its bytes are kept as they are"
+[ "$(cat "$work"/cs/* | md5sum)" = "$sum_before" ] && ok || bad "import --state changed the directory"
+expect_rc state-corrupt-replay 0 run "$work/cimp.json" --once
+expect_rc state-missing 2 import --log "$work/st.log" --into "$work/base.json" --state "$work/nowhere"
+contains state-missing "$work/err" "nowhere: no such directory"
+mkdir -p "$work/empty"
+expect_rc state-empty 2 import --log "$work/st.log" --into "$work/base.json" --state "$work/empty"
+contains state-empty "$work/err" "no state file here"
+expect_rc state-otlp 2 import --otlp "$work/traces.json" --into "$work/base.json" --state "$work/st"
+contains state-otlp "$work/err" "--state are for --log"
+
 finish "cli import"

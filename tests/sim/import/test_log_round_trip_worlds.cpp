@@ -1,8 +1,9 @@
 // Goal: the worker's log tells what happened, in every world `rehearse check`
 // generates, not only in the bundled scenarios: imported back
 // (docs/import.md, "The worker's log"), it gives expectations that a replay
-// meets, slot by slot, with the faults on the user's own services found
-// again from the calls alone.
+// meets, slot by slot and in each job's durable state at the end (its state
+// directory imported with it), with the faults on the user's own services
+// found again from the calls alone.
 // Method: generated worlds with the swarm's faults on top (restarts, damaged
 // files, stepped clocks, outages), each run with its worker's log kept; the
 // world without its own-service faults is the base the log is imported
@@ -56,6 +57,17 @@ ojson base_of(const ojson& world, int& removed) {
   return base;
 }
 
+// The state directory as the worker left it, as `import --state` reads it.
+StateEvidence state_of(const ScenarioRunResult& run) {
+  StateEvidence out;
+  out.dir = "the world's state directory";
+  if (run.store_corrupt) out.corrupt = run.store_error;
+  for (const FinalJobState& f : run.final_states) {
+    if (f.state) out.jobs[f.job_id] = *f.state;
+  }
+  return out;
+}
+
 std::string log_text(const ScenarioRunResult& run) {
   std::string text;
   for (const std::string& line : run.worker_log) text += line + "\n";
@@ -90,6 +102,7 @@ void round_trip(std::uint64_t seed, Counts& counts) {
   input.base_path = what;
   input.logs = {what + ".log"};
   input.clock_stepped = !log->steps_back.empty();
+  input.state = state_of(*run);
   const LogEvidence evidence = read_log_evidence(*log, declared_latencies(*input.base));
   auto imported = import_worker_log(input, evidence);
   ASSERT_TRUE(imported.ok()) << what << ": " << imported.error().describe();
